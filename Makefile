@@ -1,0 +1,86 @@
+# flinkmaint — see README.md. `make help` lists the targets.
+SHELL := /bin/bash
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+GO_PACKAGES := ./...
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-18s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/flinkmaint (operator CLI) and bin/flinkmaint-worker
+	go build -ldflags "$(LDFLAGS)" -o bin/flinkmaint ./starter
+	go build -ldflags "$(LDFLAGS)" -o bin/flinkmaint-worker ./worker
+
+.PHONY: test
+test: ## build tools, start the real peers, run every test (-race), stop the peers
+	scripts/test.sh
+
+.PHONY: lint
+lint: bin/workflowcheck bin/staticcheck ## gofmt, go vet, staticcheck, workflowcheck
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet $(GO_PACKAGES)
+	bin/staticcheck $(GO_PACKAGES)
+	bin/workflowcheck ./workflows/...
+
+bin/workflowcheck bin/staticcheck: tools/go.mod tools/go.sum
+	cd tools && GOBIN=$(CURDIR)/bin go install go.temporal.io/sdk/contrib/tools/workflowcheck honnef.co/go/tools/cmd/staticcheck
+
+.PHONY: fmt
+fmt: ## gofmt every Go file
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: tidy
+tidy: ## go mod tidy for every module
+	go mod tidy
+	cd tools && go mod tidy
+	cd sandbox/kube/tools && go mod tidy
+
+.PHONY: temporal-cli
+temporal-cli: ## build the pinned Temporal CLI into bin/ (first time ~6-7 min)
+	scripts/temporal-dev.sh cli
+
+.PHONY: temporal
+temporal: ## start the Temporal dev server (UI http://localhost:8233), or reuse it
+	scripts/temporal-dev.sh up
+
+.PHONY: temporal-stop
+temporal-stop: ## stop the dev server and remove its files
+	scripts/temporal-dev.sh down
+
+.PHONY: worker
+worker: build ## run the worker in the foreground against the dev server
+	bin/flinkmaint-worker --log-format console
+
+.PHONY: sandbox
+sandbox: ## start the real peers (HDFS, Flink, kube-apiserver) and print endpoints
+	sandbox/sandbox.sh up
+
+.PHONY: sandbox-stop
+sandbox-stop: ## stop the real peers
+	sandbox/sandbox.sh down
+
+.PHONY: demo
+demo: ## run the main job on the embedded default Temporal
+	scripts/demo.sh
+
+.PHONY: stop
+stop: ## stop the demo worker, the dev server and the sandbox
+	-@if [[ -f var/demo/worker.pid ]]; then kill $$(cat var/demo/worker.pid) 2>/dev/null; rm -f var/demo/worker.pid; echo "demo worker stopped"; fi
+	scripts/temporal-dev.sh down
+	sandbox/sandbox.sh down
+
+.PHONY: capture-history
+capture-history: temporal-cli ## record workflow histories for the replay tests
+	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -count=1 -run 'OnDevServer' ./internal/app/...
+
+.PHONY: image
+image: ## build the worker container image (needs a Docker engine)
+	docker build -f deploy/Dockerfile -t flinkmaint-worker:$(VERSION) .
+
+.PHONY: clean
+clean: stop ## stop everything and remove build outputs and state
+	rm -rf bin var

@@ -1,0 +1,51 @@
+// Package activities holds every activity of flinkmaint: one Activities
+// struct whose methods are retryable, idempotent steps. Adapters reach the
+// activities only through the small interfaces in ports.go.
+package activities
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+)
+
+// Activities is registered once per worker; its fields are the ports.
+type Activities struct {
+	// Identity names this worker process in results and logs.
+	Identity string
+	// Now is the clock; nil means time.Now. Tests set a fixed clock.
+	Now func() time.Time
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// PingInput is the input of Ping.
+type PingInput struct {
+	Message string
+}
+
+// PingResult tells which worker answered and when.
+type PingResult struct {
+	Message    string
+	Worker     string
+	Hostname   string
+	AnsweredAt time.Time
+}
+
+// Ping echoes the message with the worker's identity: it proves a workflow
+// reached a live worker and an activity ran there.
+func (a *Activities) Ping(ctx context.Context, in PingInput) (PingResult, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	activity.GetLogger(ctx).Info("ping", "message", in.Message)
+	return PingResult{Message: in.Message, Worker: a.Identity, Hostname: host, AnsweredAt: a.now().UTC()}, nil
+}

@@ -1,0 +1,42 @@
+// Package app registers every workflow and activity of flinkmaint on a
+// worker. It is the one place that lists them, so the worker binary, the
+// integration tests and the replayer see exactly the same set.
+package app
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// WorkflowRegistry is the part of worker.Registry (and the replayer) that
+// registers workflows.
+type WorkflowRegistry interface {
+	RegisterWorkflowWithOptions(w interface{}, options workflow.RegisterOptions)
+}
+
+// ActivityRegistry is the part of worker.Registry that registers activities.
+type ActivityRegistry interface {
+	RegisterActivity(a interface{})
+}
+
+// RegisterWorkflows registers every workflow under its explicit type name.
+func RegisterWorkflows(r WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(workflows.PingWorkflow, workflow.RegisterOptions{Name: workflows.PingWorkflowType})
+}
+
+// RegisterActivities registers every method of acts as an activity, named
+// after the method.
+func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
+	r.RegisterActivity(acts)
+}
+
+// Register registers workflows and activities on a worker.
+func Register(r interface {
+	WorkflowRegistry
+	ActivityRegistry
+}, acts *activities.Activities) {
+	RegisterWorkflows(r)
+	RegisterActivities(r, acts)
+}

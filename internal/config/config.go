@@ -1,0 +1,189 @@
+// Package config loads and validates the worker's configuration: defaults,
+// then a YAML file, then environment variables, then command-line flags.
+// Validation reports every problem at once, each naming the field, the value
+// and what would be valid.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/flinkmaint/flinkmaint/internal/logging"
+	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+)
+
+// Environment variables of the worker (Temporal's are in temporalconn).
+const (
+	EnvConfigFile = "FLINKMAINT_CONFIG"
+	EnvTaskQueue  = "FLINKMAINT_TASK_QUEUE"
+	EnvHTTPListen = "FLINKMAINT_HTTP_LISTEN"
+	EnvLogLevel   = "FLINKMAINT_LOG_LEVEL"
+	EnvLogFormat  = "FLINKMAINT_LOG_FORMAT"
+)
+
+// DefaultTaskQueue is the queue the worker polls and the CLI starts on.
+const DefaultTaskQueue = "flinkmaint"
+
+// Config is the worker configuration. Behavioural settings of maintenance
+// runs do not live here: they travel in workflow input so history records them.
+type Config struct {
+	Temporal temporalconn.Options `yaml:"temporal"`
+	Worker   Worker               `yaml:"worker"`
+	HTTP     HTTP                 `yaml:"http"`
+	Log      Log                  `yaml:"log"`
+}
+
+// Worker tunes the Temporal worker.
+type Worker struct {
+	TaskQueue                  string   `yaml:"taskQueue"`
+	MaxConcurrentActivities    int      `yaml:"maxConcurrentActivities"`
+	MaxConcurrentWorkflowTasks int      `yaml:"maxConcurrentWorkflowTasks"`
+	ShutdownTimeout            Duration `yaml:"shutdownTimeout"`
+	TemporalConnectTimeout     Duration `yaml:"temporalConnectTimeout"`
+}
+
+// HTTP is the listener for /healthz and /metrics.
+type HTTP struct {
+	Listen string `yaml:"listen"`
+}
+
+// Log selects level and format.
+type Log struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Config {
+	c := Config{
+		Worker: Worker{
+			TaskQueue:              DefaultTaskQueue,
+			ShutdownTimeout:        Duration(30 * time.Second),
+			TemporalConnectTimeout: Duration(10 * time.Second),
+		},
+		HTTP: HTTP{Listen: ":9090"},
+		Log:  Log{Level: "info", Format: logging.FormatJSON},
+	}
+	c.Temporal.ApplyDefaults()
+	return c
+}
+
+// Duration is a time.Duration written as "30s" or "5m" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses Go duration syntax and names the bad value.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: %q is not a duration: use a value such as 30s, 5m or 1h", n.Line, n.Value)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration: use a value such as 30s, 5m or 1h", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the Go duration syntax.
+func (d Duration) MarshalYAML() (interface{}, error) { return time.Duration(d).String(), nil }
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// LoadFile merges a YAML file into c. Unknown keys are errors: a typo must
+// not silently fall back to a default.
+func (c *Config) LoadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config file %s: %s", path, cleanYAMLError(err))
+	}
+	return nil
+}
+
+var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// cleanYAMLError rewrites yaml.v3's messages into the user's terms.
+func cleanYAMLError(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	msg = unknownFieldRE.ReplaceAllString(msg, "key \"$1\" is not a known key here (see the configuration reference in README.md)")
+	return strings.TrimSpace(msg)
+}
+
+// ApplyEnv overrides fields from environment variables that are set.
+func (c *Config) ApplyEnv(getenv func(string) string) error {
+	if err := c.Temporal.ApplyEnv(getenv); err != nil {
+		return err
+	}
+	set := func(dst *string, key string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Worker.TaskQueue, EnvTaskQueue)
+	set(&c.HTTP.Listen, EnvHTTPListen)
+	set(&c.Log.Level, EnvLogLevel)
+	set(&c.Log.Format, EnvLogFormat)
+	return nil
+}
+
+// ValidationError lists every problem found, one per line.
+type ValidationError struct{ Problems []error }
+
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = "  - " + p.Error()
+	}
+	return "invalid configuration:\n" + strings.Join(lines, "\n")
+}
+
+// Validate checks every field and returns a *ValidationError or nil.
+func (c *Config) Validate() error {
+	errs := c.Temporal.Validate("temporal.")
+	if c.Worker.TaskQueue == "" {
+		errs = append(errs, errors.New("worker.taskQueue is empty: set the task queue name the worker polls"))
+	}
+	if c.Worker.MaxConcurrentActivities < 0 {
+		errs = append(errs, fmt.Errorf("worker.maxConcurrentActivities=%d: use 0 (SDK default) or a positive number", c.Worker.MaxConcurrentActivities))
+	}
+	if c.Worker.MaxConcurrentWorkflowTasks < 0 {
+		errs = append(errs, fmt.Errorf("worker.maxConcurrentWorkflowTasks=%d: use 0 (SDK default) or a positive number", c.Worker.MaxConcurrentWorkflowTasks))
+	}
+	if c.Worker.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("worker.shutdownTimeout=%s: use a positive duration such as 30s", c.Worker.ShutdownTimeout.D()))
+	}
+	if c.Worker.TemporalConnectTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("worker.temporalConnectTimeout=%s: use a positive duration such as 10s", c.Worker.TemporalConnectTimeout.D()))
+	}
+	if c.HTTP.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("http.listen=%q: use host:port or :port (empty disables the listener)", c.HTTP.Listen))
+		}
+	}
+	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
+		errs = append(errs, fmt.Errorf("log.level: %v", err))
+	}
+	if c.Log.Format != logging.FormatJSON && c.Log.Format != logging.FormatConsole {
+		errs = append(errs, fmt.Errorf("log.format=%q: use %q or %q", c.Log.Format, logging.FormatJSON, logging.FormatConsole))
+	}
+	if len(errs) > 0 {
+		return &ValidationError{Problems: errs}
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package config
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	file := writeFile(t, `
+temporal:
+  address: file:7233
+  namespace: from-file
+worker:
+  taskQueue: q-file
+  shutdownTimeout: 45s
+log:
+  level: debug
+`)
+	cfg, err := Load([]string{"--config", file, "--task-queue", "q-flag"},
+		envOf(map[string]string{"TEMPORAL_NAMESPACE": "from-env", EnvLogFormat: "console"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string][2]string{
+		"address from file":    {cfg.Temporal.Address, "file:7233"},
+		"namespace from env":   {cfg.Temporal.Namespace, "from-env"},
+		"task queue from flag": {cfg.Worker.TaskQueue, "q-flag"},
+		"level from file":      {cfg.Log.Level, "debug"},
+		"format from env":      {cfg.Log.Format, "console"},
+		"listen default":       {cfg.HTTP.Listen, ":9090"},
+	}
+	for name, c := range checks {
+		if c[0] != c[1] {
+			t.Errorf("%s: got %q, want %q", name, c[0], c[1])
+		}
+	}
+	if cfg.Worker.ShutdownTimeout.D() != 45*time.Second {
+		t.Errorf("shutdownTimeout = %s, want 45s", cfg.Worker.ShutdownTimeout.D())
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	for name, tc := range map[string]struct {
+		file string
+		args []string
+		env  map[string]string
+		want []string // substrings the one error message must contain
+	}{
+		"unknown key": {
+			file: "temporal:\n  adress: x:1\n",
+			want: []string{"adress", "not a known key"},
+		},
+		"bad duration": {
+			file: "worker:\n  shutdownTimeout: soon\n",
+			want: []string{`"soon"`, "30s"},
+		},
+		"negative duration flag": {
+			args: []string{"--shutdown-timeout", "-1s"},
+			want: []string{"worker.shutdownTimeout=-1s", "positive"},
+		},
+		"bad log level and format together": {
+			args: []string{"--log-level", "loud", "--log-format", "xml"},
+			want: []string{`"loud"`, "log.format=\"xml\"", "json"},
+		},
+		"empty namespace": {
+			file: "temporal:\n  namespace: \"\"\n",
+			want: []string{"temporal.namespace is empty"},
+		},
+		"cert without key": {
+			env:  map[string]string{"TEMPORAL_TLS_CLIENT_CERT_PATH": "/nonexistent/cert.pem"},
+			want: []string{"tls.certFile", "tls.keyFile", "set both"},
+		},
+		"bad TLS env bool": {
+			env:  map[string]string{"TEMPORAL_TLS": "maybe"},
+			want: []string{"TEMPORAL_TLS", `"maybe"`},
+		},
+		"bad listen": {
+			args: []string{"--http-listen", "9090"},
+			want: []string{`http.listen="9090"`},
+		},
+		"missing config file": {
+			args: []string{"--config", "/nonexistent/flinkmaint.yaml"},
+			want: []string{"/nonexistent/flinkmaint.yaml"},
+		},
+		"stray argument": {
+			args: []string{"run"},
+			want: []string{`unexpected argument "run"`},
+		},
+		"unknown flag": {
+			args: []string{"--nope"},
+			want: []string{"nope"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", writeFile(t, tc.file)}, args...)
+			}
+			_, err := Load(args, envOf(tc.env), io.Discard)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	cfg, err := Load(nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if cfg.Temporal.Address != "localhost:7233" || cfg.Worker.TaskQueue != DefaultTaskQueue {
+		t.Fatalf("unexpected defaults: %+v", cfg)
+	}
+}

@@ -1,0 +1,65 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Load builds the configuration from defaults, the file named by --config or
+// FLINKMAINT_CONFIG, the environment and the flags in args, then validates it.
+// Flag parse errors and validation errors are returned, never printed here.
+func Load(args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+	cfg := Default()
+	fs := flag.NewFlagSet("flinkmaint-worker", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	var (
+		file          = fs.String("config", "", "YAML config file (env "+EnvConfigFile+")")
+		address       = fs.String("temporal-address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS, default "+cfg.Temporal.Address+")")
+		namespace     = fs.String("namespace", "", "Temporal namespace (env TEMPORAL_NAMESPACE, default "+cfg.Temporal.Namespace+")")
+		taskQueue     = fs.String("task-queue", "", "task queue to poll (env "+EnvTaskQueue+", default "+cfg.Worker.TaskQueue+")")
+		listen        = fs.String("http-listen", "", "address of /healthz and /metrics (env "+EnvHTTPListen+", default "+cfg.HTTP.Listen+")")
+		logLevel      = fs.String("log-level", "", "trace, debug, info, warn or error (env "+EnvLogLevel+")")
+		logFormat     = fs.String("log-format", "", "json or console (env "+EnvLogFormat+")")
+		shutdown      = fs.Duration("shutdown-timeout", 0, "time running activities get to finish on SIGTERM")
+		connectTimout = fs.Duration("temporal-connect-timeout", 0, "how long to wait for the Temporal frontend at start")
+	)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q: the worker takes only flags (see -h)", fs.Arg(0))
+	}
+	path := *file
+	if path == "" {
+		path = getenv(EnvConfigFile)
+	}
+	if path != "" {
+		if err := cfg.LoadFile(path); err != nil {
+			return cfg, err
+		}
+	}
+	if err := cfg.ApplyEnv(getenv); err != nil {
+		return cfg, err
+	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+	override := func(name string, dst *string, v string) {
+		if setFlags[name] {
+			*dst = v
+		}
+	}
+	override("temporal-address", &cfg.Temporal.Address, *address)
+	override("namespace", &cfg.Temporal.Namespace, *namespace)
+	override("task-queue", &cfg.Worker.TaskQueue, *taskQueue)
+	override("http-listen", &cfg.HTTP.Listen, *listen)
+	override("log-level", &cfg.Log.Level, *logLevel)
+	override("log-format", &cfg.Log.Format, *logFormat)
+	if setFlags["shutdown-timeout"] {
+		cfg.Worker.ShutdownTimeout = Duration(*shutdown)
+	}
+	if setFlags["temporal-connect-timeout"] {
+		cfg.Worker.TemporalConnectTimeout = Duration(*connectTimout)
+	}
+	return cfg, cfg.Validate()
+}

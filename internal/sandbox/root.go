@@ -1,0 +1,64 @@
+// Package sandbox gives tests and the demo access to the real peers that
+// sandbox/ starts: HDFS, Flink session clusters and a kube-apiserver.
+//
+// Each peer writes its endpoints to a JSON file under var/sandbox/ when it is
+// up; the helpers here read those files, check the peer answers and start it
+// when it does not. A peer that cannot be started fails the test: the tests
+// that use it prove behaviour against the real system and must not skip.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// RepoRoot returns the directory holding the project's go.mod, found by
+// walking up from the working directory (go test runs in the package dir).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("sandbox: working directory: %w", err)
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && isProjectModule(data) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("sandbox: no go.mod of module github.com/flinkmaint/flinkmaint above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func isProjectModule(goMod []byte) bool {
+	const want = "module github.com/flinkmaint/flinkmaint\n"
+	return len(goMod) >= len(want) && string(goMod[:len(want)]) == want
+}
+
+// StateDir returns var/sandbox under the repository root, where peers keep
+// their data, logs, pid files and endpoint files.
+func StateDir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "var", "sandbox"), nil
+}
+
+// SharedDir returns the read-only reference material beside the repository
+// (../shared), or an error saying it is absent.
+func SharedDir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(filepath.Dir(root), "shared")
+	if _, err := os.Stat(filepath.Join(dir, "fixtures")); err != nil {
+		return "", fmt.Errorf("sandbox: reference material %s not found (expected beside the repository): %w", dir, err)
+	}
+	return dir, nil
+}

@@ -1,0 +1,192 @@
+// Package temporalconn turns connection settings shared by the worker and the
+// operator CLI into a Temporal client: address, namespace, TLS and API key.
+package temporalconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+)
+
+// Environment variables, named as the Temporal CLI and SDK env config name them.
+const (
+	EnvAddress       = "TEMPORAL_ADDRESS"
+	EnvNamespace     = "TEMPORAL_NAMESPACE"
+	EnvAPIKey        = "TEMPORAL_API_KEY"
+	EnvTLS           = "TEMPORAL_TLS"
+	EnvTLSCert       = "TEMPORAL_TLS_CLIENT_CERT_PATH"
+	EnvTLSKey        = "TEMPORAL_TLS_CLIENT_KEY_PATH"
+	EnvTLSCA         = "TEMPORAL_TLS_SERVER_CA_CERT_PATH"
+	EnvTLSServerName = "TEMPORAL_TLS_SERVER_NAME"
+	EnvUIURL         = "TEMPORAL_UI_URL"
+)
+
+// Defaults point at the embedded dev server started by `make temporal`.
+const (
+	DefaultAddress   = "localhost:7233"
+	DefaultNamespace = "default"
+	DefaultUIURL     = "http://localhost:8233"
+)
+
+// Options are the connection settings. The YAML keys are the worker config's.
+type Options struct {
+	Address   string     `yaml:"address"`
+	Namespace string     `yaml:"namespace"`
+	APIKey    string     `yaml:"apiKey"`
+	TLS       TLSOptions `yaml:"tls"`
+	// UIURL is the Web UI base used to print links to executions.
+	UIURL string `yaml:"uiURL"`
+}
+
+// TLSOptions configure mutual TLS or server-verified TLS.
+type TLSOptions struct {
+	Enabled    bool   `yaml:"enabled"`
+	CertFile   string `yaml:"certFile"`
+	KeyFile    string `yaml:"keyFile"`
+	CAFile     string `yaml:"caFile"`
+	ServerName string `yaml:"serverName"`
+}
+
+// ApplyDefaults fills empty fields.
+func (o *Options) ApplyDefaults() {
+	if o.Address == "" {
+		o.Address = DefaultAddress
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.UIURL == "" {
+		o.UIURL = DefaultUIURL
+	}
+}
+
+// ApplyEnv overrides fields from TEMPORAL_* variables that are set.
+func (o *Options) ApplyEnv(getenv func(string) string) error {
+	set := func(dst *string, key string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	set(&o.Address, EnvAddress)
+	set(&o.Namespace, EnvNamespace)
+	set(&o.APIKey, EnvAPIKey)
+	set(&o.TLS.CertFile, EnvTLSCert)
+	set(&o.TLS.KeyFile, EnvTLSKey)
+	set(&o.TLS.CAFile, EnvTLSCA)
+	set(&o.TLS.ServerName, EnvTLSServerName)
+	set(&o.UIURL, EnvUIURL)
+	if v := getenv(EnvTLS); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q is not valid: use true or false", EnvTLS, v)
+		}
+		o.TLS.Enabled = b
+	}
+	return nil
+}
+
+// Validate checks the options; field names are given as prefix+yaml key.
+func (o *Options) Validate(prefix string) []error {
+	var errs []error
+	if o.Address == "" {
+		errs = append(errs, fmt.Errorf("%saddress is empty: set host:port of the Temporal frontend", prefix))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, fmt.Errorf("%snamespace is empty: set a Temporal namespace", prefix))
+	}
+	if (o.TLS.CertFile == "") != (o.TLS.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("%stls.certFile=%q and %stls.keyFile=%q: set both for mutual TLS or neither", prefix, o.TLS.CertFile, prefix, o.TLS.KeyFile))
+	}
+	for _, f := range []struct{ field, path string }{
+		{"certFile", o.TLS.CertFile}, {"keyFile", o.TLS.KeyFile}, {"caFile", o.TLS.CAFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%stls.%s=%q cannot be read: %v", prefix, f.field, f.path, err))
+		}
+	}
+	return errs
+}
+
+func (o *Options) tlsConfig() (*tls.Config, error) {
+	usesTLS := o.TLS.Enabled || o.TLS.CertFile != "" || o.TLS.CAFile != "" || o.APIKey != ""
+	if !usesTLS {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLS.ServerName}
+	if o.TLS.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(o.TLS.CertFile, o.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS client certificate %s / key %s: %w", o.TLS.CertFile, o.TLS.KeyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	if o.TLS.CAFile != "" {
+		pem, err := os.ReadFile(o.TLS.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("temporal TLS CA file %s holds no PEM certificate", o.TLS.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// ErrUnreachable marks a failure to connect to the Temporal frontend.
+var ErrUnreachable = errors.New("temporal frontend unreachable")
+
+// ClientOptions builds SDK client options; logger and metrics may be nil.
+func (o *Options) ClientOptions(logger log.Logger, metrics client.MetricsHandler) (client.Options, error) {
+	tlsCfg, err := o.tlsConfig()
+	if err != nil {
+		return client.Options{}, err
+	}
+	opts := client.Options{
+		HostPort:          o.Address,
+		Namespace:         o.Namespace,
+		Logger:            logger,
+		MetricsHandler:    metrics,
+		ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg},
+	}
+	if o.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(o.APIKey)
+	}
+	return opts, nil
+}
+
+// Dial connects and checks the frontend answers within timeout. Connection
+// failures wrap ErrUnreachable so callers can choose their exit code.
+func (o *Options) Dial(ctx context.Context, timeout time.Duration, logger log.Logger, metrics client.MetricsHandler) (client.Client, error) {
+	opts, err := o.ClientOptions(logger, metrics)
+	if err != nil {
+		return nil, err
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := client.DialContext(dialCtx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot connect to %s (namespace %q) within %s: %v", ErrUnreachable, o.Address, o.Namespace, timeout, err)
+	}
+	return c, nil
+}
+
+// ExecutionURL returns the Web UI link of a workflow execution.
+func (o *Options) ExecutionURL(workflowID, runID string) string {
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", strings.TrimRight(o.UIURL, "/"),
+		url.PathEscape(o.Namespace), url.PathEscape(workflowID), url.PathEscape(runID))
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The whole real-peer sandbox: HDFS + ZooKeeper + two Flink session clusters
+# (sandbox/java) and a kube-apiserver + etcd (sandbox/kube).
+#
+#   sandbox/sandbox.sh build   build everything once (cached afterwards)
+#   sandbox/sandbox.sh up      start or reuse every peer, print the endpoints
+#   sandbox/sandbox.sh down    stop every peer; no process is left running
+#   sandbox/sandbox.sh status  what runs
+#
+# Endpoints: var/sandbox/peers.json (HDFS, Flink) and var/sandbox/kube.json.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+build() {
+  "$HERE/kube/build.sh"
+  "$HERE/java/run.sh" build
+}
+
+up() {
+  local start=$SECONDS
+  build
+  "$HERE/kube/run.sh" up
+  "$HERE/java/run.sh" up
+  echo "sandbox up in $((SECONDS - start)) s"
+  status
+}
+
+down() {
+  local rc=0
+  "$HERE/java/run.sh" down || rc=$?
+  "$HERE/kube/run.sh" down || rc=$?
+  return $rc
+}
+
+status() {
+  local rc=0
+  "$HERE/java/run.sh" status || rc=$?
+  "$HERE/kube/run.sh" status || rc=$?
+  return $rc
+}
+
+case "${1:-}" in
+  build) build ;;
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) echo "usage: $0 build|up|down|status" >&2; exit 2 ;;
+esac

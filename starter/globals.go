@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/logging"
+	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+)
+
+// Output formats of --output.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// globals are the flags every command shares: Temporal connection and output.
+type globals struct {
+	getenv         func(string) string
+	stderr         io.Writer
+	conn           temporalconn.Options
+	taskQueue      string
+	output         string
+	connectTimeout time.Duration
+	flagsSet       func(string) bool
+}
+
+func (g *globals) bindFlags(root *cobra.Command) {
+	f := root.PersistentFlags()
+	f.StringVar(&g.conn.Address, "address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS, default "+temporalconn.DefaultAddress+")")
+	f.StringVar(&g.conn.Namespace, "namespace", "", "Temporal namespace (env TEMPORAL_NAMESPACE, default "+temporalconn.DefaultNamespace+")")
+	f.StringVar(&g.conn.TLS.CertFile, "tls-cert", "", "client certificate for mutual TLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
+	f.StringVar(&g.conn.TLS.KeyFile, "tls-key", "", "client key for mutual TLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
+	f.StringVar(&g.conn.TLS.CAFile, "tls-ca", "", "CA bundle that signed the server certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
+	f.StringVar(&g.conn.TLS.ServerName, "tls-server-name", "", "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
+	f.StringVar(&g.conn.UIURL, "ui-url", "", "Temporal Web UI base for links (env TEMPORAL_UI_URL, default "+temporalconn.DefaultUIURL+")")
+	f.StringVar(&g.taskQueue, "task-queue", "", "task queue the worker polls (env "+config.EnvTaskQueue+", default "+config.DefaultTaskQueue+")")
+	f.StringVarP(&g.output, "output", "o", outputTable, "output format: table or json")
+	f.DurationVar(&g.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for the Temporal frontend")
+	g.flagsSet = func(name string) bool { return f.Changed(name) }
+	// The API key is read from TEMPORAL_API_KEY only: a flag would leak it
+	// into shell history and process listings.
+}
+
+// validate merges env under flags and checks the result.
+func (g *globals) validate() error {
+	flagged := g.conn
+	merged := temporalconn.Options{}
+	if err := merged.ApplyEnv(g.getenv); err != nil {
+		return usageError{err}
+	}
+	pick := func(dst *string, name, v string) {
+		if g.flagsSet(name) {
+			*dst = v
+		}
+	}
+	pick(&merged.Address, "address", flagged.Address)
+	pick(&merged.Namespace, "namespace", flagged.Namespace)
+	pick(&merged.TLS.CertFile, "tls-cert", flagged.TLS.CertFile)
+	pick(&merged.TLS.KeyFile, "tls-key", flagged.TLS.KeyFile)
+	pick(&merged.TLS.CAFile, "tls-ca", flagged.TLS.CAFile)
+	pick(&merged.TLS.ServerName, "tls-server-name", flagged.TLS.ServerName)
+	pick(&merged.UIURL, "ui-url", flagged.UIURL)
+	merged.ApplyDefaults()
+	g.conn = merged
+
+	if !g.flagsSet("task-queue") {
+		g.taskQueue = g.getenv(config.EnvTaskQueue)
+	}
+	if g.taskQueue == "" {
+		g.taskQueue = config.DefaultTaskQueue
+	}
+	if g.output != outputTable && g.output != outputJSON {
+		return usageErrorf("--output=%q is not valid: use %s or %s", g.output, outputTable, outputJSON)
+	}
+	if g.connectTimeout <= 0 {
+		return usageErrorf("--connect-timeout=%s is not valid: use a positive duration such as 10s", g.connectTimeout)
+	}
+	if errs := g.conn.Validate("--"); len(errs) > 0 {
+		return usageError{errs[0]}
+	}
+	return nil
+}
+
+// dial connects to Temporal; the CLI shows only the SDK's warnings and errors.
+func (g *globals) dial(ctx context.Context) (client.Client, error) {
+	zl, err := logging.New(logging.Options{Level: "warn", Format: logging.FormatConsole, Output: g.stderr})
+	if err != nil {
+		return nil, err
+	}
+	return g.conn.Dial(ctx, g.connectTimeout, logging.NewTemporalLogger(zl), nil)
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v interface{}) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	return nil
+}

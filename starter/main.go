@@ -1,0 +1,129 @@
+// Command flinkmaint is the operator CLI: it starts maintenance windows and
+// governance runs, sends decisions, and shows status.
+//
+// Exit codes:
+//
+//	0  success
+//	1  the operation failed (see the message)
+//	2  invalid usage: unknown command, bad flag or argument value
+//	3  the Temporal frontend is unreachable
+//	4  the workflow ran and failed, or did not finish within --timeout
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+)
+
+const (
+	exitOK             = 0
+	exitFailure        = 1
+	exitUsage          = 2
+	exitUnreachable    = 3
+	exitWorkflowFailed = 4
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	root := newRootCommand(getenv, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "flinkmaint: %v\n", err)
+	return exitCode(err)
+}
+
+// usageError marks errors in how the CLI was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...interface{}) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// workflowFailedError marks a workflow that ran and failed or timed out.
+type workflowFailedError struct{ err error }
+
+func (e workflowFailedError) Error() string { return e.err.Error() }
+func (e workflowFailedError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	var ue usageError
+	var wf workflowFailedError
+	switch {
+	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
+		return exitUsage
+	case errors.Is(err, temporalconn.ErrUnreachable):
+		return exitUnreachable
+	case errors.As(err, &wf):
+		return exitWorkflowFailed
+	}
+	return exitFailure
+}
+
+func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{getenv: getenv, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "flinkmaint",
+		Short: "Maintenance orchestration for fleets of Apache Flink jobs",
+		Long: "flinkmaint runs maintenance windows and state governance for Flink jobs on Kubernetes with state on HDFS, as Temporal workflows.\n\n" +
+			"Exit codes: 0 success, 1 operation failed, 2 invalid usage, 3 Temporal unreachable, 4 workflow failed or timed out.",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return g.validate()
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	g.bindFlags(root)
+
+	root.AddCommand(newPingCommand(g))
+	root.AddCommand(
+		newGroupCommand("window", "Plan, run and steer maintenance windows"),
+		newGroupCommand("governance", "Reference-safe cleanup of checkpoints, savepoints and HA state"),
+		newGroupCommand("quota", "HDFS namespace and space quota per tenant"),
+		newGroupCommand("metadata", "Read Flink checkpoint and savepoint _metadata"),
+	)
+	return root
+}
+
+// newGroupCommand is a command group; it only lists its subcommands and
+// rejects unknown ones with a usage error.
+func newGroupCommand(name, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   name,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.HasAvailableSubCommands() {
+				return usageErrorf("%q has no subcommands in this version", cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
+	}
+}

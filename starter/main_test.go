@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func runCLI(args []string, env map[string]string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, envOf(env), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		"unknown command":     {[]string{"frobnicate"}, nil, "unknown command"},
+		"unknown flag":        {[]string{"ping", "--frob"}, nil, "frob"},
+		"bad output":          {[]string{"ping", "-o", "yaml"}, nil, `--output="yaml"`},
+		"bad timeout":         {[]string{"ping", "--timeout", "0s"}, nil, "--timeout=0s"},
+		"bad TLS env":         {[]string{"ping"}, map[string]string{"TEMPORAL_TLS": "perhaps"}, "TEMPORAL_TLS"},
+		"cert without key":    {[]string{"ping", "--tls-cert", "/nonexistent/c.pem"}, nil, "set both"},
+		"empty group":         {[]string{"window"}, nil, "has no subcommands"},
+		"group with argument": {[]string{"quota", "extra"}, nil, "extra"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := runCLI(tc.args, tc.env)
+			if code != exitUsage {
+				t.Fatalf("exit code %d, want %d; stderr: %s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Fatalf("stderr %q does not mention %q", stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestPingUnreachable(t *testing.T) {
+	code, _, stderr := runCLI([]string{"ping", "--address", "127.0.0.1:1", "--connect-timeout", "1s"}, nil)
+	if code != exitUnreachable || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Fatalf("exit %d, stderr %q; want %d naming the address", code, stderr, exitUnreachable)
+	}
+}
+
+// TestPingOnDevServer runs `flinkmaint ping` against a real dev server: with
+// a worker it succeeds and prints the UI link; without one it times out with
+// exit code 4.
+func TestPingOnDevServer(t *testing.T) {
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	w := worker.New(tmp.Client, "cli-test", worker.Options{})
+	app.Register(w, &activities.Activities{Identity: "cli-test-worker"})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	env := map[string]string{"TEMPORAL_ADDRESS": tmp.HostPort, "FLINKMAINT_TASK_QUEUE": "cli-test"}
+
+	code, stdout, stderr := runCLI([]string{"ping", "--message", "hello"}, env)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"hello"`, "cli-test-worker", "round trip", "http://localhost:8233/namespaces/default/workflows/ping%2F"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table output lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	code, stdout, stderr = runCLI([]string{"ping", "-o", "json", "--ui-url", "https://temporal.example/"}, env)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out pingOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("json output: %v\n%s", err, stdout)
+	}
+	if out.Worker != "cli-test-worker" || out.RoundTrip <= 0 || !strings.HasPrefix(out.URL, "https://temporal.example/namespaces/default/workflows/") {
+		t.Fatalf("unexpected json output %+v", out)
+	}
+
+	env["FLINKMAINT_TASK_QUEUE"] = "nobody-polls-this"
+	code, _, stderr = runCLI([]string{"ping", "--timeout", "3s"}, env)
+	if code != exitWorkflowFailed || !strings.Contains(stderr, "nobody-polls-this") {
+		t.Fatalf("exit %d, stderr %q; want %d naming the task queue", code, stderr, exitWorkflowFailed)
+	}
+}

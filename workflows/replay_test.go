@@ -1,0 +1,58 @@
+package workflows_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/flinkmaint/flinkmaint/internal/app"
+)
+
+// TestReplayRecordedHistories replays every recorded history against the
+// current workflow code: a change that would break running workflows fails
+// here. Record new histories with `make capture-history`.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no recorded histories in testdata/histories: run `make capture-history`")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := readGzip(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatalf("parse %s: %v", file, err)
+			}
+			replayer := worker.NewWorkflowReplayer()
+			app.RegisterWorkflows(replayer)
+			if err := replayer.ReplayWorkflowHistory(nil, hist); err != nil {
+				t.Fatalf("replay %s: %v", file, err)
+			}
+		})
+	}
+}
+
+func readGzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
