@@ -1,0 +1,397 @@
+#!/usr/bin/env bash
+# Real-peer sandbox: HDFS (MiniDFSCluster) + ZooKeeper in one JVM, and two Flink session clusters
+# (cluster-a for tenant team-a, cluster-b for team-b), one JVM each, all on 127.0.0.1.
+#
+#   sandbox/java/run.sh build    mvn package (skipped when up to date) + runtime classpath file
+#   sandbox/java/run.sh up       start or reuse the JVMs, wait until they answer, write peers.json
+#   sandbox/java/run.sh down     stop every JVM this script started (logs are kept)
+#   sandbox/java/run.sh status   show what runs
+#
+# State, pid files and logs live under <repo>/var/sandbox (override: FLINKMAINT_SANDBOX_DIR).
+# HDFS and ZooKeeper data are fresh whenever the storage JVM starts; a Flink cluster started
+# against an older storage JVM is restarted with it.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+STATE="${FLINKMAINT_SANDBOX_DIR:-$REPO/var/sandbox}"
+JAVA_STATE="$STATE/java"
+LOGS="$STATE/logs"
+PEERS_JSON="$STATE/peers.json"
+CLASSPATH_FILE="$STATE/java-classpath.txt"
+BUILD_ENV="$JAVA_STATE/build.env"
+BUILD_STAMP="$JAVA_STATE/build.stamp"
+JAVA_BIN="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+
+# The HDFS user every sandbox JVM runs as; it starts the NameNode, so it is the HDFS superuser.
+# Go clients must connect with the same user name (peers.json hdfs.user).
+export HADOOP_USER_NAME="${FLINKMAINT_HDFS_USER:-flink}"
+
+NAMESPACE_QUOTA="${FLINKMAINT_NAMESPACE_QUOTA:-15000}"
+TASK_SLOTS="${FLINKMAINT_TASK_SLOTS:-8}"
+CLUSTERS=("cluster-a:team-a" "cluster-b:team-b")
+TENANTS=("team-a" "team-b")
+STORAGE_MAIN="io.github.flinkmaint.sandbox.peers.StoragePeers"
+CLUSTER_MAIN="io.github.flinkmaint.sandbox.peers.FlinkSessionCluster"
+SAMPLE_ENTRY="io.github.flinkmaint.sandbox.job.StatefulSampleJob"
+# Marks our JVMs on their command line, so a reused pid is never mistaken for one of ours.
+MARKER="-Dflinkmaint.sandbox.home=$STATE"
+
+log() { printf '[java-sandbox] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# One build/up/down at a time: parallel test binaries may all call up. The lock is held on fd 9
+# until this script exits; the JVMs do not inherit it.
+LOCKED=""
+take_lock() {
+    [[ -n "$LOCKED" ]] && return 0
+    mkdir -p "$JAVA_STATE"
+    exec 9>"$JAVA_STATE/run.lock"
+    flock -w 900 9 || die "another run.sh held $JAVA_STATE/run.lock for 15 minutes"
+    LOCKED=1
+}
+
+# ---------------------------------------------------------------- build
+
+needs_build() {
+    [[ -f "$BUILD_STAMP" && -f "$CLASSPATH_FILE" && -f "$BUILD_ENV" ]] || return 0
+    [[ -f "$HERE/peers/target/peers-0.1.0.jar" && -f "$HERE/sample-job/target/sample-job-0.1.0.jar" ]] || return 0
+    local newer
+    newer="$(find "$HERE" -path '*/target' -prune -o -type f \( -name '*.java' -o -name '*.xml' -o -name '*.properties' \) -newer "$BUILD_STAMP" -print -quit)"
+    [[ -n "$newer" ]]
+}
+
+cmd_build() {
+    take_lock
+    mkdir -p "$JAVA_STATE" "$LOGS"
+    if ! needs_build; then
+        log "build is up to date ($CLASSPATH_FILE)"
+        return 0
+    fi
+    command -v mvn >/dev/null || die "mvn not found on PATH (Maven 3.8+ and a Java 17 JDK are needed)"
+    local m2="${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}"
+    local flink_version
+    flink_version="$(sed -n 's:.*<flink.version>\(.*\)</flink.version>.*:\1:p' "$HERE/pom.xml" | head -1)"
+    if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink_version" ]]; then
+        log "first run downloads ~230 MB of Maven artifacts (Flink $flink_version, Hadoop, RocksDB), takes a few minutes"
+    fi
+    log "building (mvn package), log: $LOGS/maven-build.log"
+    local start=$SECONDS
+    local repo_opt=()
+    [[ -n "${MAVEN_REPO_LOCAL:-}" ]] && repo_opt=("-Dmaven.repo.local=$MAVEN_REPO_LOCAL")
+    if ! (cd "$HERE" && mvn -B -ntp "${repo_opt[@]}" package -DskipTests >"$LOGS/maven-build.log" 2>&1); then
+        tail -40 "$LOGS/maven-build.log" >&2
+        die "maven build failed, see $LOGS/maven-build.log"
+    fi
+    local peers_jar="$HERE/peers/target/peers-0.1.0.jar"
+    local sample_jar="$HERE/sample-job/target/sample-job-0.1.0.jar"
+    printf '%s:%s\n' "$peers_jar" "$(cat "$HERE/peers/target/runtime-classpath.txt")" >"$CLASSPATH_FILE.tmp"
+    mv "$CLASSPATH_FILE.tmp" "$CLASSPATH_FILE"
+    cat >"$BUILD_ENV" <<EOF
+FLINK_VERSION=$flink_version
+SAMPLE_JAR=$sample_jar
+PEERS_JAR=$peers_jar
+EOF
+    touch "$BUILD_STAMP"
+    log "built in $((SECONDS - start)) s; classpath: $CLASSPATH_FILE"
+}
+
+# ---------------------------------------------------------------- processes
+
+# pid of a peer if its pid file names a live JVM of ours, else nothing.
+peer_pid() {
+    local name="$1" pidfile="$JAVA_STATE/$1.pid" pid
+    [[ -f "$pidfile" ]] || return 0
+    pid="$(cat "$pidfile")"
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 0
+    if [[ -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$MARKER -Dflinkmaint.sandbox.peer=$name "; then
+        echo "$pid"
+    fi
+}
+
+# Every live JVM carrying our marker, whatever its pid file says.
+marked_pids() {
+    local f pid
+    for f in /proc/[0-9]*/cmdline; do
+        pid="${f#/proc/}"; pid="${pid%/cmdline}"
+        [[ "$pid" == "$$" ]] && continue
+        if tr '\0' ' ' 2>/dev/null <"$f" | grep -qF -- "$MARKER -Dflinkmaint.sandbox.peer="; then
+            echo "$pid"
+        fi
+    done
+}
+
+stop_pid() {
+    local pid="$1" what="$2" i
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 300; i++)); do
+        kill -0 "$pid" 2>/dev/null || { log "stopped $what (pid $pid)"; return 0; }
+        sleep 0.1
+    done
+    log "$what (pid $pid) ignored SIGTERM for 30 s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+}
+
+stop_peer() {
+    local name="$1" pid
+    pid="$(peer_pid "$name")"
+    [[ -n "$pid" ]] && stop_pid "$pid" "$name"
+    rm -f "$JAVA_STATE/$name.pid" "$JAVA_STATE/$name.ready"
+}
+
+# start_peer NAME MAIN_CLASS HEAP -- ARGS...
+start_peer() {
+    local name="$1" main="$2" heap="$3"
+    shift 4
+    local logfile="$LOGS/$name.log"
+    [[ -f "$logfile" ]] && mv -f "$logfile" "$logfile.1"
+    # setsid: the JVM outlives this script and its caller's process group (go test, make).
+    setsid "$JAVA_BIN" "$MARKER" "-Dflinkmaint.sandbox.peer=$name" \
+        "@$HERE/conf/jvm-opts.txt" \
+        -Xms64m "-Xmx$heap" -XX:+UseSerialGC -XX:MaxMetaspaceSize=256m -Xss512k \
+        "-Dlog4j2.configurationFile=$HERE/conf/log4j2-server.properties" \
+        "-Djava.io.tmpdir=$JAVA_STATE/tmp" \
+        -cp "$(cat "$CLASSPATH_FILE")" "$main" "$@" \
+        </dev/null >"$logfile" 2>&1 9>&- &
+    echo $! >"$JAVA_STATE/$name.pid"
+}
+
+# wait_ready NAME SECONDS: waits for NAME's ready file; fails with the log tail if the JVM dies.
+wait_ready() {
+    local name="$1" timeout="$2" i pid
+    for ((i = 0; i < timeout * 5; i++)); do
+        [[ -f "$JAVA_STATE/$name.ready" ]] && return 0
+        # Not peer_pid: right after the fork the command line is not yet the JVM's.
+        pid="$(cat "$JAVA_STATE/$name.pid" 2>/dev/null || true)"
+        if [[ -z "$pid" ]] || ! kill -0 "$pid" 2>/dev/null; then
+            tail -40 "$LOGS/$name.log" >&2 || true
+            die "$name exited during start, see $LOGS/$name.log"
+        fi
+        sleep 0.2
+    done
+    tail -40 "$LOGS/$name.log" >&2 || true
+    die "$name not ready after ${timeout}s, see $LOGS/$name.log"
+}
+
+env_value() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -1; }
+
+tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+rest_answers() { curl -fsS --max-time 5 "$1/overview" >/dev/null 2>&1; }
+
+# The REST endpoint answers 503 until the HA leader election has settled.
+wait_rest() {
+    local i
+    for ((i = 0; i < 120; i++)); do
+        rest_answers "$1" && return 0
+        sleep 0.5
+    done
+    return 1
+}
+
+storage_healthy() {
+    local ready="$JAVA_STATE/storage.ready"
+    [[ -n "$(peer_pid storage)" && -f "$ready" ]] || return 1
+    tcp_open "$(env_value "$ready" NAMENODE_PORT)" && tcp_open "$(env_value "$ready" ZOOKEEPER_PORT)"
+}
+
+# A cluster is reusable if it answers, runs the current build and its config (which names the
+# running storage JVM's ports) is the one generated now in conf.next.
+cluster_healthy() {
+    local id="$1" ready="$JAVA_STATE/$id.ready"
+    [[ -n "$(peer_pid "$id")" && -f "$ready" ]] || return 1
+    [[ "$JAVA_STATE/$id.pid" -nt "$BUILD_STAMP" ]] || return 1
+    cmp -s "$JAVA_STATE/$id/conf/config.yaml" "$JAVA_STATE/$id/conf.next/config.yaml" || return 1
+    rest_answers "$(env_value "$ready" REST_URL)"
+}
+
+write_cluster_conf() {
+    local id="$1" tenant="$2" nn="$3" zk="$4"
+    local dir="$JAVA_STATE/$id" root="hdfs://127.0.0.1:$nn/user/app/$tenant"
+    mkdir -p "$dir/conf" "$dir/conf.next" "$dir/tmp" "$dir/web-upload"
+    cat >"$dir/conf.next/config.yaml" <<EOF
+# Generated by sandbox/java/run.sh for $id (tenant $tenant); rewritten on every start.
+# Storage JVM pid $(env_value "$JAVA_STATE/storage.ready" PID) (a new storage JVM means fresh HDFS/ZooKeeper and a restart here).
+high-availability.type: zookeeper
+high-availability.zookeeper.quorum: "127.0.0.1:$zk"
+high-availability.zookeeper.path.root: /flink
+high-availability.cluster-id: $id
+high-availability.storageDir: "$root/ha"
+state.backend.type: rocksdb
+execution.checkpointing.incremental: true
+# 1.20 names of state.checkpoints.dir, state.savepoints.dir, state.checkpoints.num-retained.
+execution.checkpointing.dir: "$root/checkpoints"
+execution.checkpointing.savepoint-dir: "$root/savepoints"
+execution.checkpointing.num-retained: 3
+execution.checkpointing.interval: 2s
+execution.checkpointing.externalized-checkpoint-retention: RETAIN_ON_CANCELLATION
+restart-strategy.type: fixed-delay
+restart-strategy.fixed-delay.attempts: 3
+restart-strategy.fixed-delay.delay: 2s
+taskmanager.numberOfTaskSlots: $TASK_SLOTS
+parallelism.default: 1
+# RocksDB takes its memtables and block cache from managed memory, per slot. Its default
+# 64 MB write buffer (8 MB arena blocks) does not fit a small slot's share and makes every
+# put flush a tiny memtable, stalling writes; 4 MB buffers do fit.
+taskmanager.memory.managed.size: 256m
+state.backend.rocksdb.writebuffer.size: 4mb
+state.backend.rocksdb.writebuffer.count: 2
+taskmanager.memory.network.min: 64m
+taskmanager.memory.network.max: 64m
+rest.address: 127.0.0.1
+rest.bind-address: 127.0.0.1
+rest.bind-port: "0"
+jobmanager.rpc.address: 127.0.0.1
+jobmanager.bind-host: 127.0.0.1
+taskmanager.host: 127.0.0.1
+taskmanager.bind-host: 127.0.0.1
+blob.server.port: "0"
+web.submit.enable: true
+web.cancel.enable: true
+web.upload.dir: "$dir/web-upload"
+io.tmp.dirs: "$dir/tmp"
+classloader.check-leaked-classloader: false
+web.log.path: "$LOGS/$id.log"
+EOF
+}
+
+json_str() { local s="${1//\\/\\\\}"; s="${s//\"/\\\"}"; printf '"%s"' "$s"; }
+
+write_peers_json() {
+    local nn zk user flink_version sample_jar i id tenant root rest sep
+    nn="$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)"
+    zk="$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)"
+    user="$(env_value "$JAVA_STATE/storage.ready" HDFS_USER)"
+    flink_version="$(env_value "$BUILD_ENV" FLINK_VERSION)"
+    sample_jar="$(env_value "$BUILD_ENV" SAMPLE_JAR)"
+    {
+        printf '{\n  "hdfs": {"uri": %s, "namenode": %s, "user": %s},\n' \
+            "$(json_str "hdfs://127.0.0.1:$nn")" "$(json_str "127.0.0.1:$nn")" "$(json_str "$user")"
+        printf '  "zookeeper": %s,\n  "tenants": [\n' "$(json_str "127.0.0.1:$zk")"
+        sep=""
+        for tenant in "${TENANTS[@]}"; do
+            printf '%s    {"name": %s, "root": %s, "namespaceQuota": %s}' "$sep" \
+                "$(json_str "$tenant")" "$(json_str "/user/app/$tenant")" "$NAMESPACE_QUOTA"
+            sep=$',\n'
+        done
+        printf '\n  ],\n  "clusters": [\n'
+        sep=""
+        for i in "${CLUSTERS[@]}"; do
+            id="${i%%:*}"; tenant="${i##*:}"; root="hdfs://127.0.0.1:$nn/user/app/$tenant"
+            rest="$(env_value "$JAVA_STATE/$id.ready" REST_URL)"
+            printf '%s    {"clusterId": %s, "tenant": %s, "restUrl": %s, "checkpointDir": %s, "savepointDir": %s, "haStorageDir": %s, "flinkVersion": %s}' \
+                "$sep" "$(json_str "$id")" "$(json_str "$tenant")" "$(json_str "$rest")" \
+                "$(json_str "$root/checkpoints")" "$(json_str "$root/savepoints")" "$(json_str "$root/ha")" \
+                "$(json_str "$flink_version")"
+            sep=$',\n'
+        done
+        printf '\n  ],\n  "sampleJob": {"jar": %s, "entryClass": %s},\n' "$(json_str "$sample_jar")" "$(json_str "$SAMPLE_ENTRY")"
+        printf '  "javaClasspathFile": %s,\n  "logDir": %s\n}\n' "$(json_str "$CLASSPATH_FILE")" "$(json_str "$LOGS")"
+    } >"$PEERS_JSON.tmp"
+    mv "$PEERS_JSON.tmp" "$PEERS_JSON"
+}
+
+cmd_up() {
+    local start=$SECONDS
+    take_lock
+    cmd_build
+    mkdir -p "$JAVA_STATE/tmp" "$LOGS"
+
+    if storage_healthy && [[ "$JAVA_STATE/storage.pid" -nt "$BUILD_STAMP" ]]; then
+        log "reusing storage peers (pid $(peer_pid storage))"
+    else
+        log "starting storage peers (HDFS + ZooKeeper), log: $LOGS/storage.log"
+        for i in "${CLUSTERS[@]}"; do stop_peer "${i%%:*}"; done
+        stop_peer storage
+        local tenant_args=()
+        for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
+        start_peer storage "$STORAGE_MAIN" 512m -- \
+            --data-dir "$JAVA_STATE/storage-data" --ready-file "$JAVA_STATE/storage.ready" \
+            --namenode-port "${FLINKMAINT_NAMENODE_PORT:-0}" --zookeeper-port "${FLINKMAINT_ZOOKEEPER_PORT:-0}" \
+            --namespace-quota "$NAMESPACE_QUOTA" "${tenant_args[@]}"
+        wait_ready storage 180
+        storage_healthy || die "storage peers wrote their ready file but do not answer, see $LOGS/storage.log"
+    fi
+    local nn zk
+    nn="$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)"
+    zk="$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)"
+
+    local started=()
+    for i in "${CLUSTERS[@]}"; do
+        local id="${i%%:*}" tenant="${i##*:}"
+        write_cluster_conf "$id" "$tenant" "$nn" "$zk"
+        if cluster_healthy "$id"; then
+            log "reusing $id (pid $(peer_pid "$id"))"
+            continue
+        fi
+        stop_peer "$id"
+        cp "$JAVA_STATE/$id/conf.next/config.yaml" "$JAVA_STATE/$id/conf/config.yaml"
+        log "starting $id (tenant $tenant), log: $LOGS/$id.log"
+        start_peer "$id" "$CLUSTER_MAIN" 640m -- \
+            --conf-dir "$JAVA_STATE/$id/conf" --ready-file "$JAVA_STATE/$id.ready"
+        started+=("$id")
+    done
+    for id in "${started[@]}"; do
+        wait_ready "$id" 240
+        local rest
+        rest="$(env_value "$JAVA_STATE/$id.ready" REST_URL)"
+        wait_rest "$rest" || die "$id REST endpoint $rest does not answer within 60 s, see $LOGS/$id.log"
+    done
+
+    write_peers_json
+    log "up in $((SECONDS - start)) s"
+    cmd_status
+}
+
+cmd_down() {
+    take_lock
+    for i in "${CLUSTERS[@]}"; do stop_peer "${i%%:*}"; done
+    stop_peer storage
+    # Anything of ours left behind (a lost pid file), found by its marker.
+    local pid
+    for pid in $(marked_pids); do stop_pid "$pid" "leftover sandbox JVM"; done
+    rm -f "$PEERS_JSON"
+    local left
+    left="$(marked_pids)"
+    [[ -z "$left" ]] || die "sandbox JVMs still running: $left"
+    log "down; no sandbox JVM runs (logs kept in $LOGS)"
+}
+
+cmd_status() {
+    local pid ready
+    pid="$(peer_pid storage)"
+    if [[ -n "$pid" && ! -f "$JAVA_STATE/storage.ready" ]]; then
+        printf 'storage    starting pid %s\n' "$pid"
+    elif [[ -n "$pid" ]]; then
+        ready="$JAVA_STATE/storage.ready"
+        printf 'storage    running pid %-7s hdfs://127.0.0.1:%s (user %s)  zookeeper 127.0.0.1:%s\n' "$pid" \
+            "$(env_value "$ready" NAMENODE_PORT)" "$(env_value "$ready" HDFS_USER)" "$(env_value "$ready" ZOOKEEPER_PORT)"
+    else
+        printf 'storage    stopped\n'
+    fi
+    for i in "${CLUSTERS[@]}"; do
+        local id="${i%%:*}"
+        pid="$(peer_pid "$id")"
+        if [[ -n "$pid" && ! -f "$JAVA_STATE/$id.ready" ]]; then
+            printf '%-10s starting pid %s\n' "$id" "$pid"
+        elif [[ -n "$pid" ]]; then
+            printf '%-10s running pid %-7s %s (tenant %s)\n' "$id" "$pid" "$(env_value "$JAVA_STATE/$id.ready" REST_URL)" "${i##*:}"
+        else
+            printf '%-10s stopped\n' "$id"
+        fi
+    done
+    [[ -f "$PEERS_JSON" ]] && printf 'peers.json %s\n' "$PEERS_JSON"
+    return 0
+}
+
+case "${1:-}" in
+    build) cmd_build ;;
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    *) echo "usage: $0 build|up|down|status" >&2; exit 2 ;;
+esac

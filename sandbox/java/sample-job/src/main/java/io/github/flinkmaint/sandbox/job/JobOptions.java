@@ -1,0 +1,75 @@
+package io.github.flinkmaint.sandbox.job;
+
+/**
+ * Program arguments of the sample job. Bad input fails the submission with a message that names
+ * the argument and what is valid.
+ */
+final class JobOptions {
+    int keys = 10_000;
+    int valueBytes = 512;
+    int rate = 2_000;
+    boolean failOnRestore;
+    String checkpointDir;
+    String jobName = "stateful-sample-job";
+
+    static final String USAGE = "valid arguments: --keys N (1..10000000, default 10000),"
+            + " --value-bytes N (1..1048576, default 512), --rate N records/s (1..1000000, default 2000),"
+            + " --fail-on-restore, --checkpoint-dir URI, --job-name NAME";
+
+    static JobOptions parse(String[] args) {
+        JobOptions o = new JobOptions();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            switch (a) {
+                case "--fail-on-restore":
+                    o.failOnRestore = true;
+                    break;
+                case "--keys":
+                    o.keys = intArg(a, value(args, ++i, a), 1, 10_000_000);
+                    break;
+                case "--value-bytes":
+                    o.valueBytes = intArg(a, value(args, ++i, a), 1, 1 << 20);
+                    break;
+                case "--rate":
+                    o.rate = intArg(a, value(args, ++i, a), 1, 1_000_000);
+                    break;
+                case "--checkpoint-dir":
+                    o.checkpointDir = value(args, ++i, a);
+                    if (!o.checkpointDir.matches("[a-zA-Z][a-zA-Z0-9+.-]*://.*")) {
+                        throw new IllegalArgumentException("--checkpoint-dir '" + o.checkpointDir
+                                + "' must be a URI with a scheme, e.g. hdfs://127.0.0.1:9000/user/app/team-a/x");
+                    }
+                    break;
+                case "--job-name":
+                    o.jobName = value(args, ++i, a);
+                    if (o.jobName.isBlank()) {
+                        throw new IllegalArgumentException("--job-name must not be blank");
+                    }
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown argument '" + a + "'; " + USAGE);
+            }
+        }
+        return o;
+    }
+
+    private static String value(String[] args, int i, String name) {
+        if (i >= args.length) {
+            throw new IllegalArgumentException(name + " needs a value; " + USAGE);
+        }
+        return args[i];
+    }
+
+    private static int intArg(String name, String raw, int min, int max) {
+        int v;
+        try {
+            v = Integer.parseInt(raw);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " '" + raw + "' is not an integer; " + USAGE, e);
+        }
+        if (v < min || v > max) {
+            throw new IllegalArgumentException(name + " " + v + " is out of range [" + min + ", " + max + "]");
+        }
+        return v;
+    }
+}

@@ -1,0 +1,145 @@
+package io.github.flinkmaint.sandbox.job;
+
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.flink.util.Collector;
+
+import java.util.SplittableRandom;
+
+/**
+ * Stateful sample job for the sandbox: a rate-limited sequence, keyed by {@code n % keys}, each
+ * key holding a random byte payload in RocksDB, so incremental checkpoints upload real SST files
+ * into the checkpoint's {@code shared/} dir. Operator uids are stable so savepoints map back.
+ * Arguments: see {@link JobOptions} and sandbox/java/README.md.
+ */
+public final class StatefulSampleJob {
+    private StatefulSampleJob() {}
+
+    public static void main(String[] args) throws Exception {
+        JobOptions options = JobOptions.parse(args);
+
+        Configuration conf = new Configuration();
+        if (options.checkpointDir != null) {
+            // Job-level setting: overrides the cluster's execution.checkpointing.dir for this job only.
+            conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, options.checkpointDir);
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+
+        env.fromSequence(0, Long.MAX_VALUE)
+                .uid("sequence-source")
+                .name("sequence-source")
+                .map(new Throttle(options.rate))
+                .uid("throttle")
+                .name("throttle")
+                .keyBy(new ModuloKey(options.keys))
+                .process(new PayloadState(options.valueBytes, options.failOnRestore))
+                .uid("keyed-payload-state")
+                .name("keyed-payload-state")
+                .sinkTo(new DiscardingSink<>())
+                .uid("discard-sink")
+                .name("discard-sink");
+        env.execute(options.jobName);
+    }
+
+    /** Keeps the subtask at or below its share of the configured records/s. */
+    static final class Throttle extends RichMapFunction<Long, Long> {
+        private static final long serialVersionUID = 1L;
+        private final int totalRate;
+        private transient double perSubtaskRate;
+        private transient long startNanos;
+        private transient long emitted;
+
+        Throttle(int totalRate) {
+            this.totalRate = totalRate;
+        }
+
+        @Override
+        public void open(OpenContext openContext) {
+            int parallelism = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
+            perSubtaskRate = Math.max(1.0, (double) totalRate / parallelism);
+            startNanos = System.nanoTime();
+        }
+
+        @Override
+        public Long map(Long value) throws Exception {
+            emitted++;
+            double dueSeconds = emitted / perSubtaskRate;
+            long aheadMillis = (long) (dueSeconds * 1000) - (System.nanoTime() - startNanos) / 1_000_000;
+            // Sleep in slices of at least 5 ms; short sleeps would burn a core on 2-core machines.
+            if (aheadMillis >= 5) {
+                Thread.sleep(aheadMillis);
+            }
+            return value;
+        }
+    }
+
+    static final class ModuloKey implements KeySelector<Long, Long> {
+        private static final long serialVersionUID = 1L;
+        private final long keys;
+
+        ModuloKey(long keys) {
+            this.keys = keys;
+        }
+
+        @Override
+        public Long getKey(Long value) {
+            return value % keys;
+        }
+    }
+
+    /** Rewrites the key's payload with fresh random bytes on every record. */
+    static final class PayloadState extends KeyedProcessFunction<Long, Long, Long>
+            implements CheckpointedFunction {
+        private static final long serialVersionUID = 1L;
+        private final int valueBytes;
+        private final boolean failOnRestore;
+        private transient ValueState<byte[]> payload;
+        private transient SplittableRandom random;
+
+        PayloadState(int valueBytes, boolean failOnRestore) {
+            this.valueBytes = valueBytes;
+            this.failOnRestore = failOnRestore;
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) {
+            if (failOnRestore && context.isRestored()) {
+                throw new IllegalStateException(
+                        "sample job started with --fail-on-restore and this start restores state"
+                                + " (from a checkpoint or savepoint): failing on purpose");
+            }
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) {
+            // Keyed state is snapshotted by the backend; nothing operator-scoped to add.
+        }
+
+        @Override
+        public void open(OpenContext openContext) {
+            payload = getRuntimeContext().getState(
+                    new ValueStateDescriptor<>("payload", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
+            random = new SplittableRandom(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
+        }
+
+        @Override
+        public void processElement(Long value, Context ctx, Collector<Long> out) throws Exception {
+            byte[] bytes = new byte[valueBytes];
+            random.nextBytes(bytes);
+            payload.update(bytes);
+            out.collect(value);
+        }
+    }
+}
