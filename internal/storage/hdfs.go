@@ -1,0 +1,557 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	gohdfs "github.com/colinmarc/hdfs/v2"
+)
+
+// HDFS is the FileSystem over one HDFS cluster (one namenode or one HA
+// nameservice).
+//
+// The namenode connection of colinmarc/hdfs handles one RPC at a time, so
+// an HDFS value runs one call at a time too: create one per worker and
+// share it between activities rather than one per goroutine; more
+// parallelism means more HDFS values (more connections), which the
+// namenode may or may not welcome.
+//
+// The library takes no context. Every call runs under a deadline (the
+// context's, capped by RPCTimeout) on the namenode socket and on datanode
+// streams, and a cancelled context interrupts the socket at once. A call
+// that timed out or was interrupted leaves the RPC stream in an unknown
+// state, so the client is closed and the next call reconnects.
+type HDFS struct {
+	base        URI
+	guard       *Guard
+	clientOpts  gohdfs.ClientOptions
+	dialTimeout time.Duration
+	rpcTimeout  time.Duration
+	batch       int
+
+	sem  chan struct{} // one call at a time
+	rpcs atomic.Uint64
+
+	mu      sync.Mutex // guards the fields below
+	client  *gohdfs.Client
+	conn    *deadlineConn
+	dialCtx context.Context
+	closed  bool
+}
+
+var _ FileSystem = (*HDFS)(nil)
+
+// NewHDFS validates opts and connects to the namenode.
+func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
+	base := URI{Scheme: "hdfs"}
+	if opts.URI != "" {
+		u, err := ParseURI(opts.URI)
+		if err != nil {
+			return nil, fmt.Errorf("storage: HDFS URI: %w", err)
+		}
+		if u.Scheme != "hdfs" {
+			return nil, newError("connect", opts.URI, ErrWrongFileSystem, fmt.Errorf("scheme %q: want hdfs://", u.Scheme))
+		}
+		base = u.Base()
+	}
+	conf, err := loadHadoopConf(opts.HadoopConfDir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if base.Authority == "" && len(opts.Addresses) == 0 {
+		def, _ := ParseURI(conf["fs.defaultFS"])
+		base.Authority = def.Authority
+	}
+	addrs := opts.Addresses
+	if len(addrs) == 0 {
+		addrs, err = namenodeAddresses(conf, base.Authority)
+		if err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+	}
+	copts := gohdfs.ClientOptionsFromConf(conf)
+	copts.Addresses = addrs
+	kerberosByConf := copts.KerberosClient != nil
+	copts.KerberosClient = nil
+	switch {
+	case opts.Kerberos != nil:
+		if opts.User != "" {
+			return nil, errors.New("storage: HDFS User and Kerberos together: the client library cannot impersonate (proxy user); with Kerberos the principal is the user")
+		}
+		cl, err := kerberosClient(opts.Kerberos)
+		if err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+		copts.KerberosClient = cl
+		if opts.Kerberos.ServicePrincipal != "" {
+			copts.KerberosServicePrincipleName = opts.Kerberos.ServicePrincipal
+		}
+		if copts.KerberosServicePrincipleName == "" {
+			return nil, errors.New("storage: Kerberos needs the namenode principal: set KerberosOptions.ServicePrincipal or dfs.namenode.kerberos.principal")
+		}
+	case kerberosByConf:
+		return nil, errors.New("storage: hadoop.security.authentication is kerberos but no Kerberos options (keytab or ticket cache) were given")
+	default:
+		copts.User, err = hdfsUser(opts.User)
+		if err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+	}
+	h := &HDFS{
+		base:        base,
+		guard:       opts.Guard,
+		dialTimeout: opts.DialTimeout,
+		rpcTimeout:  opts.RPCTimeout,
+		batch:       opts.ListBatchSize,
+		sem:         make(chan struct{}, 1),
+	}
+	if h.dialTimeout <= 0 {
+		h.dialTimeout = defaultDialTimeout
+	}
+	if h.rpcTimeout <= 0 {
+		h.rpcTimeout = defaultRPCTimeout
+	}
+	if h.batch <= 0 {
+		h.batch = defaultListBatch
+	}
+	copts.NamenodeDialFunc = h.dialNamenode
+	copts.DatanodeDialFunc = (&net.Dialer{Timeout: h.dialTimeout}).DialContext
+	h.clientOpts = copts
+	// Connect now so that bad addresses or credentials fail at startup.
+	if err := h.do(ctx, "connect", base.String(), func(*gohdfs.Client, time.Time) error { return nil }); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// URI returns hdfs://<authority>.
+func (h *HDFS) URI() URI { return h.base }
+
+// RPCs returns the namenode requests sent so far (connection preambles
+// excluded, the library's once-a-second lease renewals included).
+func (h *HDFS) RPCs() uint64 { return h.rpcs.Load() }
+
+// Close closes the namenode connection; later calls fail.
+func (h *HDFS) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	return h.resetLocked()
+}
+
+func (h *HDFS) resetLocked() error {
+	if h.client == nil {
+		return nil
+	}
+	err := h.client.Close()
+	h.client, h.conn = nil, nil
+	return err
+}
+
+func (h *HDFS) dialNamenode(_ context.Context, network, addr string) (net.Conn, error) {
+	h.mu.Lock()
+	ctx := h.dialCtx
+	h.mu.Unlock()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	conn, err := (&net.Dialer{Timeout: h.dialTimeout}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	dc := &deadlineConn{Conn: conn, idle: h.rpcTimeout, rpcs: &h.rpcs}
+	h.mu.Lock()
+	h.conn = dc
+	h.mu.Unlock()
+	return dc, nil
+}
+
+// do runs one library call under the call discipline described on HDFS.
+// fn receives the client and the deadline to put on datanode streams.
+func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, deadline time.Time) error) error {
+	select {
+	case h.sem <- struct{}{}:
+	case <-ctx.Done():
+		return newError(op, p, nil, ctx.Err())
+	}
+	defer func() { <-h.sem }()
+	if err := ctx.Err(); err != nil {
+		return newError(op, p, nil, err)
+	}
+	deadline := time.Now().Add(h.rpcTimeout)
+	ctxDeadline, hasCtxDeadline := ctx.Deadline()
+	if hasCtxDeadline && ctxDeadline.Before(deadline) {
+		deadline = ctxDeadline
+	}
+
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return newError(op, p, ErrUnavailable, errors.New("HDFS client closed"))
+	}
+	client := h.client
+	if client == nil {
+		h.dialCtx = ctx
+		h.mu.Unlock()
+		// NewClient dials and writes the preamble only; the dial is bounded
+		// by DialTimeout and ctx.
+		c, err := gohdfs.NewClient(h.clientOpts)
+		h.mu.Lock()
+		h.dialCtx = nil
+		if err != nil {
+			h.mu.Unlock()
+			if ctx.Err() != nil {
+				return newError(op, p, nil, ctx.Err())
+			}
+			return newError(op, p, ErrUnavailable, fmt.Errorf("connect to namenode %s: %w", strings.Join(h.clientOpts.Addresses, ","), err))
+		}
+		h.client, client = c, c
+	}
+	conn := h.conn
+	h.mu.Unlock()
+
+	if conn != nil {
+		conn.begin(deadline)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		c := h.conn
+		h.mu.Unlock()
+		if c != nil {
+			c.interrupt()
+		}
+	})
+	err := fn(client, deadline)
+	stop()
+	interrupted := false
+	h.mu.Lock()
+	if h.conn != nil {
+		interrupted = h.conn.end()
+	}
+	if interrupted || (err != nil && brokenConnection(err)) {
+		_ = h.resetLocked()
+	}
+	h.mu.Unlock()
+
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return newError(op, p, nil, ctx.Err())
+	}
+	// The socket deadline may fire a moment before the context's timer.
+	if hasCtxDeadline && !time.Now().Before(ctxDeadline) {
+		return newError(op, p, nil, context.DeadlineExceeded)
+	}
+	return mapHDFSError(op, p, err)
+}
+
+// brokenConnection reports whether err may have left the RPC stream
+// half-read: anything that is not a clean answer from the namenode.
+func brokenConnection(err error) bool {
+	var remote gohdfs.Error
+	if errors.As(err, &remote) {
+		return false
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return false
+	}
+	for _, clean := range []error{os.ErrNotExist, os.ErrExist, os.ErrPermission, os.ErrInvalid, syscall.ENOTEMPTY} {
+		if errors.Is(err, clean) && !isNetError(err) {
+			return false
+		}
+	}
+	return true
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func (h *HDFS) path(op, p string) (URI, error) { return qualifyPath(op, h.base, p) }
+
+func hdfsInfo(u URI, fi os.FileInfo) FileInfo {
+	info := FileInfo{
+		Path:    u.String(),
+		Name:    fi.Name(),
+		Size:    fi.Size(),
+		IsDir:   fi.IsDir(),
+		ModTime: fi.ModTime(),
+		Mode:    fi.Mode(),
+	}
+	if hf, ok := fi.(*gohdfs.FileInfo); ok {
+		info.Owner, info.Group = hf.Owner(), hf.OwnerGroup()
+	}
+	if u.Path == "/" {
+		info.Name = "/"
+	} else {
+		info.Name = u.Path[strings.LastIndex(u.Path, "/")+1:]
+	}
+	return info
+}
+
+// Stat describes one path.
+func (h *HDFS) Stat(ctx context.Context, p string) (FileInfo, error) {
+	u, err := h.path("stat", p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	var info FileInfo
+	err = h.do(ctx, "stat", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+		fi, err := c.Stat(u.Path)
+		if err != nil {
+			return err
+		}
+		info = hdfsInfo(u, fi)
+		return nil
+	})
+	return info, err
+}
+
+// List streams a directory in batches, sorted by name (namenode order).
+// Each batch is one getListing call; the first call also stats dir.
+func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc) error {
+	if batchSize <= 0 {
+		batchSize = h.batch
+	}
+	u, err := h.path("list", dir)
+	if err != nil {
+		return err
+	}
+	var f *gohdfs.FileReader
+	err = h.do(ctx, "list", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+		var err error
+		f, err = c.Open(u.Path)
+		if err != nil {
+			return err
+		}
+		if !f.Stat().IsDir() {
+			return newError("list", u.String(), ErrNotDir, nil)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	batch := make([]FileInfo, 0, batchSize)
+	for {
+		var (
+			infos []os.FileInfo
+			eof   bool
+		)
+		err := h.do(ctx, "list", u.String(), func(*gohdfs.Client, time.Time) error {
+			var err error
+			infos, err = f.Readdir(batchSize)
+			if err == io.EOF {
+				eof, err = true, nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		batch = batch[:0]
+		for _, fi := range infos {
+			batch = append(batch, hdfsInfo(u.Join(fi.Name()), fi))
+		}
+		if len(batch) > 0 {
+			if err := fn(batch); err != nil {
+				if errors.Is(err, ErrStopListing) {
+					return nil
+				}
+				return err
+			}
+		}
+		// Readdir returns fewer than asked only when the namenode reported
+		// no remaining entries, so this saves the final empty call.
+		if eof || len(infos) < batchSize {
+			return nil
+		}
+	}
+}
+
+// Walk visits root and everything below it, depth first, in name order.
+func (h *HDFS) Walk(ctx context.Context, root string, fn WalkFunc) error {
+	return walk(ctx, h, root, h.batch, fn)
+}
+
+// ReadFile reads a whole file of at most maxBytes from the datanodes.
+func (h *HDFS) ReadFile(ctx context.Context, p string, maxBytes int64) ([]byte, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxReadBytes
+	}
+	u, err := h.path("read", p)
+	if err != nil {
+		return nil, err
+	}
+	var data []byte
+	err = h.do(ctx, "read", u.String(), func(c *gohdfs.Client, deadline time.Time) error {
+		f, err := c.Open(u.Path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if f.Stat().IsDir() {
+			return newError("read", u.String(), ErrIsDir, nil)
+		}
+		if size := f.Stat().Size(); size > maxBytes {
+			return newError("read", u.String(), ErrTooLarge, fmt.Errorf("size %d bytes, limit %d", size, maxBytes))
+		}
+		if err := f.SetDeadline(deadline); err != nil {
+			return err
+		}
+		data, err = io.ReadAll(io.LimitReader(f, maxBytes+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > maxBytes {
+			return newError("read", u.String(), ErrTooLarge, fmt.Errorf("grew past the limit of %d bytes while reading", maxBytes))
+		}
+		return nil
+	})
+	return data, err
+}
+
+// ContentSummary returns the namenode's counts and quotas for a subtree.
+func (h *HDFS) ContentSummary(ctx context.Context, p string) (ContentSummary, error) {
+	u, err := h.path("content-summary", p)
+	if err != nil {
+		return ContentSummary{}, err
+	}
+	var cs ContentSummary
+	err = h.do(ctx, "content-summary", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+		s, err := c.GetContentSummary(u.Path)
+		if err != nil {
+			return err
+		}
+		cs = ContentSummary{
+			Files:          int64(s.FileCount()),
+			Dirs:           int64(s.DirectoryCount()),
+			Length:         s.Size(),
+			SpaceConsumed:  s.SizeAfterReplication(),
+			NamespaceQuota: noQuota(int64(s.NameQuota())),
+			SpaceQuota:     noQuota(s.SpaceQuota()),
+		}
+		return nil
+	})
+	return cs, err
+}
+
+// noQuota normalises "no quota", which arrives as -1 in an unsigned field.
+func noQuota(q int64) int64 {
+	if q < 0 {
+		return -1
+	}
+	return q
+}
+
+func (h *HDFS) guarded(op, p string) (URI, error) {
+	return h.guard.Check(h.base, p)
+}
+
+// Mkdir creates one directory; its parent must exist.
+func (h *HDFS) Mkdir(ctx context.Context, p string) error {
+	u, err := h.guarded("mkdir", p)
+	if err != nil {
+		return err
+	}
+	return h.do(ctx, "mkdir", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+		return c.Mkdir(u.Path, 0o755)
+	})
+}
+
+// MkdirAll creates p and missing parents below its root, which must exist.
+func (h *HDFS) MkdirAll(ctx context.Context, p string) error {
+	u, err := h.guarded("mkdir", p)
+	if err != nil {
+		return err
+	}
+	root, _ := h.guard.rootFor(h.base, u)
+	return h.do(ctx, "mkdir", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+		if _, err := c.Stat(root.Path); err != nil {
+			return newError("mkdir", u.String(), ErrNotFound, fmt.Errorf("root %s must exist before anything is created under it: %w", root, err))
+		}
+		return c.MkdirAll(u.Path, 0o755)
+	})
+}
+
+// WriteFile creates a new file holding data.
+func (h *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
+	u, err := h.guarded("write", p)
+	if err != nil {
+		return err
+	}
+	return h.do(ctx, "write", u.String(), func(c *gohdfs.Client, deadline time.Time) error {
+		w, err := c.Create(u.Path)
+		if err != nil {
+			return err
+		}
+		if err := w.SetDeadline(deadline); err != nil {
+			_ = w.Close()
+			return err
+		}
+		if len(data) > 0 {
+			if _, err := w.Write(data); err != nil {
+				_ = w.Close()
+				return err
+			}
+		}
+		return w.Close()
+	})
+}
+
+// Rename moves oldPath to newPath. The library would overwrite an existing
+// file at newPath, so its absence is checked first.
+func (h *HDFS) Rename(ctx context.Context, oldPath, newPath string) error {
+	from, err := h.guarded("rename", oldPath)
+	if err != nil {
+		return err
+	}
+	to, err := h.guarded("rename", newPath)
+	if err != nil {
+		return err
+	}
+	return h.do(ctx, "rename", from.String(), func(c *gohdfs.Client, _ time.Time) error {
+		if _, err := c.Stat(to.Path); err == nil {
+			return newError("rename", to.String(), ErrExist, errors.New("destination exists; refusing to overwrite"))
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return c.Rename(from.Path, to.Path)
+	})
+}
+
+// Remove deletes a file or an empty directory.
+func (h *HDFS) Remove(ctx context.Context, p string) error {
+	u, err := h.guarded("remove", p)
+	if err != nil {
+		return err
+	}
+	return h.do(ctx, "remove", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+		return c.Remove(u.Path)
+	})
+}
+
+// RemoveAll deletes p recursively in one namenode call; a missing path is
+// not an error.
+func (h *HDFS) RemoveAll(ctx context.Context, p string) error {
+	u, err := h.guarded("remove", p)
+	if err != nil {
+		return err
+	}
+	return h.do(ctx, "remove", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+		return c.RemoveAll(u.Path)
+	})
+}

@@ -1,0 +1,207 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+	krb "github.com/jcmturner/gokrb5/v8/client"
+	krbconfig "github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/credentials"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+)
+
+// HDFSOptions configures an HDFS file system.
+type HDFSOptions struct {
+	// URI names the cluster: hdfs://nn:8020, hdfs://nameservice (resolved
+	// through dfs.ha.namenodes.* in the Hadoop configuration) or hdfs:///
+	// (fs.defaultFS). A path part is ignored.
+	URI string
+	// Addresses, if set, are the namenode host:port addresses to use instead
+	// of resolving URI's authority.
+	Addresses []string
+	// HadoopConfDir holds core-site.xml and hdfs-site.xml; empty means
+	// $HADOOP_CONF_DIR, then $HADOOP_HOME/conf, then none.
+	HadoopConfDir string
+	// User is the HDFS user to act as with simple authentication; empty
+	// means $HADOOP_USER_NAME, then the OS user. The library cannot act as a
+	// proxy user, so User together with Kerberos (where the principal is the
+	// user) is refused.
+	User string
+	// Kerberos, if set, authenticates with a keytab or a ticket cache.
+	Kerberos *KerberosOptions
+	// DialTimeout bounds connecting to a namenode or datanode (default 10s).
+	DialTimeout time.Duration
+	// RPCTimeout bounds each call when the context has no earlier deadline
+	// (default 60s).
+	RPCTimeout time.Duration
+	// ListBatchSize is the number of entries per listing call (default 1000,
+	// the namenode's dfs.ls.limit; smaller values cost extra calls).
+	ListBatchSize int
+	// Guard decides where writes, renames and deletes are allowed.
+	Guard *Guard
+}
+
+// KerberosOptions selects Kerberos credentials: a keytab when Keytab is set,
+// otherwise the ticket cache.
+type KerberosOptions struct {
+	// Krb5Conf is the krb5.conf path; empty means $KRB5_CONFIG, then
+	// /etc/krb5.conf.
+	Krb5Conf string
+	// Principal is user@REALM (the realm defaults to krb5.conf's
+	// default_realm); required with Keytab.
+	Principal string
+	Keytab    string
+	// CCache is the ticket cache path; empty means $KRB5CCNAME, then
+	// /tmp/krb5cc_<uid>.
+	CCache string
+	// ServicePrincipal is the namenode's principal without realm, e.g.
+	// nn/_HOST; empty means dfs.namenode.kerberos.principal.
+	ServicePrincipal string
+}
+
+const (
+	defaultDialTimeout  = 10 * time.Second
+	defaultRPCTimeout   = 60 * time.Second
+	defaultListBatch    = 1000
+	defaultNamenodePort = "8020"
+)
+
+// namenodeAddresses resolves an hdfs URI authority to namenode addresses
+// the way the Hadoop client does: host:port as is; a nameservice through
+// dfs.ha.namenodes.<ns> and dfs.namenode.rpc-address.<ns>.<nn>, or
+// dfs.namenode.rpc-address.<ns> for a single namenode; an empty authority
+// through fs.defaultFS; otherwise a host on the default port 8020.
+func namenodeAddresses(conf hadoopconf.HadoopConf, authority string) ([]string, error) {
+	if authority == "" {
+		def := conf["fs.defaultFS"]
+		if def == "" {
+			def = conf["fs.default.name"]
+		}
+		u, err := ParseURI(def)
+		if def == "" || err != nil || u.Scheme != "hdfs" || u.Authority == "" {
+			return nil, fmt.Errorf("hdfs URI has no authority and fs.defaultFS (%q) names no hdfs cluster; use hdfs://<nameservice or host:port>/path", def)
+		}
+		authority = u.Authority
+	}
+	if _, port, err := net.SplitHostPort(authority); err == nil && port != "" {
+		return []string{authority}, nil
+	}
+	if nns := conf["dfs.ha.namenodes."+authority]; nns != "" {
+		var addrs []string
+		for _, nn := range strings.Split(nns, ",") {
+			nn = strings.TrimSpace(nn)
+			if nn == "" {
+				continue
+			}
+			key := "dfs.namenode.rpc-address." + authority + "." + nn
+			addr := conf[key]
+			if addr == "" {
+				return nil, fmt.Errorf("nameservice %q lists namenode %q but %s is not set", authority, nn, key)
+			}
+			addrs = append(addrs, addr)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("nameservice %q: dfs.ha.namenodes.%s lists no namenodes", authority, authority)
+		}
+		return addrs, nil
+	}
+	if addr := conf["dfs.namenode.rpc-address."+authority]; addr != "" {
+		return []string{addr}, nil
+	}
+	return []string{net.JoinHostPort(authority, defaultNamenodePort)}, nil
+}
+
+func loadHadoopConf(dir string) (hadoopconf.HadoopConf, error) {
+	var (
+		conf hadoopconf.HadoopConf
+		err  error
+	)
+	if dir != "" {
+		conf, err = hadoopconf.Load(dir)
+	} else {
+		conf, err = hadoopconf.LoadFromEnvironment()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hadoop configuration: %w", err)
+	}
+	if conf == nil {
+		conf = hadoopconf.HadoopConf{}
+	}
+	return conf, nil
+}
+
+func hdfsUser(opt string) (string, error) {
+	if opt != "" {
+		return opt, nil
+	}
+	if u := os.Getenv("HADOOP_USER_NAME"); u != "" {
+		return u, nil
+	}
+	u, err := user.Current()
+	if err != nil {
+		return "", fmt.Errorf("no HDFS user given and the OS user is unknown: %w", err)
+	}
+	return u.Username, nil
+}
+
+func kerberosClient(k *KerberosOptions) (*krb.Client, error) {
+	cfgPath := k.Krb5Conf
+	if cfgPath == "" {
+		cfgPath = os.Getenv("KRB5_CONFIG")
+	}
+	if cfgPath == "" {
+		cfgPath = "/etc/krb5.conf"
+	}
+	cfg, err := krbconfig.Load(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("kerberos: krb5.conf %s: %w", cfgPath, err)
+	}
+	if k.Keytab != "" {
+		if k.Principal == "" {
+			return nil, errors.New("kerberos: Principal (user@REALM) is required with a keytab")
+		}
+		name, realm, _ := strings.Cut(k.Principal, "@")
+		if realm == "" {
+			realm = cfg.LibDefaults.DefaultRealm
+		}
+		if name == "" || realm == "" {
+			return nil, fmt.Errorf("kerberos: principal %q: want user@REALM or a krb5.conf default_realm", k.Principal)
+		}
+		kt, err := keytab.Load(k.Keytab)
+		if err != nil {
+			return nil, fmt.Errorf("kerberos: keytab %s: %w", k.Keytab, err)
+		}
+		cl := krb.NewWithKeytab(name, realm, kt, cfg, krb.DisablePAFXFAST(true))
+		if err := cl.Login(); err != nil {
+			return nil, fmt.Errorf("kerberos: login as %s with keytab %s: %w", k.Principal, k.Keytab, err)
+		}
+		return cl, nil
+	}
+	ccPath := k.CCache
+	if ccPath == "" {
+		ccPath = os.Getenv("KRB5CCNAME")
+	}
+	if rest, ok := strings.CutPrefix(ccPath, "FILE:"); ok {
+		ccPath = rest
+	} else if strings.Contains(ccPath, ":") {
+		return nil, fmt.Errorf("kerberos: ticket cache %q: only FILE: caches are supported", ccPath)
+	}
+	if ccPath == "" {
+		ccPath = fmt.Sprintf("/tmp/krb5cc_%d", os.Getuid())
+	}
+	cc, err := credentials.LoadCCache(ccPath)
+	if err != nil {
+		return nil, fmt.Errorf("kerberos: ticket cache %s: %w", ccPath, err)
+	}
+	cl, err := krb.NewFromCCache(cc, cfg, krb.DisablePAFXFAST(true))
+	if err != nil {
+		return nil, fmt.Errorf("kerberos: ticket cache %s: %w", ccPath, err)
+	}
+	return cl, nil
+}
