@@ -17,6 +17,11 @@ type Activities struct {
 	Identity string
 	// Now is the clock; nil means time.Now. Tests set a fixed clock.
 	Now func() time.Time
+
+	Inventory  InventorySource
+	Flink      FlinkClients
+	Storage    Storage
+	Kubernetes KubernetesHealth
 }
 
 func (a *Activities) now() time.Time {

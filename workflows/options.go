@@ -20,3 +20,64 @@ func pingActivityOptions() workflow.ActivityOptions {
 		},
 	}
 }
+
+// standardRetry backs off up to a minute; activities mark what no retry
+// can fix as non-retryable.
+func standardRetry(maxAttempts int32) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    2 * time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    time.Minute,
+		MaximumAttempts:    maxAttempts,
+	}
+}
+
+// shortActivityOptions: quick REST/storage calls.
+func shortActivityOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         standardRetry(5),
+	}
+}
+
+// stopWithSavepointOptions: one attempt may take as long as the savepoint;
+// a lost worker is noticed by the heartbeat and the retry re-attaches.
+func stopWithSavepointOptions(timeout time.Duration) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy:         standardRetry(5),
+	}
+}
+
+// awaitHealthyOptions covers running + checkpoint + soak, plus slack.
+func awaitHealthyOptions(p RestartPolicy) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: p.RunningTimeout.D() + p.CheckpointTimeout.D() + p.Soak.D() + 2*time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy:         standardRetry(3),
+	}
+}
+
+// probeOptions retry until the endpoints answer or the probe timeout ends.
+func probeOptions(timeout time.Duration) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: timeout,
+		HeartbeatTimeout:       time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    5 * time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	}
+}
+
+// jobChildOptions: per-job children, visible in the UI under readable IDs.
+func jobChildOptions(id string) workflow.ChildWorkflowOptions {
+	return workflow.ChildWorkflowOptions{
+		WorkflowID:            id,
+		TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindJob)),
+	}
+}

@@ -24,6 +24,9 @@ type ActivityRegistry interface {
 // RegisterWorkflows registers every workflow under its explicit type name.
 func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.PingWorkflow, workflow.RegisterOptions{Name: workflows.PingWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.MaintenanceWindowWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWindowWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.JobSavepointWorkflow, workflow.RegisterOptions{Name: workflows.JobSavepointWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.JobRestartWorkflow, workflow.RegisterOptions{Name: workflows.JobRestartWorkflowType})
 }
 
 // RegisterActivities registers every method of acts as an activity, named

@@ -1,0 +1,50 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// FlinkAPI is the part of the Flink REST client the activities use;
+// *flink.Client implements it.
+type FlinkAPI interface {
+	ClusterOverview(ctx context.Context) (flink.ClusterOverview, error)
+	ListJobs(ctx context.Context) ([]flink.JobOverview, error)
+	JobDetails(ctx context.Context, jobID string) (flink.JobDetails, error)
+	JobExceptions(ctx context.Context, jobID string, maxExceptions int) (flink.JobExceptions, error)
+	Checkpoints(ctx context.Context, jobID string) (flink.CheckpointingStatistics, error)
+	StopWithSavepoint(ctx context.Context, jobID string, req flink.StopRequest) (flink.Trigger, error)
+	SavepointStatus(ctx context.Context, jobID, triggerID string) (flink.OperationStatus, error)
+	UploadJar(ctx context.Context, jarPath string) (string, error)
+	RunJar(ctx context.Context, jarID string, req flink.RunJarRequest) (flink.RunJarResult, error)
+	DeleteJar(ctx context.Context, jarID string) error
+	CancelJob(ctx context.Context, jobID string) error
+}
+
+var _ FlinkAPI = (*flink.Client)(nil)
+
+// FlinkClients hands out the client of one cluster's REST endpoint.
+type FlinkClients interface {
+	For(restURL string) (FlinkAPI, error)
+}
+
+// Storage resolves a URI (hdfs://, file://, plain path) to its file system
+// and the path within it.
+type Storage interface {
+	Resolve(ctx context.Context, uri string) (storage.FileSystem, string, error)
+}
+
+var _ Storage = (*storage.Resolver)(nil)
+
+// InventorySource discovers tenants, clusters and their restartable jobs.
+type InventorySource interface {
+	Discover(ctx context.Context) (inventory.Inventory, error)
+}
+
+// KubernetesHealth answers whether the Kubernetes API is reachable.
+type KubernetesHealth interface {
+	Ready(ctx context.Context) error
+}

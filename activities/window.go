@@ -1,0 +1,622 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/quota"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// pollInterval is how often long activities look at Flink again.
+const pollInterval = time.Second
+
+// JobKey identifies a job across a window: cluster and job name.
+func JobKey(clusterID, jobName string) string { return clusterID + "/" + jobName }
+
+// DiscoverJobs lists the running jobs in scope with the recipe that brings
+// each back. Jobs without a recipe, or whose name is not unique on their
+// cluster, are reported as skipped and never stopped.
+func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (DiscoverJobsResult, error) {
+	if a.Inventory == nil || a.Flink == nil {
+		return DiscoverJobsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or Flink client configured")
+	}
+	for _, p := range append(append([]string{}, in.Scope.IncludeJobs...), in.Scope.ExcludeJobs...) {
+		if _, err := path.Match(p, ""); err != nil {
+			return DiscoverJobsResult{}, nonRetryable(ErrTypeInvalidInput, "scope job pattern %q is not a valid glob: %v", p, err)
+		}
+	}
+	inv, err := a.Inventory.Discover(ctx)
+	if err != nil {
+		return DiscoverJobsResult{}, classify("discover inventory", err)
+	}
+	var res DiscoverJobsResult
+	tenantsInScope := map[string]bool{}
+	for _, c := range inv.Clusters {
+		if !selected(in.Scope.Tenants, c.Tenant) || !selected(in.Scope.Clusters, c.ClusterID) {
+			continue
+		}
+		tenantsInScope[c.Tenant] = true
+		res.Clusters = append(res.Clusters, c)
+		client, err := a.Flink.For(c.RESTURL)
+		if err != nil {
+			return DiscoverJobsResult{}, nonRetryable(ErrTypeInventory, "cluster %s: REST endpoint %q: %v", c.ClusterID, c.RESTURL, err)
+		}
+		jobs, err := client.ListJobs(ctx)
+		if err != nil {
+			return DiscoverJobsResult{}, classify("list jobs of cluster "+c.ClusterID, err)
+		}
+		targets, skipped := matchJobs(c, jobs, in.Scope)
+		res.Jobs = append(res.Jobs, targets...)
+		res.Skipped = append(res.Skipped, skipped...)
+	}
+	for _, t := range inv.Tenants {
+		if tenantsInScope[t.Name] {
+			res.Tenants = append(res.Tenants, t)
+		}
+	}
+	sort.Slice(res.Tenants, func(i, j int) bool { return res.Tenants[i].Name < res.Tenants[j].Name })
+	sort.Slice(res.Clusters, func(i, j int) bool { return res.Clusters[i].ClusterID < res.Clusters[j].ClusterID })
+	sort.Slice(res.Jobs, func(i, j int) bool { return res.Jobs[i].Key < res.Jobs[j].Key })
+	sort.Slice(res.Skipped, func(i, j int) bool {
+		if res.Skipped[i].Key != res.Skipped[j].Key {
+			return res.Skipped[i].Key < res.Skipped[j].Key
+		}
+		return res.Skipped[i].JobID < res.Skipped[j].JobID
+	})
+	return res, nil
+}
+
+func selected(list []string, v string) bool {
+	if len(list) == 0 {
+		return true
+	}
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func matchesAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// matchJobs pairs a cluster's running jobs with the recipes the inventory
+// knows, by job name.
+func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope) ([]JobTarget, []SkippedJob) {
+	recipes := map[string]inventory.RestartRecipe{}
+	for _, js := range c.Jobs {
+		recipes[js.Name] = js.Restart
+	}
+	running := map[string][]flink.JobOverview{}
+	for _, j := range jobs {
+		if j.State.IsGloballyTerminal() {
+			continue
+		}
+		if len(scope.IncludeJobs) > 0 && !matchesAny(scope.IncludeJobs, j.Name) {
+			continue
+		}
+		if matchesAny(scope.ExcludeJobs, j.Name) {
+			continue
+		}
+		running[j.Name] = append(running[j.Name], j)
+	}
+	var targets []JobTarget
+	var skipped []SkippedJob
+	for name, js := range running {
+		key := JobKey(c.ClusterID, name)
+		switch {
+		case len(js) > 1:
+			for _, j := range js {
+				skipped = append(skipped, SkippedJob{Key: key, JobID: j.ID,
+					Reason: fmt.Sprintf("%d jobs named %q run on %s; a window needs unique names to restore each from its own savepoint", len(js), name, c.ClusterID)})
+			}
+		case js[0].State != flink.JobRunning:
+			skipped = append(skipped, SkippedJob{Key: key, JobID: js[0].ID,
+				Reason: fmt.Sprintf("job is %s, not RUNNING: its state is unclear, so it is left alone", js[0].State)})
+		default:
+			recipe, ok := recipes[name]
+			if !ok {
+				skipped = append(skipped, SkippedJob{Key: key, JobID: js[0].ID,
+					Reason: "the inventory has no restart recipe for this job name, so it could not be brought back; left running"})
+				continue
+			}
+			targets = append(targets, JobTarget{
+				Key: key, Tenant: c.Tenant, ClusterID: c.ClusterID, RESTURL: c.RESTURL,
+				JobName: name, JobID: js[0].ID, CheckpointDir: c.CheckpointDir, SavepointDir: c.SavepointDir,
+				Restart: recipe,
+			})
+		}
+	}
+	return targets, skipped
+}
+
+// CheckQuota reports each tenant root's quota use and watermark level, and
+// when jobs are listed, projects their restart against the headroom.
+func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQuotaResult, error) {
+	if a.Storage == nil {
+		return CheckQuotaResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+	}
+	w := quota.Watermarks{Warning: in.WarningPercent, Critical: in.CriticalPercent}
+	if err := w.Validate(); err != nil {
+		return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+	}
+	byTenant := map[string][]quota.JobFootprint{}
+	for _, r := range in.Restart {
+		fp, err := a.footprint(ctx, r, in.DefaultRetention)
+		if err != nil {
+			return CheckQuotaResult{}, err
+		}
+		byTenant[r.Tenant] = append(byTenant[r.Tenant], fp)
+	}
+	var res CheckQuotaResult
+	for _, t := range in.Tenants {
+		fs, p, err := a.Storage.Resolve(ctx, t.Root)
+		if err != nil {
+			return CheckQuotaResult{}, classify("tenant "+t.Name+" root", err)
+		}
+		cs, err := fs.ContentSummary(ctx, p)
+		if err != nil {
+			return CheckQuotaResult{}, classify("content summary of "+t.Root, err)
+		}
+		st, err := quota.Evaluate(t.Root, quota.Summary{Files: cs.Files, Dirs: cs.Dirs, SpaceConsumed: cs.SpaceConsumed,
+			NamespaceQuota: cs.NamespaceQuota, SpaceQuota: cs.SpaceQuota})
+		if err != nil {
+			return CheckQuotaResult{}, nonRetryable(ErrTypeStorage, "%v", err)
+		}
+		wm, err := quota.CheckWatermark(st, w)
+		if err != nil {
+			return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+		}
+		tq := TenantQuota{
+			Tenant: t.Name, Root: t.Root,
+			NamespaceUsed: st.Namespace.Used, NamespaceQuota: st.Namespace.Quota,
+			SpaceUsed: st.Space.Used, SpaceQuota: st.Space.Quota,
+			Percent: max(st.Namespace.Percent, st.Space.Percent), Level: wm.Level.String(), Reason: wm.Reason,
+			Headroom: st.Namespace.Headroom, RestartAllowed: true,
+		}
+		if jobs := byTenant[t.Name]; len(jobs) > 0 {
+			proj, err := quota.ProjectRestart(jobs, in.SafetyMargin)
+			if err != nil {
+				return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+			}
+			gate, err := quota.Gate(st, proj, w)
+			if err != nil {
+				return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+			}
+			tq.ProjectedFiles, tq.RestartAllowed, tq.GateReason = proj.Total, gate.Allowed, gate.Reason
+		}
+		res.Tenants = append(res.Tenants, tq)
+		activity.RecordHeartbeat(ctx, t.Name)
+	}
+	return res, nil
+}
+
+// footprint measures an old job's checkpoint dir: files per checkpoint
+// (its chk-N dir plus the shared files one checkpoint adds on average) and
+// the files of a full checkpoint (all shared files plus one chk-N).
+func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, defaultRetention int) (quota.JobFootprint, error) {
+	retained := r.NumRetained
+	if retained < 1 {
+		retained = max(defaultRetention, 1)
+	}
+	fp := quota.JobFootprint{JobID: r.Key, NumRetained: int64(retained), SavepointFiles: r.SavepointFiles, FilesPerCheckpoint: 1}
+	if r.CheckpointDir == "" {
+		return fp, nil
+	}
+	fs, p, err := a.Storage.Resolve(ctx, r.CheckpointDir)
+	if err != nil {
+		return fp, classify("resolve "+r.CheckpointDir, err)
+	}
+	parent := path.Dir(p)
+	rep, err := (&layout.Scanner{FS: fs}).Scan(ctx, []layout.Root{{Path: parent, Kind: layout.CheckpointRoot}})
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return fp, nil
+		}
+		return fp, classify("scan "+parent, err)
+	}
+	for _, j := range rep.Jobs {
+		if path.Base(j.Path) != path.Base(p) {
+			continue
+		}
+		var chkNS int64
+		var completed int64
+		for _, c := range j.Checkpoints {
+			if c.Completed {
+				chkNS += c.Usage.Namespace()
+				completed++
+			}
+		}
+		if completed == 0 {
+			return fp, nil
+		}
+		perChk := (chkNS + completed - 1) / completed
+		newShared := (j.Shared.Files + completed - 1) / completed
+		fp.FilesPerCheckpoint = max(perChk+newShared, 1)
+		fp.FullCheckpointFiles = perChk + j.Shared.Files
+	}
+	return fp, nil
+}
+
+// StopWithSavepoint stops a job with a savepoint and waits for it,
+// heartbeating. The workflow-chosen trigger ID makes a retry re-attach to
+// the operation already running instead of stopping the job twice.
+func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
+	client, err := a.flinkFor(in.Job.RESTURL)
+	if err != nil {
+		return StopWithSavepointResult{}, err
+	}
+	target := in.TargetDir
+	if target == "" {
+		target = in.Job.SavepointDir
+	}
+	if target == "" {
+		return StopWithSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: no savepoint directory configured for cluster %s", in.Job.Key, in.Job.ClusterID)
+	}
+	trig, err := client.StopWithSavepoint(ctx, in.Job.JobID, flink.StopRequest{
+		TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: in.TriggerID,
+	})
+	if err != nil {
+		return StopWithSavepointResult{}, classify("stop job "+in.Job.Key+" ("+in.Job.JobID+") with savepoint", err)
+	}
+	logger := activity.GetLogger(ctx)
+	logger.Info("stop-with-savepoint triggered", "job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID, "reattached", trig.Reattached)
+	for {
+		st, err := client.SavepointStatus(ctx, in.Job.JobID, trig.TriggerID)
+		if err != nil {
+			return StopWithSavepointResult{}, classify("savepoint status of "+in.Job.Key, err)
+		}
+		if st.Done() {
+			if st.Failure != nil {
+				return StopWithSavepointResult{}, nonRetryable(flink.ErrorReasonOperationFailed,
+					"stop-with-savepoint of %s failed; the job keeps running: %s", in.Job.Key, failureText(st.Failure))
+			}
+			if st.Location == "" {
+				return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "stop-with-savepoint of %s completed without a location", in.Job.Key)
+			}
+			return StopWithSavepointResult{SavepointPath: st.Location, Reattached: trig.Reattached}, nil
+		}
+		activity.RecordHeartbeat(ctx, "savepoint in progress")
+		select {
+		case <-ctx.Done():
+			return StopWithSavepointResult{}, ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// VerifySavepoint checks a savepoint can be restored: its _metadata parses
+// and every file it references exists.
+func (a *Activities) VerifySavepoint(ctx context.Context, in VerifySavepointInput) (VerifySavepointResult, error) {
+	if a.Storage == nil {
+		return VerifySavepointResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+	}
+	metaURI := strings.TrimRight(in.Path, "/") + "/_metadata"
+	fs, p, err := a.Storage.Resolve(ctx, metaURI)
+	if err != nil {
+		return VerifySavepointResult{}, classify("resolve "+metaURI, err)
+	}
+	data, err := fs.ReadFile(ctx, p, 1<<30)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return VerifySavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint %s has no _metadata", in.Path)
+		}
+		return VerifySavepointResult{}, classify("read "+metaURI, err)
+	}
+	md, err := checkpoint.ParseBytes(data, metaURI)
+	if err != nil {
+		return VerifySavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint %s: _metadata does not parse: %v", in.Path, err)
+	}
+	res := VerifySavepointResult{CheckpointID: md.CheckpointID, Version: md.Version, Files: 1, Bytes: int64(len(data)), Operators: len(md.Operators)}
+	for i, f := range md.Files {
+		rfs, rp, err := a.Storage.Resolve(ctx, f.Path)
+		if err != nil {
+			return VerifySavepointResult{}, classify("resolve "+f.Path, err)
+		}
+		fi, err := rfs.Stat(ctx, rp)
+		if err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return VerifySavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint %s references %s, which does not exist", in.Path, f.Path)
+			}
+			return VerifySavepointResult{}, classify("stat "+f.Path, err)
+		}
+		res.Files++
+		res.Bytes += fi.Size
+		if i%100 == 0 {
+			activity.RecordHeartbeat(ctx, i)
+		}
+	}
+	return res, nil
+}
+
+// WriteDocument writes a small document atomically: to a temporary name,
+// then renamed over the old version, so a reader never sees half of it.
+func (a *Activities) WriteDocument(ctx context.Context, in WriteDocumentInput) (WriteDocumentResult, error) {
+	if a.Storage == nil {
+		return WriteDocumentResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+	}
+	fs, p, err := a.Storage.Resolve(ctx, in.Path)
+	if err != nil {
+		return WriteDocumentResult{}, classify("resolve "+in.Path, err)
+	}
+	if err := fs.MkdirAll(ctx, path.Dir(p)); err != nil {
+		return WriteDocumentResult{}, classify("create "+path.Dir(p), err)
+	}
+	tmp := p + ".tmp"
+	_ = fs.Remove(ctx, tmp) // a leftover from a crashed attempt
+	if err := fs.WriteFile(ctx, tmp, in.Content); err != nil {
+		return WriteDocumentResult{}, classify("write "+tmp, err)
+	}
+	if err := fs.Remove(ctx, p); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return WriteDocumentResult{}, classify("replace "+p, err)
+	}
+	if err := fs.Rename(ctx, tmp, p); err != nil {
+		return WriteDocumentResult{}, classify("rename "+tmp, err)
+	}
+	return WriteDocumentResult{Path: in.Path, Bytes: len(in.Content)}, nil
+}
+
+// ProbeEndpoints checks storage roots, Flink endpoints and the Kubernetes
+// API answer. Failures are retryable: the retry policy is the backoff.
+func (a *Activities) ProbeEndpoints(ctx context.Context, in ProbeEndpointsInput) (ProbeEndpointsResult, error) {
+	var res ProbeEndpointsResult
+	for _, root := range in.StorageRoots {
+		fs, p, err := a.Storage.Resolve(ctx, root)
+		if err != nil {
+			return res, fmt.Errorf("storage %s unreachable: %w", root, err)
+		}
+		if _, err := fs.Stat(ctx, p); err != nil {
+			return res, fmt.Errorf("storage %s unreachable: %w", root, err)
+		}
+		res.Checked = append(res.Checked, root)
+	}
+	for _, u := range in.FlinkURLs {
+		client, err := a.flinkFor(u)
+		if err != nil {
+			return res, err
+		}
+		if _, err := client.ClusterOverview(ctx); err != nil {
+			return res, fmt.Errorf("flink %s unreachable: %w", u, err)
+		}
+		res.Checked = append(res.Checked, u)
+	}
+	if in.Kubernetes {
+		if a.Kubernetes == nil {
+			return res, nonRetryable(ErrTypeUnreachable, "Kubernetes probe requested but the worker has no Kubernetes client configured")
+		}
+		if err := a.Kubernetes.Ready(ctx); err != nil {
+			return res, fmt.Errorf("kubernetes API unreachable: %w", err)
+		}
+		res.Checked = append(res.Checked, "kubernetes")
+	}
+	activity.RecordHeartbeat(ctx, res.Checked)
+	return res, nil
+}
+
+// RestartJob restores a job from its savepoint. The workflow-chosen job ID
+// makes it idempotent: a retry finds the job already submitted.
+func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (RestartJobResult, error) {
+	r := in.Job.Restart
+	if r.Kind != inventory.RestartRESTJarRun {
+		return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: restart kind %q is not supported by the REST restart (want %q)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
+	}
+	client, err := a.flinkFor(in.Job.RESTURL)
+	if err != nil {
+		return RestartJobResult{}, err
+	}
+	// A job with our ID already exists: an earlier attempt submitted it.
+	if d, err := client.JobDetails(ctx, in.NewJobID); err == nil {
+		return RestartJobResult{JobID: d.ID, Reattached: true}, nil
+	} else if flink.Reason(err) != flink.ErrorReasonJobNotFound {
+		return RestartJobResult{}, classify("look up job "+in.NewJobID, err)
+	}
+	jarID, err := client.UploadJar(ctx, r.Jar)
+	if err != nil {
+		return RestartJobResult{}, classify("upload jar "+r.Jar+" for "+in.Job.Key, err)
+	}
+	defer func() {
+		// The jar is only needed for the submission; leaving it would fill
+		// the JobManager's upload dir over many windows.
+		_ = client.DeleteJar(context.WithoutCancel(ctx), jarID)
+	}()
+	run, err := client.RunJar(ctx, jarID, flink.RunJarRequest{
+		EntryClass: r.EntryClass, ProgramArgs: r.ProgramArgs, Parallelism: r.Parallelism,
+		JobID: in.NewJobID, SavepointPath: in.SavepointPath, AllowNonRestoredState: r.AllowNonRestoredState,
+		RestoreMode: flink.RestoreMode(r.RestoreMode),
+	})
+	if err != nil {
+		return RestartJobResult{}, classify("run "+in.Job.Key+" from "+in.SavepointPath, err)
+	}
+	return RestartJobResult{JobID: run.JobID, Reattached: run.Reattached}, nil
+}
+
+// CancelJobInput names a job to cancel.
+type CancelJobInput struct {
+	RESTURL string
+	JobID   string
+}
+
+// CancelJob cancels a job; a job already terminal or unknown is fine. It is
+// used before a restart is retried, so two instances of a job never run.
+func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
+	client, err := a.flinkFor(in.RESTURL)
+	if err != nil {
+		return err
+	}
+	if err := client.CancelJob(ctx, in.JobID); err != nil {
+		if r := flink.Reason(err); r == flink.ErrorReasonJobNotFound || r == flink.ErrorReasonJobNotRunning {
+			return nil
+		}
+		return classify("cancel job "+in.JobID, err)
+	}
+	for {
+		d, err := client.JobDetails(ctx, in.JobID)
+		if err != nil {
+			if flink.Reason(err) == flink.ErrorReasonJobNotFound {
+				return nil
+			}
+			return classify("job "+in.JobID, err)
+		}
+		if d.State.IsGloballyTerminal() {
+			return nil
+		}
+		activity.RecordHeartbeat(ctx, string(d.State))
+		if err := sleepCtx(ctx, pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// AwaitHealthy waits until a restarted job is RUNNING, restored from the
+// expected savepoint, has completed a checkpoint after the restore, and has
+// not restarted during the soak period. It heartbeats while it waits.
+func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (AwaitHealthyResult, error) {
+	client, err := a.flinkFor(in.RESTURL)
+	if err != nil {
+		return AwaitHealthyResult{}, err
+	}
+	var res AwaitHealthyResult
+	start := a.now()
+	// Phase 1: RUNNING, restored from the savepoint, a checkpoint after it.
+	for {
+		d, err := client.JobDetails(ctx, in.JobID)
+		if err != nil {
+			return res, classify("job "+in.JobID, err)
+		}
+		if d.State.IsGloballyTerminal() || d.State == flink.JobFailing {
+			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s is %s after restart: %s", in.JobID, d.State, a.rootCause(ctx, client, in.JobID))
+		}
+		if d.State == flink.JobRunning && res.RunningAt.IsZero() {
+			res.RunningAt = a.now()
+		}
+		if res.RunningAt.IsZero() && a.now().Sub(start) > in.RunningTimeout {
+			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s not RUNNING within %s (state %s): %s", in.JobID, in.RunningTimeout, d.State, a.rootCause(ctx, client, in.JobID))
+		}
+		if !res.RunningAt.IsZero() {
+			stats, err := client.Checkpoints(ctx, in.JobID)
+			if err != nil {
+				return res, classify("checkpoints of "+in.JobID, err)
+			}
+			if r := stats.Latest.Restored; r != nil {
+				if in.SavepointPath != "" && !samePath(r.ExternalPath, in.SavepointPath) {
+					return res, nonRetryable(ErrTypeRestoreMismatch, "job %s restored from %s, want %s", in.JobID, r.ExternalPath, in.SavepointPath)
+				}
+				res.RestoredFrom = r.ExternalPath
+			}
+			if c := stats.Latest.Completed; c != nil && res.RestoredFrom != "" && !c.IsSavepoint && c.ID > stats.Latest.Restored.ID {
+				res.CheckpointID, res.CheckpointPath, res.CheckpointAt = c.ID, c.ExternalPath, a.now()
+				break
+			}
+			if a.now().Sub(res.RunningAt) > in.CheckpointTimeout {
+				return res, nonRetryable(ErrTypeJobUnhealthy, "job %s completed no checkpoint within %s of running (restored: %q)", in.JobID, in.CheckpointTimeout, res.RestoredFrom)
+			}
+		}
+		activity.RecordHeartbeat(ctx, string(d.State))
+		if err := sleepCtx(ctx, pollInterval); err != nil {
+			return res, err
+		}
+	}
+	// Phase 2: soak — still RUNNING, no restart, for the soak period.
+	soakEnd := a.now().Add(in.Soak)
+	for a.now().Before(soakEnd) {
+		d, err := client.JobDetails(ctx, in.JobID)
+		if err != nil {
+			return res, classify("job "+in.JobID, err)
+		}
+		if d.State != flink.JobRunning {
+			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s left RUNNING during the soak period (now %s): %s", in.JobID, d.State, a.rootCause(ctx, client, in.JobID))
+		}
+		if ts := d.Timestamps[flink.JobRunning]; ts > 0 && time.UnixMilli(ts).After(res.RunningAt.Add(time.Second)) {
+			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s restarted during the soak period: %s", in.JobID, a.rootCause(ctx, client, in.JobID))
+		}
+		activity.RecordHeartbeat(ctx, "soak")
+		if err := sleepCtx(ctx, pollInterval); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (a *Activities) rootCause(ctx context.Context, client FlinkAPI, jobID string) string {
+	ex, err := client.JobExceptions(ctx, jobID, 1)
+	if err != nil {
+		return "(exceptions unavailable: " + err.Error() + ")"
+	}
+	if len(ex.History.Entries) == 0 {
+		return "(no exception recorded)"
+	}
+	return firstLines(ex.History.Entries[0].Stacktrace, ex.History.Entries[0].ExceptionName)
+}
+
+// failureText is the first lines of a Flink failure cause.
+func failureText(f *flink.FailureCause) string {
+	return firstLines(f.StackTrace, f.Class)
+}
+
+// firstLines keeps an exception readable in a status line: its first lines,
+// which name the exception and the innermost "Caused by".
+func firstLines(stack, fallback string) string {
+	if stack == "" {
+		return fallback
+	}
+	lines := strings.Split(stack, "\n")
+	var keep []string
+	for i, l := range lines {
+		if i == 0 || strings.HasPrefix(strings.TrimSpace(l), "Caused by:") {
+			keep = append(keep, strings.TrimSpace(l))
+		}
+	}
+	s := strings.Join(keep, " <- ")
+	if len(s) > 800 {
+		s = s[:800] + "..."
+	}
+	return s
+}
+
+func (a *Activities) flinkFor(restURL string) (FlinkAPI, error) {
+	if a.Flink == nil {
+		return nil, nonRetryable(ErrTypeInvalidInput, "worker has no Flink client configured")
+	}
+	c, err := a.Flink.For(restURL)
+	if err != nil {
+		return nil, nonRetryable(ErrTypeInvalidInput, "Flink REST endpoint %q: %v", restURL, err)
+	}
+	return c, nil
+}
+
+// samePath compares savepoint locations, ignoring a trailing slash and the
+// scheme-only differences Flink introduces (hdfs://nn/p vs hdfs://nn:port/p
+// are NOT treated as equal: they may be different clusters).
+func samePath(a, b string) bool {
+	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

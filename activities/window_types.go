@@ -1,0 +1,184 @@
+package activities
+
+import (
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// Scope selects what a maintenance window or governance run covers. Empty
+// lists mean "all". Job patterns are path.Match globs on the job name.
+type Scope struct {
+	Tenants     []string `json:"tenants,omitempty" yaml:"tenants,omitempty"`
+	Clusters    []string `json:"clusters,omitempty" yaml:"clusters,omitempty"`
+	IncludeJobs []string `json:"includeJobs,omitempty" yaml:"includeJobs,omitempty"`
+	ExcludeJobs []string `json:"excludeJobs,omitempty" yaml:"excludeJobs,omitempty"`
+}
+
+// JobTarget is one running job a window stops and restarts. Key
+// (cluster/job-name) identifies it across the window; the Flink job ID
+// changes when it is restarted.
+type JobTarget struct {
+	Key           string                  `json:"key"`
+	Tenant        string                  `json:"tenant"`
+	ClusterID     string                  `json:"clusterId"`
+	RESTURL       string                  `json:"restUrl"`
+	JobName       string                  `json:"jobName"`
+	JobID         string                  `json:"jobId"`
+	CheckpointDir string                  `json:"checkpointDir,omitempty"`
+	SavepointDir  string                  `json:"savepointDir,omitempty"`
+	Restart       inventory.RestartRecipe `json:"restart"`
+}
+
+// SkippedJob is a job in scope that the window leaves alone, and why.
+type SkippedJob struct {
+	Key    string `json:"key"`
+	JobID  string `json:"jobId"`
+	Reason string `json:"reason"`
+}
+
+// DiscoverJobsInput selects the jobs.
+type DiscoverJobsInput struct {
+	Scope Scope
+}
+
+// DiscoverJobsResult lists the tenants in scope, the jobs to maintain and
+// the jobs left alone.
+type DiscoverJobsResult struct {
+	Tenants  []inventory.Tenant
+	Clusters []inventory.Cluster
+	Jobs     []JobTarget
+	Skipped  []SkippedJob
+}
+
+// TenantQuota is one tenant root's usage, watermark and, when asked, the
+// projected cost of restarting its jobs.
+type TenantQuota struct {
+	Tenant         string  `json:"tenant"`
+	Root           string  `json:"root"`
+	NamespaceUsed  int64   `json:"namespaceUsed"`
+	NamespaceQuota int64   `json:"namespaceQuota"` // -1: none
+	SpaceUsed      int64   `json:"spaceUsed"`
+	SpaceQuota     int64   `json:"spaceQuota"` // -1: none
+	Percent        float64 `json:"percent"`
+	Level          string  `json:"level"` // ok, warning, critical
+	Reason         string  `json:"reason,omitempty"`
+	// Restart projection, when requested.
+	ProjectedFiles int64  `json:"projectedFiles,omitempty"`
+	Headroom       int64  `json:"headroom"`
+	RestartAllowed bool   `json:"restartAllowed"`
+	GateReason     string `json:"gateReason,omitempty"`
+}
+
+// CheckQuotaInput asks for the quota of tenants and, when Restart lists
+// jobs, whether their restart fits.
+type CheckQuotaInput struct {
+	Tenants          []inventory.Tenant
+	WarningPercent   float64
+	CriticalPercent  float64
+	Restart          []RestartFootprintInput
+	SafetyMargin     float64
+	DefaultRetention int
+}
+
+// RestartFootprintInput is a job whose restart is projected: its old job's
+// checkpoint dir is measured; its savepoint's file count is known.
+type RestartFootprintInput struct {
+	Key            string
+	Tenant         string
+	CheckpointDir  string // <checkpoint root>/<old job id>
+	NumRetained    int
+	SavepointFiles int64
+}
+
+// CheckQuotaResult has one entry per tenant, in input order.
+type CheckQuotaResult struct {
+	Tenants []TenantQuota
+}
+
+// StopWithSavepointInput stops one job. TriggerID is chosen by the workflow
+// so a retried activity re-attaches to the same Flink operation.
+type StopWithSavepointInput struct {
+	Job       JobTarget
+	TriggerID string
+	// TargetDir overrides the job's savepoint dir.
+	TargetDir string
+	Format    string // CANONICAL or NATIVE
+}
+
+// StopWithSavepointResult is where the savepoint landed.
+type StopWithSavepointResult struct {
+	SavepointPath string
+	Reattached    bool
+}
+
+// VerifySavepointInput names a savepoint to check.
+type VerifySavepointInput struct {
+	Path string
+}
+
+// VerifySavepointResult says what the savepoint holds.
+type VerifySavepointResult struct {
+	CheckpointID int64
+	Version      int
+	Files        int64 // files the _metadata references, plus _metadata itself
+	Bytes        int64
+	Operators    int
+}
+
+// WriteDocumentInput writes a small document (manifest, report) durably.
+type WriteDocumentInput struct {
+	Path    string
+	Content []byte
+}
+
+// WriteDocumentResult echoes where it was written.
+type WriteDocumentResult struct {
+	Path  string
+	Bytes int
+}
+
+// ProbeEndpointsInput lists what must answer before a window goes on.
+type ProbeEndpointsInput struct {
+	StorageRoots []string
+	FlinkURLs    []string
+	Kubernetes   bool
+}
+
+// ProbeEndpointsResult reports what answered.
+type ProbeEndpointsResult struct {
+	Checked []string
+}
+
+// RestartJobInput restores one job from its savepoint. NewJobID is chosen
+// by the workflow, so a retried activity finds the job it already submitted.
+type RestartJobInput struct {
+	Job           JobTarget
+	SavepointPath string
+	NewJobID      string
+}
+
+// RestartJobResult is the restarted job.
+type RestartJobResult struct {
+	JobID      string
+	Reattached bool
+}
+
+// AwaitHealthyInput sets what healthy means for a restarted job.
+type AwaitHealthyInput struct {
+	RESTURL           string
+	JobID             string
+	SavepointPath     string
+	RunningTimeout    time.Duration
+	CheckpointTimeout time.Duration
+	Soak              time.Duration
+}
+
+// AwaitHealthyResult is the proof of health.
+type AwaitHealthyResult struct {
+	RestoredFrom   string
+	CheckpointID   int64
+	CheckpointPath string
+	RunningAt      time.Time
+	CheckpointAt   time.Time
+}

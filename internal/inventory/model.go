@@ -1,0 +1,103 @@
+// Package inventory is the model of what flinkmaint maintains: tenants,
+// Flink clusters and their jobs, where their state lives and how each job
+// is brought back from a savepoint. It is pure data, shared by the adapters
+// that discover it (Kubernetes, static file), the activities and the
+// workflows, so it imports nothing but the standard library.
+package inventory
+
+// Source says where a cluster was discovered.
+type Source string
+
+const (
+	SourceNativeKubernetes Source = "kubernetes-native" // Flink's native Kubernetes integration
+	SourceOperator         Source = "flink-operator"    // Flink Kubernetes Operator resources
+	SourceStatic           Source = "static"            // the static inventory file
+)
+
+// DeploymentMode is how the cluster runs its jobs.
+type DeploymentMode string
+
+const (
+	ModeSession     DeploymentMode = "session"     // long-running cluster, jobs submitted to it
+	ModeApplication DeploymentMode = "application" // one cluster per application
+	ModeSessionJob  DeploymentMode = "session-job" // Operator FlinkSessionJob on a session cluster
+)
+
+// Tenant is one team: one Kubernetes namespace (empty for static clusters)
+// and one HDFS root holding its state under a namespace quota.
+type Tenant struct {
+	Name      string `json:"name" yaml:"name"`
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	// Root is the tenant's quota'd directory, e.g. hdfs://nn:8020/user/app/team-a.
+	Root string `json:"root" yaml:"root"`
+}
+
+// ObjectRef names a Kubernetes object.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
+	Namespace  string `json:"namespace" yaml:"namespace"`
+	Name       string `json:"name" yaml:"name"`
+}
+
+// Cluster is one Flink cluster (one JobManager / REST endpoint).
+type Cluster struct {
+	Tenant    string         `json:"tenant" yaml:"tenant"`
+	Namespace string         `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	ClusterID string         `json:"clusterId" yaml:"clusterId"`
+	Source    Source         `json:"source" yaml:"source"`
+	Mode      DeploymentMode `json:"mode" yaml:"mode"`
+	RESTURL   string         `json:"restUrl" yaml:"restUrl"`
+	// Storage locations from the cluster's Flink configuration, as URIs.
+	CheckpointDir string `json:"checkpointDir,omitempty" yaml:"checkpointDir,omitempty"`
+	SavepointDir  string `json:"savepointDir,omitempty" yaml:"savepointDir,omitempty"`
+	HAStorageDir  string `json:"haStorageDir,omitempty" yaml:"haStorageDir,omitempty"`
+	FlinkVersion  string `json:"flinkVersion,omitempty" yaml:"flinkVersion,omitempty"`
+	// Resource is the Kubernetes object that owns the cluster (JobManager
+	// Deployment or FlinkDeployment); nil for static clusters.
+	Resource *ObjectRef `json:"resource,omitempty" yaml:"resource,omitempty"`
+	// Jobs are the jobs this inventory knows how to restart, by name.
+	Jobs []JobSpec `json:"jobs,omitempty" yaml:"jobs,omitempty"`
+}
+
+// RestartKind says how a job is brought back from a savepoint.
+type RestartKind string
+
+const (
+	// RestartOperatorResume sets the Operator resource back to running; the
+	// operator restores from the savepoint it recorded at suspend.
+	RestartOperatorResume RestartKind = "operator-resume"
+	// RestartRESTJarRun runs the job's jar through the cluster's REST API
+	// with savepointPath set.
+	RestartRESTJarRun RestartKind = "rest-jar-run"
+)
+
+// RestartRecipe is everything needed to start a job again from a savepoint.
+type RestartRecipe struct {
+	Kind RestartKind `json:"kind" yaml:"kind"`
+	// For rest-jar-run: the jar as a path the worker can read (local or
+	// hdfs://), its entry class, program arguments and parallelism.
+	Jar                   string   `json:"jar,omitempty" yaml:"jar,omitempty"`
+	EntryClass            string   `json:"entryClass,omitempty" yaml:"entryClass,omitempty"`
+	ProgramArgs           []string `json:"programArgs,omitempty" yaml:"programArgs,omitempty"`
+	Parallelism           int      `json:"parallelism,omitempty" yaml:"parallelism,omitempty"`
+	AllowNonRestoredState bool     `json:"allowNonRestoredState,omitempty" yaml:"allowNonRestoredState,omitempty"`
+	// RestoreMode is NO_CLAIM (default), CLAIM or LEGACY.
+	RestoreMode string `json:"restoreMode,omitempty" yaml:"restoreMode,omitempty"`
+	// For operator-resume: the FlinkDeployment or FlinkSessionJob.
+	Resource *ObjectRef `json:"resource,omitempty" yaml:"resource,omitempty"`
+}
+
+// JobSpec is a job the inventory knows by name. A job's ID changes when it
+// is restarted from a savepoint; its name and cluster identify it across a
+// maintenance window.
+type JobSpec struct {
+	Name    string        `json:"name" yaml:"name"`
+	Restart RestartRecipe `json:"restart" yaml:"restart"`
+}
+
+// Inventory is the result of discovery.
+type Inventory struct {
+	Tenants  []Tenant  `json:"tenants"`
+	Clusters []Cluster `json:"clusters"`
+}

@@ -1,0 +1,48 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Duration is a time.Duration written as "90s" or "5m" in window files, in
+// JSON and in history, so operators read it as they wrote it.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes Go duration syntax.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts Go duration syntax or integer nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("duration %s: use a string such as \"30s\", \"5m\" or \"1h\"", b)
+		}
+		*d = Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: use a value such as 30s, 5m or 1h", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// UnmarshalText lets YAML decoders read durations from strings.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: use a value such as 30s, 5m or 1h", string(b))
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,795 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+)
+
+// MaintenanceWindowWorkflow runs a planned maintenance window: preflight,
+// savepoint-all, wait for the network change, quota gate, staged restart
+// and report. Operators steer it with the signals and updates in
+// messages.go; the status query shows every job's progress.
+func MaintenanceWindowWorkflow(ctx workflow.Context, in WindowInput) (*WindowReport, error) {
+	in.Policy.ApplyDefaults()
+	if err := in.Validate(); err != nil {
+		return nil, newInvalidInputError(err.Error())
+	}
+	r := &windowRun{in: in, logger: log.With(workflow.GetLogger(ctx), "window", in.WindowID)}
+	if in.Resume != nil {
+		r.st = *in.Resume
+	} else {
+		r.st = WindowState{WindowID: in.WindowID, Phase: PhasePreflight, StartedAt: workflow.Now(ctx)}
+		r.st.ManifestPath = strings.TrimRight(in.Policy.ManifestDir, "/") + "/" + in.WindowID + "/manifest.json"
+	}
+	if err := r.registerHandlers(ctx); err != nil {
+		return nil, err
+	}
+	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket})
+	return r.run(ctx)
+}
+
+// windowRun is one execution's in-memory state around WindowState.
+type windowRun struct {
+	in     WindowInput
+	st     WindowState
+	logger log.Logger
+
+	answer         *DecideRequest
+	abortRequested bool
+	manifestDirty  bool
+	reminders      int // network-change reminders sent in this run
+}
+
+func (r *windowRun) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (WindowState, error) { return r.st, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryReport, func() (*WindowReport, error) { return buildReport(&r.in, &r.st), nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateConfirmNetworkChange,
+		func(ctx workflow.Context, req ConfirmNetworkChangeRequest) (WindowState, error) {
+			r.st.Network = &NetworkConfirmation{By: req.By, Reason: req.Reason, At: workflow.Now(ctx), Reminders: r.remindersSoFar()}
+			r.record(ctx, DecisionRecord{Kind: UpdateConfirmNetworkChange, By: req.By, Reason: req.Reason})
+			return r.st, nil
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ConfirmNetworkChangeRequest) error {
+			if strings.TrimSpace(req.By) == "" {
+				return errors.New("by is empty: say who confirms the network change")
+			}
+			if r.st.Phase != PhaseNetworkGate || r.st.Network != nil {
+				return fmt.Errorf("window %s is in phase %s, not waiting for a network change confirmation", r.in.WindowID, r.st.Phase)
+			}
+			return nil
+		}}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide,
+		func(ctx workflow.Context, req DecideRequest) (WindowState, error) {
+			r.answer = &req
+			r.record(ctx, DecisionRecord{Kind: UpdateDecide, Action: req.Action, Job: req.Job, By: req.By, Reason: req.Reason})
+			return r.st, nil
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req DecideRequest) error {
+			return r.validateDecision(req)
+		}}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAbort,
+		func(ctx workflow.Context, req AbortRequest) (WindowState, error) {
+			r.abortRequested = true
+			r.st.AbortReason = fmt.Sprintf("%s (by %s)", req.Reason, req.By)
+			r.record(ctx, DecisionRecord{Kind: UpdateAbort, By: req.By, Reason: req.Reason})
+			return r.st, nil
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req AbortRequest) error {
+			if strings.TrimSpace(req.By) == "" || strings.TrimSpace(req.Reason) == "" {
+				return errors.New("abort needs by and reason: both are recorded in the report")
+			}
+			if r.st.Phase == PhaseCompleted || r.st.Phase == PhaseAborted || r.abortRequested {
+				return fmt.Errorf("window %s is already %s", r.in.WindowID, r.st.Phase)
+			}
+			return nil
+		}}); err != nil {
+		return err
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		pause := workflow.GetSignalChannel(ctx, SignalPause)
+		resume := workflow.GetSignalChannel(ctx, SignalResume)
+		for {
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(pause, func(c workflow.ReceiveChannel, _ bool) {
+				var req PauseRequest
+				c.Receive(ctx, &req)
+				r.st.Paused, r.st.PausedBy = true, req.By
+				r.record(ctx, DecisionRecord{Kind: SignalPause, By: req.By, Reason: req.Reason})
+				r.upsertVisibility(ctx)
+			})
+			sel.AddReceive(resume, func(c workflow.ReceiveChannel, _ bool) {
+				var req ResumeRequest
+				c.Receive(ctx, &req)
+				r.st.Paused, r.st.PausedBy = false, ""
+				r.record(ctx, DecisionRecord{Kind: SignalResume, By: req.By})
+				r.upsertVisibility(ctx)
+			})
+			sel.Select(ctx)
+		}
+	})
+	return nil
+}
+
+func (r *windowRun) validateDecision(req DecideRequest) error {
+	p := r.st.Pending
+	if p == nil || p.Kind == pendingNetwork {
+		return fmt.Errorf("window %s is not waiting for a decision (phase %s)", r.in.WindowID, r.st.Phase)
+	}
+	if strings.TrimSpace(req.By) == "" {
+		return errors.New("by is empty: say who decides")
+	}
+	allowed := false
+	for _, a := range p.Allowed {
+		allowed = allowed || a == req.Action
+	}
+	if !allowed {
+		return fmt.Errorf("action %q is not valid now: the window waits for %s and accepts %s", req.Action, p.Kind, strings.Join(p.Allowed, ", "))
+	}
+	if req.Action == ActionRetryJob || req.Action == ActionSkipJob {
+		for _, j := range p.Jobs {
+			if j == req.Job {
+				return nil
+			}
+		}
+		return fmt.Errorf("job %q is not one the decision is about: choose one of %s", req.Job, strings.Join(p.Jobs, ", "))
+	}
+	return nil
+}
+
+func (r *windowRun) record(ctx workflow.Context, d DecisionRecord) {
+	d.At = workflow.Now(ctx)
+	r.st.Decisions = append(r.st.Decisions, d)
+	r.logger.Info("operator action", "kind", d.Kind, "action", d.Action, "job", d.Job, "by", d.By, "reason", d.Reason)
+}
+
+func (r *windowRun) remindersSoFar() int { return r.reminders }
+
+const pendingNetwork = "network-change"
+
+// errAborted unwinds the phases when an operator aborted.
+var errAborted = errors.New("window aborted")
+
+func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
+	phases := []struct {
+		name string
+		fn   func(workflow.Context) error
+	}{
+		{PhasePreflight, r.preflight},
+		{PhaseSavepointAll, r.savepointAll},
+		{PhaseNetworkGate, r.networkGate},
+		{PhaseQuotaGate, r.quotaGate},
+		{PhaseRestart, r.restart},
+		{PhaseReport, r.report},
+	}
+	start := 0
+	for i, p := range phases {
+		if p.name == r.st.Phase {
+			start = i
+		}
+	}
+	for _, p := range phases[start:] {
+		r.setPhase(ctx, p.name)
+		err := p.fn(ctx)
+		if errors.Is(err, errAborted) {
+			return r.finishAborted(ctx)
+		}
+		if err != nil {
+			// The window's own failure: keep what is known durable first.
+			r.st.Notes = append(r.st.Notes, fmt.Sprintf("phase %s failed: %v", p.name, err))
+			r.writeManifest(ctx)
+			return buildReport(&r.in, &r.st), err
+		}
+		if can := r.continueAsNewIfSuggested(ctx); can != nil {
+			return nil, can
+		}
+	}
+	r.st.FinishedAt = workflow.Now(ctx)
+	r.setPhase(ctx, PhaseCompleted)
+	r.writeManifest(ctx)
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return nil, err
+	}
+	return buildReport(&r.in, &r.st), nil
+}
+
+func (r *windowRun) finishAborted(ctx workflow.Context) (*WindowReport, error) {
+	r.st.FinishedAt = workflow.Now(ctx)
+	r.st.Pending = nil
+	r.setPhase(ctx, PhaseAborted)
+	r.writeManifest(ctx)
+	rep := buildReport(&r.in, &r.st)
+	r.writeReport(ctx, rep)
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// continueAsNewIfSuggested carries the state into a fresh run when history
+// grows large; only called between phases, where no decision is pending.
+func (r *windowRun) continueAsNewIfSuggested(ctx workflow.Context) error {
+	if !workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		return nil
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	next := r.in
+	st := r.st
+	next.Resume = &st
+	return workflow.NewContinueAsNewError(ctx, MaintenanceWindowWorkflowType, next)
+}
+
+func (r *windowRun) setPhase(ctx workflow.Context, phase string) {
+	if r.st.Phase != phase {
+		r.logger.Info("phase", "from", r.st.Phase, "to", phase)
+	}
+	r.st.Phase = phase
+	r.upsertVisibility(ctx)
+}
+
+func (r *windowRun) upsertVisibility(ctx workflow.Context) {
+	total, done, failed := r.st.counts()
+	tenants := make([]string, 0, len(r.st.Tenants))
+	for _, t := range r.st.Tenants {
+		tenants = append(tenants, t.Name)
+	}
+	err := workflow.UpsertTypedSearchAttributes(ctx,
+		SearchAttrKind.ValueSet(KindWindow),
+		SearchAttrPhase.ValueSet(r.st.Phase),
+		SearchAttrTenants.ValueSet(tenants),
+		SearchAttrJobsTotal.ValueSet(int64(total)),
+		SearchAttrJobsDone.ValueSet(int64(done)),
+		SearchAttrJobsFailed.ValueSet(int64(failed)),
+		SearchAttrPausedForDecision.ValueSet(r.st.Pending != nil || r.st.Paused),
+	)
+	if err != nil {
+		r.logger.Warn("search attributes not updated", "error", err)
+	}
+	summary := fmt.Sprintf("%s: %d/%d jobs done, %d failed", r.st.Phase, done, total, failed)
+	if r.st.Pending != nil {
+		summary += "; waiting for " + r.st.Pending.Kind + ": " + r.st.Pending.Reason
+	}
+	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"summary": summary})
+}
+
+// safePoint waits while an operator pause is on; it reports an abort.
+func (r *windowRun) safePoint(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return !r.st.Paused || r.abortRequested }); err != nil {
+		return err
+	}
+	if r.abortRequested {
+		return errAborted
+	}
+	return nil
+}
+
+// decide pauses the window for an operator decision and returns it.
+func (r *windowRun) decide(ctx workflow.Context, kind, reason string, jobs []string, allowed ...string) (DecideRequest, error) {
+	r.st.Pending = &PendingDecision{Kind: kind, Reason: reason, Jobs: jobs, Allowed: allowed, Since: workflow.Now(ctx)}
+	r.answer = nil
+	r.logger.Warn("waiting for an operator decision", "kind", kind, "reason", reason, "jobs", jobs, "allowed", allowed)
+	r.upsertVisibility(ctx)
+	r.writeManifest(ctx)
+	if err := workflow.Await(ctx, func() bool { return r.answer != nil || r.abortRequested }); err != nil {
+		return DecideRequest{}, err
+	}
+	r.st.Pending = nil
+	r.upsertVisibility(ctx)
+	if r.abortRequested {
+		return DecideRequest{}, errAborted
+	}
+	ans := *r.answer
+	r.answer = nil
+	if ans.Action == ActionAbort {
+		r.abortRequested = true
+		r.st.AbortReason = fmt.Sprintf("%s (by %s)", ans.Reason, ans.By)
+		return ans, errAborted
+	}
+	return ans, nil
+}
+
+func (r *windowRun) activity(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, shortActivityOptions())
+}
+
+// ---- phases ----
+
+func (r *windowRun) preflight(ctx workflow.Context) error {
+	var a *activities.Activities
+	if r.st.Jobs == nil {
+		var found activities.DiscoverJobsResult
+		if err := workflow.ExecuteActivity(r.activity(ctx), a.DiscoverJobs, activities.DiscoverJobsInput{Scope: r.in.Scope}).Get(ctx, &found); err != nil {
+			return fmt.Errorf("inventory: %w", err)
+		}
+		r.st.Tenants, r.st.Clusters, r.st.Skipped = found.Tenants, found.Clusters, found.Skipped
+		r.st.Jobs = make([]JobProgress, 0, len(found.Jobs))
+		for _, j := range found.Jobs {
+			r.st.Jobs = append(r.st.Jobs, JobProgress{Target: j, SavepointState: StepPending, RestartState: StepPending})
+		}
+		r.upsertVisibility(ctx)
+	}
+	for {
+		q, err := r.checkQuota(ctx, nil)
+		if err != nil {
+			return err
+		}
+		r.st.QuotaBefore = q
+		var over []string
+		for _, t := range q {
+			if t.Level == "critical" {
+				over = append(over, t.Reason)
+			}
+		}
+		if len(over) == 0 || r.in.Policy.Quota.IgnorePreflightWatermark {
+			break
+		}
+		ans, err := r.decide(ctx, "preflight-watermark",
+			"tenants above the critical watermark before any job is stopped: "+strings.Join(over, "; ")+
+				". retry after cleanup or a quota raise, resume to go on anyway, or abort",
+			nil, ActionRetry, ActionResume, ActionAbort)
+		if err != nil {
+			return err
+		}
+		if ans.Action == ActionResume {
+			break
+		}
+	}
+	r.writeManifest(ctx)
+	return nil
+}
+
+func (r *windowRun) checkQuota(ctx workflow.Context, restart []activities.RestartFootprintInput) ([]activities.TenantQuota, error) {
+	var a *activities.Activities
+	q := r.in.Policy.Quota
+	var res activities.CheckQuotaResult
+	err := workflow.ExecuteActivity(r.activity(ctx), a.CheckQuota, activities.CheckQuotaInput{
+		Tenants: r.st.Tenants, WarningPercent: q.WarningPercent, CriticalPercent: q.CriticalPercent,
+		Restart: restart, SafetyMargin: q.SafetyMargin, DefaultRetention: q.DefaultRetention,
+	}).Get(ctx, &res)
+	if err != nil {
+		return nil, fmt.Errorf("quota check: %w", err)
+	}
+	return res.Tenants, nil
+}
+
+func (r *windowRun) savepointAll(ctx workflow.Context) error {
+	p := r.in.Policy.Savepoint
+	for {
+		var keys []string
+		for _, j := range r.st.Jobs {
+			if j.SavepointState == StepPending || j.SavepointState == StepRunning {
+				keys = append(keys, j.Target.Key)
+			}
+		}
+		err := r.runChildren(ctx, keys, p.Concurrency, func(ctx workflow.Context, key string) workflow.ChildWorkflowFuture {
+			j := r.st.job(key)
+			j.SavepointState = StepRunning
+			j.SavepointAttempts = max(j.SavepointAttempts, 1)
+			in := JobSavepointInput{WindowID: r.in.WindowID, Job: j.Target, Attempt: j.SavepointAttempts, Format: p.Format, Timeout: p.Timeout}
+			cctx := workflow.WithChildOptions(ctx, jobChildOptions(JobSavepointWorkflowID(r.in.WindowID, key, j.SavepointAttempts)))
+			return workflow.ExecuteChildWorkflow(cctx, JobSavepointWorkflowType, in)
+		}, func(ctx workflow.Context, key string, f workflow.ChildWorkflowFuture) {
+			j := r.st.job(key)
+			var res JobSavepointResult
+			if err := f.Get(ctx, &res); err != nil {
+				j.SavepointState, j.SavepointError = StepFailed, errorText(err)
+				r.logger.Warn("savepoint failed", "job", key, "error", j.SavepointError)
+				return
+			}
+			j.SavepointState, j.SavepointPath, j.SavepointFiles, j.SavepointError = StepDone, res.SavepointPath, res.Files, ""
+			j.StoppedAt = workflow.Now(ctx)
+		})
+		if err != nil {
+			return err
+		}
+		failed := r.jobsWhere(func(j *JobProgress) bool { return j.SavepointState == StepFailed })
+		if len(failed) == 0 {
+			return nil
+		}
+		if p.OnFailure == OnFailureSkip {
+			for _, k := range failed {
+				r.skip(k, "savepoint failed and policy.savepoint.onFailure is skip; the job keeps running")
+			}
+			return nil
+		}
+		ans, err := r.decide(ctx, "savepoint-failures",
+			fmt.Sprintf("%d job(s) could not be stopped with a savepoint and keep running: %s", len(failed), r.errorsOf(failed, true)),
+			failed, ActionRetryJob, ActionSkipJob, ActionResume, ActionAbort)
+		if err != nil {
+			return err
+		}
+		switch ans.Action {
+		case ActionRetryJob:
+			j := r.st.job(ans.Job)
+			j.SavepointState, j.SavepointAttempts = StepPending, j.SavepointAttempts+1
+		case ActionSkipJob:
+			r.skip(ans.Job, "operator skipped it after its savepoint failed ("+ans.By+"); the job keeps running")
+		case ActionResume:
+			for _, k := range failed {
+				r.skip(k, "operator resumed without it after its savepoint failed ("+ans.By+"); the job keeps running")
+			}
+		}
+	}
+}
+
+func (r *windowRun) skip(key, reason string) {
+	j := r.st.job(key)
+	if j.SavepointState != StepDone {
+		j.SavepointState = StepSkipped
+	}
+	j.RestartState, j.SkipReason = StepSkipped, reason
+	r.manifestDirty = true
+}
+
+func (r *windowRun) jobsWhere(pred func(*JobProgress) bool) []string {
+	var keys []string
+	for i := range r.st.Jobs {
+		if pred(&r.st.Jobs[i]) {
+			keys = append(keys, r.st.Jobs[i].Target.Key)
+		}
+	}
+	return keys
+}
+
+func (r *windowRun) errorsOf(keys []string, savepoint bool) string {
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		j := r.st.job(k)
+		e := j.RestartError
+		if savepoint {
+			e = j.SavepointError
+		}
+		parts = append(parts, k+": "+e)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// runChildren starts a child per key, at most limit at once (a sliding
+// window), and hands each result to done. A pause stops new starts at this
+// safe point while running children finish; an abort drains them.
+func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
+	start func(workflow.Context, string) workflow.ChildWorkflowFuture,
+	done func(workflow.Context, string, workflow.ChildWorkflowFuture)) error {
+	sel := workflow.NewSelector(ctx)
+	inflight, next := 0, 0
+	for next < len(keys) || inflight > 0 {
+		for inflight < limit && next < len(keys) && !r.st.Paused && !r.abortRequested {
+			key := keys[next]
+			next++
+			f := start(ctx, key)
+			inflight++
+			r.manifestDirty = true
+			sel.AddFuture(f, func(fut workflow.Future) {
+				inflight--
+				done(ctx, key, f)
+				r.manifestDirty = true
+			})
+		}
+		if inflight == 0 {
+			if r.abortRequested {
+				return errAborted
+			}
+			if err := r.safePoint(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		sel.Select(ctx)
+		r.upsertVisibility(ctx)
+		r.writeManifest(ctx)
+	}
+	if r.abortRequested {
+		return errAborted
+	}
+	return nil
+}
+
+func (r *windowRun) networkGate(ctx workflow.Context) error {
+	n := r.in.Policy.Network
+	if !n.Skip && r.st.Network == nil {
+		r.st.Pending = &PendingDecision{Kind: pendingNetwork, Allowed: []string{UpdateConfirmNetworkChange},
+			Reason: "all jobs in scope are stopped with savepoints; confirm the network change is done (flinkmaint window confirm-network-change)",
+			Since:  workflow.Now(ctx)}
+		r.upsertVisibility(ctx)
+		begin := workflow.Now(ctx)
+		nextReminder := begin.Add(n.ReminderInterval.D())
+		deadline := begin.Add(n.Deadline.D())
+		deadlinePassed := false
+		for r.st.Network == nil && !r.abortRequested {
+			now := workflow.Now(ctx)
+			wake := nextReminder
+			if !deadlinePassed && deadline.Before(wake) {
+				wake = deadline
+			}
+			if n.AutoConfirmAfter > 0 {
+				if auto := begin.Add(n.AutoConfirmAfter.D()); auto.Before(wake) {
+					wake = auto
+				}
+			}
+			ok, err := workflow.AwaitWithTimeout(ctx, max(wake.Sub(now), time.Millisecond), func() bool {
+				return r.st.Network != nil || r.abortRequested
+			})
+			if err != nil {
+				return err
+			}
+			if ok {
+				break
+			}
+			now = workflow.Now(ctx)
+			if n.AutoConfirmAfter > 0 && !now.Before(begin.Add(n.AutoConfirmAfter.D())) {
+				r.st.Network = &NetworkConfirmation{By: "flinkmaint (auto-confirm)", Auto: true, At: now, Reminders: r.reminders,
+					Reason: fmt.Sprintf("policy.network.autoConfirmAfter=%s elapsed; for demos and rehearsals only", n.AutoConfirmAfter)}
+				r.logger.Warn("network change confirmed automatically", "after", n.AutoConfirmAfter.String())
+				break
+			}
+			if !now.Before(nextReminder) {
+				r.reminders++
+				nextReminder = nextReminder.Add(n.ReminderInterval.D())
+				workflow.GetMetricsHandler(ctx).Counter("flinkmaint_window_network_reminders").Inc(1)
+				r.logger.Warn("still waiting for the network change confirmation", "waiting", now.Sub(begin).String(), "reminder", r.reminders)
+			}
+			if !deadlinePassed && !now.Before(deadline) {
+				deadlinePassed = true
+				r.st.Notes = append(r.st.Notes, fmt.Sprintf("network change not confirmed within %s", n.Deadline))
+				if n.OnDeadline == OnDeadlineAbort {
+					r.abortRequested = true
+					r.st.AbortReason = fmt.Sprintf("network change not confirmed within policy.network.deadline=%s", n.Deadline)
+				}
+				r.logger.Error("network change deadline passed", "deadline", n.Deadline.String(), "onDeadline", n.OnDeadline)
+			}
+		}
+		r.st.Pending = nil
+		if r.st.Network != nil {
+			r.st.Network.Reminders = r.reminders
+		}
+		if r.abortRequested {
+			return errAborted
+		}
+	}
+	return r.probe(ctx)
+}
+
+// probe waits, with backoff, until storage, Flink and (optionally) the
+// Kubernetes API answer again; if they never do, the operator decides.
+func (r *windowRun) probe(ctx workflow.Context) error {
+	var a *activities.Activities
+	in := activities.ProbeEndpointsInput{Kubernetes: r.in.Policy.Network.ProbeKubernetes}
+	for _, t := range r.st.Tenants {
+		in.StorageRoots = append(in.StorageRoots, t.Root)
+	}
+	for _, c := range r.st.Clusters {
+		in.FlinkURLs = append(in.FlinkURLs, c.RESTURL)
+	}
+	for {
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, probeOptions(r.in.Policy.Network.ProbeTimeout.D())),
+			a.ProbeEndpoints, in).Get(ctx, nil)
+		if err == nil {
+			return nil
+		}
+		if _, err := r.decide(ctx, "endpoints-unreachable", "after the network change these endpoints still do not answer: "+errorText(err),
+			nil, ActionRetry, ActionAbort); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *windowRun) quotaGate(ctx workflow.Context) error {
+	if r.in.Policy.Quota.SkipGate {
+		r.st.Notes = append(r.st.Notes, "quota gate skipped by policy.quota.skipGate")
+		return nil
+	}
+	for {
+		var restart []activities.RestartFootprintInput
+		for _, j := range r.st.Jobs {
+			if j.SavepointState != StepDone || j.RestartState == StepSkipped {
+				continue
+			}
+			dir := ""
+			if j.Target.CheckpointDir != "" {
+				dir = strings.TrimRight(j.Target.CheckpointDir, "/") + "/" + j.Target.JobID
+			}
+			restart = append(restart, activities.RestartFootprintInput{Key: j.Target.Key, Tenant: j.Target.Tenant,
+				CheckpointDir: dir, SavepointFiles: j.SavepointFiles})
+		}
+		q, err := r.checkQuota(ctx, restart)
+		if err != nil {
+			return err
+		}
+		r.st.QuotaGate = q
+		var short []string
+		for _, t := range q {
+			if !t.RestartAllowed {
+				short = append(short, fmt.Sprintf("%s: used %d of %d, restart needs %d (headroom %d): %s",
+					t.Tenant, t.NamespaceUsed, t.NamespaceQuota, t.ProjectedFiles, t.Headroom, t.GateReason))
+			}
+		}
+		if len(short) == 0 {
+			return nil
+		}
+		ans, err := r.decide(ctx, "quota", "restart would not fit the namespace quota: "+strings.Join(short, "; ")+
+			". retry after cleanup or a quota raise, resume to restart anyway, or abort", nil, ActionRetry, ActionResume, ActionAbort)
+		if err != nil {
+			return err
+		}
+		if ans.Action == ActionResume {
+			r.st.Notes = append(r.st.Notes, "quota gate overridden by "+ans.By+": "+ans.Reason)
+			return nil
+		}
+	}
+}
+
+// assignWaves gives every restartable job a wave, in job-key order: the
+// canary wave first (CanarySize jobs), then waves of WaveSize (all the
+// remaining jobs when zero). It returns the number of waves.
+func (r *windowRun) assignWaves() int {
+	p := r.in.Policy.Restart
+	capacity := func(wave int) int {
+		if wave == 0 && p.CanarySize > 0 {
+			return p.CanarySize
+		}
+		return p.WaveSize
+	}
+	keys := r.jobsWhere(func(j *JobProgress) bool { return j.SavepointState == StepDone && j.RestartState != StepSkipped })
+	sort.Strings(keys)
+	wave, inWave := 0, 0
+	for _, k := range keys {
+		if c := capacity(wave); c > 0 && inWave >= c {
+			wave, inWave = wave+1, 0
+		}
+		r.st.job(k).RestartWave = wave
+		inWave++
+	}
+	if len(keys) == 0 {
+		return 0
+	}
+	return wave + 1
+}
+
+func (r *windowRun) restart(ctx workflow.Context) error {
+	p := r.in.Policy.Restart
+	waves := r.assignWaves()
+	for w := r.st.Wave; w < waves; w++ {
+		r.st.Wave = w
+		if err := r.safePoint(ctx); err != nil {
+			return err
+		}
+		for {
+			keys := r.jobsWhere(func(j *JobProgress) bool {
+				return j.RestartWave == w && j.SavepointState == StepDone && (j.RestartState == StepPending || j.RestartState == StepRunning)
+			})
+			err := r.runChildren(ctx, keys, p.Concurrency, func(ctx workflow.Context, key string) workflow.ChildWorkflowFuture {
+				j := r.st.job(key)
+				previous := ""
+				if j.RestartAttempts > 0 && j.RestartState != StepRunning {
+					previous = j.NewJobID
+					j.RestartAttempts++
+				}
+				j.RestartAttempts = max(j.RestartAttempts, 1)
+				j.RestartState = StepRunning
+				j.NewJobID = flinkID(r.in.WindowID, key, "restart", j.RestartAttempts)
+				in := JobRestartInput{WindowID: r.in.WindowID, Job: j.Target, Attempt: j.RestartAttempts,
+					SavepointPath: j.SavepointPath, PreviousJobID: previous, Health: p}
+				cctx := workflow.WithChildOptions(ctx, jobChildOptions(JobRestartWorkflowID(r.in.WindowID, key, j.RestartAttempts)))
+				return workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, in)
+			}, func(ctx workflow.Context, key string, f workflow.ChildWorkflowFuture) {
+				j := r.st.job(key)
+				var res JobRestartResult
+				if err := f.Get(ctx, &res); err != nil {
+					j.RestartState, j.RestartError = StepFailed, errorText(err)
+					r.logger.Warn("restart failed", "job", key, "error", j.RestartError)
+					return
+				}
+				j.RestartState, j.RestartError = StepDone, ""
+				j.NewJobID, j.RestoredFrom, j.CheckpointID, j.CheckpointPath = res.JobID, res.RestoredFrom, res.CheckpointID, res.CheckpointPath
+				j.HealthyAt = workflow.Now(ctx)
+			})
+			if err != nil {
+				return err
+			}
+			failed := r.jobsWhere(func(j *JobProgress) bool { return j.RestartWave == w && j.RestartState == StepFailed })
+			if len(failed) <= p.FailureBudget {
+				break
+			}
+			label := fmt.Sprintf("wave %d", w)
+			if w == 0 {
+				label = "canary wave"
+			}
+			ans, err := r.decide(ctx, "restart-failures",
+				fmt.Sprintf("%s: %d job(s) did not become healthy (budget %d): %s", label, len(failed), p.FailureBudget, r.errorsOf(failed, false)),
+				failed, ActionRetryJob, ActionSkipJob, ActionResume, ActionAbort)
+			if err != nil {
+				return err
+			}
+			switch ans.Action {
+			case ActionRetryJob:
+				r.st.job(ans.Job).RestartState = StepPending
+			case ActionSkipJob:
+				j := r.st.job(ans.Job)
+				j.RestartState, j.SkipReason = StepSkipped, fmt.Sprintf("operator skipped it after its restart failed (%s): %s", ans.By, j.RestartError)
+			case ActionResume:
+				r.st.Notes = append(r.st.Notes, fmt.Sprintf("%s: %s resumed with %d failed job(s)", label, ans.By, len(failed)))
+			}
+			if ans.Action == ActionResume {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (r *windowRun) report(ctx workflow.Context) error {
+	q, err := r.checkQuota(ctx, nil)
+	if err != nil {
+		r.st.Notes = append(r.st.Notes, "quota after the window unknown: "+err.Error())
+	} else {
+		r.st.QuotaAfter = q
+	}
+	r.st.FinishedAt = workflow.Now(ctx)
+	r.writeReport(ctx, buildReport(&r.in, &r.st))
+	return nil
+}
+
+// writeManifest rewrites the manifest when something changed. A failure
+// to write is logged and retried at the next change: the window's state
+// in Temporal stays the source of truth.
+func (r *windowRun) writeManifest(ctx workflow.Context) {
+	var a *activities.Activities
+	content, err := manifestJSON(&r.in, &r.st, workflow.Now(ctx))
+	if err != nil {
+		r.logger.Error("manifest not encoded", "error", err)
+		return
+	}
+	if err := workflow.ExecuteActivity(r.activity(ctx), a.WriteDocument,
+		activities.WriteDocumentInput{Path: r.st.ManifestPath, Content: content}).Get(ctx, nil); err != nil {
+		r.logger.Error("manifest not written", "path", r.st.ManifestPath, "error", err)
+		return
+	}
+	r.manifestDirty = false
+}
+
+func (r *windowRun) writeReport(ctx workflow.Context, rep *WindowReport) {
+	var a *activities.Activities
+	base := strings.TrimSuffix(r.st.ManifestPath, "manifest.json")
+	js, md, err := rep.Encode()
+	if err != nil {
+		r.logger.Error("report not encoded", "error", err)
+		return
+	}
+	for _, doc := range []struct {
+		path    string
+		content []byte
+	}{{base + "report.json", js}, {base + "report.md", md}} {
+		if err := workflow.ExecuteActivity(r.activity(ctx), a.WriteDocument,
+			activities.WriteDocumentInput{Path: doc.path, Content: doc.content}).Get(ctx, nil); err != nil {
+			r.logger.Error("report not written", "path", doc.path, "error", err)
+			r.st.Notes = append(r.st.Notes, "report not written to "+doc.path+": "+errorText(err))
+			continue
+		}
+	}
+	r.st.ReportPath = base + "report.md"
+}
+
+// errorText is the message of the innermost application error, which names
+// the job and what Flink or storage said.
+func errorText(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Error()
+	}
+	return err.Error()
+}

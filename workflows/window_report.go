@@ -1,0 +1,175 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+)
+
+// WindowReport is what a window produced, per job and per tenant. It is the
+// workflow's result, the report query's answer, and is written as JSON and
+// Markdown next to the manifest.
+type WindowReport struct {
+	WindowID    string                   `json:"windowId"`
+	Reason      string                   `json:"reason"`
+	Ticket      string                   `json:"ticket,omitempty"`
+	Phase       string                   `json:"phase"`
+	StartedAt   time.Time                `json:"startedAt"`
+	FinishedAt  time.Time                `json:"finishedAt,omitempty"`
+	AbortReason string                   `json:"abortReason,omitempty"`
+	Network     *NetworkConfirmation     `json:"network,omitempty"`
+	Jobs        []JobProgress            `json:"jobs"`
+	Skipped     []activities.SkippedJob  `json:"skipped,omitempty"`
+	QuotaBefore []activities.TenantQuota `json:"quotaBefore,omitempty"`
+	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
+	Decisions   []DecisionRecord         `json:"decisions,omitempty"`
+	Notes       []string                 `json:"notes,omitempty"`
+	Manifest    string                   `json:"manifest"`
+}
+
+func buildReport(in *WindowInput, st *WindowState) *WindowReport {
+	return &WindowReport{
+		WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Phase: st.Phase,
+		StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, AbortReason: st.AbortReason, Network: st.Network,
+		Jobs: st.Jobs, Skipped: st.Skipped, QuotaBefore: st.QuotaBefore, QuotaAfter: st.QuotaAfter,
+		Decisions: st.Decisions, Notes: st.Notes, Manifest: st.ManifestPath,
+	}
+}
+
+// Encode renders the report as indented JSON and as Markdown.
+func (rep *WindowReport) Encode() (jsonDoc, markdown []byte, err error) {
+	jsonDoc, err = json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	return jsonDoc, []byte(rep.Markdown()), nil
+}
+
+// Markdown renders the report for people. (Sprintf into a Builder, not
+// Fprintf: workflowcheck cannot see that the writer is in-memory.)
+func (rep *WindowReport) Markdown() string {
+	var b strings.Builder
+	b.WriteString(fmt.Sprintf("# Maintenance window %s\n\n", rep.WindowID))
+	b.WriteString(fmt.Sprintf("- Reason: %s\n", rep.Reason))
+	if rep.Ticket != "" {
+		b.WriteString(fmt.Sprintf("- Ticket: %s\n", rep.Ticket))
+	}
+	b.WriteString(fmt.Sprintf("- Outcome: **%s**\n", rep.Phase))
+	b.WriteString(fmt.Sprintf("- Started: %s\n", rep.StartedAt.Format(time.RFC3339)))
+	if !rep.FinishedAt.IsZero() {
+		b.WriteString(fmt.Sprintf("- Finished: %s (%s)\n", rep.FinishedAt.Format(time.RFC3339), rep.FinishedAt.Sub(rep.StartedAt).Round(time.Second)))
+	}
+	if rep.AbortReason != "" {
+		b.WriteString(fmt.Sprintf("- Aborted: %s\n", rep.AbortReason))
+	}
+	if n := rep.Network; n != nil {
+		b.WriteString(fmt.Sprintf("- Network change confirmed by %s at %s (%s)\n", n.By, n.At.Format(time.RFC3339), n.Reason))
+	}
+	b.WriteString(fmt.Sprintf("- Manifest: `%s`\n\n", rep.Manifest))
+
+	b.WriteString("## Jobs\n\n| job | old job id | savepoint | restart | new job id | checkpoint after restore | note |\n|---|---|---|---|---|---|---|\n")
+	for _, j := range rep.Jobs {
+		note := j.SkipReason
+		if note == "" {
+			note = firstNonEmpty(j.RestartError, j.SavepointError)
+		}
+		sp := j.SavepointState
+		if j.SavepointPath != "" {
+			sp += " `" + j.SavepointPath + "`"
+		}
+		chk := ""
+		if j.CheckpointID > 0 {
+			chk = fmt.Sprintf("%d", j.CheckpointID)
+		}
+		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |\n", j.Target.Key, j.Target.JobID, sp, j.RestartState, j.NewJobID, chk, mdEscape(note)))
+	}
+	if len(rep.Skipped) > 0 {
+		b.WriteString("\n## Jobs left alone\n\n")
+		for _, s := range rep.Skipped {
+			b.WriteString(fmt.Sprintf("- %s (%s): %s\n", s.Key, s.JobID, s.Reason))
+		}
+	}
+	b.WriteString("\n## Quota per tenant\n\n| tenant | root | before | after | quota |\n|---|---|---|---|---|\n")
+	after := map[string]activities.TenantQuota{}
+	for _, q := range rep.QuotaAfter {
+		after[q.Tenant] = q
+	}
+	for _, q := range rep.QuotaBefore {
+		a, ok := after[q.Tenant]
+		afterUsed := "?"
+		if ok {
+			afterUsed = fmt.Sprintf("%d", a.NamespaceUsed)
+		}
+		b.WriteString(fmt.Sprintf("| %s | %s | %d | %s | %d |\n", q.Tenant, q.Root, q.NamespaceUsed, afterUsed, q.NamespaceQuota))
+	}
+	if len(rep.Decisions) > 0 {
+		b.WriteString("\n## Operator actions\n\n")
+		for _, d := range rep.Decisions {
+			b.WriteString(fmt.Sprintf("- %s %s %s %s by %s: %s\n", d.At.Format(time.RFC3339), d.Kind, d.Action, d.Job, d.By, d.Reason))
+		}
+	}
+	if len(rep.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range rep.Notes {
+			b.WriteString(fmt.Sprintf("- %s\n", n))
+		}
+	}
+	return b.String()
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
+// Manifest is the durable record of a window a person can act on without
+// Temporal: for every job, where its savepoint is and how to restart it.
+type Manifest struct {
+	WindowID  string                  `json:"windowId"`
+	Reason    string                  `json:"reason"`
+	Ticket    string                  `json:"ticket,omitempty"`
+	Phase     string                  `json:"phase"`
+	UpdatedAt time.Time               `json:"updatedAt"`
+	Jobs      []ManifestJob           `json:"jobs"`
+	Skipped   []activities.SkippedJob `json:"skipped,omitempty"`
+}
+
+// ManifestJob is one job's line in the manifest.
+type ManifestJob struct {
+	Key            string      `json:"key"`
+	Tenant         string      `json:"tenant"`
+	ClusterID      string      `json:"clusterId"`
+	RESTURL        string      `json:"restUrl"`
+	JobName        string      `json:"jobName"`
+	OldJobID       string      `json:"oldJobId"`
+	SavepointState string      `json:"savepointState"`
+	SavepointPath  string      `json:"savepointPath,omitempty"`
+	RestartState   string      `json:"restartState"`
+	NewJobID       string      `json:"newJobId,omitempty"`
+	Restart        interface{} `json:"restart"`
+	Note           string      `json:"note,omitempty"`
+}
+
+func manifestJSON(in *WindowInput, st *WindowState, now time.Time) ([]byte, error) {
+	m := Manifest{WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Phase: st.Phase, UpdatedAt: now, Skipped: st.Skipped}
+	for _, j := range st.Jobs {
+		m.Jobs = append(m.Jobs, ManifestJob{
+			Key: j.Target.Key, Tenant: j.Target.Tenant, ClusterID: j.Target.ClusterID, RESTURL: j.Target.RESTURL,
+			JobName: j.Target.JobName, OldJobID: j.Target.JobID, SavepointState: j.SavepointState, SavepointPath: j.SavepointPath,
+			RestartState: j.RestartState, NewJobID: j.NewJobID, Restart: j.Target.Restart,
+			Note: firstNonEmpty(j.SkipReason, j.RestartError, j.SavepointError),
+		})
+	}
+	return json.MarshalIndent(m, "", "  ")
+}

@@ -1,0 +1,361 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// windowFixture fakes the activities of a window over a small fleet and
+// records what they were asked to do.
+type windowFixture struct {
+	t       *testing.T
+	env     *testsuite.TestWorkflowEnvironment
+	jobs    []activities.JobTarget
+	stopped map[string]int // job key -> stop-with-savepoint calls
+	started map[string][]string
+	// failRestart makes RestartJob's health check fail for these keys
+	// until cleared.
+	failRestart map[string]bool
+	quotaShort  bool
+	documents   map[string]string
+	cancelled   []string
+	failStop    map[string]bool
+}
+
+func newWindowFixture(t *testing.T, n int) *windowFixture {
+	var s testsuite.WorkflowTestSuite
+	f := &windowFixture{
+		t: t, env: s.NewTestWorkflowEnvironment(),
+		stopped: map[string]int{}, started: map[string][]string{}, failRestart: map[string]bool{}, documents: map[string]string{},
+		failStop: map[string]bool{},
+	}
+	for i := 0; i < n; i++ {
+		cluster := "cluster-a"
+		if i%2 == 1 {
+			cluster = "cluster-b"
+		}
+		name := "job-" + string(rune('a'+i))
+		f.jobs = append(f.jobs, activities.JobTarget{
+			Key: cluster + "/" + name, Tenant: "team-" + cluster[len(cluster)-1:], ClusterID: cluster, RESTURL: "http://" + cluster,
+			JobName: name, JobID: strings.Repeat(string(rune('0'+i)), 32), SavepointDir: "hdfs://nn/sp", CheckpointDir: "hdfs://nn/chk",
+			Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"},
+		})
+	}
+	env := f.env
+	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
+	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
+	var a *activities.Activities
+	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+		return activities.DiscoverJobsResult{
+			Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
+			Clusters: []inventory.Cluster{{ClusterID: "cluster-a", RESTURL: "http://cluster-a"}, {ClusterID: "cluster-b", RESTURL: "http://cluster-b"}},
+			Jobs:     f.jobs,
+			Skipped:  []activities.SkippedJob{{Key: "cluster-a/no-recipe", JobID: "f", Reason: "no recipe"}},
+		}, nil
+	})
+	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
+		var res activities.CheckQuotaResult
+		for _, t := range in.Tenants {
+			q := activities.TenantQuota{Tenant: t.Name, Root: t.Root, NamespaceUsed: 100, NamespaceQuota: 1000, Level: "ok", RestartAllowed: true, Headroom: 900}
+			if len(in.Restart) > 0 && f.quotaShort && t.Name == "team-a" {
+				q.RestartAllowed, q.ProjectedFiles, q.GateReason = false, 5000, "needs 5000"
+			}
+			res.Tenants = append(res.Tenants, q)
+		}
+		return res, nil
+	})
+	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+		f.stopped[in.Job.Key]++
+		if f.failStop[in.Job.Key] {
+			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
+		}
+		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName}, nil
+	})
+	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
+	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+		f.documents[in.Path] = string(in.Content)
+		return activities.WriteDocumentResult{Path: in.Path}, nil
+	})
+	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(activities.ProbeEndpointsResult{}, nil)
+	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CancelJobInput) error {
+		f.cancelled = append(f.cancelled, in.JobID)
+		return nil
+	})
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
+		f.started[in.Job.Key] = append(f.started[in.Job.Key], in.SavepointPath)
+		return activities.RestartJobResult{JobID: in.NewJobID}, nil
+	})
+	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+		for key, fail := range f.failRestart {
+			if fail && strings.HasSuffix(in.SavepointPath, "savepoint-"+strings.Split(key, "/")[1]) {
+				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job failed on restore", activities.ErrTypeJobUnhealthy, nil)
+			}
+		}
+		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 7}, nil
+	})
+	return f
+}
+
+func windowInput() WindowInput {
+	return WindowInput{WindowID: "w1", Reason: "dc network change", Policy: WindowPolicy{ManifestDir: "hdfs://nn/flinkmaint/windows"}}
+}
+
+func (f *windowFixture) status() WindowState {
+	f.t.Helper()
+	v, err := f.env.QueryWorkflow(QueryStatus)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var st WindowState
+	if err := v.Get(&st); err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+func (f *windowFixture) update(name string, arg interface{}, wantErr bool) {
+	f.t.Helper()
+	f.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnReject: func(err error) {
+			if !wantErr {
+				f.t.Errorf("update %s rejected: %v", name, err)
+			}
+		},
+		OnAccept: func() {
+			if wantErr {
+				f.t.Errorf("update %s accepted, want rejection", name)
+			}
+		},
+		OnComplete: func(interface{}, error) {},
+	}, arg)
+}
+
+func (f *windowFixture) result() *WindowReport {
+	f.t.Helper()
+	if !f.env.IsWorkflowCompleted() {
+		f.t.Fatal("window did not complete")
+	}
+	if err := f.env.GetWorkflowError(); err != nil {
+		f.t.Fatalf("window failed: %v", err)
+	}
+	var rep WindowReport
+	if err := f.env.GetWorkflowResult(&rep); err != nil {
+		f.t.Fatal(err)
+	}
+	return &rep
+}
+
+func TestWindowHappyPath(t *testing.T) {
+	f := newWindowFixture(t, 4)
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Phase != PhaseNetworkGate || st.Pending == nil || st.Pending.Kind != pendingNetwork {
+			t.Errorf("at 1m: phase %s pending %+v, want waiting in the network gate", st.Phase, st.Pending)
+		}
+		for _, j := range st.Jobs {
+			if j.SavepointState != StepDone || j.RestartState != StepPending {
+				t.Errorf("job %s: savepoint %s restart %s before confirmation", j.Target.Key, j.SavepointState, j.RestartState)
+			}
+		}
+		f.update(UpdateDecide, DecideRequest{Action: ActionResume, By: "op"}, true) // nothing to decide
+		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{Reason: "done"}, true)
+		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{By: "alice", Reason: "switches replaced"}, false)
+	}, time.Minute)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
+	rep := f.result()
+
+	if rep.Phase != PhaseCompleted || rep.Network == nil || rep.Network.By != "alice" {
+		t.Fatalf("report phase %s network %+v", rep.Phase, rep.Network)
+	}
+	for _, j := range rep.Jobs {
+		if f.stopped[j.Target.Key] != 1 {
+			t.Errorf("%s stopped %d times, want once", j.Target.Key, f.stopped[j.Target.Key])
+		}
+		if got := f.started[j.Target.Key]; len(got) != 1 || got[0] != j.SavepointPath {
+			t.Errorf("%s restarted from %v, want exactly [%s]", j.Target.Key, got, j.SavepointPath)
+		}
+		if j.RestartState != StepDone || j.RestoredFrom != j.SavepointPath || j.CheckpointID != 7 {
+			t.Errorf("%s: %+v", j.Target.Key, j)
+		}
+	}
+	waves := map[int]int{}
+	for _, j := range rep.Jobs {
+		waves[j.RestartWave]++
+	}
+	if waves[0] != 1 || waves[1] != 3 {
+		t.Errorf("waves %v, want canary of 1 then 3", waves)
+	}
+	manifest := f.documents["hdfs://nn/flinkmaint/windows/w1/manifest.json"]
+	for _, j := range rep.Jobs {
+		if !strings.Contains(manifest, j.SavepointPath) {
+			t.Errorf("manifest lacks %s", j.SavepointPath)
+		}
+	}
+	if md := f.documents["hdfs://nn/flinkmaint/windows/w1/report.md"]; !strings.Contains(md, "cluster-a/no-recipe") || !strings.Contains(md, "alice") {
+		t.Errorf("markdown report incomplete:\n%s", md)
+	}
+}
+
+func TestWindowRestartFailurePausesForSkipDecision(t *testing.T) {
+	f := newWindowFixture(t, 3)
+	f.failRestart["cluster-b/job-b"] = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	in.Policy.Restart.CanarySize = 1
+	var pendingSeen bool
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != "restart-failures" || len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != "cluster-b/job-b" {
+			t.Errorf("pending = %+v, want restart-failures for cluster-b/job-b", st.Pending)
+			return
+		}
+		pendingSeen = true
+		f.update(UpdateDecide, DecideRequest{Action: ActionSkipJob, Job: "cluster-a/job-a", By: "bob"}, true) // not failed
+		f.update(UpdateDecide, DecideRequest{Action: ActionSkipJob, Job: "cluster-b/job-b", By: "bob", Reason: "fix tomorrow"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	if !pendingSeen {
+		t.Fatal("window never paused for the failed restart")
+	}
+	for _, j := range rep.Jobs {
+		switch j.Target.Key {
+		case "cluster-b/job-b":
+			if j.RestartState != StepSkipped || !strings.Contains(j.SkipReason, "bob") || !strings.Contains(j.SkipReason, "job failed on restore") {
+				t.Errorf("skipped job: %+v", j)
+			}
+		default:
+			if j.RestartState != StepDone {
+				t.Errorf("%s restart %s, want done", j.Target.Key, j.RestartState)
+			}
+		}
+	}
+}
+
+func TestWindowRetryJobCancelsFailedAttemptFirst(t *testing.T) {
+	f := newWindowFixture(t, 1)
+	f.failRestart["cluster-a/job-a"] = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	f.env.RegisterDelayedCallback(func() {
+		f.failRestart["cluster-a/job-a"] = false
+		f.update(UpdateDecide, DecideRequest{Action: ActionRetryJob, Job: "cluster-a/job-a", By: "carol"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	j := rep.Jobs[0]
+	first := flinkID("w1", "cluster-a/job-a", "restart", 1)
+	if j.RestartState != StepDone || j.RestartAttempts != 2 || len(f.cancelled) != 1 || f.cancelled[0] != first {
+		t.Fatalf("job %+v, cancelled %v; want attempt 2 done after cancelling %s", j, f.cancelled, first)
+	}
+	if j.NewJobID != flinkID("w1", "cluster-a/job-a", "restart", 2) {
+		t.Fatalf("new job id %s is not attempt 2's", j.NewJobID)
+	}
+}
+
+func TestWindowQuotaGatePausesUntilRetry(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.quotaShort = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Phase != PhaseQuotaGate || st.Pending == nil || st.Pending.Kind != "quota" || !strings.Contains(st.Pending.Reason, "team-a") {
+			t.Errorf("want quota pause naming team-a, got phase %s pending %+v", st.Phase, st.Pending)
+		}
+		for _, j := range st.Jobs {
+			if j.RestartState != StepPending {
+				t.Errorf("%s restarted before the quota gate passed", j.Target.Key)
+			}
+		}
+		f.quotaShort = false
+		f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "dave", Reason: "quota raised"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	for _, j := range rep.Jobs {
+		if j.RestartState != StepDone {
+			t.Errorf("%s: restart %s", j.Target.Key, j.RestartState)
+		}
+	}
+}
+
+func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.env.RegisterDelayedCallback(func() {
+		f.update(UpdateAbort, AbortRequest{By: "erin"}, true) // no reason
+		f.update(UpdateAbort, AbortRequest{By: "erin", Reason: "change postponed"}, false)
+	}, time.Minute)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
+	rep := f.result()
+	if rep.Phase != PhaseAborted || !strings.Contains(rep.AbortReason, "change postponed") {
+		t.Fatalf("phase %s abort %q", rep.Phase, rep.AbortReason)
+	}
+	for _, j := range rep.Jobs {
+		if len(f.started[j.Target.Key]) != 0 || j.SavepointPath == "" {
+			t.Errorf("%s: restarted %v, savepoint %q", j.Target.Key, f.started[j.Target.Key], j.SavepointPath)
+		}
+	}
+	if _, ok := f.documents["hdfs://nn/flinkmaint/windows/w1/report.md"]; !ok {
+		t.Error("aborted window wrote no report")
+	}
+}
+
+func TestWindowNetworkGateAutoConfirmAndReminders(t *testing.T) {
+	f := newWindowFixture(t, 1)
+	in := windowInput()
+	in.Policy.Network.ReminderInterval = Duration(10 * time.Minute)
+	in.Policy.Network.AutoConfirmAfter = Duration(35 * time.Minute)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	if rep.Network == nil || !rep.Network.Auto || rep.Network.Reminders != 3 {
+		t.Fatalf("network confirmation %+v, want auto after 3 reminders", rep.Network)
+	}
+}
+
+func TestWindowSavepointFailureSkipPolicyKeepsJobRunning(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.failStop["cluster-a/job-a"] = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	in.Policy.Savepoint.OnFailure = OnFailureSkip
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	for _, j := range rep.Jobs {
+		if j.Target.Key == "cluster-a/job-a" {
+			if j.SavepointState != StepSkipped || j.RestartState != StepSkipped || !strings.Contains(j.SkipReason, "keeps running") {
+				t.Errorf("failed job: %+v", j)
+			}
+			if len(f.started[j.Target.Key]) != 0 {
+				t.Error("a job without a savepoint was restarted")
+			}
+		}
+	}
+}
+
+func TestWindowRejectsInvalidInput(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.ExecuteWorkflow(MaintenanceWindowWorkflow, WindowInput{WindowID: "a/b", Policy: WindowPolicy{Savepoint: SavepointPolicy{OnFailure: "cancel"}}})
+	err := env.GetWorkflowError()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeInvalidInput {
+		t.Fatalf("error %v, want %s", err, ErrTypeInvalidInput)
+	}
+	for _, want := range []string{"windowId", "reason", "policy.manifestDir", "onFailure"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
+}

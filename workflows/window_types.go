@@ -1,0 +1,322 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// WindowInput starts a maintenance window. It is recorded in history, so
+// every behavioural setting lives here (with defaults applied by the
+// workflow), not in the worker's config. Resume carries progress across
+// continue-as-new.
+type WindowInput struct {
+	WindowID string           `json:"windowId"`
+	Reason   string           `json:"reason"`
+	Ticket   string           `json:"ticket,omitempty"`
+	Scope    activities.Scope `json:"scope"`
+	Policy   WindowPolicy     `json:"policy"`
+	Resume   *WindowState     `json:"resume,omitempty"`
+}
+
+// WindowPolicy is how a window behaves. Zero values get safe defaults.
+type WindowPolicy struct {
+	// ManifestDir is where the manifest and report are written (a URI the
+	// worker can write, e.g. hdfs://nn/flinkmaint/windows). Required.
+	ManifestDir string `json:"manifestDir"`
+
+	Savepoint SavepointPolicy `json:"savepoint"`
+	Network   NetworkPolicy   `json:"network"`
+	Quota     QuotaPolicy     `json:"quota"`
+	Restart   RestartPolicy   `json:"restart"`
+}
+
+// SavepointPolicy governs the savepoint-all phase.
+type SavepointPolicy struct {
+	Concurrency int      `json:"concurrency"` // default 4
+	Timeout     Duration `json:"timeout"`     // per job, default 15m
+	Format      string   `json:"format"`      // CANONICAL (default) or NATIVE
+	// OnFailure: pause (default) waits for an operator decision; skip
+	// leaves the job running and goes on. A job is never cancelled
+	// without a savepoint.
+	OnFailure string `json:"onFailure"`
+}
+
+// NetworkPolicy governs the wait for the infrastructure change.
+type NetworkPolicy struct {
+	// Skip goes straight on after savepoint-all (no change to wait for).
+	Skip             bool     `json:"skip,omitempty"`
+	ReminderInterval Duration `json:"reminderInterval"` // default 30m
+	Deadline         Duration `json:"deadline"`         // default 24h
+	// OnDeadline: wait (default) keeps waiting and says so; abort ends.
+	OnDeadline string `json:"onDeadline"`
+	// AutoConfirmAfter confirms by itself after this long, recording that
+	// it did. For demos and rehearsals only; zero disables it.
+	AutoConfirmAfter Duration `json:"autoConfirmAfter,omitempty"`
+	// ProbeTimeout bounds the reachability probes after confirmation.
+	ProbeTimeout    Duration `json:"probeTimeout"` // default 30m
+	ProbeKubernetes bool     `json:"probeKubernetes,omitempty"`
+}
+
+// QuotaPolicy governs the preflight watermark check and the restart gate.
+type QuotaPolicy struct {
+	WarningPercent  float64 `json:"warningPercent"`  // default 80
+	CriticalPercent float64 `json:"criticalPercent"` // default 90
+	// IgnorePreflightWatermark starts stopping jobs even when a tenant is
+	// already above the critical watermark.
+	IgnorePreflightWatermark bool    `json:"ignorePreflightWatermark,omitempty"`
+	SafetyMargin             float64 `json:"safetyMargin"`     // default 0.2
+	DefaultRetention         int     `json:"defaultRetention"` // num-retained when unknown, default 3
+	SkipGate                 bool    `json:"skipGate,omitempty"`
+}
+
+// RestartPolicy governs the staged restart.
+type RestartPolicy struct {
+	CanarySize  int `json:"canarySize"`  // default 1
+	WaveSize    int `json:"waveSize"`    // jobs per wave after the canary; 0 = all remaining
+	Concurrency int `json:"concurrency"` // restarts at once inside a wave, default 4
+	// FailureBudget is how many jobs of a wave may fail before the window
+	// pauses for a decision; default 0.
+	FailureBudget     int      `json:"failureBudget"`
+	RunningTimeout    Duration `json:"runningTimeout"`    // default 5m
+	CheckpointTimeout Duration `json:"checkpointTimeout"` // default 5m
+	Soak              Duration `json:"soak"`              // default 30s
+}
+
+// Policy values.
+const (
+	OnFailurePause = "pause"
+	OnFailureSkip  = "skip"
+
+	OnDeadlineWait  = "wait"
+	OnDeadlineAbort = "abort"
+
+	FormatCanonical = "CANONICAL"
+	FormatNative    = "NATIVE"
+)
+
+// ApplyDefaults fills zero values with safe defaults.
+func (p *WindowPolicy) ApplyDefaults() {
+	s := &p.Savepoint
+	setInt(&s.Concurrency, 4)
+	setDur(&s.Timeout, 15*time.Minute)
+	setStr(&s.Format, FormatCanonical)
+	setStr(&s.OnFailure, OnFailurePause)
+	n := &p.Network
+	setDur(&n.ReminderInterval, 30*time.Minute)
+	setDur(&n.Deadline, 24*time.Hour)
+	setStr(&n.OnDeadline, OnDeadlineWait)
+	setDur(&n.ProbeTimeout, 30*time.Minute)
+	q := &p.Quota
+	setFloat(&q.WarningPercent, 80)
+	setFloat(&q.CriticalPercent, 90)
+	setFloat(&q.SafetyMargin, 0.2)
+	setInt(&q.DefaultRetention, 3)
+	r := &p.Restart
+	setInt(&r.CanarySize, 1)
+	setInt(&r.Concurrency, 4)
+	setDur(&r.RunningTimeout, 5*time.Minute)
+	setDur(&r.CheckpointTimeout, 5*time.Minute)
+	setDur(&r.Soak, 30*time.Second)
+}
+
+// Validate returns every problem, each naming the field and what is valid.
+func (in *WindowInput) Validate() error {
+	var errs []error
+	bad := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if in.WindowID == "" || strings.ContainsAny(in.WindowID, "/ \t\n") {
+		bad("windowId %q: use a non-empty name without slashes or spaces, e.g. 2026-12-01-dc-network", in.WindowID)
+	}
+	if strings.TrimSpace(in.Reason) == "" {
+		bad("reason is empty: say why this window runs (it is recorded in the report)")
+	}
+	p := in.Policy
+	if p.ManifestDir == "" {
+		bad("policy.manifestDir is empty: set a directory URI for the manifest and report, e.g. hdfs://nn:8020/flinkmaint/windows")
+	}
+	if p.Savepoint.Concurrency < 1 || p.Savepoint.Concurrency > 256 {
+		bad("policy.savepoint.concurrency=%d: use 1..256", p.Savepoint.Concurrency)
+	}
+	if p.Savepoint.Format != FormatCanonical && p.Savepoint.Format != FormatNative {
+		bad("policy.savepoint.format=%q: use CANONICAL or NATIVE", p.Savepoint.Format)
+	}
+	if p.Savepoint.OnFailure != OnFailurePause && p.Savepoint.OnFailure != OnFailureSkip {
+		bad("policy.savepoint.onFailure=%q: use pause or skip (a job is never cancelled without a savepoint)", p.Savepoint.OnFailure)
+	}
+	if p.Network.OnDeadline != OnDeadlineWait && p.Network.OnDeadline != OnDeadlineAbort {
+		bad("policy.network.onDeadline=%q: use wait or abort", p.Network.OnDeadline)
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{
+		{"policy.savepoint.timeout", p.Savepoint.Timeout}, {"policy.network.reminderInterval", p.Network.ReminderInterval},
+		{"policy.network.deadline", p.Network.Deadline}, {"policy.network.probeTimeout", p.Network.ProbeTimeout},
+		{"policy.network.autoConfirmAfter", p.Network.AutoConfirmAfter}, {"policy.restart.runningTimeout", p.Restart.RunningTimeout},
+		{"policy.restart.checkpointTimeout", p.Restart.CheckpointTimeout}, {"policy.restart.soak", p.Restart.Soak},
+	} {
+		if d.v < 0 {
+			bad("%s=%s: use a positive duration", d.name, d.v)
+		}
+	}
+	q := p.Quota
+	if !(q.WarningPercent > 0 && q.WarningPercent <= q.CriticalPercent && q.CriticalPercent <= 100) {
+		bad("policy.quota.warningPercent=%v, criticalPercent=%v: want 0 < warning <= critical <= 100", q.WarningPercent, q.CriticalPercent)
+	}
+	if q.SafetyMargin < 0 || q.SafetyMargin > 10 {
+		bad("policy.quota.safetyMargin=%v: use 0..10 (0.2 = +20%%)", q.SafetyMargin)
+	}
+	r := p.Restart
+	if r.CanarySize < 0 || r.WaveSize < 0 || r.FailureBudget < 0 {
+		bad("policy.restart: canarySize=%d, waveSize=%d, failureBudget=%d must not be negative", r.CanarySize, r.WaveSize, r.FailureBudget)
+	}
+	if r.Concurrency < 1 || r.Concurrency > 256 {
+		bad("policy.restart.concurrency=%d: use 1..256", r.Concurrency)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+func setInt(v *int, d int) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+func setStr(v *string, d string) {
+	if *v == "" {
+		*v = d
+	}
+}
+
+func setFloat(v *float64, d float64) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+func setDur(v *Duration, d time.Duration) {
+	if *v == 0 {
+		*v = Duration(d)
+	}
+}
+
+// Window phases, in order.
+const (
+	PhasePreflight    = "preflight"
+	PhaseSavepointAll = "savepoint-all"
+	PhaseNetworkGate  = "network-gate"
+	PhaseQuotaGate    = "quota-gate"
+	PhaseRestart      = "restart"
+	PhaseReport       = "report"
+	PhaseCompleted    = "completed"
+	PhaseAborted      = "aborted"
+)
+
+// Step states of a job's savepoint and restart.
+const (
+	StepPending = "pending"
+	StepRunning = "running"
+	StepDone    = "done"
+	StepFailed  = "failed"
+	StepSkipped = "skipped"
+)
+
+// JobProgress is one job's way through the window.
+type JobProgress struct {
+	Target activities.JobTarget `json:"target"`
+
+	SavepointState    string    `json:"savepointState"`
+	SavepointPath     string    `json:"savepointPath,omitempty"`
+	SavepointFiles    int64     `json:"savepointFiles,omitempty"`
+	SavepointAttempts int       `json:"savepointAttempts,omitempty"`
+	SavepointError    string    `json:"savepointError,omitempty"`
+	StoppedAt         time.Time `json:"stoppedAt,omitempty"`
+
+	RestartState    string    `json:"restartState"`
+	RestartWave     int       `json:"restartWave"`
+	RestartAttempts int       `json:"restartAttempts,omitempty"`
+	NewJobID        string    `json:"newJobId,omitempty"`
+	RestoredFrom    string    `json:"restoredFrom,omitempty"`
+	CheckpointID    int64     `json:"checkpointAfterRestore,omitempty"`
+	CheckpointPath  string    `json:"checkpointPath,omitempty"`
+	RestartError    string    `json:"restartError,omitempty"`
+	HealthyAt       time.Time `json:"healthyAt,omitempty"`
+
+	SkipReason string `json:"skipReason,omitempty"`
+}
+
+// PendingDecision is what a paused window waits for.
+type PendingDecision struct {
+	Kind    string    `json:"kind"` // savepoint-failures, quota, restart-failures, preflight-watermark
+	Reason  string    `json:"reason"`
+	Jobs    []string  `json:"jobs,omitempty"`
+	Allowed []string  `json:"allowed"`
+	Since   time.Time `json:"since"`
+}
+
+// NetworkConfirmation records who confirmed the change and when.
+type NetworkConfirmation struct {
+	By        string    `json:"by"`
+	Reason    string    `json:"reason"`
+	At        time.Time `json:"at"`
+	Auto      bool      `json:"auto,omitempty"`
+	Reminders int       `json:"reminders"`
+}
+
+// WindowState is the window's whole progress: the status query returns a
+// copy, the manifest and report are built from it, and continue-as-new
+// carries it.
+type WindowState struct {
+	WindowID     string                   `json:"windowId"`
+	Phase        string                   `json:"phase"`
+	StartedAt    time.Time                `json:"startedAt"`
+	FinishedAt   time.Time                `json:"finishedAt,omitempty"`
+	Tenants      []inventory.Tenant       `json:"tenants"`
+	Clusters     []inventory.Cluster      `json:"clusters"`
+	Jobs         []JobProgress            `json:"jobs"`
+	Skipped      []activities.SkippedJob  `json:"skipped,omitempty"`
+	QuotaBefore  []activities.TenantQuota `json:"quotaBefore,omitempty"`
+	QuotaGate    []activities.TenantQuota `json:"quotaGate,omitempty"`
+	QuotaAfter   []activities.TenantQuota `json:"quotaAfter,omitempty"`
+	Network      *NetworkConfirmation     `json:"network,omitempty"`
+	Wave         int                      `json:"wave"`
+	Paused       bool                     `json:"paused"`
+	PausedBy     string                   `json:"pausedBy,omitempty"`
+	Pending      *PendingDecision         `json:"pending,omitempty"`
+	Decisions    []DecisionRecord         `json:"decisions,omitempty"`
+	AbortReason  string                   `json:"abortReason,omitempty"`
+	ManifestPath string                   `json:"manifestPath,omitempty"`
+	ReportPath   string                   `json:"reportPath,omitempty"`
+	Notes        []string                 `json:"notes,omitempty"`
+}
+
+// job returns the progress entry of key, or nil.
+func (s *WindowState) job(key string) *JobProgress {
+	for i := range s.Jobs {
+		if s.Jobs[i].Target.Key == key {
+			return &s.Jobs[i]
+		}
+	}
+	return nil
+}
+
+// counts returns total, done (healthy or skipped) and failed jobs.
+func (s *WindowState) counts() (total, done, failed int) {
+	for _, j := range s.Jobs {
+		total++
+		switch {
+		case j.RestartState == StepDone || j.RestartState == StepSkipped || j.SavepointState == StepSkipped:
+			done++
+		case j.RestartState == StepFailed || j.SavepointState == StepFailed:
+			failed++
+		}
+	}
+	return total, done, failed
+}
