@@ -2,7 +2,8 @@
 // Flink clusters and their jobs, where their state lives and how each job
 // is brought back from a savepoint. It is pure data, shared by the adapters
 // that discover it (Kubernetes, static file), the activities and the
-// workflows, so it imports nothing but the standard library.
+// workflows. The model itself uses only the standard library; static.go
+// loads the static inventory file.
 package inventory
 
 // Source says where a cluster was discovered.

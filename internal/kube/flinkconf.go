@@ -1,0 +1,138 @@
+package kube
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Flink configuration keys, newest name first (Flink 1.20 renamed the
+// state.* keys; both are still read by Flink 1.x).
+var (
+	checkpointDirKeys = []string{"execution.checkpointing.dir", "state.checkpoints.dir"}
+	savepointDirKeys  = []string{"execution.checkpointing.savepoint-dir", "state.savepoints.dir"}
+	haStorageDirKeys  = []string{"high-availability.storageDir", "high-availability.storage-dir"}
+)
+
+const (
+	flinkConfigFile       = "config.yaml"     // Flink >= 1.19
+	flinkLegacyConfigFile = "flink-conf.yaml" // older versions
+	defaultRESTPort       = 8081
+)
+
+// flinkConf is a flattened Flink configuration.
+type flinkConf map[string]string
+
+func (c flinkConf) first(keys []string) string {
+	for _, k := range keys {
+		if v := strings.TrimSpace(c[k]); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (c flinkConf) restPort() (int, error) {
+	v := strings.TrimSpace(c["rest.port"])
+	if v == "" {
+		return defaultRESTPort, nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p < 1 || p > 65535 {
+		return 0, fmt.Errorf("rest.port %q: want a port number 1-65535", v)
+	}
+	return p, nil
+}
+
+// parseFlinkConfigMap reads the data of a flink-config-<id> ConfigMap:
+// config.yaml (standard YAML, nested or flattened keys) or the flat
+// "key: value" lines of flink-conf.yaml.
+func parseFlinkConfigMap(data map[string]string) (flinkConf, error) {
+	if body, ok := data[flinkConfigFile]; ok {
+		var tree any
+		if err := yaml.Unmarshal([]byte(body), &tree); err != nil {
+			return nil, fmt.Errorf("%s: %w", flinkConfigFile, err)
+		}
+		out := flinkConf{}
+		if err := flatten("", tree, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", flinkConfigFile, err)
+		}
+		return out, nil
+	}
+	if body, ok := data[flinkLegacyConfigFile]; ok {
+		return parseLegacyFlinkConf(body), nil
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return nil, fmt.Errorf("neither %s nor %s among keys [%s]", flinkConfigFile, flinkLegacyConfigFile, strings.Join(keys, ", "))
+}
+
+// parseLegacyFlinkConf follows GlobalConfiguration.loadYAMLResource: one
+// "key: value" per line, '#' starts a comment, malformed lines are skipped.
+func parseLegacyFlinkConf(body string) flinkConf {
+	out := flinkConf{}
+	for _, line := range strings.Split(body, "\n") {
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = line[:i]
+		}
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if k != "" && v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// flatten turns nested maps into dotted keys, as Flink's YAML parser does,
+// so nested and flattened config.yaml / spec.flinkConfiguration read alike.
+func flatten(prefix string, node any, out flinkConf) error {
+	switch v := node.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		for k, child := range v {
+			key := k
+			if prefix != "" {
+				key = prefix + "." + k
+			}
+			if err := flatten(key, child, out); err != nil {
+				return err
+			}
+		}
+	case map[any]any:
+		for k, child := range v {
+			key := fmt.Sprint(k)
+			if prefix != "" {
+				key = prefix + "." + key
+			}
+			if err := flatten(key, child, out); err != nil {
+				return err
+			}
+		}
+	case []any:
+		if prefix == "" {
+			return fmt.Errorf("want a mapping of options, got a list")
+		}
+		parts := make([]string, 0, len(v))
+		for _, e := range v {
+			parts = append(parts, fmt.Sprint(e))
+		}
+		out[prefix] = strings.Join(parts, ";")
+	default:
+		if prefix == "" {
+			return fmt.Errorf("want a mapping of options, got %T", node)
+		}
+		out[prefix] = fmt.Sprint(v)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package kube
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+)
+
+const workerUser = "system:serviceaccount:flinkmaint:flinkmaint-worker"
+
+// applyRBAC applies deploy/kustomize/rbac (cluster scope) and binds the
+// tenant role in each tenant namespace, as the per-tenant overlay does.
+func applyRBAC(t *testing.T, e *env, tenantNamespaces ...string) {
+	t.Helper()
+	root, err := sandbox.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "deploy", "kustomize", "rbac")
+	var kust struct {
+		Resources []string `json:"resources"`
+	}
+	readYAML(t, filepath.Join(dir, "kustomization.yaml"), &kust)
+	if len(kust.Resources) == 0 {
+		t.Fatal("deploy/kustomize/rbac/kustomization.yaml lists no resources")
+	}
+	for _, file := range kust.Resources {
+		path := filepath.Join(dir, file)
+		var head metav1.TypeMeta
+		readYAML(t, path, &head)
+		switch head.Kind {
+		case "ClusterRole":
+			var cr rbacv1.ClusterRole
+			readYAML(t, path, &cr)
+			cur, err := e.cs.RbacV1().ClusterRoles().Get(e.ctx, cr.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				_, err = e.cs.RbacV1().ClusterRoles().Create(e.ctx, &cr, metav1.CreateOptions{})
+			} else if err == nil {
+				cur.Rules = cr.Rules
+				_, err = e.cs.RbacV1().ClusterRoles().Update(e.ctx, cur, metav1.UpdateOptions{})
+			}
+			if err != nil {
+				t.Fatalf("apply %s: %v", path, err)
+			}
+		case "ClusterRoleBinding":
+			var crb rbacv1.ClusterRoleBinding
+			readYAML(t, path, &crb)
+			_ = e.cs.RbacV1().ClusterRoleBindings().Delete(e.ctx, crb.Name, metav1.DeleteOptions{})
+			if _, err := e.cs.RbacV1().ClusterRoleBindings().Create(e.ctx, &crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("apply %s: %v", path, err)
+			}
+		default:
+			t.Fatalf("%s: unexpected kind %q in the cluster-scope RBAC", path, head.Kind)
+		}
+	}
+	var rb rbacv1.RoleBinding
+	readYAML(t, filepath.Join(dir, "tenant", "rolebinding.yaml"), &rb)
+	for _, ns := range tenantNamespaces {
+		b := rb.DeepCopy()
+		b.Namespace = ns
+		if _, err := e.cs.RbacV1().RoleBindings(ns).Create(e.ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("bind tenant role in %s: %v", ns, err)
+		}
+	}
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sigsyaml.Unmarshal(data, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// asWorker impersonates the worker's ServiceAccount with the groups a
+// real token of it carries.
+func asWorker(e *env) *rest.Config {
+	cfg := rest.CopyConfig(e.k.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: workerUser,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:flinkmaint", "system:authenticated"},
+	}
+	return cfg
+}
+
+// TestRBACLeastPrivilege applies the shipped RBAC and runs every call the
+// worker makes as its ServiceAccount: allowed in a bound tenant namespace,
+// forbidden for Secrets and outside its namespaces.
+func TestRBACLeastPrivilege(t *testing.T) {
+	e := newEnv(t)
+	label := "flinkmaint.io/rbac-" + e.runs
+	tenant := e.ns("rbac-tenant", map[string]string{label: "on"})
+	outside := e.ns("rbac-outside", nil)
+	applyRBAC(t, e, tenant)
+
+	e.nativeCluster(sandbox.NativeFlinkCluster{Namespace: tenant, ClusterID: "native", TaskManagers: 1, HA: true})
+	e.nativeCluster(sandbox.NativeFlinkCluster{Namespace: outside, ClusterID: "other", TaskManagers: 1})
+	e.flinkDeployment(tenant, "op", nil, appJob())
+	e.setStatus(tenant, "op", map[string]any{"lifecycleState": "STABLE", "jobStatus": map[string]any{"state": "RUNNING"}})
+	if _, err := e.cs.CoreV1().Secrets(tenant).Create(e.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "hdfs-keytab"}, StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	op := &fakeOperator{dyn: e.dyn, ns: tenant, name: "op", mode: recordUpgradePath, delay: 100 * time.Millisecond,
+		savepoint: "hdfs://nn:8020/sp/savepoint-0p0p0p-000000000001"}
+	op.run(e.ctx, t)
+
+	workerCfg := asWorker(e)
+	worker := e.client(Config{NamespaceSelector: label + "=on", TenantRootTemplate: "/user/app/{namespace}"}, workerCfg)
+
+	// RBAC changes reach the authorizer's cache within moments; wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	var inv []string
+	for {
+		got, err := worker.Discover(e.ctx)
+		if err == nil {
+			inv = nil
+			for _, c := range got.Clusters {
+				inv = append(inv, c.Namespace+"/"+c.ClusterID)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Discover as %s: %v", workerUser, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if strings.Join(inv, ",") != tenant+"/native,"+tenant+"/op" {
+		t.Fatalf("worker inventory %v", inv)
+	}
+
+	sus, err := worker.Suspend(e.ctx, ref(KindFlinkDeployment, tenant, "op"), fastWait)
+	if err != nil {
+		t.Fatalf("Suspend as worker: %v", err)
+	}
+	if _, err := worker.Resume(e.ctx, ref(KindFlinkDeployment, tenant, "op"), sus.SavepointPath, fastWait); err != nil {
+		t.Fatalf("Resume as worker: %v", err)
+	}
+
+	if err := e.cs.AppsV1().Deployments(tenant).Delete(e.ctx, "native", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	orphans, err := worker.FindOrphans(e.ctx, OrphanInput{})
+	if err != nil {
+		t.Fatalf("FindOrphans as worker: %v", err)
+	}
+	if len(orphans) == 0 {
+		t.Fatal("no orphans found after deleting the JobManager")
+	}
+	for _, o := range orphans {
+		if err := worker.DeleteOrphan(e.ctx, o.Ref, o.UID, o.ResourceVersion); err != nil {
+			t.Fatalf("DeleteOrphan %s as worker: %v", o.Ref.Name, err)
+		}
+	}
+
+	// What it must not do.
+	wcs, err := kubernetes.NewForConfig(workerCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := map[string]error{}
+	_, forbidden["get secret in tenant"] = wcs.CoreV1().Secrets(tenant).Get(e.ctx, "hdfs-keytab", metav1.GetOptions{})
+	_, forbidden["list secrets in tenant"] = wcs.CoreV1().Secrets(tenant).List(e.ctx, metav1.ListOptions{})
+	_, forbidden["create config map in tenant"] = wcs.CoreV1().ConfigMaps(tenant).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	_, forbidden["list pods outside"] = wcs.CoreV1().Pods(outside).List(e.ctx, metav1.ListOptions{})
+	_, forbidden["create config map outside"] = wcs.CoreV1().ConfigMaps(outside).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	forbidden["delete deployment outside"] = wcs.AppsV1().Deployments(outside).Delete(e.ctx, "other", metav1.DeleteOptions{})
+	_, forbidden["list secrets cluster-wide"] = wcs.CoreV1().Secrets("").List(e.ctx, metav1.ListOptions{})
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s as worker: want Forbidden, got %v", what, err)
+		}
+	}
+	outsideWorker := e.client(Config{Namespaces: []string{outside}, TenantRootTemplate: "/t/{namespace}"}, workerCfg)
+	_, err = outsideWorker.Discover(e.ctx)
+	if !errors.Is(err, ErrForbidden) || IsRetryable(err) || !strings.Contains(err.Error(), outside) {
+		t.Fatalf("Discover outside scope: want non-retryable ErrForbidden naming %s, got %v", outside, err)
+	}
+}
