@@ -1,0 +1,98 @@
+package cleanup
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// Error kinds. Match them with errors.Is.
+var (
+	// ErrInvalidInput: the planner input or policy is unusable.
+	ErrInvalidInput = errors.New("cleanup: invalid input")
+	// ErrInvalidPlan: a plan handed to the executor is malformed or does
+	// not fit the executor's configuration. Not retryable.
+	ErrInvalidPlan = errors.New("cleanup: invalid plan")
+	// ErrInvalidConfig: the executor configuration is unusable.
+	ErrInvalidConfig = errors.New("cleanup: invalid executor configuration")
+	// ErrOutsideRoots: a destructive path is not under the configured
+	// roots. It also matches storage.ErrOutsideRoots. Not retryable.
+	ErrOutsideRoots = errors.New("cleanup: path outside the allowed roots")
+	// ErrStorageUnavailable: storage could not be reached. Retryable.
+	ErrStorageUnavailable = errors.New("cleanup: storage unavailable")
+	// ErrManifestCorrupt: an existing audit manifest cannot be read, so
+	// resuming could redo or skip items. Not retryable.
+	ErrManifestCorrupt = errors.New("cleanup: audit manifest unreadable")
+)
+
+// Error is a classified executor or gather failure.
+type Error struct {
+	Op        string
+	Path      string
+	Kind      error // one of the Err* sentinels above
+	Retryable bool
+	Err       error
+}
+
+func (e *Error) Error() string {
+	msg := "cleanup: " + e.Op
+	if e.Path != "" {
+		msg += " " + e.Path
+	}
+	if e.Kind != nil {
+		msg += ": " + e.Kind.Error()
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap exposes the kind and the cause.
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.Kind != nil {
+		out = append(out, e.Kind)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+// IsRetryable reports whether err is worth retrying later (storage was
+// unreachable); invalid plans, guard refusals and corrupt manifests are not.
+func IsRetryable(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Retryable
+	}
+	return storage.IsRetryable(err)
+}
+
+// classify wraps a storage error with the right kind and retry flag.
+func classify(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	switch {
+	case errors.Is(err, storage.ErrOutsideRoots):
+		return &Error{Op: op, Path: path, Kind: ErrOutsideRoots, Err: err}
+	case storage.IsRetryable(err):
+		return &Error{Op: op, Path: path, Kind: ErrStorageUnavailable, Retryable: true, Err: err}
+	}
+	return &Error{Op: op, Path: path, Err: err}
+}
+
+func invalidInput(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
+}
+
+func invalidPlan(format string, args ...any) error {
+	return &Error{Op: "validate plan", Kind: ErrInvalidPlan, Err: fmt.Errorf(format, args...)}
+}

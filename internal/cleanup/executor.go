@@ -1,0 +1,549 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// Executor defaults.
+const (
+	DefaultConcurrency = 4
+	DefaultBatchSize   = 64
+	auditDirName       = "_audit"
+	manifestWriteLimit = time.Minute
+)
+
+// ExecutorConfig configures an Executor.
+type ExecutorConfig struct {
+	// FS acts on the plan's paths; its own guard applies as well.
+	FS storage.FileSystem
+	// Guard holds the roots every destructive path (items, trash paths,
+	// manifest) must lie strictly under: the tenant roots and the trash root.
+	Guard *storage.Guard
+	// TrashRoot receives items in trash mode as
+	// <TrashRoot>/<RunID>/<path without scheme>. It must exist, lie outside
+	// the tenants' quota'd trees and be on FS.
+	TrashRoot string
+	// AuditRoot holds the manifests, <AuditRoot>/<RunID>/manifest-*.jsonl.
+	// Default <TrashRoot>/_audit.
+	AuditRoot string
+	// RunID names the run; a second Run with the same id resumes it.
+	RunID string
+	// Concurrency bounds items acted on at once (default 4).
+	Concurrency int
+	// BatchSize is the number of items between manifest writes and
+	// reference refreshes (default 64).
+	BatchSize int
+	// Live, if set, returns the current inventory; an item whose job or
+	// cluster became live since planning is refused. Without it the plan's
+	// inventory is trusted.
+	Live func(ctx context.Context) (Live, error)
+	// Progress is called after every item (for activity heartbeats).
+	Progress func(Progress)
+	// Now is the clock for manifest times (default time.Now).
+	Now func() time.Time
+}
+
+// Progress reports how far a run is.
+type Progress struct {
+	RunID string
+	Done  int // items with a final outcome, this run and earlier attempts
+	Total int
+	Last  Record
+}
+
+// Result summarises a run from its manifest.
+type Result struct {
+	RunID       string          `json:"runId"`
+	ManifestDir string          `json:"manifestDir"`
+	Total       int             `json:"total"`
+	Counts      map[Outcome]int `json:"counts"`
+	// Reclaimed counts trashed and deleted items.
+	Reclaimed Totals   `json:"reclaimed"`
+	Refused   []Record `json:"refused,omitempty"`
+	Failed    []Record `json:"failed,omitempty"`
+}
+
+// Executor carries out plans.
+type Executor struct {
+	cfg ExecutorConfig
+}
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+func checkRunID(id string) error {
+	if !runIDPattern.MatchString(id) {
+		return &Error{Op: "configure", Kind: ErrInvalidConfig, Err: fmt.Errorf("run id %q: want 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", id)}
+	}
+	return nil
+}
+
+// NewExecutor validates cfg. It does no I/O.
+func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
+	bad := func(format string, args ...any) error {
+		return &Error{Op: "configure", Kind: ErrInvalidConfig, Err: fmt.Errorf(format, args...)}
+	}
+	if cfg.FS == nil {
+		return nil, bad("FS is nil")
+	}
+	if cfg.Guard == nil || len(cfg.Guard.Roots()) == 0 {
+		return nil, bad("Guard has no roots; name the tenant roots and the trash root")
+	}
+	if err := checkRunID(cfg.RunID); err != nil {
+		return nil, err
+	}
+	base := cfg.FS.URI().String()
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"TrashRoot", &cfg.TrashRoot}, {"AuditRoot", &cfg.AuditRoot}} {
+		if *f.v == "" {
+			continue
+		}
+		n, err := normPath(*f.v, base)
+		if err != nil {
+			return nil, bad("%s %q: %v", f.name, *f.v, err)
+		}
+		*f.v = strings.TrimSuffix(n, "/")
+	}
+	if cfg.AuditRoot == "" {
+		if cfg.TrashRoot == "" {
+			return nil, bad("neither TrashRoot nor AuditRoot is set; the audit manifest needs a home")
+		}
+		cfg.AuditRoot = cfg.TrashRoot + "/" + auditDirName
+	}
+	if cfg.Concurrency < 0 || cfg.BatchSize < 0 {
+		return nil, bad("Concurrency %d and BatchSize %d must not be negative", cfg.Concurrency, cfg.BatchSize)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Executor{cfg: cfg}, nil
+}
+
+// ManifestDir is where this run's manifest lives.
+func (e *Executor) ManifestDir() string { return e.cfg.AuditRoot + "/" + e.cfg.RunID }
+
+func (e *Executor) trashPath(item string) string {
+	return e.cfg.TrashRoot + "/" + e.cfg.RunID + stripScheme(item)
+}
+
+// validate checks the plan as a whole before anything is touched: one bad
+// item makes the plan invalid, never a partial run.
+func (e *Executor) validate(plan Plan) error {
+	if plan.Version != PlanVersion {
+		return invalidPlan("version %d; this executor reads version %d", plan.Version, PlanVersion)
+	}
+	switch plan.Policy.Action {
+	case ActionTrash:
+		if e.cfg.TrashRoot == "" {
+			return &Error{Op: "validate plan", Kind: ErrInvalidConfig, Err: errors.New("the plan's action is trash but no TrashRoot is configured")}
+		}
+	case ActionDelete:
+	default:
+		return invalidPlan("policy action %q; want %q or %q", plan.Policy.Action, ActionTrash, ActionDelete)
+	}
+	base := e.cfg.FS.URI().String()
+	seen := map[string]bool{}
+	paths := make([]string, 0, len(plan.Delete))
+	check := func(p string) error {
+		if _, err := e.cfg.Guard.Check(e.cfg.FS.URI(), p); err != nil {
+			return &Error{Op: "guard", Path: p, Kind: ErrOutsideRoots, Err: err}
+		}
+		return nil
+	}
+	for i, it := range plan.Delete {
+		n, err := normPath(it.Path, base)
+		if err != nil || n != it.Path {
+			return invalidPlan("item %d path %q is not a normalised absolute path on %s", i, it.Path, base)
+		}
+		if it.Rule == "" || it.Kind == "" {
+			return invalidPlan("item %d (%s) has no rule or kind", i, it.Path)
+		}
+		if seen[it.Path] {
+			return invalidPlan("item %s listed twice", it.Path)
+		}
+		seen[it.Path] = true
+		paths = append(paths, it.Path)
+		if err := check(it.Path); err != nil {
+			return err
+		}
+		if e.cfg.TrashRoot != "" && (under(it.Path, e.cfg.TrashRoot) || under(e.cfg.TrashRoot, it.Path)) {
+			return invalidPlan("item %s overlaps the trash root %s", it.Path, e.cfg.TrashRoot)
+		}
+		if under(it.Path, e.cfg.AuditRoot) || under(e.cfg.AuditRoot, it.Path) {
+			return invalidPlan("item %s overlaps the audit root %s", it.Path, e.cfg.AuditRoot)
+		}
+		if plan.Policy.Action == ActionTrash {
+			if err := check(e.trashPath(it.Path)); err != nil {
+				return err
+			}
+		}
+	}
+	sort.Strings(paths)
+	for i := 1; i < len(paths); i++ {
+		if under(paths[i], paths[i-1]) {
+			return invalidPlan("item %s lies inside item %s", paths[i], paths[i-1])
+		}
+	}
+	return check(e.ManifestDir() + "/" + segmentName(1))
+}
+
+// Run carries out plan. It is safe to call again with the same RunID after
+// a crash or cancellation: finished items are not redone, unfinished ones
+// are re-verified and done. Cancellation is honoured between items.
+func (e *Executor) Run(ctx context.Context, plan Plan) (Result, error) {
+	if err := e.validate(plan); err != nil {
+		return Result{}, err
+	}
+	if plan.Policy.Action == ActionTrash {
+		fi, err := e.cfg.FS.Stat(ctx, e.cfg.TrashRoot)
+		if err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return Result{}, &Error{Op: "stat trash root", Path: e.cfg.TrashRoot, Kind: ErrInvalidConfig, Err: err}
+			}
+			return Result{}, classify("stat trash root", e.cfg.TrashRoot, err)
+		}
+		if !fi.IsDir {
+			return Result{}, &Error{Op: "stat trash root", Path: e.cfg.TrashRoot, Kind: ErrInvalidConfig, Err: errors.New("not a directory")}
+		}
+	}
+	man, last, err := loadManifest(ctx, e.cfg.FS, e.ManifestDir())
+	if err != nil {
+		return Result{}, err
+	}
+	r := &run{e: e, plan: plan, man: man, last: last, seen: map[string]bool{}}
+	for _, m := range plan.SeenMetadata {
+		r.seen[m] = true
+	}
+	for _, it := range plan.Delete {
+		if rec, ok := last[it.Path]; ok && rec.Outcome.final() {
+			r.done++
+			continue
+		}
+		r.todo = append(r.todo, it)
+	}
+	runErr := r.loop(ctx)
+	res := r.result()
+	return res, runErr
+}
+
+type run struct {
+	e    *Executor
+	plan Plan
+	man  *manifest
+	last map[string]Record
+	todo []Item
+	done int
+
+	mu sync.Mutex
+
+	// References found since planning.
+	seen     map[string]bool
+	fresh    []*References
+	freshBad string
+	live     *Live
+}
+
+func (r *run) loop(ctx context.Context) error {
+	var failures []error
+	for start := 0; start < len(r.todo); start += r.e.cfg.BatchSize {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch := r.todo[start:min(start+r.e.cfg.BatchSize, len(r.todo))]
+		if err := r.refresh(ctx); err != nil {
+			return err
+		}
+		intent := make([]Record, 0, len(batch))
+		for _, it := range batch {
+			intent = append(intent, r.record(it, OutcomeStarted, "", ""))
+		}
+		if err := r.man.append(ctx, intent); err != nil {
+			return err
+		}
+		recs := r.doBatch(ctx, batch)
+		// Record what was done even if ctx was cancelled meanwhile.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), manifestWriteLimit)
+		err := r.man.append(wctx, recs)
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			r.last[rec.Path] = rec
+			if rec.Outcome == OutcomeFailed {
+				failures = append(failures, &Error{Op: "act", Path: rec.Path, Retryable: rec.Retryable, Kind: kindFor(rec), Err: errors.New(rec.Detail)})
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		retryable := false
+		for _, f := range failures {
+			retryable = retryable || IsRetryable(f)
+		}
+		return &Error{Op: "run " + r.e.cfg.RunID, Retryable: retryable, Kind: kindFor(Record{Retryable: retryable}),
+			Err: fmt.Errorf("%d items failed; first: %w", len(failures), failures[0])}
+	}
+	return nil
+}
+
+func kindFor(rec Record) error {
+	if rec.Retryable {
+		return ErrStorageUnavailable
+	}
+	return nil
+}
+
+func (r *run) doBatch(ctx context.Context, batch []Item) []Record {
+	recs := make([]Record, len(batch))
+	ok := make([]bool, len(batch))
+	sem := make(chan struct{}, r.e.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, it := range batch {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rec := r.process(ctx, it)
+			recs[i], ok[i] = rec, true
+			r.mu.Lock()
+			if rec.Outcome.final() {
+				r.done++
+			}
+			p := Progress{RunID: r.e.cfg.RunID, Done: r.done, Total: len(r.plan.Delete), Last: rec}
+			r.mu.Unlock()
+			if r.e.cfg.Progress != nil {
+				r.e.cfg.Progress(p)
+			}
+		}()
+	}
+	wg.Wait()
+	out := recs[:0]
+	for i := range recs {
+		if ok[i] {
+			out = append(out, recs[i])
+		}
+	}
+	return out
+}
+
+func (r *run) record(it Item, o Outcome, trash, detail string) Record {
+	return Record{Path: it.Path, Kind: it.Kind, Rule: it.Rule, Files: it.Files, Dirs: it.Dirs, Bytes: it.Bytes,
+		Outcome: o, Time: r.e.cfg.Now().UTC(), TrashPath: trash, Detail: detail}
+}
+
+func (r *run) process(ctx context.Context, it Item) Record {
+	fsys := r.e.cfg.FS
+	trash := ""
+	if r.plan.Policy.Action == ActionTrash {
+		trash = r.e.trashPath(it.Path)
+	}
+	failed := func(op string, err error) Record {
+		rec := r.record(it, OutcomeFailed, trash, op+": "+err.Error())
+		rec.Retryable = IsRetryable(classify(op, it.Path, err))
+		return rec
+	}
+	_, err := fsys.Stat(ctx, it.Path)
+	if errors.Is(err, storage.ErrNotFound) {
+		// Done by an attempt that crashed before writing its manifest, or
+		// removed by someone else.
+		if trash != "" {
+			if _, terr := fsys.Stat(ctx, trash); terr == nil {
+				return r.record(it, OutcomeTrashed, trash, "found in trash on resume")
+			}
+		}
+		if prev, ok := r.last[it.Path]; ok && prev.Outcome == OutcomeStarted && trash == "" {
+			return r.record(it, OutcomeDeleted, "", "found deleted on resume")
+		}
+		return r.record(it, OutcomeGone, "", "no longer exists")
+	}
+	if err != nil {
+		return failed("stat", err)
+	}
+	if reason := r.verify(ctx, it); reason != "" {
+		if strings.HasPrefix(reason, "error: ") {
+			return r.record(it, OutcomeFailed, trash, reason)
+		}
+		return r.record(it, OutcomeRefused, "", reason)
+	}
+	if trash != "" {
+		if err := fsys.MkdirAll(ctx, parentDir(trash)); err != nil {
+			return failed("create trash dir", err)
+		}
+		if err := fsys.Rename(ctx, it.Path, trash); err != nil {
+			return failed("move to trash", err)
+		}
+		return r.record(it, OutcomeTrashed, trash, "")
+	}
+	if err := fsys.RemoveAll(ctx, it.Path); err != nil {
+		return failed("delete", err)
+	}
+	return r.record(it, OutcomeDeleted, "", "")
+}
+
+// verify re-checks an item right before acting; it returns why the item
+// must not be touched, or "" if it may.
+func (r *run) verify(ctx context.Context, it Item) string {
+	r.mu.Lock()
+	bad, fresh, live := r.freshBad, r.fresh, r.live
+	r.mu.Unlock()
+	if bad != "" {
+		return "a _metadata completed since planning cannot be parsed (" + bad + "); its references are unknown"
+	}
+	if by, ok := newRefIndex(fresh).find(it.Path); ok {
+		return "referenced by " + by + ", completed since planning"
+	}
+	if live != nil {
+		if it.JobID != "" && (it.Rule == RuleRetiredJob) {
+			if _, ok := live.jobs()[it.JobID]; ok {
+				return "job " + it.JobID + " is live again"
+			}
+		}
+		if it.ClusterID != "" && live.clusterIDs()[it.ClusterID] {
+			return "cluster " + it.ClusterID + " is live again"
+		}
+	}
+	var newest time.Time
+	err := r.e.cfg.FS.Walk(ctx, it.Path, func(fi storage.FileInfo) error {
+		if fi.ModTime.After(newest) {
+			newest = fi.ModTime
+		}
+		return nil
+	})
+	if err != nil {
+		return "error: walk: " + err.Error()
+	}
+	if newest.After(it.Newest) {
+		return fmt.Sprintf("modified since planning (newest %s, planned %s)", newest.UTC().Format(time.RFC3339Nano), it.Newest.UTC().Format(time.RFC3339Nano))
+	}
+	return ""
+}
+
+// refresh parses every _metadata completed since planning and reloads the
+// live inventory, before each batch.
+func (r *run) refresh(ctx context.Context) error {
+	fsys := r.e.cfg.FS
+	base := fsys.URI().String()
+	var found []string
+	list := func(dir string, fn func(storage.FileInfo)) error {
+		err := fsys.List(ctx, dir, 0, func(b []storage.FileInfo) error {
+			for _, fi := range b {
+				fn(fi)
+			}
+			return nil
+		})
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	for _, root := range r.plan.Roots {
+		var dirs []string
+		switch root.Kind {
+		case layout.CheckpointRoot:
+			if err := list(root.Path, func(fi storage.FileInfo) {
+				if fi.IsDir && layout.IsJobID(fi.Name) {
+					dirs = append(dirs, fi.Path)
+				}
+			}); err != nil {
+				return classify("re-list checkpoint root", root.Path, err)
+			}
+			for _, jd := range dirs {
+				if err := list(jd, func(fi storage.FileInfo) {
+					if fi.IsDir && layout.ClassifyJobDirEntry(fi.Name, true).Kind == layout.KindCheckpoint {
+						found = append(found, fi.Path+"/"+layout.MetadataFileName)
+					}
+				}); err != nil {
+					return classify("re-list job dir", jd, err)
+				}
+			}
+		case layout.SavepointRoot:
+			if err := list(root.Path, func(fi storage.FileInfo) {
+				if fi.IsDir && layout.ClassifySavepointRootEntry(fi.Name, true).Kind == layout.KindSavepoint {
+					found = append(found, fi.Path+"/"+layout.MetadataFileName)
+				}
+			}); err != nil {
+				return classify("re-list savepoint root", root.Path, err)
+			}
+		}
+	}
+	for _, m := range found {
+		key, err := normPath(m, base)
+		if err != nil || r.seen[key] {
+			continue
+		}
+		refs, err := readReferences(ctx, fsys, m, base)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			continue // not completed yet; a later batch looks again
+		case err != nil && isStorageError(err) && !errors.Is(err, storage.ErrTooLarge):
+			return classify("read new metadata", m, err)
+		case err != nil:
+			r.mu.Lock()
+			r.freshBad = key + ": " + err.Error()
+			r.mu.Unlock()
+		default:
+			r.mu.Lock()
+			r.fresh = append(r.fresh, refs)
+			r.mu.Unlock()
+		}
+		r.seen[key] = true
+	}
+	if r.e.cfg.Live != nil {
+		l, err := r.e.cfg.Live(ctx)
+		if err != nil {
+			return &Error{Op: "reload inventory", Retryable: true, Err: err}
+		}
+		r.mu.Lock()
+		r.live = &l
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+func (r *run) result() Result {
+	res := Result{RunID: r.e.cfg.RunID, ManifestDir: r.e.ManifestDir(), Total: len(r.plan.Delete), Counts: map[Outcome]int{}}
+	for _, it := range r.plan.Delete {
+		rec, ok := r.last[it.Path]
+		if !ok {
+			continue
+		}
+		res.Counts[rec.Outcome]++
+		switch rec.Outcome {
+		case OutcomeTrashed, OutcomeDeleted:
+			res.Reclaimed.add(rec.Files, rec.Dirs, rec.Bytes)
+		case OutcomeRefused:
+			res.Refused = append(res.Refused, rec)
+		case OutcomeFailed:
+			res.Failed = append(res.Failed, rec)
+		}
+	}
+	return res
+}

@@ -1,0 +1,151 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// GatherOptions tune Gather.
+type GatherOptions struct {
+	// ExtraMetadata are _metadata files outside the roots whose references
+	// must be retained too (e.g. a live job's restore point elsewhere).
+	ExtraMetadata []string
+	// BatchSize is passed to List; <= 0 uses the file system's default.
+	BatchSize int
+}
+
+// Gather reads everything BuildPlan needs from storage. It only reads.
+// Storage failures are returned classified (IsRetryable); a _metadata that
+// cannot be parsed is recorded in the listing, not returned as an error,
+// because the planner must see it to keep what it may reference.
+func Gather(ctx context.Context, fsys storage.FileSystem, roots []layout.Root, opts GatherOptions) (Listing, error) {
+	if fsys == nil {
+		return Listing{}, invalidInput("gather: no file system")
+	}
+	if len(roots) == 0 {
+		return Listing{}, invalidInput("gather: no roots; name the checkpoint, savepoint and HA roots in scope")
+	}
+	sc := &layout.Scanner{FS: fsys, BatchSize: opts.BatchSize}
+	rep, err := sc.Scan(ctx, roots)
+	if err != nil {
+		return Listing{}, classify("scan", "", err)
+	}
+	g := &gatherer{fs: fsys, base: fsys.URI().String()}
+	l := Listing{Roots: append([]layout.Root(nil), roots...), Metadata: map[string]MetadataResult{}}
+	for _, j := range rep.Jobs {
+		for _, sub := range []struct {
+			has  bool
+			name string
+			kind ItemKind
+		}{{j.HasShared, "shared", KindSharedFile}, {j.HasTaskOwn, "taskowned", KindTaskOwnedFile}} {
+			if !sub.has {
+				continue
+			}
+			dir := strings.TrimSuffix(j.Path, "/") + "/" + sub.name
+			err := fsys.Walk(ctx, dir, func(fi storage.FileInfo) error {
+				if !fi.IsDir {
+					l.StateFiles = append(l.StateFiles, StateFile{Path: fi.Path, JobDir: j.Path, Kind: sub.kind, Size: fi.Size, ModTime: fi.ModTime})
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return Listing{}, classify("list state files", dir, err)
+			}
+		}
+		for k, c := range j.Checkpoints {
+			if c.Completed {
+				present, err := g.read(ctx, l.Metadata, c.Path+"/"+layout.MetadataFileName)
+				if err != nil {
+					return Listing{}, err
+				}
+				// Subsumed by Flink since the scan: no longer a completed
+				// checkpoint, whatever is left of it.
+				j.Checkpoints[k].Completed = present
+			}
+		}
+	}
+	for i, sp := range rep.Savepoints {
+		if sp.Completed {
+			present, err := g.read(ctx, l.Metadata, sp.Path+"/"+layout.MetadataFileName)
+			if err != nil {
+				return Listing{}, err
+			}
+			rep.Savepoints[i].Completed = present
+		}
+		marker := sp.Path + "/" + PinMarkerName
+		switch _, err := fsys.Stat(ctx, marker); {
+		case err == nil:
+			l.PinMarkers = append(l.PinMarkers, marker)
+		case !errors.Is(err, storage.ErrNotFound):
+			return Listing{}, classify("stat pin marker", marker, err)
+		}
+	}
+	for _, m := range opts.ExtraMetadata {
+		present, err := g.read(ctx, l.Metadata, m)
+		if err != nil {
+			return Listing{}, err
+		}
+		if !present {
+			// A restore point that is gone cannot be retained; say so
+			// rather than plan as if it were there.
+			return Listing{}, invalidInput("extra metadata %s does not exist", m)
+		}
+	}
+	sort.Slice(l.StateFiles, func(i, k int) bool { return l.StateFiles[i].Path < l.StateFiles[k].Path })
+	l.Report = rep
+	return l, nil
+}
+
+type gatherer struct {
+	fs   storage.FileSystem
+	base string
+}
+
+// read parses one _metadata into out and reports whether it exists. One
+// that cannot be parsed is recorded with its error, so the planner keeps
+// what it may reference; one that vanished (Flink subsumed the checkpoint
+// since the scan) is not recorded.
+func (g *gatherer) read(ctx context.Context, out map[string]MetadataResult, p string) (bool, error) {
+	key, err := normPath(p, g.base)
+	if err != nil {
+		return false, invalidInput("metadata path %q: %v", p, err)
+	}
+	refs, err := readReferences(ctx, g.fs, p, g.base)
+	switch {
+	case err == nil:
+		out[key] = MetadataResult{Refs: refs}
+	case errors.Is(err, storage.ErrNotFound):
+		return false, nil
+	case errors.Is(err, storage.ErrTooLarge):
+		out[key] = MetadataResult{Error: err.Error()}
+	case isStorageError(err):
+		return false, classify("read metadata", p, err)
+	default:
+		out[key] = MetadataResult{Error: err.Error()}
+	}
+	return true, nil
+}
+
+func readReferences(ctx context.Context, fsys storage.FileSystem, p, base string) (*References, error) {
+	data, err := fsys.ReadFile(ctx, p, checkpoint.MaxMetadataSize)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := ParseReferences(data, p, base)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", p, err)
+	}
+	return refs, nil
+}
+
+func isStorageError(err error) bool {
+	var se *storage.Error
+	return errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

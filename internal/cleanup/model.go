@@ -1,0 +1,233 @@
+package cleanup
+
+import (
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+)
+
+// LiveJob is a job that exists in the inventory (any non-terminal state,
+// including SUSPENDED and RESTARTING: its state may still be needed).
+type LiveJob struct {
+	JobID string `json:"jobId"`
+	// RestorePath is what the job was started from (savepoint or retained
+	// checkpoint: the directory or its _metadata); empty if none.
+	RestorePath string `json:"restorePath,omitempty"`
+	// InFlightCheckpoint is the id of a checkpoint in progress, 0 if none.
+	InFlightCheckpoint int64 `json:"inFlightCheckpoint,omitempty"`
+}
+
+// LiveCluster is a cluster that exists, with its live jobs.
+type LiveCluster struct {
+	ClusterID string    `json:"clusterId"`
+	Jobs      []LiveJob `json:"jobs,omitempty"`
+}
+
+// Live is the inventory as the planner needs it.
+type Live struct {
+	Clusters []LiveCluster `json:"clusters"`
+}
+
+func (l Live) jobs() map[string]LiveJob {
+	m := map[string]LiveJob{}
+	for _, c := range l.Clusters {
+		for _, j := range c.Jobs {
+			m[j.JobID] = j
+		}
+	}
+	return m
+}
+
+func (l Live) clusterIDs() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range l.Clusters {
+		m[c.ClusterID] = true
+	}
+	return m
+}
+
+// References is what one _metadata references, in this package's own
+// terms (see referencesFromMetadata): fully qualified paths.
+type References struct {
+	// Metadata is the _metadata file; Dir the checkpoint or savepoint dir.
+	Metadata     string `json:"metadata"`
+	Dir          string `json:"dir"`
+	CheckpointID int64  `json:"checkpointId"`
+	// Files are the referenced files, sorted.
+	Files []string `json:"files"`
+	// ManagedDirs are file-merging directories declared in use; everything
+	// below them counts as referenced.
+	ManagedDirs []string `json:"managedDirs,omitempty"`
+}
+
+// MetadataResult is a parsed _metadata or why it could not be parsed.
+type MetadataResult struct {
+	Refs  *References `json:"refs,omitempty"`
+	Error string      `json:"error,omitempty"`
+}
+
+// StateFile is one file under a job's shared/ or taskowned/.
+type StateFile struct {
+	Path    string    `json:"path"`
+	JobDir  string    `json:"jobDir"`
+	Kind    ItemKind  `json:"kind"` // KindSharedFile or KindTaskOwnedFile
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"modTime"`
+}
+
+// Listing is everything Gather read from storage.
+type Listing struct {
+	Roots  []layout.Root `json:"roots"`
+	Report layout.Report `json:"report"`
+	// StateFiles are all files under shared/ and taskowned/ of every job dir.
+	StateFiles []StateFile `json:"stateFiles"`
+	// Metadata is keyed by the _metadata path of every completed
+	// checkpoint and savepoint.
+	Metadata map[string]MetadataResult `json:"metadata"`
+	// PinMarkers are savepoint dirs holding a _flinkmaint_pin file.
+	PinMarkers []string `json:"pinMarkers,omitempty"`
+}
+
+// Input is everything BuildPlan needs. Now is an input: the planner never
+// reads the clock.
+type Input struct {
+	Now     time.Time          `json:"now"`
+	Listing Listing            `json:"listing"`
+	Live    Live               `json:"live"`
+	Tenants []inventory.Tenant `json:"tenants,omitempty"`
+	Policy  Policy             `json:"policy"`
+}
+
+// ItemKind says what a planned path is.
+type ItemKind string
+
+// Item kinds.
+const (
+	KindJobDir        ItemKind = "job-dir"
+	KindCheckpointDir ItemKind = "checkpoint-dir"
+	KindSharedFile    ItemKind = "shared-file"
+	KindTaskOwnedFile ItemKind = "taskowned-file"
+	KindSavepointDir  ItemKind = "savepoint-dir"
+	KindHAClusterDir  ItemKind = "ha-cluster-dir"
+	KindJobResult     ItemKind = "job-result"
+	KindUnknown       ItemKind = "unknown"
+)
+
+// Rule names why an item is deleted.
+type Rule string
+
+// Rules.
+const (
+	RuleIncompleteCheckpoint Rule = "incomplete-checkpoint"
+	RuleRetiredJob           Rule = "retired-job"
+	RuleUnreferencedState    Rule = "unreferenced-state-file"
+	RuleSavepointRetention   Rule = "savepoint-retention"
+	RuleIncompleteSavepoint  Rule = "incomplete-savepoint"
+	RuleRetiredHACluster     Rule = "retired-ha-cluster"
+)
+
+// Reason names why an item is kept.
+type Reason string
+
+// Keep reasons.
+const (
+	KeepReferenced          Reason = "referenced"
+	KeepWithinGrace         Reason = "within-grace"
+	KeepInFlight            Reason = "in-flight-checkpoint"
+	KeepNewerThanCheckpoint Reason = "newer-than-latest-checkpoint"
+	KeepLiveJob             Reason = "live-job-checkpoint"
+	KeepWithinTTL           Reason = "within-ttl"
+	KeepLatestRetired       Reason = "latest-checkpoint-of-retired-job"
+	KeepRestorePoint        Reason = "restore-point-of-live-job"
+	KeepPinned              Reason = "pinned"
+	KeepNewestSavepoints    Reason = "newest-k-savepoints"
+	KeepWithinMaxAge        Reason = "within-max-age"
+	KeepLiveCluster         Reason = "live-cluster"
+	KeepUnparseable         Reason = "unparseable-metadata"
+	KeepUnparseableInScope  Reason = "unparseable-metadata-in-scope"
+	KeepUnknownLayout       Reason = "unknown-layout"
+	KeepUnknown             Reason = "unknown-entry"
+	KeepNotCovered          Reason = "no-rule-applies"
+)
+
+// Item is one path to delete.
+type Item struct {
+	Path   string   `json:"path"`
+	Kind   ItemKind `json:"kind"`
+	Rule   Rule     `json:"rule"`
+	Tenant string   `json:"tenant,omitempty"`
+	JobID  string   `json:"jobId,omitempty"`
+	// ClusterID is set for HA cluster dirs.
+	ClusterID string `json:"clusterId,omitempty"`
+	Files     int64  `json:"files"`
+	Dirs      int64  `json:"dirs"`
+	Bytes     int64  `json:"bytes"`
+	// Newest is the newest modification time in the item at planning; the
+	// executor refuses an item that has anything newer.
+	Newest time.Time `json:"newest"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Kept is one path kept, with the reason.
+type Kept struct {
+	Path   string   `json:"path"`
+	Kind   ItemKind `json:"kind"`
+	Reason Reason   `json:"reason"`
+	Tenant string   `json:"tenant,omitempty"`
+	JobID  string   `json:"jobId,omitempty"`
+	// By names what keeps it: the referencing _metadata, the live job,
+	// the pin, the parse error.
+	By    string `json:"by,omitempty"`
+	Files int64  `json:"files"`
+	Dirs  int64  `json:"dirs"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Totals counts items.
+type Totals struct {
+	Items int64 `json:"items"`
+	Files int64 `json:"files"`
+	Dirs  int64 `json:"dirs"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Namespace is what the items cost against a namespace quota.
+func (t Totals) Namespace() int64 { return t.Files + t.Dirs }
+
+func (t *Totals) add(files, dirs, bytes int64) {
+	t.Items++
+	t.Files += files
+	t.Dirs += dirs
+	t.Bytes += bytes
+}
+
+// TenantSummary is the per-tenant view of a plan. Tenant "" collects paths
+// under no configured tenant root.
+type TenantSummary struct {
+	Tenant    string            `json:"tenant"`
+	Reclaim   Totals            `json:"reclaim"`
+	ByRule    map[Rule]Totals   `json:"byRule"`
+	KeptItems map[Reason]Totals `json:"kept"`
+}
+
+// PlanVersion is the current plan format.
+const PlanVersion = 1
+
+// Plan is the result of BuildPlan: deterministic (sorted by path) and
+// JSON-serialisable.
+type Plan struct {
+	Version   int           `json:"version"`
+	CreatedAt time.Time     `json:"createdAt"`
+	Policy    Policy        `json:"policy"`
+	Roots     []layout.Root `json:"roots"`
+	Delete    []Item        `json:"delete"`
+	Keep      []Kept        `json:"keep"`
+	// SeenMetadata are all _metadata files known at planning; the executor
+	// parses any completed after that before acting.
+	SeenMetadata []string `json:"seenMetadata"`
+	// LiveJobs and LiveClusters are the inventory the plan was made with.
+	LiveJobs     []string        `json:"liveJobs"`
+	LiveClusters []string        `json:"liveClusters"`
+	Summary      []TenantSummary `json:"summary"`
+}

@@ -1,0 +1,557 @@
+package cleanup
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+)
+
+// BuildPlan decides, for everything in the listing, whether it is deleted
+// (and by which rule) or kept (and why). It is pure: same input, same plan.
+func BuildPlan(in Input) (Plan, error) {
+	if in.Now.IsZero() {
+		return Plan{}, invalidInput("now is zero; pass the planning time explicitly")
+	}
+	pol := in.Policy.ApplyDefaults()
+	if err := pol.Validate(); err != nil {
+		return Plan{}, err
+	}
+	p, err := newPlanner(in, pol)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.run()
+	return p.finish(), nil
+}
+
+type candidate struct {
+	item  Item
+	metas []string // _metadata files deleted with the item
+	dir   bool     // a directory whose deletion may be vetoed by a reference
+}
+
+type planner struct {
+	in          Input
+	pol         Policy
+	now         time.Time
+	liveJobs    map[string]LiveJob
+	liveCluster map[string]bool
+	restore     map[string]string // dir -> live job id
+	pinned      map[string]string // savepoint dir -> what pins it
+	unknown     []string          // normalised unknown paths
+	meta        map[string]MetadataResult
+	badMeta     bool
+	tenants     []tenantRoot
+
+	cands map[string]*candidate
+	keep  []Kept
+	// newerSavepoint[jobIDPrefix] is the newest completed, parseable
+	// savepoint time of that job.
+	newestSavepoint map[string]time.Time
+}
+
+type tenantRoot struct {
+	name, root string
+	plain      bool
+}
+
+func newPlanner(in Input, pol Policy) (*planner, error) {
+	p := &planner{
+		in: in, pol: pol, now: in.Now,
+		liveJobs:        in.Live.jobs(),
+		liveCluster:     in.Live.clusterIDs(),
+		restore:         map[string]string{},
+		pinned:          map[string]string{},
+		meta:            map[string]MetadataResult{},
+		cands:           map[string]*candidate{},
+		newestSavepoint: map[string]time.Time{},
+	}
+	for _, c := range in.Live.Clusters {
+		if c.ClusterID == "" {
+			return nil, invalidInput("live cluster with an empty clusterId")
+		}
+		for _, j := range c.Jobs {
+			if !layout.IsJobID(j.JobID) {
+				return nil, invalidInput("live job id %q of cluster %s is not 32 lower-case hex characters", j.JobID, c.ClusterID)
+			}
+			if j.InFlightCheckpoint < 0 {
+				return nil, invalidInput("live job %s: inFlightCheckpoint %d is negative; want 0 (none) or a checkpoint id", j.JobID, j.InFlightCheckpoint)
+			}
+			if j.RestorePath != "" {
+				rp, err := normPath(j.RestorePath, "")
+				if err != nil {
+					return nil, invalidInput("live job %s: restorePath %q: %v", j.JobID, j.RestorePath, err)
+				}
+				p.restore[strings.TrimSuffix(rp, "/"+layout.MetadataFileName)] = j.JobID
+			}
+		}
+	}
+	for _, m := range in.Listing.PinMarkers {
+		n, err := normPath(m, "")
+		if err != nil {
+			return nil, invalidInput("pin marker %q: %v", m, err)
+		}
+		p.pinned[strings.TrimSuffix(n, "/"+PinMarkerName)] = "marker " + PinMarkerName
+	}
+	for _, s := range pol.PinnedSavepoints {
+		n, _ := normPath(s, "") // checked by Validate
+		p.pinned[n] = "policy pinnedSavepoints"
+	}
+	for k, v := range in.Listing.Metadata {
+		n, err := normPath(k, "")
+		if err != nil {
+			return nil, invalidInput("metadata key %q: %v", k, err)
+		}
+		if v.Refs == nil && v.Error == "" {
+			return nil, invalidInput("metadata %s has neither references nor an error", k)
+		}
+		if v.Error != "" {
+			v.Refs = nil
+			p.badMeta = true
+		}
+		p.meta[n] = v
+	}
+	for _, u := range in.Listing.Report.Unknown {
+		n, err := normPath(u.Path, "")
+		if err != nil {
+			return nil, invalidInput("unknown entry %q: %v", u.Path, err)
+		}
+		p.unknown = append(p.unknown, n)
+	}
+	for _, t := range in.Tenants {
+		if t.Name == "" || t.Root == "" {
+			return nil, invalidInput("tenant %q with root %q: both name and root are required", t.Name, t.Root)
+		}
+		r, err := normPath(t.Root, "")
+		if err != nil {
+			return nil, invalidInput("tenant %s root %q: %v", t.Name, t.Root, err)
+		}
+		p.tenants = append(p.tenants, tenantRoot{name: t.Name, root: r, plain: strings.HasPrefix(r, "/")})
+	}
+	// Longest root first, so nested tenant roots attribute to the inner one.
+	sort.Slice(p.tenants, func(i, j int) bool { return len(p.tenants[i].root) > len(p.tenants[j].root) })
+	return p, nil
+}
+
+func (p *planner) old(t time.Time, d time.Duration) bool {
+	return !t.IsZero() && p.now.Sub(t) >= d
+}
+
+func (p *planner) tenantOf(path string) string {
+	for _, t := range p.tenants {
+		if t.plain && under(stripScheme(path), t.root) || !t.plain && under(path, t.root) {
+			return t.name
+		}
+	}
+	return ""
+}
+
+func (p *planner) norm(path string) string {
+	n, err := normPath(path, "")
+	if err != nil {
+		// Listings come from storage and are already absolute; keep the raw
+		// string so the item is still reported.
+		return path
+	}
+	return n
+}
+
+func (p *planner) unknownUnder(dir string) (string, bool) {
+	for _, u := range p.unknown {
+		if u != dir && under(u, dir) {
+			return u, true
+		}
+	}
+	return "", false
+}
+
+func (p *planner) addKeep(k Kept) {
+	k.Tenant = p.tenantOf(k.Path)
+	p.keep = append(p.keep, k)
+}
+
+func (p *planner) addCand(c *candidate) {
+	c.item.Tenant = p.tenantOf(c.item.Path)
+	p.cands[c.item.Path] = c
+}
+
+func (p *planner) metaFor(dir string) MetadataResult {
+	return p.meta[dir+"/"+layout.MetadataFileName]
+}
+
+func (p *planner) run() {
+	p.indexSavepoints()
+	jobs := p.in.Listing.Report.Jobs
+	whole := map[string]bool{} // job dirs kept whole
+	for _, j := range jobs {
+		if p.planJobDir(j) {
+			whole[p.norm(j.Path)] = true
+		}
+	}
+	p.planSavepoints()
+	p.planHA()
+	for _, r := range p.in.Listing.Report.JobResults {
+		p.addKeep(Kept{Path: p.norm(r.Path), Kind: KindJobResult, Reason: KeepNotCovered, JobID: r.JobID,
+			By: "job result store entries are Flink's own bookkeeping", Files: 1})
+	}
+	for _, u := range p.in.Listing.Report.Unknown {
+		p.addKeep(Kept{Path: p.norm(u.Path), Kind: KindUnknown, Reason: KeepUnknown, By: u.Reason,
+			Files: u.Usage.Files, Dirs: u.Usage.Dirs, Bytes: u.Usage.Bytes})
+	}
+	ix := p.fixpoint()
+	p.planStateFiles(jobs, whole, ix)
+	p.collapseRetiredJobs(jobs, whole)
+}
+
+func (p *planner) indexSavepoints() {
+	for _, sp := range p.in.Listing.Report.Savepoints {
+		if !sp.Completed || p.metaFor(p.norm(sp.Path)).Refs == nil {
+			continue
+		}
+		if sp.Usage.Newest.After(p.newestSavepoint[sp.JobIDPrefix]) {
+			p.newestSavepoint[sp.JobIDPrefix] = sp.Usage.Newest
+		}
+	}
+}
+
+// planJobDir plans the chk-N dirs of one job dir; it reports whether the
+// whole dir is kept (unknown layout or unparseable metadata).
+func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
+	jobPath := p.norm(j.Path)
+	keepWhole := func(reason Reason, by string) bool {
+		p.addKeep(Kept{Path: jobPath, Kind: KindJobDir, Reason: reason, JobID: j.JobID, By: by,
+			Files: j.Total.Files, Dirs: j.Total.Dirs, Bytes: j.Total.Bytes})
+		return true
+	}
+	if u, ok := p.unknownUnder(jobPath); ok {
+		return keepWhole(KeepUnknownLayout, "unknown entry "+u)
+	}
+	for _, c := range j.Checkpoints {
+		if !c.Completed {
+			continue
+		}
+		if m := p.metaFor(p.norm(c.Path)); m.Refs == nil {
+			by := m.Error
+			if by == "" {
+				by = "not parsed"
+			}
+			return keepWhole(KeepUnparseable, p.norm(c.Path)+"/"+layout.MetadataFileName+": "+by)
+		}
+	}
+	live, isLive := p.liveJobs[j.JobID]
+	retiredPastTTL := !isLive && p.old(j.Total.Newest, p.pol.RetiredJobTTL)
+	var latest int64 = -1
+	for _, c := range j.Checkpoints {
+		if c.Completed && c.ID > latest {
+			latest = c.ID
+		}
+	}
+	for _, c := range j.Checkpoints {
+		cp := p.norm(c.Path)
+		k := Kept{Path: cp, Kind: KindCheckpointDir, JobID: j.JobID, Files: c.Usage.Files, Dirs: c.Usage.Dirs, Bytes: c.Usage.Bytes}
+		item := Item{Path: cp, Kind: KindCheckpointDir, JobID: j.JobID, Files: c.Usage.Files, Dirs: c.Usage.Dirs,
+			Bytes: c.Usage.Bytes, Newest: c.Usage.Newest}
+		if job, ok := p.restore[cp]; ok {
+			k.Reason, k.By = KeepRestorePoint, "live job "+job
+			p.addKeep(k)
+			continue
+		}
+		if !c.Completed {
+			switch {
+			case isLive && c.ID == live.InFlightCheckpoint:
+				k.Reason, k.By = KeepInFlight, "live job "+j.JobID
+				p.addKeep(k)
+			case p.old(c.Usage.Newest, p.pol.Grace):
+				item.Rule = RuleIncompleteCheckpoint
+				item.Detail = fmt.Sprintf("no %s, last modified %s", layout.MetadataFileName, c.Usage.Newest.UTC().Format(time.RFC3339))
+				p.addCand(&candidate{item: item, dir: true})
+			default:
+				k.Reason, k.By = KeepWithinGrace, "no _metadata yet, possibly in flight"
+				p.addKeep(k)
+			}
+			continue
+		}
+		switch {
+		case isLive:
+			k.Reason, k.By = KeepLiveJob, "live job "+j.JobID+" (Flink subsumes its checkpoints)"
+			p.addKeep(k)
+		case !retiredPastTTL:
+			k.Reason, k.By = KeepWithinTTL, "job absent from the inventory, last modified "+j.Total.Newest.UTC().Format(time.RFC3339)
+			p.addKeep(k)
+		case c.ID == latest && !p.pol.DeleteLatestRetiredCheckpoint && !p.newestSavepoint[j.JobID[:6]].After(c.Usage.Newest):
+			k.Reason, k.By = KeepLatestRetired, "no newer savepoint of job "+j.JobID
+			p.addKeep(k)
+		case p.badMeta:
+			k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
+			p.addKeep(k)
+		default:
+			item.Rule = RuleRetiredJob
+			item.Detail = "job absent from the inventory, last modified " + j.Total.Newest.UTC().Format(time.RFC3339)
+			p.addCand(&candidate{item: item, metas: []string{cp + "/" + layout.MetadataFileName}, dir: true})
+		}
+	}
+	return false
+}
+
+func (p *planner) planSavepoints() {
+	groups := map[string][]layout.Savepoint{}
+	for _, sp := range p.in.Listing.Report.Savepoints {
+		if sp.Completed && p.metaFor(p.norm(sp.Path)).Refs != nil {
+			groups[sp.JobIDPrefix] = append(groups[sp.JobIDPrefix], sp)
+		}
+	}
+	rank := map[string]int{}
+	for _, g := range groups {
+		sort.Slice(g, func(i, j int) bool {
+			if !g[i].Usage.Newest.Equal(g[j].Usage.Newest) {
+				return g[i].Usage.Newest.After(g[j].Usage.Newest)
+			}
+			return g[i].Path > g[j].Path
+		})
+		for i, sp := range g {
+			rank[p.norm(sp.Path)] = i
+		}
+	}
+	for _, sp := range p.in.Listing.Report.Savepoints {
+		sp2 := p.norm(sp.Path)
+		k := Kept{Path: sp2, Kind: KindSavepointDir, Files: sp.Usage.Files, Dirs: sp.Usage.Dirs, Bytes: sp.Usage.Bytes}
+		item := Item{Path: sp2, Kind: KindSavepointDir, Files: sp.Usage.Files, Dirs: sp.Usage.Dirs,
+			Bytes: sp.Usage.Bytes, Newest: sp.Usage.Newest}
+		m := p.metaFor(sp2)
+		switch {
+		case p.pinned[sp2] != "":
+			k.Reason, k.By = KeepPinned, p.pinned[sp2]
+		case p.restore[sp2] != "":
+			k.Reason, k.By = KeepRestorePoint, "live job "+p.restore[sp2]
+		case !sp.Completed && p.old(sp.Usage.Newest, p.pol.Grace):
+			item.Rule, item.Detail = RuleIncompleteSavepoint, "no _metadata, last modified "+sp.Usage.Newest.UTC().Format(time.RFC3339)
+			p.addCand(&candidate{item: item, dir: true})
+			continue
+		case !sp.Completed:
+			k.Reason, k.By = KeepWithinGrace, "no _metadata yet, possibly in progress"
+		case m.Refs == nil:
+			k.Reason, k.By = KeepUnparseable, sp2+"/"+layout.MetadataFileName+": "+m.Error
+		case rank[sp2] < p.pol.KeepSavepoints:
+			k.Reason, k.By = KeepNewestSavepoints, fmt.Sprintf("newest #%d of job prefix %s", rank[sp2]+1, sp.JobIDPrefix)
+		case !p.old(sp.Usage.Newest, p.pol.SavepointMaxAge):
+			k.Reason, k.By = KeepWithinMaxAge, "written "+sp.Usage.Newest.UTC().Format(time.RFC3339)
+		case p.badMeta:
+			k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
+		default:
+			item.Rule = RuleSavepointRetention
+			item.Detail = fmt.Sprintf("#%d of job prefix %s, written %s", rank[sp2]+1, sp.JobIDPrefix, sp.Usage.Newest.UTC().Format(time.RFC3339))
+			p.addCand(&candidate{item: item, metas: []string{sp2 + "/" + layout.MetadataFileName}, dir: true})
+			continue
+		}
+		p.addKeep(k)
+	}
+}
+
+func (p *planner) planHA() {
+	for _, cl := range p.in.Listing.Report.HAClusters {
+		cp := p.norm(cl.Path)
+		k := Kept{Path: cp, Kind: KindHAClusterDir, Files: cl.Total.Files, Dirs: cl.Total.Dirs, Bytes: cl.Total.Bytes}
+		u, unknown := p.unknownUnder(cp)
+		switch {
+		case p.liveCluster[cl.ClusterID]:
+			k.Reason, k.By = KeepLiveCluster, "cluster "+cl.ClusterID
+		case unknown:
+			k.Reason, k.By = KeepUnknownLayout, "unknown entry "+u
+		case !p.old(cl.Total.Newest, p.pol.HATTL):
+			k.Reason, k.By = KeepWithinTTL, "cluster absent from the inventory, last modified "+cl.Total.Newest.UTC().Format(time.RFC3339)
+		default:
+			p.addCand(&candidate{item: Item{Path: cp, Kind: KindHAClusterDir, Rule: RuleRetiredHACluster, ClusterID: cl.ClusterID,
+				Files: cl.Total.Files, Dirs: cl.Total.Dirs, Bytes: cl.Total.Bytes, Newest: cl.Total.Newest,
+				Detail: "cluster absent from the inventory, last modified " + cl.Total.Newest.UTC().Format(time.RFC3339)}, dir: true})
+			continue
+		}
+		p.addKeep(k)
+	}
+}
+
+// fixpoint drops every candidate directory that a retained _metadata
+// references into; dropping one retains its own _metadata, which can veto
+// others, so it repeats until nothing changes. Candidates only shrink, so
+// it terminates.
+func (p *planner) fixpoint() *refIndex {
+	for {
+		removed := map[string]bool{}
+		for _, c := range p.cands {
+			for _, m := range c.metas {
+				removed[m] = true
+			}
+		}
+		var retained []*References
+		for k, v := range p.meta {
+			if v.Refs != nil && !removed[k] {
+				retained = append(retained, v.Refs)
+			}
+		}
+		ix := newRefIndex(retained)
+		var vetoed []string
+		for path, c := range p.cands {
+			if !c.dir {
+				continue
+			}
+			if by, ok := ix.find(path); ok {
+				vetoed = append(vetoed, path)
+				c.item.Detail = by
+			}
+		}
+		if len(vetoed) == 0 {
+			return ix
+		}
+		sort.Strings(vetoed)
+		for _, path := range vetoed {
+			c := p.cands[path]
+			delete(p.cands, path)
+			p.addKeep(Kept{Path: path, Kind: c.item.Kind, Reason: KeepReferenced, JobID: c.item.JobID, By: c.item.Detail,
+				Files: c.item.Files, Dirs: c.item.Dirs, Bytes: c.item.Bytes})
+		}
+	}
+}
+
+func (p *planner) planStateFiles(jobs []layout.JobCheckpoints, whole map[string]bool, ix *refIndex) {
+	byJob := map[string][]StateFile{}
+	for _, f := range p.in.Listing.StateFiles {
+		jd := p.norm(f.JobDir)
+		byJob[jd] = append(byJob[jd], f)
+	}
+	for _, j := range jobs {
+		jobPath := p.norm(j.Path)
+		if whole[jobPath] {
+			continue
+		}
+		_, isLive := p.liveJobs[j.JobID]
+		retiredPastTTL := !isLive && p.old(j.Total.Newest, p.pol.RetiredJobTTL)
+		var newestMeta time.Time
+		for _, c := range j.Checkpoints {
+			if c.Completed && c.Usage.Newest.After(newestMeta) {
+				newestMeta = c.Usage.Newest
+			}
+		}
+		for _, f := range byJob[jobPath] {
+			fp := p.norm(f.Path)
+			k := Kept{Path: fp, Kind: f.Kind, JobID: j.JobID, Files: 1, Bytes: f.Size}
+			switch by, ok := ix.find(fp); {
+			case ok:
+				k.Reason, k.By = KeepReferenced, by
+			case !p.old(f.ModTime, p.pol.Grace):
+				k.Reason, k.By = KeepWithinGrace, "possibly uploaded for a checkpoint not completed yet"
+			case isLive && !f.ModTime.Before(newestMeta):
+				k.Reason, k.By = KeepNewerThanCheckpoint, "live job "+j.JobID+" may be uploading it for its next checkpoint"
+			case p.badMeta:
+				k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
+			default:
+				rule := RuleUnreferencedState
+				if retiredPastTTL {
+					rule = RuleRetiredJob
+				}
+				p.addCand(&candidate{item: Item{Path: fp, Kind: f.Kind, Rule: rule, JobID: j.JobID, Files: 1,
+					Bytes: f.Size, Newest: f.ModTime, Detail: "no retained _metadata references it"}})
+				continue
+			}
+			p.addKeep(k)
+		}
+	}
+}
+
+// collapseRetiredJobs replaces the items of a retired job dir by the dir
+// itself when nothing in it is kept: one rename or delete instead of many,
+// and the dir, shared/ and taskowned/ are reclaimed too.
+func (p *planner) collapseRetiredJobs(jobs []layout.JobCheckpoints, whole map[string]bool) {
+	keptUnder := map[string]bool{}
+	for _, k := range p.keep {
+		keptUnder[k.Path] = true
+	}
+	for _, j := range jobs {
+		jobPath := p.norm(j.Path)
+		if whole[jobPath] || p.liveJobs[j.JobID].JobID != "" || !p.old(j.Total.Newest, p.pol.RetiredJobTTL) {
+			continue
+		}
+		blocked := false
+		for k := range keptUnder {
+			if under(k, jobPath) {
+				blocked = true
+				break
+			}
+		}
+		if blocked {
+			continue
+		}
+		var metas []string
+		for path, c := range p.cands {
+			if under(path, jobPath) {
+				metas = append(metas, c.metas...)
+				delete(p.cands, path)
+			}
+		}
+		sort.Strings(metas)
+		p.addCand(&candidate{item: Item{Path: jobPath, Kind: KindJobDir, Rule: RuleRetiredJob, JobID: j.JobID,
+			Files: j.Total.Files, Dirs: j.Total.Dirs, Bytes: j.Total.Bytes, Newest: j.Total.Newest,
+			Detail: "job absent from the inventory, last modified " + j.Total.Newest.UTC().Format(time.RFC3339)}, metas: metas, dir: true})
+	}
+}
+
+func (p *planner) finish() Plan {
+	plan := Plan{Version: PlanVersion, CreatedAt: p.now, Policy: p.pol, Roots: append([]layout.Root(nil), p.in.Listing.Roots...)}
+	for _, c := range p.cands {
+		plan.Delete = append(plan.Delete, c.item)
+	}
+	sort.Slice(plan.Delete, func(i, j int) bool { return plan.Delete[i].Path < plan.Delete[j].Path })
+	plan.Keep = p.keep
+	sort.SliceStable(plan.Keep, func(i, j int) bool {
+		if plan.Keep[i].Path != plan.Keep[j].Path {
+			return plan.Keep[i].Path < plan.Keep[j].Path
+		}
+		return plan.Keep[i].Reason < plan.Keep[j].Reason
+	})
+	for k := range p.meta {
+		plan.SeenMetadata = append(plan.SeenMetadata, k)
+	}
+	sort.Strings(plan.SeenMetadata)
+	for id := range p.liveJobs {
+		plan.LiveJobs = append(plan.LiveJobs, id)
+	}
+	sort.Strings(plan.LiveJobs)
+	for id := range p.liveCluster {
+		plan.LiveClusters = append(plan.LiveClusters, id)
+	}
+	sort.Strings(plan.LiveClusters)
+	plan.Summary = summarize(plan)
+	return plan
+}
+
+func summarize(plan Plan) []TenantSummary {
+	by := map[string]*TenantSummary{}
+	get := func(t string) *TenantSummary {
+		s, ok := by[t]
+		if !ok {
+			s = &TenantSummary{Tenant: t, ByRule: map[Rule]Totals{}, KeptItems: map[Reason]Totals{}}
+			by[t] = s
+		}
+		return s
+	}
+	for _, it := range plan.Delete {
+		s := get(it.Tenant)
+		s.Reclaim.add(it.Files, it.Dirs, it.Bytes)
+		t := s.ByRule[it.Rule]
+		t.add(it.Files, it.Dirs, it.Bytes)
+		s.ByRule[it.Rule] = t
+	}
+	for _, k := range plan.Keep {
+		s := get(k.Tenant)
+		t := s.KeptItems[k.Reason]
+		t.add(k.Files, k.Dirs, k.Bytes)
+		s.KeptItems[k.Reason] = t
+	}
+	out := make([]TenantSummary, 0, len(by))
+	for _, s := range by {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Tenant < out[j].Tenant })
+	return out
+}

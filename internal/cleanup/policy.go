@@ -1,0 +1,109 @@
+package cleanup
+
+import (
+	"time"
+)
+
+// Action says what the executor does with an item.
+type Action string
+
+const (
+	// ActionTrash moves items to a trash root outside the tenant's quota'd
+	// tree (default): the namespace quota is freed and the item can be
+	// moved back until the trash is purged.
+	ActionTrash Action = "trash"
+	// ActionDelete deletes items at once.
+	ActionDelete Action = "delete"
+)
+
+// Policy defaults.
+const (
+	DefaultGrace           = time.Hour
+	DefaultRetiredJobTTL   = 7 * 24 * time.Hour
+	DefaultKeepSavepoints  = 2
+	DefaultSavepointMaxAge = 7 * 24 * time.Hour
+	DefaultHATTL           = 7 * 24 * time.Hour
+)
+
+// PinMarkerName is the file that pins the savepoint directory holding it.
+const PinMarkerName = "_flinkmaint_pin"
+
+// Policy configures the rules. Zero fields take the defaults (ApplyDefaults).
+type Policy struct {
+	// Grace protects anything younger: incomplete chk-N and savepoints
+	// (possibly in flight) and unreferenced state files (possibly uploaded
+	// for a checkpoint that has no _metadata yet). Default 1h.
+	Grace time.Duration `json:"grace"`
+	// RetiredJobTTL is how long the checkpoint dir of a job absent from the
+	// inventory is kept after its last modification. Default 7 days.
+	RetiredJobTTL time.Duration `json:"retiredJobTTL"`
+	// DeleteLatestRetiredCheckpoint also deletes the latest completed
+	// checkpoint of a retired job when no newer savepoint of that job
+	// exists. Default false: it may be the only way back.
+	DeleteLatestRetiredCheckpoint bool `json:"deleteLatestRetiredCheckpoint,omitempty"`
+	// KeepSavepoints is how many of the newest completed savepoints per job
+	// are kept. Default 2.
+	KeepSavepoints int `json:"keepSavepoints"`
+	// SavepointMaxAge: savepoints younger than this are kept. Default 7 days.
+	SavepointMaxAge time.Duration `json:"savepointMaxAge"`
+	// HATTL is how long <ha-root>/<cluster-id> of a cluster absent from the
+	// inventory is kept after its last modification. Default 7 days.
+	HATTL time.Duration `json:"haTTL"`
+	// PinnedSavepoints are savepoint directories never deleted, in
+	// addition to those holding a _flinkmaint_pin marker.
+	PinnedSavepoints []string `json:"pinnedSavepoints,omitempty"`
+	// Action is trash (default) or delete.
+	Action Action `json:"action"`
+}
+
+// ApplyDefaults returns p with zero fields set to the defaults.
+func (p Policy) ApplyDefaults() Policy {
+	if p.Grace == 0 {
+		p.Grace = DefaultGrace
+	}
+	if p.RetiredJobTTL == 0 {
+		p.RetiredJobTTL = DefaultRetiredJobTTL
+	}
+	if p.KeepSavepoints == 0 {
+		p.KeepSavepoints = DefaultKeepSavepoints
+	}
+	if p.SavepointMaxAge == 0 {
+		p.SavepointMaxAge = DefaultSavepointMaxAge
+	}
+	if p.HATTL == 0 {
+		p.HATTL = DefaultHATTL
+	}
+	if p.Action == "" {
+		p.Action = ActionTrash
+	}
+	return p
+}
+
+// Validate checks a policy after ApplyDefaults.
+func (p Policy) Validate() error {
+	switch {
+	case p.Grace < 0:
+		return invalidInput("policy grace %v is negative; want a positive duration (default %v)", p.Grace, DefaultGrace)
+	case p.RetiredJobTTL < 0:
+		return invalidInput("policy retiredJobTTL %v is negative; want a positive duration (default %v)", p.RetiredJobTTL, DefaultRetiredJobTTL)
+	case p.RetiredJobTTL > 0 && p.RetiredJobTTL < p.Grace:
+		return invalidInput("policy retiredJobTTL %v is shorter than grace %v; a retired job's in-flight files would lose their protection", p.RetiredJobTTL, p.Grace)
+	case p.KeepSavepoints < 0:
+		return invalidInput("policy keepSavepoints %d is negative; want >= 1 (default %d)", p.KeepSavepoints, DefaultKeepSavepoints)
+	case p.SavepointMaxAge < 0:
+		return invalidInput("policy savepointMaxAge %v is negative; want a positive duration (default %v)", p.SavepointMaxAge, DefaultSavepointMaxAge)
+	case p.HATTL < 0:
+		return invalidInput("policy haTTL %v is negative; want a positive duration (default %v)", p.HATTL, DefaultHATTL)
+	}
+	switch p.Action {
+	case ActionTrash, ActionDelete, "":
+	default:
+		return invalidInput("policy action %q is not valid; want %q or %q", p.Action, ActionTrash, ActionDelete)
+	}
+	for _, s := range p.PinnedSavepoints {
+		if _, err := normPath(s, ""); err != nil {
+			return invalidInput("policy pinnedSavepoints entry %q: %v", s, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,620 @@
+package cleanup_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gohdfs "github.com/colinmarc/hdfs/v2"
+
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+const realTestBase = "/flinkmaint-test/cleanup"
+
+// realEnv is one test's private tree on the sandbox HDFS and its Flink jobs.
+type realEnv struct {
+	t     *testing.T
+	peers *sandbox.Peers
+	fs    *storage.HDFS
+	raw   *gohdfs.Client
+	fl    *flink.Client
+	jarID string
+	nnURI string
+	base  string // plain path
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newRealEnv(t *testing.T, ctx context.Context) *realEnv {
+	t.Helper()
+	peers := sandbox.RequirePeers(t)
+	e := &realEnv{t: t, peers: peers, nnURI: peers.HDFS.URI, base: realTestBase + "/" + randHex(6)}
+	if _, err := peers.HadoopShell(ctx, "-mkdir", "-p", e.base+"/tenant/checkpoints", e.base+"/tenant/savepoints",
+		e.base+"/tenant/ha", e.base+"/live/checkpoints", e.base+"/trash", e.base+"/restore/checkpoints"); err != nil {
+		t.Fatalf("create test tree: %v", err)
+	}
+	guard, err := storage.NewGuard(realTestBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fs, err = storage.NewHDFS(ctx, storage.HDFSOptions{URI: peers.HDFS.URI, User: peers.HDFS.User, HadoopConfDir: t.TempDir(), Guard: guard})
+	if err != nil {
+		t.Fatalf("HDFS: %v", err)
+	}
+	e.raw, err = gohdfs.NewClient(gohdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
+	if err != nil {
+		t.Fatalf("raw HDFS client: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = e.peers.ClearNamespaceQuota(ctx, e.base+"/tenant")
+		if os.Getenv("FLINKMAINT_KEEP_TEST_TREE") == "" {
+			if err := e.fs.RemoveAll(ctx, e.base); err != nil {
+				t.Errorf("remove test tree %s: %v", e.base, err)
+			}
+		}
+		e.fs.Close()
+		e.raw.Close()
+	})
+	e.fl, err = flink.New(flink.Options{BaseURL: peers.Clusters[0].RESTURL, RequestTimeout: 30 * time.Second, PollInterval: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.jarID, err = e.fl.UploadJar(ctx, peers.SampleJob.Jar)
+	if err != nil {
+		t.Fatalf("upload sample job: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.fl.DeleteJar(ctx, e.jarID)
+	})
+	return e
+}
+
+func (e *realEnv) uri(p string) string { return e.nnURI + p }
+
+// startJob runs the sample job and cancels it when the test ends.
+func (e *realEnv) startJob(ctx context.Context, name, ckptDir, from string, mode flink.RestoreMode) (string, error) {
+	return e.startJobID(ctx, "", name, ckptDir, from, mode)
+}
+
+func (e *realEnv) startJobID(ctx context.Context, jobID, name, ckptDir, from string, mode flink.RestoreMode) (string, error) {
+	req := flink.RunJarRequest{
+		JobID:         jobID,
+		EntryClass:    e.peers.SampleJob.EntryClass,
+		ProgramArgs:   []string{"--checkpoint-dir", ckptDir, "--keys", "2000", "--value-bytes", "256", "--rate", "400", "--job-name", name},
+		SavepointPath: from,
+		RestoreMode:   mode,
+	}
+	res, err := e.fl.RunJar(ctx, e.jarID, req)
+	if res.JobID != "" {
+		e.t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = e.fl.CancelJob(ctx, res.JobID)
+		})
+	}
+	return res.JobID, err
+}
+
+// waitCheckpoints waits until the job has completed n checkpoints since it
+// started (and, when restored, until latest.restored names from).
+func (e *realEnv) waitCheckpoints(ctx context.Context, jobID string, n int64, from string) flink.CheckpointingStatistics {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		st, err := e.fl.JobState(ctx, jobID)
+		if err == nil && st.IsTerminal() {
+			ex, _ := e.fl.JobExceptions(ctx, jobID, 3)
+			e.t.Fatalf("job %s is %s before %d checkpoints: %s", jobID, st, n, firstException(ex))
+		}
+		stats, err := e.fl.Checkpoints(ctx, jobID)
+		if err == nil && st == flink.JobRunning && stats.Counts.Completed >= n {
+			if from == "" {
+				return stats
+			}
+			r := stats.Latest.Restored
+			if r == nil || strings.TrimSuffix(r.ExternalPath, "/") != strings.TrimSuffix(from, "/") {
+				e.t.Fatalf("job %s: latest.restored %+v; want %s", jobID, r, from)
+			}
+			if stats.Latest.Completed == nil || stats.Latest.Completed.ID <= r.ID {
+				e.t.Fatalf("job %s: no checkpoint after the restore of %d: %+v", jobID, r.ID, stats.Latest.Completed)
+			}
+			return stats
+		}
+		select {
+		case <-ctx.Done():
+			e.t.Fatalf("job %s: fewer than %d completed checkpoints before the deadline (state %s, err %v)", jobID, n, st, err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func firstException(ex flink.JobExceptions) string {
+	if len(ex.History.Entries) == 0 {
+		return "no exception recorded"
+	}
+	s := ex.History.Entries[0].Stacktrace
+	if len(s) > 600 {
+		s = s[:600]
+	}
+	return s
+}
+
+func (e *realEnv) cancelAndWait(ctx context.Context, jobID string) {
+	e.t.Helper()
+	if err := e.fl.CancelJob(ctx, jobID); err != nil {
+		e.t.Fatalf("cancel %s: %v", jobID, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if st, err := e.fl.JobState(ctx, jobID); err == nil && st == flink.JobCanceled {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	e.t.Fatalf("job %s not CANCELED within a minute", jobID)
+}
+
+func (e *realEnv) savepoint(ctx context.Context, jobID, dir string) string {
+	e.t.Helper()
+	tr, err := e.fl.TriggerSavepoint(ctx, jobID, flink.SavepointRequest{TargetDirectory: dir})
+	if err != nil {
+		e.t.Fatalf("trigger savepoint: %v", err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	loc, err := e.fl.AwaitSavepoint(actx, jobID, tr.TriggerID)
+	if err != nil {
+		e.t.Fatalf("await savepoint: %v", err)
+	}
+	return strings.TrimSuffix(loc, "/")
+}
+
+// age sets the modification time of p and everything below it.
+func (e *realEnv) age(p string, when time.Time) {
+	e.t.Helper()
+	p = strings.TrimPrefix(p, e.nnURI)
+	var dirs []string
+	err := e.raw.Walk(p, func(q string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			dirs = append(dirs, q)
+			return nil
+		}
+		return e.raw.Chtimes(q, when, when)
+	})
+	if err != nil {
+		e.t.Fatalf("age %s: %v", p, err)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- { // children first: creating them touched the parent
+		if err := e.raw.Chtimes(dirs[i], when, when); err != nil {
+			e.t.Fatalf("age %s: %v", dirs[i], err)
+		}
+	}
+}
+
+func (e *realEnv) write(ctx context.Context, p string, data []byte) {
+	e.t.Helper()
+	if err := e.fs.MkdirAll(ctx, p[:strings.LastIndex(p, "/")]); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.fs.WriteFile(ctx, p, data); err != nil {
+		// "replication in progress" on close: the data is acknowledged.
+		if fi, serr := e.fs.Stat(ctx, p); serr != nil || fi.Size != int64(len(data)) {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func (e *realEnv) exists(ctx context.Context, p string) bool {
+	_, err := e.fs.Stat(ctx, p)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		e.t.Fatalf("stat %s: %v", p, err)
+	}
+	return err == nil
+}
+
+// retainedReferences parses every _metadata under the roots now.
+func (e *realEnv) retainedReferences(ctx context.Context, roots []layout.Root) map[string]string {
+	e.t.Helper()
+	l, err := cleanup.Gather(ctx, e.fs, roots, cleanup.GatherOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	refs := map[string]string{}
+	for m, r := range l.Metadata {
+		if r.Refs == nil {
+			e.t.Fatalf("metadata %s unparseable after cleanup: %s", m, r.Error)
+		}
+		for _, f := range r.Refs.Files {
+			refs[f] = m
+		}
+	}
+	return refs
+}
+
+// TestRealSandboxCleanup proves the rules on real Flink and HDFS: cleanup
+// removes exactly the garbage, every kept checkpoint and savepoint still
+// restores, the quota gets headroom, a job checkpointing during the run
+// loses nothing, and the naive age-based deletion breaks a restore.
+func TestRealSandboxCleanup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	e := newRealEnv(t, ctx)
+	tenantRoot := e.base + "/tenant"
+	ckptRoot := e.uri(tenantRoot + "/checkpoints")
+	spRoot := e.uri(tenantRoot + "/savepoints")
+	haRoot := e.uri(tenantRoot + "/ha")
+	liveRoot := e.uri(e.base + "/live/checkpoints")
+	restoreRoot := e.uri(e.base + "/restore/checkpoints")
+	trashRoot := e.uri(e.base + "/trash")
+	longAgo := time.Now().Add(-30 * 24 * time.Hour)
+
+	// Job A: checkpoints and four savepoints, then cancelled (retired).
+	jobA, err := e.startJob(ctx, "cleanup-a", ckptRoot, "", "")
+	if err != nil {
+		t.Fatalf("start job A: %v", err)
+	}
+	e.waitCheckpoints(ctx, jobA, 3, "")
+	var sps []string
+	for range 4 {
+		sps = append(sps, e.savepoint(ctx, jobA, spRoot))
+	}
+	before := e.waitCheckpoints(ctx, jobA, 1, "").Counts.Completed
+	e.waitCheckpoints(ctx, jobA, before+2, "")
+	e.cancelAndWait(ctx, jobA)
+	statsA, err := e.fl.Checkpoints(ctx, jobA)
+	if err != nil || statsA.Latest.Completed == nil {
+		t.Fatalf("job A checkpoint stats: %+v %v", statsA, err)
+	}
+	latestA := strings.TrimSuffix(statsA.Latest.Completed.ExternalPath, "/")
+	jobADir := ckptRoot + "/" + jobA
+
+	// Job B's id is fixed up front so its dir can hold garbage before it
+	// starts: B must be planned right after its first checkpoint, while
+	// that checkpoint still references A's files (RocksDB compaction soon
+	// replaces them).
+	jobB := randHex(16)
+	jobBDir := liveRoot + "/" + jobB
+
+	// Age A, the two oldest savepoints, and add garbage of every kind.
+	e.age(jobADir, longAgo)
+	e.age(sps[0], longAgo)
+	e.age(sps[1], longAgo.Add(time.Hour))
+	e.write(ctx, sps[0]+"/"+cleanup.PinMarkerName, nil)
+	e.age(sps[0], longAgo)
+	garbage := map[string]bool{}
+	addGarbage := func(p string, files map[string]int) {
+		for name, size := range files {
+			e.write(ctx, p+"/"+name, make([]byte, size))
+		}
+		e.age(p, longAgo)
+		garbage[p] = true
+	}
+	addGarbage(jobADir+"/chk-99999", map[string]int{"9d7c1f6e-aaaa": 100})
+	addGarbage(jobBDir+"/chk-88888", map[string]int{"0e1f-bbbb": 10})
+	jobC := randHex(16)
+	addGarbage(ckptRoot+"/"+jobC, map[string]int{"chk-1/x": 5, "shared/s1": 7, "shared/s2": 0, "taskowned/t": 3})
+	spIncomplete := spRoot + "/savepoint-" + jobA[:6] + "-" + randHex(6)
+	addGarbage(spIncomplete, map[string]int{"partial-state": 64})
+	addGarbage(haRoot+"/cluster-gone", map[string]int{"completedCheckpoint0123456789ab": 20, "submittedJobGraph0123456789ab": 30,
+		"blob/job_" + jobC + "/blob_p-0123": 40})
+	zeroB := jobBDir + "/shared/zero-" + randHex(4)
+	e.write(ctx, zeroB, nil)
+	e.age(zeroB, longAgo)
+	garbage[zeroB] = true
+	e.write(ctx, haRoot+"/cluster-live/completedCheckpointba9876543210", []byte("x"))
+	e.age(haRoot+"/cluster-live", longAgo)
+	garbage[sps[1]] = true
+
+	// A's dir was touched by adding garbage to it; age it again.
+	e.age(jobADir, longAgo)
+
+	// Exhaust the tenant's namespace quota.
+	sum, err := e.fs.ContentSummary(ctx, tenantRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.peers.SetNamespaceQuota(ctx, tenantRoot, sum.Namespace()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Mkdir(ctx, tenantRoot+"/probe"); !errors.Is(err, storage.ErrNamespaceQuotaExceeded) {
+		t.Fatalf("mkdir under an exhausted quota: %v; want ErrNamespaceQuotaExceeded", err)
+	}
+
+	// Job B: restored from A's latest checkpoint in LEGACY mode, so its
+	// first checkpoints reference A's shared files; it stays live
+	// throughout and writes outside the quota'd tree.
+	if _, err := e.startJobID(ctx, jobB, "cleanup-b", liveRoot, latestA, flink.RestoreLegacy); err != nil {
+		t.Fatalf("start job B from %s: %v", latestA, err)
+	}
+	e.waitCheckpoints(ctx, jobB, 1, latestA)
+
+	// Plan. The in-flight checkpoint is read after the listing, so one
+	// that started before it is covered.
+	roots := []layout.Root{{Path: ckptRoot, Kind: layout.CheckpointRoot}, {Path: liveRoot, Kind: layout.CheckpointRoot},
+		{Path: spRoot, Kind: layout.SavepointRoot}, {Path: haRoot, Kind: layout.HARoot}}
+	listing, err := cleanup.Gather(ctx, e.fs, roots, cleanup.GatherOptions{})
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	live := func(ctx context.Context) (cleanup.Live, error) {
+		lj := cleanup.LiveJob{JobID: jobB, RestorePath: latestA}
+		st, err := e.fl.Checkpoints(ctx, jobB)
+		if err != nil {
+			return cleanup.Live{}, err
+		}
+		for _, h := range st.History {
+			if h.Status == "IN_PROGRESS" {
+				lj.InFlightCheckpoint = h.ID
+			}
+		}
+		return cleanup.Live{Clusters: []cleanup.LiveCluster{{ClusterID: e.peers.Clusters[0].ClusterID, Jobs: []cleanup.LiveJob{lj}}, {ClusterID: "cluster-live"}}}, nil
+	}
+	inv, err := live(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crossRefs := 0
+	for m, r := range listing.Metadata {
+		if r.Refs == nil {
+			t.Fatalf("Flink-written metadata %s unparseable: %s", m, r.Error)
+		}
+		if strings.HasPrefix(m, jobBDir) {
+			for _, f := range r.Refs.Files {
+				if strings.HasPrefix(f, jobADir+"/shared/") {
+					crossRefs++
+				}
+			}
+		}
+	}
+	t.Logf("job B's checkpoints hold %d references into job A's shared/", crossRefs)
+	if crossRefs == 0 {
+		t.Errorf("job B (LEGACY restore) references none of job A's shared files; the cross-job case is not exercised")
+	}
+	policy := cleanup.Policy{Grace: 3 * time.Second}
+	plan, err := cleanup.BuildPlan(cleanup.Input{Now: time.Now(), Listing: listing, Live: inv, Policy: policy,
+		Tenants: []inventory.Tenant{{Name: "team-test", Root: e.uri(tenantRoot)}}})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	data, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded cleanup.Plan
+	if err := json.Unmarshal(data, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range plan.Summary {
+		t.Logf("summary %q: reclaim %+v by rule %+v kept %+v", s.Tenant, s.Reclaim, s.ByRule, s.KeptItems)
+	}
+	planned := map[string]cleanup.Item{}
+	for _, it := range plan.Delete {
+		planned[it.Path] = it
+	}
+	for g := range garbage {
+		if _, ok := planned[g]; !ok {
+			t.Errorf("garbage %s not planned for deletion", g)
+		}
+	}
+	for _, must := range []string{latestA, sps[0], sps[2], sps[3], haRoot + "/cluster-live"} {
+		for p := range planned {
+			if strings.HasPrefix(p+"/", must+"/") || strings.HasPrefix(must+"/", p+"/") {
+				t.Errorf("%s planned for deletion (%s) but must be kept", p, planned[p].Rule)
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Execute while job B keeps checkpointing; small batches, so the
+	// executor re-reads new _metadata several times during the run.
+	guard, err := storage.NewGuard(e.uri(tenantRoot), liveRoot, trashRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progressMu sync.Mutex
+	var progress []cleanup.Progress
+	ex, err := cleanup.NewExecutor(cleanup.ExecutorConfig{FS: e.fs, Guard: guard, TrashRoot: trashRoot, RunID: "run-1",
+		BatchSize: 3, Concurrency: 2, Live: live, Progress: func(p cleanup.Progress) {
+			progressMu.Lock()
+			progress = append(progress, p)
+			progressMu.Unlock()
+			time.Sleep(time.Second) // stretch the run over several of B's checkpoints
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startB, _ := e.fl.Checkpoints(ctx, jobB)
+	res, err := ex.Run(ctx, decoded)
+	if err != nil {
+		t.Fatalf("run: %v (result %+v)", err, res)
+	}
+	endB, _ := e.fl.Checkpoints(ctx, jobB)
+	t.Logf("run: %+v counts %v; job B completed %d checkpoints during it; %d progress calls", res.Reclaimed, res.Counts, endB.Counts.Completed-startB.Counts.Completed, len(progress))
+	if endB.Counts.Completed <= startB.Counts.Completed {
+		t.Errorf("job B completed no checkpoint during the run; concurrency not exercised")
+	}
+	for _, r := range res.Refused {
+		t.Logf("refused %s: %s", r.Path, r.Detail)
+	}
+	recs, err := cleanup.ReadManifest(ctx, e.fs, trashRoot+"/_audit", "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(plan.Delete) {
+		t.Errorf("manifest has %d records for %d items", len(recs), len(plan.Delete))
+	}
+	for _, r := range recs {
+		switch r.Outcome {
+		case cleanup.OutcomeTrashed:
+			if e.exists(ctx, r.Path) || !e.exists(ctx, r.TrashPath) {
+				t.Errorf("trashed %s: source still there or trash copy %s missing", r.Path, r.TrashPath)
+			}
+		case cleanup.OutcomeRefused, cleanup.OutcomeGone:
+			if garbage[r.Path] {
+				t.Errorf("garbage %s %s: %s", r.Path, r.Outcome, r.Detail)
+			}
+		default:
+			t.Errorf("item %s ended %s: %s", r.Path, r.Outcome, r.Detail)
+		}
+	}
+
+	// Nothing any surviving _metadata references was removed, including
+	// those of checkpoints B completed during the run. B is stopped first
+	// so Flink's own subsuming does not race the check.
+	e.cancelAndWait(ctx, jobB)
+	refs := e.retainedReferences(ctx, roots)
+	for f, by := range refs {
+		if !e.exists(ctx, f) {
+			t.Errorf("%s (referenced by %s) is missing after cleanup", f, by)
+		}
+	}
+	// Every trashed state file was unreferenced by all retained metadata.
+	for _, r := range recs {
+		if r.Outcome == cleanup.OutcomeTrashed {
+			if by, ok := refs[r.Path]; ok {
+				t.Errorf("trashed %s is referenced by %s", r.Path, by)
+			}
+		}
+	}
+
+	// Quota headroom.
+	after, err := e.fs.ContentSummary(ctx, tenantRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("tenant namespace: before %d (quota %d), after %d", sum.Namespace(), after.NamespaceQuota, after.Namespace())
+	if after.Namespace() >= after.NamespaceQuota {
+		t.Errorf("no namespace headroom after cleanup: %d of %d", after.Namespace(), after.NamespaceQuota)
+	}
+	if err := e.fs.Mkdir(ctx, tenantRoot+"/probe"); err != nil {
+		t.Errorf("mkdir after cleanup: %v", err)
+	}
+	if err := e.peers.ClearNamespaceQuota(ctx, tenantRoot); err != nil {
+		t.Fatal(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Every kept checkpoint and savepoint restores.
+	statsB, err := e.fl.Checkpoints(ctx, jobB)
+	if err != nil || statsB.Latest.Completed == nil {
+		t.Fatalf("job B stats: %+v %v", statsB, err)
+	}
+	latestB := strings.TrimSuffix(statsB.Latest.Completed.ExternalPath, "/")
+	kept := []string{latestA, sps[0], sps[2], sps[3], latestB}
+	for _, k := range plan.Keep {
+		if k.Kind == cleanup.KindSavepointDir || (k.Kind == cleanup.KindCheckpointDir && strings.HasPrefix(k.Path, jobADir)) {
+			if !containsStr(kept, k.Path) && e.exists(ctx, k.Path+"/_metadata") {
+				kept = append(kept, k.Path)
+			}
+		}
+	}
+	sort.Strings(kept)
+	for i, from := range kept {
+		id, err := e.startJob(ctx, fmt.Sprintf("cleanup-restore-%d", i), restoreRoot, from, flink.RestoreNoClaim)
+		if err != nil {
+			t.Fatalf("restore from kept %s: %v", from, err)
+		}
+		e.waitCheckpoints(ctx, id, 1, from)
+		e.cancelAndWait(ctx, id)
+		t.Logf("restored from kept %s", from)
+	}
+
+	// The naive rule, "delete state older than a day", on the same tree
+	// now that the safe restores are proven; it even spares the chk-N dirs
+	// and deletes only old files in shared/. A copy would not do:
+	// checkpoints reference shared files by absolute path, so a copied
+	// checkpoint still reads the originals.
+	naiveCutoff := time.Now().Add(-24 * time.Hour)
+	var naive []string
+	err = e.fs.Walk(ctx, ckptRoot, func(fi storage.FileInfo) error {
+		if !fi.IsDir && fi.ModTime.Before(naiveCutoff) && strings.Contains(fi.Path, "/shared/") {
+			naive = append(naive, fi.Path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range naive {
+		if err := e.fs.Remove(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("naive pass deleted %d shared/ files older than a day", len(naive))
+	id, err := e.startJob(ctx, "cleanup-naive", restoreRoot, latestA, flink.RestoreNoClaim)
+	if err == nil {
+		err = e.waitFailure(ctx, id)
+	}
+	if err == nil {
+		t.Fatalf("restore from %s succeeded after the naive deletion; the test shows nothing", latestA)
+	}
+	if !strings.Contains(err.Error(), "FileNotFound") && !strings.Contains(err.Error(), "does not exist") && !strings.Contains(err.Error(), "File not found") {
+		t.Fatalf("restore after naive deletion failed, but not for a missing file: %v", err)
+	}
+	t.Logf("naive deletion breaks the restore: %.300s", err.Error())
+}
+
+// waitFailure waits until a restored job fails; it returns the failure
+// (nil if the job ran and checkpointed instead).
+func (e *realEnv) waitFailure(ctx context.Context, jobID string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		st, _ := e.fl.JobState(ctx, jobID)
+		ex, _ := e.fl.JobExceptions(ctx, jobID, 5)
+		if len(ex.History.Entries) > 0 {
+			var all []string
+			for _, en := range ex.History.Entries {
+				all = append(all, en.Stacktrace)
+			}
+			return errors.New(strings.Join(all, "\n"))
+		}
+		if st == flink.JobFailed {
+			return fmt.Errorf("job %s FAILED without a recorded exception", jobID)
+		}
+		if stats, err := e.fl.Checkpoints(ctx, jobID); err == nil && st == flink.JobRunning && stats.Counts.Completed > 0 {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return nil
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,148 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// PurgeConfig configures PurgeTrash.
+type PurgeConfig struct {
+	FS storage.FileSystem
+	// TrashRoot is the root trash runs live under; nothing outside it is
+	// ever removed by a purge, whatever FS's own guard allows.
+	TrashRoot string
+	// AuditRoot receives the purge manifest under _purge/ (default
+	// <TrashRoot>/_audit).
+	AuditRoot string
+	// TTL: a run's trash is purged when nothing in it changed for this long.
+	TTL time.Duration
+	// Now is the purge time (the caller's clock).
+	Now time.Time
+}
+
+// PurgeResult lists what a purge did.
+type PurgeResult struct {
+	Manifest string   `json:"manifest,omitempty"`
+	Purged   []Record `json:"purged"`
+	Kept     []string `json:"kept"`
+}
+
+// PurgeTrash removes trash runs (<TrashRoot>/<run-id>) older than the TTL
+// and writes a manifest of what it removed. Entries starting with "_" (the
+// audit root) are never purged.
+func PurgeTrash(ctx context.Context, cfg PurgeConfig) (PurgeResult, error) {
+	bad := func(format string, args ...any) error {
+		return &Error{Op: "purge trash", Kind: ErrInvalidConfig, Err: fmt.Errorf(format, args...)}
+	}
+	if cfg.FS == nil {
+		return PurgeResult{}, bad("FS is nil")
+	}
+	if cfg.TTL <= 0 {
+		return PurgeResult{}, bad("TTL %v must be positive", cfg.TTL)
+	}
+	if cfg.Now.IsZero() {
+		return PurgeResult{}, bad("Now is zero; pass the purge time")
+	}
+	base := cfg.FS.URI().String()
+	root, err := normPath(cfg.TrashRoot, base)
+	if err != nil || cfg.TrashRoot == "" {
+		return PurgeResult{}, bad("TrashRoot %q: want an absolute path or URI", cfg.TrashRoot)
+	}
+	root = strings.TrimSuffix(root, "/")
+	guard, err := storage.NewGuard(root)
+	if err != nil {
+		return PurgeResult{}, bad("TrashRoot %q: %v", cfg.TrashRoot, err)
+	}
+	audit := cfg.AuditRoot
+	if audit == "" {
+		audit = root + "/" + auditDirName
+	}
+	var runs []storage.FileInfo
+	err = cfg.FS.List(ctx, root, 0, func(b []storage.FileInfo) error {
+		for _, fi := range b {
+			if !strings.HasPrefix(fi.Name, "_") {
+				runs = append(runs, fi)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return PurgeResult{}, classify("list trash", root, err)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Path < runs[j].Path })
+	var res PurgeResult
+	for _, run := range runs {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		var newest time.Time
+		var files, dirs, bytes int64
+		err := cfg.FS.Walk(ctx, run.Path, func(fi storage.FileInfo) error {
+			if fi.ModTime.After(newest) {
+				newest = fi.ModTime
+			}
+			if fi.IsDir {
+				dirs++
+			} else {
+				files++
+				bytes += fi.Size
+			}
+			return nil
+		})
+		if err != nil {
+			return res, classify("walk trash run", run.Path, err)
+		}
+		if cfg.Now.Sub(newest) < cfg.TTL {
+			res.Kept = append(res.Kept, run.Path)
+			continue
+		}
+		if _, err := guard.Check(cfg.FS.URI(), run.Path); err != nil {
+			return res, &Error{Op: "purge trash", Path: run.Path, Kind: ErrOutsideRoots, Err: err}
+		}
+		if err := cfg.FS.RemoveAll(ctx, run.Path); err != nil {
+			return res, classify("purge trash run", run.Path, err)
+		}
+		res.Purged = append(res.Purged, Record{Path: run.Path, Files: files, Dirs: dirs, Bytes: bytes, Outcome: OutcomePurged,
+			Time: cfg.Now.UTC(), Detail: "unchanged since " + newest.UTC().Format(time.RFC3339)})
+	}
+	if len(res.Purged) > 0 {
+		m := &manifest{fs: cfg.FS, dir: audit + "/_purge"}
+		name := fmt.Sprintf("purge-%s.jsonl", cfg.Now.UTC().Format("20060102T150405.000000000Z"))
+		m.next = 0
+		if err := writeRecords(ctx, m, name, res.Purged); err != nil {
+			return res, err
+		}
+		res.Manifest = m.dir + "/" + name
+	}
+	return res, nil
+}
+
+func writeRecords(ctx context.Context, m *manifest, name string, recs []Record) error {
+	data, err := encodeRecords(recs)
+	if err != nil {
+		return err
+	}
+	if err := m.fs.MkdirAll(ctx, m.dir); err != nil {
+		return classify("create audit dir", m.dir, err)
+	}
+	p := m.dir + "/" + name
+	if err := m.fs.WriteFile(ctx, p, data); err != nil {
+		// HDFS can report "replication in progress" on close after every
+		// byte was acknowledged; the file is then complete, only its lease
+		// is still open.
+		if fi, serr := m.fs.Stat(ctx, p); serr == nil && !errors.Is(err, storage.ErrExist) && fi.Size == int64(len(data)) {
+			return nil
+		}
+		if errors.Is(err, storage.ErrExist) {
+			return &Error{Op: "write purge manifest", Path: p, Err: err}
+		}
+		return classify("write purge manifest", p, err)
+	}
+	return nil
+}
