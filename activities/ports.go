@@ -19,6 +19,7 @@ type FlinkAPI interface {
 	StopWithSavepoint(ctx context.Context, jobID string, req flink.StopRequest) (flink.Trigger, error)
 	SavepointStatus(ctx context.Context, jobID, triggerID string) (flink.OperationStatus, error)
 	UploadJar(ctx context.Context, jarPath string) (string, error)
+	UploadJarBytes(ctx context.Context, name string, jar []byte) (string, error)
 	RunJar(ctx context.Context, jarID string, req flink.RunJarRequest) (flink.RunJarResult, error)
 	DeleteJar(ctx context.Context, jarID string) error
 	CancelJob(ctx context.Context, jobID string) error

@@ -38,6 +38,9 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 		}
 	}
 	inv, err := a.Inventory.Discover(ctx)
+	if errors.Is(err, inventory.ErrInvalid) {
+		return DiscoverJobsResult{}, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
+	}
 	if err != nil {
 		return DiscoverJobsResult{}, classify("discover inventory", err)
 	}
@@ -160,8 +163,9 @@ func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQ
 		return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
 	}
 	byTenant := map[string][]quota.JobFootprint{}
+	scans := map[string]*layout.Report{} // one scan per checkpoint root
 	for _, r := range in.Restart {
-		fp, err := a.footprint(ctx, r, in.DefaultRetention)
+		fp, err := a.footprint(ctx, r, in.DefaultRetention, scans)
 		if err != nil {
 			return CheckQuotaResult{}, err
 		}
@@ -213,7 +217,7 @@ func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQ
 // footprint measures an old job's checkpoint dir: files per checkpoint
 // (its chk-N dir plus the shared files one checkpoint adds on average) and
 // the files of a full checkpoint (all shared files plus one chk-N).
-func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, defaultRetention int) (quota.JobFootprint, error) {
+func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, defaultRetention int, scans map[string]*layout.Report) (quota.JobFootprint, error) {
 	retained := r.NumRetained
 	if retained < 1 {
 		retained = max(defaultRetention, 1)
@@ -226,16 +230,19 @@ func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, def
 	if err != nil {
 		return fp, classify("resolve "+r.CheckpointDir, err)
 	}
-	parent := path.Dir(p)
-	rep, err := (&layout.Scanner{FS: fs}).Scan(ctx, []layout.Root{{Path: parent, Kind: layout.CheckpointRoot}})
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return fp, nil
+	parent := parentURI(p)
+	rep, ok := scans[parent]
+	if !ok {
+		scanned, err := (&layout.Scanner{FS: fs}).Scan(ctx, []layout.Root{{Path: parent, Kind: layout.CheckpointRoot}})
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return fp, classify("scan "+parent, err)
 		}
-		return fp, classify("scan "+parent, err)
+		rep = &scanned
+		scans[parent] = rep
+		activity.RecordHeartbeat(ctx, parent)
 	}
 	for _, j := range rep.Jobs {
-		if path.Base(j.Path) != path.Base(p) {
+		if baseName(j.Path) != baseName(p) {
 			continue
 		}
 		var chkNS int64
@@ -358,8 +365,8 @@ func (a *Activities) WriteDocument(ctx context.Context, in WriteDocumentInput) (
 	if err != nil {
 		return WriteDocumentResult{}, classify("resolve "+in.Path, err)
 	}
-	if err := fs.MkdirAll(ctx, path.Dir(p)); err != nil {
-		return WriteDocumentResult{}, classify("create "+path.Dir(p), err)
+	if err := fs.MkdirAll(ctx, parentURI(p)); err != nil {
+		return WriteDocumentResult{}, classify("create "+parentURI(p), err)
 	}
 	tmp := p + ".tmp"
 	_ = fs.Remove(ctx, tmp) // a leftover from a crashed attempt
@@ -429,7 +436,7 @@ func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (Restar
 	} else if flink.Reason(err) != flink.ErrorReasonJobNotFound {
 		return RestartJobResult{}, classify("look up job "+in.NewJobID, err)
 	}
-	jarID, err := client.UploadJar(ctx, r.Jar)
+	jarID, err := a.uploadJar(ctx, client, r.Jar)
 	if err != nil {
 		return RestartJobResult{}, classify("upload jar "+r.Jar+" for "+in.Job.Key, err)
 	}
@@ -484,6 +491,28 @@ func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
 			return err
 		}
 	}
+}
+
+// maxJarBytes bounds a job jar read from storage into memory.
+const maxJarBytes = 1 << 30
+
+// uploadJar uploads a local jar, or one read from storage (hdfs://).
+func (a *Activities) uploadJar(ctx context.Context, client FlinkAPI, jar string) (string, error) {
+	if !strings.Contains(jar, "://") || strings.HasPrefix(jar, "file://") {
+		return client.UploadJar(ctx, strings.TrimPrefix(jar, "file://"))
+	}
+	if a.Storage == nil {
+		return "", nonRetryable(ErrTypeStorage, "jar %s is on storage but the worker has no storage configured", jar)
+	}
+	fs, p, err := a.Storage.Resolve(ctx, jar)
+	if err != nil {
+		return "", err
+	}
+	data, err := fs.ReadFile(ctx, p, maxJarBytes)
+	if err != nil {
+		return "", err
+	}
+	return client.UploadJarBytes(ctx, baseName(p), data)
 }
 
 // AwaitHealthy waits until a restarted job is RUNNING, restored from the
@@ -620,3 +649,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// parentURI is the parent of a resolved path, which may be a full URI
+// (path.Dir alone would fold the "//" after the scheme).
+func parentURI(p string) string {
+	u, err := storage.ParseURI(p)
+	if err != nil {
+		return path.Dir(p)
+	}
+	u.Path = path.Dir(u.Path)
+	return u.String()
+}
+
+// baseName is the last element of a path or URI.
+func baseName(p string) string { return path.Base(strings.TrimRight(p, "/")) }

@@ -104,10 +104,10 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 
 	root.AddCommand(newPingCommand(g))
 	root.AddCommand(
-		newGroupCommand("window", "Plan, run and steer maintenance windows"),
+		newWindowCommand(g),
 		newGroupCommand("governance", "Reference-safe cleanup of checkpoints, savepoints and HA state"),
 		newGroupCommand("quota", "HDFS namespace and space quota per tenant"),
-		newGroupCommand("metadata", "Read Flink checkpoint and savepoint _metadata"),
+		newMetadataCommand(g),
 	)
 	return root
 }

@@ -35,7 +35,9 @@ func TestUsageErrors(t *testing.T) {
 		"bad timeout":         {[]string{"ping", "--timeout", "0s"}, nil, "--timeout=0s"},
 		"bad TLS env":         {[]string{"ping"}, map[string]string{"TEMPORAL_TLS": "perhaps"}, "TEMPORAL_TLS"},
 		"cert without key":    {[]string{"ping", "--tls-cert", "/nonexistent/c.pem"}, nil, "set both"},
-		"empty group":         {[]string{"window"}, nil, "has no subcommands"},
+		"empty group":         {[]string{"governance"}, nil, "has no subcommands"},
+		"window without file": {[]string{"window", "start"}, nil, "-f window.yaml is required"},
+		"window bad file":     {[]string{"window", "start", "-f", "/nonexistent/window.yaml"}, nil, "window file"},
 		"group with argument": {[]string{"quota", "extra"}, nil, "extra"},
 	} {
 		t.Run(name, func(t *testing.T) {

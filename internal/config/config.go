@@ -36,10 +36,38 @@ const DefaultTaskQueue = "flinkmaint"
 // Config is the worker configuration. Behavioural settings of maintenance
 // runs do not live here: they travel in workflow input so history records them.
 type Config struct {
-	Temporal temporalconn.Options `yaml:"temporal"`
-	Worker   Worker               `yaml:"worker"`
-	HTTP     HTTP                 `yaml:"http"`
-	Log      Log                  `yaml:"log"`
+	Temporal  temporalconn.Options `yaml:"temporal"`
+	Worker    Worker               `yaml:"worker"`
+	HTTP      HTTP                 `yaml:"http"`
+	Log       Log                  `yaml:"log"`
+	Storage   Storage              `yaml:"storage"`
+	Inventory Inventory            `yaml:"inventory"`
+	Flink     Flink                `yaml:"flink"`
+}
+
+// Storage configures how the worker reaches checkpoint storage.
+type Storage struct {
+	// DefaultFS serves plain paths: file:/// (default) or an hdfs:// URI.
+	DefaultFS string `yaml:"defaultFS"`
+	// HDFSUser is the user for simple authentication.
+	HDFSUser string `yaml:"hdfsUser"`
+	// HadoopConfDir holds core-site.xml/hdfs-site.xml (HA nameservices).
+	HadoopConfDir string `yaml:"hadoopConfDir"`
+	// WritableRoots are the only trees the worker may write, rename or
+	// delete in (manifests, reports, trash, tenant roots for cleanup).
+	WritableRoots []string `yaml:"writableRoots"`
+	RPCTimeout    Duration `yaml:"rpcTimeout"`
+}
+
+// Inventory says where clusters are discovered.
+type Inventory struct {
+	// StaticFile is a YAML inventory of clusters outside Kubernetes.
+	StaticFile string `yaml:"staticFile"`
+}
+
+// Flink configures the REST clients.
+type Flink struct {
+	RequestTimeout Duration `yaml:"requestTimeout"`
 }
 
 // Worker tunes the Temporal worker.
@@ -70,8 +98,10 @@ func Default() Config {
 			ShutdownTimeout:        Duration(30 * time.Second),
 			TemporalConnectTimeout: Duration(10 * time.Second),
 		},
-		HTTP: HTTP{Listen: ":9090"},
-		Log:  Log{Level: "info", Format: logging.FormatJSON},
+		HTTP:    HTTP{Listen: ":9090"},
+		Log:     Log{Level: "info", Format: logging.FormatJSON},
+		Storage: Storage{DefaultFS: "file:///", RPCTimeout: Duration(time.Minute)},
+		Flink:   Flink{RequestTimeout: Duration(30 * time.Second)},
 	}
 	c.Temporal.ApplyDefaults()
 	return c
@@ -181,6 +211,22 @@ func (c *Config) Validate() error {
 	}
 	if c.Log.Format != logging.FormatJSON && c.Log.Format != logging.FormatConsole {
 		errs = append(errs, fmt.Errorf("log.format=%q: use %q or %q", c.Log.Format, logging.FormatJSON, logging.FormatConsole))
+	}
+	if c.Storage.RPCTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("storage.rpcTimeout=%s: use a positive duration such as 1m", c.Storage.RPCTimeout.D()))
+	}
+	if c.Flink.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("flink.requestTimeout=%s: use a positive duration such as 30s", c.Flink.RequestTimeout.D()))
+	}
+	for i, r := range c.Storage.WritableRoots {
+		if !strings.Contains(r, "://") && !strings.HasPrefix(r, "/") {
+			errs = append(errs, fmt.Errorf("storage.writableRoots[%d]=%q: use an absolute path or a URI such as hdfs://nn:8020/user/app", i, r))
+		}
+	}
+	if f := c.Inventory.StaticFile; f != "" {
+		if _, err := os.Stat(f); err != nil {
+			errs = append(errs, fmt.Errorf("inventory.staticFile=%q cannot be read: %v", f, err))
+		}
 	}
 	if len(errs) > 0 {
 		return &ValidationError{Problems: errs}

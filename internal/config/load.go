@@ -23,6 +23,7 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 		logFormat     = fs.String("log-format", "", "json or console (env "+EnvLogFormat+")")
 		shutdown      = fs.Duration("shutdown-timeout", 0, "time running activities get to finish on SIGTERM")
 		connectTimout = fs.Duration("temporal-connect-timeout", 0, "how long to wait for the Temporal frontend at start")
+		staticFile    = fs.String("inventory", "", "static inventory file (clusters outside Kubernetes)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -55,6 +56,7 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	override("http-listen", &cfg.HTTP.Listen, *listen)
 	override("log-level", &cfg.Log.Level, *logLevel)
 	override("log-format", &cfg.Log.Format, *logFormat)
+	override("inventory", &cfg.Inventory.StaticFile, *staticFile)
 	if setFlags["shutdown-timeout"] {
 		cfg.Worker.ShutdownTimeout = Duration(*shutdown)
 	}

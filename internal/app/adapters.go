@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// NewActivities builds the adapters the configuration asks for and the
+// Activities struct over them. The returned close releases connections.
+func NewActivities(cfg config.Config, identity string) (*activities.Activities, func() error, error) {
+	guard, err := storage.NewGuard(cfg.Storage.WritableRoots...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage.writableRoots: %w", err)
+	}
+	resolver := &storage.Resolver{
+		DefaultFS: cfg.Storage.DefaultFS,
+		Guard:     guard,
+		HDFS: storage.HDFSOptions{
+			User: cfg.Storage.HDFSUser, HadoopConfDir: cfg.Storage.HadoopConfDir,
+			RPCTimeout: cfg.Storage.RPCTimeout.D(), Guard: guard,
+		},
+	}
+	acts := &activities.Activities{
+		Identity: identity,
+		Storage:  resolver,
+		Flink:    &FlinkClients{Options: flink.Options{RequestTimeout: cfg.Flink.RequestTimeout.D(), UserAgent: "flinkmaint-worker"}},
+	}
+	if cfg.Inventory.StaticFile != "" {
+		acts.Inventory = StaticInventory{Path: cfg.Inventory.StaticFile}
+	}
+	return acts, resolver.Close, nil
+}
+
+// FlinkClients keeps one REST client per endpoint.
+type FlinkClients struct {
+	// Options are the template; BaseURL is set per endpoint.
+	Options flink.Options
+
+	mu      sync.Mutex
+	clients map[string]*flink.Client
+}
+
+var _ activities.FlinkClients = (*FlinkClients)(nil)
+
+// For returns the client of restURL.
+func (f *FlinkClients) For(restURL string) (activities.FlinkAPI, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.clients[restURL]; ok {
+		return c, nil
+	}
+	opts := f.Options
+	opts.BaseURL = restURL
+	c, err := flink.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if f.clients == nil {
+		f.clients = map[string]*flink.Client{}
+	}
+	f.clients[restURL] = c
+	return c, nil
+}
+
+// StaticInventory reads the static inventory file on every discovery, so
+// an edited file takes effect without restarting the worker.
+type StaticInventory struct {
+	Path string
+}
+
+var _ activities.InventorySource = StaticInventory{}
+
+// Discover loads and validates the file.
+func (s StaticInventory) Discover(ctx context.Context) (inventory.Inventory, error) {
+	st, err := inventory.LoadStatic(s.Path)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	return inventory.Inventory{Tenants: st.Tenants, Clusters: st.Clusters}, nil
+}

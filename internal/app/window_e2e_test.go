@@ -1,0 +1,270 @@
+package app_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"gopkg.in/yaml.v3"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// TestMaintenanceWindowOnRealPeers runs a whole window on the sandbox's two
+// real Flink clusters and HDFS through a real Temporal dev server: every job
+// is stopped with a savepoint recorded in the manifest, the network change
+// is confirmed, jobs restart in waves, each restored from exactly its own
+// savepoint; one job that fails on restore pauses its wave until an
+// operator skips it, and the report names it.
+func TestMaintenanceWindowOnRealPeers(t *testing.T) {
+	peers := sandbox.RequirePeers(t)
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	suffix := randomHex(4)
+	testRoot := peers.HDFS.URI + "/flinkmaint-test/window-" + suffix
+	jobArgs := func(name string) []string {
+		return []string{"--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "500"}
+	}
+
+	// Two jobs per cluster, plus one on cluster-b that fails on restore.
+	type started struct {
+		cluster sandbox.FlinkCluster
+		name    string
+		args    []string
+		id      string
+	}
+	var jobs []started
+	static := inventory.Static{}
+	for _, c := range peers.Clusters {
+		cl := inventory.Cluster{Tenant: c.Tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
+			CheckpointDir: c.CheckpointDir, SavepointDir: testRoot + "/savepoints/" + c.ClusterID, HAStorageDir: c.HAStorageDir}
+		names := []string{"win-" + suffix + "-" + c.ClusterID + "-1", "win-" + suffix + "-" + c.ClusterID + "-2"}
+		if c.ClusterID == peers.Clusters[len(peers.Clusters)-1].ClusterID {
+			names = append(names, "win-"+suffix+"-"+c.ClusterID+"-broken")
+		}
+		for _, n := range names {
+			args := jobArgs(n)
+			restartArgs := args
+			if strings.HasSuffix(n, "-broken") {
+				restartArgs = append(append([]string{}, args...), "--fail-on-restore")
+			}
+			cl.Jobs = append(cl.Jobs, inventory.JobSpec{Name: n, Restart: inventory.RestartRecipe{
+				Kind: inventory.RestartRESTJarRun, Jar: peers.SampleJob.Jar, EntryClass: peers.SampleJob.EntryClass, ProgramArgs: restartArgs}})
+			jobs = append(jobs, started{cluster: c, name: n, args: args})
+		}
+		static.Clusters = append(static.Clusters, cl)
+	}
+	for _, t0 := range peers.Tenants {
+		static.Tenants = append(static.Tenants, inventory.Tenant{Name: t0.Name, Root: peers.HDFS.URI + t0.Root})
+	}
+
+	// Submit the jobs as a user would, and wait until each has checkpointed.
+	for i := range jobs {
+		fc := flinkClient(t, jobs[i].cluster.RESTURL)
+		jarID, err := fc.UploadJar(ctx, peers.SampleJob.Jar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: peers.SampleJob.EntryClass, ProgramArgs: jobs[i].args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs[i].id = run.JobID
+		id, c := run.JobID, fc
+		t.Cleanup(func() { _ = c.CancelJob(context.Background(), id) })
+	}
+	for _, j := range jobs {
+		waitForCheckpoint(t, ctx, flinkClient(t, j.cluster.RESTURL), j.id)
+	}
+
+	dir := t.TempDir()
+	invPath := filepath.Join(dir, "inventory.yaml")
+	data, err := yaml.Marshal(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(invPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Storage.HDFSUser = peers.HDFS.User
+	cfg.Storage.WritableRoots = []string{testRoot}
+	cfg.Inventory.StaticFile = invPath
+	acts, closeAdapters, err := app.NewActivities(cfg, "window-e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeAdapters() })
+	const queue = "window-e2e"
+	w := worker.New(tmp.Client, queue, worker.Options{})
+	app.Register(w, acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	in := workflows.WindowInput{
+		WindowID: "e2e-" + suffix, Reason: "end-to-end test",
+		Scope: activities.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
+		Policy: workflows.WindowPolicy{
+			ManifestDir: testRoot + "/windows",
+			Savepoint:   workflows.SavepointPolicy{Concurrency: 2},
+			Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: 3, Soak: workflows.Duration(3 * time.Second),
+				RunningTimeout: workflows.Duration(2 * time.Minute), CheckpointTimeout: workflows.Duration(90 * time.Second)},
+		},
+	}
+	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: queue},
+		workflows.MaintenanceWindowWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Operator: confirm the network change once every savepoint is taken,
+	// and skip the job that cannot restore when its wave pauses.
+	st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.PhaseNetworkGate })
+	for _, j := range st.Jobs {
+		if j.SavepointState != workflows.StepDone || !strings.HasPrefix(j.SavepointPath, testRoot+"/savepoints/") {
+			t.Fatalf("job %s reached the network gate with savepoint %s %q", j.Target.Key, j.SavepointState, j.SavepointPath)
+		}
+	}
+	update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "done"})
+	broken := ""
+	for _, j := range jobs {
+		if strings.HasSuffix(j.name, "-broken") {
+			broken = j.cluster.ClusterID + "/" + j.name
+		}
+	}
+	st = waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
+		return st.Pending != nil && st.Pending.Kind == "restart-failures"
+	})
+	if len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != broken {
+		t.Fatalf("pending decision about %v, want [%s]: %s", st.Pending.Jobs, broken, st.Pending.Reason)
+	}
+	update(t, ctx, tmp.Client, run, workflows.UpdateDecide, workflows.DecideRequest{Action: workflows.ActionSkipJob, Job: broken, By: "e2e", Reason: "cannot restore"})
+
+	var rep workflows.WindowReport
+	if err := run.Get(ctx, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Phase != workflows.PhaseCompleted {
+		t.Fatalf("window ended in %s", rep.Phase)
+	}
+	for _, j := range rep.Jobs {
+		fc := flinkClient(t, j.Target.RESTURL)
+		if j.Target.Key == broken {
+			if j.RestartState != workflows.StepSkipped || !strings.Contains(j.SkipReason, "cannot restore") && !strings.Contains(j.SkipReason, "e2e") {
+				t.Errorf("broken job: %+v", j)
+			}
+			_ = fc.CancelJob(context.Background(), j.NewJobID)
+			continue
+		}
+		newID := j.NewJobID
+		t.Cleanup(func() { _ = fc.CancelJob(context.Background(), newID) })
+		if j.RestartState != workflows.StepDone {
+			t.Errorf("%s: restart %s: %s", j.Target.Key, j.RestartState, j.RestartError)
+			continue
+		}
+		stats, err := fc.Checkpoints(ctx, j.NewJobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Latest.Restored == nil || strings.TrimRight(stats.Latest.Restored.ExternalPath, "/") != strings.TrimRight(j.SavepointPath, "/") {
+			t.Errorf("%s: Flink says restored from %+v, window recorded savepoint %s", j.Target.Key, stats.Latest.Restored, j.SavepointPath)
+		}
+		if j.CheckpointID <= stats.Latest.Restored.ID {
+			t.Errorf("%s: checkpoint after restore %d not newer than restore %d", j.Target.Key, j.CheckpointID, stats.Latest.Restored.ID)
+		}
+		d, err := fc.JobDetails(ctx, j.NewJobID)
+		if err != nil || d.State != flink.JobRunning {
+			t.Errorf("%s: new job %s state %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
+		}
+	}
+	// The manifest on HDFS lets a person restart jobs without Temporal.
+	fs, p, err := acts.Storage.Resolve(ctx, rep.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := fs.ReadFile(ctx, p, 1<<20)
+	if err != nil {
+		t.Fatalf("manifest %s: %v", rep.Manifest, err)
+	}
+	for _, j := range rep.Jobs {
+		if !strings.Contains(string(manifest), j.SavepointPath) {
+			t.Errorf("manifest lacks %s's savepoint %s", j.Target.Key, j.SavepointPath)
+		}
+	}
+	if os.Getenv(sandbox.EnvCaptureHistory) != "" {
+		sandbox.CaptureHistory(t, tmp.Client, run.GetID(), run.GetRunID(), os.Getenv(sandbox.EnvCaptureHistory)+"/window.json.gz")
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func flinkClient(t *testing.T, url string) *flink.Client {
+	t.Helper()
+	c, err := flink.New(flink.Options{BaseURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitForCheckpoint(t *testing.T, ctx context.Context, c *flink.Client, jobID string) {
+	t.Helper()
+	for ctx.Err() == nil {
+		stats, err := c.Checkpoints(ctx, jobID)
+		if err == nil && stats.Counts.Completed > 0 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("job %s completed no checkpoint", jobID)
+}
+
+func waitForState(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun, done func(workflows.WindowState) bool) workflows.WindowState {
+	t.Helper()
+	var st workflows.WindowState
+	for ctx.Err() == nil {
+		v, err := c.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus)
+		if err == nil && v.Get(&st) == nil && done(st) {
+			return st
+		}
+		if st.Phase == workflows.PhaseCompleted || st.Phase == workflows.PhaseAborted {
+			t.Fatalf("window ended (%s) before the expected state: %+v", st.Phase, st)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("window never reached the expected state; last: phase %s pending %+v", st.Phase, st.Pending)
+	return st
+}
+
+func update(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun, name string, arg interface{}) {
+	t.Helper()
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: name,
+		Args: []interface{}{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		t.Fatalf("update %s: %v", name, err)
+	}
+	if err := h.Get(ctx, nil); err != nil {
+		t.Fatalf("update %s: %v", name, err)
+	}
+}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"gopkg.in/yaml.v3"
+
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+func newWindowCommand(g *globals) *cobra.Command {
+	cmd := newGroupCommand("window", "Plan, run and steer maintenance windows")
+	cmd.AddCommand(
+		windowStartCommand(g),
+		windowStatusCommand(g),
+		windowListCommand(g),
+		windowReportCommand(g),
+		windowSignalCommand(g, "pause", "Pause at the next safe point (running steps finish)", workflows.SignalPause),
+		windowSignalCommand(g, "resume", "Lift an operator pause", workflows.SignalResume),
+		windowUpdateCommand(g, "confirm-network-change", "Tell a waiting window the infrastructure change is done"),
+		windowUpdateCommand(g, "decide", "Answer the decision a paused window waits for"),
+		windowUpdateCommand(g, "abort", "End a window at its next safe point; stopped jobs stay stopped"),
+	)
+	return cmd
+}
+
+// loadWindowFile reads window.yaml into the workflow input, rejecting
+// unknown keys so a typo never silently falls back to a default.
+func loadWindowFile(path string) (workflows.WindowInput, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return workflows.WindowInput{}, usageErrorf("window file: %v", err)
+	}
+	var generic interface{}
+	if err := yaml.Unmarshal(data, &generic); err != nil {
+		return workflows.WindowInput{}, usageErrorf("window file %s: %v", path, err)
+	}
+	js, err := json.Marshal(generic)
+	if err != nil {
+		return workflows.WindowInput{}, usageErrorf("window file %s: %v", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	var in workflows.WindowInput
+	if err := dec.Decode(&in); err != nil {
+		return workflows.WindowInput{}, usageErrorf("window file %s: %v", path, err)
+	}
+	if in.Resume != nil {
+		return workflows.WindowInput{}, usageErrorf("window file %s: resume is internal state, remove it", path)
+	}
+	in.Policy.ApplyDefaults()
+	if err := in.Validate(); err != nil {
+		return workflows.WindowInput{}, usageErrorf("window file %s:\n%v", path, err)
+	}
+	return in, nil
+}
+
+func windowStartCommand(g *globals) *cobra.Command {
+	var file string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "start -f window.yaml",
+		Short: "Start a maintenance window from a window file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				return usageErrorf("-f window.yaml is required")
+			}
+			in, err := loadWindowFile(file)
+			if err != nil {
+				return err
+			}
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
+				ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: g.taskQueue,
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindWindow)),
+				Memo:                     map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket},
+			}, workflows.MaintenanceWindowWorkflowType, in)
+			if err != nil {
+				var started *serviceerror.WorkflowExecutionAlreadyStarted
+				if errors.As(err, &started) {
+					return fmt.Errorf("window %q was already started once (window IDs are never reused): %w", in.WindowID, err)
+				}
+				return fmt.Errorf("start window: %w", err)
+			}
+			out := map[string]string{"windowId": in.WindowID, "workflowId": run.GetID(), "runId": run.GetRunID(), "url": g.conn.ExecutionURL(run.GetID(), run.GetRunID())}
+			if g.output == outputJSON {
+				if err := printJSON(cmd.OutOrStdout(), out); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "window %s started\nui  %s\n", in.WindowID, out["url"])
+			}
+			if !wait {
+				return nil
+			}
+			var rep workflows.WindowReport
+			if err := run.Get(cmd.Context(), &rep); err != nil {
+				return workflowFailedError{fmt.Errorf("window %s: %w", in.WindowID, err)}
+			}
+			return printReport(g, cmd, &rep)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "window file (YAML)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the window to finish and print its report")
+	return cmd
+}
+
+func windowStatusCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status WINDOW-ID",
+		Short: "Show a window's phase, pending decision and every job's state",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			v, err := c.QueryWorkflow(cmd.Context(), workflows.WindowWorkflowID(args[0]), "", workflows.QueryStatus)
+			if err != nil {
+				return fmt.Errorf("status of window %s: %w", args[0], err)
+			}
+			var st workflows.WindowState
+			if err := v.Get(&st); err != nil {
+				return err
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "window  %s\nphase   %s\n", st.WindowID, st.Phase)
+			if st.Paused {
+				fmt.Fprintf(w, "paused  by %s\n", st.PausedBy)
+			}
+			if p := st.Pending; p != nil {
+				fmt.Fprintf(w, "waiting %s since %s\n        %s\n        allowed: %s\n", p.Kind, p.Since.Format("15:04:05"), p.Reason, strings.Join(p.Allowed, ", "))
+				if len(p.Jobs) > 0 {
+					fmt.Fprintf(w, "        jobs: %s\n", strings.Join(p.Jobs, ", "))
+				}
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "\nJOB\tSAVEPOINT\tRESTART\tWAVE\tNOTE")
+			for _, j := range st.Jobs {
+				note := j.SkipReason
+				if note == "" {
+					note = j.RestartError + j.SavepointError
+				}
+				if len(note) > 100 {
+					note = note[:100] + "..."
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.Target.Key, j.SavepointState, j.RestartState, j.RestartWave, note)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func windowListCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List maintenance windows, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			resp, err := c.ListWorkflow(cmd.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+				Query: fmt.Sprintf("FlinkmaintKind = '%s'", workflows.KindWindow), PageSize: 100,
+			})
+			if err != nil {
+				return fmt.Errorf("list windows: %w", err)
+			}
+			type row struct {
+				WorkflowID string `json:"workflowId"`
+				Status     string `json:"status"`
+				Phase      string `json:"phase"`
+				Started    string `json:"started"`
+			}
+			var rows []row
+			for _, e := range resp.GetExecutions() {
+				phase := ""
+				if sa := e.GetSearchAttributes().GetIndexedFields()["FlinkmaintPhase"]; sa != nil {
+					_ = json.Unmarshal(sa.GetData(), &phase)
+				}
+				rows = append(rows, row{WorkflowID: e.GetExecution().GetWorkflowId(), Status: e.GetStatus().String(), Phase: phase,
+					Started: e.GetStartTime().AsTime().Format("2006-01-02 15:04:05")})
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), rows)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WINDOW\tSTATUS\tPHASE\tSTARTED")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", strings.TrimPrefix(r.WorkflowID, "window-"), r.Status, r.Phase, r.Started)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func windowReportCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "report WINDOW-ID",
+		Short: "Print a window's report (per job and per tenant)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			v, err := c.QueryWorkflow(cmd.Context(), workflows.WindowWorkflowID(args[0]), "", workflows.QueryReport)
+			if err != nil {
+				return fmt.Errorf("report of window %s: %w", args[0], err)
+			}
+			var rep workflows.WindowReport
+			if err := v.Get(&rep); err != nil {
+				return err
+			}
+			return printReport(g, cmd, &rep)
+		},
+	}
+}
+
+func printReport(g *globals, cmd *cobra.Command, rep *workflows.WindowReport) error {
+	if g.output == outputJSON {
+		return printJSON(cmd.OutOrStdout(), rep)
+	}
+	_, err := fmt.Fprint(cmd.OutOrStdout(), rep.Markdown())
+	return err
+}
+
+func windowSignalCommand(g *globals, use, short, signal string) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   use + " WINDOW-ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var payload interface{} = workflows.PauseRequest{By: operator(), Reason: reason}
+			if signal == workflows.SignalResume {
+				payload = workflows.ResumeRequest{By: operator()}
+			}
+			if err := c.SignalWorkflow(cmd.Context(), workflows.WindowWorkflowID(args[0]), "", signal, payload); err != nil {
+				return fmt.Errorf("%s window %s: %w", use, args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s sent to window %s\n", use, args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded)")
+	return cmd
+}
+
+func windowUpdateCommand(g *globals, name, short string) *cobra.Command {
+	var reason, action, job string
+	use := name + " WINDOW-ID"
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var arg interface{}
+			var update string
+			switch name {
+			case "confirm-network-change":
+				update, arg = workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: operator(), Reason: reason}
+			case "decide":
+				if action == "" {
+					return usageErrorf("--action is required: resume, retry, retry-job, skip-job or abort")
+				}
+				update, arg = workflows.UpdateDecide, workflows.DecideRequest{Action: action, Job: job, By: operator(), Reason: reason}
+			case "abort":
+				if reason == "" {
+					return usageErrorf("--reason is required for abort: it is recorded in the report")
+				}
+				update, arg = workflows.UpdateAbort, workflows.AbortRequest{By: operator(), Reason: reason}
+			}
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
+				WorkflowID: workflows.WindowWorkflowID(args[0]), UpdateName: update, Args: []interface{}{arg},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			if err != nil {
+				return fmt.Errorf("%s on window %s refused: %w", name, args[0], err)
+			}
+			var st workflows.WindowState
+			if err := h.Get(cmd.Context(), &st); err != nil {
+				return fmt.Errorf("%s on window %s: %w", name, args[0], err)
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s accepted by window %s (phase %s)\n", name, args[0], st.Phase)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the report)")
+	if name == "decide" {
+		cmd.Flags().StringVar(&action, "action", "", "resume, retry, retry-job, skip-job or abort")
+		cmd.Flags().StringVar(&job, "job", "", "job key cluster/job-name, for retry-job and skip-job")
+	}
+	return cmd
+}
+
+// operator names who sends a command: FLINKMAINT_OPERATOR, else the login.
+func operator() string {
+	if v := os.Getenv("FLINKMAINT_OPERATOR"); v != "" {
+		return v
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
+}
