@@ -75,7 +75,7 @@ stop: ## stop the demo worker, the dev server and the sandbox
 
 .PHONY: capture-history
 capture-history: temporal-cli ## record workflow histories for the replay tests
-	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -count=1 -run 'OnDevServer' ./internal/app/...
+	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -count=1 -timeout 30m -run 'OnDevServer|OnRealPeers' ./internal/app/...
 
 .PHONY: image
 image: ## build the worker container image (needs a Docker engine)
