@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# `make demo`: the embedded default end to end. Starts the Temporal dev
-# server (reused if running), starts a worker in the background, runs
-# `flinkmaint ping` through it and prints where to look in the Web UI.
-# Everything keeps running so the UI can be explored; `make stop` ends it.
+# `make demo`: a maintenance window on the sandbox, end to end.
+#
+# Starts the embedded Temporal dev server and the real peers (HDFS + two
+# Flink clusters), submits sample stateful jobs, starts a worker, checks it
+# with `flinkmaint ping`, then runs a maintenance window over the jobs:
+# savepoint-all, network gate (confirmed automatically after 20 s, for the
+# demo only), quota gate, canary + wave restart, report. Temporal, the
+# worker and the sandbox keep running so the UI can be explored; `make stop`
+# ends everything.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,15 +16,16 @@ STATE="$ROOT/var/demo"
 mkdir -p "$STATE"
 
 scripts/temporal-dev.sh up
+sandbox/java/run.sh up
 make --no-print-directory build
+go run ./sandbox/demo -out "$STATE"
 
 if [[ -f "$STATE/worker.pid" ]] && kill -0 "$(cat "$STATE/worker.pid")" 2>/dev/null; then
-  echo "worker already running (pid $(cat "$STATE/worker.pid")), restarting it with the fresh build"
+  echo "restarting the demo worker with the fresh build"
   kill "$(cat "$STATE/worker.pid")"
-  sleep 1
+  for _ in $(seq 1 40); do kill -0 "$(cat "$STATE/worker.pid")" 2>/dev/null || break; sleep 0.25; done
 fi
-setsid bin/flinkmaint-worker --http-listen 127.0.0.1:9090 --log-format console \
-  >"$STATE/worker.log" 2>&1 </dev/null &
+setsid bin/flinkmaint-worker --config "$STATE/worker.yaml" >"$STATE/worker.log" 2>&1 </dev/null &
 echo $! >"$STATE/worker.pid"
 for _ in $(seq 1 60); do
   curl -fsS http://127.0.0.1:9090/healthz >/dev/null 2>&1 && break
@@ -30,5 +36,15 @@ echo "worker up: health http://127.0.0.1:9090/healthz, metrics http://127.0.0.1:
 echo
 bin/flinkmaint ping --message "hello from make demo"
 echo
-echo "Open the Temporal Web UI at http://localhost:8233 and the link above to see the Ping run."
+cat <<'MSG'
+Starting a maintenance window over the demo jobs. Watch it in the Temporal Web UI (link below):
+the window's phase and job counts are its search attributes, each job has a savepoint and a
+restart child workflow, and `bin/flinkmaint window status <id>` shows every job's state.
+The network change is confirmed automatically after 20 s (policy.network.autoConfirmAfter,
+demo only); in a real window an operator runs `flinkmaint window confirm-network-change <id>`.
+MSG
+echo
+bin/flinkmaint window start -f "$STATE/window.yaml" --wait
+echo
+echo "Temporal Web UI: http://localhost:8233 (filter: FlinkmaintKind = 'window')"
 echo "Stop everything with: make stop"

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -98,5 +101,39 @@ func TestPingOnDevServer(t *testing.T) {
 	code, _, stderr = runCLI([]string{"ping", "--timeout", "3s"}, env)
 	if code != exitWorkflowFailed || !strings.Contains(stderr, "nobody-polls-this") {
 		t.Fatalf("exit %d, stderr %q; want %d naming the task queue", code, stderr, exitWorkflowFailed)
+	}
+}
+
+// TestShippedExamplesLoad keeps the documented example files valid.
+func TestShippedExamplesLoad(t *testing.T) {
+	in, err := loadWindowFile("../deploy/examples/window.yaml")
+	if err != nil {
+		t.Fatalf("example window.yaml: %v", err)
+	}
+	if in.WindowID != "2026-12-01-dc-network" || in.Policy.Restart.Soak.D().String() != "30s" || len(in.Scope.ExcludeJobs) != 1 {
+		t.Fatalf("example window.yaml read wrong: %+v", in)
+	}
+	if _, err := inventory.LoadStatic("../deploy/examples/inventory.yaml"); err != nil {
+		t.Fatalf("example inventory.yaml: %v", err)
+	}
+}
+
+func TestWindowFileErrorsNameTheField(t *testing.T) {
+	for name, tc := range map[string]struct{ body, want string }{
+		"unknown key":   {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    concurency: 2\n", "concurency"},
+		"bad duration":  {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: soon\n", "soon"},
+		"bad policy":    {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    onFailure: cancel\n", "policy.savepoint.onFailure"},
+		"missing field": {"windowId: w\nreason: r\n", "policy.manifestDir"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "window.yaml")
+			if err := os.WriteFile(p, []byte(tc.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := loadWindowFile(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one naming %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -81,3 +81,18 @@ func jobChildOptions(id string) workflow.ChildWorkflowOptions {
 		TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindJob)),
 	}
 }
+
+// documentOptions: manifest and report writes. A failed write is logged and
+// retried at the next change, so a storage hiccup must not hold up the
+// window for long.
+func documentOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+			MaximumAttempts:    3,
+		},
+	}
+}

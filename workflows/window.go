@@ -45,7 +45,6 @@ type windowRun struct {
 
 	answer         *DecideRequest
 	abortRequested bool
-	manifestDirty  bool
 	reminders      int // network-change reminders sent in this run
 }
 
@@ -433,7 +432,6 @@ func (r *windowRun) skip(key, reason string) {
 		j.SavepointState = StepSkipped
 	}
 	j.RestartState, j.SkipReason = StepSkipped, reason
-	r.manifestDirty = true
 }
 
 func (r *windowRun) jobsWhere(pred func(*JobProgress) bool) []string {
@@ -473,11 +471,9 @@ func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
 			next++
 			f := start(ctx, key)
 			inflight++
-			r.manifestDirty = true
 			sel.AddFuture(f, func(fut workflow.Future) {
 				inflight--
 				done(ctx, key, f)
-				r.manifestDirty = true
 			})
 		}
 		if inflight == 0 {
@@ -754,12 +750,11 @@ func (r *windowRun) writeManifest(ctx workflow.Context) {
 		r.logger.Error("manifest not encoded", "error", err)
 		return
 	}
-	if err := workflow.ExecuteActivity(r.activity(ctx), a.WriteDocument,
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument,
 		activities.WriteDocumentInput{Path: r.st.ManifestPath, Content: content}).Get(ctx, nil); err != nil {
 		r.logger.Error("manifest not written", "path", r.st.ManifestPath, "error", err)
 		return
 	}
-	r.manifestDirty = false
 }
 
 func (r *windowRun) writeReport(ctx workflow.Context, rep *WindowReport) {
@@ -774,7 +769,7 @@ func (r *windowRun) writeReport(ctx workflow.Context, rep *WindowReport) {
 		path    string
 		content []byte
 	}{{base + "report.json", js}, {base + "report.md", md}} {
-		if err := workflow.ExecuteActivity(r.activity(ctx), a.WriteDocument,
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument,
 			activities.WriteDocumentInput{Path: doc.path, Content: doc.content}).Get(ctx, nil); err != nil {
 			r.logger.Error("report not written", "path", doc.path, "error", err)
 			r.st.Notes = append(r.st.Notes, "report not written to "+doc.path+": "+errorText(err))

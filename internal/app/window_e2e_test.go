@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
@@ -37,70 +38,11 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 
 	suffix := randomHex(4)
 	testRoot := peers.HDFS.URI + "/flinkmaint-test/window-" + suffix
-	jobArgs := func(name string) []string {
-		return []string{"--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "500"}
-	}
+	fleet := startFleet(t, ctx, peers, suffix, testRoot, true)
+	static := fleet.static
+	jobs := fleet.jobs
 
-	// Two jobs per cluster, plus one on cluster-b that fails on restore.
-	type started struct {
-		cluster sandbox.FlinkCluster
-		name    string
-		args    []string
-		id      string
-	}
-	var jobs []started
-	static := inventory.Static{}
-	for _, c := range peers.Clusters {
-		cl := inventory.Cluster{Tenant: c.Tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
-			CheckpointDir: c.CheckpointDir, SavepointDir: testRoot + "/savepoints/" + c.ClusterID, HAStorageDir: c.HAStorageDir}
-		names := []string{"win-" + suffix + "-" + c.ClusterID + "-1", "win-" + suffix + "-" + c.ClusterID + "-2"}
-		if c.ClusterID == peers.Clusters[len(peers.Clusters)-1].ClusterID {
-			names = append(names, "win-"+suffix+"-"+c.ClusterID+"-broken")
-		}
-		for _, n := range names {
-			args := jobArgs(n)
-			restartArgs := args
-			if strings.HasSuffix(n, "-broken") {
-				restartArgs = append(append([]string{}, args...), "--fail-on-restore")
-			}
-			cl.Jobs = append(cl.Jobs, inventory.JobSpec{Name: n, Restart: inventory.RestartRecipe{
-				Kind: inventory.RestartRESTJarRun, Jar: peers.SampleJob.Jar, EntryClass: peers.SampleJob.EntryClass, ProgramArgs: restartArgs}})
-			jobs = append(jobs, started{cluster: c, name: n, args: args})
-		}
-		static.Clusters = append(static.Clusters, cl)
-	}
-	for _, t0 := range peers.Tenants {
-		static.Tenants = append(static.Tenants, inventory.Tenant{Name: t0.Name, Root: peers.HDFS.URI + t0.Root})
-	}
-
-	// Submit the jobs as a user would, and wait until each has checkpointed.
-	for i := range jobs {
-		fc := flinkClient(t, jobs[i].cluster.RESTURL)
-		jarID, err := fc.UploadJar(ctx, peers.SampleJob.Jar)
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: peers.SampleJob.EntryClass, ProgramArgs: jobs[i].args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs[i].id = run.JobID
-		id, c := run.JobID, fc
-		t.Cleanup(func() { _ = c.CancelJob(context.Background(), id) })
-	}
-	for _, j := range jobs {
-		waitForCheckpoint(t, ctx, flinkClient(t, j.cluster.RESTURL), j.id)
-	}
-
-	dir := t.TempDir()
-	invPath := filepath.Join(dir, "inventory.yaml")
-	data, err := yaml.Marshal(static)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(invPath, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	invPath := writeInventory(t, static)
 	cfg := config.Default()
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
@@ -211,6 +153,93 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	if os.Getenv(sandbox.EnvCaptureHistory) != "" {
 		sandbox.CaptureHistory(t, tmp.Client, run.GetID(), run.GetRunID(), os.Getenv(sandbox.EnvCaptureHistory)+"/window.json.gz")
 	}
+}
+
+// fleetJob is a sample job the test submitted.
+type fleetJob struct {
+	cluster sandbox.FlinkCluster
+	name    string
+	args    []string
+	id      string
+}
+
+type fleet struct {
+	static inventory.Static
+	jobs   []fleetJob
+}
+
+// startFleet submits two sample jobs per cluster (plus, when broken is set,
+// one on the last cluster whose restart recipe fails on restore), waits
+// until each has checkpointed, and returns the static inventory that
+// describes them. Savepoints go under testRoot.
+func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix, testRoot string, broken bool) fleet {
+	t.Helper()
+	// The window writes its manifest under testRoot, which (like any
+	// writable root in production) must exist beforehand.
+	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.MkdirAll(strings.TrimPrefix(testRoot, peers.HDFS.URI), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = hc.Close()
+	var f fleet
+	for _, c := range peers.Clusters {
+		cl := inventory.Cluster{Tenant: c.Tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
+			CheckpointDir: c.CheckpointDir, SavepointDir: testRoot + "/savepoints/" + c.ClusterID, HAStorageDir: c.HAStorageDir}
+		names := []string{"win-" + suffix + "-" + c.ClusterID + "-1", "win-" + suffix + "-" + c.ClusterID + "-2"}
+		if broken && c.ClusterID == peers.Clusters[len(peers.Clusters)-1].ClusterID {
+			names = append(names, "win-"+suffix+"-"+c.ClusterID+"-broken")
+		}
+		for _, n := range names {
+			args := []string{"--job-name", n, "--keys", "2000", "--value-bytes", "256", "--rate", "500"}
+			restartArgs := args
+			if strings.HasSuffix(n, "-broken") {
+				restartArgs = append(append([]string{}, args...), "--fail-on-restore")
+			}
+			cl.Jobs = append(cl.Jobs, inventory.JobSpec{Name: n, Restart: inventory.RestartRecipe{
+				Kind: inventory.RestartRESTJarRun, Jar: peers.SampleJob.Jar, EntryClass: peers.SampleJob.EntryClass, ProgramArgs: restartArgs}})
+			f.jobs = append(f.jobs, fleetJob{cluster: c, name: n, args: args})
+		}
+		f.static.Clusters = append(f.static.Clusters, cl)
+	}
+	for _, t0 := range peers.Tenants {
+		f.static.Tenants = append(f.static.Tenants, inventory.Tenant{Name: t0.Name, Root: peers.HDFS.URI + t0.Root})
+	}
+	for i := range f.jobs {
+		fc := flinkClient(t, f.jobs[i].cluster.RESTURL)
+		jarID, err := fc.UploadJar(ctx, peers.SampleJob.Jar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: peers.SampleJob.EntryClass, ProgramArgs: f.jobs[i].args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = fc.DeleteJar(ctx, jarID)
+		f.jobs[i].id = run.JobID
+		id, c := run.JobID, fc
+		t.Cleanup(func() { _ = c.CancelJob(context.Background(), id) })
+	}
+	for _, j := range f.jobs {
+		waitForCheckpoint(t, ctx, flinkClient(t, j.cluster.RESTURL), j.id)
+	}
+	return f
+}
+
+// writeInventory writes the static inventory file a worker reads.
+func writeInventory(t *testing.T, static inventory.Static) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "inventory.yaml")
+	data, err := yaml.Marshal(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func randomHex(n int) string {

@@ -508,8 +508,24 @@ func (h *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
 				return err
 			}
 		}
-		return w.Close()
+		return closeReplicated(w, deadline)
 	})
+}
+
+// closeReplicated closes a written file. The namenode answers "replication
+// in progress" while the datanode has not yet reported the last block;
+// like the Java client, ask again with backoff. The first Close committed
+// the block, so a repeated Close only asks the namenode to complete the
+// file.
+func closeReplicated(w *gohdfs.FileWriter, deadline time.Time) error {
+	err := w.Close()
+	wait := 100 * time.Millisecond
+	for errors.Is(err, gohdfs.ErrReplicating) && time.Now().Add(wait).Before(deadline) {
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+		err = w.Close()
+	}
+	return err
 }
 
 // Rename moves oldPath to newPath. The library would overwrite an existing

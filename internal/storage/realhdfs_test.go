@@ -331,3 +331,24 @@ func names(dir string, from, to int) []string {
 	}
 	return out
 }
+
+// TestRealHDFSWriteFileCompletesFiles writes small files back to back, as
+// manifests and reports are written. Each write must return only once the
+// namenode has completed the file (the datanode's block report races the
+// first "complete" call), and each file must read back whole.
+func TestRealHDFSWriteFileCompletesFiles(t *testing.T) {
+	r := newRealHDFS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for i := 0; i < 40; i++ {
+		file := fmt.Sprintf("%s/doc-%02d.json", r.dir, i)
+		payload := []byte(strings.Repeat(fmt.Sprintf("{\"n\":%d}", i), 50+i))
+		if err := r.fs.WriteFile(ctx, file, payload); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		got, err := r.fs.ReadFile(ctx, file, 0)
+		if err != nil || string(got) != string(payload) {
+			t.Fatalf("read back %d: %d bytes, %v", i, len(got), err)
+		}
+	}
+}

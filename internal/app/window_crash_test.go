@@ -1,0 +1,240 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// TestMaintenanceWindowSurvivesWorkerKills runs a window through the real
+// worker binary and kills it with SIGKILL once during savepoint-all and
+// once during the staged restart. The window still completes; every job is
+// stopped exactly once (one savepoint each), and every job ends RUNNING
+// once, restored from its recorded savepoint: none stopped twice, none
+// left down, none started twice.
+func TestMaintenanceWindowSurvivesWorkerKills(t *testing.T) {
+	peers := sandbox.RequirePeers(t)
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+
+	suffix := randomHex(4)
+	testRoot := peers.HDFS.URI + "/flinkmaint-test/window-crash-" + suffix
+	fl := startFleet(t, ctx, peers, suffix, testRoot, false)
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "flinkmaint-worker")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
+		t.Fatalf("go build worker: %v\n%s", err, out)
+	}
+	cfgPath := filepath.Join(dir, "worker.yaml")
+	cfg := fmt.Sprintf(`temporal:
+  address: %s
+worker:
+  taskQueue: window-crash
+  shutdownTimeout: 5s
+http:
+  listen: ""
+log:
+  level: info
+storage:
+  hdfsUser: %s
+  writableRoots: [%q]
+inventory:
+  staticFile: %s
+`, tmp.HostPort, peers.HDFS.User, testRoot, writeInventory(t, fl.static))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := &workerProcess{t: t, bin: bin, config: cfgPath, log: filepath.Join(dir, "worker.log")}
+	w.start()
+	t.Cleanup(w.stop)
+
+	in := workflows.WindowInput{
+		WindowID: "crash-" + suffix, Reason: "crash-safety test",
+		Scope: activities.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
+		Policy: workflows.WindowPolicy{
+			ManifestDir: testRoot + "/windows",
+			// One savepoint at a time, so a kill lands mid-phase.
+			Savepoint: workflows.SavepointPolicy{Concurrency: 1},
+			Network:   workflows.NetworkPolicy{Skip: true},
+			Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: 1, Soak: workflows.Duration(5 * time.Second),
+				RunningTimeout: workflows.Duration(3 * time.Minute), CheckpointTimeout: workflows.Duration(2 * time.Minute)},
+		},
+	}
+	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: "window-crash"},
+		workflows.MaintenanceWindowWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill during savepoint-all: one savepoint done, another in flight.
+	waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
+		done, running := 0, 0
+		for _, j := range st.Jobs {
+			switch j.SavepointState {
+			case workflows.StepDone:
+				done++
+			case workflows.StepRunning:
+				running++
+			}
+		}
+		return done >= 1 && running >= 1
+	})
+	w.kill()
+	w.start()
+
+	// Kill during the staged restart: the canary healthy, the next job in
+	// flight.
+	waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
+		done, running := 0, 0
+		for _, j := range st.Jobs {
+			switch j.RestartState {
+			case workflows.StepDone:
+				done++
+			case workflows.StepRunning:
+				running++
+			}
+		}
+		return done >= 1 && running >= 1
+	})
+	w.kill()
+	w.start()
+
+	var rep workflows.WindowReport
+	if err := run.Get(ctx, &rep); err != nil {
+		t.Fatalf("window: %v\nworker log:\n%s", err, w.tail())
+	}
+	if rep.Phase != workflows.PhaseCompleted {
+		t.Fatalf("window ended in %s", rep.Phase)
+	}
+	if w.starts != 3 {
+		t.Fatalf("worker started %d times, want 3 (two kills)", w.starts)
+	}
+
+	// Exactly one savepoint per job on HDFS: nobody was stopped twice.
+	resolver := &storage.Resolver{HDFS: storage.HDFSOptions{User: peers.HDFS.User}}
+	t.Cleanup(func() { _ = resolver.Close() })
+	fs, root, err := resolver.Resolve(ctx, testRoot+"/savepoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var savepoints []string
+	if err := fs.Walk(ctx, root, func(fi storage.FileInfo) error {
+		if fi.IsDir && strings.HasPrefix(fi.Name, "savepoint-") {
+			savepoints = append(savepoints, fi.Path)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(savepoints) != len(fl.jobs) {
+		t.Errorf("%d savepoint dirs for %d jobs: %v", len(savepoints), len(fl.jobs), savepoints)
+	}
+
+	// Every job RUNNING exactly once, restored from its recorded savepoint.
+	for _, j := range rep.Jobs {
+		fc := flinkClient(t, j.Target.RESTURL)
+		newID := j.NewJobID
+		t.Cleanup(func() { _ = fc.CancelJob(context.Background(), newID) })
+		if j.SavepointAttempts != 1 || j.RestartAttempts != 1 || j.RestartState != workflows.StepDone {
+			t.Errorf("%s: savepoint attempts %d, restart attempts %d, restart %s %s", j.Target.Key, j.SavepointAttempts, j.RestartAttempts, j.RestartState, j.RestartError)
+		}
+		jobs, err := fc.ListJobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, o := range jobs {
+			if o.Name == j.Target.JobName && !o.State.IsGloballyTerminal() {
+				running++
+				if o.ID != j.NewJobID {
+					t.Errorf("%s: live job %s is not the window's %s", j.Target.Key, o.ID, j.NewJobID)
+				}
+			}
+		}
+		if running != 1 {
+			t.Errorf("%s: %d live instances, want exactly 1", j.Target.Key, running)
+		}
+		stats, err := fc.Checkpoints(ctx, j.NewJobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Latest.Restored == nil || strings.TrimRight(stats.Latest.Restored.ExternalPath, "/") != strings.TrimRight(j.SavepointPath, "/") {
+			t.Errorf("%s: restored from %+v, recorded savepoint %s", j.Target.Key, stats.Latest.Restored, j.SavepointPath)
+		}
+		d, err := fc.JobDetails(ctx, j.NewJobID)
+		if err != nil || d.State != flink.JobRunning {
+			t.Errorf("%s: job %s is %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
+		}
+	}
+}
+
+// workerProcess runs the worker binary and kills it without warning.
+type workerProcess struct {
+	t      *testing.T
+	bin    string
+	config string
+	log    string
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	starts int
+}
+
+func (w *workerProcess) start() {
+	w.t.Helper()
+	f, err := os.OpenFile(w.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	cmd := exec.Command(w.bin, "--config", w.config)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.mu.Lock()
+	w.cmd = cmd
+	w.starts++
+	w.mu.Unlock()
+	go func() { _ = cmd.Wait(); _ = f.Close() }()
+}
+
+func (w *workerProcess) kill() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cmd != nil && w.cmd.Process != nil {
+		_ = w.cmd.Process.Signal(syscall.SIGKILL)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (w *workerProcess) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cmd != nil && w.cmd.Process != nil {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	}
+}
+
+func (w *workerProcess) tail() string {
+	data, _ := os.ReadFile(w.log)
+	if len(data) > 8000 {
+		data = data[len(data)-8000:]
+	}
+	return string(data)
+}
