@@ -77,6 +77,14 @@ stop: ## stop the demo worker, the dev server and the sandbox
 capture-history: temporal-cli ## record workflow histories for the replay tests
 	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -count=1 -timeout 30m -run 'OnDevServer|OnRealPeers' ./internal/app/...
 
+.PHONY: bench-storage
+bench-storage: ## walk >=100k files on the sandbox HDFS beside hdfs dfs -ls -R / -count (prints figures)
+	go run ./internal/storage/bench
+
+.PHONY: bench-metadata
+bench-metadata: ## _metadata parse throughput beside Flink's Java loader (prints figures)
+	scripts/bench-metadata.sh
+
 .PHONY: image
 image: ## build the worker container image (needs a Docker engine)
 	docker build -f deploy/Dockerfile -t flinkmaint-worker:$(VERSION) .
