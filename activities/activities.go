@@ -17,6 +17,8 @@ type Activities struct {
 	Identity string
 	// Now is the clock; nil means time.Now. Tests set a fixed clock.
 	Now func() time.Time
+	// PollInterval between looks at Flink in long activities; zero is 1s.
+	PollInterval time.Duration
 
 	Inventory  InventorySource
 	Flink      FlinkClients

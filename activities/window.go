@@ -19,8 +19,15 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
-// pollInterval is how often long activities look at Flink again.
-const pollInterval = time.Second
+// defaultPollInterval is how often long activities look at Flink again.
+const defaultPollInterval = time.Second
+
+func (a *Activities) pollInterval() time.Duration {
+	if a.PollInterval > 0 {
+		return a.PollInterval
+	}
+	return defaultPollInterval
+}
 
 // JobKey identifies a job across a window: cluster and job name.
 func JobKey(clusterID, jobName string) string { return clusterID + "/" + jobName }
@@ -306,7 +313,7 @@ func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepoint
 		select {
 		case <-ctx.Done():
 			return StopWithSavepointResult{}, ctx.Err()
-		case <-time.After(pollInterval):
+		case <-time.After(a.pollInterval()):
 		}
 	}
 }
@@ -487,7 +494,7 @@ func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
 			return nil
 		}
 		activity.RecordHeartbeat(ctx, string(d.State))
-		if err := sleepCtx(ctx, pollInterval); err != nil {
+		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
 			return err
 		}
 	}
@@ -560,7 +567,7 @@ func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (Aw
 			}
 		}
 		activity.RecordHeartbeat(ctx, string(d.State))
-		if err := sleepCtx(ctx, pollInterval); err != nil {
+		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
 			return res, err
 		}
 	}
@@ -578,7 +585,7 @@ func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (Aw
 			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s restarted during the soak period: %s", in.JobID, a.rootCause(ctx, client, in.JobID))
 		}
 		activity.RecordHeartbeat(ctx, "soak")
-		if err := sleepCtx(ctx, pollInterval); err != nil {
+		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
 			return res, err
 		}
 	}

@@ -1,0 +1,211 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// fakeFlink is a scripted Flink REST port for error paths that a real
+// cluster cannot be made to produce on demand.
+type fakeFlink struct {
+	FlinkAPI // unused methods panic, so a test notices an unexpected call
+	jobs     []flink.JobOverview
+	statuses []flink.OperationStatus
+	details  []flink.JobDetails
+	stats    flink.CheckpointingStatistics
+	calls    int
+}
+
+func (f *fakeFlink) ListJobs(context.Context) ([]flink.JobOverview, error) { return f.jobs, nil }
+
+func (f *fakeFlink) StopWithSavepoint(_ context.Context, jobID string, req flink.StopRequest) (flink.Trigger, error) {
+	return flink.Trigger{JobID: jobID, TriggerID: req.TriggerID}, nil
+}
+
+func (f *fakeFlink) SavepointStatus(context.Context, string, string) (flink.OperationStatus, error) {
+	s := f.statuses[min(f.calls, len(f.statuses)-1)]
+	f.calls++
+	return s, nil
+}
+
+func (f *fakeFlink) JobDetails(context.Context, string) (flink.JobDetails, error) {
+	d := f.details[min(f.calls, len(f.details)-1)]
+	f.calls++
+	return d, nil
+}
+
+func (f *fakeFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
+	return f.stats, nil
+}
+
+func (f *fakeFlink) JobExceptions(context.Context, string, int) (flink.JobExceptions, error) {
+	return flink.JobExceptions{}, nil
+}
+
+type oneClient struct{ c FlinkAPI }
+
+func (o oneClient) For(string) (FlinkAPI, error) { return o.c, nil }
+
+func runActivity(t *testing.T, a *Activities, fn interface{}, in interface{}, out interface{}) error {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	v, err := env.ExecuteActivity(fn, in)
+	if err != nil {
+		return err
+	}
+	return v.Get(out)
+}
+
+func appErrType(t *testing.T, err error) (string, bool) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		t.Fatalf("error %v is not an application error", err)
+	}
+	return appErr.Type(), appErr.NonRetryable()
+}
+
+func TestMatchJobs(t *testing.T) {
+	cluster := inventory.Cluster{ClusterID: "c1", Tenant: "t1", Jobs: []inventory.JobSpec{
+		{Name: "orders", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
+		{Name: "dup", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
+		{Name: "restarting", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
+		{Name: "backfill", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
+	}}
+	jobs := []flink.JobOverview{
+		{ID: "1", Name: "orders", State: flink.JobRunning},
+		{ID: "2", Name: "dup", State: flink.JobRunning},
+		{ID: "3", Name: "dup", State: flink.JobRunning},
+		{ID: "4", Name: "no-recipe", State: flink.JobRunning},
+		{ID: "5", Name: "restarting", State: flink.JobRestarting},
+		{ID: "6", Name: "orders", State: flink.JobFinished},
+		{ID: "7", Name: "backfill", State: flink.JobRunning},
+	}
+	targets, skipped := matchJobs(cluster, jobs, Scope{ExcludeJobs: []string{"back*"}})
+	if len(targets) != 1 || targets[0].JobID != "1" || targets[0].Key != "c1/orders" || targets[0].Tenant != "t1" {
+		t.Fatalf("targets %+v, want only c1/orders (job 1)", targets)
+	}
+	reasons := map[string]string{}
+	for _, s := range skipped {
+		reasons[s.JobID] = s.Reason
+	}
+	for id, want := range map[string]string{"2": "2 jobs named", "3": "2 jobs named", "4": "no restart recipe", "5": "not RUNNING"} {
+		if !strings.Contains(reasons[id], want) {
+			t.Errorf("job %s skipped with %q, want it to mention %q", id, reasons[id], want)
+		}
+	}
+	if _, ok := reasons["6"]; ok {
+		t.Error("a finished job was reported; it is not part of the fleet")
+	}
+	if _, ok := reasons["7"]; ok {
+		t.Error("an excluded job was reported as skipped")
+	}
+	targets, _ = matchJobs(cluster, jobs, Scope{IncludeJobs: []string{"ord*"}})
+	if len(targets) != 1 || targets[0].JobName != "orders" {
+		t.Fatalf("include filter: %+v", targets)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err       error
+		typ       string
+		retryable bool
+	}{
+		"flink job not found": {flink.NewError("stop", flink.ErrorReasonJobNotFound, "gone", nil), flink.ErrorReasonJobNotFound, false},
+		"flink unavailable":   {flink.NewError("stop", flink.ErrorReasonUnavailable, "503", nil), flink.ErrorReasonUnavailable, true},
+		"storage quota":       {fmt.Errorf("w: %w", storage.ErrNamespaceQuotaExceeded), ErrTypeStorageQuota, false},
+		"storage unavailable": {fmt.Errorf("w: %w", storage.ErrUnavailable), ErrTypeStorage, true},
+		"outside roots":       {fmt.Errorf("w: %w", storage.ErrOutsideRoots), ErrTypeOutsideRoots, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			typ, nonRetryable := appErrType(t, classify("op", tc.err))
+			if typ != tc.typ || nonRetryable == tc.retryable {
+				t.Fatalf("classified as %s non-retryable=%v, want %s retryable=%v", typ, nonRetryable, tc.typ, tc.retryable)
+			}
+		})
+	}
+	if err := classify("op", errors.New("connection reset")); err == nil || strings.Contains(fmt.Sprintf("%T", err), "ApplicationError") {
+		t.Fatalf("unknown errors stay plain (retryable by policy), got %T", err)
+	}
+}
+
+func TestStopWithSavepointFailureIsNonRetryable(t *testing.T) {
+	ff := &fakeFlink{statuses: []flink.OperationStatus{
+		{State: flink.OperationInProgress},
+		{State: flink.OperationCompleted, Failure: &flink.FailureCause{StackTrace: "java.io.IOException: quota\n\tat x\nCaused by: NSQuotaExceededException: The NameSpace quota"}},
+	}}
+	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	var out StopWithSavepointResult
+	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+		Job: JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
+	typ, nonRetryable := appErrType(t, err)
+	if typ != flink.ErrorReasonOperationFailed || !nonRetryable || !strings.Contains(err.Error(), "NSQuotaExceededException") || !strings.Contains(err.Error(), "keeps running") {
+		t.Fatalf("error %v (type %s)", err, typ)
+	}
+}
+
+func TestStopWithSavepointNeedsATargetDir(t *testing.T) {
+	a := &Activities{Flink: oneClient{&fakeFlink{}}}
+	var out StopWithSavepointResult
+	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{Job: JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
+	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeInvalidInput || !nonRetryable {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestAwaitHealthyRefusesAnotherRestorePoint(t *testing.T) {
+	ff := &fakeFlink{
+		details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
+		stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
+			Restored: &flink.RestoredCheckpoint{ID: 3, ExternalPath: "hdfs://nn/sp/savepoint-other"}}},
+	}
+	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	var out AwaitHealthyResult
+	err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
+		RunningTimeout: time.Minute, CheckpointTimeout: time.Minute}, &out)
+	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeRestoreMismatch || !nonRetryable || !strings.Contains(err.Error(), "savepoint-other") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestAwaitHealthyFailsOnAFailedJob(t *testing.T) {
+	ff := &fakeFlink{details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}, {ID: "n1", State: flink.JobFailed}}}
+	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	var out AwaitHealthyResult
+	err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", RunningTimeout: time.Minute, CheckpointTimeout: time.Minute}, &out)
+	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeJobUnhealthy || !nonRetryable || !strings.Contains(err.Error(), "FAILED") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestAwaitHealthySucceedsAfterACheckpointNewerThanTheRestore(t *testing.T) {
+	ff := &fakeFlink{
+		details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
+		stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
+			Restored:  &flink.RestoredCheckpoint{ID: 3, ExternalPath: "hdfs://nn/sp/savepoint-mine/"},
+			Completed: &flink.CheckpointStatistics{ID: 4, ExternalPath: "hdfs://nn/chk/n1/chk-4"}}},
+	}
+	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	var out AwaitHealthyResult
+	if err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
+		RunningTimeout: time.Minute, CheckpointTimeout: time.Minute, Soak: 20 * time.Millisecond}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.CheckpointID != 4 || out.RestoredFrom != "hdfs://nn/sp/savepoint-mine/" {
+		t.Fatalf("result %+v", out)
+	}
+}
