@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 // windowFixture fakes the activities of a window over a small fleet and
 // records what they were asked to do.
 type windowFixture struct {
+	// mu guards the maps and flags below: fake activities run on their own
+	// goroutines while delayed callbacks and assertions read and change them.
+	mu      sync.Mutex
 	t       *testing.T
 	env     *testsuite.TestWorkflowEnvironment
 	jobs    []activities.JobTarget
@@ -57,6 +61,8 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	var a *activities.Activities
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		return activities.DiscoverJobsResult{
 			Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
 			Clusters: []inventory.Cluster{{ClusterID: "cluster-a", RESTURL: "http://cluster-a"}, {ClusterID: "cluster-b", RESTURL: "http://cluster-b"}},
@@ -65,6 +71,8 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 		}, nil
 	})
 	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		var res activities.CheckQuotaResult
 		for _, t := range in.Tenants {
 			q := activities.TenantQuota{Tenant: t.Name, Root: t.Root, NamespaceUsed: 100, NamespaceQuota: 1000, Level: "ok", RestartAllowed: true, Headroom: 900}
@@ -76,6 +84,8 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 		return res, nil
 	})
 	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.stopped[in.Job.Key]++
 		if f.failStop[in.Job.Key] {
 			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
@@ -84,19 +94,27 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 	})
 	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
 	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.documents[in.Path] = string(in.Content)
 		return activities.WriteDocumentResult{Path: in.Path}, nil
 	})
 	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(activities.ProbeEndpointsResult{}, nil)
 	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CancelJobInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.cancelled = append(f.cancelled, in.JobID)
 		return nil
 	})
 	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.started[in.Job.Key] = append(f.started[in.Job.Key], in.SavepointPath)
 		return activities.RestartJobResult{JobID: in.NewJobID}, nil
 	})
 	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		for key, fail := range f.failRestart {
 			if fail && strings.HasSuffix(in.SavepointPath, "savepoint-"+strings.Split(key, "/")[1]) {
 				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job failed on restore", activities.ErrTypeJobUnhealthy, nil)
@@ -249,7 +267,9 @@ func TestWindowRetryJobCancelsFailedAttemptFirst(t *testing.T) {
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	f.env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
 		f.failRestart["cluster-a/job-a"] = false
+		f.mu.Unlock()
 		f.update(UpdateDecide, DecideRequest{Action: ActionRetryJob, Job: "cluster-a/job-a", By: "carol"}, false)
 	}, time.Hour)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
@@ -279,7 +299,9 @@ func TestWindowQuotaGatePausesUntilRetry(t *testing.T) {
 				t.Errorf("%s restarted before the quota gate passed", j.Target.Key)
 			}
 		}
+		f.mu.Lock()
 		f.quotaShort = false
+		f.mu.Unlock()
 		f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "dave", Reason: "quota raised"}, false)
 	}, time.Hour)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
