@@ -24,6 +24,11 @@ type Activities struct {
 	Flink      FlinkClients
 	Storage    Storage
 	Kubernetes KubernetesHealth
+
+	// Cleanup locates plans, trash and audit manifests (worker config).
+	Cleanup CleanupSettings
+	// Metrics receives governance measurements; nil disables them.
+	Metrics GovernanceMetrics
 }
 
 func (a *Activities) now() time.Time {

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -48,4 +49,20 @@ type InventorySource interface {
 // KubernetesHealth answers whether the Kubernetes API is reachable.
 type KubernetesHealth interface {
 	Ready(ctx context.Context) error
+}
+
+// GovernanceMetrics receives what governance activities measure; the
+// worker exports it to Prometheus (internal/metrics.Governance). Nil means
+// no metrics.
+type GovernanceMetrics interface {
+	// QuotaSampled records a tenant's utilisation in percent per dimension
+	// ("namespace", "space"); a dimension without a quota is not recorded.
+	QuotaSampled(tenant, dimension string, percent float64)
+	// CleanupPlanned records the latest plan of a tenant.
+	CleanupPlanned(tenant string, files, bytes, unparseable int64)
+	// CleanupReclaimed adds what a run reclaimed for a tenant.
+	CleanupReclaimed(tenant string, files, bytes int64)
+	// Succeeded records the time of the last successful operation
+	// (plan, execute, purge, sample).
+	Succeeded(operation string, at time.Time)
 }

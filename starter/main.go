@@ -105,8 +105,8 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 	root.AddCommand(newPingCommand(g))
 	root.AddCommand(
 		newWindowCommand(g),
-		newGroupCommand("governance", "Reference-safe cleanup of checkpoints, savepoints and HA state"),
-		newGroupCommand("quota", "HDFS namespace and space quota per tenant"),
+		newGovernanceCommand(g),
+		newQuotaCommand(g),
 		newMetadataCommand(g),
 	)
 	return root

@@ -38,7 +38,7 @@ func TestUsageErrors(t *testing.T) {
 		"bad timeout":         {[]string{"ping", "--timeout", "0s"}, nil, "--timeout=0s"},
 		"bad TLS env":         {[]string{"ping"}, map[string]string{"TEMPORAL_TLS": "perhaps"}, "TEMPORAL_TLS"},
 		"cert without key":    {[]string{"ping", "--tls-cert", "/nonexistent/c.pem"}, nil, "set both"},
-		"empty group":         {[]string{"governance"}, nil, "has no subcommands"},
+		"group without name":  {[]string{"governance", "approve"}, nil, "exactly one NAME"},
 		"window without file": {[]string{"window", "start"}, nil, "-f window.yaml is required"},
 		"window bad file":     {[]string{"window", "start", "-f", "/nonexistent/window.yaml"}, nil, "window file"},
 		"group with argument": {[]string{"quota", "extra"}, nil, "extra"},

@@ -21,7 +21,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
@@ -91,7 +90,13 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		WorkerStopTimeout:                      cfg.Worker.ShutdownTimeout.D(),
 		OnFatalError:                           func(err error) { fatal <- err },
 	})
-	app.Register(w, &activities.Activities{Identity: identity})
+	acts, closeAdapters, err := app.NewActivities(cfg, identity)
+	if err != nil {
+		return err
+	}
+	defer closeAdapters() //nolint:errcheck // connections close on exit anyway
+	acts.Metrics = m.Governance
+	app.Register(w, acts)
 
 	health := &healthState{}
 	srv, err := startHTTP(cfg.HTTP.Listen, m, c, health, zl)

@@ -35,6 +35,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 	if cfg.Inventory.StaticFile != "" {
 		acts.Inventory = StaticInventory{Path: cfg.Inventory.StaticFile}
 	}
+	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir}
 	return acts, resolver.Close, nil
 }
 
@@ -83,5 +84,5 @@ func (s StaticInventory) Discover(ctx context.Context) (inventory.Inventory, err
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
-	return inventory.Inventory{Tenants: st.Tenants, Clusters: st.Clusters}, nil
+	return inventory.Inventory(st), nil
 }

@@ -27,6 +27,8 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.MaintenanceWindowWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWindowWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobSavepointWorkflow, workflow.RegisterOptions{Name: workflows.JobSavepointWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobRestartWorkflow, workflow.RegisterOptions{Name: workflows.JobRestartWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.GovernanceWorkflow, workflow.RegisterOptions{Name: workflows.GovernanceWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.QuotaWatchWorkflow, workflow.RegisterOptions{Name: workflows.QuotaWatchWorkflowType})
 }
 
 // RegisterActivities registers every method of acts as an activity, named

@@ -43,6 +43,19 @@ type Config struct {
 	Storage   Storage              `yaml:"storage"`
 	Inventory Inventory            `yaml:"inventory"`
 	Flink     Flink                `yaml:"flink"`
+	Cleanup   Cleanup              `yaml:"cleanup"`
+}
+
+// Cleanup locates what reference-safe cleanup writes: plans, trash and
+// audit manifests. Each must lie under storage.writableRoots; the trash
+// root must be outside every tenant's quota'd tree, or trashing frees nothing.
+type Cleanup struct {
+	// TrashRoot receives trashed items as <trashRoot>/<run-id>/<path>.
+	TrashRoot string `yaml:"trashRoot"`
+	// AuditRoot holds audit manifests; default <trashRoot>/_audit.
+	AuditRoot string `yaml:"auditRoot"`
+	// PlanDir holds plans and governance reports, <planDir>/<run-id>/.
+	PlanDir string `yaml:"planDir"`
 }
 
 // Storage configures how the worker reaches checkpoint storage.
@@ -228,8 +241,58 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("inventory.staticFile=%q cannot be read: %v", f, err))
 		}
 	}
+	errs = append(errs, c.Cleanup.validate(c.Storage.WritableRoots)...)
 	if len(errs) > 0 {
 		return &ValidationError{Problems: errs}
 	}
 	return nil
+}
+
+func (c Cleanup) validate(writable []string) []error {
+	var errs []error
+	for _, f := range []struct{ name, v string }{{"cleanup.trashRoot", c.TrashRoot}, {"cleanup.auditRoot", c.AuditRoot}, {"cleanup.planDir", c.PlanDir}} {
+		if f.v == "" {
+			continue
+		}
+		if !strings.Contains(f.v, "://") && !strings.HasPrefix(f.v, "/") {
+			errs = append(errs, fmt.Errorf("%s=%q: use an absolute path or a URI such as hdfs://nn:8020/flinkmaint/trash", f.name, f.v))
+			continue
+		}
+		if strings.Contains("/"+f.v+"/", "/../") {
+			errs = append(errs, fmt.Errorf("%s=%q: must not contain \"..\"", f.name, f.v))
+			continue
+		}
+		if !underAny(f.v, writable) {
+			errs = append(errs, fmt.Errorf("%s=%q is not under any of storage.writableRoots %v: the worker could not write there; add a writable root that contains it", f.name, f.v, writable))
+		}
+	}
+	if c.AuditRoot != "" && c.TrashRoot == "" {
+		errs = append(errs, fmt.Errorf("cleanup.auditRoot=%q is set but cleanup.trashRoot is empty: set cleanup.trashRoot too (trash is the default action)", c.AuditRoot))
+	}
+	return errs
+}
+
+// underAny reports whether p is a root or lies below one. A plain path is
+// compared with the path part of a URI root (the default file system).
+func underAny(p string, roots []string) bool {
+	pathOf := func(s string) string {
+		if i := strings.Index(s, "://"); i >= 0 {
+			rest := s[i+3:]
+			if j := strings.Index(rest, "/"); j >= 0 {
+				return rest[j:]
+			}
+			return "/"
+		}
+		return s
+	}
+	for _, r := range roots {
+		a, b := strings.TrimRight(p, "/"), strings.TrimRight(r, "/")
+		if !strings.Contains(p, "://") || !strings.Contains(r, "://") {
+			a, b = strings.TrimRight(pathOf(p), "/"), strings.TrimRight(pathOf(r), "/")
+		}
+		if a == b || strings.HasPrefix(a, b+"/") {
+			return true
+		}
+	}
+	return false
 }

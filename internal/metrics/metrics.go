@@ -27,6 +27,8 @@ type Metrics struct {
 	SDK client.MetricsHandler
 	// BuildInfo is 1, labelled with the version, so dashboards see rollouts.
 	BuildInfo *prometheus.GaugeVec
+	// Governance receives the governance activities' measurements.
+	Governance *Governance
 
 	scope io.Closer
 }
@@ -66,6 +68,11 @@ func New(version string) (*Metrics, error) {
 		return nil, fmt.Errorf("metrics: build_info: %w", err)
 	}
 	m.BuildInfo.WithLabelValues(version).Set(1)
+	gov, err := NewGovernance(reg)
+	if err != nil {
+		return nil, err
+	}
+	m.Governance = gov
 	return m, nil
 }
 
@@ -76,3 +83,66 @@ func (m *Metrics) Handler() http.Handler {
 
 // Close flushes and stops the SDK metrics scope.
 func (m *Metrics) Close() error { return m.scope.Close() }
+
+// Governance holds the metrics of cleanup and quota watching. It
+// implements activities.GovernanceMetrics.
+type Governance struct {
+	QuotaUtilisation   *prometheus.GaugeVec
+	PlannedFiles       *prometheus.GaugeVec
+	PlannedBytes       *prometheus.GaugeVec
+	KeptUnparseable    *prometheus.GaugeVec
+	ReclaimedFiles     *prometheus.CounterVec
+	ReclaimedBytes     *prometheus.CounterVec
+	LastSuccessSeconds *prometheus.GaugeVec
+}
+
+// NewGovernance creates the governance metrics on reg.
+func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
+	g := &Governance{
+		QuotaUtilisation: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "quota_utilisation_percent",
+			Help: "Latest quota use of a tenant root in percent, per dimension (namespace: files+dirs, space: bytes after replication)."},
+			[]string{"tenant", "dimension"}),
+		PlannedFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "cleanup_planned_files",
+			Help: "Files the latest cleanup plan would reclaim, per tenant."}, []string{"tenant"}),
+		PlannedBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "cleanup_planned_bytes",
+			Help: "Bytes the latest cleanup plan would reclaim, per tenant."}, []string{"tenant"}),
+		KeptUnparseable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "cleanup_kept_unparseable_items",
+			Help: "Items the latest plan kept because a _metadata could not be parsed, per tenant."}, []string{"tenant"}),
+		ReclaimedFiles: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cleanup_reclaimed_files_total",
+			Help: "Files moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
+		ReclaimedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cleanup_reclaimed_bytes_total",
+			Help: "Bytes moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
+		LastSuccessSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "governance_last_success_timestamp_seconds",
+			Help: "Unix time of the last successful governance operation (plan, execute, purge, sample)."}, []string{"operation"}),
+	}
+	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
+		g.ReclaimedFiles, g.ReclaimedBytes, g.LastSuccessSeconds} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: governance: %w", err)
+		}
+	}
+	return g, nil
+}
+
+// QuotaSampled records a tenant's utilisation of one quota dimension.
+func (g *Governance) QuotaSampled(tenant, dimension string, percent float64) {
+	g.QuotaUtilisation.WithLabelValues(tenant, dimension).Set(percent)
+}
+
+// CleanupPlanned records the latest plan of a tenant.
+func (g *Governance) CleanupPlanned(tenant string, files, bytes, unparseable int64) {
+	g.PlannedFiles.WithLabelValues(tenant).Set(float64(files))
+	g.PlannedBytes.WithLabelValues(tenant).Set(float64(bytes))
+	g.KeptUnparseable.WithLabelValues(tenant).Set(float64(unparseable))
+}
+
+// CleanupReclaimed adds what a run reclaimed for a tenant.
+func (g *Governance) CleanupReclaimed(tenant string, files, bytes int64) {
+	g.ReclaimedFiles.WithLabelValues(tenant).Add(float64(files))
+	g.ReclaimedBytes.WithLabelValues(tenant).Add(float64(bytes))
+}
+
+// Succeeded records when an operation last succeeded.
+func (g *Governance) Succeeded(operation string, at time.Time) {
+	g.LastSuccessSeconds.WithLabelValues(operation).Set(float64(at.UnixNano()) / 1e9)
+}

@@ -1,0 +1,631 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// Application error types of the governance activities.
+const (
+	// ErrTypeCleanupNotConfigured: the worker's cleanup section lacks what
+	// the step needs (plan dir, trash root).
+	ErrTypeCleanupNotConfigured = "CleanupNotConfigured"
+	// ErrTypeCleanupPlanInvalid: the plan cannot be executed as written.
+	ErrTypeCleanupPlanInvalid = "CleanupPlanInvalid"
+	// ErrTypeCleanupPlanChanged: the plan on storage is not the one approved.
+	ErrTypeCleanupPlanChanged = "CleanupPlanChanged"
+	// ErrTypeCleanupItemsFailed: some items failed for a reason no retry fixes.
+	ErrTypeCleanupItemsFailed = "CleanupItemsFailed"
+)
+
+// Operations reported to GovernanceMetrics.Succeeded.
+const (
+	OpPlanCleanup    = "plan"
+	OpExecuteCleanup = "execute"
+	OpPurgeTrash     = "purge"
+	OpSampleQuota    = "sample"
+)
+
+// maxPlanBytes bounds a plan read back from storage.
+const maxPlanBytes = 1 << 30
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// CheckRunID reports whether id can name a cleanup run (plan directory,
+// trash directory and audit manifest).
+func CheckRunID(id string) error {
+	if !runIDPattern.MatchString(id) {
+		return fmt.Errorf("run id %q: want 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// toPolicy converts activity input to the planner's policy with defaults.
+func (p CleanupPolicy) toPolicy() cleanup.Policy {
+	return cleanup.Policy{
+		Grace: p.Grace, RetiredJobTTL: p.RetiredJobTTL, DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint,
+		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge, HATTL: p.HATTL,
+		PinnedSavepoints: p.PinnedSavepoints, Action: cleanup.Action(p.Action),
+	}.ApplyDefaults()
+}
+
+// PlanCleanup plans a reference-safe cleanup of the scope: it reads the
+// inventory and every live job's restore point and in-flight checkpoint
+// from Flink, lists the checkpoint, savepoint and HA roots of the clusters
+// in scope, and builds the plan. The whole plan goes to storage as JSON;
+// only a summary and the plan's path and hash go through history.
+func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (PlanCleanupResult, error) {
+	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
+		return PlanCleanupResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
+	}
+	if a.Cleanup.PlanDir == "" {
+		return PlanCleanupResult{}, nonRetryable(ErrTypeCleanupNotConfigured, "worker config cleanup.planDir is empty: set a directory under storage.writableRoots for plans and reports")
+	}
+	if err := CheckRunID(in.RunID); err != nil {
+		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+	}
+	pol := in.Policy.toPolicy()
+	if err := pol.Validate(); err != nil {
+		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+	}
+	inv, err := a.Inventory.Discover(ctx)
+	if errors.Is(err, inventory.ErrInvalid) {
+		return PlanCleanupResult{}, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
+	}
+	if err != nil {
+		return PlanCleanupResult{}, classify("discover inventory", err)
+	}
+	var notes []string
+	fs, roots, tenants, err := a.scopeRoots(ctx, inv, in.Scope, &notes)
+	if err != nil {
+		return PlanCleanupResult{}, err
+	}
+	activity.RecordHeartbeat(ctx, "inventory")
+
+	// Restore points outside the roots are read too: a job restored in
+	// CLAIM or LEGACY mode may reference files inside them.
+	before, err := a.liveInventory(ctx, inv)
+	if err != nil {
+		return PlanCleanupResult{}, err
+	}
+	extra, extraNotes := a.extraMetadata(ctx, fs, roots, before)
+	notes = append(notes, extraNotes...)
+	listing, err := cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{ExtraMetadata: extra})
+	if err != nil {
+		return PlanCleanupResult{}, classifyCleanup("list the roots in scope", err)
+	}
+	activity.RecordHeartbeat(ctx, "listed")
+	// In-flight checkpoints are read after the listing, so one that started
+	// before it is known to the planner.
+	live, err := a.liveInventory(ctx, inv)
+	if err != nil {
+		return PlanCleanupResult{}, err
+	}
+	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol})
+	if err != nil {
+		return PlanCleanupResult{}, classifyCleanup("plan", err)
+	}
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "encode plan: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	planPath := strings.TrimRight(a.Cleanup.PlanDir, "/") + "/" + in.RunID + "/plan.json"
+	if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: planPath, Content: data}); err != nil {
+		return PlanCleanupResult{}, err
+	}
+	s := summarizePlan(plan)
+	s.RunID, s.PlanPath, s.PlanSHA256, s.Notes, s.ScopeTenants = in.RunID, planPath, hex.EncodeToString(sum[:]), notes, tenants
+	if a.Metrics != nil {
+		for _, t := range s.Tenants {
+			a.Metrics.CleanupPlanned(t.Tenant, t.Files, t.Bytes, t.Unparseable)
+		}
+		a.Metrics.Succeeded(OpPlanCleanup, a.now())
+	}
+	activity.GetLogger(ctx).Info("cleanup planned", "run", in.RunID, "plan", planPath, "items", s.Items, "files", s.Files, "bytes", s.Bytes)
+	return PlanCleanupResult{Summary: s}, nil
+}
+
+// scopeRoots returns the storage roots of the clusters in scope, the file
+// system they are on, and the tenants in scope. Roots that do not exist are
+// left out with a note (a cluster that never took a savepoint).
+func (a *Activities) scopeRoots(ctx context.Context, inv inventory.Inventory, scope Scope, notes *[]string) (storage.FileSystem, []layout.Root, []inventory.Tenant, error) {
+	var fs storage.FileSystem
+	var roots []layout.Root
+	seen := map[string]bool{}
+	tenantsInScope := map[string]bool{}
+	for _, c := range inv.Clusters {
+		if !selected(scope.Tenants, c.Tenant) || !selected(scope.Clusters, c.ClusterID) {
+			continue
+		}
+		tenantsInScope[c.Tenant] = true
+		for _, r := range []struct {
+			dir  string
+			kind layout.RootKind
+		}{{c.CheckpointDir, layout.CheckpointRoot}, {c.SavepointDir, layout.SavepointRoot}, {c.HAStorageDir, layout.HARoot}} {
+			if r.dir == "" {
+				continue
+			}
+			rfs, p, err := a.Storage.Resolve(ctx, r.dir)
+			if err != nil {
+				return nil, nil, nil, classify("cluster "+c.ClusterID+" "+r.kind.String()+" "+r.dir, err)
+			}
+			p = strings.TrimRight(p, "/")
+			if fs != nil && rfs.URI().String() != fs.URI().String() {
+				return nil, nil, nil, nonRetryable(ErrTypeInvalidInput,
+					"scope spans two file systems (%s and %s, cluster %s): one plan covers one file system; narrow the scope with tenants or clusters",
+					fs.URI(), rfs.URI(), c.ClusterID)
+			}
+			fs = rfs
+			key := r.kind.String() + " " + p
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if _, err := rfs.Stat(ctx, p); err != nil {
+				if errors.Is(err, storage.ErrNotFound) {
+					*notes = append(*notes, fmt.Sprintf("%s %s of cluster %s does not exist; nothing to plan there", r.kind, p, c.ClusterID))
+					continue
+				}
+				return nil, nil, nil, classify("stat "+p, err)
+			}
+			roots = append(roots, layout.Root{Path: p, Kind: r.kind})
+		}
+	}
+	if len(roots) == 0 {
+		return nil, nil, nil, nonRetryable(ErrTypeInvalidInput,
+			"scope (tenants %v, clusters %v) selects no existing checkpoint, savepoint or HA directory in the inventory", scope.Tenants, scope.Clusters)
+	}
+	sort.Slice(roots, func(i, j int) bool { return roots[i].Path < roots[j].Path })
+	var tenants []inventory.Tenant
+	for _, t := range inv.Tenants {
+		if tenantsInScope[t.Name] {
+			tenants = append(tenants, t)
+		}
+	}
+	sort.Slice(tenants, func(i, j int) bool { return tenants[i].Name < tenants[j].Name })
+	return fs, roots, tenants, nil
+}
+
+// liveInventory asks every cluster of the inventory (not only those in
+// scope: restored jobs reference other clusters' state) for its live jobs,
+// their restore points and in-flight checkpoints. An unreachable cluster
+// fails the step: planning without knowing its jobs could delete their state.
+func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory) (cleanup.Live, error) {
+	var live cleanup.Live
+	for _, c := range inv.Clusters {
+		client, err := a.flinkFor(c.RESTURL)
+		if err != nil {
+			return live, err
+		}
+		jobs, err := client.ListJobs(ctx)
+		if err != nil {
+			return live, classify("list jobs of cluster "+c.ClusterID, err)
+		}
+		lc := cleanup.LiveCluster{ClusterID: c.ClusterID}
+		for _, j := range jobs {
+			if j.State.IsGloballyTerminal() {
+				continue
+			}
+			lj := cleanup.LiveJob{JobID: j.ID}
+			st, err := client.Checkpoints(ctx, j.ID)
+			if err != nil {
+				return live, classify("checkpoints of job "+j.ID+" on "+c.ClusterID, err)
+			}
+			if r := st.Latest.Restored; r != nil {
+				lj.RestorePath = strings.TrimRight(r.ExternalPath, "/")
+			}
+			for _, h := range st.History {
+				if h.Status == "IN_PROGRESS" && h.ID > lj.InFlightCheckpoint {
+					lj.InFlightCheckpoint = h.ID
+				}
+			}
+			lc.Jobs = append(lc.Jobs, lj)
+		}
+		sort.Slice(lc.Jobs, func(i, j int) bool { return lc.Jobs[i].JobID < lc.Jobs[j].JobID })
+		live.Clusters = append(live.Clusters, lc)
+		activity.RecordHeartbeat(ctx, "live jobs of "+c.ClusterID)
+	}
+	return live, nil
+}
+
+// extraMetadata lists the _metadata of live restore points outside the
+// roots on the plan's file system, when it still exists.
+func (a *Activities) extraMetadata(ctx context.Context, fs storage.FileSystem, roots []layout.Root, live cleanup.Live) ([]string, []string) {
+	var out, notes []string
+	seen := map[string]bool{}
+	for _, c := range live.Clusters {
+		for _, j := range c.Jobs {
+			if j.RestorePath == "" {
+				continue
+			}
+			meta := j.RestorePath
+			if !strings.HasSuffix(meta, "/"+layout.MetadataFileName) {
+				meta += "/" + layout.MetadataFileName
+			}
+			inside := false
+			for _, r := range roots {
+				inside = inside || strings.HasPrefix(meta, r.Path+"/")
+			}
+			if inside || seen[meta] {
+				continue
+			}
+			seen[meta] = true
+			rfs, p, err := a.Storage.Resolve(ctx, meta)
+			if err != nil || rfs.URI().String() != fs.URI().String() {
+				continue
+			}
+			if _, err := fs.Stat(ctx, p); err != nil {
+				notes = append(notes, fmt.Sprintf("restore point %s of live job %s is not readable (%v); its references are unknown", j.RestorePath, j.JobID, err))
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out, notes
+}
+
+// summarizePlan turns the planner's summary into the small, ordered form
+// that travels through history.
+func summarizePlan(plan cleanup.Plan) PlanSummary {
+	s := PlanSummary{CreatedAt: plan.CreatedAt, Action: string(plan.Policy.Action), LiveJobs: len(plan.LiveJobs), KeptItems: len(plan.Keep)}
+	for _, r := range plan.Roots {
+		s.Roots = append(s.Roots, r.Path)
+	}
+	for _, ts := range plan.Summary {
+		tp := TenantPlan{Tenant: ts.Tenant, Items: ts.Reclaim.Items, Files: ts.Reclaim.Files, Dirs: ts.Reclaim.Dirs, Bytes: ts.Reclaim.Bytes}
+		for rule, t := range ts.ByRule {
+			tp.ByRule = append(tp.ByRule, RuleTotals{Rule: string(rule), Items: t.Items, Files: t.Files, Dirs: t.Dirs, Bytes: t.Bytes})
+		}
+		for reason, t := range ts.KeptItems {
+			tp.Kept = append(tp.Kept, RuleTotals{Rule: string(reason), Items: t.Items, Files: t.Files, Dirs: t.Dirs, Bytes: t.Bytes})
+			if reason == cleanup.KeepUnparseable || reason == cleanup.KeepUnparseableInScope {
+				tp.Unparseable += t.Items
+			}
+		}
+		sort.Slice(tp.ByRule, func(i, j int) bool { return tp.ByRule[i].Rule < tp.ByRule[j].Rule })
+		sort.Slice(tp.Kept, func(i, j int) bool { return tp.Kept[i].Rule < tp.Kept[j].Rule })
+		s.Items += tp.Items
+		s.Files += tp.Files
+		s.Dirs += tp.Dirs
+		s.Bytes += tp.Bytes
+		s.Tenants = append(s.Tenants, tp)
+	}
+	sort.Slice(s.Tenants, func(i, j int) bool { return s.Tenants[i].Tenant < s.Tenants[j].Tenant })
+	for i, it := range plan.Delete {
+		if i == MaxPlanSample {
+			s.Truncated = true
+			break
+		}
+		s.Sample = append(s.Sample, PlanItemBrief{Path: it.Path, Kind: string(it.Kind), Rule: string(it.Rule), Tenant: it.Tenant, Files: it.Files, Bytes: it.Bytes})
+	}
+	return s
+}
+
+// ExecuteCleanup carries out a plan written by PlanCleanup, after checking
+// it is byte for byte the plan that was approved. Every item is
+// re-verified right before it is moved to the trash (or deleted); progress
+// goes into heartbeats and the audit manifest, and a retried attempt
+// resumes from the manifest without redoing or skipping items.
+func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput) (ExecuteCleanupResult, error) {
+	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
+		return ExecuteCleanupResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
+	}
+	if err := CheckRunID(in.RunID); err != nil {
+		return ExecuteCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+	}
+	pfs, pp, err := a.Storage.Resolve(ctx, in.PlanPath)
+	if err != nil {
+		return ExecuteCleanupResult{}, classify("resolve plan "+in.PlanPath, err)
+	}
+	data, err := pfs.ReadFile(ctx, pp, maxPlanBytes)
+	if err != nil {
+		return ExecuteCleanupResult{}, classify("read plan "+in.PlanPath, err)
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != in.PlanSHA256 {
+		return ExecuteCleanupResult{}, nonRetryable(ErrTypeCleanupPlanChanged, "plan %s has sha256 %s, the approved plan had %s; plan again", in.PlanPath, got, in.PlanSHA256)
+	}
+	var plan cleanup.Plan
+	if err := json.Unmarshal(data, &plan); err != nil {
+		return ExecuteCleanupResult{}, nonRetryable(ErrTypeCleanupPlanInvalid, "plan %s does not decode: %v", in.PlanPath, err)
+	}
+	res := ExecuteCleanupResult{RunID: in.RunID, Total: len(plan.Delete)}
+	if len(plan.Delete) == 0 {
+		return res, nil
+	}
+	fs, _, err := a.Storage.Resolve(ctx, plan.Delete[0].Path)
+	if err != nil {
+		return res, classify("resolve "+plan.Delete[0].Path, err)
+	}
+	trash, audit := "", ""
+	if a.Cleanup.TrashRoot != "" {
+		tfs, tp, err := a.Storage.Resolve(ctx, a.Cleanup.TrashRoot)
+		if err != nil {
+			return res, classify("resolve cleanup.trashRoot "+a.Cleanup.TrashRoot, err)
+		}
+		if tfs.URI().String() != fs.URI().String() {
+			return res, nonRetryable(ErrTypeCleanupNotConfigured, "cleanup.trashRoot %s is on %s, the plan's items on %s: trash moves are renames and need one file system",
+				a.Cleanup.TrashRoot, tfs.URI(), fs.URI())
+		}
+		trash = strings.TrimRight(tp, "/")
+	}
+	if plan.Policy.Action == cleanup.ActionTrash && trash == "" {
+		return res, nonRetryable(ErrTypeCleanupNotConfigured, "the plan moves items to trash but worker config cleanup.trashRoot is empty")
+	}
+	if a.Cleanup.AuditRoot != "" {
+		_, ap, err := a.Storage.Resolve(ctx, a.Cleanup.AuditRoot)
+		if err != nil {
+			return res, classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
+		}
+		audit = strings.TrimRight(ap, "/")
+	}
+	if audit == "" && trash == "" {
+		return res, nonRetryable(ErrTypeCleanupNotConfigured, "worker config has neither cleanup.trashRoot nor cleanup.auditRoot: the audit manifest needs a home")
+	}
+	// Destructive paths must lie strictly under the scanned roots (and the
+	// trash/audit roots), on top of the worker's writable roots.
+	guardRoots := []string{}
+	for _, r := range plan.Roots {
+		guardRoots = append(guardRoots, r.Path)
+	}
+	for _, r := range []string{trash, audit} {
+		if r != "" {
+			guardRoots = append(guardRoots, r)
+		}
+	}
+	guard, err := storage.NewGuard(guardRoots...)
+	if err != nil {
+		return res, nonRetryable(ErrTypeCleanupPlanInvalid, "plan roots: %v", err)
+	}
+	res.Resumed = activity.HasHeartbeatDetails(ctx)
+	ex, err := cleanup.NewExecutor(cleanup.ExecutorConfig{
+		FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID,
+		Live: func(ctx context.Context) (cleanup.Live, error) {
+			inv, err := a.Inventory.Discover(ctx)
+			if err != nil {
+				return cleanup.Live{}, err
+			}
+			return a.liveInventory(ctx, inv)
+		},
+		Progress: func(p cleanup.Progress) {
+			activity.RecordHeartbeat(ctx, ExecuteProgress{RunID: p.RunID, Done: p.Done, Total: p.Total, Last: p.Last.Path})
+		},
+		Now: a.now,
+	})
+	if err != nil {
+		return res, classifyCleanup("configure executor", err)
+	}
+	out, runErr := ex.Run(ctx, plan)
+	res.ManifestDir, res.TrashRoot = out.ManifestDir, trash
+	if runErr != nil {
+		return res, classifyCleanup("execute plan "+in.PlanPath, runErr)
+	}
+	auditRoot := audit
+	if auditRoot == "" {
+		auditRoot = trash + "/_audit"
+	}
+	recs, err := cleanup.ReadManifest(ctx, fs, auditRoot, in.RunID)
+	if err != nil {
+		return res, classifyCleanup("read audit manifest", err)
+	}
+	tenantOf := map[string]string{}
+	for _, it := range plan.Delete {
+		tenantOf[it.Path] = it.Tenant
+	}
+	byTenant := map[string]*TenantReclaim{}
+	counts := map[string]int{}
+	for _, r := range recs {
+		if _, ok := tenantOf[r.Path]; !ok {
+			continue
+		}
+		counts[string(r.Outcome)]++
+		switch r.Outcome {
+		case cleanup.OutcomeTrashed, cleanup.OutcomeDeleted:
+			t := byTenant[tenantOf[r.Path]]
+			if t == nil {
+				t = &TenantReclaim{Tenant: tenantOf[r.Path]}
+				byTenant[t.Tenant] = t
+			}
+			t.Items++
+			t.Files += r.Files
+			t.Dirs += r.Dirs
+			t.Bytes += r.Bytes
+			res.Items++
+			res.Files += r.Files
+			res.Dirs += r.Dirs
+			res.Bytes += r.Bytes
+		case cleanup.OutcomeRefused, cleanup.OutcomeFailed:
+			if len(res.Refused) < MaxPlanSample {
+				res.Refused = append(res.Refused, RecordBrief{Path: r.Path, Outcome: string(r.Outcome), Detail: r.Detail})
+			}
+		}
+	}
+	for o, n := range counts {
+		res.Outcomes = append(res.Outcomes, OutcomeCount{Outcome: o, Items: n})
+	}
+	sort.Slice(res.Outcomes, func(i, j int) bool { return res.Outcomes[i].Outcome < res.Outcomes[j].Outcome })
+	for _, t := range byTenant {
+		res.Tenants = append(res.Tenants, *t)
+	}
+	sort.Slice(res.Tenants, func(i, j int) bool { return res.Tenants[i].Tenant < res.Tenants[j].Tenant })
+	if a.Metrics != nil {
+		for _, t := range res.Tenants {
+			a.Metrics.CleanupReclaimed(t.Tenant, t.Files, t.Bytes)
+		}
+		a.Metrics.Succeeded(OpExecuteCleanup, a.now())
+	}
+	activity.GetLogger(ctx).Info("cleanup executed", "run", in.RunID, "items", res.Items, "files", res.Files, "bytes", res.Bytes, "manifest", res.ManifestDir)
+	return res, nil
+}
+
+// classifyCleanup maps the planner's and executor's errors: storage faults
+// are retried (the executor resumes from its manifest), everything else
+// needs a person.
+func classifyCleanup(what string, err error) error {
+	msg := what + ": " + err.Error()
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case cleanup.IsRetryable(err):
+		return temporal.NewApplicationErrorWithCause(msg, ErrTypeStorage, err)
+	case errors.Is(err, cleanup.ErrInvalidInput):
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, err)
+	case errors.Is(err, cleanup.ErrInvalidConfig):
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeCleanupNotConfigured, err)
+	case errors.Is(err, cleanup.ErrInvalidPlan), errors.Is(err, cleanup.ErrManifestCorrupt):
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeCleanupPlanInvalid, err)
+	case errors.Is(err, cleanup.ErrOutsideRoots), errors.Is(err, storage.ErrOutsideRoots):
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeOutsideRoots, err)
+	}
+	var ce *cleanup.Error
+	if errors.As(err, &ce) {
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeCleanupItemsFailed, err)
+	}
+	return classify(what, err)
+}
+
+// PurgeTrash removes trash runs older than the TTL from the worker's trash
+// root and records them in a purge manifest.
+func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeTrashResult, error) {
+	if a.Storage == nil {
+		return PurgeTrashResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+	}
+	if a.Cleanup.TrashRoot == "" {
+		return PurgeTrashResult{}, nonRetryable(ErrTypeCleanupNotConfigured, "worker config cleanup.trashRoot is empty: nothing to purge")
+	}
+	if in.TTL <= 0 {
+		return PurgeTrashResult{}, nonRetryable(ErrTypeInvalidInput, "purge ttl %v: want a positive duration such as 168h", in.TTL)
+	}
+	fs, p, err := a.Storage.Resolve(ctx, a.Cleanup.TrashRoot)
+	if err != nil {
+		return PurgeTrashResult{}, classify("resolve cleanup.trashRoot "+a.Cleanup.TrashRoot, err)
+	}
+	audit := ""
+	if a.Cleanup.AuditRoot != "" {
+		_, ap, err := a.Storage.Resolve(ctx, a.Cleanup.AuditRoot)
+		if err != nil {
+			return PurgeTrashResult{}, classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
+		}
+		audit = ap
+	}
+	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: a.now()})
+	if err != nil {
+		return PurgeTrashResult{}, classifyCleanup("purge trash", err)
+	}
+	res := PurgeTrashResult{Manifest: out.Manifest, Kept: len(out.Kept)}
+	for _, r := range out.Purged {
+		res.Purged = append(res.Purged, r.Path)
+		res.Files += r.Files
+		res.Bytes += r.Bytes
+	}
+	if a.Metrics != nil {
+		a.Metrics.Succeeded(OpPurgeTrash, a.now())
+	}
+	return res, nil
+}
+
+// SampleQuota takes one usage sample of every tenant in scope (content
+// summary of its root, watermark level) and, when asked, projects the
+// restart of its running jobs against the headroom.
+func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (SampleQuotaResult, error) {
+	tenants := in.Tenants
+	var restart []RestartFootprintInput
+	if len(tenants) == 0 || in.ProjectRestart {
+		if a.Inventory == nil {
+			return SampleQuotaResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source configured")
+		}
+		if in.ProjectRestart {
+			found, err := a.DiscoverJobs(ctx, DiscoverJobsInput{Scope: in.Scope})
+			if err != nil {
+				return SampleQuotaResult{}, err
+			}
+			if len(tenants) == 0 {
+				tenants = found.Tenants
+			}
+			for _, j := range found.Jobs {
+				dir := ""
+				if j.CheckpointDir != "" {
+					dir = strings.TrimRight(j.CheckpointDir, "/") + "/" + j.JobID
+				}
+				restart = append(restart, RestartFootprintInput{Key: j.Key, Tenant: j.Tenant, CheckpointDir: dir})
+			}
+		} else {
+			inv, err := a.Inventory.Discover(ctx)
+			if errors.Is(err, inventory.ErrInvalid) {
+				return SampleQuotaResult{}, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
+			}
+			if err != nil {
+				return SampleQuotaResult{}, classify("discover inventory", err)
+			}
+			for _, t := range inv.Tenants {
+				if selected(in.Scope.Tenants, t.Name) {
+					tenants = append(tenants, t)
+				}
+			}
+		}
+	}
+	if len(tenants) == 0 {
+		return SampleQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "scope tenants %v match no tenant of the inventory", in.Scope.Tenants)
+	}
+	sort.Slice(tenants, func(i, j int) bool { return tenants[i].Name < tenants[j].Name })
+	q, err := a.CheckQuota(ctx, CheckQuotaInput{Tenants: tenants, WarningPercent: in.WarningPercent, CriticalPercent: in.CriticalPercent,
+		Restart: restart, SafetyMargin: in.SafetyMargin})
+	if err != nil {
+		return SampleQuotaResult{}, err
+	}
+	res := SampleQuotaResult{At: a.now().UTC(), Tenants: q.Tenants}
+	if a.Metrics != nil {
+		for _, t := range q.Tenants {
+			if t.NamespaceQuota > 0 {
+				a.Metrics.QuotaSampled(t.Tenant, "namespace", 100*float64(t.NamespaceUsed)/float64(t.NamespaceQuota))
+			}
+			if t.SpaceQuota > 0 {
+				a.Metrics.QuotaSampled(t.Tenant, "space", 100*float64(t.SpaceUsed)/float64(t.SpaceQuota))
+			}
+		}
+		a.Metrics.Succeeded(OpSampleQuota, a.now())
+	}
+	return res, nil
+}
+
+// LoadQuotaSamples reads the samples document a quota watch keeps on
+// storage, so scheduled runs continue one series.
+func (a *Activities) LoadQuotaSamples(ctx context.Context, in LoadQuotaSamplesInput) (LoadQuotaSamplesResult, error) {
+	if a.Storage == nil {
+		return LoadQuotaSamplesResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+	}
+	fs, p, err := a.Storage.Resolve(ctx, in.Path)
+	if err != nil {
+		return LoadQuotaSamplesResult{}, classify("resolve "+in.Path, err)
+	}
+	data, err := fs.ReadFile(ctx, p, 16<<20)
+	if errors.Is(err, storage.ErrNotFound) {
+		return LoadQuotaSamplesResult{}, nil
+	}
+	if err != nil {
+		return LoadQuotaSamplesResult{}, classify("read "+in.Path, err)
+	}
+	var doc QuotaSamplesDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		// A damaged series is replaced, not fatal: the next sample starts anew.
+		activity.GetLogger(ctx).Warn("quota samples document unreadable; starting a new series", "path", in.Path, "error", err)
+		return LoadQuotaSamplesResult{}, nil
+	}
+	return LoadQuotaSamplesResult{Doc: doc, Found: true}, nil
+}

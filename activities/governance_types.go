@@ -1,0 +1,224 @@
+package activities
+
+import (
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// CleanupSettings are the worker-side locations of cleanup: where plans,
+// trash and audit manifests live. They come from the worker's config
+// (cleanup section), not from workflow input, because they must lie under
+// the worker's writable roots.
+type CleanupSettings struct {
+	// TrashRoot receives trashed items, outside every tenant's quota'd tree.
+	TrashRoot string
+	// AuditRoot holds the audit manifests; default <TrashRoot>/_audit.
+	AuditRoot string
+	// PlanDir holds plans and governance reports, <PlanDir>/<run-id>/.
+	PlanDir string
+}
+
+// CleanupPolicy mirrors cleanup.Policy for activity input; zero fields take
+// the planner's defaults.
+type CleanupPolicy struct {
+	Grace                         time.Duration `json:"grace"`
+	RetiredJobTTL                 time.Duration `json:"retiredJobTTL"`
+	DeleteLatestRetiredCheckpoint bool          `json:"deleteLatestRetiredCheckpoint,omitempty"`
+	KeepSavepoints                int           `json:"keepSavepoints"`
+	SavepointMaxAge               time.Duration `json:"savepointMaxAge"`
+	HATTL                         time.Duration `json:"haTTL"`
+	PinnedSavepoints              []string      `json:"pinnedSavepoints,omitempty"`
+	// Action is "trash" (default) or "delete".
+	Action string `json:"action"`
+}
+
+// PlanCleanupInput asks for a cleanup plan of a scope.
+type PlanCleanupInput struct {
+	// RunID names the plan and, later, the executor run and its manifest.
+	RunID  string
+	Scope  Scope
+	Policy CleanupPolicy
+}
+
+// RuleTotals counts the items one rule selects (or one keep reason keeps).
+type RuleTotals struct {
+	Rule  string `json:"rule"`
+	Items int64  `json:"items"`
+	Files int64  `json:"files"`
+	Dirs  int64  `json:"dirs"`
+	Bytes int64  `json:"bytes"`
+}
+
+// TenantPlan is one tenant's share of a plan. Tenant "" collects paths
+// under no tenant root.
+type TenantPlan struct {
+	Tenant string       `json:"tenant"`
+	Items  int64        `json:"items"`
+	Files  int64        `json:"files"`
+	Dirs   int64        `json:"dirs"`
+	Bytes  int64        `json:"bytes"`
+	ByRule []RuleTotals `json:"byRule,omitempty"`
+	Kept   []RuleTotals `json:"kept,omitempty"`
+	// Unparseable counts items kept because a _metadata could not be read.
+	Unparseable int64 `json:"unparseable,omitempty"`
+}
+
+// PlanItemBrief is one planned deletion, for people to read.
+type PlanItemBrief struct {
+	Path   string `json:"path"`
+	Kind   string `json:"kind"`
+	Rule   string `json:"rule"`
+	Tenant string `json:"tenant,omitempty"`
+	Files  int64  `json:"files"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// MaxPlanSample bounds the items a plan summary lists: the whole plan lives
+// on storage, never in workflow history.
+const MaxPlanSample = 50
+
+// PlanSummary describes a plan written to storage. It is small whatever the
+// plan's size; PlanPath and PlanSHA256 identify the full plan.
+type PlanSummary struct {
+	RunID      string          `json:"runId"`
+	PlanPath   string          `json:"planPath"`
+	PlanSHA256 string          `json:"planSha256"`
+	CreatedAt  time.Time       `json:"createdAt"`
+	Action     string          `json:"action"`
+	Roots      []string        `json:"roots"`
+	LiveJobs   int             `json:"liveJobs"`
+	Items      int64           `json:"items"`
+	Files      int64           `json:"files"`
+	Dirs       int64           `json:"dirs"`
+	Bytes      int64           `json:"bytes"`
+	KeptItems  int             `json:"keptItems"`
+	Tenants    []TenantPlan    `json:"tenants"`
+	Sample     []PlanItemBrief `json:"sample,omitempty"`
+	Truncated  bool            `json:"truncated,omitempty"`
+	Notes      []string        `json:"notes,omitempty"`
+	// ScopeTenants are the tenants the plan covers, with their roots.
+	ScopeTenants []inventory.Tenant `json:"scopeTenants,omitempty"`
+}
+
+// PlanCleanupResult is the summary of the plan written to storage.
+type PlanCleanupResult struct {
+	Summary PlanSummary
+}
+
+// ExecuteCleanupInput carries out a plan written by PlanCleanup. The hash
+// makes sure the plan executed is the one that was approved.
+type ExecuteCleanupInput struct {
+	RunID      string
+	PlanPath   string
+	PlanSHA256 string
+}
+
+// ExecuteProgress is the heartbeat of ExecuteCleanup.
+type ExecuteProgress struct {
+	RunID string `json:"runId"`
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+	Last  string `json:"last,omitempty"`
+}
+
+// TenantReclaim is what one tenant got back.
+type TenantReclaim struct {
+	Tenant string `json:"tenant"`
+	Items  int64  `json:"items"`
+	Files  int64  `json:"files"`
+	Dirs   int64  `json:"dirs"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// OutcomeCount counts items that ended one way.
+type OutcomeCount struct {
+	Outcome string `json:"outcome"`
+	Items   int    `json:"items"`
+}
+
+// RecordBrief is an item the executor refused or failed, with why.
+type RecordBrief struct {
+	Path    string `json:"path"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// ExecuteCleanupResult is what a run reclaimed, per tenant.
+type ExecuteCleanupResult struct {
+	RunID       string          `json:"runId"`
+	ManifestDir string          `json:"manifestDir"`
+	TrashRoot   string          `json:"trashRoot,omitempty"`
+	Total       int             `json:"total"`
+	Outcomes    []OutcomeCount  `json:"outcomes"`
+	Items       int64           `json:"items"`
+	Files       int64           `json:"files"`
+	Dirs        int64           `json:"dirs"`
+	Bytes       int64           `json:"bytes"`
+	Tenants     []TenantReclaim `json:"tenants"`
+	Refused     []RecordBrief   `json:"refused,omitempty"`
+	// Resumed is true when an earlier attempt had already done part of it.
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// PurgeTrashInput removes trash runs nothing changed in for TTL.
+type PurgeTrashInput struct {
+	TTL time.Duration
+}
+
+// PurgeTrashResult lists what was purged.
+type PurgeTrashResult struct {
+	Manifest string   `json:"manifest,omitempty"`
+	Purged   []string `json:"purged,omitempty"`
+	Files    int64    `json:"files"`
+	Bytes    int64    `json:"bytes"`
+	Kept     int      `json:"kept"`
+}
+
+// SampleQuotaInput samples the tenants of a scope (or the given tenants).
+type SampleQuotaInput struct {
+	Scope           Scope
+	Tenants         []inventory.Tenant
+	WarningPercent  float64
+	CriticalPercent float64
+	// ProjectRestart also projects the restart of the running jobs in scope
+	// against each tenant's headroom.
+	ProjectRestart bool
+	SafetyMargin   float64
+}
+
+// SampleQuotaResult is one sample per tenant, taken at At.
+type SampleQuotaResult struct {
+	At      time.Time     `json:"at"`
+	Tenants []TenantQuota `json:"tenants"`
+}
+
+// LoadQuotaSamplesInput names a samples document written by a quota watch.
+type LoadQuotaSamplesInput struct {
+	Path string
+}
+
+// QuotaSample is one point of a tenant's usage series.
+type QuotaSample struct {
+	At        time.Time `json:"at"`
+	Namespace int64     `json:"namespace"`
+	Space     int64     `json:"space"`
+}
+
+// TenantSeries is a tenant's samples, oldest first.
+type TenantSeries struct {
+	Tenant  string        `json:"tenant"`
+	Samples []QuotaSample `json:"samples"`
+}
+
+// QuotaSamplesDoc is the samples document a quota watch keeps on storage.
+type QuotaSamplesDoc struct {
+	Tenants []TenantSeries `json:"tenants"`
+}
+
+// LoadQuotaSamplesResult is the document; Found is false if it does not
+// exist yet.
+type LoadQuotaSamplesResult struct {
+	Doc   QuotaSamplesDoc
+	Found bool
+}

@@ -1,0 +1,598 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+func newGovernanceCommand(g *globals) *cobra.Command {
+	cmd := newGroupCommand("governance", "Reference-safe cleanup of checkpoints, savepoints and HA state")
+	cmd.AddCommand(
+		governanceStartCommand(g, "plan", "Plan a cleanup (dry run) and print what it would reclaim"),
+		governanceStartCommand(g, "run", "Start a governance run: plan-and-approve (default) or auto"),
+		governanceDecisionCommand(g, "approve", "Approve the plan a governance run waits on"),
+		governanceDecisionCommand(g, "reject", "Reject the plan a governance run waits on; nothing is touched"),
+		governanceStatusCommand(g),
+		governanceReportCommand(g),
+		newScheduleCommand(g),
+	)
+	return cmd
+}
+
+// govFlags are the settings of a governance run as flags.
+type govFlags struct {
+	name, reason, mode, action, reportDir       string
+	tenants, clusters, include, exclude, pins   []string
+	grace, retiredTTL, savepointMaxAge, haTTL   time.Duration
+	approvalTimeout, executeTimeout, purgeAfter time.Duration
+	keepSavepoints                              int
+	deleteLatestRetired                         bool
+	warning, critical                           float64
+}
+
+func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.tenants, "tenant", nil, "tenants in scope (repeatable; default all)")
+	fl.StringSliceVar(&f.clusters, "cluster", nil, "clusters in scope (repeatable; default all)")
+	fl.StringSliceVar(&f.include, "include-job", nil, "job name globs in scope")
+	fl.StringSliceVar(&f.exclude, "exclude-job", nil, "job name globs out of scope")
+	fl.StringVar(&f.reason, "reason", "", "why this run (recorded in the report)")
+	fl.StringVar(&f.action, "action", workflows.CleanupActionTrash, "trash (recoverable) or delete")
+	fl.DurationVar(&f.grace, "grace", 0, "protect anything younger (default 1h)")
+	fl.DurationVar(&f.retiredTTL, "retired-job-ttl", 0, "keep a retired job's checkpoints this long (default 168h)")
+	fl.IntVar(&f.keepSavepoints, "keep-savepoints", 0, "newest savepoints kept per job (default 2)")
+	fl.DurationVar(&f.savepointMaxAge, "savepoint-max-age", 0, "keep savepoints younger than this (default 168h)")
+	fl.DurationVar(&f.haTTL, "ha-ttl", 0, "keep HA dirs of retired clusters this long (default 168h)")
+	fl.StringSliceVar(&f.pins, "pin", nil, "savepoint directories never deleted (repeatable)")
+	fl.BoolVar(&f.deleteLatestRetired, "delete-latest-retired-checkpoint", false, "also delete a retired job's latest checkpoint when no newer savepoint exists")
+	fl.DurationVar(&f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
+	fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt (default 2h)")
+	fl.StringVar(&f.reportDir, "report-dir", "", "where reports go (default next to the plan)")
+	fl.Float64Var(&f.warning, "warning-percent", 0, "quota warning watermark (default 80)")
+	fl.Float64Var(&f.critical, "critical-percent", 0, "quota critical watermark (default 90)")
+	if withMode {
+		fl.StringVar(&f.mode, "mode", workflows.ModePlanAndApprove, "plan-and-approve or auto")
+		fl.DurationVar(&f.approvalTimeout, "approval-timeout", 0, "how long plan-and-approve waits for a decision (default 24h)")
+		fl.StringVar(&f.name, "name", "", "run name; the workflow ID is governance-<name> (default generated)")
+	}
+}
+
+// input builds and checks the workflow input; problems are usage errors
+// naming the flag's field.
+func (f *govFlags) input() (workflows.GovernanceInput, error) {
+	in := workflows.GovernanceInput{
+		Reason: f.reason, Mode: f.mode, ReportDir: f.reportDir,
+		Scope: activities.Scope{Tenants: f.tenants, Clusters: f.clusters, IncludeJobs: f.include, ExcludeJobs: f.exclude},
+		Policy: workflows.GovernancePolicy{
+			Grace: workflows.Duration(f.grace), RetiredJobTTL: workflows.Duration(f.retiredTTL), KeepSavepoints: f.keepSavepoints,
+			SavepointMaxAge: workflows.Duration(f.savepointMaxAge), HATTL: workflows.Duration(f.haTTL), PinnedSavepoints: f.pins,
+			Action: f.action, DeleteLatestRetiredCheckpoint: f.deleteLatestRetired,
+		},
+		ApprovalTimeout: workflows.Duration(f.approvalTimeout), ExecuteTimeout: workflows.Duration(f.executeTimeout),
+		PurgeTrashAfter: workflows.Duration(f.purgeAfter), WarningPercent: f.warning, CriticalPercent: f.critical,
+	}
+	in.ApplyDefaults()
+	if err := in.Validate(); err != nil {
+		return in, usageErrorf("invalid governance settings (flags --mode, --action, --grace, ... map to these fields):\n%v", err)
+	}
+	return in, nil
+}
+
+func governanceStartCommand(g *globals, use, short string) *cobra.Command {
+	f := &govFlags{}
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if use == "plan" {
+				f.mode = workflows.ModePlan
+			} else if f.mode != workflows.ModePlanAndApprove && f.mode != workflows.ModeAuto {
+				return usageErrorf("--mode=%q is not valid for run: use %s or %s (use `governance plan` for a dry run)", f.mode, workflows.ModePlanAndApprove, workflows.ModeAuto)
+			}
+			if timeout <= 0 {
+				return usageErrorf("--timeout=%s is not valid: use a positive duration such as 10m", timeout)
+			}
+			in, err := f.input()
+			if err != nil {
+				return err
+			}
+			name := f.name
+			if name == "" {
+				name = nonce()
+			}
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
+				ID: workflows.GovernanceWorkflowID(name), TaskQueue: g.taskQueue,
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindGovernance)),
+			}, workflows.GovernanceWorkflowType, in)
+			if err != nil {
+				var started *serviceerror.WorkflowExecutionAlreadyStarted
+				if errors.As(err, &started) {
+					return fmt.Errorf("governance run %q was already started once (names are never reused): %w", name, err)
+				}
+				return fmt.Errorf("start governance run: %w", err)
+			}
+			url := g.conn.ExecutionURL(run.GetID(), run.GetRunID())
+			if use == "run" && !wait {
+				if g.output == outputJSON {
+					return printJSON(cmd.OutOrStdout(), map[string]string{"name": name, "workflowId": run.GetID(), "runId": run.GetRunID(), "url": url})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "governance run %s started (%s)\nui  %s\n", name, in.Mode, url)
+				if in.Mode == workflows.ModePlanAndApprove {
+					fmt.Fprintf(cmd.OutOrStdout(), "review: flinkmaint governance status %s\napprove: flinkmaint governance approve %s\n", name, name)
+				}
+				return nil
+			}
+			ctx, cancel := contextWithTimeout(cmd, timeout)
+			defer cancel()
+			var rep workflows.GovernanceReport
+			if err := run.Get(ctx, &rep); err != nil {
+				return workflowFailedError{fmt.Errorf("governance run %s: %w\n  %s", name, err, url)}
+			}
+			return printGovernanceReport(g, cmd, &rep)
+		},
+	}
+	f.bind(cmd, use == "run")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for the result")
+	if use == "run" {
+		cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish and print its report")
+	}
+	return cmd
+}
+
+// governanceID accepts a run name or a full workflow ID (runs started by
+// a schedule have IDs of their own).
+func governanceID(arg string) string {
+	if strings.HasPrefix(arg, "governance-") || strings.HasPrefix(arg, "flinkmaint-") {
+		return arg
+	}
+	return workflows.GovernanceWorkflowID(arg)
+}
+
+func governanceDecisionCommand(g *globals, name, short string) *cobra.Command {
+	var reason, planSHA string
+	cmd := &cobra.Command{
+		Use:   name + " NAME",
+		Short: short,
+		Args:  nameArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var arg interface{}
+			update := workflows.UpdateApprove
+			if name == "reject" {
+				if strings.TrimSpace(reason) == "" {
+					return usageErrorf("--reason is required for reject: it is recorded in the report")
+				}
+				update, arg = workflows.UpdateReject, workflows.RejectRequest{By: operator(), Reason: reason}
+			} else {
+				arg = workflows.ApproveRequest{By: operator(), Reason: reason, PlanSHA256: planSHA}
+			}
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
+				WorkflowID: governanceID(args[0]), UpdateName: update, Args: []interface{}{arg},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			if err != nil {
+				return fmt.Errorf("%s of governance run %s refused: %w", name, args[0], err)
+			}
+			if name == "reject" {
+				if err := h.Get(cmd.Context(), nil); err != nil {
+					return fmt.Errorf("reject governance run %s: %w", args[0], err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "plan of governance run %s rejected; nothing is touched\n", args[0])
+				return nil
+			}
+			var plan activities.PlanSummary
+			if err := h.Get(cmd.Context(), &plan); err != nil {
+				return fmt.Errorf("approve governance run %s: %w", args[0], err)
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), plan)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "plan of governance run %s approved: %d items, %d files, %d bytes will be %s\n",
+				args[0], plan.Items, plan.Files, plan.Bytes, actionVerb(plan.Action))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the report)")
+	if name == "approve" {
+		cmd.Flags().StringVar(&planSHA, "plan-sha256", "", "approve only if the plan is this one (from `governance status`)")
+	}
+	return cmd
+}
+
+func actionVerb(action string) string {
+	if action == workflows.CleanupActionDelete {
+		return "deleted"
+	}
+	return "moved to trash"
+}
+
+func governanceStatusCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a governance run's phase, plan summary and outcome",
+		Args:  nameArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			v, err := c.QueryWorkflow(cmd.Context(), governanceID(args[0]), "", workflows.QueryStatus)
+			if err != nil {
+				return fmt.Errorf("status of governance run %s: %w", args[0], err)
+			}
+			var st workflows.GovernanceState
+			if err := v.Get(&st); err != nil {
+				return err
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "run      %s\nmode     %s\nphase    %s\n", st.RunID, st.Mode, st.Phase)
+			if st.Phase == workflows.GovPhaseAwaitingApproval {
+				fmt.Fprintf(w, "waiting  for approve or reject until %s\n", st.ApprovalDeadline.Format(time.RFC3339))
+			}
+			if p := st.Plan; p != nil {
+				fmt.Fprintf(w, "plan     %s\nsha256   %s\nreclaim  %d items, %d files, %d dirs, %d bytes (%s); %d kept\n",
+					p.PlanPath, p.PlanSHA256, p.Items, p.Files, p.Dirs, p.Bytes, p.Action, p.KeptItems)
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "\nPATH\tKIND\tRULE\tFILES\tBYTES")
+				for _, it := range p.Sample {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", it.Path, it.Kind, it.Rule, it.Files, it.Bytes)
+				}
+				if p.Truncated {
+					fmt.Fprintf(tw, "... (%d more; the whole plan is in %s)\n", p.Items-int64(len(p.Sample)), p.PlanPath)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			if e := st.Execution; e != nil {
+				fmt.Fprintf(w, "reclaimed %d items, %d files, %d bytes; manifest %s\n", e.Items, e.Files, e.Bytes, e.ManifestDir)
+			}
+			for _, n := range st.Notes {
+				fmt.Fprintf(w, "note     %s\n", n)
+			}
+			return nil
+		},
+	}
+}
+
+func governanceReportCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "report NAME",
+		Short: "Print a governance run's report (per tenant: planned, reclaimed, quota before/after)",
+		Args:  nameArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			v, err := c.QueryWorkflow(cmd.Context(), governanceID(args[0]), "", workflows.QueryReport)
+			if err != nil {
+				return fmt.Errorf("report of governance run %s: %w", args[0], err)
+			}
+			var rep workflows.GovernanceReport
+			if err := v.Get(&rep); err != nil {
+				return err
+			}
+			return printGovernanceReport(g, cmd, &rep)
+		},
+	}
+}
+
+func printGovernanceReport(g *globals, cmd *cobra.Command, rep *workflows.GovernanceReport) error {
+	if g.output == outputJSON {
+		return printJSON(cmd.OutOrStdout(), rep)
+	}
+	_, err := fmt.Fprint(cmd.OutOrStdout(), rep.Markdown())
+	return err
+}
+
+// Workflows a schedule can start.
+const (
+	scheduleGovernance = "governance"
+	scheduleQuotaWatch = "quota-watch"
+)
+
+func newScheduleCommand(g *globals) *cobra.Command {
+	cmd := newGroupCommand("schedule", "Run governance or quota watching on Temporal Schedules")
+	cmd.AddCommand(
+		scheduleUpsertCommand(g, "create"),
+		scheduleUpsertCommand(g, "update"),
+		scheduleDeleteCommand(g),
+		scheduleListCommand(g),
+		scheduleTriggerCommand(g),
+	)
+	return cmd
+}
+
+type scheduleFlags struct {
+	gov         govFlags
+	workflow    string
+	cron        string
+	every       time.Duration
+	paused      bool
+	samplesPath string
+	note        string
+}
+
+// spec and action build the schedule; problems are usage errors naming
+// the flag and what is valid.
+func (f *scheduleFlags) build(name, taskQueue string) (client.ScheduleSpec, *client.ScheduleWorkflowAction, error) {
+	var spec client.ScheduleSpec
+	switch {
+	case f.cron != "" && f.every != 0:
+		return spec, nil, usageErrorf("--cron and --every are exclusive: give one")
+	case f.cron != "":
+		if len(strings.Fields(f.cron)) < 5 && !strings.HasPrefix(f.cron, "@") {
+			return spec, nil, usageErrorf("--cron=%q is not a cron expression: use five fields such as \"0 3 * * *\" or @daily", f.cron)
+		}
+		spec.CronExpressions = []string{f.cron}
+	case f.every > 0:
+		spec.Intervals = []client.ScheduleIntervalSpec{{Every: f.every}}
+	case f.every < 0:
+		return spec, nil, usageErrorf("--every=%s is not valid: use a positive duration such as 24h", f.every)
+	default:
+		return spec, nil, usageErrorf("give --cron \"0 3 * * *\" or --every 24h")
+	}
+	if strings.ContainsAny(name, "/ \t") || name == "" {
+		return spec, nil, usageErrorf("schedule name %q: use letters, digits and dashes", name)
+	}
+	act := &client.ScheduleWorkflowAction{ID: workflows.GovernanceScheduleID(name), TaskQueue: taskQueue}
+	switch f.workflow {
+	case scheduleGovernance:
+		if f.gov.mode == workflows.ModePlanAndApprove && f.gov.approvalTimeout == 0 {
+			// A scheduled run waiting a day would overlap the next one.
+			f.gov.approvalTimeout = 12 * time.Hour
+		}
+		in, err := f.gov.input()
+		if err != nil {
+			return spec, nil, err
+		}
+		act.Workflow, act.Args = workflows.GovernanceWorkflowType, []interface{}{in}
+		act.TypedSearchAttributes = temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindGovernance))
+	case scheduleQuotaWatch:
+		in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: f.gov.tenants}, Iterations: 1, SamplesPath: f.samplesPath,
+			WarningPercent: f.gov.warning, CriticalPercent: f.gov.critical}
+		in.ApplyDefaults()
+		if err := in.Validate(); err != nil {
+			return spec, nil, usageErrorf("invalid quota watch settings:\n%v", err)
+		}
+		act.Workflow, act.Args = workflows.QuotaWatchWorkflowType, []interface{}{in}
+		act.TypedSearchAttributes = temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindQuotaWatch))
+	default:
+		return spec, nil, usageErrorf("--workflow=%q is not valid: use %s or %s", f.workflow, scheduleGovernance, scheduleQuotaWatch)
+	}
+	return spec, act, nil
+}
+
+func scheduleUpsertCommand(g *globals, verb string) *cobra.Command {
+	f := &scheduleFlags{}
+	cmd := &cobra.Command{
+		Use:   verb + " NAME",
+		Short: map[string]string{"create": "Create a schedule", "update": "Replace a schedule's spec and action"}[verb],
+		Args:  nameArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, act, err := f.build(args[0], g.taskQueue)
+			if err != nil {
+				return err
+			}
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			id := workflows.GovernanceScheduleID(args[0])
+			sc := c.ScheduleClient()
+			if verb == "create" {
+				_, err = sc.Create(cmd.Context(), client.ScheduleOptions{
+					ID: id, Spec: spec, Action: act, Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, Paused: f.paused, Note: f.note,
+				})
+				if err != nil {
+					if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+						return fmt.Errorf("schedule %s already exists: use `governance schedule update %s`: %w", args[0], args[0], err)
+					}
+					return fmt.Errorf("create schedule %s: %w", args[0], err)
+				}
+			} else {
+				err = sc.GetHandle(cmd.Context(), id).Update(cmd.Context(), client.ScheduleUpdateOptions{
+					DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+						s := in.Description.Schedule
+						s.Spec, s.Action = &spec, act
+						if s.State != nil {
+							s.State.Paused = f.paused
+						}
+						return &client.ScheduleUpdate{Schedule: &s}, nil
+					},
+				})
+				if err != nil {
+					return fmt.Errorf("update schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
+				}
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"schedule": id, "workflow": act.Workflow.(string), "result": verb + "d"})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %sd: %s every %s\n", id, verb, act.Workflow, specText(spec))
+			return nil
+		},
+	}
+	f.gov.bind(cmd, true)
+	cmd.Flags().StringVar(&f.workflow, "workflow", scheduleGovernance, "what to run: governance or quota-watch")
+	cmd.Flags().StringVar(&f.cron, "cron", "", "cron expression (UTC), e.g. \"0 3 * * *\"")
+	cmd.Flags().DurationVar(&f.every, "every", 0, "interval, e.g. 24h")
+	cmd.Flags().BoolVar(&f.paused, "paused", false, "create or leave the schedule paused")
+	cmd.Flags().StringVar(&f.samplesPath, "samples-path", "", "quota-watch: storage document that keeps the sample series across runs (needed for forecasts)")
+	cmd.Flags().StringVar(&f.note, "note", "", "note shown with the schedule")
+	return cmd
+}
+
+func specText(s client.ScheduleSpec) string {
+	if len(s.CronExpressions) > 0 {
+		return "cron " + strings.Join(s.CronExpressions, ", ")
+	}
+	if len(s.Intervals) > 0 {
+		return s.Intervals[0].Every.String()
+	}
+	return "(no spec)"
+}
+
+func scheduleNotFound(err error, name string) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return fmt.Errorf("no schedule named %s (see `governance schedule list`): %w", name, err)
+	}
+	return err
+}
+
+func scheduleDeleteCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a schedule (runs already started go on)",
+		Args:  nameArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.ScheduleClient().GetHandle(cmd.Context(), workflows.GovernanceScheduleID(args[0])).Delete(cmd.Context()); err != nil {
+				return fmt.Errorf("delete schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s deleted\n", workflows.GovernanceScheduleID(args[0]))
+			return nil
+		},
+	}
+}
+
+func scheduleTriggerCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "trigger NAME",
+		Short: "Start a schedule's action now",
+		Args:  nameArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			err = c.ScheduleClient().GetHandle(cmd.Context(), workflows.GovernanceScheduleID(args[0])).Trigger(cmd.Context(),
+				client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL})
+			if err != nil {
+				return fmt.Errorf("trigger schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s triggered\n", workflows.GovernanceScheduleID(args[0]))
+			return nil
+		},
+	}
+}
+
+// scheduleRow is one line of `governance schedule list`.
+type scheduleRow struct {
+	Schedule   string   `json:"schedule"`
+	Workflow   string   `json:"workflow"`
+	Spec       string   `json:"spec"`
+	Paused     bool     `json:"paused"`
+	NextRun    string   `json:"nextRun,omitempty"`
+	RecentRuns []string `json:"recentRuns,omitempty"`
+}
+
+func listSchedules(ctx context.Context, c client.Client) ([]scheduleRow, error) {
+	iter, err := c.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 100})
+	if err != nil {
+		return nil, err
+	}
+	var rows []scheduleRow
+	for iter.HasNext() {
+		e, err := iter.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(e.ID, "flinkmaint-") {
+			continue
+		}
+		r := scheduleRow{Schedule: e.ID, Workflow: e.WorkflowType.Name, Paused: e.Paused}
+		if e.Spec != nil {
+			r.Spec = specText(*e.Spec)
+		}
+		if len(e.NextActionTimes) > 0 {
+			r.NextRun = e.NextActionTimes[0].UTC().Format(time.RFC3339)
+		}
+		for _, a := range e.RecentActions {
+			if a.StartWorkflowResult != nil {
+				r.RecentRuns = append(r.RecentRuns, a.StartWorkflowResult.WorkflowID)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func scheduleListCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List flinkmaint schedules",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rows, err := listSchedules(cmd.Context(), c)
+			if err != nil {
+				return fmt.Errorf("list schedules: %w", err)
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), rows)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SCHEDULE\tWORKFLOW\tSPEC\tPAUSED\tNEXT RUN\tLAST RUN")
+			for _, r := range rows {
+				last := ""
+				if n := len(r.RecentRuns); n > 0 {
+					last = r.RecentRuns[n-1]
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", r.Schedule, r.Workflow, r.Spec, r.Paused, r.NextRun, last)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// nameArg requires exactly one NAME argument, as a usage error.
+func nameArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("%s takes exactly one NAME argument, got %d: usage: %s", cmd.CommandPath(), len(args), cmd.UseLine())
+	}
+	return nil
+}

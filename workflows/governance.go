@@ -1,0 +1,291 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+)
+
+// GovernanceWorkflow runs one reference-safe cleanup: quota before, plan,
+// (in plan-and-approve mode) wait for an operator's approve or reject
+// update until the approval deadline, execute, optionally purge old trash,
+// quota after, and a report on storage. In plan mode (the default) nothing
+// is touched. The status and report queries show it at every step.
+func GovernanceWorkflow(ctx workflow.Context, in GovernanceInput) (*GovernanceReport, error) {
+	in.ApplyDefaults()
+	if err := in.Validate(); err != nil {
+		return nil, newInvalidInputError(err.Error())
+	}
+	info := workflow.GetInfo(ctx)
+	r := &governanceRun{in: in}
+	r.st = GovernanceState{RunID: in.RunID, Mode: in.Mode, Phase: GovPhasePlanning, StartedAt: workflow.Now(ctx)}
+	if r.st.RunID == "" {
+		r.st.RunID = cleanupRunID(info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+	}
+	r.logger = log.With(workflow.GetLogger(ctx), "governance", r.st.RunID)
+	if err := r.registerHandlers(ctx); err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+type governanceRun struct {
+	in     GovernanceInput
+	st     GovernanceState
+	logger log.Logger
+}
+
+func (r *governanceRun) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (GovernanceState, error) { return r.st, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryReport, func() (*GovernanceReport, error) { return buildGovernanceReport(&r.in, &r.st), nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateApprove,
+		func(ctx workflow.Context, req ApproveRequest) (activities.PlanSummary, error) {
+			r.st.Approval = &ApprovalRecord{Approved: true, By: req.By, Reason: req.Reason, At: workflow.Now(ctx)}
+			r.logger.Info("plan approved", "by", req.By, "reason", req.Reason)
+			return *r.st.Plan, nil
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ApproveRequest) error {
+			if err := r.validateDecision(req.By); err != nil {
+				return err
+			}
+			if req.PlanSHA256 != "" && req.PlanSHA256 != r.st.Plan.PlanSHA256 {
+				return fmt.Errorf("planSha256 %s does not match the plan waiting for approval (%s): review the current plan", req.PlanSHA256, r.st.Plan.PlanSHA256)
+			}
+			return nil
+		}}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateReject,
+		func(ctx workflow.Context, req RejectRequest) (GovernanceState, error) {
+			r.st.Approval = &ApprovalRecord{Approved: false, By: req.By, Reason: req.Reason, At: workflow.Now(ctx)}
+			r.logger.Info("plan rejected", "by", req.By, "reason", req.Reason)
+			return r.st, nil
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req RejectRequest) error {
+			if err := r.validateDecision(req.By); err != nil {
+				return err
+			}
+			if strings.TrimSpace(req.Reason) == "" {
+				return errors.New("reason is empty: say why the plan is rejected (it is recorded in the report)")
+			}
+			return nil
+		}})
+}
+
+// validateDecision accepts an approve or reject only while a plan waits
+// for one, from a named operator.
+func (r *governanceRun) validateDecision(by string) error {
+	if strings.TrimSpace(by) == "" {
+		return errors.New("by is empty: name the approver (recorded in the report)")
+	}
+	if r.st.Plan == nil {
+		return fmt.Errorf("governance run %s has no plan yet (phase %s)", r.st.RunID, r.st.Phase)
+	}
+	if r.st.Phase != GovPhaseAwaitingApproval || r.st.Approval != nil {
+		return fmt.Errorf("governance run %s is in phase %s (mode %s), not waiting for approval", r.st.RunID, r.st.Phase, r.st.Mode)
+	}
+	return nil
+}
+
+func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
+	r.upsertVisibility(ctx)
+	r.st.QuotaBefore = r.sampleQuota(ctx, "before")
+	if err := r.plan(ctx); err != nil {
+		return r.fail(ctx, err)
+	}
+	switch {
+	case r.in.Mode == ModePlan:
+		return r.finish(ctx, GovPhasePlanned)
+	case r.st.Plan.Items == 0:
+		r.st.Notes = append(r.st.Notes, "the plan is empty: nothing to reclaim")
+		return r.finish(ctx, GovPhaseCompleted)
+	case r.in.Mode == ModePlanAndApprove:
+		approved, err := r.awaitApproval(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r.st.Approval == nil {
+			r.st.Notes = append(r.st.Notes, fmt.Sprintf("nobody approved or rejected the plan within approvalTimeout=%s; nothing was touched", r.in.ApprovalTimeout))
+			r.logger.Warn("approval deadline passed", "timeout", r.in.ApprovalTimeout.String())
+			return r.finish(ctx, GovPhaseExpired)
+		}
+		if !approved {
+			return r.finish(ctx, GovPhaseRejected)
+		}
+	}
+	if err := r.execute(ctx); err != nil {
+		return r.fail(ctx, err)
+	}
+	if r.in.PurgeTrashAfter > 0 {
+		r.setPhase(ctx, GovPhasePurging)
+		var a *activities.Activities
+		var res activities.PurgeTrashResult
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, purgeOptions()), a.PurgeTrash,
+			activities.PurgeTrashInput{TTL: r.in.PurgeTrashAfter.D()}).Get(ctx, &res); err != nil {
+			r.st.Notes = append(r.st.Notes, "trash not purged: "+errorText(err))
+		} else {
+			r.st.Purge = &res
+		}
+	}
+	r.st.QuotaAfter = r.sampleQuota(ctx, "after")
+	return r.finish(ctx, GovPhaseCompleted)
+}
+
+func (r *governanceRun) plan(ctx workflow.Context) error {
+	var a *activities.Activities
+	var res activities.PlanCleanupResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, planCleanupOptions()), a.PlanCleanup,
+		activities.PlanCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Policy: r.in.Policy.activityPolicy()}).Get(ctx, &res)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	r.st.Plan = &res.Summary
+	r.logger.Info("plan ready", "items", res.Summary.Items, "files", res.Summary.Files, "bytes", res.Summary.Bytes, "plan", res.Summary.PlanPath)
+	r.upsertVisibility(ctx)
+	return nil
+}
+
+// awaitApproval waits for approve or reject until the deadline; a nil
+// Approval afterwards means the deadline passed.
+func (r *governanceRun) awaitApproval(ctx workflow.Context) (bool, error) {
+	r.st.ApprovalDeadline = workflow.Now(ctx).Add(r.in.ApprovalTimeout.D())
+	r.setPhase(ctx, GovPhaseAwaitingApproval)
+	r.logger.Info("waiting for approval", "deadline", r.st.ApprovalDeadline)
+	if _, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout.D(), func() bool { return r.st.Approval != nil }); err != nil {
+		return false, err
+	}
+	return r.st.Approval != nil && r.st.Approval.Approved, nil
+}
+
+func (r *governanceRun) execute(ctx workflow.Context) error {
+	r.setPhase(ctx, GovPhaseExecuting)
+	var a *activities.Activities
+	var res activities.ExecuteCleanupResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeCleanupOptions(r.in.ExecuteTimeout.D())), a.ExecuteCleanup,
+		activities.ExecuteCleanupInput{RunID: r.st.RunID, PlanPath: r.st.Plan.PlanPath, PlanSHA256: r.st.Plan.PlanSHA256}).Get(ctx, &res)
+	if err != nil {
+		return fmt.Errorf("execute: %w", err)
+	}
+	r.st.Execution = &res
+	r.logger.Info("cleanup executed", "items", res.Items, "files", res.Files, "bytes", res.Bytes)
+	return nil
+}
+
+func (r *governanceRun) sampleQuota(ctx workflow.Context, when string) []activities.TenantQuota {
+	var a *activities.Activities
+	var res activities.SampleQuotaResult
+	in := activities.SampleQuotaInput{Scope: r.in.Scope, WarningPercent: r.in.WarningPercent, CriticalPercent: r.in.CriticalPercent}
+	if r.st.Plan != nil {
+		in.Tenants = r.st.Plan.ScopeTenants
+	}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.SampleQuota, in).Get(ctx, &res); err != nil {
+		// Quota numbers inform the report; they never block a cleanup.
+		r.st.Notes = append(r.st.Notes, "quota "+when+" unknown: "+errorText(err))
+		return nil
+	}
+	return res.Tenants
+}
+
+func (r *governanceRun) fail(ctx workflow.Context, err error) (*GovernanceReport, error) {
+	r.st.Notes = append(r.st.Notes, fmt.Sprintf("phase %s failed: %s", r.st.Phase, errorText(err)))
+	r.st.FinishedAt = workflow.Now(ctx)
+	r.setPhase(ctx, GovPhaseFailed)
+	r.writeReport(ctx)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), appErr.Type(), err)
+	}
+	return nil, err
+}
+
+func (r *governanceRun) finish(ctx workflow.Context, phase string) (*GovernanceReport, error) {
+	r.st.FinishedAt = workflow.Now(ctx)
+	r.setPhase(ctx, phase)
+	r.writeReport(ctx)
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return nil, err
+	}
+	return buildGovernanceReport(&r.in, &r.st), nil
+}
+
+// writeReport writes report.json and report.md next to the plan (or in
+// ReportDir). A failure is noted, not fatal: the workflow result and the
+// report query hold the same report.
+func (r *governanceRun) writeReport(ctx workflow.Context) {
+	dir := strings.TrimRight(r.in.ReportDir, "/")
+	if dir != "" {
+		dir += "/" + r.st.RunID
+	} else if r.st.Plan != nil {
+		dir = strings.TrimSuffix(r.st.Plan.PlanPath, "/plan.json")
+	}
+	if dir == "" {
+		r.st.Notes = append(r.st.Notes, "report not written: no plan and no reportDir")
+		return
+	}
+	js, md, err := buildGovernanceReport(&r.in, &r.st).Encode()
+	if err != nil {
+		r.logger.Error("report not encoded", "error", err)
+		return
+	}
+	var a *activities.Activities
+	for _, doc := range []struct {
+		path    string
+		content []byte
+	}{{dir + "/report.json", js}, {dir + "/report.md", md}} {
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.WriteDocument,
+			activities.WriteDocumentInput{Path: doc.path, Content: doc.content}).Get(ctx, nil); err != nil {
+			r.logger.Error("report not written", "path", doc.path, "error", err)
+			r.st.Notes = append(r.st.Notes, "report not written to "+doc.path+": "+errorText(err))
+			return
+		}
+	}
+	r.st.ReportPath = dir + "/report.md"
+}
+
+func (r *governanceRun) setPhase(ctx workflow.Context, phase string) {
+	if r.st.Phase != phase {
+		r.logger.Info("phase", "from", r.st.Phase, "to", phase)
+	}
+	r.st.Phase = phase
+	r.upsertVisibility(ctx)
+}
+
+func (r *governanceRun) upsertVisibility(ctx workflow.Context) {
+	var tenants []string
+	if r.st.Plan != nil {
+		for _, t := range r.st.Plan.ScopeTenants {
+			tenants = append(tenants, t.Name)
+		}
+	} else {
+		tenants = r.in.Scope.Tenants
+	}
+	err := workflow.UpsertTypedSearchAttributes(ctx,
+		SearchAttrKind.ValueSet(KindGovernance),
+		SearchAttrPhase.ValueSet(r.st.Phase),
+		SearchAttrTenants.ValueSet(tenants),
+		SearchAttrPausedForDecision.ValueSet(r.st.Phase == GovPhaseAwaitingApproval),
+	)
+	if err != nil {
+		r.logger.Warn("search attributes not updated", "error", err)
+	}
+	summary := fmt.Sprintf("%s (%s)", r.st.Phase, r.st.Mode)
+	if p := r.st.Plan; p != nil {
+		summary += fmt.Sprintf(": plan %d items, %d files, %d bytes", p.Items, p.Files, p.Bytes)
+	}
+	if e := r.st.Execution; e != nil {
+		summary += fmt.Sprintf("; reclaimed %d files, %d bytes", e.Files, e.Bytes)
+	}
+	if r.st.Phase == GovPhaseAwaitingApproval {
+		summary += "; waiting for approval until " + r.st.ApprovalDeadline.Format(time.RFC3339)
+	}
+	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"summary": summary})
+}

@@ -1,0 +1,289 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// govFixture fakes the governance activities and records their calls.
+type govFixture struct {
+	t         *testing.T
+	env       *testsuite.TestWorkflowEnvironment
+	planned   []activities.PlanCleanupInput
+	executed  []activities.ExecuteCleanupInput
+	samples   int
+	documents map[string]string
+	planItems int64
+}
+
+const testPlanSHA = "5f1e0c3a"
+
+func newGovFixture(t *testing.T) *govFixture {
+	var s testsuite.WorkflowTestSuite
+	f := &govFixture{t: t, env: s.NewTestWorkflowEnvironment(), documents: map[string]string{}, planItems: 3}
+	var a *activities.Activities
+	f.env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
+		f.planned = append(f.planned, in)
+		return activities.PlanCleanupResult{Summary: activities.PlanSummary{
+			RunID: in.RunID, PlanPath: "hdfs://nn/flinkmaint/plans/" + in.RunID + "/plan.json", PlanSHA256: testPlanSHA,
+			Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems, Action: in.Policy.Action,
+			Tenants:      []activities.TenantPlan{{Tenant: "team-a", Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems}},
+			ScopeTenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
+		}}, nil
+	})
+	f.env.OnActivity(a.ExecuteCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
+		f.executed = append(f.executed, in)
+		return activities.ExecuteCleanupResult{RunID: in.RunID, ManifestDir: "hdfs://nn/trash/_audit/" + in.RunID, Total: 3, Items: 3, Files: 30, Bytes: 3000,
+			Tenants: []activities.TenantReclaim{{Tenant: "team-a", Items: 3, Files: 30, Bytes: 3000}}}, nil
+	})
+	f.env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(func(_ context.Context, in activities.SampleQuotaInput) (activities.SampleQuotaResult, error) {
+		f.samples++
+		used := int64(900)
+		if len(f.executed) > 0 {
+			used = 870
+		}
+		return activities.SampleQuotaResult{Tenants: []activities.TenantQuota{{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: 1000,
+			Percent: float64(used) / 10, Level: "warning"}}}, nil
+	})
+	f.env.OnActivity(a.PurgeTrash, mockAny, mockAny).Return(activities.PurgeTrashResult{Purged: []string{"hdfs://nn/trash/old"}}, nil)
+	f.env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+		f.documents[in.Path] = string(in.Content)
+		return activities.WriteDocumentResult{Path: in.Path}, nil
+	})
+	return f
+}
+
+func (f *govFixture) status() GovernanceState {
+	f.t.Helper()
+	v, err := f.env.QueryWorkflow(QueryStatus)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var st GovernanceState
+	if err := v.Get(&st); err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+// update sends an update and reports whether it was accepted; on
+// completion it decodes the result into out (when not nil).
+func (f *govFixture) update(name string, arg interface{}, wantAccepted bool, wantRejection string, out interface{}) {
+	f.t.Helper()
+	f.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnReject: func(err error) {
+			if wantAccepted {
+				f.t.Errorf("update %s(%+v) rejected: %v", name, arg, err)
+			} else if !strings.Contains(err.Error(), wantRejection) {
+				f.t.Errorf("update %s(%+v) rejected with %q, want it to mention %q", name, arg, err, wantRejection)
+			}
+		},
+		OnAccept: func() {
+			if !wantAccepted {
+				f.t.Errorf("update %s(%+v) accepted, want rejection", name, arg)
+			}
+		},
+		OnComplete: func(res interface{}, err error) {
+			if err != nil {
+				f.t.Errorf("update %s failed: %v", name, err)
+				return
+			}
+			if out != nil {
+				if p, ok := out.(*activities.PlanSummary); ok {
+					if s, ok := res.(activities.PlanSummary); ok {
+						*p = s
+					}
+				}
+			}
+		},
+	}, arg)
+}
+
+func (f *govFixture) report() *GovernanceReport {
+	f.t.Helper()
+	if !f.env.IsWorkflowCompleted() {
+		f.t.Fatal("governance run did not complete")
+	}
+	if err := f.env.GetWorkflowError(); err != nil {
+		f.t.Fatalf("governance run failed: %v", err)
+	}
+	var rep GovernanceReport
+	if err := f.env.GetWorkflowResult(&rep); err != nil {
+		f.t.Fatal(err)
+	}
+	return &rep
+}
+
+func TestGovernancePlanModeTouchesNothing(t *testing.T) {
+	f := newGovFixture(t)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g1", Policy: GovernancePolicy{Grace: Duration(2 * time.Hour)}})
+	rep := f.report()
+	if rep.Outcome != GovPhasePlanned || rep.Mode != ModePlan || len(f.executed) != 0 {
+		t.Fatalf("outcome %s mode %s, %d executions; want planned, plan, none", rep.Outcome, rep.Mode, len(f.executed))
+	}
+	if len(f.planned) != 1 || f.planned[0].Policy.Grace != 2*time.Hour || f.planned[0].Policy.Action != CleanupActionTrash || f.planned[0].RunID != "g1" {
+		t.Fatalf("plan input %+v", f.planned)
+	}
+	md := f.documents["hdfs://nn/flinkmaint/plans/g1/report.md"]
+	if !strings.Contains(md, "**planned**") || !strings.Contains(md, "| team-a | 30 | 3000 |") {
+		t.Fatalf("report.md:\n%s", md)
+	}
+	if _, ok := f.documents["hdfs://nn/flinkmaint/plans/g1/report.json"]; !ok {
+		t.Fatal("report.json not written")
+	}
+	if len(rep.Tenants) != 1 || rep.Tenants[0].PlannedFiles != 30 || rep.Tenants[0].NamespaceBefore != 900 {
+		t.Fatalf("tenants %+v", rep.Tenants)
+	}
+}
+
+func TestGovernanceApprove(t *testing.T) {
+	f := newGovFixture(t)
+	var approved activities.PlanSummary
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Phase != GovPhaseAwaitingApproval || st.Plan == nil || len(f.executed) != 0 {
+			t.Errorf("at 1m: phase %s plan %v executed %d; want awaiting approval", st.Phase, st.Plan != nil, len(f.executed))
+		}
+		f.update(UpdateApprove, ApproveRequest{}, false, "name the approver", nil)
+		f.update(UpdateApprove, ApproveRequest{By: "alice", PlanSHA256: "deadbeef"}, false, "does not match", nil)
+		f.update(UpdateReject, RejectRequest{By: "bob"}, false, "reason is empty", nil)
+		f.update(UpdateApprove, ApproveRequest{By: "alice", Reason: "reviewed", PlanSHA256: testPlanSHA}, true, "", &approved)
+	}, time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		f.update(UpdateReject, RejectRequest{By: "bob", Reason: "too late"}, false, "not waiting for approval", nil)
+	}, 2*time.Minute)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g2", Mode: ModePlanAndApprove})
+	rep := f.report()
+	if rep.Outcome != GovPhaseCompleted || rep.Approval == nil || !rep.Approval.Approved || rep.Approval.By != "alice" {
+		t.Fatalf("outcome %s approval %+v", rep.Outcome, rep.Approval)
+	}
+	if approved.PlanSHA256 != testPlanSHA || approved.Items != 3 {
+		t.Errorf("approve returned %+v, want the plan summary", approved)
+	}
+	if len(f.executed) != 1 || f.executed[0].PlanSHA256 != testPlanSHA || f.executed[0].RunID != "g2" || f.executed[0].PlanPath != "hdfs://nn/flinkmaint/plans/g2/plan.json" {
+		t.Fatalf("executed %+v", f.executed)
+	}
+	if rep.ReclaimedFiles != 30 || len(rep.Tenants) != 1 || rep.Tenants[0].ReclaimedFiles != 30 || rep.Tenants[0].NamespaceAfter != 870 {
+		t.Fatalf("report %+v tenants %+v", rep, rep.Tenants)
+	}
+	if f.samples != 2 {
+		t.Errorf("quota sampled %d times, want before and after", f.samples)
+	}
+}
+
+func TestGovernanceReject(t *testing.T) {
+	f := newGovFixture(t)
+	f.env.RegisterDelayedCallback(func() {
+		f.update(UpdateReject, RejectRequest{By: "bob", Reason: "savepoints still needed"}, true, "", nil)
+	}, time.Minute)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g3", Mode: ModePlanAndApprove})
+	rep := f.report()
+	if rep.Outcome != GovPhaseRejected || len(f.executed) != 0 || rep.Approval == nil || rep.Approval.Approved || rep.Approval.Reason != "savepoints still needed" {
+		t.Fatalf("outcome %s executed %d approval %+v", rep.Outcome, len(f.executed), rep.Approval)
+	}
+}
+
+func TestGovernanceApprovalDeadline(t *testing.T) {
+	f := newGovFixture(t)
+	f.env.RegisterDelayedCallback(func() {
+		if st := f.status(); st.Phase != GovPhaseAwaitingApproval {
+			t.Errorf("at 5h: phase %s, want still awaiting approval", st.Phase)
+		}
+	}, 5*time.Hour)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g4", Mode: ModePlanAndApprove, ApprovalTimeout: Duration(6 * time.Hour)})
+	rep := f.report()
+	if rep.Outcome != GovPhaseExpired || len(f.executed) != 0 || rep.Approval != nil {
+		t.Fatalf("outcome %s executed %d approval %+v", rep.Outcome, len(f.executed), rep.Approval)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, " "), "approvalTimeout=6h0m0s") {
+		t.Errorf("notes %v do not explain the deadline", rep.Notes)
+	}
+}
+
+func TestGovernanceAutoExecutesAndPurges(t *testing.T) {
+	f := newGovFixture(t)
+	f.env.RegisterDelayedCallback(func() {
+		f.update(UpdateApprove, ApproveRequest{By: "alice"}, false, "has no plan yet", nil)
+	}, 0)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto, PurgeTrashAfter: Duration(7 * 24 * time.Hour)})
+	rep := f.report()
+	if rep.Outcome != GovPhaseCompleted || len(f.executed) != 1 || rep.Purge == nil || len(rep.Purge.Purged) != 1 {
+		t.Fatalf("outcome %s executed %d purge %+v", rep.Outcome, len(f.executed), rep.Purge)
+	}
+	// Without a RunID the run is named after the workflow.
+	if rep.RunID == "" || activities.CheckRunID(rep.RunID) != nil {
+		t.Fatalf("derived run id %q", rep.RunID)
+	}
+}
+
+func TestGovernanceEmptyPlanSkipsApproval(t *testing.T) {
+	f := newGovFixture(t)
+	f.planItems = 0
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g5", Mode: ModePlanAndApprove})
+	rep := f.report()
+	if rep.Outcome != GovPhaseCompleted || len(f.executed) != 0 {
+		t.Fatalf("outcome %s executed %d", rep.Outcome, len(f.executed))
+	}
+}
+
+func TestGovernancePlanFailureFailsTheRun(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},
+		temporal.NewNonRetryableApplicationError("scope spans two file systems", activities.ErrTypeInvalidInput, nil))
+	env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g6", Mode: ModeAuto})
+	err := env.GetWorkflowError()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeInvalidInput || !strings.Contains(err.Error(), "two file systems") {
+		t.Fatalf("error %v; want the plan's InvalidInput", err)
+	}
+}
+
+func TestGovernanceInputValidation(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in   GovernanceInput
+		want string
+	}{
+		"bad mode":       {GovernanceInput{Mode: "yolo"}, `mode="yolo"`},
+		"bad action":     {GovernanceInput{Policy: GovernancePolicy{Action: "shred"}}, `policy.action="shred"`},
+		"bad run id":     {GovernanceInput{RunID: "a/b"}, "runId"},
+		"negative grace": {GovernanceInput{Policy: GovernancePolicy{Grace: Duration(-time.Hour)}}, "policy.grace=-1h0m0s"},
+		"ttl < grace":    {GovernanceInput{Policy: GovernancePolicy{Grace: Duration(2 * time.Hour), RetiredJobTTL: Duration(time.Hour)}}, "policy.retiredJobTTL"},
+		"bad pin":        {GovernanceInput{Policy: GovernancePolicy{PinnedSavepoints: []string{"relative/sp"}}}, "policy.pinnedSavepoints[0]"},
+		"bad watermark":  {GovernanceInput{WarningPercent: 95, CriticalPercent: 90}, "warningPercent=95"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			env.ExecuteWorkflow(GovernanceWorkflow, tc.in)
+			err := env.GetWorkflowError()
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != ErrTypeInvalidInput || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v; want InvalidInput naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCleanupRunID(t *testing.T) {
+	for in, want := range map[[2]string]string{
+		{"governance-nightly-2026-01-02T03:04:05Z", "0f1e2d3c-aaaa-bbbb"}: "governance-nightly-2026-01-02T03-04-05Z-0f1e2d3c",
+		{"/weird id/", "r"}: "weird-id--r",
+	} {
+		got := cleanupRunID(in[0], in[1])
+		if got != want || activities.CheckRunID(got) != nil {
+			t.Errorf("cleanupRunID(%q, %q) = %q, want %q (valid)", in[0], in[1], got, want)
+		}
+	}
+}
