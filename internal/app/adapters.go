@@ -3,12 +3,18 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
@@ -34,6 +40,13 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 	}
 	if cfg.Inventory.StaticFile != "" {
 		acts.Inventory = StaticInventory{Path: cfg.Inventory.StaticFile}
+	}
+	if cfg.Inventory.Kubernetes != nil {
+		kc, health, err := newKubeInventory(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		acts.Inventory, acts.Kubernetes = kc, health
 	}
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir}
 	return acts, resolver.Close, nil
@@ -85,4 +98,45 @@ func (s StaticInventory) Discover(ctx context.Context) (inventory.Inventory, err
 		return inventory.Inventory{}, err
 	}
 	return inventory.Inventory(st), nil
+}
+
+// newKubeInventory connects to the Kubernetes API (kubeconfig file, or the
+// in-cluster ServiceAccount when none is set) and returns the inventory
+// over it, with the static file merged in, and a health probe.
+func newKubeInventory(cfg config.Config) (*kube.Client, KubeHealth, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Inventory.Kubeconfig)
+	if err != nil {
+		return nil, KubeHealth{}, fmt.Errorf("inventory.kubeconfig=%q: %w", cfg.Inventory.Kubeconfig, err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, KubeHealth{}, fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, KubeHealth{}, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	kcfg := *cfg.Inventory.Kubernetes
+	kcfg.StaticFile = cfg.Inventory.StaticFile
+	kc, err := kube.New(cs, dyn, kcfg)
+	if err != nil {
+		return nil, KubeHealth{}, fmt.Errorf("inventory.kubernetes: %w", err)
+	}
+	return kc, KubeHealth{Client: cs}, nil
+}
+
+// KubeHealth asks the API server's /readyz.
+type KubeHealth struct {
+	Client kubernetes.Interface
+}
+
+var _ activities.KubernetesHealth = KubeHealth{}
+
+// Ready returns nil when the API server reports ready.
+func (k KubeHealth) Ready(ctx context.Context) error {
+	body, err := k.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("kubernetes /readyz: %w (%s)", err, strings.TrimSpace(string(body)))
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
@@ -76,6 +77,12 @@ type Storage struct {
 type Inventory struct {
 	// StaticFile is a YAML inventory of clusters outside Kubernetes.
 	StaticFile string `yaml:"staticFile"`
+	// Kubernetes discovers native Flink clusters and Flink Kubernetes
+	// Operator resources; nil disables it.
+	Kubernetes *kube.Config `yaml:"kubernetes"`
+	// Kubeconfig is the kubeconfig file; empty means the in-cluster
+	// ServiceAccount (or KUBECONFIG).
+	Kubeconfig string `yaml:"kubeconfig"`
 }
 
 // Flink configures the REST clients.
@@ -234,6 +241,19 @@ func (c *Config) Validate() error {
 	for i, r := range c.Storage.WritableRoots {
 		if !strings.Contains(r, "://") && !strings.HasPrefix(r, "/") {
 			errs = append(errs, fmt.Errorf("storage.writableRoots[%d]=%q: use an absolute path or a URI such as hdfs://nn:8020/user/app", i, r))
+		}
+	}
+	if k := c.Inventory.Kubernetes; k != nil {
+		if err := k.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("inventory.kubernetes: %v", err))
+		}
+		if k.StaticFile != "" {
+			errs = append(errs, fmt.Errorf("inventory.kubernetes.staticFile=%q: set inventory.staticFile instead (it is merged into the Kubernetes inventory)", k.StaticFile))
+		}
+	}
+	if f := c.Inventory.Kubeconfig; f != "" {
+		if _, err := os.Stat(f); err != nil {
+			errs = append(errs, fmt.Errorf("inventory.kubeconfig=%q cannot be read: %v", f, err))
 		}
 	}
 	if f := c.Inventory.StaticFile; f != "" {

@@ -99,6 +99,14 @@ func TestLoadRejects(t *testing.T) {
 			args: []string{"--config", "/nonexistent/flinkmaint.yaml"},
 			want: []string{"/nonexistent/flinkmaint.yaml"},
 		},
+		"kubernetes namespaces and selector": {
+			file: "inventory:\n  kubernetes:\n    namespaces: [a]\n    namespaceSelector: team=x\n",
+			want: []string{"inventory.kubernetes", "namespaceSelector"},
+		},
+		"kubernetes unknown key": {
+			file: "inventory:\n  kubernetes:\n    namespace: a\n",
+			want: []string{`"namespace"`, "not a known key"},
+		},
 		"stray argument": {
 			args: []string{"run"},
 			want: []string{`unexpected argument "run"`},
