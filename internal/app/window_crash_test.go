@@ -35,7 +35,7 @@ func TestMaintenanceWindowSurvivesWorkerKills(t *testing.T) {
 
 	suffix := randomHex(4)
 	testRoot := peers.HDFS.URI + "/flinkmaint-test/window-crash-" + suffix
-	fl := startFleet(t, ctx, peers, suffix, testRoot, false)
+	fl := startFleet(t, ctx, peers, suffix, testRoot, 2, false)
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "flinkmaint-worker")
@@ -130,18 +130,20 @@ inventory:
 	// Exactly one savepoint per job on HDFS: nobody was stopped twice.
 	resolver := &storage.Resolver{HDFS: storage.HDFSOptions{User: peers.HDFS.User}}
 	t.Cleanup(func() { _ = resolver.Close() })
-	fs, root, err := resolver.Resolve(ctx, testRoot+"/savepoints")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var savepoints []string
-	if err := fs.Walk(ctx, root, func(fi storage.FileInfo) error {
-		if fi.IsDir && strings.HasPrefix(fi.Name, "savepoint-") {
-			savepoints = append(savepoints, fi.Path)
+	for _, c := range peers.Clusters {
+		fs, root, err := resolver.Resolve(ctx, testRoot+"/"+c.ClusterID+"/savepoints")
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+		if err := fs.Walk(ctx, root, func(fi storage.FileInfo) error {
+			if fi.IsDir && strings.HasPrefix(fi.Name, "savepoint-") {
+				savepoints = append(savepoints, fi.Path)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(savepoints) != len(fl.jobs) {
 		t.Errorf("%d savepoint dirs for %d jobs: %v", len(savepoints), len(fl.jobs), savepoints)

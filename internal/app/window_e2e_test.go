@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +40,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 
 	suffix := randomHex(4)
 	testRoot := peers.HDFS.URI + "/flinkmaint-test/window-" + suffix
-	fleet := startFleet(t, ctx, peers, suffix, testRoot, true)
+	fleet := startFleet(t, ctx, peers, suffix, testRoot, 3, true)
 	static := fleet.static
 	jobs := fleet.jobs
 
@@ -80,11 +82,41 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	// and skip the job that cannot restore when its wave pauses.
 	st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.PhaseNetworkGate })
 	for _, j := range st.Jobs {
-		if j.SavepointState != workflows.StepDone || !strings.HasPrefix(j.SavepointPath, testRoot+"/savepoints/") {
+		if j.SavepointState != workflows.StepDone || !strings.HasPrefix(j.SavepointPath, testRoot+"/"+j.Target.ClusterID+"/savepoints/") {
 			t.Fatalf("job %s reached the network gate with savepoint %s %q", j.Target.Key, j.SavepointState, j.SavepointPath)
 		}
 	}
+	// One tenant's quota cannot hold the projected restart: the quota gate
+	// must pause with the numbers, and go on once the quota is raised.
+	tightRoot := strings.TrimPrefix(testRoot, peers.HDFS.URI) + "/" + peers.Clusters[0].ClusterID
+	count, err := peers.HadoopShell(ctx, "-count", tightRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(count) // DIRS FILES BYTES PATH
+	dirs, _ := strconv.ParseInt(f[0], 10, 64)
+	files, _ := strconv.ParseInt(f[1], 10, 64)
+	if err := peers.SetNamespaceQuota(ctx, tightRoot, dirs+files+2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = peers.ClearNamespaceQuota(context.Background(), tightRoot) })
 	update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "done"})
+	st = waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
+		return st.Pending != nil && st.Pending.Kind == "quota"
+	})
+	tight := "e2e-" + peers.Clusters[0].ClusterID
+	if !strings.Contains(st.Pending.Reason, tight) || !strings.Contains(st.Pending.Reason, fmt.Sprintf("of %d", dirs+files+2)) {
+		t.Fatalf("quota pause does not name tenant %s and its quota %d: %s", tight, dirs+files+2, st.Pending.Reason)
+	}
+	for _, j := range st.Jobs {
+		if j.RestartState != workflows.StepPending {
+			t.Fatalf("%s restarted before the quota gate passed", j.Target.Key)
+		}
+	}
+	if err := peers.ClearNamespaceQuota(ctx, tightRoot); err != nil {
+		t.Fatal(err)
+	}
+	update(t, ctx, tmp.Client, run, workflows.UpdateDecide, workflows.DecideRequest{Action: workflows.ActionRetry, By: "e2e", Reason: "quota raised"})
 	broken := ""
 	for _, j := range jobs {
 		if strings.HasSuffix(j.name, "-broken") {
@@ -168,32 +200,39 @@ type fleet struct {
 	jobs   []fleetJob
 }
 
-// startFleet submits two sample jobs per cluster (plus, when broken is set,
-// one on the last cluster whose restart recipe fails on restore), waits
-// until each has checkpointed, and returns the static inventory that
-// describes them. Savepoints go under testRoot.
-func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix, testRoot string, broken bool) fleet {
+// startFleet submits perCluster sample jobs to each sandbox cluster (plus,
+// when broken is set, one on the last cluster whose restart recipe fails on
+// restore), waits until each has checkpointed, and returns the static
+// inventory that describes them. Each cluster gets a tenant of its own whose
+// root, testRoot/<cluster>, holds the jobs' checkpoints and savepoints, so a
+// test may put a quota on it without touching other tests' state.
+func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix, testRoot string, perCluster int, broken bool) fleet {
 	t.Helper()
-	// The window writes its manifest under testRoot, which (like any
-	// writable root in production) must exist beforehand.
 	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hc.MkdirAll(strings.TrimPrefix(testRoot, peers.HDFS.URI), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = hc.Close()
+	defer hc.Close()
 	var f fleet
 	for _, c := range peers.Clusters {
-		cl := inventory.Cluster{Tenant: c.Tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
-			CheckpointDir: c.CheckpointDir, SavepointDir: testRoot + "/savepoints/" + c.ClusterID, HAStorageDir: c.HAStorageDir}
-		names := []string{"win-" + suffix + "-" + c.ClusterID + "-1", "win-" + suffix + "-" + c.ClusterID + "-2"}
+		tenantRoot := testRoot + "/" + c.ClusterID
+		// Roots exist before anything is written under them, as in production.
+		if err := hc.MkdirAll(strings.TrimPrefix(tenantRoot, peers.HDFS.URI)+"/checkpoints", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tenant := "e2e-" + c.ClusterID
+		f.static.Tenants = append(f.static.Tenants, inventory.Tenant{Name: tenant, Root: tenantRoot})
+		cl := inventory.Cluster{Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
+			CheckpointDir: tenantRoot + "/checkpoints", SavepointDir: tenantRoot + "/savepoints", HAStorageDir: c.HAStorageDir}
+		var names []string
+		for i := 1; i <= perCluster; i++ {
+			names = append(names, fmt.Sprintf("win-%s-%s-%d", suffix, c.ClusterID, i))
+		}
 		if broken && c.ClusterID == peers.Clusters[len(peers.Clusters)-1].ClusterID {
 			names = append(names, "win-"+suffix+"-"+c.ClusterID+"-broken")
 		}
 		for _, n := range names {
-			args := []string{"--job-name", n, "--keys", "2000", "--value-bytes", "256", "--rate", "500"}
+			args := []string{"--job-name", n, "--keys", "2000", "--value-bytes", "256", "--rate", "500", "--checkpoint-dir", cl.CheckpointDir}
 			restartArgs := args
 			if strings.HasSuffix(n, "-broken") {
 				restartArgs = append(append([]string{}, args...), "--fail-on-restore")
@@ -203,9 +242,6 @@ func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix,
 			f.jobs = append(f.jobs, fleetJob{cluster: c, name: n, args: args})
 		}
 		f.static.Clusters = append(f.static.Clusters, cl)
-	}
-	for _, t0 := range peers.Tenants {
-		f.static.Tenants = append(f.static.Tenants, inventory.Tenant{Name: t0.Name, Root: peers.HDFS.URI + t0.Root})
 	}
 	for i := range f.jobs {
 		fc := flinkClient(t, f.jobs[i].cluster.RESTURL)
