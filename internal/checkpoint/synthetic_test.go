@@ -8,7 +8,10 @@ import (
 	"testing"
 )
 
-var syntheticOut = flag.String("synthetic-out", "", "TestWriteSynthetic writes the large synthetic _metadata to this path")
+var (
+	syntheticOut     = flag.String("synthetic-out", "", "TestWriteSynthetic writes the large synthetic _metadata to this path")
+	syntheticVersion = flag.Int("synthetic-version", 6, "format version of the synthetic _metadata (2-6; Flink 1.20 loads 2-4)")
+)
 
 const (
 	syntheticJob      = "hdfs://namenode:8020/flink/checkpoints/0123456789abcdef0123456789abcdef"
@@ -71,7 +74,11 @@ func syntheticFileCount(version, subtasks, sharedPerSubtask int) int {
 // file there (for comparing against Flink's own loader).
 func TestWriteSynthetic(t *testing.T) {
 	const subtasks, shared = 5000, 20
-	data := syntheticMetadata(6, subtasks, shared)
+	version := *syntheticVersion
+	if version < 2 || version > 6 {
+		t.Fatalf("-synthetic-version=%d: use 2..6", version)
+	}
+	data := syntheticMetadata(version, subtasks, shared)
 	out := *syntheticOut
 	if out == "" {
 		out = filepath.Join(t.TempDir(), "chk-1000", "_metadata")
@@ -86,7 +93,7 @@ func TestWriteSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := syntheticFileCount(6, subtasks, shared); len(md.Files) != want {
+	if want := syntheticFileCount(version, subtasks, shared); len(md.Files) != want {
 		t.Errorf("files = %d, want %d", len(md.Files), want)
 	}
 	var nShared int
