@@ -189,7 +189,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		if err != nil {
 			// The window's own failure: keep what is known durable first.
 			r.st.Notes = append(r.st.Notes, fmt.Sprintf("phase %s failed: %v", p.name, err))
-			r.writeManifest(ctx)
+			_ = r.writeManifest(ctx)
 			return buildReport(&r.in, &r.st), err
 		}
 		if can := r.continueAsNewIfSuggested(ctx); can != nil {
@@ -198,7 +198,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 	}
 	r.st.FinishedAt = workflow.Now(ctx)
 	r.setPhase(ctx, PhaseCompleted)
-	r.writeManifest(ctx)
+	_ = r.writeManifest(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (r *windowRun) finishAborted(ctx workflow.Context) (*WindowReport, error) {
 	r.st.FinishedAt = workflow.Now(ctx)
 	r.st.Pending = nil
 	r.setPhase(ctx, PhaseAborted)
-	r.writeManifest(ctx)
+	_ = r.writeManifest(ctx)
 	rep := buildReport(&r.in, &r.st)
 	r.writeReport(ctx, rep)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
@@ -283,7 +283,7 @@ func (r *windowRun) decide(ctx workflow.Context, kind, reason string, jobs []str
 	r.answer = nil
 	r.logger.Warn("waiting for an operator decision", "kind", kind, "reason", reason, "jobs", jobs, "allowed", allowed)
 	r.upsertVisibility(ctx)
-	r.writeManifest(ctx)
+	_ = r.writeManifest(ctx)
 	if err := workflow.Await(ctx, func() bool { return r.answer != nil || r.abortRequested }); err != nil {
 		return DecideRequest{}, err
 	}
@@ -348,9 +348,26 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 			break
 		}
 	}
-	r.writeManifest(ctx)
-	return nil
+	// No job is stopped before the manifest is on storage: it is how people
+	// restart jobs if Temporal is lost. Runs started before this rule only
+	// logged a failed write.
+	required := workflow.GetVersion(ctx, changeManifestBeforeStops, workflow.DefaultVersion, 1) >= 1
+	for {
+		err := r.writeManifest(ctx)
+		if err == nil || !required {
+			return nil
+		}
+		if _, err := r.decide(ctx, "manifest-unwritable",
+			fmt.Sprintf("the manifest %s cannot be written, so no job is stopped yet: %s. Make sure the directory lies under an existing storage.writableRoots entry, then retry; or abort",
+				r.st.ManifestPath, errorText(err)), nil, ActionRetry, ActionAbort); err != nil {
+			return err
+		}
+	}
 }
+
+// changeManifestBeforeStops versions the rule that preflight waits for a
+// written manifest before savepoint-all.
+const changeManifestBeforeStops = "window-manifest-before-stops-2026-11-30"
 
 func (r *windowRun) checkQuota(ctx workflow.Context, restart []activities.RestartFootprintInput) ([]activities.TenantQuota, error) {
 	var a *activities.Activities
@@ -487,7 +504,7 @@ func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
 		}
 		sel.Select(ctx)
 		r.upsertVisibility(ctx)
-		r.writeManifest(ctx)
+		_ = r.writeManifest(ctx)
 	}
 	if r.abortRequested {
 		return errAborted
@@ -740,21 +757,22 @@ func (r *windowRun) report(ctx workflow.Context) error {
 	return nil
 }
 
-// writeManifest rewrites the manifest when something changed. A failure
-// to write is logged and retried at the next change: the window's state
-// in Temporal stays the source of truth.
-func (r *windowRun) writeManifest(ctx workflow.Context) {
+// writeManifest rewrites the manifest. After preflight a failure to write
+// is logged and retried at the next change: the window's state in Temporal
+// stays the source of truth while storage recovers.
+func (r *windowRun) writeManifest(ctx workflow.Context) error {
 	var a *activities.Activities
 	content, err := manifestJSON(&r.in, &r.st, workflow.Now(ctx))
 	if err != nil {
 		r.logger.Error("manifest not encoded", "error", err)
-		return
+		return err
 	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument,
 		activities.WriteDocumentInput{Path: r.st.ManifestPath, Content: content}).Get(ctx, nil); err != nil {
 		r.logger.Error("manifest not written", "path", r.st.ManifestPath, "error", err)
-		return
+		return err
 	}
+	return nil
 }
 
 func (r *windowRun) writeReport(ctx workflow.Context, rep *WindowReport) {

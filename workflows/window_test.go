@@ -35,6 +35,7 @@ type windowFixture struct {
 	documents   map[string]string
 	cancelled   []string
 	failStop    map[string]bool
+	failWrites  bool
 }
 
 func newWindowFixture(t *testing.T, n int) *windowFixture {
@@ -96,6 +97,9 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.failWrites {
+			return activities.WriteDocumentResult{}, temporal.NewNonRetryableApplicationError("root does not exist", activities.ErrTypeStorageNotFound, nil)
+		}
 		f.documents[in.Path] = string(in.Content)
 		return activities.WriteDocumentResult{Path: in.Path}, nil
 	})
@@ -378,6 +382,34 @@ func TestWindowRejectsInvalidInput(t *testing.T) {
 	for _, want := range []string{"windowId", "reason", "policy.manifestDir", "onFailure"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
+}
+
+func TestWindowStopsNoJobBeforeItsManifestIsWritten(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.failWrites = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Phase != PhasePreflight || st.Pending == nil || st.Pending.Kind != "manifest-unwritable" || !strings.Contains(st.Pending.Reason, "manifest.json") {
+			t.Errorf("want a manifest-unwritable pause in preflight, got phase %s pending %+v", st.Phase, st.Pending)
+		}
+		f.mu.Lock()
+		stopped := len(f.stopped)
+		f.failWrites = false
+		f.mu.Unlock()
+		if stopped != 0 {
+			t.Errorf("%d jobs stopped before the manifest was written", stopped)
+		}
+		f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "ops", Reason: "root created"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	for _, j := range rep.Jobs {
+		if j.RestartState != StepDone {
+			t.Errorf("%s: %s", j.Target.Key, j.RestartState)
 		}
 	}
 }

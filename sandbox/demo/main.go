@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -48,6 +49,22 @@ func run(out string, perCluster int, temporalAddr string) error {
 		return err
 	}
 	demoRoot := peers.HDFS.URI + "/flinkmaint-demo"
+	// The worker only writes under existing roots; create the demo's.
+	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
+	if err != nil {
+		return err
+	}
+	err = hc.MkdirAll("/flinkmaint-demo", 0o755)
+	_ = hc.Close()
+	if err != nil {
+		return fmt.Errorf("create %s: %w", demoRoot, err)
+	}
+	type pending struct {
+		client *flink.Client
+		name   string
+		id     string
+	}
+	var submitted []pending
 	var static inventory.Static
 	for _, t := range peers.Tenants {
 		static.Tenants = append(static.Tenants, inventory.Tenant{Name: t.Name, Root: peers.HDFS.URI + t.Root})
@@ -82,8 +99,15 @@ func run(out string, perCluster int, temporalAddr string) error {
 				return fmt.Errorf("submit %s: %w", name, err)
 			}
 			fmt.Printf("job %s submitted to %s (%s)\n", name, c.ClusterID, res.JobID)
+			submitted = append(submitted, pending{client, name, res.JobID})
 		}
 		static.Clusters = append(static.Clusters, cl)
+	}
+	// A window stops only RUNNING jobs; give new ones their first checkpoint.
+	for _, p := range submitted {
+		if err := awaitCheckpoint(ctx, p.client, p.id); err != nil {
+			return fmt.Errorf("job %s: %w", p.name, err)
+		}
 	}
 	invPath := filepath.Join(abs, "inventory.yaml")
 	if err := writeYAML(invPath, static); err != nil {
@@ -111,6 +135,20 @@ func run(out string, perCluster int, temporalAddr string) error {
 		},
 	}
 	return writeYAML(filepath.Join(abs, "window.yaml"), window)
+}
+
+func awaitCheckpoint(ctx context.Context, c *flink.Client, jobID string) error {
+	for {
+		stats, err := c.Checkpoints(ctx, jobID)
+		if err == nil && stats.Counts.Completed > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no completed checkpoint yet: %w", ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func isRunning(jobs []flink.JobOverview, name string) bool {
