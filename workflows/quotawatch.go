@@ -317,7 +317,7 @@ func (w *quotaWatch) saveSamples(ctx workflow.Context) {
 	for _, t := range w.st.Tenants {
 		doc.Tenants = append(doc.Tenants, activities.TenantSeries{Tenant: t.Tenant, Samples: t.Samples})
 	}
-	data, err := json.Marshal(doc)
+	data, err := json.Marshal(doc) //workflowcheck:ignore (deterministic: struct fields, sorted map keys)
 	if err != nil {
 		w.logger.Error("samples not encoded", "error", err)
 		return
