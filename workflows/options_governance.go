@@ -17,12 +17,12 @@ func planCleanupOptions() workflow.ActivityOptions {
 }
 
 // executeCleanupOptions: one attempt may run as long as timeout; a lost
-// worker is noticed by the heartbeat and the retry resumes from the audit
-// manifest.
+// worker is noticed by the heartbeat (sent after every item) within a
+// minute, and the retry resumes from the audit manifest.
 func executeCleanupOptions(timeout time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: timeout,
-		HeartbeatTimeout:    5 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         standardRetry(10),
 	}
 }

@@ -1,0 +1,138 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// TestGovernanceSurvivesWorkerKill executes an approved cleanup through the
+// real worker binary and kills it with SIGKILL while items are being moved
+// to trash. After a restart the run completes: every planned item is in the
+// trash, none is left in place, and the audit manifest has exactly one final
+// record per item (nothing redone, nothing skipped).
+func TestGovernanceSurvivesWorkerKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	e := newGovEnv(t, ctx) // its in-process worker polls another queue
+
+	const items = 300
+	longAgo := time.Now().Add(-30 * 24 * time.Hour)
+	garbage := map[string]bool{}
+	for i := 0; i < items; i++ {
+		dir := fmt.Sprintf("%s/tenant/checkpoints/%032x", e.plain, i+1)
+		e.put(t, dir, map[string]int{"chk-1/state": 10}, longAgo)
+		garbage[e.peers.HDFS.URI+dir] = true
+	}
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "flinkmaint-worker")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
+		t.Fatalf("go build worker: %v\n%s", err, out)
+	}
+	invPath := filepath.Join(dir, "inventory.yaml")
+	inv, err := os.ReadFile(e.acts.Inventory.(app.StaticInventory).Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(invPath, inv, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const queue = "governance-crash"
+	cfgPath := filepath.Join(dir, "worker.yaml")
+	cfg := fmt.Sprintf(`temporal:
+  address: %s
+worker:
+  taskQueue: %s
+  shutdownTimeout: 5s
+http:
+  listen: ""
+storage:
+  hdfsUser: %s
+  writableRoots: [%q]
+inventory:
+  staticFile: %s
+cleanup:
+  trashRoot: %s
+  planDir: %s
+`, e.tmp.HostPort, queue, e.peers.HDFS.User, e.root, invPath, e.root+"/trash", e.root+"/plans")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := &workerProcess{t: t, bin: bin, config: cfgPath, log: filepath.Join(dir, "worker.log")}
+	w.start()
+	t.Cleanup(w.stop)
+
+	in := workflows.GovernanceInput{RunID: "crash-" + e.tenant, Reason: "crash-safety test", Mode: workflows.ModeAuto,
+		Scope: activities.Scope{Tenants: []string{e.tenant}}}
+	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceWorkflowID(in.RunID), TaskQueue: queue},
+		workflows.GovernanceWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill as soon as the audit manifest shows the execution under way.
+	fs, _, err := e.acts.Storage.Resolve(ctx, e.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := e.root + "/trash/_audit"
+	killedAt := -1
+	for ctx.Err() == nil && killedAt < 0 {
+		recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
+		if err == nil && len(recs) > 0 {
+			w.kill()
+			killedAt = len(recs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if killedAt >= items {
+		t.Fatalf("the run finished (%d records) before the worker could be killed; make it longer", killedAt)
+	}
+	t.Logf("worker killed with %d of %d items recorded", killedAt, items)
+	w.start()
+
+	var rep workflows.GovernanceReport
+	if err := wf.Get(ctx, &rep); err != nil {
+		t.Fatalf("governance run: %v\nworker log:\n%s", err, w.tail())
+	}
+	if rep.Outcome != workflows.GovPhaseCompleted || rep.Execution == nil || rep.Execution.Items != items {
+		t.Fatalf("report outcome %s execution %+v", rep.Outcome, rep.Execution)
+	}
+	recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := map[string]int{}
+	for _, r := range recs {
+		if !garbage[r.Path] {
+			t.Errorf("manifest records %s, which was not garbage", r.Path)
+		}
+		if r.Outcome == cleanup.OutcomeTrashed {
+			final[r.Path]++
+		}
+	}
+	for g := range garbage {
+		if final[g] != 1 {
+			t.Errorf("%s has %d trashed records, want exactly 1", g, final[g])
+		}
+		p := g[len(e.peers.HDFS.URI):]
+		if e.exists(t, p) {
+			t.Errorf("%s still in place", p)
+		}
+		if !e.exists(t, e.plain+"/trash/"+in.RunID+p) {
+			t.Errorf("%s not in trash", p)
+		}
+	}
+}
