@@ -29,6 +29,9 @@ type Activities struct {
 	Cleanup CleanupSettings
 	// Metrics receives governance measurements; nil disables them.
 	Metrics GovernanceMetrics
+	// Operator suspends and resumes Flink Kubernetes Operator jobs; nil
+	// when no Kubernetes inventory is configured.
+	Operator OperatorControl
 }
 
 func (a *Activities) now() time.Time {

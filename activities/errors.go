@@ -25,6 +25,15 @@ const (
 	ErrTypeStorageNotFound   = "StorageNotFound"
 	ErrTypeOutsideRoots      = "OutsideRoots"
 	ErrTypeUnreachable       = "EndpointUnreachable"
+	// Flink Kubernetes Operator suspend/resume.
+	ErrTypeOperatorTimeout           = "OperatorTimeout"
+	ErrTypeOperatorSavepointMismatch = "OperatorSavepointMismatch"
+	ErrTypeOperatorNotFound          = "OperatorResourceNotFound"
+	ErrTypeOperatorForbidden         = "OperatorForbidden"
+	ErrTypeOperatorPrecondition      = "OperatorPreconditionFailed"
+	ErrTypeOperatorJobFailed         = "OperatorJobFailed"
+	ErrTypeOperatorUnavailable       = "OperatorUnavailable"
+	ErrTypeOperatorFailed            = "OperatorFailed"
 )
 
 func nonRetryable(errType, format string, args ...interface{}) error {

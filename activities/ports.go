@@ -66,3 +66,20 @@ type GovernanceMetrics interface {
 	// (plan, execute, purge, sample).
 	Succeeded(operation string, at time.Time)
 }
+
+// OperatorControl drives Flink Kubernetes Operator resources
+// (FlinkDeployment, FlinkSessionJob) through spec.job.state. It mirrors
+// the methods of *kube.Client with types of this package because
+// internal/kube's own tests import this package; internal/app adapts the
+// client (app.KubeOperator). Errors should be *OperatorError so activities
+// can tell a retry from a final failure.
+type OperatorControl interface {
+	// Suspend sets the job suspended with upgradeMode savepoint and waits
+	// for the savepoint the operator records; idempotent.
+	Suspend(ctx context.Context, ref inventory.ObjectRef, opts OperatorWait) (OperatorSuspendResult, error)
+	// Resume sets the job running so the operator restores it from
+	// savepointPath, and waits for RUNNING; idempotent.
+	Resume(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts OperatorWait) (OperatorResumeResult, error)
+	// OperatorStatus reads what the operator reports on the resource.
+	OperatorStatus(ctx context.Context, ref inventory.ObjectRef) (OperatorJobStatus, error)
+}

@@ -47,3 +47,8 @@ func flinkID(windowID, jobKey, purpose string, attempt int) string {
 	sum := sha256.Sum256([]byte(windowID + "\x00" + jobKey + "\x00" + purpose + "\x00" + strconv.Itoa(attempt)))
 	return hex.EncodeToString(sum[:16])
 }
+
+// WindowCleanupWorkflowID is the post-restart Governance child of a window.
+func WindowCleanupWorkflowID(windowID string) string {
+	return WindowWorkflowID(windowID) + "/cleanup"
+}

@@ -172,6 +172,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		{PhaseNetworkGate, r.networkGate},
 		{PhaseQuotaGate, r.quotaGate},
 		{PhaseRestart, r.restart},
+		{PhaseCleanup, r.cleanup},
 		{PhaseReport, r.report},
 	}
 	start := 0
@@ -181,6 +182,11 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		}
 	}
 	for _, p := range phases[start:] {
+		// Runs started before the cleanup phase existed go straight from
+		// the restart to the report; decide before any command of the phase.
+		if p.name == PhaseCleanup && workflow.GetVersion(ctx, changeCleanupPhase, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			continue
+		}
 		r.setPhase(ctx, p.name)
 		err := p.fn(ctx)
 		if errors.Is(err, errAborted) {
@@ -744,6 +750,50 @@ func (r *windowRun) restart(ctx workflow.Context) error {
 	}
 	return nil
 }
+
+// cleanup runs the reference-safe Governance cleanup over the window's
+// tenants as a child, in the policy's mode; with plan-and-approve it waits
+// for `flinkmaint governance approve`. Its failure does not fail the
+// window: the jobs are already back, and the report says what happened.
+func (r *windowRun) cleanup(ctx workflow.Context) error {
+	p := r.in.Policy.Cleanup
+	if p.Mode == CleanupModeSkip || len(r.st.Tenants) == 0 {
+		r.st.Notes = append(r.st.Notes, "post-restart cleanup skipped (policy.cleanup.mode="+p.Mode+")")
+		return nil
+	}
+	runID := "window-" + r.in.WindowID
+	id := WindowCleanupWorkflowID(r.in.WindowID)
+	tenants := make([]string, 0, len(r.st.Tenants))
+	for _, t := range r.st.Tenants {
+		tenants = append(tenants, t.Name)
+	}
+	r.st.Cleanup = &WindowCleanup{WorkflowID: id, RunID: runID, Mode: p.Mode}
+	if p.Mode == ModePlanAndApprove {
+		r.st.Notes = append(r.st.Notes, fmt.Sprintf("post-restart cleanup %s waits for approval: flinkmaint governance approve %s", id, runID))
+	}
+	r.upsertVisibility(ctx)
+	in := GovernanceInput{RunID: runID, Reason: "post-restart cleanup of maintenance window " + r.in.WindowID,
+		Scope: activities.Scope{Tenants: tenants}, Mode: p.Mode, Policy: p.Policy, ApprovalTimeout: p.ApprovalTimeout,
+		WarningPercent: r.in.Policy.Quota.WarningPercent, CriticalPercent: r.in.Policy.Quota.CriticalPercent}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: id,
+		TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindGovernance))})
+	var rep GovernanceReport
+	if err := workflow.ExecuteChildWorkflow(cctx, GovernanceWorkflowType, in).Get(ctx, &rep); err != nil {
+		r.st.Cleanup.Error = errorText(err)
+		r.st.Notes = append(r.st.Notes, "post-restart cleanup failed: "+r.st.Cleanup.Error)
+		return nil
+	}
+	c := r.st.Cleanup
+	c.Outcome, c.ReclaimedFiles, c.ReclaimedBytes = rep.Outcome, rep.ReclaimedFiles, rep.ReclaimedBytes
+	for _, t := range rep.Tenants {
+		c.PlannedItems += t.PlannedItems
+		c.PlannedFiles += t.PlannedFiles
+	}
+	return nil
+}
+
+// changeCleanupPhase versions the post-restart cleanup phase.
+const changeCleanupPhase = "window-cleanup-phase-2026-11-30"
 
 func (r *windowRun) report(ctx workflow.Context) error {
 	q, err := r.checkQuota(ctx, nil)

@@ -1,10 +1,37 @@
 package workflows
 
 import (
+	"time"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
+
+// defaultOperatorWait bounds an operator suspend or resume when the input
+// sets no timeout (the window always sets one).
+const defaultOperatorWait = 10 * time.Minute
+
+func operatorWait(d time.Duration) time.Duration {
+	if d <= 0 {
+		return defaultOperatorWait
+	}
+	return d
+}
+
+// operatorWaitOptions: the activity waits up to wait for the operator and
+// fails with a timeout of its own, so the start-to-close timeout leaves
+// room for the API calls around the wait; the heartbeat notices a lost
+// worker, whose retry re-reads the resource (suspend and resume are
+// idempotent).
+func operatorWaitOptions(wait time.Duration) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: wait + 2*time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy:         standardRetry(5),
+	}
+}
 
 // JobSavepointInput stops one job with a savepoint and verifies it.
 type JobSavepointInput struct {
@@ -26,16 +53,30 @@ type JobSavepointResult struct {
 // JobSavepointWorkflow stops a job with a savepoint (re-attaching on
 // retries through a deterministic trigger ID) and verifies the savepoint's
 // _metadata parses and every file it references exists.
+//
+// An Operator-managed job (restart kind operator-resume) is suspended
+// through its FlinkDeployment / FlinkSessionJob instead; the savepoint the
+// operator records is the job's savepoint. No recorded history holds an
+// operator job, so the branch needs no workflow.GetVersion: REST jobs keep
+// their command sequence.
 func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepointResult, error) {
 	var a *activities.Activities
-	stop := activities.StopWithSavepointInput{
-		Job: in.Job, TriggerID: flinkID(in.WindowID, in.Job.Key, "stop-with-savepoint", in.Attempt),
-		TargetDir: in.TargetDir, Format: in.Format,
-	}
 	var stopped activities.StopWithSavepointResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(in.Timeout.D())),
-		a.StopWithSavepoint, stop).Get(ctx, &stopped); err != nil {
-		return JobSavepointResult{}, err
+	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
+		wait := operatorWait(in.Timeout.D())
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)),
+			a.SuspendJob, activities.SuspendJobInput{Job: in.Job, Timeout: wait}).Get(ctx, &stopped); err != nil {
+			return JobSavepointResult{}, err
+		}
+	} else {
+		stop := activities.StopWithSavepointInput{
+			Job: in.Job, TriggerID: flinkID(in.WindowID, in.Job.Key, "stop-with-savepoint", in.Attempt),
+			TargetDir: in.TargetDir, Format: in.Format,
+		}
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(in.Timeout.D())),
+			a.StopWithSavepoint, stop).Get(ctx, &stopped); err != nil {
+			return JobSavepointResult{}, err
+		}
 	}
 	var verified activities.VerifySavepointResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()),
@@ -68,21 +109,34 @@ type JobRestartResult struct {
 // JobRestartWorkflow restores a job from exactly its recorded savepoint
 // and waits until it is healthy: RUNNING, restored from that savepoint, a
 // completed checkpoint after the restore, no restart during the soak.
+//
+// An Operator-managed job is resumed through its resource from exactly the
+// savepoint recorded at suspend; the operator names the new job ID. It is
+// never cancelled through REST: the operator runs at most one instance of
+// the resource's job, and a retried resume finds it running.
 func JobRestartWorkflow(ctx workflow.Context, in JobRestartInput) (JobRestartResult, error) {
 	var a *activities.Activities
-	short := workflow.WithActivityOptions(ctx, shortActivityOptions())
-	if in.PreviousJobID != "" {
-		if err := workflow.ExecuteActivity(short, a.CancelJob,
-			activities.CancelJobInput{RESTURL: in.Job.RESTURL, JobID: in.PreviousJobID}).Get(ctx, nil); err != nil {
+	var started activities.RestartJobResult
+	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
+		wait := operatorWait(in.Health.RunningTimeout.D())
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.ResumeJob,
+			activities.ResumeJobInput{Job: in.Job, SavepointPath: in.SavepointPath, Timeout: wait}).Get(ctx, &started); err != nil {
 			return JobRestartResult{}, err
 		}
-	}
-	newJobID := flinkID(in.WindowID, in.Job.Key, "restart", in.Attempt)
-	var started activities.RestartJobResult
-	if err := workflow.ExecuteActivity(short, a.RestartJob, activities.RestartJobInput{
-		Job: in.Job, SavepointPath: in.SavepointPath, NewJobID: newJobID,
-	}).Get(ctx, &started); err != nil {
-		return JobRestartResult{JobID: newJobID}, err
+	} else {
+		short := workflow.WithActivityOptions(ctx, shortActivityOptions())
+		if in.PreviousJobID != "" {
+			if err := workflow.ExecuteActivity(short, a.CancelJob,
+				activities.CancelJobInput{RESTURL: in.Job.RESTURL, JobID: in.PreviousJobID}).Get(ctx, nil); err != nil {
+				return JobRestartResult{}, err
+			}
+		}
+		newJobID := flinkID(in.WindowID, in.Job.Key, "restart", in.Attempt)
+		if err := workflow.ExecuteActivity(short, a.RestartJob, activities.RestartJobInput{
+			Job: in.Job, SavepointPath: in.SavepointPath, NewJobID: newJobID,
+		}).Get(ctx, &started); err != nil {
+			return JobRestartResult{JobID: newJobID}, err
+		}
 	}
 	var healthy activities.AwaitHealthyResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.AwaitHealthy,

@@ -25,6 +25,7 @@ type WindowReport struct {
 	Skipped     []activities.SkippedJob  `json:"skipped,omitempty"`
 	QuotaBefore []activities.TenantQuota `json:"quotaBefore,omitempty"`
 	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
+	Cleanup     *WindowCleanup           `json:"cleanup,omitempty"`
 	Decisions   []DecisionRecord         `json:"decisions,omitempty"`
 	Notes       []string                 `json:"notes,omitempty"`
 	Manifest    string                   `json:"manifest"`
@@ -35,7 +36,7 @@ func buildReport(in *WindowInput, st *WindowState) *WindowReport {
 		WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Phase: st.Phase,
 		StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, AbortReason: st.AbortReason, Network: st.Network,
 		Jobs: st.Jobs, Skipped: st.Skipped, QuotaBefore: st.QuotaBefore, QuotaAfter: st.QuotaAfter,
-		Decisions: st.Decisions, Notes: st.Notes, Manifest: st.ManifestPath,
+		Cleanup: st.Cleanup, Decisions: st.Decisions, Notes: st.Notes, Manifest: st.ManifestPath,
 	}
 }
 
@@ -106,6 +107,14 @@ func (rep *WindowReport) Markdown() string {
 			afterUsed = fmt.Sprintf("%d", a.NamespaceUsed)
 		}
 		b.WriteString(fmt.Sprintf("| %s | %s | %d | %s | %d |\n", q.Tenant, q.Root, q.NamespaceUsed, afterUsed, q.NamespaceQuota))
+	}
+	if c := rep.Cleanup; c != nil {
+		b.WriteString("\n## Post-restart cleanup\n\n")
+		b.WriteString(fmt.Sprintf("- Governance run `%s` (%s): %s\n", c.WorkflowID, c.Mode, firstNonEmpty(c.Outcome, "failed")))
+		b.WriteString(fmt.Sprintf("- Planned: %d items, %d files; reclaimed: %d files, %d bytes\n", c.PlannedItems, c.PlannedFiles, c.ReclaimedFiles, c.ReclaimedBytes))
+		if c.Error != "" {
+			b.WriteString("- Error: " + mdEscape(c.Error) + "\n")
+		}
 	}
 	if len(rep.Decisions) > 0 {
 		b.WriteString("\n## Operator actions\n\n")

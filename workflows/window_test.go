@@ -36,6 +36,8 @@ type windowFixture struct {
 	cancelled   []string
 	failStop    map[string]bool
 	failWrites  bool
+	governance  []GovernanceInput
+	failGov     bool
 }
 
 func newWindowFixture(t *testing.T, n int) *windowFixture {
@@ -60,6 +62,18 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 	env := f.env
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
+	env.RegisterWorkflowWithOptions(GovernanceWorkflow, workflow.RegisterOptions{Name: GovernanceWorkflowType})
+	env.OnWorkflow(GovernanceWorkflowType, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in GovernanceInput) (*GovernanceReport, error) {
+		f.mu.Lock()
+		f.governance = append(f.governance, in)
+		fail := f.failGov
+		f.mu.Unlock()
+		if fail {
+			return nil, temporal.NewNonRetryableApplicationError("cleanup.trashRoot is empty", "CleanupNotConfigured", nil)
+		}
+		return &GovernanceReport{RunID: in.RunID, Mode: in.Mode, Outcome: GovPhaseCompleted, ReclaimedFiles: 3, ReclaimedBytes: 300,
+			Tenants: []GovernanceTenantReport{{Tenant: "team-a", PlannedItems: 2, PlannedFiles: 3}}}, nil
+	})
 	var a *activities.Activities
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
 		f.mu.Lock()
@@ -224,7 +238,14 @@ func TestWindowHappyPath(t *testing.T) {
 			t.Errorf("manifest lacks %s", j.SavepointPath)
 		}
 	}
-	if md := f.documents["hdfs://nn/flinkmaint/windows/w1/report.md"]; !strings.Contains(md, "cluster-a/no-recipe") || !strings.Contains(md, "alice") {
+	if len(f.governance) != 1 || f.governance[0].Mode != ModePlanAndApprove || f.governance[0].RunID != "window-w1" ||
+		len(f.governance[0].Scope.Tenants) != 2 {
+		t.Errorf("post-restart cleanup runs %+v, want one plan-and-approve run over both tenants", f.governance)
+	}
+	if rep.Cleanup == nil || rep.Cleanup.Outcome != GovPhaseCompleted || rep.Cleanup.ReclaimedFiles != 3 || rep.Cleanup.PlannedItems != 2 {
+		t.Errorf("report cleanup %+v", rep.Cleanup)
+	}
+	if md := f.documents["hdfs://nn/flinkmaint/windows/w1/report.md"]; !strings.Contains(md, "cluster-a/no-recipe") || !strings.Contains(md, "alice") || !strings.Contains(md, "Post-restart cleanup") {
 		t.Errorf("markdown report incomplete:\n%s", md)
 	}
 }
@@ -411,5 +432,34 @@ func TestWindowStopsNoJobBeforeItsManifestIsWritten(t *testing.T) {
 		if j.RestartState != StepDone {
 			t.Errorf("%s: %s", j.Target.Key, j.RestartState)
 		}
+	}
+}
+
+func TestWindowCleanupSkipAndFailureDoNotFailTheWindow(t *testing.T) {
+	for name, mode := range map[string]string{"skip": CleanupModeSkip, "failing governance": ModeAuto} {
+		t.Run(name, func(t *testing.T) {
+			f := newWindowFixture(t, 1)
+			in := windowInput()
+			in.Policy.Network.Skip = true
+			in.Policy.Cleanup.Mode = mode
+			// A governance run that fails: the jobs are back, the window
+			// completes and says so.
+			f.failGov = mode == ModeAuto
+			f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+			rep := f.result()
+			if rep.Phase != PhaseCompleted {
+				t.Fatalf("phase %s", rep.Phase)
+			}
+			switch mode {
+			case CleanupModeSkip:
+				if rep.Cleanup != nil || len(f.governance) != 0 {
+					t.Fatalf("cleanup ran although skipped: %+v", rep.Cleanup)
+				}
+			default:
+				if rep.Cleanup == nil || !strings.Contains(rep.Cleanup.Error, "trashRoot") {
+					t.Fatalf("cleanup %+v, want the failure recorded", rep.Cleanup)
+				}
+			}
+		})
 	}
 }

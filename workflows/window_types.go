@@ -33,6 +33,19 @@ type WindowPolicy struct {
 	Network   NetworkPolicy   `json:"network"`
 	Quota     QuotaPolicy     `json:"quota"`
 	Restart   RestartPolicy   `json:"restart"`
+	Cleanup   CleanupPolicy   `json:"cleanup"`
+}
+
+// CleanupPolicy governs the post-restart cleanup: a Governance child run
+// over the window's tenants.
+type CleanupPolicy struct {
+	// Mode: plan-and-approve (default: the plan waits for
+	// `flinkmaint governance approve`), plan (dry run only), auto, or skip.
+	Mode string `json:"mode"`
+	// Policy are the cleanup rules; zero values take Governance's defaults.
+	Policy GovernancePolicy `json:"policy"`
+	// ApprovalTimeout bounds the wait for approval; default 24h.
+	ApprovalTimeout Duration `json:"approvalTimeout,omitempty"`
 }
 
 // SavepointPolicy governs the savepoint-all phase.
@@ -92,6 +105,9 @@ const (
 	OnFailurePause = "pause"
 	OnFailureSkip  = "skip"
 
+	// CleanupModeSkip leaves cleanup to scheduled governance.
+	CleanupModeSkip = "skip"
+
 	OnDeadlineWait  = "wait"
 	OnDeadlineAbort = "abort"
 
@@ -122,6 +138,8 @@ func (p *WindowPolicy) ApplyDefaults() {
 	setDur(&r.RunningTimeout, 5*time.Minute)
 	setDur(&r.CheckpointTimeout, 5*time.Minute)
 	setDur(&r.Soak, 30*time.Second)
+	setStr(&p.Cleanup.Mode, ModePlanAndApprove)
+	setDur(&p.Cleanup.ApprovalTimeout, 24*time.Hour)
 }
 
 // Validate returns every problem, each naming the field and what is valid.
@@ -170,6 +188,11 @@ func (in *WindowInput) Validate() error {
 	if q.SafetyMargin < 0 || q.SafetyMargin > 10 {
 		bad("policy.quota.safetyMargin=%v: use 0..10 (0.2 = +20%%)", q.SafetyMargin)
 	}
+	switch p.Cleanup.Mode {
+	case ModePlan, ModePlanAndApprove, ModeAuto, CleanupModeSkip:
+	default:
+		bad("policy.cleanup.mode=%q: use %s (default), %s, %s or %s", p.Cleanup.Mode, ModePlanAndApprove, ModePlan, ModeAuto, CleanupModeSkip)
+	}
 	r := p.Restart
 	if r.CanarySize < 0 || r.WaveSize < 0 || r.FailureBudget < 0 {
 		bad("policy.restart: canarySize=%d, waveSize=%d, failureBudget=%d must not be negative", r.CanarySize, r.WaveSize, r.FailureBudget)
@@ -214,6 +237,7 @@ const (
 	PhaseNetworkGate  = "network-gate"
 	PhaseQuotaGate    = "quota-gate"
 	PhaseRestart      = "restart"
+	PhaseCleanup      = "cleanup"
 	PhaseReport       = "report"
 	PhaseCompleted    = "completed"
 	PhaseAborted      = "aborted"
@@ -292,6 +316,7 @@ type WindowState struct {
 	Pending      *PendingDecision         `json:"pending,omitempty"`
 	Decisions    []DecisionRecord         `json:"decisions,omitempty"`
 	AbortReason  string                   `json:"abortReason,omitempty"`
+	Cleanup      *WindowCleanup           `json:"cleanup,omitempty"`
 	ManifestPath string                   `json:"manifestPath,omitempty"`
 	ReportPath   string                   `json:"reportPath,omitempty"`
 	Notes        []string                 `json:"notes,omitempty"`
@@ -319,4 +344,17 @@ func (s *WindowState) counts() (total, done, failed int) {
 		}
 	}
 	return total, done, failed
+}
+
+// WindowCleanup is the outcome of the post-restart Governance run.
+type WindowCleanup struct {
+	WorkflowID     string `json:"workflowId"`
+	RunID          string `json:"runId"`
+	Mode           string `json:"mode"`
+	Outcome        string `json:"outcome,omitempty"`
+	PlannedItems   int64  `json:"plannedItems,omitempty"`
+	PlannedFiles   int64  `json:"plannedFiles,omitempty"`
+	ReclaimedFiles int64  `json:"reclaimedFiles,omitempty"`
+	ReclaimedBytes int64  `json:"reclaimedBytes,omitempty"`
+	Error          string `json:"error,omitempty"`
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -47,6 +48,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 			return nil, nil, err
 		}
 		acts.Inventory, acts.Kubernetes = kc, health
+		acts.Operator = KubeOperator{Client: kc}
 	}
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir}
 	return acts, resolver.Close, nil
@@ -139,4 +141,72 @@ func (k KubeHealth) Ready(ctx context.Context) error {
 		return fmt.Errorf("kubernetes /readyz: %w (%s)", err, strings.TrimSpace(string(body)))
 	}
 	return nil
+}
+
+// KubeOperator adapts *kube.Client to activities.OperatorControl and
+// classifies its errors for the activities.
+type KubeOperator struct {
+	Client *kube.Client
+}
+
+var _ activities.OperatorControl = KubeOperator{}
+
+// Suspend suspends ref with a savepoint; see kube.Client.Suspend.
+func (k KubeOperator) Suspend(ctx context.Context, ref inventory.ObjectRef, opts activities.OperatorWait) (activities.OperatorSuspendResult, error) {
+	res, err := k.Client.Suspend(ctx, ref, kube.WaitOptions{Timeout: opts.Timeout, PollInterval: opts.PollInterval})
+	if err != nil {
+		return activities.OperatorSuspendResult{}, operatorError(err)
+	}
+	return activities.OperatorSuspendResult{SavepointPath: res.SavepointPath, SavepointSource: res.SavepointSource,
+		JobState: res.JobState, AlreadySuspended: res.AlreadySuspended}, nil
+}
+
+// Resume resumes ref from savepointPath; see kube.Client.Resume.
+func (k KubeOperator) Resume(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts activities.OperatorWait) (activities.OperatorResumeResult, error) {
+	res, err := k.Client.Resume(ctx, ref, savepointPath, kube.WaitOptions{Timeout: opts.Timeout, PollInterval: opts.PollInterval})
+	if err != nil {
+		return activities.OperatorResumeResult{}, operatorError(err)
+	}
+	return activities.OperatorResumeResult{JobState: res.JobState, SetInitialSavepointPath: res.SetInitialSavepointPath,
+		AlreadyRunning: res.AlreadyRunning}, nil
+}
+
+// OperatorStatus reads spec.job and status of ref.
+func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRef) (activities.OperatorJobStatus, error) {
+	st, err := k.Client.OperatorStatus(ctx, ref)
+	if err != nil {
+		return activities.OperatorJobStatus{}, operatorError(err)
+	}
+	return activities.OperatorJobStatus{SpecState: st.SpecState, LifecycleState: st.LifecycleState, JobState: st.JobState,
+		JobID: st.JobID, UpgradeSavepointPath: st.UpgradeSavepointPath}, nil
+}
+
+// operatorError classifies a kube error. An operator that did not react in
+// time is final here even though kube counts it retryable: the wait already
+// took the whole timeout, and a person should look before a window waits
+// that long again.
+func operatorError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	final := func(reason string) error { return &activities.OperatorError{Reason: reason, Err: err} }
+	switch {
+	case errors.Is(err, kube.ErrOperatorTimeout):
+		return final(activities.ErrTypeOperatorTimeout)
+	case errors.Is(err, kube.ErrSavepointMismatch):
+		return final(activities.ErrTypeOperatorSavepointMismatch)
+	case errors.Is(err, kube.ErrInvalidInput), errors.Is(err, kube.ErrInvalid):
+		return final(activities.ErrTypeInvalidInput)
+	case errors.Is(err, kube.ErrPrecondition):
+		return final(activities.ErrTypeOperatorPrecondition)
+	case errors.Is(err, kube.ErrJobFailed):
+		return final(activities.ErrTypeOperatorJobFailed)
+	case errors.Is(err, kube.ErrNotFound):
+		return final(activities.ErrTypeOperatorNotFound)
+	case errors.Is(err, kube.ErrForbidden):
+		return final(activities.ErrTypeOperatorForbidden)
+	case kube.IsRetryable(err):
+		return &activities.OperatorError{Reason: activities.ErrTypeOperatorUnavailable, Retryable: true, Err: err}
+	}
+	return final(activities.ErrTypeOperatorFailed)
 }

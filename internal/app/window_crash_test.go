@@ -73,6 +73,7 @@ inventory:
 			// One savepoint at a time, so a kill lands mid-phase.
 			Savepoint: workflows.SavepointPolicy{Concurrency: 1},
 			Network:   workflows.NetworkPolicy{Skip: true},
+			Cleanup:   workflows.CleanupPolicy{Mode: workflows.CleanupModeSkip},
 			Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: 1, Soak: workflows.Duration(5 * time.Second),
 				RunningTimeout: workflows.Duration(3 * time.Minute), CheckpointTimeout: workflows.Duration(2 * time.Minute)},
 		},

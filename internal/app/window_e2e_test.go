@@ -49,6 +49,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = invPath
+	cfg.Cleanup = config.Cleanup{TrashRoot: testRoot + "/trash", PlanDir: testRoot + "/plans"}
 	acts, closeAdapters, err := app.NewActivities(cfg, "window-e2e")
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +71,8 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 			Savepoint:   workflows.SavepointPolicy{Concurrency: 2},
 			Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: 3, Soak: workflows.Duration(3 * time.Second),
 				RunningTimeout: workflows.Duration(2 * time.Minute), CheckpointTimeout: workflows.Duration(90 * time.Second)},
+			// A dry-run cleanup: the plan is made and reported, nothing is touched.
+			Cleanup: workflows.CleanupPolicy{Mode: workflows.ModePlan},
 		},
 	}
 	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: queue},
@@ -137,6 +140,9 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	}
 	if rep.Phase != workflows.PhaseCompleted {
 		t.Fatalf("window ended in %s", rep.Phase)
+	}
+	if c := rep.Cleanup; c == nil || c.Outcome != workflows.GovPhasePlanned || c.Error != "" || c.ReclaimedFiles != 0 {
+		t.Fatalf("post-restart cleanup %+v, want a dry-run plan that reclaimed nothing", rep.Cleanup)
 	}
 	for _, j := range rep.Jobs {
 		fc := flinkClient(t, j.Target.RESTURL)

@@ -118,6 +118,7 @@ func run(out string, perCluster int, temporalAddr string) error {
 		"http":      map[string]interface{}{"listen": "127.0.0.1:9090"},
 		"log":       map[string]interface{}{"level": "info", "format": "console"},
 		"storage":   map[string]interface{}{"hdfsUser": peers.HDFS.User, "writableRoots": []string{demoRoot}},
+		"cleanup":   map[string]interface{}{"trashRoot": demoRoot + "/trash", "planDir": demoRoot + "/plans"},
 		"inventory": map[string]interface{}{"staticFile": invPath},
 	}
 	if err := writeYAML(filepath.Join(abs, "worker.yaml"), worker); err != nil {
@@ -132,6 +133,8 @@ func run(out string, perCluster int, temporalAddr string) error {
 			"savepoint":   map[string]interface{}{"concurrency": 2},
 			"network":     map[string]interface{}{"autoConfirmAfter": "20s", "reminderInterval": "10s"},
 			"restart":     map[string]interface{}{"canarySize": 1, "concurrency": 2, "soak": "10s"},
+			// A dry run: the demo shows what cleanup would reclaim, and touches nothing.
+			"cleanup": map[string]interface{}{"mode": "plan"},
 		},
 	}
 	return writeYAML(filepath.Join(abs, "window.yaml"), window)

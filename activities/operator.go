@@ -1,0 +1,201 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// OperatorWait bounds how long Suspend and Resume wait for the operator.
+// Zero values mean the adapter's defaults.
+type OperatorWait struct {
+	Timeout      time.Duration
+	PollInterval time.Duration
+}
+
+// OperatorSuspendResult is the savepoint the operator recorded at suspend.
+type OperatorSuspendResult struct {
+	SavepointPath string
+	// SavepointSource names the status field or snapshot that held it.
+	SavepointSource  string
+	JobState         string
+	AlreadySuspended bool
+}
+
+// OperatorResumeResult is the outcome of a resume.
+type OperatorResumeResult struct {
+	JobState string
+	// SetInitialSavepointPath: the operator recorded no upgrade savepoint,
+	// so spec.job.initialSavepointPath was set to the savepoint.
+	SetInitialSavepointPath bool
+	AlreadyRunning          bool
+}
+
+// OperatorJobStatus is what the operator reports on a resource.
+type OperatorJobStatus struct {
+	SpecState            string
+	LifecycleState       string
+	JobState             string
+	JobID                string
+	UpgradeSavepointPath string
+}
+
+// OperatorError is an OperatorControl failure with its classification:
+// Reason is one of the ErrTypeOperator* (or ErrTypeInvalidInput) values,
+// Retryable whether trying the same call again may succeed. Err keeps the
+// adapter's error, so errors.Is against its sentinels still works.
+type OperatorError struct {
+	Reason    string
+	Retryable bool
+	Err       error
+}
+
+func (e *OperatorError) Error() string { return e.Err.Error() }
+
+func (e *OperatorError) Unwrap() error { return e.Err }
+
+// SuspendJobInput suspends an operator-managed job with a savepoint.
+// Timeout bounds the wait for the operator; zero is the adapter default.
+type SuspendJobInput struct {
+	Job     JobTarget
+	Timeout time.Duration
+}
+
+// ResumeJobInput resumes an operator-managed job from SavepointPath, the
+// savepoint SuspendJob returned. Timeout bounds the wait for RUNNING.
+type ResumeJobInput struct {
+	Job           JobTarget
+	SavepointPath string
+	Timeout       time.Duration
+}
+
+// SuspendJob suspends a Flink Kubernetes Operator job (spec.job.state
+// suspended, upgradeMode savepoint) and returns the savepoint the operator
+// recorded: that is the one it restores from on resume. A retry finds the
+// resource already suspended and returns the same recorded savepoint
+// without changing the spec again (Reattached).
+func (a *Activities) SuspendJob(ctx context.Context, in SuspendJobInput) (StopWithSavepointResult, error) {
+	ref, err := a.operatorRef(in.Job, in.Timeout)
+	if err != nil {
+		return StopWithSavepointResult{}, err
+	}
+	what := fmt.Sprintf("suspend %s %s/%s of job %s", ref.Kind, ref.Namespace, ref.Name, in.Job.Key)
+	var res OperatorSuspendResult
+	err = a.heartbeatWhile(ctx, "waiting for the operator to suspend "+in.Job.Key, func(ctx context.Context) error {
+		var err error
+		res, err = a.Operator.Suspend(ctx, ref, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval})
+		return err
+	})
+	if err != nil {
+		return StopWithSavepointResult{}, operatorFailure(what, err)
+	}
+	if res.SavepointPath == "" {
+		return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "%s: the operator reported the job %s without a savepoint location", what, res.JobState)
+	}
+	activity.GetLogger(ctx).Info("operator job suspended", "job", in.Job.Key, "resource", ref.Namespace+"/"+ref.Name,
+		"savepoint", res.SavepointPath, "source", res.SavepointSource, "already_suspended", res.AlreadySuspended)
+	return StopWithSavepointResult{SavepointPath: res.SavepointPath, Reattached: res.AlreadySuspended}, nil
+}
+
+// ResumeJob sets an operator-managed job running again from exactly
+// SavepointPath and returns the Flink job ID the operator reports once the
+// job is RUNNING. The operator refuses (non-retryable) when it recorded a
+// different savepoint. A retry finds the job already running and only
+// reads its ID (Reattached).
+func (a *Activities) ResumeJob(ctx context.Context, in ResumeJobInput) (RestartJobResult, error) {
+	ref, err := a.operatorRef(in.Job, in.Timeout)
+	if err != nil {
+		return RestartJobResult{}, err
+	}
+	if in.SavepointPath == "" {
+		return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: savepointPath is empty; resume needs the savepoint recorded at suspend", in.Job.Key)
+	}
+	what := fmt.Sprintf("resume %s %s/%s of job %s from %s", ref.Kind, ref.Namespace, ref.Name, in.Job.Key, in.SavepointPath)
+	var res OperatorResumeResult
+	var st OperatorJobStatus
+	err = a.heartbeatWhile(ctx, "waiting for the operator to resume "+in.Job.Key, func(ctx context.Context) error {
+		var err error
+		if res, err = a.Operator.Resume(ctx, ref, in.SavepointPath, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval}); err != nil {
+			return err
+		}
+		st, err = a.Operator.OperatorStatus(ctx, ref)
+		return err
+	})
+	if err != nil {
+		return RestartJobResult{}, operatorFailure(what, err)
+	}
+	if st.JobID == "" {
+		// The operator writes the job ID with RUNNING; a retry reads it again.
+		return RestartJobResult{}, temporal.NewApplicationError(
+			fmt.Sprintf("%s: the operator reports the job %s but no status.jobStatus.jobId", what, st.JobState), ErrTypeOperatorUnavailable)
+	}
+	activity.GetLogger(ctx).Info("operator job resumed", "job", in.Job.Key, "resource", ref.Namespace+"/"+ref.Name,
+		"savepoint", in.SavepointPath, "job_id", st.JobID, "already_running", res.AlreadyRunning, "set_initial_savepoint", res.SetInitialSavepointPath)
+	return RestartJobResult{JobID: st.JobID, Reattached: res.AlreadyRunning}, nil
+}
+
+// operatorRef checks the job is operator-managed and names its resource.
+func (a *Activities) operatorRef(job JobTarget, timeout time.Duration) (inventory.ObjectRef, error) {
+	if a.Operator == nil {
+		return inventory.ObjectRef{}, nonRetryable(ErrTypeInventory,
+			"job %s: restart kind %q needs the Flink Kubernetes Operator, but this worker has no Kubernetes inventory configured (inventory.kubernetes)",
+			job.Key, inventory.RestartOperatorResume)
+	}
+	if job.Restart.Kind != inventory.RestartOperatorResume {
+		return inventory.ObjectRef{}, nonRetryable(ErrTypeInvalidInput, "job %s: restart kind %q is not %q; REST jobs are stopped and restarted through Flink's REST API",
+			job.Key, job.Restart.Kind, inventory.RestartOperatorResume)
+	}
+	if job.Restart.Resource == nil {
+		return inventory.ObjectRef{}, nonRetryable(ErrTypeInvalidInput, "job %s: restart.resource is missing; %q needs the FlinkDeployment or FlinkSessionJob to control",
+			job.Key, inventory.RestartOperatorResume)
+	}
+	if timeout < 0 {
+		return inventory.ObjectRef{}, nonRetryable(ErrTypeInvalidInput, "job %s: timeout %s is negative; use a positive duration or 0 for the default", job.Key, timeout)
+	}
+	return *job.Restart.Resource, nil
+}
+
+// heartbeatWhile runs a blocking call and heartbeats until it returns, so
+// a lost worker is noticed by the heartbeat timeout and not only by the
+// (long) start-to-close timeout.
+func (a *Activities) heartbeatWhile(ctx context.Context, detail string, call func(context.Context) error) error {
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	activity.RecordHeartbeat(ctx, detail)
+	tick := time.NewTicker(a.pollInterval())
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			activity.RecordHeartbeat(ctx, detail)
+		}
+	}
+}
+
+// operatorFailure turns an OperatorControl error into an application
+// error. Errors the adapter did not classify stay retryable: the retry
+// policy bounds them.
+func operatorFailure(what string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	msg := what + ": " + err.Error()
+	var oe *OperatorError
+	if errors.As(err, &oe) {
+		if oe.Retryable {
+			return temporal.NewApplicationErrorWithCause(msg, oe.Reason, err)
+		}
+		return temporal.NewNonRetryableApplicationError(msg, oe.Reason, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
