@@ -257,7 +257,11 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 			tr = &rep.Tenants[i]
 		}
 	}
-	if tr == nil || tr.ReclaimedFiles != rep.ReclaimedFiles || tr.NamespaceBefore <= tr.NamespaceAfter && tr.NamespaceAfter != 0 {
+	// Before/after are measured, not derived: the live job keeps
+	// checkpointing during the run, so "after" may even exceed "before".
+	// That the garbage itself is gone is checked path by path below.
+	if tr == nil || tr.ReclaimedFiles != rep.ReclaimedFiles || tr.ReclaimedDirs == 0 ||
+		tr.NamespaceBefore < tr.ReclaimedFiles+tr.ReclaimedDirs || tr.NamespaceAfter <= 0 {
 		t.Errorf("tenant report %+v", tr)
 	}
 
