@@ -36,4 +36,10 @@ func TestDeployConfigMapParses(t *testing.T) {
 	if cfg.Temporal.Namespace != "flinkmaint" || !cfg.Temporal.TLS.Enabled {
 		t.Fatalf("unexpected shipped config: %+v", cfg.Temporal)
 	}
+	if cfg.Inventory.Kubernetes == nil {
+		t.Fatal("shipped config has no Kubernetes inventory")
+	}
+	if err := cfg.Inventory.Kubernetes.Validate(); err != nil {
+		t.Fatalf("shipped inventory.kubernetes: %v", err)
+	}
 }
