@@ -17,6 +17,37 @@ import (
 type OperatorWait struct {
 	Timeout      time.Duration
 	PollInterval time.Duration
+	// Known (suspend only): the savepoint records before the first attempt.
+	Known *OperatorSavepointMarks
+}
+
+// OperatorSavepointMarks are a resource's savepoint records at one moment.
+type OperatorSavepointMarks struct {
+	UpgradeSavepointPath string   `json:"upgradeSavepointPath,omitempty"`
+	LastSavepoint        string   `json:"lastSavepoint,omitempty"`
+	LastSavepointMillis  int64    `json:"lastSavepointMillis,omitempty"`
+	Snapshots            []string `json:"snapshots,omitempty"`
+}
+
+// ReadSavepointMarksInput names the job whose resource is read.
+type ReadSavepointMarksInput struct {
+	Job JobTarget
+}
+
+// ReadSavepointMarks records, before a suspend, which savepoints the
+// operator already reports for the job's resource. The workflow passes them
+// to every SuspendJob attempt, so a retry that finds the resource already
+// suspended never mistakes an older savepoint for the one it asked for.
+func (a *Activities) ReadSavepointMarks(ctx context.Context, in ReadSavepointMarksInput) (OperatorSavepointMarks, error) {
+	ref, err := a.operatorRef(in.Job, 0)
+	if err != nil {
+		return OperatorSavepointMarks{}, err
+	}
+	m, err := a.Operator.SavepointMarks(ctx, ref)
+	if err != nil {
+		return OperatorSavepointMarks{}, operatorFailure(fmt.Sprintf("read savepoints of %s %s/%s", ref.Kind, ref.Namespace, ref.Name), err)
+	}
+	return m, nil
 }
 
 // OperatorSuspendResult is the savepoint the operator recorded at suspend.
@@ -65,6 +96,10 @@ func (e *OperatorError) Unwrap() error { return e.Err }
 type SuspendJobInput struct {
 	Job     JobTarget
 	Timeout time.Duration
+	// Known are the savepoint records read before the first attempt
+	// (ReadSavepointMarks); nil accepts any savepoint recorded once the
+	// resource is suspended.
+	Known *OperatorSavepointMarks
 }
 
 // ResumeJobInput resumes an operator-managed job from SavepointPath, the
@@ -89,7 +124,7 @@ func (a *Activities) SuspendJob(ctx context.Context, in SuspendJobInput) (StopWi
 	var res OperatorSuspendResult
 	err = a.heartbeatWhile(ctx, "waiting for the operator to suspend "+in.Job.Key, func(ctx context.Context) error {
 		var err error
-		res, err = a.Operator.Suspend(ctx, ref, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval})
+		res, err = a.Operator.Suspend(ctx, ref, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval, Known: in.Known})
 		return err
 	})
 	if err != nil {

@@ -383,3 +383,64 @@ func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
 	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "orders")}, &sus)
 	appErr(t, err, activities.ErrTypeInventory, false, "inventory.kubernetes")
 }
+
+// TestSuspendJobRetryIgnoresAnOlderSavepoint covers a worker that died
+// after its suspend update: the retry finds the resource already suspended
+// while the operator's status still names an older upgrade savepoint. With
+// the savepoint records read before the first attempt (ReadSavepointMarks),
+// the retry waits for the new savepoint instead of taking the old one, which
+// would restore the job to stale state.
+func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
+	e := newOperatorEnv(t, "stale")
+	old := "hdfs://nn:8020/sp/savepoint-0ld000-000000000000"
+	status := runningStatus()
+	status["jobStatus"].(map[string]any)["upgradeSavepointPath"] = old
+	target := e.flinkDeployment("stale", status, "running")
+
+	var known activities.OperatorSavepointMarks
+	if err := e.run(e.acts.ReadSavepointMarks, activities.ReadSavepointMarksInput{Job: target}, &known); err != nil {
+		t.Fatal(err)
+	}
+	if known.UpgradeSavepointPath != old {
+		t.Fatalf("marks %+v, want the old upgrade savepoint", known)
+	}
+
+	// The first attempt's update went through, then its worker died; the
+	// operator reports SUSPENDED before it records the new savepoint.
+	u, err := e.dyn.Resource(kube.FlinkDeploymentGVR).Namespace(e.ns).Get(e.ctx, "stale", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, "suspended", "spec", "job", "state"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dyn.Resource(kube.FlinkDeploymentGVR).Namespace(e.ns).Update(e.ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	suspended := runningStatus()
+	suspended["jobStatus"].(map[string]any)["state"] = "SUSPENDED"
+	suspended["jobStatus"].(map[string]any)["upgradeSavepointPath"] = old
+	if err := writeOperatorStatus(e.ctx, e.dyn, e.ns, "stale", suspended); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the marks the retry would take the old savepoint.
+	var blind activities.StopWithSavepointResult
+	if err := e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second}, &blind); err != nil || blind.SavepointPath != old {
+		t.Fatalf("without marks: %+v, %v; expected the old savepoint (the hazard the marks prevent)", blind, err)
+	}
+	// With them it waits, and times out while only the old one is there.
+	var out activities.StopWithSavepointResult
+	err = e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second, Known: &known}, &out)
+	appErr(t, err, activities.ErrTypeOperatorTimeout, false, "stale")
+
+	// Once the operator records the new savepoint, the retry returns it.
+	fresh := "hdfs://nn:8020/sp/savepoint-f4e5a1-111111111111"
+	suspended["jobStatus"].(map[string]any)["upgradeSavepointPath"] = fresh
+	if err := writeOperatorStatus(e.ctx, e.dyn, e.ns, "stale", suspended); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 10 * time.Second, Known: &known}, &out); err != nil || out.SavepointPath != fresh {
+		t.Fatalf("with marks after the operator recorded the new savepoint: %+v, %v; want %s", out, err, fresh)
+	}
+}

@@ -82,4 +82,7 @@ type OperatorControl interface {
 	Resume(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts OperatorWait) (OperatorResumeResult, error)
 	// OperatorStatus reads what the operator reports on the resource.
 	OperatorStatus(ctx context.Context, ref inventory.ObjectRef) (OperatorJobStatus, error)
+	// SavepointMarks reads the savepoint records of the resource, so a
+	// later Suspend can tell the savepoint it causes from older ones.
+	SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (OperatorSavepointMarks, error)
 }

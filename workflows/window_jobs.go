@@ -63,9 +63,17 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 	var a *activities.Activities
 	var stopped activities.StopWithSavepointResult
 	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
+		// What the operator reports before we ask: every suspend attempt
+		// then waits for a savepoint newer than this, even when a retry
+		// finds the resource already suspended by the attempt before it.
+		var known activities.OperatorSavepointMarks
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()),
+			a.ReadSavepointMarks, activities.ReadSavepointMarksInput{Job: in.Job}).Get(ctx, &known); err != nil {
+			return JobSavepointResult{}, err
+		}
 		wait := operatorWait(in.Timeout.D())
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)),
-			a.SuspendJob, activities.SuspendJobInput{Job: in.Job, Timeout: wait}).Get(ctx, &stopped); err != nil {
+			a.SuspendJob, activities.SuspendJobInput{Job: in.Job, Timeout: wait, Known: &known}).Get(ctx, &stopped); err != nil {
 			return JobSavepointResult{}, err
 		}
 	} else {

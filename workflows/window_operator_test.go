@@ -38,9 +38,14 @@ func newOperatorFixture(t *testing.T) *operatorFixture {
 	op.Restart = inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
 		Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-b", Name: "job-b"}}
 	var a *activities.Activities
+	f.env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(
+		activities.OperatorSavepointMarks{UpgradeSavepointPath: "hdfs://nn/sp/savepoint-old"}, nil)
 	f.env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if in.Known == nil || in.Known.UpgradeSavepointPath != "hdfs://nn/sp/savepoint-old" {
+			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("suspend without the savepoints known before it", "Test", nil)
+		}
 		f.suspended[in.Job.Key] = append(f.suspended[in.Job.Key], in)
 		if f.failSuspend != nil {
 			return activities.StopWithSavepointResult{}, f.failSuspend

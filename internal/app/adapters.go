@@ -153,7 +153,12 @@ var _ activities.OperatorControl = KubeOperator{}
 
 // Suspend suspends ref with a savepoint; see kube.Client.Suspend.
 func (k KubeOperator) Suspend(ctx context.Context, ref inventory.ObjectRef, opts activities.OperatorWait) (activities.OperatorSuspendResult, error) {
-	res, err := k.Client.Suspend(ctx, ref, kube.WaitOptions{Timeout: opts.Timeout, PollInterval: opts.PollInterval})
+	wait := kube.WaitOptions{Timeout: opts.Timeout, PollInterval: opts.PollInterval}
+	if m := opts.Known; m != nil {
+		wait.Known = &kube.SavepointMarks{UpgradeSavepointPath: m.UpgradeSavepointPath, LastSavepoint: m.LastSavepoint,
+			LastSavepointMillis: m.LastSavepointMillis, Snapshots: m.Snapshots}
+	}
+	res, err := k.Client.Suspend(ctx, ref, wait)
 	if err != nil {
 		return activities.OperatorSuspendResult{}, operatorError(err)
 	}
@@ -179,6 +184,16 @@ func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRe
 	}
 	return activities.OperatorJobStatus{SpecState: st.SpecState, LifecycleState: st.LifecycleState, JobState: st.JobState,
 		JobID: st.JobID, UpgradeSavepointPath: st.UpgradeSavepointPath}, nil
+}
+
+// SavepointMarks reads the savepoint records of ref; see kube.Client.SavepointMarks.
+func (k KubeOperator) SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (activities.OperatorSavepointMarks, error) {
+	m, err := k.Client.SavepointMarks(ctx, ref)
+	if err != nil {
+		return activities.OperatorSavepointMarks{}, operatorError(err)
+	}
+	return activities.OperatorSavepointMarks{UpgradeSavepointPath: m.UpgradeSavepointPath, LastSavepoint: m.LastSavepoint,
+		LastSavepointMillis: m.LastSavepointMillis, Snapshots: m.Snapshots}, nil
 }
 
 // operatorError classifies a kube error. An operator that did not react in

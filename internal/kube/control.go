@@ -53,6 +53,45 @@ type WaitOptions struct {
 	Timeout time.Duration
 	// PollInterval between status reads; default 2s.
 	PollInterval time.Duration
+	// Known (Suspend only) are the savepoint records read before the first
+	// suspend attempt (SavepointMarks). With them, a retry that finds the
+	// resource already suspended still waits for a savepoint newer than
+	// these, instead of accepting an older one the status still shows.
+	Known *SavepointMarks
+}
+
+// SavepointMarks are the savepoint records of a resource at one moment.
+type SavepointMarks struct {
+	UpgradeSavepointPath string   `json:"upgradeSavepointPath,omitempty"`
+	LastSavepoint        string   `json:"lastSavepoint,omitempty"`
+	LastSavepointMillis  int64    `json:"lastSavepointMillis,omitempty"`
+	Snapshots            []string `json:"snapshots,omitempty"` // COMPLETED savepoint FlinkStateSnapshot names
+}
+
+// SavepointMarks reads the savepoint records of ref, to pass to Suspend as
+// WaitOptions.Known.
+func (c *Client) SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (SavepointMarks, error) {
+	st, err := c.OperatorStatus(ctx, ref)
+	if err != nil {
+		return SavepointMarks{}, err
+	}
+	snaps, err := c.completedSnapshots(ctx, ref)
+	if err != nil {
+		return SavepointMarks{}, err
+	}
+	m := SavepointMarks{UpgradeSavepointPath: st.UpgradeSavepointPath, LastSavepoint: st.LastSavepoint, LastSavepointMillis: st.LastSavepointMillis}
+	for _, s := range snaps {
+		m.Snapshots = append(m.Snapshots, s.name)
+	}
+	return m, nil
+}
+
+func (m SavepointMarks) internal() savepointMarks {
+	sm := savepointMarks{upgrade: m.UpgradeSavepointPath, last: m.LastSavepoint, lastMillis: m.LastSavepointMillis, snapshotNames: map[string]bool{}}
+	for _, n := range m.Snapshots {
+		sm.snapshotNames[n] = true
+	}
+	return sm
 }
 
 func (o WaitOptions) withDefaults() (WaitOptions, error) {
@@ -227,6 +266,9 @@ func (c *Client) Suspend(ctx context.Context, ref inventory.ObjectRef, opts Wait
 		return res, err
 	}
 	var marks savepointMarks
+	if opts.Known != nil {
+		marks = opts.Known.internal()
+	}
 	retries, err := c.updateJob(ctx, gvr, ref, func(u *unstructured.Unstructured, job map[string]any) (bool, error) {
 		st := statusOf(u)
 		res.AlreadySuspended = false
@@ -236,14 +278,17 @@ func (c *Client) Suspend(ctx context.Context, ref inventory.ObjectRef, opts Wait
 					"already suspended with upgradeMode %q, so the operator took no savepoint; resume it or suspend it with upgradeMode savepoint by hand", st.UpgradeMode)
 			}
 			// Suspended with a savepoint already (an earlier attempt or a
-			// person): any savepoint recorded is the one to restore.
+			// person). Without Known, any savepoint recorded is the one to
+			// restore; with it, only one newer than Known.
 			res.AlreadySuspended = true
 			return false, nil
 		}
-		marks = savepointMarks{upgrade: st.UpgradeSavepointPath, last: st.LastSavepoint, lastMillis: st.LastSavepointMillis,
-			snapshotNames: map[string]bool{}}
-		for _, s := range before {
-			marks.snapshotNames[s.name] = true
+		if opts.Known == nil {
+			marks = savepointMarks{upgrade: st.UpgradeSavepointPath, last: st.LastSavepoint, lastMillis: st.LastSavepointMillis,
+				snapshotNames: map[string]bool{}}
+			for _, s := range before {
+				marks.snapshotNames[s.name] = true
+			}
 		}
 		job["state"] = SpecStateSuspended
 		job["upgradeMode"] = UpgradeModeSavepoint
