@@ -107,3 +107,36 @@ func printJSON(w io.Writer, v interface{}) error {
 	}
 	return nil
 }
+
+// query runs a workflow query and decodes its answer into out.
+func (g *globals) query(ctx context.Context, workflowID, queryType string, out interface{}) error {
+	c, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	v, err := c.QueryWorkflow(ctx, workflowID, "", queryType)
+	if err != nil {
+		return err
+	}
+	return v.Get(out)
+}
+
+// update sends a workflow update, waits for it to complete and decodes its
+// result into out (nil to ignore it). A validator's rejection is returned
+// as "refused: ...".
+func (g *globals) update(ctx context.Context, workflowID, updateName string, arg, out interface{}) error {
+	c, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflowID, UpdateName: updateName, Args: []interface{}{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return fmt.Errorf("refused: %w", err)
+	}
+	return h.Get(ctx, out)
+}

@@ -188,27 +188,15 @@ func governanceDecisionCommand(g *globals, name, short string) *cobra.Command {
 			} else {
 				arg = workflows.ApproveRequest{By: operator(), Reason: reason, PlanSHA256: planSHA}
 			}
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
-				WorkflowID: governanceID(args[0]), UpdateName: update, Args: []interface{}{arg},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			if err != nil {
-				return fmt.Errorf("%s of governance run %s refused: %w", name, args[0], err)
-			}
 			if name == "reject" {
-				if err := h.Get(cmd.Context(), nil); err != nil {
+				if err := g.update(cmd.Context(), governanceID(args[0]), update, arg, nil); err != nil {
 					return fmt.Errorf("reject governance run %s: %w", args[0], err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "plan of governance run %s rejected; nothing is touched\n", args[0])
 				return nil
 			}
 			var plan activities.PlanSummary
-			if err := h.Get(cmd.Context(), &plan); err != nil {
+			if err := g.update(cmd.Context(), governanceID(args[0]), update, arg, &plan); err != nil {
 				return fmt.Errorf("approve governance run %s: %w", args[0], err)
 			}
 			if g.output == outputJSON {
@@ -239,18 +227,9 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 		Short: "Show a governance run's phase, plan summary and outcome",
 		Args:  nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			v, err := c.QueryWorkflow(cmd.Context(), governanceID(args[0]), "", workflows.QueryStatus)
-			if err != nil {
-				return fmt.Errorf("status of governance run %s: %w", args[0], err)
-			}
 			var st workflows.GovernanceState
-			if err := v.Get(&st); err != nil {
-				return err
+			if err := g.query(cmd.Context(), governanceID(args[0]), workflows.QueryStatus, &st); err != nil {
+				return fmt.Errorf("status of governance run %s: %w", args[0], err)
 			}
 			if g.output == outputJSON {
 				return printJSON(cmd.OutOrStdout(), st)
@@ -292,18 +271,9 @@ func governanceReportCommand(g *globals) *cobra.Command {
 		Short: "Print a governance run's report (per tenant: planned, reclaimed, quota before/after)",
 		Args:  nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			v, err := c.QueryWorkflow(cmd.Context(), governanceID(args[0]), "", workflows.QueryReport)
-			if err != nil {
-				return fmt.Errorf("report of governance run %s: %w", args[0], err)
-			}
 			var rep workflows.GovernanceReport
-			if err := v.Get(&rep); err != nil {
-				return err
+			if err := g.query(cmd.Context(), governanceID(args[0]), workflows.QueryReport, &rep); err != nil {
+				return fmt.Errorf("report of governance run %s: %w", args[0], err)
 			}
 			return printGovernanceReport(g, cmd, &rep)
 		},

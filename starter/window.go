@@ -131,18 +131,9 @@ func windowStatusCommand(g *globals) *cobra.Command {
 		Short: "Show a window's phase, pending decision and every job's state",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			v, err := c.QueryWorkflow(cmd.Context(), workflows.WindowWorkflowID(args[0]), "", workflows.QueryStatus)
-			if err != nil {
-				return fmt.Errorf("status of window %s: %w", args[0], err)
-			}
 			var st workflows.WindowState
-			if err := v.Get(&st); err != nil {
-				return err
+			if err := g.query(cmd.Context(), workflows.WindowWorkflowID(args[0]), workflows.QueryStatus, &st); err != nil {
+				return fmt.Errorf("status of window %s: %w", args[0], err)
 			}
 			if g.output == outputJSON {
 				return printJSON(cmd.OutOrStdout(), st)
@@ -226,18 +217,9 @@ func windowReportCommand(g *globals) *cobra.Command {
 		Short: "Print a window's report (per job and per tenant)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			v, err := c.QueryWorkflow(cmd.Context(), workflows.WindowWorkflowID(args[0]), "", workflows.QueryReport)
-			if err != nil {
-				return fmt.Errorf("report of window %s: %w", args[0], err)
-			}
 			var rep workflows.WindowReport
-			if err := v.Get(&rep); err != nil {
-				return err
+			if err := g.query(cmd.Context(), workflows.WindowWorkflowID(args[0]), workflows.QueryReport, &rep); err != nil {
+				return fmt.Errorf("report of window %s: %w", args[0], err)
 			}
 			return printReport(g, cmd, &rep)
 		},
@@ -303,20 +285,8 @@ func windowUpdateCommand(g *globals, name, short string) *cobra.Command {
 				}
 				update, arg = workflows.UpdateAbort, workflows.AbortRequest{By: operator(), Reason: reason}
 			}
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
-				WorkflowID: workflows.WindowWorkflowID(args[0]), UpdateName: update, Args: []interface{}{arg},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			if err != nil {
-				return fmt.Errorf("%s on window %s refused: %w", name, args[0], err)
-			}
 			var st workflows.WindowState
-			if err := h.Get(cmd.Context(), &st); err != nil {
+			if err := g.update(cmd.Context(), workflows.WindowWorkflowID(args[0]), update, arg, &st); err != nil {
 				return fmt.Errorf("%s on window %s: %w", name, args[0], err)
 			}
 			if g.output == outputJSON {
