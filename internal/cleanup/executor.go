@@ -394,7 +394,7 @@ func (r *run) process(ctx context.Context, it Item) Record {
 		return r.record(it, OutcomeRefused, "", reason)
 	}
 	if trash != "" {
-		if err := fsys.MkdirAll(ctx, parentDir(trash)); err != nil {
+		if err := fsys.MkdirAll(ctx, storage.ParentOf(trash)); err != nil {
 			return failed("create trash dir", err)
 		}
 		if err := fsys.Rename(ctx, it.Path, trash); err != nil {

@@ -334,7 +334,7 @@ func TestExecutorResumesExactlyOnce(t *testing.T) {
 		}
 	}
 	dst := ex.trashPath(victim)
-	if err := e.fs.MkdirAll(context.Background(), parentDir(dst)); err != nil {
+	if err := e.fs.MkdirAll(context.Background(), storage.ParentOf(dst)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.fs.Rename(context.Background(), victim, dst); err != nil {

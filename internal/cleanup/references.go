@@ -2,11 +2,11 @@ package cleanup
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
 // referencesFromMetadata is the one place that reads the checkpoint
@@ -20,7 +20,7 @@ func referencesFromMetadata(md *checkpoint.Metadata, metadataPath, base string) 
 	if err != nil {
 		return nil, err
 	}
-	r := &References{Metadata: loc, Dir: parentDir(loc), CheckpointID: md.CheckpointID}
+	r := &References{Metadata: loc, Dir: storage.ParentOf(loc), CheckpointID: md.CheckpointID}
 	for _, f := range md.Files {
 		p, err := normPath(f.Path, base)
 		if err != nil {
@@ -74,19 +74,6 @@ func normPath(p, base string) (string, error) {
 // under reports whether p is dir or lies below it.
 func under(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-}
-
-func parentDir(p string) string {
-	i := strings.Index(p, "://")
-	if i < 0 {
-		return path.Dir(p)
-	}
-	rest := p[i+3:]
-	j := strings.IndexByte(rest, '/')
-	if j < 0 {
-		return p
-	}
-	return p[:i+3+j] + path.Dir(rest[j:])
 }
 
 // stripScheme returns the path part of a URI ("/a/b" of "hdfs://nn/a/b").

@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"io"
-	"io/fs"
 	"net"
 	"strings"
 	"syscall"
@@ -72,17 +71,8 @@ func mapHDFSError(op, p string, err error) error {
 		}
 		return newError(op, p, kind, &remoteError{err: err, detail: firstLine(remote.Message())})
 	}
-	var kind error
-	switch {
-	case errors.Is(err, syscall.ENOTEMPTY):
-		kind = ErrNotEmpty
-	case errors.Is(err, fs.ErrNotExist):
-		kind = ErrNotFound
-	case errors.Is(err, fs.ErrExist):
-		kind = ErrExist
-	case errors.Is(err, fs.ErrPermission):
-		kind = ErrPermission
-	case unavailable(err):
+	kind := osErrorKind(err)
+	if kind == nil && unavailable(err) {
 		kind = ErrUnavailable
 	}
 	return newError(op, p, kind, err)

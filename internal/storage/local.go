@@ -338,23 +338,28 @@ func mapLocalError(op, p string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var kind error
+	return newError(op, p, osErrorKind(err), err)
+}
+
+// osErrorKind maps the standard library's file-system errors to the port's
+// kinds; nil when none applies. Both implementations use it.
+func osErrorKind(err error) error {
 	switch {
 	// ENOTEMPTY also matches fs.ErrExist, so it is checked first.
 	case errors.Is(err, syscall.ENOTEMPTY):
-		kind = ErrNotEmpty
+		return ErrNotEmpty
 	case errors.Is(err, fs.ErrNotExist):
-		kind = ErrNotFound
+		return ErrNotFound
 	case errors.Is(err, fs.ErrExist):
-		kind = ErrExist
+		return ErrExist
 	case errors.Is(err, fs.ErrPermission):
-		kind = ErrPermission
+		return ErrPermission
 	case errors.Is(err, syscall.ENOTDIR):
-		kind = ErrNotDir
+		return ErrNotDir
 	case errors.Is(err, syscall.EISDIR):
-		kind = ErrIsDir
+		return ErrIsDir
 	case errors.Is(err, syscall.EDQUOT):
-		kind = ErrSpaceQuotaExceeded
+		return ErrSpaceQuotaExceeded
 	}
-	return newError(op, p, kind, err)
+	return nil
 }

@@ -84,6 +84,22 @@ func (u URI) Join(name string) URI {
 	return u
 }
 
+// ParentOf returns the parent of a path or URI string, keeping scheme and
+// authority (path.Dir alone would fold the "//" after the scheme); a URI
+// without a path is its own parent.
+func ParentOf(p string) string {
+	i := strings.Index(p, "://")
+	if i < 0 {
+		return path.Dir(p)
+	}
+	rest := p[i+3:]
+	j := strings.IndexByte(rest, '/')
+	if j < 0 {
+		return p
+	}
+	return p[:i+3+j] + path.Dir(rest[j:])
+}
+
 // qualify gives a plain path the scheme and authority of base, and checks
 // that an already qualified one matches base. Scheme and authority compare
 // case-insensitively; hdfs://nn and hdfs://nn:8020 are different authorities
