@@ -150,7 +150,7 @@ func (a *Activities) scopeRoots(ctx context.Context, inv inventory.Inventory, sc
 	seen := map[string]bool{}
 	tenantsInScope := map[string]bool{}
 	for _, c := range inv.Clusters {
-		if !selected(scope.Tenants, c.Tenant) || !selected(scope.Clusters, c.ClusterID) {
+		if !InScope(scope.Tenants, c.Tenant) || !InScope(scope.Clusters, c.ClusterID) {
 			continue
 		}
 		tenantsInScope[c.Tenant] = true
@@ -574,7 +574,7 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 				return SampleQuotaResult{}, classify("discover inventory", err)
 			}
 			for _, t := range inv.Tenants {
-				if selected(in.Scope.Tenants, t.Name) {
+				if InScope(in.Scope.Tenants, t.Name) {
 					tenants = append(tenants, t)
 				}
 			}

@@ -54,7 +54,7 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 	var res DiscoverJobsResult
 	tenantsInScope := map[string]bool{}
 	for _, c := range inv.Clusters {
-		if !selected(in.Scope.Tenants, c.Tenant) || !selected(in.Scope.Clusters, c.ClusterID) {
+		if !InScope(in.Scope.Tenants, c.Tenant) || !InScope(in.Scope.Clusters, c.ClusterID) {
 			continue
 		}
 		tenantsInScope[c.Tenant] = true
@@ -88,7 +88,9 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 	return res, nil
 }
 
-func selected(list []string, v string) bool {
+// InScope reports whether v is selected by a scope list; an empty list
+// selects everything.
+func InScope(list []string, v string) bool {
 	if len(list) == 0 {
 		return true
 	}
@@ -237,7 +239,7 @@ func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, def
 	if err != nil {
 		return fp, classify("resolve "+r.CheckpointDir, err)
 	}
-	parent := parentURI(p)
+	parent := storage.ParentOf(p)
 	rep, ok := scans[parent]
 	if !ok {
 		scanned, err := (&layout.Scanner{FS: fs}).Scan(ctx, []layout.Root{{Path: parent, Kind: layout.CheckpointRoot}})
@@ -372,8 +374,8 @@ func (a *Activities) WriteDocument(ctx context.Context, in WriteDocumentInput) (
 	if err != nil {
 		return WriteDocumentResult{}, classify("resolve "+in.Path, err)
 	}
-	if err := fs.MkdirAll(ctx, parentURI(p)); err != nil {
-		return WriteDocumentResult{}, classify("create "+parentURI(p), err)
+	if err := fs.MkdirAll(ctx, storage.ParentOf(p)); err != nil {
+		return WriteDocumentResult{}, classify("create "+storage.ParentOf(p), err)
 	}
 	tmp := p + ".tmp"
 	_ = fs.Remove(ctx, tmp) // a leftover from a crashed attempt
@@ -655,17 +657,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// parentURI is the parent of a resolved path, which may be a full URI
-// (path.Dir alone would fold the "//" after the scheme).
-func parentURI(p string) string {
-	u, err := storage.ParseURI(p)
-	if err != nil {
-		return path.Dir(p)
-	}
-	u.Path = path.Dir(u.Path)
-	return u.String()
 }
 
 // baseName is the last element of a path or URI.

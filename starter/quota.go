@@ -136,7 +136,7 @@ func newQuotaCommand(g *globals) *cobra.Command {
 func quotaRows(st workflows.QuotaWatchState, only []string) []quotaRow {
 	var rows []quotaRow
 	for _, t := range st.Tenants {
-		if !selectedTenant(only, t.Tenant) || t.Latest.Tenant == "" {
+		if !activities.InScope(only, t.Tenant) || t.Latest.Tenant == "" {
 			continue
 		}
 		q := t.Latest
@@ -154,18 +154,6 @@ func quotaRows(st workflows.QuotaWatchState, only []string) []quotaRow {
 		rows = append(rows, r)
 	}
 	return rows
-}
-
-func selectedTenant(list []string, v string) bool {
-	if len(list) == 0 {
-		return true
-	}
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func watchState(ctx context.Context, c client.Client, id string) (*workflows.QuotaWatchState, error) {

@@ -57,7 +57,7 @@ func (r *windowRun) registerHandlers(ctx workflow.Context) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateConfirmNetworkChange,
 		func(ctx workflow.Context, req ConfirmNetworkChangeRequest) (WindowState, error) {
-			r.st.Network = &NetworkConfirmation{By: req.By, Reason: req.Reason, At: workflow.Now(ctx), Reminders: r.remindersSoFar()}
+			r.st.Network = &NetworkConfirmation{By: req.By, Reason: req.Reason, At: workflow.Now(ctx), Reminders: r.reminders}
 			r.record(ctx, DecisionRecord{Kind: UpdateConfirmNetworkChange, By: req.By, Reason: req.Reason})
 			return r.st, nil
 		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ConfirmNetworkChangeRequest) error {
@@ -155,7 +155,6 @@ func (r *windowRun) record(ctx workflow.Context, d DecisionRecord) {
 	r.logger.Info("operator action", "kind", d.Kind, "action", d.Action, "job", d.Job, "by", d.By, "reason", d.Reason)
 }
 
-func (r *windowRun) remindersSoFar() int { return r.reminders }
 
 const pendingNetwork = "network-change"
 
