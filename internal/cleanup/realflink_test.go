@@ -295,13 +295,6 @@ func TestRealSandboxCleanup(t *testing.T) {
 	latestA := strings.TrimSuffix(statsA.Latest.Completed.ExternalPath, "/")
 	jobADir := ckptRoot + "/" + jobA
 
-	// Job B's id is fixed up front so its dir can hold garbage before it
-	// starts: B must be planned right after its first checkpoint, while
-	// that checkpoint still references A's files (RocksDB compaction soon
-	// replaces them).
-	jobB := randHex(16)
-	jobBDir := liveRoot + "/" + jobB
-
 	// Age A, the two oldest savepoints, and add garbage of every kind.
 	e.age(jobADir, longAgo)
 	e.age(sps[0], longAgo)
@@ -317,17 +310,12 @@ func TestRealSandboxCleanup(t *testing.T) {
 		garbage[p] = true
 	}
 	addGarbage(jobADir+"/chk-99999", map[string]int{"9d7c1f6e-aaaa": 100})
-	addGarbage(jobBDir+"/chk-88888", map[string]int{"0e1f-bbbb": 10})
 	jobC := randHex(16)
 	addGarbage(ckptRoot+"/"+jobC, map[string]int{"chk-1/x": 5, "shared/s1": 7, "shared/s2": 0, "taskowned/t": 3})
 	spIncomplete := spRoot + "/savepoint-" + jobA[:6] + "-" + randHex(6)
 	addGarbage(spIncomplete, map[string]int{"partial-state": 64})
 	addGarbage(haRoot+"/cluster-gone", map[string]int{"completedCheckpoint0123456789ab": 20, "submittedJobGraph0123456789ab": 30,
 		"blob/job_" + jobC + "/blob_p-0123": 40})
-	zeroB := jobBDir + "/shared/zero-" + randHex(4)
-	e.write(ctx, zeroB, nil)
-	e.age(zeroB, longAgo)
-	garbage[zeroB] = true
 	e.write(ctx, haRoot+"/cluster-live/completedCheckpointba9876543210", []byte("x"))
 	e.age(haRoot+"/cluster-live", longAgo)
 	garbage[sps[1]] = true
@@ -349,20 +337,19 @@ func TestRealSandboxCleanup(t *testing.T) {
 
 	// Job B: restored from A's latest checkpoint in LEGACY mode, so its
 	// first checkpoints reference A's shared files; it stays live
-	// throughout and writes outside the quota'd tree.
-	if _, err := e.startJobID(ctx, jobB, "cleanup-b", liveRoot, latestA, flink.RestoreLegacy); err != nil {
-		t.Fatalf("start job B from %s: %v", latestA, err)
-	}
-	e.waitCheckpoints(ctx, jobB, 1, latestA)
-
-	// Plan. The in-flight checkpoint is read after the listing, so one
-	// that started before it is covered.
+	// throughout and writes outside the quota'd tree. B must be planned
+	// right after its first checkpoint, while that checkpoint still
+	// references A's files: RocksDB compaction replaces them within a few
+	// checkpoints, sooner on a loaded machine. So B's id is fixed up front
+	// (its dir holds garbage before it starts), and an attempt whose
+	// retained checkpoints already lost every reference into A is
+	// discarded and B started afresh.
 	roots := []layout.Root{{Path: ckptRoot, Kind: layout.CheckpointRoot}, {Path: liveRoot, Kind: layout.CheckpointRoot},
 		{Path: spRoot, Kind: layout.SavepointRoot}, {Path: haRoot, Kind: layout.HARoot}}
-	listing, err := cleanup.Gather(ctx, e.fs, roots, cleanup.GatherOptions{})
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
+	var (
+		jobB    string
+		listing cleanup.Listing
+	)
 	live := func(ctx context.Context) (cleanup.Live, error) {
 		lj := cleanup.LiveJob{JobID: jobB, RestorePath: latestA}
 		st, err := e.fl.Checkpoints(ctx, jobB)
@@ -376,26 +363,59 @@ func TestRealSandboxCleanup(t *testing.T) {
 		}
 		return cleanup.Live{Clusters: []cleanup.LiveCluster{{ClusterID: e.peers.Clusters[0].ClusterID, Jobs: []cleanup.LiveJob{lj}}, {ClusterID: "cluster-live"}}}, nil
 	}
-	inv, err := live(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crossRefs := 0
-	for m, r := range listing.Metadata {
-		if r.Refs == nil {
-			t.Fatalf("Flink-written metadata %s unparseable: %s", m, r.Error)
+	const attemptsB = 3
+	for attempt := 1; ; attempt++ {
+		jobB = randHex(16)
+		jobBDir := liveRoot + "/" + jobB
+		garbageB := []string{jobBDir + "/chk-88888", jobBDir + "/shared/zero-" + randHex(4)}
+		e.write(ctx, garbageB[0]+"/0e1f-bbbb", make([]byte, 10))
+		e.write(ctx, garbageB[1], nil)
+		for _, g := range garbageB {
+			e.age(g, longAgo)
+			garbage[g] = true
 		}
-		if strings.HasPrefix(m, jobBDir) {
-			for _, f := range r.Refs.Files {
-				if strings.HasPrefix(f, jobADir+"/shared/") {
-					crossRefs++
+		if _, err := e.startJobID(ctx, jobB, "cleanup-b", liveRoot, latestA, flink.RestoreLegacy); err != nil {
+			t.Fatalf("start job B from %s: %v", latestA, err)
+		}
+		e.waitCheckpoints(ctx, jobB, 1, latestA)
+
+		// Plan input. The in-flight checkpoint is read after the listing,
+		// so one that started before it is covered.
+		listing, err = cleanup.Gather(ctx, e.fs, roots, cleanup.GatherOptions{})
+		if err != nil {
+			t.Fatalf("gather: %v", err)
+		}
+		crossRefs := 0
+		for m, r := range listing.Metadata {
+			if r.Refs == nil {
+				t.Fatalf("Flink-written metadata %s unparseable: %s", m, r.Error)
+			}
+			if strings.HasPrefix(m, jobBDir+"/") {
+				for _, f := range r.Refs.Files {
+					if strings.HasPrefix(f, jobADir+"/shared/") {
+						crossRefs++
+					}
 				}
 			}
 		}
+		t.Logf("attempt %d: job B's checkpoints hold %d references into job A's shared/", attempt, crossRefs)
+		if crossRefs > 0 {
+			break
+		}
+		if attempt == attemptsB {
+			t.Fatalf("job B (LEGACY restore) referenced none of job A's shared files in %d attempts; the cross-job case is not exercised", attemptsB)
+		}
+		e.cancelAndWait(ctx, jobB)
+		if err := e.fs.RemoveAll(ctx, jobBDir); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range garbageB {
+			delete(garbage, g)
+		}
 	}
-	t.Logf("job B's checkpoints hold %d references into job A's shared/", crossRefs)
-	if crossRefs == 0 {
-		t.Errorf("job B (LEGACY restore) references none of job A's shared files; the cross-job case is not exercised")
+	inv, err := live(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	policy := cleanup.Policy{Grace: 3 * time.Second}
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: time.Now(), Listing: listing, Live: inv, Policy: policy,
