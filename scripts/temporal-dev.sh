@@ -15,6 +15,10 @@ STATE="$ROOT/var/temporal"
 PID_FILE="$STATE/server.pid"
 PORT="${TEMPORAL_DEV_PORT:-7233}"
 UI_PORT="${TEMPORAL_DEV_UI_PORT:-8233}"
+# The worker's codec endpoint (http://localhost:9090/codec), so the Web UI
+# can show the compressed payloads of windows over thousands of jobs. Off by
+# default: with it set, the UI cannot show payloads while no worker runs.
+UI_CODEC_ENDPOINT="${FLINKMAINT_UI_CODEC_ENDPOINT:-}"
 
 # Custom search attributes; kept equal to workflows/searchattrs.go by a test.
 SEARCH_ATTRIBUTES=(
@@ -60,6 +64,7 @@ up() {
   local args=(server start-dev --ip 127.0.0.1 --port "$PORT" --ui-port "$UI_PORT"
     --db-filename "$STATE/dev.db" --log-level warn --log-format json)
   for sa in "${SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
+  if [[ -n "$UI_CODEC_ENDPOINT" ]]; then args+=(--ui-codec-endpoint "$UI_CODEC_ENDPOINT"); fi
   # setsid: the server must outlive the make or shell that started it.
   setsid "$CLI" "${args[@]}" >"$STATE/server.log" 2>&1 < /dev/null &
   echo $! >"$PID_FILE"

@@ -137,13 +137,15 @@ func workerIdentity() string {
 }
 
 // startHTTP serves /healthz (liveness: the worker polls), /readyz (the
-// Temporal frontend answers) and /metrics. An empty address disables it.
+// Temporal frontend answers), /metrics, and /codec/ (the payload codec for
+// the Web UI). An empty address disables it.
 func startHTTP(addr string, m *metrics.Metrics, c client.Client, health *healthState, zl zerolog.Logger) (*http.Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	mux.Handle("/codec/", temporalconn.CodecHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if !health.running() {
 			http.Error(w, "worker not running", http.StatusServiceUnavailable)

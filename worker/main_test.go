@@ -96,6 +96,16 @@ func TestWorkerBinary(t *testing.T) {
 		}
 	}
 
+	// The Web UI's codec endpoint: decodes what the worker encodes.
+	resp, err := http.Post("http://"+listen+"/codec/decode", "application/json", strings.NewReader(`{"payloads":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") == "" {
+		t.Errorf("/codec/decode: %d, CORS %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

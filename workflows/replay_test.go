@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -35,7 +36,10 @@ func TestReplayRecordedHistories(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse %s: %v", file, err)
 			}
-			replayer := worker.NewWorkflowReplayer()
+			replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporalconn.DataConverter()})
+			if err != nil {
+				t.Fatal(err)
+			}
 			app.RegisterWorkflows(replayer)
 			if err := replayer.ReplayWorkflowHistory(nil, hist); err != nil {
 				t.Fatalf("replay %s: %v", file, err)

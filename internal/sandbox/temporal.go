@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
 // EnvTemporalCLI overrides the path of the pinned Temporal CLI binary.
@@ -55,7 +57,7 @@ func StartTemporal(t testing.TB, searchAttributes temporal.SearchAttributes) *Te
 		ExistingPath:     cli,
 		SearchAttributes: searchAttributes,
 		LogLevel:         "error",
-		ClientOptions:    &client.Options{Namespace: "default"},
+		ClientOptions:    &client.Options{Namespace: "default", DataConverter: temporalconn.DataConverter()},
 		Stdout:           logFile,
 		Stderr:           logFile,
 	})

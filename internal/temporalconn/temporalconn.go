@@ -162,6 +162,7 @@ func (o *Options) ClientOptions(logger log.Logger, metrics client.MetricsHandler
 		Logger:            logger,
 		MetricsHandler:    metrics,
 		ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg},
+		DataConverter:     DataConverter(),
 	}
 	if o.APIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(o.APIKey)
