@@ -82,6 +82,13 @@ func jobChildOptions(id string) workflow.ChildWorkflowOptions {
 	}
 }
 
+// documentLocalOptions: manifest and report writes as local activities; the
+// same bounds as documentOptions.
+func documentLocalOptions() workflow.LocalActivityOptions {
+	o := documentOptions()
+	return workflow.LocalActivityOptions{StartToCloseTimeout: o.StartToCloseTimeout, RetryPolicy: o.RetryPolicy}
+}
+
 // documentOptions: manifest and report writes. A failed write is logged and
 // retried at the next change, so a storage hiccup must not hold up the
 // window for long.

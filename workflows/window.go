@@ -33,6 +33,7 @@ func MaintenanceWindowWorkflow(ctx workflow.Context, in WindowInput) (*WindowRep
 	if err := r.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
+	r.bounded = workflow.GetVersion(ctx, changeBoundedHistory, workflow.DefaultVersion, 1) >= 1
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket})
 	return r.run(ctx)
 }
@@ -46,7 +47,23 @@ type windowRun struct {
 	answer         *DecideRequest
 	abortRequested bool
 	reminders      int // network-change reminders sent in this run
+
+	// bounded: this run keeps its history bounded (changeBoundedHistory).
+	bounded bool
+	// handOver is set once this run's history is long enough: no new
+	// child starts, and the phase continues as new once running ones end.
+	handOver bool
 }
+
+// changeBoundedHistory versions what keeps a window's history bounded for
+// thousands of jobs: documents written by local activities (their content
+// stays out of history), one manifest write per batch of child results,
+// continue-as-new inside the savepoint and restart phases, and restart
+// waves assigned once.
+const changeBoundedHistory = "window-bounded-history-2026-11-30"
+
+// errContinueAsNew unwinds a phase whose run hands over to a fresh one.
+var errContinueAsNew = errors.New("window continues as new")
 
 func (r *windowRun) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (WindowState, error) { return r.st, nil }); err != nil {
@@ -155,7 +172,6 @@ func (r *windowRun) record(ctx workflow.Context, d DecisionRecord) {
 	r.logger.Info("operator action", "kind", d.Kind, "action", d.Action, "job", d.Job, "by", d.By, "reason", d.Reason)
 }
 
-
 const pendingNetwork = "network-change"
 
 // errAborted unwinds the phases when an operator aborted.
@@ -191,6 +207,9 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		if errors.Is(err, errAborted) {
 			return r.finishAborted(ctx)
 		}
+		if errors.Is(err, errContinueAsNew) {
+			return nil, r.continueAsNew(ctx)
+		}
 		if err != nil {
 			// The window's own failure: keep what is known durable first.
 			r.st.Notes = append(r.st.Notes, fmt.Sprintf("phase %s failed: %v", p.name, err))
@@ -224,11 +243,22 @@ func (r *windowRun) finishAborted(ctx workflow.Context) (*WindowReport, error) {
 }
 
 // continueAsNewIfSuggested carries the state into a fresh run when history
-// grows large; only called between phases, where no decision is pending.
+// grows large; called between phases, where no decision is pending.
 func (r *windowRun) continueAsNewIfSuggested(ctx workflow.Context) error {
-	if !workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+	full := workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+	if r.bounded {
+		full = r.handOver || r.historyFull(ctx)
+	}
+	if !full {
 		return nil
 	}
+	return r.continueAsNew(ctx)
+}
+
+// continueAsNew hands the window's state to a fresh run once every update
+// handler has finished.
+func (r *windowRun) continueAsNew(ctx workflow.Context) error {
+	r.logger.Info("continuing as new", "phase", r.st.Phase, "historyEvents", workflow.GetInfo(ctx).GetCurrentHistoryLength())
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
@@ -488,7 +518,7 @@ func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
 	sel := workflow.NewSelector(ctx)
 	inflight, next := 0, 0
 	for next < len(keys) || inflight > 0 {
-		for inflight < limit && next < len(keys) && !r.st.Paused && !r.abortRequested {
+		for inflight < limit && next < len(keys) && !r.st.Paused && !r.abortRequested && !r.handOver {
 			key := keys[next]
 			next++
 			f := start(ctx, key)
@@ -502,12 +532,23 @@ func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
 			if r.abortRequested {
 				return errAborted
 			}
+			if r.handOver {
+				return errContinueAsNew
+			}
 			if err := r.safePoint(ctx); err != nil {
 				return err
 			}
 			continue
 		}
 		sel.Select(ctx)
+		if r.bounded {
+			// Every result already in: one visibility update and one
+			// manifest write for the lot.
+			for sel.HasPending() {
+				sel.Select(ctx)
+			}
+			r.handOver = r.handOver || r.historyFull(ctx)
+		}
 		r.upsertVisibility(ctx)
 		_ = r.writeManifest(ctx)
 	}
@@ -515,6 +556,12 @@ func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
 		return errAborted
 	}
 	return nil
+}
+
+// historyFull reports whether this run should hand over to a fresh one.
+func (r *windowRun) historyFull(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= r.in.Policy.History.MaxEventsPerRun
 }
 
 func (r *windowRun) networkGate(ctx workflow.Context) error {
@@ -680,7 +727,13 @@ func (r *windowRun) assignWaves() int {
 
 func (r *windowRun) restart(ctx workflow.Context) error {
 	p := r.in.Policy.Restart
-	waves := r.assignWaves()
+	waves := r.st.Waves
+	if !r.bounded || waves == 0 {
+		waves = r.assignWaves()
+		if r.bounded {
+			r.st.Waves = waves
+		}
+	}
 	for w := r.st.Wave; w < waves; w++ {
 		r.st.Wave = w
 		if err := r.safePoint(ctx); err != nil {
@@ -810,22 +863,31 @@ func (r *windowRun) report(ctx workflow.Context) error {
 // is logged and retried at the next change: the window's state in Temporal
 // stays the source of truth while storage recovers.
 func (r *windowRun) writeManifest(ctx workflow.Context) error {
-	var a *activities.Activities
 	content, err := manifestJSON(&r.in, &r.st, workflow.Now(ctx))
 	if err != nil {
 		r.logger.Error("manifest not encoded", "error", err)
 		return err
 	}
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument,
-		activities.WriteDocumentInput{Path: r.st.ManifestPath, Content: content}).Get(ctx, nil); err != nil {
+	if err := r.writeDocument(ctx, r.st.ManifestPath, content); err != nil {
 		r.logger.Error("manifest not written", "path", r.st.ManifestPath, "error", err)
 		return err
 	}
 	return nil
 }
 
-func (r *windowRun) writeReport(ctx workflow.Context, rep *WindowReport) {
+// writeDocument writes a manifest or report. In a bounded run it is a local
+// activity: the content, which grows with the number of jobs, is not
+// recorded in history (only the outcome is).
+func (r *windowRun) writeDocument(ctx workflow.Context, path string, content []byte) error {
 	var a *activities.Activities
+	in := activities.WriteDocumentInput{Path: path, Content: content}
+	if r.bounded {
+		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, documentLocalOptions()), a.WriteDocument, in).Get(ctx, nil)
+	}
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument, in).Get(ctx, nil)
+}
+
+func (r *windowRun) writeReport(ctx workflow.Context, rep *WindowReport) {
 	base := strings.TrimSuffix(r.st.ManifestPath, "manifest.json")
 	js, md, err := rep.Encode()
 	if err != nil {
@@ -836,8 +898,7 @@ func (r *windowRun) writeReport(ctx workflow.Context, rep *WindowReport) {
 		path    string
 		content []byte
 	}{{base + "report.json", js}, {base + "report.md", md}} {
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument,
-			activities.WriteDocumentInput{Path: doc.path, Content: doc.content}).Get(ctx, nil); err != nil {
+		if err := r.writeDocument(ctx, doc.path, doc.content); err != nil {
 			r.logger.Error("report not written", "path", doc.path, "error", err)
 			r.st.Notes = append(r.st.Notes, "report not written to "+doc.path+": "+errorText(err))
 			continue

@@ -34,6 +34,15 @@ type WindowPolicy struct {
 	Quota     QuotaPolicy     `json:"quota"`
 	Restart   RestartPolicy   `json:"restart"`
 	Cleanup   CleanupPolicy   `json:"cleanup"`
+	History   HistoryPolicy   `json:"history"`
+}
+
+// HistoryPolicy bounds each run's event history: a run hands over to a
+// fresh one (continue-as-new, carrying the window's state) when the server
+// suggests it or when MaxEventsPerRun is reached, whichever comes first.
+type HistoryPolicy struct {
+	// MaxEventsPerRun: default 10000; Temporal's hard limit is 51200.
+	MaxEventsPerRun int `json:"maxEventsPerRun"`
 }
 
 // CleanupPolicy governs the post-restart cleanup: a Governance child run
@@ -140,6 +149,7 @@ func (p *WindowPolicy) ApplyDefaults() {
 	setDur(&r.Soak, 30*time.Second)
 	setStr(&p.Cleanup.Mode, ModePlanAndApprove)
 	setDur(&p.Cleanup.ApprovalTimeout, 24*time.Hour)
+	setInt(&p.History.MaxEventsPerRun, 10000)
 }
 
 // Validate returns every problem, each naming the field and what is valid.
@@ -200,11 +210,21 @@ func (in *WindowInput) Validate() error {
 	if r.Concurrency < 1 || r.Concurrency > 256 {
 		bad("policy.restart.concurrency=%d: use 1..256", r.Concurrency)
 	}
+	if h := p.History.MaxEventsPerRun; h < minEventsPerRun || h > maxEventsPerRun {
+		bad("policy.history.maxEventsPerRun=%d: use %d..%d (a run drains its running children before it hands over, so it needs headroom below Temporal's limit of 51200)",
+			h, minEventsPerRun, maxEventsPerRun)
+	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return errors.Join(errs...)
 }
+
+// Bounds of policy.history.maxEventsPerRun.
+const (
+	minEventsPerRun = 500
+	maxEventsPerRun = 40000
+)
 
 func setInt(v *int, d int) {
 	if *v == 0 {
@@ -298,28 +318,31 @@ type NetworkConfirmation struct {
 // copy, the manifest and report are built from it, and continue-as-new
 // carries it.
 type WindowState struct {
-	WindowID     string                   `json:"windowId"`
-	Phase        string                   `json:"phase"`
-	StartedAt    time.Time                `json:"startedAt"`
-	FinishedAt   time.Time                `json:"finishedAt,omitempty"`
-	Tenants      []inventory.Tenant       `json:"tenants"`
-	Clusters     []inventory.Cluster      `json:"clusters"`
-	Jobs         []JobProgress            `json:"jobs"`
-	Skipped      []activities.SkippedJob  `json:"skipped,omitempty"`
-	QuotaBefore  []activities.TenantQuota `json:"quotaBefore,omitempty"`
-	QuotaGate    []activities.TenantQuota `json:"quotaGate,omitempty"`
-	QuotaAfter   []activities.TenantQuota `json:"quotaAfter,omitempty"`
-	Network      *NetworkConfirmation     `json:"network,omitempty"`
-	Wave         int                      `json:"wave"`
-	Paused       bool                     `json:"paused"`
-	PausedBy     string                   `json:"pausedBy,omitempty"`
-	Pending      *PendingDecision         `json:"pending,omitempty"`
-	Decisions    []DecisionRecord         `json:"decisions,omitempty"`
-	AbortReason  string                   `json:"abortReason,omitempty"`
-	Cleanup      *WindowCleanup           `json:"cleanup,omitempty"`
-	ManifestPath string                   `json:"manifestPath,omitempty"`
-	ReportPath   string                   `json:"reportPath,omitempty"`
-	Notes        []string                 `json:"notes,omitempty"`
+	WindowID    string                   `json:"windowId"`
+	Phase       string                   `json:"phase"`
+	StartedAt   time.Time                `json:"startedAt"`
+	FinishedAt  time.Time                `json:"finishedAt,omitempty"`
+	Tenants     []inventory.Tenant       `json:"tenants"`
+	Clusters    []inventory.Cluster      `json:"clusters"`
+	Jobs        []JobProgress            `json:"jobs"`
+	Skipped     []activities.SkippedJob  `json:"skipped,omitempty"`
+	QuotaBefore []activities.TenantQuota `json:"quotaBefore,omitempty"`
+	QuotaGate   []activities.TenantQuota `json:"quotaGate,omitempty"`
+	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
+	Network     *NetworkConfirmation     `json:"network,omitempty"`
+	Wave        int                      `json:"wave"`
+	// Waves is the number of restart waves once they are assigned, so a
+	// run that continues as new mid-restart keeps every job in its wave.
+	Waves        int              `json:"waves,omitempty"`
+	Paused       bool             `json:"paused"`
+	PausedBy     string           `json:"pausedBy,omitempty"`
+	Pending      *PendingDecision `json:"pending,omitempty"`
+	Decisions    []DecisionRecord `json:"decisions,omitempty"`
+	AbortReason  string           `json:"abortReason,omitempty"`
+	Cleanup      *WindowCleanup   `json:"cleanup,omitempty"`
+	ManifestPath string           `json:"manifestPath,omitempty"`
+	ReportPath   string           `json:"reportPath,omitempty"`
+	Notes        []string         `json:"notes,omitempty"`
 }
 
 // job returns the progress entry of key, or nil.
