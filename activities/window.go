@@ -642,10 +642,19 @@ func (a *Activities) flinkFor(restURL string) (FlinkAPI, error) {
 }
 
 // samePath compares savepoint locations, ignoring a trailing slash and the
-// scheme-only differences Flink introduces (hdfs://nn/p vs hdfs://nn:port/p
-// are NOT treated as equal: they may be different clusters).
+// form Flink gives local paths (file:/p for file:///p). hdfs://nn/p and
+// hdfs://nn:port/p are NOT treated as equal: they may be different clusters;
+// nor a plain /p and file:/p, as a plain path means Flink's default file
+// system.
 func samePath(a, b string) bool {
-	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+	norm := func(p string) string {
+		p = strings.TrimRight(p, "/")
+		if rest, ok := strings.CutPrefix(p, "file://"); ok && strings.HasPrefix(rest, "/") {
+			return "file:" + rest
+		}
+		return p
+	}
+	return norm(a) == norm(b)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
