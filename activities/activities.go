@@ -32,6 +32,9 @@ type Activities struct {
 	// Operator suspends and resumes Flink Kubernetes Operator jobs; nil
 	// when no Kubernetes inventory is configured.
 	Operator OperatorControl
+	// Orphans finds and deletes leftover Flink objects in Kubernetes for
+	// governance cleanup; nil when no Kubernetes inventory is configured.
+	Orphans OrphanControl
 }
 
 func (a *Activities) now() time.Time {

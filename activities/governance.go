@@ -31,6 +31,9 @@ const (
 	ErrTypeCleanupPlanChanged = "CleanupPlanChanged"
 	// ErrTypeCleanupItemsFailed: some items failed for a reason no retry fixes.
 	ErrTypeCleanupItemsFailed = "CleanupItemsFailed"
+	// ErrTypeKubernetes: the Kubernetes API refused a read leftover
+	// detection needs (e.g. RBAC); a retry does not help.
+	ErrTypeKubernetes = "KubernetesFailed"
 )
 
 // Operations reported to GovernanceMetrics.Succeeded.
@@ -59,7 +62,7 @@ func CheckRunID(id string) error {
 func (p CleanupPolicy) toPolicy() cleanup.Policy {
 	return cleanup.Policy{
 		Grace: p.Grace, RetiredJobTTL: p.RetiredJobTTL, DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint,
-		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge, HATTL: p.HATTL,
+		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge, HATTL: p.HATTL, OrphanTTL: p.OrphanTTL,
 		PinnedSavepoints: p.PinnedSavepoints, Action: cleanup.Action(p.Action),
 	}.ApplyDefaults()
 }
@@ -67,8 +70,10 @@ func (p CleanupPolicy) toPolicy() cleanup.Policy {
 // PlanCleanup plans a reference-safe cleanup of the scope: it reads the
 // inventory and every live job's restore point and in-flight checkpoint
 // from Flink, lists the checkpoint, savepoint and HA roots of the clusters
-// in scope, and builds the plan. The whole plan goes to storage as JSON;
-// only a summary and the plan's path and hash go through history.
+// in scope and, when Kubernetes is configured, the leftover Flink objects
+// in the namespaces of the tenants in scope, and builds the plan. The
+// whole plan goes to storage as JSON; only a summary and the plan's path
+// and hash go through history.
 func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (PlanCleanupResult, error) {
 	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
 		return PlanCleanupResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
@@ -95,6 +100,14 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
+	namespaces := a.orphanNamespaces(inv, in.Scope)
+	if len(roots) == 0 && len(namespaces) == 0 {
+		msg := fmt.Sprintf("scope (tenants %v, clusters %v) selects no existing checkpoint, savepoint or HA directory in the inventory", in.Scope.Tenants, in.Scope.Clusters)
+		if a.Orphans != nil {
+			msg += ", and no Kubernetes namespace"
+		}
+		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%s", msg)
+	}
 	activity.RecordHeartbeat(ctx, "inventory")
 
 	// Restore points outside the roots are read too: a job restored in
@@ -103,20 +116,27 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	extra, extraNotes := a.extraMetadata(ctx, fs, roots, before)
-	notes = append(notes, extraNotes...)
-	listing, err := cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{ExtraMetadata: extra})
-	if err != nil {
-		return PlanCleanupResult{}, classifyCleanup("list the roots in scope", err)
+	var listing cleanup.Listing
+	if len(roots) > 0 {
+		extra, extraNotes := a.extraMetadata(ctx, fs, roots, before)
+		notes = append(notes, extraNotes...)
+		listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{ExtraMetadata: extra})
+		if err != nil {
+			return PlanCleanupResult{}, classifyCleanup("list the roots in scope", err)
+		}
+		activity.RecordHeartbeat(ctx, "listed")
 	}
-	activity.RecordHeartbeat(ctx, "listed")
 	// In-flight checkpoints are read after the listing, so one that started
 	// before it is known to the planner.
 	live, err := a.liveInventory(ctx, inv)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol})
+	objects, err := a.findObjects(ctx, inv, in.Scope, namespaces)
+	if err != nil {
+		return PlanCleanupResult{}, err
+	}
+	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects})
 	if err != nil {
 		return PlanCleanupResult{}, classifyCleanup("plan", err)
 	}
@@ -137,13 +157,14 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		}
 		a.Metrics.Succeeded(OpPlanCleanup, a.now())
 	}
-	activity.GetLogger(ctx).Info("cleanup planned", "run", in.RunID, "plan", planPath, "items", s.Items, "files", s.Files, "bytes", s.Bytes)
+	activity.GetLogger(ctx).Info("cleanup planned", "run", in.RunID, "plan", planPath, "items", s.Items, "files", s.Files, "bytes", s.Bytes, "objects", s.Objects)
 	return PlanCleanupResult{Summary: s}, nil
 }
 
 // scopeRoots returns the storage roots of the clusters in scope, the file
-// system they are on, and the tenants in scope. Roots that do not exist are
-// left out with a note (a cluster that never took a savepoint).
+// system they are on (nil without roots), and the tenants in scope. Roots
+// that do not exist are left out with a note (a cluster that never took a
+// savepoint).
 func (a *Activities) scopeRoots(ctx context.Context, inv inventory.Inventory, scope Scope, notes *[]string) (storage.FileSystem, []layout.Root, []inventory.Tenant, error) {
 	var fs storage.FileSystem
 	var roots []layout.Root
@@ -186,10 +207,6 @@ func (a *Activities) scopeRoots(ctx context.Context, inv inventory.Inventory, sc
 			}
 			roots = append(roots, layout.Root{Path: p, Kind: r.kind})
 		}
-	}
-	if len(roots) == 0 {
-		return nil, nil, nil, nonRetryable(ErrTypeInvalidInput,
-			"scope (tenants %v, clusters %v) selects no existing checkpoint, savepoint or HA directory in the inventory", scope.Tenants, scope.Clusters)
 	}
 	sort.Slice(roots, func(i, j int) bool { return roots[i].Path < roots[j].Path })
 	var tenants []inventory.Tenant
@@ -298,9 +315,20 @@ func summarizePlan(plan cleanup.Plan) PlanSummary {
 				tp.Unparseable += t.Items
 			}
 		}
+		if o := ts.Objects; o != nil {
+			tp.Items += o.Planned
+			tp.Objects = o.Planned
+			for rule, n := range o.ByRule {
+				tp.ByRule = append(tp.ByRule, RuleTotals{Rule: string(rule), Items: n})
+			}
+			for _, n := range o.Kept {
+				tp.KeptObjects += n
+			}
+		}
 		sort.Slice(tp.ByRule, func(i, j int) bool { return tp.ByRule[i].Rule < tp.ByRule[j].Rule })
 		sort.Slice(tp.Kept, func(i, j int) bool { return tp.Kept[i].Rule < tp.Kept[j].Rule })
 		s.Items += tp.Items
+		s.Objects += tp.Objects
 		s.Files += tp.Files
 		s.Dirs += tp.Dirs
 		s.Bytes += tp.Bytes
@@ -314,6 +342,8 @@ func summarizePlan(plan cleanup.Plan) PlanSummary {
 		}
 		s.Sample = append(s.Sample, PlanItemBrief{Path: it.Path, Kind: string(it.Kind), Rule: string(it.Rule), Tenant: it.Tenant, Files: it.Files, Bytes: it.Bytes})
 	}
+	s.KeptObjects = len(plan.KeepObjects)
+	s.ObjectSample, s.ObjectSampleTruncated = objectSample(plan)
 	return s
 }
 
@@ -345,13 +375,27 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	if err := json.Unmarshal(data, &plan); err != nil {
 		return ExecuteCleanupResult{}, nonRetryable(ErrTypeCleanupPlanInvalid, "plan %s does not decode: %v", in.PlanPath, err)
 	}
-	res := ExecuteCleanupResult{RunID: in.RunID, Total: len(plan.Delete)}
-	if len(plan.Delete) == 0 {
+	res := ExecuteCleanupResult{RunID: in.RunID, Total: len(plan.Delete) + len(plan.Objects)}
+	if res.Total == 0 {
 		return res, nil
 	}
-	fs, _, err := a.Storage.Resolve(ctx, plan.Delete[0].Path)
+	if len(plan.Objects) > 0 && a.Orphans == nil {
+		return res, nonRetryable(ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects but this worker has no Kubernetes access (inventory.kubernetes is not configured)", len(plan.Objects))
+	}
+	// The plan's paths decide the file system; a plan of Kubernetes
+	// objects alone uses the trash (or audit) root's for the manifest.
+	anchor := a.Cleanup.TrashRoot
+	if len(plan.Delete) > 0 {
+		anchor = plan.Delete[0].Path
+	} else if anchor == "" {
+		anchor = a.Cleanup.AuditRoot
+	}
+	if anchor == "" {
+		return res, nonRetryable(ErrTypeCleanupNotConfigured, "worker config has neither cleanup.trashRoot nor cleanup.auditRoot: the audit manifest needs a home")
+	}
+	fs, _, err := a.Storage.Resolve(ctx, anchor)
 	if err != nil {
-		return res, classify("resolve "+plan.Delete[0].Path, err)
+		return res, classify("resolve "+anchor, err)
 	}
 	trash, audit := "", ""
 	if a.Cleanup.TrashRoot != "" {
@@ -394,8 +438,12 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 		return res, nonRetryable(ErrTypeCleanupPlanInvalid, "plan roots: %v", err)
 	}
 	res.Resumed = activity.HasHeartbeatDetails(ctx)
+	var objects cleanup.ObjectStore
+	if len(plan.Objects) > 0 {
+		objects = &objectStore{a: a}
+	}
 	ex, err := cleanup.NewExecutor(cleanup.ExecutorConfig{
-		FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID,
+		FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID, Objects: objects,
 		Live: func(ctx context.Context) (cleanup.Live, error) {
 			inv, err := a.Inventory.Discover(ctx)
 			if err != nil {
@@ -428,6 +476,10 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	for _, it := range plan.Delete {
 		tenantOf[it.Path] = it.Tenant
 	}
+	for _, it := range plan.Objects {
+		tenantOf[it.Path] = it.Tenant
+	}
+	last := map[string]cleanup.Record{}
 	byTenant := map[string]*TenantReclaim{}
 	counts := map[string]int{}
 	for _, r := range recs {
@@ -435,6 +487,7 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 			continue
 		}
 		counts[string(r.Outcome)]++
+		last[r.Path] = r
 		switch r.Outcome {
 		case cleanup.OutcomeTrashed, cleanup.OutcomeDeleted:
 			t := byTenant[tenantOf[r.Path]]
@@ -443,10 +496,15 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 				byTenant[t.Tenant] = t
 			}
 			t.Items++
+			res.Items++
+			if cleanup.IsObjectPath(r.Path) {
+				t.Objects++
+				res.Objects++
+				continue
+			}
 			t.Files += r.Files
 			t.Dirs += r.Dirs
 			t.Bytes += r.Bytes
-			res.Items++
 			res.Files += r.Files
 			res.Dirs += r.Dirs
 			res.Bytes += r.Bytes
@@ -456,6 +514,7 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 			}
 		}
 	}
+	res.ObjectOutcomes = objectOutcomes(plan, last)
 	for o, n := range counts {
 		res.Outcomes = append(res.Outcomes, OutcomeCount{Outcome: o, Items: n})
 	}
@@ -470,7 +529,7 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 		}
 		a.Metrics.Succeeded(OpExecuteCleanup, a.now())
 	}
-	activity.GetLogger(ctx).Info("cleanup executed", "run", in.RunID, "items", res.Items, "files", res.Files, "bytes", res.Bytes, "manifest", res.ManifestDir)
+	activity.GetLogger(ctx).Info("cleanup executed", "run", in.RunID, "items", res.Items, "files", res.Files, "bytes", res.Bytes, "objects", res.Objects, "manifest", res.ManifestDir)
 	return res, nil
 }
 

@@ -28,7 +28,9 @@ type CleanupPolicy struct {
 	KeepSavepoints                int           `json:"keepSavepoints"`
 	SavepointMaxAge               time.Duration `json:"savepointMaxAge"`
 	HATTL                         time.Duration `json:"haTTL"`
-	PinnedSavepoints              []string      `json:"pinnedSavepoints,omitempty"`
+	// OrphanTTL: leftover Kubernetes objects younger than this are kept.
+	OrphanTTL        time.Duration `json:"orphanTTL,omitempty"`
+	PinnedSavepoints []string      `json:"pinnedSavepoints,omitempty"`
 	// Action is "trash" (default) or "delete".
 	Action string `json:"action"`
 }
@@ -51,7 +53,8 @@ type RuleTotals struct {
 }
 
 // TenantPlan is one tenant's share of a plan. Tenant "" collects paths
-// under no tenant root.
+// under no tenant root. Items counts paths and Kubernetes objects; Objects
+// the objects alone (ByRule lists their rules too, with no files).
 type TenantPlan struct {
 	Tenant string       `json:"tenant"`
 	Items  int64        `json:"items"`
@@ -62,6 +65,10 @@ type TenantPlan struct {
 	Kept   []RuleTotals `json:"kept,omitempty"`
 	// Unparseable counts items kept because a _metadata could not be read.
 	Unparseable int64 `json:"unparseable,omitempty"`
+	// Objects are Kubernetes objects planned for deletion, KeptObjects
+	// reported leftovers kept (within TTL, status unknown).
+	Objects     int64 `json:"objects,omitempty"`
+	KeptObjects int64 `json:"keptObjects,omitempty"`
 }
 
 // PlanItemBrief is one planned deletion, for people to read.
@@ -77,6 +84,25 @@ type PlanItemBrief struct {
 // MaxPlanSample bounds the items a plan summary lists: the whole plan lives
 // on storage, never in workflow history.
 const MaxPlanSample = 50
+
+// ObjectBrief is one Kubernetes object of a plan or a run, for people to
+// read: planned (Rule) or kept (Kept), and after execution its Outcome.
+type ObjectBrief struct {
+	// Path is kubernetes://<namespace>/<kind>/<name>, as in the manifest.
+	Path      string `json:"path"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Tenant    string `json:"tenant,omitempty"`
+	ClusterID string `json:"clusterId,omitempty"`
+	Rule      string `json:"rule,omitempty"`
+	Kept      string `json:"kept,omitempty"`
+	// Age is how long it has been a leftover at planning, e.g. "26h0m0s".
+	Age     string `json:"age,omitempty"`
+	Owner   string `json:"owner,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+}
 
 // PlanSummary describes a plan written to storage. It is small whatever the
 // plan's size; PlanPath and PlanSHA256 identify the full plan.
@@ -97,6 +123,14 @@ type PlanSummary struct {
 	Sample     []PlanItemBrief `json:"sample,omitempty"`
 	Truncated  bool            `json:"truncated,omitempty"`
 	Notes      []string        `json:"notes,omitempty"`
+	// Objects are the Kubernetes objects planned for deletion (counted in
+	// Items too) and KeptObjects the reported leftovers kept; ObjectSample
+	// lists the planned ones first, then the kept ones, up to
+	// MaxPlanSample.
+	Objects               int64         `json:"objects,omitempty"`
+	KeptObjects           int           `json:"keptObjects,omitempty"`
+	ObjectSample          []ObjectBrief `json:"objectSample,omitempty"`
+	ObjectSampleTruncated bool          `json:"objectSampleTruncated,omitempty"`
 	// ScopeTenants are the tenants the plan covers, with their roots.
 	ScopeTenants []inventory.Tenant `json:"scopeTenants,omitempty"`
 }
@@ -122,13 +156,15 @@ type ExecuteProgress struct {
 	Last  string `json:"last,omitempty"`
 }
 
-// TenantReclaim is what one tenant got back.
+// TenantReclaim is what one tenant got back. Items counts paths and
+// Kubernetes objects; Objects the objects alone.
 type TenantReclaim struct {
-	Tenant string `json:"tenant"`
-	Items  int64  `json:"items"`
-	Files  int64  `json:"files"`
-	Dirs   int64  `json:"dirs"`
-	Bytes  int64  `json:"bytes"`
+	Tenant  string `json:"tenant"`
+	Items   int64  `json:"items"`
+	Files   int64  `json:"files"`
+	Dirs    int64  `json:"dirs"`
+	Bytes   int64  `json:"bytes"`
+	Objects int64  `json:"objects,omitempty"`
 }
 
 // OutcomeCount counts items that ended one way.
@@ -159,6 +195,11 @@ type ExecuteCleanupResult struct {
 	Refused     []RecordBrief   `json:"refused,omitempty"`
 	// Resumed is true when an earlier attempt had already done part of it.
 	Resumed bool `json:"resumed,omitempty"`
+	// Objects counts the Kubernetes objects trashed or deleted (also in
+	// Items); ObjectOutcomes lists the plan's objects with their outcome,
+	// up to MaxPlanSample.
+	Objects        int64         `json:"objects,omitempty"`
+	ObjectOutcomes []ObjectBrief `json:"objectOutcomes,omitempty"`
 }
 
 // PurgeTrashInput removes trash runs nothing changed in for TTL.

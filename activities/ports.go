@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -85,4 +86,23 @@ type OperatorControl interface {
 	// SavepointMarks reads the savepoint records of the resource, so a
 	// later Suspend can tell the savepoint it causes from older ones.
 	SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (OperatorSavepointMarks, error)
+}
+
+// OrphanControl finds and deletes leftovers of Flink clusters in Kubernetes
+// (TaskManagers of gone JobManagers, idle JobManagers, HA ConfigMaps of
+// gone clusters); internal/app.KubeOrphans adapts *kube.Client. Errors
+// match cleanup.ErrObjectNotFound, cleanup.ErrObjectChanged (a delete
+// precondition failed) or cleanup.ErrObjectsUnavailable (worth a retry).
+type OrphanControl interface {
+	// FindOrphans reports leftovers in namespaces. jobStates holds, per
+	// "<namespace>/<cluster-id>", the states of all jobs of a cluster; a
+	// JobManager is reported idle only with an entry whose jobs are all
+	// globally terminal. Since is the object's last write; Tenant is left
+	// for the caller.
+	FindOrphans(ctx context.Context, namespaces []string, jobStates map[string][]string) ([]cleanup.Object, error)
+	// ReadOrphan reads one object as JSON with its UID and resourceVersion.
+	ReadOrphan(ctx context.Context, ref inventory.ObjectRef) (cleanup.ObjectSnapshot, error)
+	// DeleteOrphan deletes ref only if its UID and resourceVersion still
+	// match; an object already gone is not an error.
+	DeleteOrphan(ctx context.Context, ref inventory.ObjectRef, uid, resourceVersion string) error
 }

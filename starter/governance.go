@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,6 +38,7 @@ type govFlags struct {
 	name, reason, mode, action, reportDir       string
 	tenants, clusters, include, exclude, pins   []string
 	grace, retiredTTL, savepointMaxAge, haTTL   time.Duration
+	orphanTTL                                   time.Duration
 	approvalTimeout, executeTimeout, purgeAfter time.Duration
 	keepSavepoints                              int
 	deleteLatestRetired                         bool
@@ -56,6 +58,7 @@ func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
 	fl.IntVar(&f.keepSavepoints, "keep-savepoints", 0, "newest savepoints kept per job (default 2)")
 	fl.DurationVar(&f.savepointMaxAge, "savepoint-max-age", 0, "keep savepoints younger than this (default 168h)")
 	fl.DurationVar(&f.haTTL, "ha-ttl", 0, "keep HA dirs of retired clusters this long (default 168h)")
+	fl.DurationVar(&f.orphanTTL, "orphan-ttl", 0, "keep leftover Kubernetes objects (orphan TaskManagers, idle JobManagers, HA ConfigMaps of gone clusters) this long (default 24h)")
 	fl.StringSliceVar(&f.pins, "pin", nil, "savepoint directories never deleted (repeatable)")
 	fl.BoolVar(&f.deleteLatestRetired, "delete-latest-retired-checkpoint", false, "also delete a retired job's latest checkpoint when no newer savepoint exists")
 	fl.DurationVar(&f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
@@ -79,7 +82,8 @@ func (f *govFlags) input() (workflows.GovernanceInput, error) {
 		Policy: workflows.GovernancePolicy{
 			Grace: workflows.Duration(f.grace), RetiredJobTTL: workflows.Duration(f.retiredTTL), KeepSavepoints: f.keepSavepoints,
 			SavepointMaxAge: workflows.Duration(f.savepointMaxAge), HATTL: workflows.Duration(f.haTTL), PinnedSavepoints: f.pins,
-			Action: f.action, DeleteLatestRetiredCheckpoint: f.deleteLatestRetired,
+			OrphanTTL: workflows.Duration(f.orphanTTL),
+			Action:    f.action, DeleteLatestRetiredCheckpoint: f.deleteLatestRetired,
 		},
 		ApprovalTimeout: workflows.Duration(f.approvalTimeout), ExecuteTimeout: workflows.Duration(f.executeTimeout),
 		PurgeTrashAfter: workflows.Duration(f.purgeAfter), WarningPercent: f.warning, CriticalPercent: f.critical,
@@ -248,14 +252,25 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", it.Path, it.Kind, it.Rule, it.Files, it.Bytes)
 				}
 				if p.Truncated {
-					fmt.Fprintf(tw, "... (%d more; the whole plan is in %s)\n", p.Items-int64(len(p.Sample)), p.PlanPath)
+					fmt.Fprintf(tw, "... (%d more; the whole plan is in %s)\n", p.Items-p.Objects-int64(len(p.Sample)), p.PlanPath)
 				}
 				if err := tw.Flush(); err != nil {
 					return err
 				}
+				if len(p.ObjectSample) > 0 {
+					fmt.Fprintf(w, "\nkubernetes objects: %d to delete, %d kept\n", p.Objects, p.KeptObjects)
+					if err := printObjects(w, p.ObjectSample, p.ObjectSampleTruncated, p.PlanPath); err != nil {
+						return err
+					}
+				}
 			}
 			if e := st.Execution; e != nil {
-				fmt.Fprintf(w, "reclaimed %d items, %d files, %d bytes; manifest %s\n", e.Items, e.Files, e.Bytes, e.ManifestDir)
+				fmt.Fprintf(w, "reclaimed %d items, %d files, %d bytes, %d Kubernetes objects; manifest %s\n", e.Items, e.Files, e.Bytes, e.Objects, e.ManifestDir)
+				if len(e.ObjectOutcomes) > 0 {
+					if err := printObjects(w, e.ObjectOutcomes, false, ""); err != nil {
+						return err
+					}
+				}
 			}
 			for _, n := range st.Notes {
 				fmt.Fprintf(w, "note     %s\n", n)
@@ -263,6 +278,27 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// printObjects lists Kubernetes objects of a plan or run as a table.
+func printObjects(w io.Writer, objects []activities.ObjectBrief, truncated bool, planPath string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECT\tKIND\tCLUSTER\tRULE/KEPT\tAGE\tOWNER\tOUTCOME")
+	for _, o := range objects {
+		decision := "delete: " + o.Rule
+		if o.Kept != "" {
+			decision = "keep: " + o.Kept
+		}
+		outcome := o.Outcome
+		if outcome == "" {
+			outcome = o.Detail
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Namespace, o.Name, o.Kind, o.ClusterID, decision, o.Age, o.Owner, outcome)
+	}
+	if truncated {
+		fmt.Fprintf(tw, "... (more; the whole plan is in %s)\n", planPath)
+	}
+	return tw.Flush()
 }
 
 func governanceReportCommand(g *globals) *cobra.Command {

@@ -30,6 +30,7 @@ func TestGovernanceUsageErrors(t *testing.T) {
 		"plan bad pin":         {[]string{"governance", "plan", "--pin", "relative"}, "policy.pinnedSavepoints[0]"},
 		"plan bad timeout":     {[]string{"governance", "plan", "--timeout", "0s"}, "--timeout=0s"},
 		"plan bad keep":        {[]string{"governance", "plan", "--keep-savepoints", "-1"}, "policy.keepSavepoints=-1"},
+		"plan bad orphan ttl":  {[]string{"governance", "plan", "--orphan-ttl", "-2h"}, "policy.orphanTTL=-2h0m0s"},
 		"plan bad duration":    {[]string{"governance", "plan", "--grace", "soon"}, "grace"},
 		"reject without why":   {[]string{"governance", "reject", "g1"}, "--reason is required"},
 		"approve two names":    {[]string{"governance", "approve", "a", "b"}, "exactly one NAME"},

@@ -45,7 +45,7 @@ const (
 // GovernancePolicy is the cleanup policy as it travels in workflow input:
 // durations written as "1h", zero fields take the planner's defaults
 // (grace 1h, retired-job TTL 7d, keep 2 savepoints, savepoint max age 7d,
-// HA TTL 7d, action trash).
+// HA TTL 7d, orphan TTL 24h, action trash).
 type GovernancePolicy struct {
 	Grace                         Duration `json:"grace,omitempty"`
 	RetiredJobTTL                 Duration `json:"retiredJobTTL,omitempty"`
@@ -53,14 +53,18 @@ type GovernancePolicy struct {
 	KeepSavepoints                int      `json:"keepSavepoints,omitempty"`
 	SavepointMaxAge               Duration `json:"savepointMaxAge,omitempty"`
 	HATTL                         Duration `json:"haTTL,omitempty"`
-	PinnedSavepoints              []string `json:"pinnedSavepoints,omitempty"`
-	Action                        string   `json:"action,omitempty"`
+	// OrphanTTL keeps leftover Kubernetes objects (TaskManagers of gone
+	// JobManagers, idle JobManagers, HA ConfigMaps of gone clusters)
+	// younger than this.
+	OrphanTTL        Duration `json:"orphanTTL,omitempty"`
+	PinnedSavepoints []string `json:"pinnedSavepoints,omitempty"`
+	Action           string   `json:"action,omitempty"`
 }
 
 func (p GovernancePolicy) activityPolicy() activities.CleanupPolicy {
 	return activities.CleanupPolicy{
 		Grace: p.Grace.D(), RetiredJobTTL: p.RetiredJobTTL.D(), DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint,
-		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge.D(), HATTL: p.HATTL.D(),
+		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge.D(), HATTL: p.HATTL.D(), OrphanTTL: p.OrphanTTL.D(),
 		PinnedSavepoints: p.PinnedSavepoints, Action: p.Action,
 	}
 }
@@ -126,7 +130,7 @@ func (in *GovernanceInput) Validate() error {
 		v    Duration
 	}{
 		{"policy.grace", p.Grace}, {"policy.retiredJobTTL", p.RetiredJobTTL}, {"policy.savepointMaxAge", p.SavepointMaxAge},
-		{"policy.haTTL", p.HATTL}, {"approvalTimeout", in.ApprovalTimeout}, {"executeTimeout", in.ExecuteTimeout},
+		{"policy.haTTL", p.HATTL}, {"policy.orphanTTL", p.OrphanTTL}, {"approvalTimeout", in.ApprovalTimeout}, {"executeTimeout", in.ExecuteTimeout},
 		{"purgeTrashAfter", in.PurgeTrashAfter},
 	} {
 		if d.v < 0 {
@@ -204,6 +208,10 @@ type GovernanceTenantReport struct {
 	PercentBefore   float64 `json:"percentBefore"`
 	PercentAfter    float64 `json:"percentAfter"`
 	Unparseable     int64   `json:"keptUnparseable,omitempty"`
+	// PlannedObjects and RemovedObjects count Kubernetes objects (also in
+	// PlannedItems and ReclaimedItems).
+	PlannedObjects int64 `json:"plannedObjects,omitempty"`
+	RemovedObjects int64 `json:"removedObjects,omitempty"`
 }
 
 // GovernanceReport is the run's result and the report query's answer; it
@@ -224,7 +232,10 @@ type GovernanceReport struct {
 	Execution      *activities.ExecuteCleanupResult `json:"execution,omitempty"`
 	Purge          *activities.PurgeTrashResult     `json:"purge,omitempty"`
 	Sample         []activities.PlanItemBrief       `json:"plannedSample,omitempty"`
-	Notes          []string                         `json:"notes,omitempty"`
+	// Objects are the Kubernetes objects of the plan (planned, then kept),
+	// with their outcome once executed.
+	Objects []activities.ObjectBrief `json:"kubernetesObjects,omitempty"`
+	Notes   []string                 `json:"notes,omitempty"`
 }
 
 func buildGovernanceReport(in *GovernanceInput, st *GovernanceState) *GovernanceReport {
@@ -246,13 +257,25 @@ func buildGovernanceReport(in *GovernanceInput, st *GovernanceState) *Governance
 		for _, tp := range p.Tenants {
 			t := get(tp.Tenant)
 			t.PlannedItems, t.PlannedFiles, t.PlannedBytes, t.Unparseable = tp.Items, tp.Files, tp.Bytes, tp.Unparseable
+			t.PlannedObjects = tp.Objects
 		}
+		rep.Objects = append(rep.Objects, p.ObjectSample...)
 	}
 	if e := st.Execution; e != nil {
 		rep.ReclaimedFiles, rep.ReclaimedBytes = e.Files, e.Bytes
 		for _, tr := range e.Tenants {
 			t := get(tr.Tenant)
 			t.ReclaimedItems, t.ReclaimedFiles, t.ReclaimedDirs, t.ReclaimedBytes = tr.Items, tr.Files, tr.Dirs, tr.Bytes
+			t.RemovedObjects = tr.Objects
+		}
+		outcome := map[string]activities.ObjectBrief{}
+		for _, o := range e.ObjectOutcomes {
+			outcome[o.Path] = o
+		}
+		for i, o := range rep.Objects {
+			if x, ok := outcome[o.Path]; ok && o.Kept == "" {
+				rep.Objects[i].Outcome, rep.Objects[i].Detail = x.Outcome, x.Detail
+			}
 		}
 	}
 	for _, q := range st.QuotaBefore {
@@ -309,14 +332,34 @@ func (rep *GovernanceReport) Markdown() string {
 			b.WriteString(fmt.Sprintf("- Recoverable from trash `%s/%s` until purged\n", e.TrashRoot, e.RunID))
 		}
 	}
-	b.WriteString("\n## Tenants\n\n| tenant | planned files | planned bytes | reclaimed files | reclaimed bytes | namespace before | namespace after | quota | kept (unparseable) |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n## Tenants\n\n| tenant | planned files | planned bytes | reclaimed files | reclaimed bytes | namespace before | namespace after | quota | kept (unparseable) | Kubernetes objects planned / removed |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range rep.Tenants {
 		name := t.Tenant
 		if name == "" {
 			name = "(no tenant)"
 		}
-		b.WriteString(fmt.Sprintf("| %s | %d | %d | %d | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %d |\n", name, t.PlannedFiles, t.PlannedBytes,
-			t.ReclaimedFiles, t.ReclaimedBytes, t.NamespaceBefore, t.PercentBefore, t.NamespaceAfter, t.PercentAfter, t.NamespaceQuota, t.Unparseable))
+		b.WriteString(fmt.Sprintf("| %s | %d | %d | %d | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %d | %d / %d |\n", name, t.PlannedFiles, t.PlannedBytes,
+			t.ReclaimedFiles, t.ReclaimedBytes, t.NamespaceBefore, t.PercentBefore, t.NamespaceAfter, t.PercentAfter, t.NamespaceQuota, t.Unparseable,
+			t.PlannedObjects, t.RemovedObjects))
+	}
+	if len(rep.Objects) > 0 {
+		b.WriteString("\n## Kubernetes objects\n\n| object | kind | cluster | rule or kept | age | owner | outcome |\n|---|---|---|---|---|---|---|\n")
+		for _, o := range rep.Objects {
+			decision := "delete: " + o.Rule
+			if o.Kept != "" {
+				decision = "keep: " + o.Kept
+			}
+			outcome := o.Outcome
+			if outcome == "" && o.Kept == "" {
+				outcome = "planned"
+			}
+			if o.Detail != "" {
+				// A | in a detail would end the table cell.
+				outcome = strings.TrimSpace(outcome + " (" + strings.ReplaceAll(o.Detail, "|", "/") + ")")
+			}
+			b.WriteString(fmt.Sprintf("| `%s/%s` | %s | %s | %s | %s | %s | %s |\n", o.Namespace, o.Name, o.Kind, o.ClusterID, decision, o.Age,
+				o.Owner, outcome))
+		}
 	}
 	if len(rep.Sample) > 0 {
 		b.WriteString("\n## Planned items (first ones)\n\n| path | kind | rule | files | bytes |\n|---|---|---|---|---|\n")

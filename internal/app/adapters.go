@@ -49,6 +49,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		}
 		acts.Inventory, acts.Kubernetes = kc, health
 		acts.Operator = KubeOperator{Client: kc}
+		acts.Orphans = KubeOrphans{Client: kc}
 	}
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir}
 	return acts, resolver.Close, nil

@@ -57,6 +57,9 @@ func TestWorkerDiscoversKubernetesInventory(t *testing.T) {
 	if err := acts.Kubernetes.Ready(ctx); err != nil {
 		t.Fatalf("kubernetes health probe: %v", err)
 	}
+	if acts.Orphans == nil {
+		t.Fatal("no leftover-object port wired with inventory.kubernetes: governance would not clean Kubernetes leftovers")
+	}
 	inv, err := acts.Inventory.Discover(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,8 @@
 // Package cleanup plans and executes reference-safe deletion of Flink state:
-// checkpoints, shared/taskowned state files, savepoints and HA directories.
+// checkpoints, shared/taskowned state files, savepoints and HA directories,
+// and of the Kubernetes objects Flink leaves behind (objects.go: TaskManagers
+// of gone JobManagers, idle JobManagers, HA ConfigMaps of gone clusters),
+// which are judged by age and re-detected right before they are deleted.
 //
 // The work is split in three:
 //

@@ -24,6 +24,15 @@ var (
 	// ErrManifestCorrupt: an existing audit manifest cannot be read, so
 	// resuming could redo or skip items. Not retryable.
 	ErrManifestCorrupt = errors.New("cleanup: audit manifest unreadable")
+
+	// ErrObjectNotFound: a Kubernetes object does not exist (ObjectStore).
+	ErrObjectNotFound = errors.New("cleanup: Kubernetes object not found")
+	// ErrObjectChanged: a Kubernetes object is not the one judged (UID or
+	// resourceVersion differ, Flink's labels are gone); it is left alone.
+	ErrObjectChanged = errors.New("cleanup: Kubernetes object changed since it was judged")
+	// ErrObjectsUnavailable: the Kubernetes API could not be reached or
+	// answered with a transient error. Retryable.
+	ErrObjectsUnavailable = errors.New("cleanup: Kubernetes API unavailable")
 )
 
 // Error is a classified executor or gather failure.
@@ -67,6 +76,9 @@ func IsRetryable(err error) bool {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Retryable
+	}
+	if errors.Is(err, ErrObjectsUnavailable) {
+		return true
 	}
 	return storage.IsRetryable(err)
 }

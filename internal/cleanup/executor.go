@@ -47,6 +47,9 @@ type ExecutorConfig struct {
 	// cluster became live since planning is refused. Without it the plan's
 	// inventory is trusted.
 	Live func(ctx context.Context) (Live, error)
+	// Objects acts on the plan's Kubernetes objects; a plan with objects
+	// needs it.
+	Objects ObjectStore
 	// Progress is called after every item (for activity heartbeats).
 	Progress func(Progress)
 	// Now is the clock for manifest times (default time.Now).
@@ -67,10 +70,12 @@ type Result struct {
 	ManifestDir string          `json:"manifestDir"`
 	Total       int             `json:"total"`
 	Counts      map[Outcome]int `json:"counts"`
-	// Reclaimed counts trashed and deleted items.
-	Reclaimed Totals   `json:"reclaimed"`
-	Refused   []Record `json:"refused,omitempty"`
-	Failed    []Record `json:"failed,omitempty"`
+	// Reclaimed counts trashed and deleted paths; ObjectsRemoved the
+	// Kubernetes objects trashed or deleted.
+	Reclaimed      Totals   `json:"reclaimed"`
+	ObjectsRemoved int      `json:"objectsRemoved,omitempty"`
+	Refused        []Record `json:"refused,omitempty"`
+	Failed         []Record `json:"failed,omitempty"`
 }
 
 // Executor carries out plans.
@@ -201,6 +206,9 @@ func (e *Executor) validate(plan Plan) error {
 			return invalidPlan("item %s lies inside item %s", paths[i], paths[i-1])
 		}
 	}
+	if err := e.validateObjects(plan, check); err != nil {
+		return err
+	}
 	return check(e.ManifestDir() + "/" + segmentName(1))
 }
 
@@ -238,6 +246,13 @@ func (e *Executor) Run(ctx context.Context, plan Plan) (Result, error) {
 		}
 		r.todo = append(r.todo, it)
 	}
+	for _, it := range plan.Objects {
+		if rec, ok := last[it.Path]; ok && rec.Outcome.final() {
+			r.done++
+			continue
+		}
+		r.objTodo = append(r.objTodo, it)
+	}
 	runErr := r.loop(ctx)
 	res := r.result()
 	return res, runErr
@@ -249,7 +264,9 @@ type run struct {
 	man  *manifest
 	last map[string]Record
 	todo []Item
-	done int
+	// objTodo are the Kubernetes objects still to do, after the paths.
+	objTodo []ObjectItem
+	done    int
 
 	mu sync.Mutex
 
@@ -295,6 +312,11 @@ func (r *run) loop(ctx context.Context) error {
 			return err
 		}
 	}
+	objFailures, err := r.objectLoop(ctx)
+	if err != nil {
+		return err
+	}
+	failures = append(failures, objFailures...)
 	if len(failures) > 0 {
 		retryable := false
 		for _, f := range failures {
@@ -337,7 +359,7 @@ func (r *run) doBatch(ctx context.Context, batch []Item) []Record {
 			if rec.Outcome.final() {
 				r.done++
 			}
-			p := Progress{RunID: r.e.cfg.RunID, Done: r.done, Total: len(r.plan.Delete), Last: rec}
+			p := Progress{RunID: r.e.cfg.RunID, Done: r.done, Total: r.total(), Last: rec}
 			r.mu.Unlock()
 			if r.e.cfg.Progress != nil {
 				r.e.cfg.Progress(p)
@@ -528,8 +550,10 @@ func (r *run) refresh(ctx context.Context) error {
 	return nil
 }
 
+func (r *run) total() int { return len(r.plan.Delete) + len(r.plan.Objects) }
+
 func (r *run) result() Result {
-	res := Result{RunID: r.e.cfg.RunID, ManifestDir: r.e.ManifestDir(), Total: len(r.plan.Delete), Counts: map[Outcome]int{}}
+	res := Result{RunID: r.e.cfg.RunID, ManifestDir: r.e.ManifestDir(), Total: r.total(), Counts: map[Outcome]int{}}
 	for _, it := range r.plan.Delete {
 		rec, ok := r.last[it.Path]
 		if !ok {
@@ -539,6 +563,21 @@ func (r *run) result() Result {
 		switch rec.Outcome {
 		case OutcomeTrashed, OutcomeDeleted:
 			res.Reclaimed.add(rec.Files, rec.Dirs, rec.Bytes)
+		case OutcomeRefused:
+			res.Refused = append(res.Refused, rec)
+		case OutcomeFailed:
+			res.Failed = append(res.Failed, rec)
+		}
+	}
+	for _, it := range r.plan.Objects {
+		rec, ok := r.last[it.Path]
+		if !ok {
+			continue
+		}
+		res.Counts[rec.Outcome]++
+		switch rec.Outcome {
+		case OutcomeTrashed, OutcomeDeleted:
+			res.ObjectsRemoved++
 		case OutcomeRefused:
 			res.Refused = append(res.Refused, rec)
 		case OutcomeFailed:

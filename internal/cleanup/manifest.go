@@ -51,6 +51,9 @@ type Record struct {
 	TrashPath string    `json:"trashPath,omitempty"`
 	Detail    string    `json:"detail,omitempty"`
 	Retryable bool      `json:"retryable,omitempty"`
+	// UID and ResourceVersion identify a Kubernetes object item.
+	UID             string `json:"uid,omitempty"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 const manifestPrefix = "manifest-"

@@ -97,6 +97,9 @@ type Input struct {
 	Live    Live               `json:"live"`
 	Tenants []inventory.Tenant `json:"tenants,omitempty"`
 	Policy  Policy             `json:"policy"`
+	// Objects are the Kubernetes leftovers detection reported in the
+	// namespaces in scope; each is planned for deletion or kept.
+	Objects []Object `json:"objects,omitempty"`
 }
 
 // ItemKind says what a planned path is.
@@ -209,6 +212,9 @@ type TenantSummary struct {
 	Reclaim   Totals            `json:"reclaim"`
 	ByRule    map[Rule]Totals   `json:"byRule"`
 	KeptItems map[Reason]Totals `json:"kept"`
+	// Objects counts Kubernetes objects, apart from the paths above; nil
+	// when the tenant has none.
+	Objects *ObjectTotals `json:"objects,omitempty"`
 }
 
 // PlanVersion is the current plan format.
@@ -230,4 +236,8 @@ type Plan struct {
 	LiveJobs     []string        `json:"liveJobs"`
 	LiveClusters []string        `json:"liveClusters"`
 	Summary      []TenantSummary `json:"summary"`
+	// Objects are the Kubernetes objects to delete and KeepObjects the
+	// reported leftovers kept, both sorted by path.
+	Objects     []ObjectItem `json:"objects,omitempty"`
+	KeepObjects []KeptObject `json:"keepObjects,omitempty"`
 }

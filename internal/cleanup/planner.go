@@ -23,8 +23,13 @@ func BuildPlan(in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	objects, keepObjects, err := p.planObjects()
+	if err != nil {
+		return Plan{}, err
+	}
 	p.run()
-	return p.finish(), nil
+	plan := p.finish(objects, keepObjects)
+	return plan, nil
 }
 
 type candidate struct {
@@ -496,8 +501,9 @@ func (p *planner) collapseRetiredJobs(jobs []layout.JobCheckpoints, whole map[st
 	}
 }
 
-func (p *planner) finish() Plan {
-	plan := Plan{Version: PlanVersion, CreatedAt: p.now, Policy: p.pol, Roots: append([]layout.Root(nil), p.in.Listing.Roots...)}
+func (p *planner) finish(objects []ObjectItem, keepObjects []KeptObject) Plan {
+	plan := Plan{Version: PlanVersion, CreatedAt: p.now, Policy: p.pol, Roots: append([]layout.Root(nil), p.in.Listing.Roots...),
+		Objects: objects, KeepObjects: keepObjects}
 	for _, c := range p.cands {
 		plan.Delete = append(plan.Delete, c.item)
 	}
@@ -547,6 +553,21 @@ func summarize(plan Plan) []TenantSummary {
 		t := s.KeptItems[k.Reason]
 		t.add(k.Files, k.Dirs, k.Bytes)
 		s.KeptItems[k.Reason] = t
+	}
+	objects := func(tenant string) *ObjectTotals {
+		s := get(tenant)
+		if s.Objects == nil {
+			s.Objects = &ObjectTotals{ByRule: map[Rule]int64{}, Kept: map[Reason]int64{}}
+		}
+		return s.Objects
+	}
+	for _, o := range plan.Objects {
+		t := objects(o.Tenant)
+		t.Planned++
+		t.ByRule[o.Rule]++
+	}
+	for _, o := range plan.KeepObjects {
+		objects(o.Tenant).Kept[o.Reason]++
 	}
 	out := make([]TenantSummary, 0, len(by))
 	for _, s := range by {

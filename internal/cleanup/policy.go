@@ -23,6 +23,7 @@ const (
 	DefaultKeepSavepoints  = 2
 	DefaultSavepointMaxAge = 7 * 24 * time.Hour
 	DefaultHATTL           = 7 * 24 * time.Hour
+	DefaultOrphanTTL       = 24 * time.Hour
 )
 
 // PinMarkerName is the file that pins the savepoint directory holding it.
@@ -49,6 +50,11 @@ type Policy struct {
 	// HATTL is how long <ha-root>/<cluster-id> of a cluster absent from the
 	// inventory is kept after its last modification. Default 7 days.
 	HATTL time.Duration `json:"haTTL"`
+	// OrphanTTL is how long a leftover Kubernetes object (TaskManager of a
+	// gone JobManager, idle JobManager, HA ConfigMap of a gone cluster) is
+	// kept after it was created or last written (an idle JobManager: after
+	// its last job ended), whichever is later. Default 24h.
+	OrphanTTL time.Duration `json:"orphanTTL,omitempty"`
 	// PinnedSavepoints are savepoint directories never deleted, in
 	// addition to those holding a _flinkmaint_pin marker.
 	PinnedSavepoints []string `json:"pinnedSavepoints,omitempty"`
@@ -73,6 +79,9 @@ func (p Policy) ApplyDefaults() Policy {
 	if p.HATTL == 0 {
 		p.HATTL = DefaultHATTL
 	}
+	if p.OrphanTTL == 0 {
+		p.OrphanTTL = DefaultOrphanTTL
+	}
 	if p.Action == "" {
 		p.Action = ActionTrash
 	}
@@ -94,6 +103,8 @@ func (p Policy) Validate() error {
 		return invalidInput("policy savepointMaxAge %v is negative; want a positive duration (default %v)", p.SavepointMaxAge, DefaultSavepointMaxAge)
 	case p.HATTL < 0:
 		return invalidInput("policy haTTL %v is negative; want a positive duration (default %v)", p.HATTL, DefaultHATTL)
+	case p.OrphanTTL < 0:
+		return invalidInput("policy orphanTTL %v is negative; want a positive duration such as 24h (0 takes the default %v)", p.OrphanTTL, DefaultOrphanTTL)
 	}
 	switch p.Action {
 	case ActionTrash, ActionDelete, "":

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -50,6 +52,11 @@ type Orphan struct {
 	ClusterID       string              `json:"clusterId"`
 	Created         time.Time           `json:"created"`
 	Age             time.Duration       `json:"age"`
+	// LastWritten is the newest write to the object itself (managedFields,
+	// status writes left out), at least Created. A running cluster keeps
+	// writing its HA ConfigMaps (leader renewals, checkpoint pointers), so
+	// for a leftover this is about when its cluster went away.
+	LastWritten time.Time `json:"lastWritten"`
 	// Owner is the controlling owner reference, or the cluster's
 	// JobManager Deployment when the object carries none (HA ConfigMaps).
 	Owner  Owner  `json:"owner"`
@@ -70,6 +77,9 @@ type OrphanInput struct {
 	// when it has an entry here with at least one job and all of them are
 	// globally terminal; a cluster without an entry is never reported.
 	JobStates map[string][]string
+	// Namespaces, when set, limits the search to these namespaces; each
+	// must be one of the client's namespaces. Empty means all of them.
+	Namespaces []string
 }
 
 // FindOrphans reports leftovers in the namespaces in scope: TaskManager
@@ -90,6 +100,12 @@ func (c *Client) FindOrphans(ctx context.Context, in OrphanInput) ([]Orphan, err
 	namespaces, err := c.Namespaces(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if len(in.Namespaces) > 0 {
+		namespaces, err = narrowNamespaces(namespaces, in.Namespaces)
+		if err != nil {
+			return nil, err
+		}
 	}
 	var out []Orphan
 	for _, ns := range namespaces {
@@ -171,7 +187,7 @@ func (c *Client) orphansIn(ctx context.Context, ns string, in OrphanInput) ([]Or
 			Kind: kind, Ref: inventory.ObjectRef{APIVersion: apiVersion, Kind: k, Namespace: ns, Name: m.Name},
 			UID: string(m.UID), ResourceVersion: m.ResourceVersion, ClusterID: m.Labels[LabelApp],
 			Created: m.CreationTimestamp.UTC(), Age: now.Sub(m.CreationTimestamp.Time).Round(time.Second),
-			Owner: owner, Reason: reason,
+			LastWritten: lastWritten(m), Owner: owner, Reason: reason,
 		}
 	}
 	jmOwner := func(id string) Owner {
@@ -261,6 +277,41 @@ func (c *Client) orphansIn(ctx context.Context, ns string, in OrphanInput) ([]Or
 	return out, nil
 }
 
+// narrowNamespaces returns want, sorted, if every entry is one of have;
+// the search never leaves the namespaces the client is configured for.
+func narrowNamespaces(have, want []string) ([]string, error) {
+	ok := make(map[string]bool, len(have))
+	for _, ns := range have {
+		ok[ns] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, ns := range want {
+		if !ok[ns] {
+			return nil, &ConfigError{Field: "Namespaces", Value: ns, Valid: "one of the namespaces in scope: " + strings.Join(have, ", ")}
+		}
+		if !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// lastWritten is the newest managedFields time of writes to the object
+// itself; status writes (kubelet, controllers) say nothing about whether
+// its cluster still uses it.
+func lastWritten(m metav1.ObjectMeta) time.Time {
+	t := m.CreationTimestamp.UTC()
+	for _, f := range m.ManagedFields {
+		if f.Subresource == "" && f.Time != nil && f.Time.After(t) {
+			t = f.Time.UTC()
+		}
+	}
+	return t
+}
+
 func allTerminal(states []string) bool {
 	for _, s := range states {
 		if !IsGloballyTerminal(s) {
@@ -281,32 +332,12 @@ func (c *Client) DeleteOrphan(ctx context.Context, ref inventory.ObjectRef, expe
 	if expectedUID == "" {
 		return &ConfigError{Field: "expectedUID", Value: "", Valid: "the UID FindOrphans reported for " + obj}
 	}
-	if ref.Namespace == "" || ref.Name == "" {
-		return &ConfigError{Field: "ref", Value: obj, Valid: "a namespace and a name"}
-	}
-	var meta metav1.Object
-	var err error
-	switch {
-	case ref.Kind == "Pod" && (ref.APIVersion == "v1" || ref.APIVersion == ""):
-		var p *corev1.Pod
-		p, err = c.kube.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		meta = p
-	case ref.Kind == "ConfigMap" && (ref.APIVersion == "v1" || ref.APIVersion == ""):
-		var cm *corev1.ConfigMap
-		cm, err = c.kube.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		meta = cm
-	case ref.Kind == "Deployment" && (ref.APIVersion == "apps/v1" || ref.APIVersion == ""):
-		var d *appsv1.Deployment
-		d, err = c.kube.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		meta = d
-	default:
-		return &ConfigError{Field: "ref.kind", Value: ref.APIVersion + " " + ref.Kind, Valid: "v1 Pod, v1 ConfigMap or apps/v1 Deployment"}
-	}
-	if apierrors.IsNotFound(err) {
+	meta, _, err := c.getOrphanKind(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err != nil {
-		return newError("get", obj, err)
+		return err
 	}
 	if string(meta.GetUID()) != expectedUID {
 		return kindError("delete", obj, ErrPrecondition, "uid is %s, expected %s: the object was recreated since it was judged an orphan", meta.GetUID(), expectedUID)
@@ -341,4 +372,68 @@ func (c *Client) DeleteOrphan(ctx context.Context, ref inventory.ObjectRef, expe
 		return &Error{Op: "delete", Object: obj, Err: fmt.Errorf("%w: %w", ErrPrecondition, err), kind: ErrPrecondition}
 	}
 	return newError("delete", obj, err)
+}
+
+// getOrphanKind reads an object of a kind DeleteOrphan handles. The typed
+// clients leave apiVersion and kind empty; they are set here so the object
+// can be written out and applied again.
+func (c *Client) getOrphanKind(ctx context.Context, ref inventory.ObjectRef) (metav1.Object, any, error) {
+	obj := ref.Kind + " " + ref.Namespace + "/" + ref.Name
+	if ref.Namespace == "" || ref.Name == "" {
+		return nil, nil, &ConfigError{Field: "ref", Value: obj, Valid: "a namespace and a name"}
+	}
+	var meta metav1.Object
+	var full any
+	var err error
+	switch {
+	case ref.Kind == "Pod" && (ref.APIVersion == "v1" || ref.APIVersion == ""):
+		var p *corev1.Pod
+		if p, err = c.kube.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+			p.APIVersion, p.Kind = "v1", "Pod"
+		}
+		meta, full = p, p
+	case ref.Kind == "ConfigMap" && (ref.APIVersion == "v1" || ref.APIVersion == ""):
+		var cm *corev1.ConfigMap
+		if cm, err = c.kube.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+			cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+		}
+		meta, full = cm, cm
+	case ref.Kind == "Deployment" && (ref.APIVersion == "apps/v1" || ref.APIVersion == ""):
+		var d *appsv1.Deployment
+		if d, err = c.kube.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+			d.APIVersion, d.Kind = "apps/v1", "Deployment"
+		}
+		meta, full = d, d
+	default:
+		return nil, nil, &ConfigError{Field: "ref.kind", Value: ref.APIVersion + " " + ref.Kind, Valid: "v1 Pod, v1 ConfigMap or apps/v1 Deployment"}
+	}
+	if err != nil {
+		return nil, nil, newError("get", obj, err)
+	}
+	return meta, full, nil
+}
+
+// ObjectSnapshot is an object as ReadOrphan found it.
+type ObjectSnapshot struct {
+	UID             string
+	ResourceVersion string
+	// JSON is the whole object as the apiserver returned it, with
+	// apiVersion and kind, so a person can inspect or re-create it.
+	JSON []byte
+}
+
+// ReadOrphan reads one object of a kind DeleteOrphan handles (v1 Pod, v1
+// ConfigMap, apps/v1 Deployment) as JSON, with the UID and resourceVersion
+// a later DeleteOrphan must be given. An object that does not exist is an
+// error matching ErrNotFound.
+func (c *Client) ReadOrphan(ctx context.Context, ref inventory.ObjectRef) (ObjectSnapshot, error) {
+	meta, full, err := c.getOrphanKind(ctx, ref)
+	if err != nil {
+		return ObjectSnapshot{}, err
+	}
+	data, err := json.Marshal(full)
+	if err != nil {
+		return ObjectSnapshot{}, fmt.Errorf("kube: encode %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	return ObjectSnapshot{UID: string(meta.GetUID()), ResourceVersion: meta.GetResourceVersion(), JSON: data}, nil
 }

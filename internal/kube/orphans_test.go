@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 )
@@ -170,4 +172,98 @@ func orphanKeys(m map[string]Orphan) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestFindOrphansInNamespacesAndRead: detection can be narrowed to some of
+// the configured namespaces (never widened), and ReadOrphan returns the
+// whole object as JSON with what DeleteOrphan's preconditions need.
+func TestFindOrphansInNamespacesAndRead(t *testing.T) {
+	e := newEnv(t)
+	nsA, nsB := e.ns("orphans-a", nil), e.ns("orphans-b", nil)
+	for _, ns := range []string{nsA, nsB} {
+		e.nativeCluster(sandbox.NativeFlinkCluster{Namespace: ns, ClusterID: "gone", TaskManagers: 1, HA: true})
+		if err := e.cs.AppsV1().Deployments(ns).Delete(e.ctx, "gone", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.client(Config{Namespaces: []string{nsA, nsB}, TenantRootTemplate: "/t/{namespace}"}, nil)
+	all, err := c.FindOrphans(e.ctx, OrphanInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyB, err := c.FindOrphans(e.ctx, OrphanInput{Namespaces: []string{nsB}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 4 || len(onlyB) != 2 {
+		t.Fatalf("all %d orphans, in %s %d; want 4 and 2: %+v", len(all), nsB, len(onlyB), onlyB)
+	}
+	for _, o := range onlyB {
+		if o.Ref.Namespace != nsB {
+			t.Fatalf("%s/%s reported outside %s", o.Ref.Namespace, o.Ref.Name, nsB)
+		}
+		if o.LastWritten.Before(o.Created) || o.LastWritten.IsZero() {
+			t.Fatalf("%s: last written %s, created %s", o.Ref.Name, o.LastWritten, o.Created)
+		}
+	}
+	// A write to the object moves LastWritten (as leader renewals do while
+	// a cluster runs); a status write does not.
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := e.cs.CoreV1().ConfigMaps(nsA).Patch(e.ctx, "gone-cluster-config-map", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"renewed":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := e.cs.CoreV1().Pods(nsA).Get(e.ctx, "gone-taskmanager-1-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Message = "still here"
+	if _, err := e.cs.CoreV1().Pods(nsA).UpdateStatus(e.ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	onlyA, err := c.FindOrphans(e.ctx, OrphanInput{Namespaces: []string{nsA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range onlyA {
+		moved := o.LastWritten.After(o.Created)
+		if want := o.Ref.Name == "gone-cluster-config-map"; moved != want {
+			t.Fatalf("%s: last written %s, created %s; want it moved only by the annotation write", o.Ref.Name, o.LastWritten, o.Created)
+		}
+	}
+	_, err = c.FindOrphans(e.ctx, OrphanInput{Namespaces: []string{"kube-system"}})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Namespaces" || ce.Value != "kube-system" || !strings.Contains(ce.Valid, nsA) {
+		t.Fatalf("namespace outside the configured ones: want ConfigError naming it, got %v", err)
+	}
+
+	for _, o := range onlyB {
+		snap, err := c.ReadOrphan(e.ctx, o.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Metadata   metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := json.Unmarshal(snap.JSON, &obj); err != nil {
+			t.Fatal(err)
+		}
+		if snap.UID != o.UID || snap.ResourceVersion != o.ResourceVersion || obj.APIVersion != o.Ref.APIVersion || obj.Kind != o.Ref.Kind ||
+			obj.Metadata.Name != o.Ref.Name || string(obj.Metadata.UID) != o.UID || obj.Metadata.Labels[LabelApp] != "gone" {
+			t.Fatalf("ReadOrphan(%+v) = uid %s rv %s %s", o.Ref, snap.UID, snap.ResourceVersion, snap.JSON)
+		}
+		if err := c.DeleteOrphan(e.ctx, o.Ref, snap.UID, snap.ResourceVersion); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ReadOrphan(e.ctx, o.Ref); !errors.Is(err, ErrNotFound) || IsRetryable(err) {
+			t.Fatalf("read after delete: want ErrNotFound, got %v", err)
+		}
+	}
+	bad := onlyB[0].Ref
+	bad.Kind = "Secret"
+	if _, err := c.ReadOrphan(e.ctx, bad); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("Secret: want ErrInvalidInput, got %v", err)
+	}
 }
