@@ -75,7 +75,7 @@ stop: ## stop the demo worker, the dev server and the sandbox
 
 .PHONY: capture-history
 capture-history: temporal-cli ## record workflow histories for the replay tests
-	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -count=1 -timeout 30m -run 'OnDevServer|OnRealPeers' ./internal/app/...
+	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -count=1 -timeout 30m -run 'OnDevServer|OnRealPeers|AtFleetScale' ./internal/app/...
 
 .PHONY: bench-storage
 bench-storage: ## walk >=100k files on the sandbox HDFS beside hdfs dfs -ls -R / -count (prints figures)
@@ -84,6 +84,10 @@ bench-storage: ## walk >=100k files on the sandbox HDFS beside hdfs dfs -ls -R /
 .PHONY: bench-metadata
 bench-metadata: ## _metadata parse throughput beside Flink's Java loader (prints figures)
 	scripts/bench-metadata.sh
+
+.PHONY: bench-window
+bench-window: ## a window over 5000 simulated jobs: time, runs, history per run (prints figures)
+	scripts/bench-window.sh
 
 .PHONY: image
 image: ## build the worker container image (needs a Docker engine)

@@ -1,0 +1,274 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/flinksim"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// EnvScaleJobs sets the number of jobs of the fleet-scale window test
+// (default 1000); scripts/bench-window.sh runs it with more.
+const EnvScaleJobs = "FLINKMAINT_SCALE_JOBS"
+
+// TestMaintenanceWindowHistoryStaysBoundedAtFleetScale runs a window over a
+// simulated fleet of a thousand jobs (Flink's REST API simulated; Temporal,
+// the worker and storage real) with a small per-run event budget. The
+// window must hand over to fresh runs inside the savepoint and restart
+// phases, each run's history must stay within the budget plus the drain of
+// the children running at the handover, and every job must still be
+// stopped once and restarted once from exactly its recorded savepoint.
+func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
+	n := 1000
+	if v := os.Getenv(EnvScaleJobs); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("%s=%q: use a positive number of jobs", EnvScaleJobs, v)
+		}
+	}
+	const (
+		clusters        = 4
+		concurrency     = 40
+		maxEventsPerRun = 2000
+	)
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+
+	sim, err := flinksim.Start(flinksim.Options{SavepointDelay: 20 * time.Millisecond, CheckpointDelay: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	root := t.TempDir()
+	jar := filepath.Join(root, "job.jar")
+	if err := os.WriteFile(jar, []byte("PK\x05\x06"+strings.Repeat("\x00", 18)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var static inventory.Static
+	for c := range clusters {
+		id := fmt.Sprintf("sim-%d", c)
+		tenantRoot := "file://" + filepath.Join(root, id)
+		if err := os.MkdirAll(filepath.Join(root, id, "checkpoints"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tenant := "scale-" + id
+		static.Tenants = append(static.Tenants, inventory.Tenant{Name: tenant, Root: tenantRoot})
+		cl := inventory.Cluster{Tenant: tenant, ClusterID: id, Mode: inventory.ModeSession, RESTURL: sim.AddCluster(id),
+			CheckpointDir: tenantRoot + "/checkpoints", SavepointDir: tenantRoot + "/savepoints"}
+		for j := c; j < n; j += clusters {
+			name := fmt.Sprintf("scale-job-%05d", j)
+			sim.AddJob(id, name, cl.CheckpointDir)
+			cl.Jobs = append(cl.Jobs, inventory.JobSpec{Name: name, Restart: inventory.RestartRecipe{
+				Kind: inventory.RestartRESTJarRun, Jar: jar, EntryClass: "com.example.Job", ProgramArgs: []string{"--job-name", name}}})
+		}
+		static.Clusters = append(static.Clusters, cl)
+	}
+
+	cfg := config.Default()
+	cfg.Storage.WritableRoots = []string{"file://" + root}
+	cfg.Inventory.StaticFile = writeInventory(t, static)
+	acts, closeAdapters, err := app.NewActivities(cfg, "window-scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeAdapters() })
+	const queue = "window-scale"
+	w := worker.New(tmp.Client, queue, worker.Options{MaxConcurrentActivityExecutionSize: 2 * concurrency})
+	app.Register(w, acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	in := workflows.WindowInput{
+		WindowID: "scale-" + randomHex(4), Reason: "fleet-scale history test",
+		Scope: activities.Scope{IncludeJobs: []string{"scale-job-*"}},
+		Policy: workflows.WindowPolicy{
+			ManifestDir: "file://" + root + "/windows",
+			Savepoint:   workflows.SavepointPolicy{Concurrency: concurrency},
+			Network:     workflows.NetworkPolicy{Skip: true},
+			Restart: workflows.RestartPolicy{CanarySize: 1, WaveSize: n / 2, Concurrency: concurrency,
+				Soak: workflows.Duration(time.Millisecond), RunningTimeout: workflows.Duration(time.Minute), CheckpointTimeout: workflows.Duration(time.Minute)},
+			Cleanup: workflows.CleanupPolicy{Mode: workflows.CleanupModeSkip},
+			History: workflows.HistoryPolicy{MaxEventsPerRun: maxEventsPerRun},
+		},
+	}
+	start := time.Now()
+	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: queue},
+		workflows.MaintenanceWindowWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstRunID := run.GetRunID() // Get follows the chain and moves the run ID along
+	var rep workflows.WindowReport
+	if err := run.Get(ctx, &rep); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	if rep.Phase != workflows.PhaseCompleted || len(rep.Jobs) != n {
+		t.Fatalf("window ended %s with %d of %d jobs", rep.Phase, len(rep.Jobs), n)
+	}
+
+	// Every job stopped once and restarted once, from its own savepoint.
+	recorded := map[string]workflows.JobProgress{}
+	for _, j := range rep.Jobs {
+		recorded[j.Target.ClusterID+"/"+j.Target.JobName] = j
+		if j.SavepointState != workflows.StepDone || j.RestartState != workflows.StepDone || j.RestoredFrom != j.SavepointPath {
+			t.Errorf("%s: savepoint %s %q, restart %s restored from %q: %s", j.Target.Key, j.SavepointState, j.SavepointPath,
+				j.RestartState, j.RestoredFrom, firstNonEmpty(j.SavepointError, j.RestartError))
+		}
+	}
+	for c := range clusters {
+		id := fmt.Sprintf("sim-%d", c)
+		running := map[string]int{}
+		for _, job := range sim.Jobs(id) {
+			if job.Stops > 1 {
+				t.Errorf("%s/%s (%s) stopped %d times", id, job.Name, job.ID, job.Stops)
+			}
+			if job.State == "RUNNING" {
+				running[job.Name]++
+				if want := recorded[id+"/"+job.Name].SavepointPath; job.RestoredFrom != want {
+					t.Errorf("%s/%s runs restored from %q; its savepoint is %q", id, job.Name, job.RestoredFrom, want)
+				}
+			}
+		}
+		for name, k := range running {
+			if k != 1 {
+				t.Errorf("%s/%s runs %d times", id, name, k)
+			}
+		}
+		if len(running) != len(static.Clusters[c].Jobs) {
+			t.Errorf("cluster %s: %d of %d jobs running after the window", id, len(running), len(static.Clusters[c].Jobs))
+		}
+	}
+
+	// The manifest names every job's savepoint.
+	manifest, err := os.ReadFile(strings.TrimPrefix(rep.Manifest, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range rep.Jobs {
+		if !strings.Contains(string(manifest), j.SavepointPath) {
+			t.Errorf("manifest lacks %s's savepoint %s", j.Target.Key, j.SavepointPath)
+		}
+	}
+
+	// Each run's history within the budget, plus the children that were
+	// running when it handed over (at most concurrency, each a handful of
+	// events) and the hand-over itself.
+	runs := windowRuns(t, ctx, tmp.Client, run.GetID(), firstRunID)
+	slack := concurrency*12 + 100
+	handovers := map[string]int{}
+	total, totalBytes, largest, largestBytes, carried := 0, 0, 0, 0, 0
+	for i, r := range runs {
+		total += r.events
+		totalBytes += r.bytes
+		largest, largestBytes, carried = max(largest, r.events), max(largestBytes, r.bytes), max(carried, r.carried)
+		if r.events > maxEventsPerRun+slack {
+			t.Errorf("run %d (%s): %d events; budget %d + slack %d", i, r.runID, r.events, maxEventsPerRun, slack)
+		}
+		// Temporal suggests a hand-over at 4 MiB of history by default.
+		if r.bytes > 4<<20 {
+			t.Errorf("run %d (%s): %.1f MiB of history", i, r.runID, float64(r.bytes)/(1<<20))
+		}
+		if r.nextPhase != "" {
+			handovers[r.nextPhase]++
+		}
+	}
+	for _, phase := range []string{workflows.PhaseSavepointAll, workflows.PhaseRestart} {
+		if handovers[phase] == 0 {
+			t.Errorf("no run handed over inside phase %s (hand-overs by phase: %v)", phase, handovers)
+		}
+	}
+	// A run that resumed inside savepoint-all from carried state and
+	// handed over again: the replay tests keep both paths deterministic.
+	if dir := os.Getenv(sandbox.EnvCaptureHistory); dir != "" && len(runs) > 1 {
+		sandbox.CaptureHistory(t, tmp.Client, run.GetID(), runs[1].runID, dir+"/window-handover.json.gz")
+	}
+	t.Logf("%d jobs, %d clusters, concurrency %d: window completed in %s over %d runs (hand-overs by phase %v); "+
+		"history: %d events / %.1f MiB in total, largest run %d events / %.2f MiB, largest carried state %.1f KiB as stored; manifest %.1f KiB",
+		n, clusters, concurrency, elapsed.Round(time.Second), len(runs), handovers,
+		total, float64(totalBytes)/(1<<20), largest, float64(largestBytes)/(1<<20), float64(carried)/1024, float64(len(manifest))/1024)
+}
+
+// runHistory is one run of a workflow chained by continue-as-new.
+type runHistory struct {
+	runID     string
+	events    int
+	bytes     int
+	carried   int    // bytes of the state the run started with, as stored
+	nextPhase string // phase carried into the next run, if it continued as new
+}
+
+// windowRuns follows a window's continue-as-new chain from its first run.
+func windowRuns(t *testing.T, ctx context.Context, c client.Client, workflowID, firstRunID string) []runHistory {
+	t.Helper()
+	dc := temporalconn.DataConverter()
+	var runs []runHistory
+	for runID := firstRunID; runID != ""; {
+		r := runHistory{runID: runID}
+		next := ""
+		it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatalf("history of %s/%s: %v", workflowID, runID, err)
+			}
+			r.events++
+			r.bytes += proto.Size(ev)
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				r.carried = proto.Size(a.GetInput())
+			}
+			if a := continuedAsNew(ev); a != nil {
+				next = a.GetNewExecutionRunId()
+				var carried workflows.WindowInput
+				if err := dc.FromPayloads(a.GetInput(), &carried); err != nil {
+					t.Fatalf("decode continue-as-new input of %s: %v", runID, err)
+				}
+				if carried.Resume == nil {
+					t.Fatalf("run %s continued as new without its state", runID)
+				}
+				r.nextPhase = carried.Resume.Phase
+			}
+		}
+		runs = append(runs, r)
+		runID = next
+	}
+	return runs
+}
+
+func continuedAsNew(ev *historypb.HistoryEvent) *historypb.WorkflowExecutionContinuedAsNewEventAttributes {
+	if ev.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW {
+		return nil
+	}
+	return ev.GetWorkflowExecutionContinuedAsNewEventAttributes()
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# A maintenance window over a simulated fleet (Flink's REST API simulated by
+# internal/flinksim; Temporal dev server, worker and local storage real),
+# for the figures of a large window: wall time, runs, events and bytes of
+# history per run, the carried state and the manifest. Prints figures; the
+# only checks are the scale test's own (every job stopped once, restarted
+# from its savepoint, each run's history within its budget).
+#   scripts/bench-window.sh [jobs]   default 5000
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+JOBS="${1:-5000}"
+if ! [[ "$JOBS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: $0 [jobs]   (a positive number; got '$JOBS')" >&2
+  exit 2
+fi
+scripts/temporal-dev.sh cli
+echo "window over $JOBS simulated jobs (no -race); this takes a few minutes"
+FLINKMAINT_SCALE_JOBS="$JOBS" go test -count=1 -timeout 60m \
+  -run 'TestMaintenanceWindowHistoryStaysBoundedAtFleetScale$' -v ./internal/app/ |
+  grep -E 'window_scale_test|^(--- |ok|FAIL)'
