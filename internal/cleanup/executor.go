@@ -151,8 +151,11 @@ func (e *Executor) trashPath(item string) string {
 // validate checks the plan as a whole before anything is touched: one bad
 // item makes the plan invalid, never a partial run.
 func (e *Executor) validate(plan Plan) error {
-	if plan.Version != PlanVersion {
-		return invalidPlan("version %d; this executor reads version %d", plan.Version, PlanVersion)
+	if plan.Version < oldestPlanVersion || plan.Version > PlanVersion {
+		return invalidPlan("version %d; this executor reads versions %d to %d", plan.Version, oldestPlanVersion, PlanVersion)
+	}
+	if plan.Version < 2 && len(plan.Objects) > 0 {
+		return invalidPlan("version %d cannot hold Kubernetes objects, yet it lists %d", plan.Version, len(plan.Objects))
 	}
 	switch plan.Policy.Action {
 	case ActionTrash:

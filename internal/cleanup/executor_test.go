@@ -216,6 +216,22 @@ func TestExecutorTrashAndDelete(t *testing.T) {
 	}
 }
 
+// A plan made before the upgrade that added Kubernetes objects (version 1)
+// may wait for approval across it; it still runs.
+func TestExecutorRunsAVersion1Plan(t *testing.T) {
+	e := newLocalEnv(t)
+	want := e.garbage()
+	plan := e.plan(liveWith(LiveJob{JobID: "fedcba9876543210fedcba9876543210"}), Policy{})
+	plan.Version = 1
+	res, err := e.executor("run-v1", nil).Run(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts[OutcomeTrashed] != len(want) {
+		t.Fatalf("result %+v; want %d trashed", res, len(want))
+	}
+}
+
 func TestExecutorReverification(t *testing.T) {
 	const live = "fedcba9876543210fedcba9876543210"
 	const retired = "0123456789abcdef0123456789abcdef"
@@ -406,9 +422,14 @@ func TestExecutorRefusesOutsideRootsAndInvalidPlans(t *testing.T) {
 		}, kind: ErrInvalidPlan},
 		"duplicate item": {mod: func(p *Plan) { p.Delete = append(p.Delete, p.Delete[0]) }, kind: ErrInvalidPlan},
 		"wrong version":  {mod: func(p *Plan) { p.Version = 99 }, kind: ErrInvalidPlan},
-		"no rule":        {mod: func(p *Plan) { p.Delete[0].Rule = "" }, kind: ErrInvalidPlan},
-		"unnormalised":   {mod: func(p *Plan) { p.Delete[0].Path += "/" }, kind: ErrInvalidPlan},
-		"bad action":     {mod: func(p *Plan) { p.Policy.Action = "shred" }, kind: ErrInvalidPlan},
+		"no version":     {mod: func(p *Plan) { p.Version = 0 }, kind: ErrInvalidPlan},
+		"version 1 with objects": {mod: func(p *Plan) {
+			p.Version = 1
+			p.Objects = append(p.Objects, ObjectItem{Path: "kubernetes://team-a/ConfigMap/gone-cluster-config-map", Kind: KindHAConfigMap, Rule: RuleOrphanHAConfigMap})
+		}, kind: ErrInvalidPlan},
+		"no rule":      {mod: func(p *Plan) { p.Delete[0].Rule = "" }, kind: ErrInvalidPlan},
+		"unnormalised": {mod: func(p *Plan) { p.Delete[0].Path += "/" }, kind: ErrInvalidPlan},
+		"bad action":   {mod: func(p *Plan) { p.Policy.Action = "shred" }, kind: ErrInvalidPlan},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

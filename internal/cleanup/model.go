@@ -217,8 +217,14 @@ type TenantSummary struct {
 	Objects *ObjectTotals `json:"objects,omitempty"`
 }
 
-// PlanVersion is the current plan format.
-const PlanVersion = 1
+// PlanVersion is the current plan format. Version 2 added Kubernetes
+// objects: an executor that reads only version 1 refuses such a plan
+// rather than silently leaving its objects out.
+const PlanVersion = 2
+
+// oldestPlanVersion is the oldest plan format the executor still runs (a
+// plan made before an upgrade may wait for approval across it).
+const oldestPlanVersion = 1
 
 // Plan is the result of BuildPlan: deterministic (sorted by path) and
 // JSON-serialisable.
