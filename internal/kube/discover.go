@@ -153,6 +153,13 @@ func (c *Client) discoverNative(ctx context.Context, tenant inventory.Tenant) ([
 		if d.DeletionTimestamp != nil {
 			continue
 		}
+		// The operator runs its clusters through Flink's native integration;
+		// operator discovery lists them, with the recipe that goes through
+		// the operator. Without operator discovery they stay here, so
+		// governance still sees their jobs.
+		if !c.cfg.DisableOperator && ownedByFlinkDeployment(d.OwnerReferences) {
+			continue
+		}
 		cl, err := c.nativeCluster(tenant, d, byName)
 		if err != nil {
 			return nil, err
@@ -160,6 +167,17 @@ func (c *Client) discoverNative(ctx context.Context, tenant inventory.Tenant) ([
 		out = append(out, cl)
 	}
 	return out, nil
+}
+
+// ownedByFlinkDeployment reports whether a FlinkDeployment controls the
+// object.
+func ownedByFlinkDeployment(refs []metav1.OwnerReference) bool {
+	for _, r := range refs {
+		if r.Kind == KindFlinkDeployment && strings.HasPrefix(r.APIVersion, FlinkDeploymentGVR.Group+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Client) nativeCluster(tenant inventory.Tenant, d *appsv1.Deployment, cms map[string]*corev1.ConfigMap) (inventory.Cluster, error) {

@@ -72,13 +72,22 @@ func TestDiscover(t *testing.T) {
 
 	// Operator: an application with nested flinkConfiguration, a session
 	// cluster with two session jobs, and a session job whose cluster is gone.
-	e.flinkDeployment(nsA, "op-app", map[string]any{
+	opApp := e.flinkDeployment(nsA, "op-app", map[string]any{
 		"execution": map[string]any{"checkpointing": map[string]any{
 			"dir": "hdfs://nn:8020/user/app/a/op-chk", "savepoint-dir": "hdfs://nn:8020/user/app/a/op-sp",
 		}},
 		"high-availability.type":       "kubernetes",
 		"high-availability.storageDir": "hdfs://nn:8020/user/app/a/op-ha",
 	}, appJob())
+	// The operator runs op-app through Flink's native integration: its
+	// JobManager Deployment carries Flink's labels and is owned by the
+	// FlinkDeployment. It is one cluster, listed once, as the operator's.
+	e.nativeCluster(sandbox.NativeFlinkCluster{Namespace: nsA, ClusterID: "op-app"})
+	jm := e.deployment(nsA, "op-app")
+	jm.OwnerReferences = []metav1.OwnerReference{{APIVersion: operatorAPIVersion, Kind: KindFlinkDeployment, Name: "op-app", UID: opApp.GetUID(), Controller: ptrTrue()}}
+	if _, err := e.cs.AppsV1().Deployments(nsA).Update(e.ctx, jm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	e.flinkDeployment(nsB, "op-session", map[string]any{"state.savepoints.dir": "hdfs://nn:8020/user/app/b/op-sp"}, nil)
 	for _, sj := range []struct{ name, parent string }{{"sj-1", "op-session"}, {"sj-2", "op-session"}, {"sj-lost", "gone-session"}} {
 		u := &unstructured.Unstructured{Object: map[string]any{
@@ -180,6 +189,21 @@ clusters:
 		t.Fatalf("static cluster: %+v", sa)
 	}
 
+	// Without operator discovery the operator's JobManager stays in the
+	// inventory as a native cluster: governance must still see its jobs.
+	c3 := e.client(Config{Namespaces: []string{nsA}, TenantRootTemplate: "/user/app/{namespace}", DisableOperator: true}, nil)
+	inv3, err := c3.Discover(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, cl := range inv3.Clusters {
+		found = found || cl.ClusterID == "op-app" && cl.Source == inventory.SourceNativeKubernetes
+	}
+	if !found {
+		t.Fatalf("operator discovery off: op-app's JobManager not listed as a native cluster: %+v", inv3.Clusters)
+	}
+
 	// A namespace list instead of the selector covers exactly that namespace.
 	c2 := e.client(Config{Namespaces: []string{nsOut}, TenantRootTemplate: "/user/app/{namespace}"}, nil)
 	inv2, err := c2.Discover(e.ctx)
@@ -234,3 +258,5 @@ func keysOf(m map[string]inventory.Cluster) []string {
 	}
 	return out
 }
+
+func ptrTrue() *bool { t := true; return &t }
