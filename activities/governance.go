@@ -154,6 +154,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if a.Metrics != nil {
 		for _, t := range s.Tenants {
 			a.Metrics.CleanupPlanned(t.Tenant, t.Files, t.Bytes, t.Unparseable)
+			a.Metrics.CleanupObjectsPlanned(t.Tenant, t.Objects)
 		}
 		a.Metrics.Succeeded(OpPlanCleanup, a.now())
 	}
@@ -526,6 +527,7 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	if a.Metrics != nil {
 		for _, t := range res.Tenants {
 			a.Metrics.CleanupReclaimed(t.Tenant, t.Files, t.Bytes)
+			a.Metrics.CleanupObjectsRemoved(t.Tenant, t.Objects)
 		}
 		a.Metrics.Succeeded(OpExecuteCleanup, a.now())
 	}

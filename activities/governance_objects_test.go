@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.temporal.io/sdk/testsuite"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
+	"github.com/flinkmaint/flinkmaint/internal/metrics"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
@@ -135,6 +138,11 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 	acts := &activities.Activities{Inventory: kc, Flink: flinkJobs, Storage: &storage.Resolver{Guard: guard},
 		Orphans: app.KubeOrphans{Client: kc},
 		Cleanup: activities.CleanupSettings{TrashRoot: "file://" + trashRoot, PlanDir: "file://" + planDir}}
+	gov, err := metrics.NewGovernance(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts.Metrics = gov
 	run := func(fn, in, out any) error {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
@@ -196,6 +204,9 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 		if got[p] != rule {
 			t.Errorf("%s planned by %q; want %q", p, got[p], rule)
 		}
+	}
+	if v := testutil.ToFloat64(gov.PlannedObjects.WithLabelValues("team-o")); v != float64(len(leftovers)) {
+		t.Errorf("planned-objects metric %v; want %d", v, len(leftovers))
 	}
 	if len(s.Tenants) != 1 || s.Tenants[0].Tenant != "team-o" || s.Tenants[0].Objects != int64(len(leftovers)) || s.Items != int64(len(leftovers)) {
 		t.Fatalf("tenant summary %+v, items %d", s.Tenants, s.Items)
@@ -268,6 +279,9 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 	if res.Objects != 5 || res.Items != 5 || len(res.Refused) != 3 || len(res.ObjectOutcomes) != len(leftovers) ||
 		len(res.Tenants) != 1 || res.Tenants[0].Objects != 5 {
 		t.Fatalf("result %+v", res)
+	}
+	if v := testutil.ToFloat64(gov.RemovedObjects.WithLabelValues("team-o")); v != 5 {
+		t.Errorf("removed-objects metric %v; want 5", v)
 	}
 
 	// What the apiserver holds now: the live cluster whole, the refused

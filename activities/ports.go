@@ -63,6 +63,11 @@ type GovernanceMetrics interface {
 	CleanupPlanned(tenant string, files, bytes, unparseable int64)
 	// CleanupReclaimed adds what a run reclaimed for a tenant.
 	CleanupReclaimed(tenant string, files, bytes int64)
+	// CleanupObjectsPlanned records the Kubernetes objects the latest plan
+	// of a tenant would delete; CleanupObjectsRemoved adds those a run
+	// removed.
+	CleanupObjectsPlanned(tenant string, objects int64)
+	CleanupObjectsRemoved(tenant string, objects int64)
 	// Succeeded records the time of the last successful operation
 	// (plan, execute, purge, sample).
 	Succeeded(operation string, at time.Time)

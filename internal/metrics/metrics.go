@@ -93,6 +93,8 @@ type Governance struct {
 	KeptUnparseable    *prometheus.GaugeVec
 	ReclaimedFiles     *prometheus.CounterVec
 	ReclaimedBytes     *prometheus.CounterVec
+	PlannedObjects     *prometheus.GaugeVec
+	RemovedObjects     *prometheus.CounterVec
 	LastSuccessSeconds *prometheus.GaugeVec
 }
 
@@ -112,11 +114,15 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Files moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
 		ReclaimedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cleanup_reclaimed_bytes_total",
 			Help: "Bytes moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
+		PlannedObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "cleanup_planned_kubernetes_objects",
+			Help: "Kubernetes leftovers (TaskManagers, idle JobManagers, HA ConfigMaps) the latest cleanup plan would delete, per tenant."}, []string{"tenant"}),
+		RemovedObjects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cleanup_removed_kubernetes_objects_total",
+			Help: "Kubernetes leftovers moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
 		LastSuccessSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "governance_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful governance operation (plan, execute, purge, sample)."}, []string{"operation"}),
 	}
 	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
-		g.ReclaimedFiles, g.ReclaimedBytes, g.LastSuccessSeconds} {
+		g.ReclaimedFiles, g.ReclaimedBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: governance: %w", err)
 		}
@@ -140,6 +146,16 @@ func (g *Governance) CleanupPlanned(tenant string, files, bytes, unparseable int
 func (g *Governance) CleanupReclaimed(tenant string, files, bytes int64) {
 	g.ReclaimedFiles.WithLabelValues(tenant).Add(float64(files))
 	g.ReclaimedBytes.WithLabelValues(tenant).Add(float64(bytes))
+}
+
+// CleanupObjectsPlanned records the Kubernetes objects of the latest plan.
+func (g *Governance) CleanupObjectsPlanned(tenant string, objects int64) {
+	g.PlannedObjects.WithLabelValues(tenant).Set(float64(objects))
+}
+
+// CleanupObjectsRemoved adds the Kubernetes objects a run removed.
+func (g *Governance) CleanupObjectsRemoved(tenant string, objects int64) {
+	g.RemovedObjects.WithLabelValues(tenant).Add(float64(objects))
 }
 
 // Succeeded records when an operation last succeeded.
