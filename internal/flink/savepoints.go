@@ -104,16 +104,7 @@ func checkTriggerID(op string, id string) (string, bool, error) {
 // AwaitSavepoint with the returned trigger to get the location.
 func (c *Client) TriggerSavepoint(ctx context.Context, jobID string, req SavepointRequest) (Trigger, error) {
 	const op = "trigger savepoint"
-	if err := checkID(op, "job ID", jobID); err != nil {
-		return Trigger{}, err
-	}
-	if err := checkFormat(op, req.FormatType); err != nil {
-		return Trigger{}, err
-	}
-	if err := checkTargetDir(op, req.TargetDirectory); err != nil {
-		return Trigger{}, err
-	}
-	triggerID, chosen, err := checkTriggerID(op, req.TriggerID)
+	triggerID, chosen, err := checkSavepointRequest(op, jobID, req.FormatType, req.TargetDirectory, req.TriggerID)
 	if err != nil {
 		return Trigger{}, err
 	}
@@ -125,21 +116,27 @@ func (c *Client) TriggerSavepoint(ctx context.Context, jobID string, req Savepoi
 // operation with the same trigger ID. Use AwaitSavepoint for the result.
 func (c *Client) StopWithSavepoint(ctx context.Context, jobID string, req StopRequest) (Trigger, error) {
 	const op = "stop with savepoint"
-	if err := checkID(op, "job ID", jobID); err != nil {
-		return Trigger{}, err
-	}
-	if err := checkFormat(op, req.FormatType); err != nil {
-		return Trigger{}, err
-	}
-	if err := checkTargetDir(op, req.TargetDirectory); err != nil {
-		return Trigger{}, err
-	}
-	triggerID, chosen, err := checkTriggerID(op, req.TriggerID)
+	triggerID, chosen, err := checkSavepointRequest(op, jobID, req.FormatType, req.TargetDirectory, req.TriggerID)
 	if err != nil {
 		return Trigger{}, err
 	}
 	body := stopWithSavepointBody{TargetDirectory: req.TargetDirectory, Drain: req.Drain, FormatType: req.FormatType, TriggerID: triggerID}
 	return c.triggerIdempotently(ctx, op, epStopWithSavepoint, jobID, triggerID, chosen, body)
+}
+
+// checkSavepointRequest validates what a savepoint and a stop-with-savepoint
+// share and returns the trigger ID to send (chosen: by the caller).
+func checkSavepointRequest(op, jobID string, format SavepointFormat, targetDir, triggerID string) (string, bool, error) {
+	if err := checkID(op, "job ID", jobID); err != nil {
+		return "", false, err
+	}
+	if err := checkFormat(op, format); err != nil {
+		return "", false, err
+	}
+	if err := checkTargetDir(op, targetDir); err != nil {
+		return "", false, err
+	}
+	return checkTriggerID(op, triggerID)
 }
 
 func (c *Client) triggerIdempotently(ctx context.Context, op string, ep endpoint, jobID, triggerID string, chosen bool, body any) (Trigger, error) {
