@@ -384,6 +384,22 @@ func (r *run) record(it Item, o Outcome, trash, detail string) Record {
 		Outcome: o, Time: r.e.cfg.Now().UTC(), TrashPath: trash, Detail: detail}
 }
 
+// vanished is the outcome of an item (a path or an object) found missing
+// right before acting: done by an attempt that crashed before writing its
+// manifest, or removed by someone else. It returns the outcome, the trash
+// path and the detail to record.
+func (r *run) vanished(ctx context.Context, path, trash string) (Outcome, string, string) {
+	if trash != "" {
+		if _, err := r.e.cfg.FS.Stat(ctx, trash); err == nil {
+			return OutcomeTrashed, trash, "found in trash on resume"
+		}
+	}
+	if prev, ok := r.last[path]; ok && prev.Outcome == OutcomeStarted && trash == "" {
+		return OutcomeDeleted, "", "found deleted on resume"
+	}
+	return OutcomeGone, "", "no longer exists"
+}
+
 func (r *run) process(ctx context.Context, it Item) Record {
 	fsys := r.e.cfg.FS
 	trash := ""
@@ -397,17 +413,8 @@ func (r *run) process(ctx context.Context, it Item) Record {
 	}
 	_, err := fsys.Stat(ctx, it.Path)
 	if errors.Is(err, storage.ErrNotFound) {
-		// Done by an attempt that crashed before writing its manifest, or
-		// removed by someone else.
-		if trash != "" {
-			if _, terr := fsys.Stat(ctx, trash); terr == nil {
-				return r.record(it, OutcomeTrashed, trash, "found in trash on resume")
-			}
-		}
-		if prev, ok := r.last[it.Path]; ok && prev.Outcome == OutcomeStarted && trash == "" {
-			return r.record(it, OutcomeDeleted, "", "found deleted on resume")
-		}
-		return r.record(it, OutcomeGone, "", "no longer exists")
+		o, tp, detail := r.vanished(ctx, it.Path, trash)
+		return r.record(it, o, tp, detail)
 	}
 	if err != nil {
 		return failed("stat", err)
@@ -557,35 +564,26 @@ func (r *run) total() int { return len(r.plan.Delete) + len(r.plan.Objects) }
 
 func (r *run) result() Result {
 	res := Result{RunID: r.e.cfg.RunID, ManifestDir: r.e.ManifestDir(), Total: r.total(), Counts: map[Outcome]int{}}
-	for _, it := range r.plan.Delete {
-		rec, ok := r.last[it.Path]
+	tally := func(path string, removed func(Record)) {
+		rec, ok := r.last[path]
 		if !ok {
-			continue
+			return
 		}
 		res.Counts[rec.Outcome]++
 		switch rec.Outcome {
 		case OutcomeTrashed, OutcomeDeleted:
-			res.Reclaimed.add(rec.Files, rec.Dirs, rec.Bytes)
+			removed(rec)
 		case OutcomeRefused:
 			res.Refused = append(res.Refused, rec)
 		case OutcomeFailed:
 			res.Failed = append(res.Failed, rec)
 		}
 	}
+	for _, it := range r.plan.Delete {
+		tally(it.Path, func(rec Record) { res.Reclaimed.add(rec.Files, rec.Dirs, rec.Bytes) })
+	}
 	for _, it := range r.plan.Objects {
-		rec, ok := r.last[it.Path]
-		if !ok {
-			continue
-		}
-		res.Counts[rec.Outcome]++
-		switch rec.Outcome {
-		case OutcomeTrashed, OutcomeDeleted:
-			res.ObjectsRemoved++
-		case OutcomeRefused:
-			res.Refused = append(res.Refused, rec)
-		case OutcomeFailed:
-			res.Failed = append(res.Failed, rec)
-		}
+		tally(it.Path, func(Record) { res.ObjectsRemoved++ })
 	}
 	return res
 }

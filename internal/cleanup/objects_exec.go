@@ -182,17 +182,8 @@ func (r *run) processObject(ctx context.Context, it ObjectItem) Record {
 
 	snap, err := store.Get(ctx, it.Ref)
 	if errors.Is(err, ErrObjectNotFound) {
-		// Deleted by an attempt that crashed before writing its manifest,
-		// or by someone else.
-		if trash != "" {
-			if _, terr := fsys.Stat(ctx, trash); terr == nil {
-				return r.objectRecord(it, OutcomeTrashed, trash, "found in trash on resume")
-			}
-		}
-		if prev, ok := r.last[it.Path]; ok && prev.Outcome == OutcomeStarted && trash == "" {
-			return r.objectRecord(it, OutcomeDeleted, "", "found deleted on resume")
-		}
-		return r.objectRecord(it, OutcomeGone, "", "no longer exists")
+		o, tp, detail := r.vanished(ctx, it.Path, trash)
+		return r.objectRecord(it, o, tp, detail)
 	}
 	if err != nil {
 		return failed("read object", err)
