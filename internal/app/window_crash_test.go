@@ -85,35 +85,13 @@ inventory:
 	}
 
 	// Kill during savepoint-all: one savepoint done, another in flight.
-	waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
-		done, running := 0, 0
-		for _, j := range st.Jobs {
-			switch j.SavepointState {
-			case workflows.StepDone:
-				done++
-			case workflows.StepRunning:
-				running++
-			}
-		}
-		return done >= 1 && running >= 1
-	})
+	waitForState(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.SavepointState }))
 	w.kill()
 	w.start()
 
 	// Kill during the staged restart: the canary healthy, the next job in
 	// flight.
-	waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
-		done, running := 0, 0
-		for _, j := range st.Jobs {
-			switch j.RestartState {
-			case workflows.StepDone:
-				done++
-			case workflows.StepRunning:
-				running++
-			}
-		}
-		return done >= 1 && running >= 1
-	})
+	waitForState(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.RestartState }))
 	w.kill()
 	w.start()
 
@@ -240,4 +218,21 @@ func (w *workerProcess) tail() string {
 		data = data[len(data)-8000:]
 	}
 	return string(data)
+}
+
+// oneDoneOneRunning is a window state in which, by step, one job is done
+// and another in flight: a kill then lands mid-phase.
+func oneDoneOneRunning(step func(workflows.JobProgress) string) func(workflows.WindowState) bool {
+	return func(st workflows.WindowState) bool {
+		done, running := 0, 0
+		for _, j := range st.Jobs {
+			switch step(j) {
+			case workflows.StepDone:
+				done++
+			case workflows.StepRunning:
+				running++
+			}
+		}
+		return done >= 1 && running >= 1
+	}
 }
