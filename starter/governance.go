@@ -155,7 +155,7 @@ func governanceStartCommand(g *globals, use, short string) *cobra.Command {
 			if err := run.Get(ctx, &rep); err != nil {
 				return workflowFailedError{fmt.Errorf("governance run %s: %w\n  %s", name, err, url)}
 			}
-			return printGovernanceReport(g, cmd, &rep)
+			return printReport(g, cmd, &rep)
 		},
 	}
 	f.bind(cmd, use == "run")
@@ -311,17 +311,9 @@ func governanceReportCommand(g *globals) *cobra.Command {
 			if err := g.query(cmd.Context(), governanceID(args[0]), workflows.QueryReport, &rep); err != nil {
 				return fmt.Errorf("report of governance run %s: %w", args[0], err)
 			}
-			return printGovernanceReport(g, cmd, &rep)
+			return printReport(g, cmd, &rep)
 		},
 	}
-}
-
-func printGovernanceReport(g *globals, cmd *cobra.Command, rep *workflows.GovernanceReport) error {
-	if g.output == outputJSON {
-		return printJSON(cmd.OutOrStdout(), rep)
-	}
-	_, err := fmt.Fprint(cmd.OutOrStdout(), rep.Markdown())
-	return err
 }
 
 // Workflows a schedule can start.

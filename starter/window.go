@@ -226,7 +226,9 @@ func windowReportCommand(g *globals) *cobra.Command {
 	}
 }
 
-func printReport(g *globals, cmd *cobra.Command, rep *workflows.WindowReport) error {
+// printReport prints a window's or a governance run's report: JSON, or
+// the Markdown the workflow also writes to storage.
+func printReport(g *globals, cmd *cobra.Command, rep interface{ Markdown() string }) error {
 	if g.output == outputJSON {
 		return printJSON(cmd.OutOrStdout(), rep)
 	}
