@@ -36,31 +36,11 @@ type operatorEnv struct {
 	acts *activities.Activities
 }
 
-var (
-	operatorCRDOnce sync.Once
-	operatorCRDErr  error
-)
-
 func newOperatorEnv(t *testing.T, prefix string) *operatorEnv {
 	t.Helper()
-	if _, err := sandbox.SharedDir(); err != nil {
-		t.Skipf("needs the operator CRDs from ../shared: %v", err)
-	}
-	k := sandbox.RequireKube(t)
+	k, cs, dyn := sandbox.RequireFlinkKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	operatorCRDOnce.Do(func() { operatorCRDErr = k.InstallFlinkCRDs(ctx) })
-	if operatorCRDErr != nil {
-		t.Fatalf("install Flink operator CRDs: %v", operatorCRDErr)
-	}
-	cs, err := k.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := k.Dynamic()
-	if err != nil {
-		t.Fatal(err)
-	}
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	ns := prefix + "-" + hex.EncodeToString(b)

@@ -32,31 +32,13 @@ type env struct {
 	runs string // unique suffix of this test's namespaces
 }
 
-var crdOnce sync.Once
-var crdErr error
-
 // newEnv connects to the real apiserver (failing when there is none) and
 // makes sure the Flink operator CRDs are installed.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if _, err := sandbox.SharedDir(); err != nil {
-		t.Skipf("needs the operator CRDs from ../shared: %v", err)
-	}
-	k := sandbox.RequireKube(t)
+	k, cs, dyn := sandbox.RequireFlinkKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	crdOnce.Do(func() { crdErr = k.InstallFlinkCRDs(ctx) })
-	if crdErr != nil {
-		t.Fatalf("install Flink operator CRDs: %v", crdErr)
-	}
-	cs, err := k.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := k.Dynamic()
-	if err != nil {
-		t.Fatal(err)
-	}
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	return &env{t: t, k: k, cs: cs, dyn: dyn, ctx: ctx, runs: hex.EncodeToString(b)}

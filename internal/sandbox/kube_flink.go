@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -685,3 +688,36 @@ func kubeStableUUID(seed string) string {
 }
 
 func kubePtr[T any](v T) *T { return &v }
+
+var (
+	flinkCRDsOnce sync.Once
+	flinkCRDsErr  error
+)
+
+// RequireFlinkKube is RequireKube with the Flink Kubernetes Operator CRDs
+// installed (once per test binary) and clients for the core and dynamic
+// APIs. The CRDs come from ../shared: without it the test skips, saying so.
+func RequireFlinkKube(t testing.TB) (*Kube, kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	if _, err := SharedDir(); err != nil {
+		t.Skipf("needs the operator CRDs from ../shared: %v", err)
+	}
+	k := RequireKube(t)
+	flinkCRDsOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		flinkCRDsErr = k.InstallFlinkCRDs(ctx)
+	})
+	if flinkCRDsErr != nil {
+		t.Fatalf("install Flink operator CRDs: %v", flinkCRDsErr)
+	}
+	cs, err := k.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := k.Dynamic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, cs, dyn
+}
