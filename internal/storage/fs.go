@@ -20,6 +20,11 @@ type FileInfo struct {
 	Group   string
 }
 
+// infoOf is what every file system reports the same way about fi at u.
+func infoOf(u URI, fi fs.FileInfo) FileInfo {
+	return FileInfo{Path: u.String(), Name: fi.Name(), Size: fi.Size(), IsDir: fi.IsDir(), ModTime: fi.ModTime(), Mode: fi.Mode()}
+}
+
 // ContentSummary is the namenode's view of a subtree, the same numbers
 // `hdfs dfs -count -q` prints. Dirs counts the directory itself. A quota
 // of -1 means none is set. Namespace usage against the quota is Files+Dirs;

@@ -282,14 +282,7 @@ func isNetError(err error) bool {
 func (h *HDFS) path(op, p string) (URI, error) { return qualifyPath(op, h.base, p) }
 
 func hdfsInfo(u URI, fi os.FileInfo) FileInfo {
-	info := FileInfo{
-		Path:    u.String(),
-		Name:    fi.Name(),
-		Size:    fi.Size(),
-		IsDir:   fi.IsDir(),
-		ModTime: fi.ModTime(),
-		Mode:    fi.Mode(),
-	}
+	info := infoOf(u, fi)
 	if hf, ok := fi.(*gohdfs.FileInfo); ok {
 		info.Owner, info.Group = hf.Owner(), hf.OwnerGroup()
 	}

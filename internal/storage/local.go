@@ -100,14 +100,7 @@ func resolveExisting(p string) (string, error) {
 }
 
 func localInfo(u URI, fi fs.FileInfo) FileInfo {
-	info := FileInfo{
-		Path:    u.String(),
-		Name:    fi.Name(),
-		Size:    fi.Size(),
-		IsDir:   fi.IsDir(),
-		ModTime: fi.ModTime(),
-		Mode:    fi.Mode(),
-	}
+	info := infoOf(u, fi)
 	if info.IsDir {
 		info.Size = 0
 	}
