@@ -58,15 +58,6 @@ func CheckRunID(id string) error {
 	return nil
 }
 
-// toPolicy converts activity input to the planner's policy with defaults.
-func (p CleanupPolicy) toPolicy() cleanup.Policy {
-	return cleanup.Policy{
-		Grace: p.Grace, RetiredJobTTL: p.RetiredJobTTL, DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint,
-		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge, HATTL: p.HATTL, OrphanTTL: p.OrphanTTL,
-		PinnedSavepoints: p.PinnedSavepoints, Action: cleanup.Action(p.Action),
-	}.ApplyDefaults()
-}
-
 // PlanCleanup plans a reference-safe cleanup of the scope: it reads the
 // inventory and every live job's restore point and in-flight checkpoint
 // from Flink, lists the checkpoint, savepoint and HA roots of the clusters
@@ -84,7 +75,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err := CheckRunID(in.RunID); err != nil {
 		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
 	}
-	pol := in.Policy.toPolicy()
+	pol := in.Policy.ApplyDefaults()
 	if err := pol.Validate(); err != nil {
 		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
 	}

@@ -3,6 +3,7 @@ package activities
 import (
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -19,21 +20,9 @@ type CleanupSettings struct {
 	PlanDir string
 }
 
-// CleanupPolicy mirrors cleanup.Policy for activity input; zero fields take
-// the planner's defaults.
-type CleanupPolicy struct {
-	Grace                         time.Duration `json:"grace"`
-	RetiredJobTTL                 time.Duration `json:"retiredJobTTL"`
-	DeleteLatestRetiredCheckpoint bool          `json:"deleteLatestRetiredCheckpoint,omitempty"`
-	KeepSavepoints                int           `json:"keepSavepoints"`
-	SavepointMaxAge               time.Duration `json:"savepointMaxAge"`
-	HATTL                         time.Duration `json:"haTTL"`
-	// OrphanTTL: leftover Kubernetes objects younger than this are kept.
-	OrphanTTL        time.Duration `json:"orphanTTL,omitempty"`
-	PinnedSavepoints []string      `json:"pinnedSavepoints,omitempty"`
-	// Action is "trash" (default) or "delete".
-	Action string `json:"action"`
-}
+// CleanupPolicy is the cleanup rules as activities take them; zero fields
+// take the planner's defaults.
+type CleanupPolicy = cleanup.Policy
 
 // PlanCleanupInput asks for a cleanup plan of a scope.
 type PlanCleanupInput struct {

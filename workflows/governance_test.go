@@ -35,7 +35,7 @@ func newGovFixture(t *testing.T) *govFixture {
 		f.planned = append(f.planned, in)
 		return activities.PlanCleanupResult{Summary: activities.PlanSummary{
 			RunID: in.RunID, PlanPath: "hdfs://nn/flinkmaint/plans/" + in.RunID + "/plan.json", PlanSHA256: testPlanSHA,
-			Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems, Action: in.Policy.Action,
+			Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems, Action: string(in.Policy.Action),
 			Tenants:      []activities.TenantPlan{{Tenant: "team-a", Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems}},
 			ScopeTenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
 		}}, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 )
 
 // Governance modes.
@@ -65,7 +66,7 @@ func (p GovernancePolicy) activityPolicy() activities.CleanupPolicy {
 	return activities.CleanupPolicy{
 		Grace: p.Grace.D(), RetiredJobTTL: p.RetiredJobTTL.D(), DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint,
 		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge.D(), HATTL: p.HATTL.D(), OrphanTTL: p.OrphanTTL.D(),
-		PinnedSavepoints: p.PinnedSavepoints, Action: p.Action,
+		PinnedSavepoints: p.PinnedSavepoints, Action: cleanup.Action(p.Action),
 	}
 }
 
