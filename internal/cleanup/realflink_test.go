@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -340,18 +341,32 @@ func TestRealSandboxCleanup(t *testing.T) {
 	// throughout and writes outside the quota'd tree. B must be planned
 	// right after its first checkpoint, while that checkpoint still
 	// references A's files: RocksDB compaction replaces them within a few
-	// checkpoints, sooner on a loaded machine. So B's id is fixed up front
-	// (its dir holds garbage before it starts), and an attempt whose
-	// retained checkpoints already lost every reference into A is
-	// discarded and B started afresh.
+	// checkpoints, sooner on a loaded machine, and at once when B opens a
+	// checkpoint that A took with a compaction pending. So B's id is fixed
+	// up front (its dir holds garbage before it starts), and an attempt
+	// whose retained checkpoints hold no reference into A is discarded and
+	// B started afresh from the next older of A's retained checkpoints.
 	roots := []layout.Root{{Path: ckptRoot, Kind: layout.CheckpointRoot}, {Path: liveRoot, Kind: layout.CheckpointRoot},
 		{Path: spRoot, Kind: layout.SavepointRoot}, {Path: haRoot, Kind: layout.HARoot}}
 	var (
-		jobB    string
-		listing cleanup.Listing
+		jobB     string
+		restoreA string // B's restore point: one of A's retained checkpoints
+		listing  cleanup.Listing
 	)
+	var retainedA []string // newest first
+	for i := len(statsA.History) - 1; i >= 0; i-- {
+		if h := statsA.History[i]; h.Status == "COMPLETED" && !h.IsSavepoint && !h.Discarded {
+			if p := strings.TrimSuffix(h.ExternalPath, "/"); e.exists(ctx, p+"/_metadata") {
+				retainedA = append(retainedA, p)
+			}
+		}
+	}
+	sort.Slice(retainedA, func(i, j int) bool { return chkNumber(retainedA[i]) > chkNumber(retainedA[j]) })
+	if len(retainedA) == 0 || retainedA[0] != latestA {
+		t.Fatalf("job A's retained checkpoints %v do not start with its latest %s", retainedA, latestA)
+	}
 	live := func(ctx context.Context) (cleanup.Live, error) {
-		lj := cleanup.LiveJob{JobID: jobB, RestorePath: latestA}
+		lj := cleanup.LiveJob{JobID: jobB, RestorePath: restoreA}
 		st, err := e.fl.Checkpoints(ctx, jobB)
 		if err != nil {
 			return cleanup.Live{}, err
@@ -363,8 +378,9 @@ func TestRealSandboxCleanup(t *testing.T) {
 		}
 		return cleanup.Live{Clusters: []cleanup.LiveCluster{{ClusterID: e.peers.Clusters[0].ClusterID, Jobs: []cleanup.LiveJob{lj}}, {ClusterID: "cluster-live"}}}, nil
 	}
-	const attemptsB = 3
+	attemptsB := len(retainedA)
 	for attempt := 1; ; attempt++ {
+		restoreA = retainedA[attempt-1]
 		jobB = randHex(16)
 		jobBDir := liveRoot + "/" + jobB
 		garbageB := []string{jobBDir + "/chk-88888", jobBDir + "/shared/zero-" + randHex(4)}
@@ -374,10 +390,10 @@ func TestRealSandboxCleanup(t *testing.T) {
 			e.age(g, longAgo)
 			garbage[g] = true
 		}
-		if _, err := e.startJobID(ctx, jobB, "cleanup-b", liveRoot, latestA, flink.RestoreLegacy); err != nil {
-			t.Fatalf("start job B from %s: %v", latestA, err)
+		if _, err := e.startJobID(ctx, jobB, "cleanup-b", liveRoot, restoreA, flink.RestoreLegacy); err != nil {
+			t.Fatalf("start job B from %s: %v", restoreA, err)
 		}
-		e.waitCheckpoints(ctx, jobB, 1, latestA)
+		e.waitCheckpoints(ctx, jobB, 1, restoreA)
 
 		// Plan input. The in-flight checkpoint is read after the listing,
 		// so one that started before it is covered.
@@ -398,7 +414,7 @@ func TestRealSandboxCleanup(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("attempt %d: job B's checkpoints hold %d references into job A's shared/", attempt, crossRefs)
+		t.Logf("attempt %d, restored from %s: job B's checkpoints hold %d references into job A's shared/", attempt, restoreA, crossRefs)
 		if crossRefs > 0 {
 			break
 		}
@@ -443,7 +459,7 @@ func TestRealSandboxCleanup(t *testing.T) {
 			t.Errorf("garbage %s not planned for deletion", g)
 		}
 	}
-	for _, must := range []string{latestA, sps[0], sps[2], sps[3], haRoot + "/cluster-live"} {
+	for _, must := range []string{restoreA, sps[0], sps[2], sps[3], haRoot + "/cluster-live"} {
 		for p := range planned {
 			if strings.HasPrefix(p+"/", must+"/") || strings.HasPrefix(must+"/", p+"/") {
 				t.Errorf("%s planned for deletion (%s) but must be kept", p, planned[p].Rule)
@@ -551,7 +567,7 @@ func TestRealSandboxCleanup(t *testing.T) {
 		t.Fatalf("job B stats: %+v %v", statsB, err)
 	}
 	latestB := strings.TrimSuffix(statsB.Latest.Completed.ExternalPath, "/")
-	kept := []string{latestA, sps[0], sps[2], sps[3], latestB}
+	kept := []string{restoreA, sps[0], sps[2], sps[3], latestB}
 	for _, k := range plan.Keep {
 		if k.Kind == cleanup.KindSavepointDir || (k.Kind == cleanup.KindCheckpointDir && strings.HasPrefix(k.Path, jobADir)) {
 			if !containsStr(kept, k.Path) && e.exists(ctx, k.Path+"/_metadata") {
@@ -592,12 +608,12 @@ func TestRealSandboxCleanup(t *testing.T) {
 		}
 	}
 	t.Logf("naive pass deleted %d shared/ files older than a day", len(naive))
-	id, err := e.startJob(ctx, "cleanup-naive", restoreRoot, latestA, flink.RestoreNoClaim)
+	id, err := e.startJob(ctx, "cleanup-naive", restoreRoot, restoreA, flink.RestoreNoClaim)
 	if err == nil {
 		err = e.waitFailure(ctx, id)
 	}
 	if err == nil {
-		t.Fatalf("restore from %s succeeded after the naive deletion; the test shows nothing", latestA)
+		t.Fatalf("restore from %s succeeded after the naive deletion; the test shows nothing", restoreA)
 	}
 	if !strings.Contains(err.Error(), "FileNotFound") && !strings.Contains(err.Error(), "does not exist") && !strings.Contains(err.Error(), "File not found") {
 		t.Fatalf("restore after naive deletion failed, but not for a missing file: %v", err)
@@ -637,4 +653,13 @@ func containsStr(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// chkNumber is N of a .../chk-N path, -1 for anything else.
+func chkNumber(p string) int64 {
+	n, err := strconv.ParseInt(strings.TrimPrefix(p[strings.LastIndex(p, "/")+1:], "chk-"), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }

@@ -238,9 +238,18 @@ func TestIntegrationSavepointStopRestore(t *testing.T) {
 	if !strings.HasPrefix(loc, e.rootURI+"/savepoints/savepoint-") {
 		t.Fatalf("savepoint location %s not under %s/savepoints", loc, e.rootURI)
 	}
-	stats, err := e.client.Checkpoints(ctx, run.JobID)
-	if err != nil {
-		t.Fatalf("checkpoint stats: %v", err)
+	// The JobManager caches checkpoint statistics for a few seconds
+	// (rest.cache.checkpoint-statistics.timeout), so the savepoint may
+	// show up there a little after it completed.
+	var stats CheckpointingStatistics
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		stats, err = e.client.Checkpoints(ctx, run.JobID)
+		if err != nil {
+			t.Fatalf("checkpoint stats: %v", err)
+		}
+		if (stats.Latest.Savepoint != nil && stats.Latest.Savepoint.ExternalPath == loc) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if stats.Latest.Savepoint == nil || stats.Latest.Savepoint.ExternalPath != loc || !stats.Latest.Savepoint.IsSavepoint {
 		t.Fatalf("latest savepoint %+v, want external path %s", stats.Latest.Savepoint, loc)
