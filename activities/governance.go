@@ -101,33 +101,44 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	}
 	activity.RecordHeartbeat(ctx, "inventory")
 
-	// Restore points outside the roots are read too: a job restored in
-	// CLAIM or LEGACY mode may reference files inside them.
-	before, err := a.liveInventory(ctx, inv)
-	if err != nil {
-		return PlanCleanupResult{}, err
-	}
 	var listing cleanup.Listing
 	if len(roots) > 0 {
-		extra, extraNotes := a.extraMetadata(ctx, fs, roots, before)
-		notes = append(notes, extraNotes...)
-		listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{ExtraMetadata: extra})
+		listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{})
 		if err != nil {
 			return PlanCleanupResult{}, classifyCleanup("list the roots in scope", err)
 		}
 		activity.RecordHeartbeat(ctx, "listed")
 	}
-	// In-flight checkpoints are read after the listing, so one that started
-	// before it is known to the planner.
-	live, err := a.liveInventory(ctx, inv)
+	refs, err := a.referenceMetadata(ctx)
 	if err != nil {
 		return PlanCleanupResult{}, err
+	}
+	// Live jobs are read after the listing, so a checkpoint that started
+	// before it is known to the planner as in progress or completed.
+	live, liveNotes, err := a.liveInventory(ctx, inv)
+	if err != nil {
+		return PlanCleanupResult{}, err
+	}
+	notes = append(notes, liveNotes...)
+	var spellings cleanup.Spellings
+	if fs != nil {
+		var tenantRoots []string
+		for _, t := range tenants {
+			tenantRoots = append(tenantRoots, t.Root)
+		}
+		base := fs.URI().String()
+		prefixes := cleanup.ForeignPrefixes(base, listing, live, tenantRoots)
+		prefixes = append(prefixes, cleanup.ForeignPrefixes(base, cleanup.Listing{Metadata: refs}, cleanup.Live{}, nil)...)
+		if spellings, err = a.spellings(ctx, base, prefixes); err != nil {
+			return PlanCleanupResult{}, err
+		}
 	}
 	objects, err := a.findObjects(ctx, inv, in.Scope, namespaces)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects})
+	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
+		Spellings: spellings, References: refs})
 	if err != nil {
 		return PlanCleanupResult{}, classifyCleanup("plan", err)
 	}
@@ -209,84 +220,6 @@ func (a *Activities) scopeRoots(ctx context.Context, inv inventory.Inventory, sc
 	}
 	sort.Slice(tenants, func(i, j int) bool { return tenants[i].Name < tenants[j].Name })
 	return fs, roots, tenants, nil
-}
-
-// liveInventory asks every cluster of the inventory (not only those in
-// scope: restored jobs reference other clusters' state) for its live jobs,
-// their restore points and in-flight checkpoints. An unreachable cluster
-// fails the step: planning without knowing its jobs could delete their state.
-func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory) (cleanup.Live, error) {
-	var live cleanup.Live
-	for _, c := range inv.Clusters {
-		client, err := a.flinkFor(c.RESTURL)
-		if err != nil {
-			return live, err
-		}
-		jobs, err := client.ListJobs(ctx)
-		if err != nil {
-			return live, classify("list jobs of cluster "+c.ClusterID, err)
-		}
-		lc := cleanup.LiveCluster{ClusterID: c.ClusterID}
-		for _, j := range jobs {
-			if j.State.IsGloballyTerminal() {
-				continue
-			}
-			lj := cleanup.LiveJob{JobID: j.ID}
-			st, err := client.Checkpoints(ctx, j.ID)
-			if err != nil {
-				return live, classify("checkpoints of job "+j.ID+" on "+c.ClusterID, err)
-			}
-			if r := st.Latest.Restored; r != nil {
-				lj.RestorePath = strings.TrimRight(r.ExternalPath, "/")
-			}
-			for _, h := range st.History {
-				if h.Status == "IN_PROGRESS" && h.ID > lj.InFlightCheckpoint {
-					lj.InFlightCheckpoint = h.ID
-				}
-			}
-			lc.Jobs = append(lc.Jobs, lj)
-		}
-		sort.Slice(lc.Jobs, func(i, j int) bool { return lc.Jobs[i].JobID < lc.Jobs[j].JobID })
-		live.Clusters = append(live.Clusters, lc)
-		activity.RecordHeartbeat(ctx, "live jobs of "+c.ClusterID)
-	}
-	return live, nil
-}
-
-// extraMetadata lists the _metadata of live restore points outside the
-// roots on the plan's file system, when it still exists.
-func (a *Activities) extraMetadata(ctx context.Context, fs storage.FileSystem, roots []layout.Root, live cleanup.Live) ([]string, []string) {
-	var out, notes []string
-	seen := map[string]bool{}
-	for _, c := range live.Clusters {
-		for _, j := range c.Jobs {
-			if j.RestorePath == "" {
-				continue
-			}
-			meta := j.RestorePath
-			if !strings.HasSuffix(meta, "/"+layout.MetadataFileName) {
-				meta += "/" + layout.MetadataFileName
-			}
-			inside := false
-			for _, r := range roots {
-				inside = inside || strings.HasPrefix(meta, r.Path+"/")
-			}
-			if inside || seen[meta] {
-				continue
-			}
-			seen[meta] = true
-			rfs, p, err := a.Storage.Resolve(ctx, meta)
-			if err != nil || rfs.URI().String() != fs.URI().String() {
-				continue
-			}
-			if _, err := fs.Stat(ctx, p); err != nil {
-				notes = append(notes, fmt.Sprintf("restore point %s of live job %s is not readable (%v); its references are unknown", j.RestorePath, j.JobID, err))
-				continue
-			}
-			out = append(out, p)
-		}
-	}
-	return out, notes
 }
 
 // summarizePlan turns the planner's summary into the small, ordered form
@@ -441,7 +374,8 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 			if err != nil {
 				return cleanup.Live{}, err
 			}
-			return a.liveInventory(ctx, inv)
+			live, _, err := a.liveInventory(ctx, inv)
+			return live, err
 		},
 		Progress: func(p cleanup.Progress) {
 			activity.RecordHeartbeat(ctx, ExecuteProgress{RunID: p.RunID, Done: p.Done, Total: p.Total, Last: p.Last.Path})
@@ -536,6 +470,8 @@ func classifyCleanup(what string, err error) error {
 		return err
 	case cleanup.IsRetryable(err):
 		return temporal.NewApplicationErrorWithCause(msg, ErrTypeStorage, err)
+	case errors.Is(err, cleanup.ErrSourceUnknown):
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeCleanupSourceUnknown, err)
 	case errors.Is(err, cleanup.ErrInvalidInput):
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, err)
 	case errors.Is(err, cleanup.ErrInvalidConfig):

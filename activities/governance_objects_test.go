@@ -62,6 +62,15 @@ func (c restClient) Checkpoints(context.Context, string) (flink.CheckpointingSta
 	return flink.CheckpointingStatistics{}, nil
 }
 
+func (c restClient) CheckpointConfig(context.Context, string) (flink.CheckpointConfig, error) {
+	return flink.CheckpointConfig{Timeout: 600_000}, nil
+}
+
+// JobManagerConfig: no file-system HA, as on these clusters.
+func (c restClient) JobManagerConfig(context.Context) (flink.Config, error) {
+	return flink.Config{}, nil
+}
+
 // TestGovernanceKubernetesLeftovers plans and executes the cleanup of
 // leftover Flink objects on the real kube-apiserver: TaskManager pods and
 // HA ConfigMaps of a deleted cluster, a standalone TaskManager deployment

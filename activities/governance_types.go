@@ -18,6 +18,10 @@ type CleanupSettings struct {
 	AuditRoot string
 	// PlanDir holds plans and governance reports, <PlanDir>/<run-id>/.
 	PlanDir string
+	// ReferenceRoots are checkpoint roots of jobs outside every scope:
+	// their retained _metadata are read (never changed) and what they
+	// reference is kept.
+	ReferenceRoots []string
 }
 
 // CleanupPolicy is the cleanup rules as activities take them; zero fields

@@ -18,6 +18,8 @@ type FlinkAPI interface {
 	JobDetails(ctx context.Context, jobID string) (flink.JobDetails, error)
 	JobExceptions(ctx context.Context, jobID string, maxExceptions int) (flink.JobExceptions, error)
 	Checkpoints(ctx context.Context, jobID string) (flink.CheckpointingStatistics, error)
+	CheckpointConfig(ctx context.Context, jobID string) (flink.CheckpointConfig, error)
+	JobManagerConfig(ctx context.Context) (flink.Config, error)
 	StopWithSavepoint(ctx context.Context, jobID string, req flink.StopRequest) (flink.Trigger, error)
 	SavepointStatus(ctx context.Context, jobID, triggerID string) (flink.OperationStatus, error)
 	UploadJar(ctx context.Context, jarPath string) (string, error)
@@ -38,6 +40,9 @@ type FlinkClients interface {
 // and the path within it.
 type Storage interface {
 	Resolve(ctx context.Context, uri string) (storage.FileSystem, string, error)
+	// CompareFileSystems tells whether two scheme://authority prefixes name
+	// one file system (storage.authorityAliases, DNS, Hadoop nameservices).
+	CompareFileSystems(ctx context.Context, base, other string) (storage.Sameness, error)
 }
 
 var _ Storage = (*storage.Resolver)(nil)

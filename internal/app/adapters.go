@@ -27,8 +27,9 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		return nil, nil, fmt.Errorf("storage.writableRoots: %w", err)
 	}
 	resolver := &storage.Resolver{
-		DefaultFS: cfg.Storage.DefaultFS,
-		Guard:     guard,
+		DefaultFS:        cfg.Storage.DefaultFS,
+		Guard:            guard,
+		AuthorityAliases: cfg.Storage.AuthorityAliases,
 		HDFS: storage.HDFSOptions{
 			User: cfg.Storage.HDFSUser, HadoopConfDir: cfg.Storage.HadoopConfDir,
 			RPCTimeout: cfg.Storage.RPCTimeout.D(), Guard: guard,
@@ -51,7 +52,8 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		acts.Operator = KubeOperator{Client: kc}
 		acts.Orphans = KubeOrphans{Client: kc}
 	}
-	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir}
+	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
+		ReferenceRoots: cfg.Cleanup.ReferenceRoots}
 	return acts, resolver.Close, nil
 }
 

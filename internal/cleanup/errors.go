@@ -24,6 +24,10 @@ var (
 	// ErrManifestCorrupt: an existing audit manifest cannot be read, so
 	// resuming could redo or skip items. Not retryable.
 	ErrManifestCorrupt = errors.New("cleanup: audit manifest unreadable")
+	// ErrSourceUnknown: a restore source the plan must see cannot be told
+	// (a live job's checkpoint unreadable, a path under a scanned root in
+	// a spelling not known to name it). The plan is refused, not guessed.
+	ErrSourceUnknown = errors.New("cleanup: a restore source cannot be told")
 
 	// ErrObjectNotFound: a Kubernetes object does not exist (ObjectStore).
 	ErrObjectNotFound = errors.New("cleanup: Kubernetes object not found")
@@ -103,6 +107,10 @@ func classify(op, path string, err error) error {
 
 func invalidInput(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
+}
+
+func sourceUnknown(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrSourceUnknown, fmt.Sprintf(format, args...))
 }
 
 func invalidPlan(format string, args ...any) error {

@@ -43,9 +43,12 @@ type ExecutorConfig struct {
 	// BatchSize is the number of items between manifest writes and
 	// reference refreshes (default 64).
 	BatchSize int
-	// Live, if set, returns the current inventory; an item whose job or
-	// cluster became live since planning is refused. Without it the plan's
-	// inventory is trusted.
+	// Live, if set, returns the current inventory with the _metadata of
+	// every live job's restore point and latest checkpoint; it is called
+	// before each batch. An item that a live job restored from, or that its
+	// latest checkpoint references, or whose job or cluster became live
+	// since planning, is refused; an error pauses the run (retryable).
+	// Without it the plan's inventory is trusted.
 	Live func(ctx context.Context) (Live, error)
 	// Objects acts on the plan's Kubernetes objects; a plan with objects
 	// needs it.
@@ -238,7 +241,15 @@ func (e *Executor) Run(ctx context.Context, plan Plan) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r := &run{e: e, plan: plan, man: man, last: last, seen: map[string]bool{}}
+	var roots []string
+	for _, rt := range plan.Roots {
+		roots = append(roots, rt.Path)
+	}
+	cn, err := newCanon(plan.Spellings, roots)
+	if err != nil {
+		return Result{}, invalidPlan("spellings: %v", err)
+	}
+	r := &run{e: e, plan: plan, man: man, last: last, seen: map[string]bool{}, canon: cn}
 	for _, m := range plan.SeenMetadata {
 		r.seen[m] = true
 	}
@@ -273,11 +284,16 @@ type run struct {
 
 	mu sync.Mutex
 
+	canon canon
 	// References found since planning.
 	seen     map[string]bool
 	fresh    []*References
 	freshBad string
 	live     *Live
+	// What the live jobs need now, from the latest refresh.
+	liveRefs *refIndex
+	liveDirs map[string]string // restore point or latest checkpoint dir -> which job
+	liveBad  string            // why a live job's state cannot be told
 }
 
 func (r *run) loop(ctx context.Context) error {
@@ -452,6 +468,22 @@ func (r *run) verify(ctx context.Context, it Item) string {
 	if by, ok := newRefIndex(fresh).find(it.Path); ok {
 		return "referenced by " + by + ", completed since planning"
 	}
+	r.mu.Lock()
+	liveBad, liveRefs, liveDirs := r.liveBad, r.liveRefs, r.liveDirs
+	r.mu.Unlock()
+	if liveBad != "" {
+		return liveBad
+	}
+	for dir, by := range liveDirs {
+		if under(dir, it.Path) || under(it.Path, dir) {
+			return "needed now: " + dir + " is the " + by
+		}
+	}
+	if liveRefs != nil {
+		if by, ok := liveRefs.find(it.Path); ok {
+			return "referenced now by " + by + ", the restore point or latest checkpoint of a live job"
+		}
+	}
 	if live != nil {
 		if it.JobID != "" && (it.Rule == RuleRetiredJob) {
 			if _, ok := live.jobs()[it.JobID]; ok {
@@ -460,6 +492,16 @@ func (r *run) verify(ctx context.Context, it Item) string {
 		}
 		if it.ClusterID != "" && live.clusterIDs()[it.ClusterID] {
 			return "cluster " + it.ClusterID + " is live again"
+		}
+		if it.Kind == KindHAClusterDir {
+			for _, c := range live.Clusters {
+				if c.HAUnknown {
+					return "the HA configuration of live cluster " + c.ClusterID + " cannot be read; this HA dir may be its own"
+				}
+				if hd, err := r.canon.path(c.HADir); c.HADir != "" && (err != nil || hd == it.Path) {
+					return "HA dir of live cluster " + c.ClusterID
+				}
+			}
 		}
 	}
 	var newest time.Time
@@ -532,6 +574,9 @@ func (r *run) refresh(ctx context.Context) error {
 			continue
 		}
 		refs, err := readReferences(ctx, fsys, m, base)
+		if err == nil {
+			refs, err = r.canon.refs(refs)
+		}
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			continue // not completed yet; a later batch looks again
@@ -553,11 +598,57 @@ func (r *run) refresh(ctx context.Context) error {
 		if err != nil {
 			return &Error{Op: "reload inventory", Retryable: true, Err: err}
 		}
+		refs, dirs, bad := r.liveNeeds(l)
 		r.mu.Lock()
 		r.live = &l
+		r.liveRefs, r.liveDirs, r.liveBad = newRefIndex(refs), dirs, bad
 		r.mu.Unlock()
 	}
 	return nil
+}
+
+// liveNeeds is what the live jobs need now: the references of their
+// restore points and latest checkpoints, and those dirs themselves. bad
+// says why some live job's state cannot be told (then nothing is safe).
+func (r *run) liveNeeds(l Live) (refs []*References, dirs map[string]string, bad string) {
+	dirs = map[string]string{}
+	for _, c := range l.Clusters {
+		for _, j := range c.Jobs {
+			for _, src := range []struct{ what, v string }{{"restore point", j.RestorePath}, {"latest checkpoint", j.LatestCheckpoint}} {
+				if src.v == "" {
+					continue
+				}
+				dir, err := r.canon.path(src.v)
+				if err != nil {
+					return nil, nil, fmt.Sprintf("live job %s on %s: %s %s: %v", j.JobID, c.ClusterID, src.what, src.v, err)
+				}
+				dir = strings.TrimSuffix(dir, "/"+layout.MetadataFileName)
+				dirs[dir] = src.what + " of live job " + j.JobID + " on " + c.ClusterID
+				var m MetadataResult
+				found := false
+				for k, v := range l.Metadata {
+					if n, err := r.canon.path(k); err == nil && n == dir+"/"+layout.MetadataFileName {
+						m, found = v, true
+						break
+					}
+				}
+				switch {
+				case !found:
+					return nil, nil, fmt.Sprintf("live job %s on %s: its %s %s was not read; its references are unknown", j.JobID, c.ClusterID, src.what, src.v)
+				case m.Refs == nil:
+					return nil, nil, fmt.Sprintf("live job %s on %s: its %s %s cannot be read: %s", j.JobID, c.ClusterID, src.what, src.v, m.Error)
+				}
+				cr, err := r.canon.refs(m.Refs)
+				if err != nil {
+					return nil, nil, fmt.Sprintf("live job %s on %s: %v", j.JobID, c.ClusterID, err)
+				}
+				cr.Files = append(cr.Files, cr.Metadata)
+				sort.Strings(cr.Files)
+				refs = append(refs, cr)
+			}
+		}
+	}
+	return refs, dirs, ""
 }
 
 func (r *run) total() int { return len(r.plan.Delete) + len(r.plan.Objects) }

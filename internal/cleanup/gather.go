@@ -19,6 +19,9 @@ type GatherOptions struct {
 	ExtraMetadata []string
 	// BatchSize is passed to List; <= 0 uses the file system's default.
 	BatchSize int
+	// ReferencesOnly reads just the _metadata (a reference root, scanned
+	// read-only): no state files, no pin markers.
+	ReferencesOnly bool
 }
 
 // Gather reads everything BuildPlan needs from storage. It only reads.
@@ -45,7 +48,7 @@ func Gather(ctx context.Context, fsys storage.FileSystem, roots []layout.Root, o
 			name string
 			kind ItemKind
 		}{{j.HasShared, "shared", KindSharedFile}, {j.HasTaskOwn, "taskowned", KindTaskOwnedFile}} {
-			if !sub.has {
+			if !sub.has || opts.ReferencesOnly {
 				continue
 			}
 			dir := strings.TrimSuffix(j.Path, "/") + "/" + sub.name
@@ -78,6 +81,9 @@ func Gather(ctx context.Context, fsys storage.FileSystem, roots []layout.Root, o
 				return Listing{}, err
 			}
 			rep.Savepoints[i].Completed = present
+		}
+		if opts.ReferencesOnly {
+			continue
 		}
 		marker := sp.Path + "/" + PinMarkerName
 		switch _, err := fsys.Stat(ctx, marker); {
@@ -131,6 +137,20 @@ func (g *gatherer) read(ctx context.Context, out map[string]MetadataResult, p st
 		out[key] = MetadataResult{Error: err.Error()}
 	}
 	return true, nil
+}
+
+// ReadMetadata reads and parses the _metadata at p on fsys (a live job's
+// restore point or latest checkpoint, wherever it lies). found is false
+// when it does not exist; a storage failure is returned classified, and a
+// _metadata that cannot be parsed is a result with its Error set.
+func ReadMetadata(ctx context.Context, fsys storage.FileSystem, p string) (res MetadataResult, found bool, err error) {
+	out := map[string]MetadataResult{}
+	g := &gatherer{fs: fsys, base: fsys.URI().String()}
+	found, err = g.read(ctx, out, p)
+	for _, v := range out {
+		res = v
+	}
+	return res, found, err
 }
 
 func readReferences(ctx context.Context, fsys storage.FileSystem, p, base string) (*References, error) {

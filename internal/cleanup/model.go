@@ -16,17 +16,37 @@ type LiveJob struct {
 	RestorePath string `json:"restorePath,omitempty"`
 	// InFlightCheckpoint is the id of a checkpoint in progress, 0 if none.
 	InFlightCheckpoint int64 `json:"inFlightCheckpoint,omitempty"`
+	// LatestCheckpoint is the directory of the latest completed checkpoint
+	// Flink reports (what a failover restores from); empty if none yet.
+	LatestCheckpoint string `json:"latestCheckpoint,omitempty"`
+	// OldestPending is the trigger time of the oldest checkpoint in
+	// progress: files uploaded for it have no _metadata yet. Zero if none.
+	OldestPending time.Time `json:"oldestPending,omitempty"`
+	// CheckpointTimeout is how long the job lets a checkpoint run; 0 when
+	// unknown.
+	CheckpointTimeout time.Duration `json:"checkpointTimeout,omitempty"`
 }
 
 // LiveCluster is a cluster that exists, with its live jobs.
 type LiveCluster struct {
 	ClusterID string    `json:"clusterId"`
 	Jobs      []LiveJob `json:"jobs,omitempty"`
+	// HADir is <high-availability.storageDir>/<cluster-id> as the cluster
+	// is configured; empty when it runs without file-system HA.
+	HADir string `json:"haDir,omitempty"`
+	// HAUnknown says the cluster's HA configuration could not be read:
+	// no HA dir can be proven not to be its own.
+	HAUnknown bool `json:"haUnknown,omitempty"`
 }
 
 // Live is the inventory as the planner needs it.
 type Live struct {
 	Clusters []LiveCluster `json:"clusters"`
+	// Metadata holds the _metadata of every live job's restore point and
+	// latest checkpoint, keyed by _metadata path, read wherever it lies.
+	// An entry with an Error is a live job whose state cannot be told: the
+	// plan fails rather than guess.
+	Metadata map[string]MetadataResult `json:"metadata,omitempty"`
 }
 
 func (l Live) jobs() map[string]LiveJob {
@@ -100,6 +120,12 @@ type Input struct {
 	// Objects are the Kubernetes leftovers detection reported in the
 	// namespaces in scope; each is planned for deletion or kept.
 	Objects []Object `json:"objects,omitempty"`
+	// Spellings are the names of the listed file system; paths under
+	// another name that lie under a scanned root fail the plan.
+	Spellings Spellings `json:"spellings,omitempty"`
+	// References are _metadata read from reference roots outside the scope
+	// (read-only): what they reference is kept, nothing in them is planned.
+	References map[string]MetadataResult `json:"references,omitempty"`
 }
 
 // ItemKind says what a planned path is.
@@ -138,6 +164,7 @@ const (
 	KeepReferenced          Reason = "referenced"
 	KeepWithinGrace         Reason = "within-grace"
 	KeepInFlight            Reason = "in-flight-checkpoint"
+	KeepPendingUpload       Reason = "pending-checkpoint-upload"
 	KeepNewerThanCheckpoint Reason = "newer-than-latest-checkpoint"
 	KeepLiveJob             Reason = "live-job-checkpoint"
 	KeepWithinTTL           Reason = "within-ttl"
@@ -147,6 +174,7 @@ const (
 	KeepNewestSavepoints    Reason = "newest-k-savepoints"
 	KeepWithinMaxAge        Reason = "within-max-age"
 	KeepLiveCluster         Reason = "live-cluster"
+	KeepHAOwnerUnknown      Reason = "owner-unknown"
 	KeepUnparseable         Reason = "unparseable-metadata"
 	KeepUnparseableInScope  Reason = "unparseable-metadata-in-scope"
 	KeepUnknownLayout       Reason = "unknown-layout"
@@ -246,4 +274,7 @@ type Plan struct {
 	// reported leftovers kept, both sorted by path.
 	Objects     []ObjectItem `json:"objects,omitempty"`
 	KeepObjects []KeptObject `json:"keepObjects,omitempty"`
+	// Spellings are the names of the file system the plan was made with;
+	// the executor reads new references with them.
+	Spellings Spellings `json:"spellings,omitempty"`
 }

@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -44,12 +45,18 @@ type planner struct {
 	now         time.Time
 	liveJobs    map[string]LiveJob
 	liveCluster map[string]bool
-	restore     map[string]string // dir -> live job id
-	pinned      map[string]string // savepoint dir -> what pins it
-	unknown     []string          // normalised unknown paths
-	meta        map[string]MetadataResult
-	badMeta     bool
-	tenants     []tenantRoot
+	restore     map[string]string // dir -> the live job that needs it
+	haDirs      map[string]string // configured HA dir -> live cluster
+	haUnknown   []string          // live clusters whose HA configuration is unknown
+	canon       canon
+	// liveRefs are the references of live jobs' restore points and latest
+	// checkpoints: always retained, whatever is planned.
+	liveRefs []*References
+	pinned   map[string]string // savepoint dir -> what pins it
+	unknown  []string          // normalised unknown paths
+	meta     map[string]MetadataResult
+	badMeta  bool
+	tenants  []tenantRoot
 
 	cands map[string]*candidate
 	keep  []Kept
@@ -69,14 +76,81 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		liveJobs:        in.Live.jobs(),
 		liveCluster:     in.Live.clusterIDs(),
 		restore:         map[string]string{},
+		haDirs:          map[string]string{},
 		pinned:          map[string]string{},
 		meta:            map[string]MetadataResult{},
 		cands:           map[string]*candidate{},
 		newestSavepoint: map[string]time.Time{},
 	}
+	var roots []string
+	for _, r := range in.Listing.Roots {
+		roots = append(roots, r.Path)
+	}
+	var err error
+	if p.canon, err = newCanon(in.Spellings, roots); err != nil {
+		return nil, err
+	}
+	// path is canon.path for inputs: an unknown spelling under a scanned
+	// root refuses the plan, anything else unparseable is invalid input.
+	path := func(what, v string) (string, error) {
+		n, err := p.canon.path(v)
+		var us *errUnknownSpelling
+		switch {
+		case errors.As(err, &us):
+			return "", sourceUnknown("%s: %v", what, err)
+		case err != nil:
+			return "", invalidInput("%s %q: %v", what, v, err)
+		}
+		return n, nil
+	}
+	for _, m := range in.Listing.PinMarkers {
+		n, err := path("pin marker", m)
+		if err != nil {
+			return nil, err
+		}
+		p.pinned[strings.TrimSuffix(n, "/"+PinMarkerName)] = "marker " + PinMarkerName
+	}
+	for _, s := range pol.PinnedSavepoints {
+		n, err := path("policy pinnedSavepoints entry", s)
+		if err != nil {
+			return nil, err
+		}
+		p.pinned[n] = "policy pinnedSavepoints"
+	}
+	for _, src := range []struct {
+		what string
+		m    map[string]MetadataResult
+	}{{"metadata", in.Listing.Metadata}, {"reference-root metadata", in.References}} {
+		for k, v := range src.m {
+			n, err := path(src.what+" key", k)
+			if err != nil {
+				return nil, err
+			}
+			if v.Refs == nil && v.Error == "" {
+				return nil, invalidInput("%s %s has neither references nor an error", src.what, k)
+			}
+			if v.Error != "" {
+				v.Refs = nil
+				p.badMeta = true
+			} else if v.Refs, err = p.canon.refs(v.Refs); err != nil {
+				return nil, sourceUnknown("%v", err)
+			}
+			p.meta[n] = v
+		}
+	}
 	for _, c := range in.Live.Clusters {
 		if c.ClusterID == "" {
 			return nil, invalidInput("live cluster with an empty clusterId")
+		}
+		if c.HAUnknown {
+			p.haUnknown = append(p.haUnknown, c.ClusterID)
+		}
+		if c.HADir != "" {
+			d, err := path("live cluster "+c.ClusterID+" HA dir", c.HADir)
+			if err != nil {
+				return nil, err
+			}
+			p.haDirs[d] = c.ClusterID
 		}
 		for _, j := range c.Jobs {
 			if !layout.IsJobID(j.JobID) {
@@ -85,39 +159,52 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			if j.InFlightCheckpoint < 0 {
 				return nil, invalidInput("live job %s: inFlightCheckpoint %d is negative; want 0 (none) or a checkpoint id", j.JobID, j.InFlightCheckpoint)
 			}
-			if j.RestorePath != "" {
-				rp, err := normPath(j.RestorePath, "")
-				if err != nil {
-					return nil, invalidInput("live job %s: restorePath %q: %v", j.JobID, j.RestorePath, err)
+			if j.CheckpointTimeout > pol.Grace {
+				return nil, invalidInput("policy grace %v is shorter than the checkpoint timeout %v of live job %s on cluster %s: "+
+					"a checkpoint may upload files that long before its _metadata exists; set grace to at least %v",
+					pol.Grace, j.CheckpointTimeout, j.JobID, c.ClusterID, j.CheckpointTimeout)
+			}
+			for _, src := range []struct{ what, v string }{{"restorePath", j.RestorePath}, {"latestCheckpoint", j.LatestCheckpoint}} {
+				if src.v == "" {
+					continue
 				}
-				p.restore[strings.TrimSuffix(rp, "/"+layout.MetadataFileName)] = j.JobID
+				dir, err := path("live job "+j.JobID+" "+src.what, src.v)
+				if err != nil {
+					return nil, err
+				}
+				dir = strings.TrimSuffix(dir, "/"+layout.MetadataFileName)
+				if _, ok := p.restore[dir]; !ok {
+					p.restore[dir] = src.what + " of live job " + j.JobID + " on " + c.ClusterID
+				}
+				// Read with the live inventory (under any spelling), else
+				// with the listing when it lies under a scanned root.
+				m, ok := MetadataResult{}, false
+				for k, v := range in.Live.Metadata {
+					if n, err := p.canon.path(k); err == nil && n == dir+"/"+layout.MetadataFileName {
+						m, ok = v, true
+						break
+					}
+				}
+				if !ok {
+					m, ok = p.meta[dir+"/"+layout.MetadataFileName]
+				}
+				switch {
+				case !ok:
+					return nil, sourceUnknown("live job %s on cluster %s: its %s %s was not read; its references are unknown", j.JobID, c.ClusterID, src.what, src.v)
+				case m.Error != "":
+					return nil, sourceUnknown("live job %s on cluster %s: its %s %s cannot be read: %s", j.JobID, c.ClusterID, src.what, src.v, m.Error)
+				case m.Refs == nil:
+					return nil, invalidInput("live metadata %s has neither references nor an error", src.v)
+				}
+				r, err := p.canon.refs(m.Refs) // idempotent for listing entries
+				if err != nil {
+					return nil, sourceUnknown("live job %s on cluster %s: %v", j.JobID, c.ClusterID, err)
+				}
+				// The _metadata itself is needed too.
+				r.Files = append(r.Files, r.Metadata)
+				p.liveRefs = append(p.liveRefs, r)
 			}
 		}
-	}
-	for _, m := range in.Listing.PinMarkers {
-		n, err := normPath(m, "")
-		if err != nil {
-			return nil, invalidInput("pin marker %q: %v", m, err)
-		}
-		p.pinned[strings.TrimSuffix(n, "/"+PinMarkerName)] = "marker " + PinMarkerName
-	}
-	for _, s := range pol.PinnedSavepoints {
-		n, _ := normPath(s, "") // checked by Validate
-		p.pinned[n] = "policy pinnedSavepoints"
-	}
-	for k, v := range in.Listing.Metadata {
-		n, err := normPath(k, "")
-		if err != nil {
-			return nil, invalidInput("metadata key %q: %v", k, err)
-		}
-		if v.Refs == nil && v.Error == "" {
-			return nil, invalidInput("metadata %s has neither references nor an error", k)
-		}
-		if v.Error != "" {
-			v.Refs = nil
-			p.badMeta = true
-		}
-		p.meta[n] = v
 	}
 	for _, u := range in.Listing.Report.Unknown {
 		n, err := normPath(u.Path, "")
@@ -130,15 +217,32 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		if t.Name == "" || t.Root == "" {
 			return nil, invalidInput("tenant %q with root %q: both name and root are required", t.Name, t.Root)
 		}
-		r, err := normPath(t.Root, "")
+		r, err := p.canon.path(t.Root)
 		if err != nil {
-			return nil, invalidInput("tenant %s root %q: %v", t.Name, t.Root, err)
+			// A tenant root only attributes items; keep its own spelling.
+			if r, err = normPath(t.Root, ""); err != nil {
+				return nil, invalidInput("tenant %s root %q: %v", t.Name, t.Root, err)
+			}
 		}
 		p.tenants = append(p.tenants, tenantRoot{name: t.Name, root: r, plain: strings.HasPrefix(r, "/")})
 	}
 	// Longest root first, so nested tenant roots attribute to the inner one.
 	sort.Slice(p.tenants, func(i, j int) bool { return len(p.tenants[i].root) > len(p.tenants[j].root) })
 	return p, nil
+}
+
+// PendingMargin is how much older than a pending checkpoint's trigger an
+// upload for it may look: the clocks of TaskManagers and NameNode differ.
+const PendingMargin = 5 * time.Minute
+
+// pending reports whether a file modified at t may belong to a checkpoint
+// of the live job still in progress.
+func (p *planner) pending(j LiveJob, t time.Time) bool {
+	return !j.OldestPending.IsZero() && !t.Before(j.OldestPending.Add(-PendingMargin))
+}
+
+func (p *planner) pendingBy(j LiveJob) string {
+	return "live job " + j.JobID + " has a checkpoint in progress since " + j.OldestPending.UTC().Format(time.RFC3339)
 }
 
 func (p *planner) old(t time.Time, d time.Duration) bool {
@@ -259,8 +363,8 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 		k := Kept{Path: cp, Kind: KindCheckpointDir, JobID: j.JobID, Files: c.Usage.Files, Dirs: c.Usage.Dirs, Bytes: c.Usage.Bytes}
 		item := Item{Path: cp, Kind: KindCheckpointDir, JobID: j.JobID, Files: c.Usage.Files, Dirs: c.Usage.Dirs,
 			Bytes: c.Usage.Bytes, Newest: c.Usage.Newest}
-		if job, ok := p.restore[cp]; ok {
-			k.Reason, k.By = KeepRestorePoint, "live job "+job
+		if by, ok := p.restore[cp]; ok {
+			k.Reason, k.By = KeepRestorePoint, by
 			p.addKeep(k)
 			continue
 		}
@@ -268,6 +372,9 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 			switch {
 			case isLive && c.ID == live.InFlightCheckpoint:
 				k.Reason, k.By = KeepInFlight, "live job "+j.JobID
+				p.addKeep(k)
+			case isLive && p.pending(live, c.Usage.Newest):
+				k.Reason, k.By = KeepPendingUpload, p.pendingBy(live)
 				p.addKeep(k)
 			case p.old(c.Usage.Newest, p.pol.Grace):
 				item.Rule = RuleIncompleteCheckpoint
@@ -330,7 +437,7 @@ func (p *planner) planSavepoints() {
 		case p.pinned[sp2] != "":
 			k.Reason, k.By = KeepPinned, p.pinned[sp2]
 		case p.restore[sp2] != "":
-			k.Reason, k.By = KeepRestorePoint, "live job "+p.restore[sp2]
+			k.Reason, k.By = KeepRestorePoint, p.restore[sp2]
 		case !sp.Completed && p.old(sp.Usage.Newest, p.pol.Grace):
 			item.Rule, item.Detail = RuleIncompleteSavepoint, "no _metadata, last modified "+sp.Usage.Newest.UTC().Format(time.RFC3339)
 			p.addCand(&candidate{item: item, dir: true})
@@ -363,6 +470,10 @@ func (p *planner) planHA() {
 		switch {
 		case p.liveCluster[cl.ClusterID]:
 			k.Reason, k.By = KeepLiveCluster, "cluster "+cl.ClusterID
+		case p.haDirs[cp] != "":
+			k.Reason, k.By = KeepLiveCluster, "HA dir of live cluster "+p.haDirs[cp]+" (its configured high-availability.cluster-id)"
+		case len(p.haUnknown) > 0:
+			k.Reason, k.By = KeepHAOwnerUnknown, "the HA configuration of live clusters "+strings.Join(p.haUnknown, ", ")+" cannot be read; this may be theirs"
 		case unknown:
 			k.Reason, k.By = KeepUnknownLayout, "unknown entry "+u
 		case !p.old(cl.Total.Newest, p.pol.HATTL):
@@ -389,7 +500,7 @@ func (p *planner) fixpoint() *refIndex {
 				removed[m] = true
 			}
 		}
-		var retained []*References
+		retained := append([]*References(nil), p.liveRefs...)
 		for k, v := range p.meta {
 			if v.Refs != nil && !removed[k] {
 				retained = append(retained, v.Refs)
@@ -430,7 +541,7 @@ func (p *planner) planStateFiles(jobs []layout.JobCheckpoints, whole map[string]
 		if whole[jobPath] {
 			continue
 		}
-		_, isLive := p.liveJobs[j.JobID]
+		live, isLive := p.liveJobs[j.JobID]
 		retiredPastTTL := !isLive && p.old(j.Total.Newest, p.pol.RetiredJobTTL)
 		var newestMeta time.Time
 		for _, c := range j.Checkpoints {
@@ -448,6 +559,8 @@ func (p *planner) planStateFiles(jobs []layout.JobCheckpoints, whole map[string]
 				k.Reason, k.By = KeepWithinGrace, "possibly uploaded for a checkpoint not completed yet"
 			case isLive && !f.ModTime.Before(newestMeta):
 				k.Reason, k.By = KeepNewerThanCheckpoint, "live job "+j.JobID+" may be uploading it for its next checkpoint"
+			case isLive && p.pending(live, f.ModTime):
+				k.Reason, k.By = KeepPendingUpload, p.pendingBy(live)
 			case p.badMeta:
 				k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
 			default:
@@ -503,7 +616,7 @@ func (p *planner) collapseRetiredJobs(jobs []layout.JobCheckpoints, whole map[st
 
 func (p *planner) finish(objects []ObjectItem, keepObjects []KeptObject) Plan {
 	plan := Plan{Version: PlanVersion, CreatedAt: p.now, Policy: p.pol, Roots: append([]layout.Root(nil), p.in.Listing.Roots...),
-		Objects: objects, KeepObjects: keepObjects}
+		Objects: objects, KeepObjects: keepObjects, Spellings: p.spellings()}
 	for _, c := range p.cands {
 		plan.Delete = append(plan.Delete, c.item)
 	}
@@ -575,4 +688,18 @@ func summarize(plan Plan) []TenantSummary {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Tenant < out[j].Tenant })
 	return out
+}
+
+// spellings records the names the plan was made with, for the executor.
+func (p *planner) spellings() Spellings {
+	sp := Spellings{Base: p.canon.base}
+	for a := range p.canon.aliases {
+		sp.Aliases = append(sp.Aliases, a)
+	}
+	for d := range p.canon.distinct {
+		sp.Distinct = append(sp.Distinct, d)
+	}
+	sort.Strings(sp.Aliases)
+	sort.Strings(sp.Distinct)
+	return sp
 }

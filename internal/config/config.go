@@ -19,6 +19,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
@@ -57,6 +58,10 @@ type Cleanup struct {
 	AuditRoot string `yaml:"auditRoot"`
 	// PlanDir holds plans and governance reports, <planDir>/<run-id>/.
 	PlanDir string `yaml:"planDir"`
+	// ReferenceRoots are checkpoint roots of jobs outside every scope;
+	// cleanup reads their retained _metadata (never writes there) and
+	// keeps what they reference.
+	ReferenceRoots []string `yaml:"referenceRoots"`
 }
 
 // Storage configures how the worker reaches checkpoint storage.
@@ -71,6 +76,10 @@ type Storage struct {
 	// delete in (manifests, reports, trash, tenant roots for cleanup).
 	WritableRoots []string `yaml:"writableRoots"`
 	RPCTimeout    Duration `yaml:"rpcTimeout"`
+	// AuthorityAliases are groups of authorities that each name one file
+	// system, e.g. [[nn1.corp:8020, 10.1.2.3:8020, ns1]], for names that
+	// DNS and the Hadoop configuration do not tie together.
+	AuthorityAliases [][]string `yaml:"authorityAliases"`
 }
 
 // Inventory says where clusters are discovered.
@@ -238,6 +247,9 @@ func (c *Config) Validate() error {
 	if c.Flink.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("flink.requestTimeout=%s: use a positive duration such as 30s", c.Flink.RequestTimeout.D()))
 	}
+	if err := storage.ValidateAuthorityAliases(c.Storage.AuthorityAliases); err != nil {
+		errs = append(errs, fmt.Errorf("storage.authorityAliases: %v", err))
+	}
 	for i, r := range c.Storage.WritableRoots {
 		if !strings.Contains(r, "://") && !strings.HasPrefix(r, "/") {
 			errs = append(errs, fmt.Errorf("storage.writableRoots[%d]=%q: use an absolute path or a URI such as hdfs://nn:8020/user/app", i, r))
@@ -284,6 +296,11 @@ func (c Cleanup) validate(writable []string) []error {
 		}
 		if !underAny(f.v, writable) {
 			errs = append(errs, fmt.Errorf("%s=%q is not under any of storage.writableRoots %v: the worker could not write there; add a writable root that contains it", f.name, f.v, writable))
+		}
+	}
+	for i, r := range c.ReferenceRoots {
+		if !strings.Contains(r, "://") && !strings.HasPrefix(r, "/") || strings.Contains("/"+r+"/", "/../") {
+			errs = append(errs, fmt.Errorf("cleanup.referenceRoots[%d]=%q: use an absolute path or a URI such as hdfs://nn:8020/flink/checkpoints, without \"..\"", i, r))
 		}
 	}
 	if c.AuditRoot != "" && c.TrashRoot == "" {

@@ -17,6 +17,10 @@ type Resolver struct {
 	DefaultFS string
 	// Guard is used by every file system the resolver creates.
 	Guard *Guard
+	// AuthorityAliases are groups of authorities that each name one file
+	// system (storage.authorityAliases), for names DNS and the Hadoop
+	// configuration cannot tie together.
+	AuthorityAliases [][]string
 
 	mu    sync.Mutex
 	local *Local

@@ -1,0 +1,234 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// ErrTypeCleanupSourceUnknown: a restore source the plan must see cannot
+// be told (a live job's checkpoint unreadable, a path in a spelling not
+// known to name the scanned file system); the plan is refused.
+const ErrTypeCleanupSourceUnknown = "CleanupSourceUnknown"
+
+// Flink configuration keys of file-system HA.
+var (
+	keysHAType       = []string{"high-availability.type", "high-availability"}
+	keysHAStorageDir = []string{"high-availability.storageDir", "high-availability.storage-path"}
+	keysHAClusterID  = []string{"high-availability.cluster-id", "kubernetes.cluster-id"}
+)
+
+// latestReadAttempts bounds how often a live job's latest checkpoint is
+// looked up again when Flink subsumed it between the statistics and the
+// read.
+const latestReadAttempts = 3
+
+// liveInventory asks every cluster of the inventory (not only those in
+// scope: a job restored in CLAIM or LEGACY mode references another
+// tenant's files) for its live jobs, and reads, wherever it lies, the
+// _metadata of each job's restore point and latest completed checkpoint,
+// its checkpoints in progress and timeout, and the cluster's configured HA
+// dir. An unreachable cluster fails the step; a live job whose state
+// cannot be read is recorded as such, and the planner refuses the plan.
+func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory) (cleanup.Live, []string, error) {
+	live := cleanup.Live{Metadata: map[string]cleanup.MetadataResult{}}
+	var notes []string
+	for _, c := range inv.Clusters {
+		client, err := a.flinkFor(c.RESTURL)
+		if err != nil {
+			return live, nil, err
+		}
+		jobs, err := client.ListJobs(ctx)
+		if err != nil {
+			return live, nil, classify("list jobs of cluster "+c.ClusterID, err)
+		}
+		lc := cleanup.LiveCluster{ClusterID: c.ClusterID}
+		lc.HADir, lc.HAUnknown = a.haDir(ctx, client, c)
+		for _, j := range jobs {
+			if j.State.IsGloballyTerminal() {
+				continue
+			}
+			lj, jobNotes, err := a.liveJob(ctx, client, c.ClusterID, j.ID, live.Metadata)
+			if err != nil {
+				return live, nil, err
+			}
+			notes = append(notes, jobNotes...)
+			lc.Jobs = append(lc.Jobs, lj)
+		}
+		sort.Slice(lc.Jobs, func(i, j int) bool { return lc.Jobs[i].JobID < lc.Jobs[j].JobID })
+		live.Clusters = append(live.Clusters, lc)
+		activity.RecordHeartbeat(ctx, "live jobs of "+c.ClusterID)
+	}
+	return live, notes, nil
+}
+
+// liveJob reads what one live job needs into meta and returns the job.
+func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult) (cleanup.LiveJob, []string, error) {
+	lj := cleanup.LiveJob{JobID: jobID}
+	var notes []string
+	where := "job " + jobID + " on " + cluster
+	cfg, err := client.CheckpointConfig(ctx, jobID)
+	if err != nil {
+		return lj, nil, classify("checkpoint configuration of "+where, err)
+	}
+	lj.CheckpointTimeout = time.Duration(cfg.Timeout) * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		st, err := client.Checkpoints(ctx, jobID)
+		if err != nil {
+			return lj, nil, classify("checkpoints of "+where, err)
+		}
+		lj.RestorePath, lj.LatestCheckpoint, lj.InFlightCheckpoint, lj.OldestPending = "", "", 0, time.Time{}
+		for _, h := range st.History {
+			if h.Status != "IN_PROGRESS" {
+				continue
+			}
+			lj.InFlightCheckpoint = max(lj.InFlightCheckpoint, h.ID)
+			if t := h.Triggered(); !t.IsZero() && (lj.OldestPending.IsZero() || t.Before(lj.OldestPending)) {
+				lj.OldestPending = t
+			}
+		}
+		var restoreID int64 = -1
+		if r := st.Latest.Restored; r != nil && r.ExternalPath != "" {
+			lj.RestorePath, restoreID = strings.TrimRight(r.ExternalPath, "/"), r.ID
+		}
+		if l := st.Latest.Completed; l != nil && l.ExternalPath != "" {
+			lj.LatestCheckpoint = strings.TrimRight(l.ExternalPath, "/")
+		}
+		latestFound := true
+		if lj.LatestCheckpoint != "" {
+			if latestFound, err = a.readLiveMetadata(ctx, lj.LatestCheckpoint, meta); err != nil {
+				return lj, nil, err
+			}
+			if !latestFound && attempt < latestReadAttempts {
+				continue // subsumed since the statistics; ask again
+			}
+			if !latestFound {
+				meta[metadataOf(lj.LatestCheckpoint)] = cleanup.MetadataResult{Error: "the latest completed checkpoint Flink reports does not exist"}
+			}
+		}
+		if lj.RestorePath != "" {
+			found, err := a.readLiveMetadata(ctx, lj.RestorePath, meta)
+			if err != nil {
+				return lj, nil, err
+			}
+			if !found {
+				// Gone. Harmless only when a newer checkpoint, read above,
+				// is what a failover restores from now.
+				if latestFound && st.Latest.Completed != nil && st.Latest.Completed.ID > restoreID {
+					notes = append(notes, fmt.Sprintf("restore point %s of live %s no longer exists; its latest checkpoint %s is read instead", lj.RestorePath, where, lj.LatestCheckpoint))
+					lj.RestorePath = ""
+				} else {
+					meta[metadataOf(lj.RestorePath)] = cleanup.MetadataResult{Error: "the restore point does not exist and no checkpoint has completed since the restore"}
+				}
+			}
+		}
+		return lj, notes, nil
+	}
+}
+
+// readLiveMetadata reads the _metadata of a restore point or checkpoint
+// dir into meta, keyed as the file system spells it.
+func (a *Activities) readLiveMetadata(ctx context.Context, dir string, meta map[string]cleanup.MetadataResult) (bool, error) {
+	fs, p, err := a.Storage.Resolve(ctx, metadataOf(dir))
+	if err != nil {
+		if errors.Is(err, storage.ErrInvalidPath) || errors.Is(err, storage.ErrWrongFileSystem) {
+			meta[metadataOf(dir)] = cleanup.MetadataResult{Error: err.Error()}
+			return true, nil
+		}
+		return false, classify("resolve "+dir, err)
+	}
+	res, found, err := cleanup.ReadMetadata(ctx, fs, p)
+	if err != nil {
+		return false, classifyCleanup("read "+p, err)
+	}
+	if found {
+		meta[p] = res
+	}
+	return found, nil
+}
+
+func metadataOf(dir string) string {
+	dir = strings.TrimRight(dir, "/")
+	if strings.HasSuffix(dir, "/"+layout.MetadataFileName) {
+		return dir
+	}
+	return dir + "/" + layout.MetadataFileName
+}
+
+// haDir is <high-availability.storageDir>/<cluster-id> as the cluster's
+// JobManager is configured; unknown when the configuration cannot be
+// read. A cluster without file-system HA has none.
+func (a *Activities) haDir(ctx context.Context, client FlinkAPI, c inventory.Cluster) (string, bool) {
+	conf, err := client.JobManagerConfig(ctx)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("JobManager configuration unreadable; its HA dirs are kept as owner-unknown", "cluster", c.ClusterID, "error", err)
+		return "", true
+	}
+	typ, _ := conf.Get(keysHAType...)
+	switch strings.ToLower(strings.TrimSpace(typ)) {
+	case "", "none":
+		return "", false
+	}
+	dir, ok := conf.Get(keysHAStorageDir...)
+	if !ok || strings.TrimSpace(dir) == "" {
+		return "", true
+	}
+	id, ok := conf.Get(keysHAClusterID...)
+	if !ok || strings.Trim(id, "/ ") == "" {
+		id = "default" // Flink's default cluster-id, "/default"
+	}
+	return strings.TrimRight(strings.TrimSpace(dir), "/") + "/" + strings.Trim(strings.TrimSpace(id), "/"), false
+}
+
+// spellings finds out which of the other scheme://authority prefixes the
+// plan's inputs name are the scanned file system, and which are proven
+// others; the rest stay unknown and the planner refuses what they could
+// cover.
+func (a *Activities) spellings(ctx context.Context, base string, prefixes []string) (cleanup.Spellings, error) {
+	sp := cleanup.Spellings{Base: base}
+	for _, p := range prefixes {
+		same, err := a.Storage.CompareFileSystems(ctx, base, p)
+		if err != nil {
+			return sp, classify("compare "+p+" with "+base, err)
+		}
+		switch same {
+		case storage.SameFileSystem:
+			sp.Aliases = append(sp.Aliases, p)
+		case storage.DifferentFileSystem:
+			sp.Distinct = append(sp.Distinct, p)
+		}
+	}
+	return sp, nil
+}
+
+// referenceMetadata parses the retained _metadata under the configured
+// reference roots (checkpoint roots of jobs outside any scope), read-only.
+func (a *Activities) referenceMetadata(ctx context.Context) (map[string]cleanup.MetadataResult, error) {
+	out := map[string]cleanup.MetadataResult{}
+	for _, r := range a.Cleanup.ReferenceRoots {
+		fs, p, err := a.Storage.Resolve(ctx, r)
+		if err != nil {
+			return nil, classify("resolve cleanup.referenceRoots entry "+r, err)
+		}
+		root := layout.Root{Path: strings.TrimRight(p, "/"), Kind: layout.CheckpointRoot}
+		l, err := cleanup.Gather(ctx, fs, []layout.Root{root}, cleanup.GatherOptions{ReferencesOnly: true})
+		if err != nil {
+			return nil, classifyCleanup("read reference root "+r, err)
+		}
+		for k, v := range l.Metadata {
+			out[k] = v
+		}
+		activity.RecordHeartbeat(ctx, "reference root "+r)
+	}
+	return out, nil
+}

@@ -1,0 +1,274 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// liveMeta records what a live job's restore point or latest checkpoint
+// references, as the activity reads it wherever it lies.
+func (f *fixture) liveMeta(dir string, refs ...string) {
+	if f.live.Metadata == nil {
+		f.live.Metadata = map[string]MetadataResult{}
+	}
+	f.live.Metadata[dir+"/_metadata"] = MetadataResult{Refs: &References{Metadata: dir + "/_metadata", Dir: dir, Files: refs}}
+}
+
+func (f *fixture) build(sp Spellings) (Plan, error) {
+	if len(f.live.Clusters) == 0 {
+		f.live.Clusters = []LiveCluster{{ClusterID: "c1"}}
+	}
+	return BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Spellings: sp})
+}
+
+func planned(p Plan) map[string]Rule {
+	out := map[string]Rule{}
+	for _, it := range p.Delete {
+		out[it.Path] = it.Rule
+	}
+	return out
+}
+
+func keptFor(p Plan, path string) (Kept, bool) {
+	for _, k := range p.Keep {
+		if k.Path == path {
+			return k, true
+		}
+	}
+	return Kept{}, false
+}
+
+// A job in another tenant, restored in CLAIM mode from a retired job here,
+// references its shared/ files from its latest checkpoint only (Flink has
+// subsumed the restored chk-N). Those files survive.
+func TestPlanKeepsWhatALiveJobsLatestCheckpointReferences(t *testing.T) {
+	f := newFixture()
+	f.job(jobA, old)
+	f.chk(jobA, 3, true, old, jobDir(jobA)+"/shared/only-in-a")
+	used := f.state(jobA, "shared", "used-by-b", 10, old)
+	unused := f.state(jobA, "shared", "unused", 10, old)
+	otherTenant := nn + "/other/checkpoints/" + jobB + "/chk-40"
+	f.liveJob(LiveJob{JobID: jobB, LatestCheckpoint: otherTenant})
+	f.liveMeta(otherTenant, used, otherTenant+"/exclusive")
+	p, err := f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := planned(p)
+	if _, ok := del[used]; ok {
+		t.Fatalf("%s planned (%s) though live job %s's latest checkpoint references it", used, del[used], jobB)
+	}
+	if _, ok := del[jobDir(jobA)]; ok {
+		t.Fatalf("the retired job dir is planned whole though a file in it is referenced")
+	}
+	if k, ok := keptFor(p, used); !ok || k.Reason != KeepReferenced || !strings.Contains(k.By, otherTenant) {
+		t.Fatalf("%s kept as %+v; want referenced by %s", used, k, otherTenant)
+	}
+	if del[unused] != RuleRetiredJob {
+		t.Fatalf("%s: %q; the unreferenced file of the retired job is still garbage", unused, del[unused])
+	}
+}
+
+func TestPlanFailsOnALiveJobItCannotSee(t *testing.T) {
+	cases := map[string]func(f *fixture){
+		"latest checkpoint unparseable": func(f *fixture) {
+			d := nn + "/other/" + jobB + "/chk-4"
+			f.liveJob(LiveJob{JobID: jobB, LatestCheckpoint: d})
+			f.live.Metadata = map[string]MetadataResult{d + "/_metadata": {Error: "unsupported version 99"}}
+		},
+		"latest checkpoint not read": func(f *fixture) {
+			f.liveJob(LiveJob{JobID: jobB, LatestCheckpoint: nn + "/other/" + jobB + "/chk-4"})
+		},
+		"restore point not read": func(f *fixture) {
+			f.liveJob(LiveJob{JobID: jobB, RestorePath: nn + "/other/savepoint-bbbbbb-0123456789ab"})
+		},
+	}
+	for name, build := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture()
+			f.job(jobA, old)
+			f.state(jobA, "shared", "s", 1, old)
+			build(f)
+			_, err := f.build(Spellings{})
+			if !errors.Is(err, ErrSourceUnknown) || !strings.Contains(err.Error(), jobB) {
+				t.Fatalf("err %v; want ErrSourceUnknown naming job %s", err, jobB)
+			}
+		})
+	}
+}
+
+// One file, several spellings: references in any spelling known to name
+// the scanned file system keep the file; an unknown spelling of a path
+// under a scanned root refuses the plan; a file system proven distinct is
+// left alone.
+func TestPlanOneSpellingPerFile(t *testing.T) {
+	spellings := map[string]string{
+		"hostname":       "hdfs://localhost:8020",
+		"default port":   "hdfs://nn",
+		"nameservice":    "hdfs://ns1",
+		"default fs":     "hdfs://",
+		"upper case":     "HDFS://NN:8020",
+		"double slashes": "hdfs://nn:8020/",
+	}
+	for name, prefix := range spellings {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture()
+			f.liveJob(LiveJob{JobID: jobA})
+			f.job(jobA, recent)
+			file := f.state(jobA, "shared", "s1", 10, old)
+			spelled := prefix + "/" + strings.TrimPrefix(file, nn+"/")
+			if name == "double slashes" {
+				spelled = strings.Replace(spelled, "/shared/", "//shared/./", 1)
+			}
+			f.chk(jobA, 7, true, recent, spelled)
+			aliases := []string{"hdfs://localhost:8020", "hdfs://nn", "hdfs://ns1", "hdfs://"}
+			p, err := f.build(Spellings{Base: nn, Aliases: aliases})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, ok := planned(p)[file]; ok {
+				t.Fatalf("%s planned (%s) though referenced as %s", file, r, spelled)
+			}
+			// Unknown spelling: the plan is refused and says what to set.
+			_, err = f.build(Spellings{Base: nn})
+			if name != "upper case" && name != "double slashes" {
+				if !errors.Is(err, ErrSourceUnknown) || !strings.Contains(err.Error(), "storage.authorityAliases") {
+					t.Fatalf("err %v; want ErrSourceUnknown naming storage.authorityAliases", err)
+				}
+			}
+		})
+	}
+	t.Run("distinct file system", func(t *testing.T) {
+		f := newFixture()
+		f.liveJob(LiveJob{JobID: jobA})
+		f.job(jobA, recent)
+		file := f.state(jobA, "shared", "s1", 10, old)
+		f.chk(jobA, 7, true, recent, "hdfs://other-cluster:8020/t/checkpoints/"+jobA+"/shared/s1")
+		p, err := f.build(Spellings{Base: nn, Distinct: []string{"hdfs://other-cluster:8020"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if planned(p)[file] != RuleUnreferencedState {
+			t.Fatalf("%s not planned; a same-named path on another file system does not keep it", file)
+		}
+	})
+}
+
+func TestPlanKeepsUploadsOfPendingCheckpoints(t *testing.T) {
+	f := newFixture()
+	f.pol.Grace = 30 * time.Minute
+	pendingSince := now.Add(-3 * time.Hour)
+	f.liveJob(LiveJob{JobID: jobA, InFlightCheckpoint: 12, OldestPending: pendingSince})
+	f.job(jobA, recent)
+	f.chk(jobA, 11, true, now.Add(-time.Hour))           // completed after the pending one started
+	inc := f.chk(jobA, 10, false, now.Add(-2*time.Hour)) // concurrent, older id, still pending
+	upload := f.state(jobA, "shared", "for-pending", 10, pendingSince.Add(time.Minute))
+	before := f.state(jobA, "shared", "before-pending", 10, pendingSince.Add(-time.Hour))
+	p, err := f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := planned(p)
+	for _, keep := range []string{upload, inc} {
+		if k, ok := keptFor(p, keep); !ok || k.Reason != KeepPendingUpload {
+			t.Errorf("%s: kept %+v, planned %q; want kept as %s", keep, k, del[keep], KeepPendingUpload)
+		}
+	}
+	if del[before] != RuleUnreferencedState {
+		t.Errorf("%s (older than every pending checkpoint) not planned: %q", before, del[before])
+	}
+}
+
+func TestPlanRefusesGraceBelowACheckpointTimeout(t *testing.T) {
+	f := newFixture()
+	f.pol.Grace = 10 * time.Minute
+	f.liveJob(LiveJob{JobID: jobA, CheckpointTimeout: time.Hour})
+	_, err := f.build(Spellings{})
+	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "grace") || !strings.Contains(err.Error(), jobA) {
+		t.Fatalf("err %v; want invalid input naming grace and job %s", err, jobA)
+	}
+}
+
+func TestPlanHADirsByConfiguredOwner(t *testing.T) {
+	f := newFixture()
+	custom := f.ha("custom-id", old)
+	gone := f.ha("gone", old)
+	f.live.Clusters = []LiveCluster{{ClusterID: "cluster-a", HADir: haRoot + "/custom-id"}}
+	p, err := f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := keptFor(p, custom); !ok || k.Reason != KeepLiveCluster {
+		t.Fatalf("%s kept %+v; want kept as the HA dir of cluster-a", custom, k)
+	}
+	if planned(p)[gone] != RuleRetiredHACluster {
+		t.Fatalf("%s not planned", gone)
+	}
+	f.live.Clusters = append(f.live.Clusters, LiveCluster{ClusterID: "cluster-b", HAUnknown: true})
+	if p, err = f.build(Spellings{}); err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := keptFor(p, gone); !ok || k.Reason != KeepHAOwnerUnknown || !strings.Contains(k.By, "cluster-b") {
+		t.Fatalf("%s kept %+v; want %s naming cluster-b", gone, k, KeepHAOwnerUnknown)
+	}
+}
+
+// A savepoint planned for retention is restored from while the plan waits
+// for approval: the executor refuses it, and the files it references.
+func TestExecutorRefusesWhatALiveJobStartedFromAfterPlanning(t *testing.T) {
+	const retired = "0123456789abcdef0123456789abcdef"
+	const restored = "fedcba9876543210fedcba9876543210"
+	e := newLocalEnv(t)
+	sp := e.file("savepoints/savepoint-012345-aaaaaaaaaaaa/state", 10, e.past)
+	spDir := strings.TrimSuffix(sp, "/state")
+	shared := e.file("checkpoints/"+retired+"/shared/s1", 10, e.past)
+	plan := e.plan(Live{}, Policy{})
+	want := map[string]bool{spDir: false, e.uri("checkpoints/" + retired): false}
+	for _, it := range plan.Delete {
+		if _, ok := want[it.Path]; ok {
+			want[it.Path] = true
+		}
+	}
+	for p, ok := range want {
+		if !ok {
+			t.Fatalf("%s not planned; plan %+v", p, plan.Delete)
+		}
+	}
+	liveNow := func(context.Context) (Live, error) {
+		return Live{
+			Clusters: []LiveCluster{{ClusterID: "c1", Jobs: []LiveJob{{JobID: restored, RestorePath: spDir}}}},
+			Metadata: map[string]MetadataResult{spDir + "/_metadata": {Refs: &References{Metadata: spDir + "/_metadata", Dir: spDir,
+				Files: []string{sp, shared}}}},
+		}, nil
+	}
+	res, err := e.executor("r1", func(c *ExecutorConfig) { c.Live = liveNow }).Run(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts[OutcomeRefused] != 2 {
+		t.Fatalf("result %+v; want both the restore point and the dir it references refused", res)
+	}
+	for _, r := range res.Refused {
+		if !strings.Contains(r.Detail, restored) && !strings.Contains(r.Detail, "live job") {
+			t.Errorf("refused %s: %q does not name the live job", r.Path, r.Detail)
+		}
+	}
+	if !e.exists(sp) || !e.exists(shared) {
+		t.Fatal("a file the live job needs was removed")
+	}
+	// A live job whose state cannot be read stops everything.
+	e2 := newLocalEnv(t)
+	e2.garbage()
+	plan2 := e2.plan(Live{}, Policy{})
+	unknown := func(context.Context) (Live, error) {
+		return Live{Clusters: []LiveCluster{{ClusterID: "c1", Jobs: []LiveJob{{JobID: restored, LatestCheckpoint: "file:///elsewhere/chk-3"}}}},
+			Metadata: map[string]MetadataResult{"file:///elsewhere/chk-3/_metadata": {Error: "truncated"}}}, nil
+	}
+	res, err = e2.executor("r1", func(c *ExecutorConfig) { c.Live = unknown }).Run(context.Background(), plan2)
+	if err != nil || res.Counts[OutcomeRefused] != len(plan2.Delete) {
+		t.Fatalf("result %+v err %v; want every item refused", res, err)
+	}
+}
