@@ -28,10 +28,10 @@ var (
 	keysHAClusterID  = []string{"high-availability.cluster-id", "kubernetes.cluster-id"}
 )
 
-// latestReadAttempts bounds how often a live job's latest checkpoint is
-// looked up again when Flink subsumed it between the statistics and the
-// read.
-const latestReadAttempts = 3
+// latestReadWait bounds how long a live job's latest checkpoint is looked
+// up again when it is missing: Flink subsumed it since the statistics
+// (served from a cache refreshed every few seconds), or the job is ending.
+const latestReadWait = 15 * time.Second
 
 // liveInventory asks every cluster of the inventory (not only those in
 // scope: a job restored in CLAIM or LEGACY mode references another
@@ -59,6 +59,9 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 				continue
 			}
 			lj, jobNotes, err := a.liveJob(ctx, client, c.ClusterID, j.ID, live.Metadata)
+			if errors.Is(err, errJobEnded) {
+				continue // ended since the listing: not live
+			}
 			if err != nil {
 				return live, nil, err
 			}
@@ -82,7 +85,8 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 		return lj, nil, classify("checkpoint configuration of "+where, err)
 	}
 	lj.CheckpointTimeout = time.Duration(cfg.Timeout) * time.Millisecond
-	for attempt := 1; ; attempt++ {
+	deadline := time.Now().Add(latestReadWait)
+	for {
 		st, err := client.Checkpoints(ctx, jobID)
 		if err != nil {
 			return lj, nil, classify("checkpoints of "+where, err)
@@ -98,10 +102,10 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 			}
 		}
 		var restoreID int64 = -1
-		if r := st.Latest.Restored; r != nil && r.ExternalPath != "" {
+		if r := st.Latest.Restored; r != nil && onStorage(r.ExternalPath) {
 			lj.RestorePath, restoreID = strings.TrimRight(r.ExternalPath, "/"), r.ID
 		}
-		if l := st.Latest.Completed; l != nil && l.ExternalPath != "" {
+		if l := st.Latest.Completed; l != nil && onStorage(l.ExternalPath) {
 			lj.LatestCheckpoint = strings.TrimRight(l.ExternalPath, "/")
 		}
 		latestFound := true
@@ -109,8 +113,23 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 			if latestFound, err = a.readLiveMetadata(ctx, lj.LatestCheckpoint, meta); err != nil {
 				return lj, nil, err
 			}
-			if !latestFound && attempt < latestReadAttempts {
-				continue // subsumed since the statistics; ask again
+			if !latestFound {
+				d, err := client.JobDetails(ctx, jobID)
+				if err != nil {
+					return lj, nil, classify("state of "+where, err)
+				}
+				if d.State.IsGloballyTerminal() {
+					return lj, nil, errJobEnded
+				}
+				if time.Now().Before(deadline) {
+					activity.RecordHeartbeat(ctx, "latest checkpoint of "+where+" missing; asking again")
+					select {
+					case <-ctx.Done():
+						return lj, nil, ctx.Err()
+					case <-time.After(a.pollInterval()):
+					}
+					continue
+				}
 			}
 			if !latestFound {
 				meta[metadataOf(lj.LatestCheckpoint)] = cleanup.MetadataResult{Error: "the latest completed checkpoint Flink reports does not exist"}
@@ -124,7 +143,7 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 			if !found {
 				// Gone. Harmless only when a newer checkpoint, read above,
 				// is what a failover restores from now.
-				if latestFound && st.Latest.Completed != nil && st.Latest.Completed.ID > restoreID {
+				if lj.LatestCheckpoint != "" && latestFound && st.Latest.Completed.ID > restoreID {
 					notes = append(notes, fmt.Sprintf("restore point %s of live %s no longer exists; its latest checkpoint %s is read instead", lj.RestorePath, where, lj.LatestCheckpoint))
 					lj.RestorePath = ""
 				} else {
@@ -156,6 +175,16 @@ func (a *Activities) readLiveMetadata(ctx context.Context, dir string, meta map[
 	}
 	return found, nil
 }
+
+// onStorage reports whether Flink names a snapshot on a file system; it
+// says "<checkpoint-not-externalized>" for one kept in JobManager memory,
+// which leaves no file to protect.
+func onStorage(externalPath string) bool {
+	return strings.HasPrefix(externalPath, "/") || strings.Contains(externalPath, ":/")
+}
+
+// errJobEnded: the job ended while its state was being read.
+var errJobEnded = errors.New("job ended")
 
 func metadataOf(dir string) string {
 	dir = strings.TrimRight(dir, "/")

@@ -292,19 +292,38 @@ func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepoint
 		TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: in.TriggerID,
 	})
 	if err != nil {
+		if !flink.IsRetryable(err) {
+			// A retry after Flink forgot our trigger finds the job already
+			// stopped: find the savepoint it stopped with.
+			if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
+				return res, ferr
+			}
+		}
 		return StopWithSavepointResult{}, classify("stop job "+in.Job.Key+" ("+in.Job.JobID+") with savepoint", err)
 	}
 	logger := activity.GetLogger(ctx)
 	logger.Info("stop-with-savepoint triggered", "job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID, "reattached", trig.Reattached)
 	for {
 		st, err := client.SavepointStatus(ctx, in.Job.JobID, trig.TriggerID)
+		if errors.Is(err, flink.ErrOperationNotFound) {
+			// Forgotten while we waited (cache expiry, JobManager failover).
+			if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
+				return res, ferr
+			}
+		}
 		if err != nil {
 			return StopWithSavepointResult{}, classify("savepoint status of "+in.Job.Key, err)
 		}
 		if st.Done() {
 			if st.Failure != nil {
+				// Flink accepts a stop of a job that already finished and
+				// fails the operation ("Could not find Flink job"): a retry
+				// after it forgot the first trigger.
+				if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
+					return res, ferr
+				}
 				return StopWithSavepointResult{}, nonRetryable(flink.ErrorReasonOperationFailed,
-					"stop-with-savepoint of %s failed; the job keeps running: %s", in.Job.Key, failureText(st.Failure))
+					"stop-with-savepoint of %s failed; %s: %s", in.Job.Key, a.jobStateNow(ctx, client, in.Job.JobID), failureText(st.Failure))
 			}
 			if st.Location == "" {
 				return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "stop-with-savepoint of %s completed without a location", in.Job.Key)
@@ -317,6 +336,101 @@ func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepoint
 			return StopWithSavepointResult{}, ctx.Err()
 		case <-time.After(a.pollInterval()):
 		}
+	}
+}
+
+// ErrTypeJobStoppedWithoutSavepoint: the job is no longer running, but no
+// savepoint it stopped with can be found; a person must decide.
+const ErrTypeJobStoppedWithoutSavepoint = "JobStoppedWithoutSavepoint"
+
+// statsCacheWait covers Flink's cache of checkpoint statistics.
+const statsCacheWait = 15 * time.Second
+
+// stoppedWithSavepoint handles a stop whose operation Flink no longer
+// knows. A job that FINISHED stopped with a savepoint: its checkpoint
+// statistics name it, and it must lie in the target directory; ok reports
+// it was found. A job still running is left to the caller (ok false, no
+// error); one that ended otherwise, or whose savepoint cannot be found, is
+// an error that says the truth: it is not running.
+func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, bool, error) {
+	d, err := client.JobDetails(ctx, in.Job.JobID)
+	if err != nil {
+		return StopWithSavepointResult{}, false, classify("state of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+	}
+	switch {
+	case !d.State.IsGloballyTerminal():
+		return StopWithSavepointResult{}, false, nil
+	case d.State != flink.JobFinished:
+		return StopWithSavepointResult{}, false, nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
+			"job %s (%s) is %s, not running; it did not stop with a savepoint and has none from this window to restart from", in.Job.Key, in.Job.JobID, d.State)
+	}
+	// Flink serves checkpoint statistics from a cache (web.refresh-interval,
+	// 3s by default): right after the stop they may lack its savepoint.
+	var found *flink.CheckpointStatistics
+	for deadline := time.Now().Add(statsCacheWait); ; {
+		st, err := client.Checkpoints(ctx, in.Job.JobID)
+		if err != nil {
+			return StopWithSavepointResult{}, false, classify("checkpoints of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+		}
+		for _, c := range append([]flink.CheckpointStatistics{derefStats(st.Latest.Savepoint)}, st.History...) {
+			if c.IsSavepoint && c.Status == "COMPLETED" && c.ExternalPath != "" && (found == nil || c.ID > found.ID) {
+				c := c
+				found = &c
+			}
+		}
+		if found != nil || time.Now().After(deadline) {
+			break
+		}
+		activity.RecordHeartbeat(ctx, "looking for the savepoint of a finished job")
+		select {
+		case <-ctx.Done():
+			return StopWithSavepointResult{}, false, ctx.Err()
+		case <-time.After(a.pollInterval()):
+		}
+	}
+	if found == nil || !underDir(found.ExternalPath, target) {
+		where := "none"
+		if found != nil {
+			where = found.ExternalPath
+		}
+		return StopWithSavepointResult{}, false, nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
+			"job %s (%s) is FINISHED, so it stopped, but Flink no longer knows the stop operation and its latest savepoint (%s) is not in %s; "+
+				"it does not run: find its savepoint there, then retry the job or restart it by hand", in.Job.Key, in.Job.JobID, where, target)
+	}
+	activity.GetLogger(ctx).Warn("stop operation unknown to Flink; the finished job's savepoint taken from its checkpoint history",
+		"job", in.Job.Key, "job_id", in.Job.JobID, "savepoint", found.ExternalPath, "checkpoint", found.ID)
+	return StopWithSavepointResult{SavepointPath: strings.TrimRight(found.ExternalPath, "/"), Reattached: true,
+		Recovered: fmt.Sprintf("Flink no longer knew the stop operation; savepoint %d from the finished job's checkpoint history", found.ID)}, true, nil
+}
+
+func derefStats(c *flink.CheckpointStatistics) flink.CheckpointStatistics {
+	if c == nil {
+		return flink.CheckpointStatistics{}
+	}
+	return *c
+}
+
+// underDir reports whether p lies in dir, comparing path parts: Flink may
+// spell the authority differently from the inventory.
+func underDir(p, dir string) bool {
+	pu, err1 := storage.ParseURI(p)
+	du, err2 := storage.ParseURI(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return strings.HasPrefix(pu.Path, strings.TrimRight(du.Path, "/")+"/")
+}
+
+// jobStateNow says, for an error message, whether the job still runs.
+func (a *Activities) jobStateNow(ctx context.Context, client FlinkAPI, jobID string) string {
+	d, err := client.JobDetails(ctx, jobID)
+	switch {
+	case err != nil:
+		return "its state cannot be read (" + err.Error() + ")"
+	case d.State == flink.JobRunning:
+		return "the job keeps running"
+	default:
+		return "the job is " + string(d.State) + ", not running"
 	}
 }
 

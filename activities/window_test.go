@@ -147,7 +147,7 @@ func TestStopWithSavepointFailureIsNonRetryable(t *testing.T) {
 	ff := &fakeFlink{statuses: []flink.OperationStatus{
 		{State: flink.OperationInProgress},
 		{State: flink.OperationCompleted, Failure: &flink.FailureCause{StackTrace: "java.io.IOException: quota\n\tat x\nCaused by: NSQuotaExceededException: The NameSpace quota"}},
-	}}
+	}, details: []flink.JobDetails{{State: flink.JobRunning}}}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out StopWithSavepointResult
 	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{

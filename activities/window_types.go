@@ -110,6 +110,10 @@ type StopWithSavepointInput struct {
 type StopWithSavepointResult struct {
 	SavepointPath string
 	Reattached    bool
+	// Recovered says how the savepoint was found when Flink no longer knew
+	// the stop operation (its cache expired, its JobManager failed over)
+	// but the job had finished with it; empty when Flink reported it.
+	Recovered string `json:",omitempty"`
 }
 
 // VerifySavepointInput names a savepoint to check.

@@ -11,10 +11,7 @@ import (
 )
 
 func TestMetadataInspect(t *testing.T) {
-	shared, err := sandbox.SharedDir()
-	if err != nil {
-		t.Skipf("reference fixtures absent: %v", err)
-	}
+	shared := sandbox.RequireShared(t)
 	dir := filepath.Join(shared, "fixtures", "flink-metadata", "v4-flink1.19-rocksdb-checkpoint")
 	var expected struct {
 		Unique []string `json:"unique_referenced_paths"`

@@ -194,13 +194,22 @@ func TestGovernanceReject(t *testing.T) {
 
 func TestGovernanceApprovalDeadline(t *testing.T) {
 	f := newGovFixture(t)
+	checked := false
 	f.env.RegisterDelayedCallback(func() {
+		checked = true
 		if st := f.status(); st.Phase != GovPhaseAwaitingApproval {
-			t.Errorf("at 5h: phase %s, want still awaiting approval", st.Phase)
+			t.Errorf("at 5h59m: phase %s, want still awaiting approval", st.Phase)
 		}
-	}, 5*time.Hour)
+	}, 6*time.Hour-time.Minute)
+	start := f.env.Now()
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g4", Mode: ModePlanAndApprove, ApprovalTimeout: Duration(6 * time.Hour)})
 	rep := f.report()
+	if !checked {
+		t.Fatal("the run ended before 5h59m: the 6h approval deadline was not kept")
+	}
+	if waited := f.env.Now().Sub(start); waited < 6*time.Hour || waited > 6*time.Hour+time.Minute {
+		t.Errorf("the run expired after %v; want the 6h approval deadline", waited)
+	}
 	if rep.Outcome != GovPhaseExpired || len(f.executed) != 0 || rep.Approval != nil {
 		t.Fatalf("outcome %s executed %d approval %+v", rep.Outcome, len(f.executed), rep.Approval)
 	}

@@ -439,6 +439,8 @@ func (r *windowRun) savepointAll(ctx workflow.Context) error {
 			var res JobSavepointResult
 			if err := f.Get(ctx, &res); err != nil {
 				j.SavepointState, j.SavepointError = StepFailed, errorText(err)
+				var appErr *temporal.ApplicationError
+				j.StoppedWithoutSavepoint = errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeJobStoppedWithoutSavepoint
 				r.logger.Warn("savepoint failed", "job", key, "error", j.SavepointError)
 				return
 			}
@@ -454,12 +456,12 @@ func (r *windowRun) savepointAll(ctx workflow.Context) error {
 		}
 		if p.OnFailure == OnFailureSkip {
 			for _, k := range failed {
-				r.skip(k, "savepoint failed and policy.savepoint.onFailure is skip; the job keeps running")
+				r.skip(k, "savepoint failed and policy.savepoint.onFailure is skip; "+r.stillRuns(k))
 			}
 			return nil
 		}
 		ans, err := r.decide(ctx, "savepoint-failures",
-			fmt.Sprintf("%d job(s) could not be stopped with a savepoint and keep running: %s", len(failed), r.errorsOf(failed, true)),
+			fmt.Sprintf("%d job(s) could not be stopped with a savepoint (each error says whether the job still runs): %s", len(failed), r.errorsOf(failed, true)),
 			failed, ActionRetryJob, ActionSkipJob, ActionResume, ActionAbort)
 		if err != nil {
 			return err
@@ -469,13 +471,22 @@ func (r *windowRun) savepointAll(ctx workflow.Context) error {
 			j := r.st.job(ans.Job)
 			j.SavepointState, j.SavepointAttempts = StepPending, j.SavepointAttempts+1
 		case ActionSkipJob:
-			r.skip(ans.Job, "operator skipped it after its savepoint failed ("+ans.By+"); the job keeps running")
+			r.skip(ans.Job, "operator skipped it after its savepoint failed ("+ans.By+"); "+r.stillRuns(ans.Job))
 		case ActionResume:
 			for _, k := range failed {
-				r.skip(k, "operator resumed without it after its savepoint failed ("+ans.By+"); the job keeps running")
+				r.skip(k, "operator resumed without it after its savepoint failed ("+ans.By+"); "+r.stillRuns(k))
 			}
 		}
 	}
+}
+
+// stillRuns says, for a skip reason, what became of a job whose savepoint
+// failed.
+func (r *windowRun) stillRuns(key string) string {
+	if r.st.job(key).StoppedWithoutSavepoint {
+		return "the job is no longer running and this window has no savepoint of it: restart it by hand from its latest savepoint or retained checkpoint"
+	}
+	return "the job keeps running"
 }
 
 func (r *windowRun) skip(key, reason string) {

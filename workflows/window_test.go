@@ -27,7 +27,10 @@ type windowFixture struct {
 	env     *testsuite.TestWorkflowEnvironment
 	jobs    []activities.JobTarget
 	stopped map[string]int // job key -> stop-with-savepoint calls
-	started map[string][]string
+	// unrecorded are the jobs stopped while no manifest written so far
+	// named them: a person could not restart them by hand.
+	unrecorded []string
+	started    map[string][]string
 	// failRestart makes RestartJob's health check fail for these keys
 	// until cleared.
 	failRestart map[string]bool
@@ -36,8 +39,10 @@ type windowFixture struct {
 	cancelled   []string
 	failStop    map[string]bool
 	failWrites  bool
-	governance  []GovernanceInput
-	failGov     bool
+	// stoppedAnyway makes failStop jobs end without a savepoint.
+	stoppedAnyway bool
+	governance    []GovernanceInput
+	failGov       bool
 }
 
 func newWindowFixture(t *testing.T, n int) *windowFixture {
@@ -102,7 +107,17 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.stopped[in.Job.Key]++
+		recorded := false
+		for path, doc := range f.documents {
+			recorded = recorded || strings.HasSuffix(path, "manifest.json") && strings.Contains(doc, in.Job.Key)
+		}
+		if !recorded {
+			f.unrecorded = append(f.unrecorded, in.Job.Key)
+		}
 		if f.failStop[in.Job.Key] {
+			if f.stoppedAnyway {
+				return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job is CANCELED, not running", activities.ErrTypeJobStoppedWithoutSavepoint, nil)
+			}
 			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
 		}
 		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName}, nil
@@ -371,6 +386,27 @@ func TestWindowNetworkGateAutoConfirmAndReminders(t *testing.T) {
 	}
 }
 
+// A job whose stop failed but which no longer runs is not reported as
+// running: the skip reason tells the person to restart it by hand.
+func TestWindowSavepointFailureOfAStoppedJobSaysItIsNotRunning(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.failStop["cluster-a/job-a"] = true
+	f.stoppedAnyway = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	in.Policy.Savepoint.OnFailure = OnFailureSkip
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	for _, j := range rep.Jobs {
+		if j.Target.Key != "cluster-a/job-a" {
+			continue
+		}
+		if !j.StoppedWithoutSavepoint || strings.Contains(j.SkipReason, "keeps running") || !strings.Contains(j.SkipReason, "no longer running") {
+			t.Errorf("stopped job without savepoint: %+v", j)
+		}
+	}
+}
+
 func TestWindowSavepointFailureSkipPolicyKeepsJobRunning(t *testing.T) {
 	f := newWindowFixture(t, 2)
 	f.failStop["cluster-a/job-a"] = true
@@ -412,7 +448,9 @@ func TestWindowStopsNoJobBeforeItsManifestIsWritten(t *testing.T) {
 	f.failWrites = true
 	in := windowInput()
 	in.Policy.Network.Skip = true
+	paused := false
 	f.env.RegisterDelayedCallback(func() {
+		paused = true
 		st := f.status()
 		if st.Phase != PhasePreflight || st.Pending == nil || st.Pending.Kind != "manifest-unwritable" || !strings.Contains(st.Pending.Reason, "manifest.json") {
 			t.Errorf("want a manifest-unwritable pause in preflight, got phase %s pending %+v", st.Phase, st.Pending)
@@ -428,6 +466,12 @@ func TestWindowStopsNoJobBeforeItsManifestIsWritten(t *testing.T) {
 	}, time.Hour)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
 	rep := f.result()
+	if !paused {
+		t.Fatal("the window finished before the check an hour in: it did not wait for its manifest")
+	}
+	if len(f.unrecorded) > 0 {
+		t.Fatalf("jobs %v stopped before a manifest naming them was written", f.unrecorded)
+	}
 	for _, j := range rep.Jobs {
 		if j.RestartState != StepDone {
 			t.Errorf("%s: %s", j.Target.Key, j.RestartState)

@@ -276,12 +276,15 @@ const (
 type JobProgress struct {
 	Target activities.JobTarget `json:"target"`
 
-	SavepointState    string    `json:"savepointState"`
-	SavepointPath     string    `json:"savepointPath,omitempty"`
-	SavepointFiles    int64     `json:"savepointFiles,omitempty"`
-	SavepointAttempts int       `json:"savepointAttempts,omitempty"`
-	SavepointError    string    `json:"savepointError,omitempty"`
-	StoppedAt         time.Time `json:"stoppedAt,omitempty"`
+	SavepointState    string `json:"savepointState"`
+	SavepointPath     string `json:"savepointPath,omitempty"`
+	SavepointFiles    int64  `json:"savepointFiles,omitempty"`
+	SavepointAttempts int    `json:"savepointAttempts,omitempty"`
+	SavepointError    string `json:"savepointError,omitempty"`
+	// StoppedWithoutSavepoint: the savepoint failed and the job is no longer
+	// running (it finished or was cancelled without one this window knows).
+	StoppedWithoutSavepoint bool      `json:"stoppedWithoutSavepoint,omitempty"`
+	StoppedAt               time.Time `json:"stoppedAt,omitempty"`
 
 	RestartState    string    `json:"restartState"`
 	RestartWave     int       `json:"restartWave"`

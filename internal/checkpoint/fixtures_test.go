@@ -55,10 +55,7 @@ type fixture struct {
 // only when the reference material is not beside the repository.
 func fixtureDir(tb testing.TB) string {
 	tb.Helper()
-	shared, err := sandbox.SharedDir()
-	if err != nil {
-		tb.Skipf("reference fixtures not available: %v", err)
-	}
+	shared := sandbox.RequireShared(tb)
 	return filepath.Join(shared, "fixtures", "flink-metadata")
 }
 

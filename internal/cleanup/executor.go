@@ -598,11 +598,55 @@ func (r *run) refresh(ctx context.Context) error {
 		if err != nil {
 			return &Error{Op: "reload inventory", Retryable: true, Err: err}
 		}
+		if err := r.readMissingLive(ctx, &l); err != nil {
+			return err
+		}
 		refs, dirs, bad := r.liveNeeds(l)
 		r.mu.Lock()
 		r.live = &l
 		r.liveRefs, r.liveDirs, r.liveBad = newRefIndex(refs), dirs, bad
 		r.mu.Unlock()
+	}
+	return nil
+}
+
+// readMissingLive reads, from the plan's file system, the _metadata of
+// live restore points and latest checkpoints that the inventory callback
+// did not supply.
+func (r *run) readMissingLive(ctx context.Context, l *Live) error {
+	have := map[string]bool{}
+	for k := range l.Metadata {
+		if n, err := r.canon.path(k); err == nil {
+			have[n] = true
+		}
+	}
+	for _, c := range l.Clusters {
+		for _, j := range c.Jobs {
+			for _, v := range []string{j.RestorePath, j.LatestCheckpoint} {
+				if v == "" {
+					continue
+				}
+				n, err := r.canon.path(v)
+				if err != nil || prefixOf(n) != r.canon.base {
+					continue // liveNeeds reports it
+				}
+				m := strings.TrimSuffix(n, "/"+layout.MetadataFileName) + "/" + layout.MetadataFileName
+				if have[m] {
+					continue
+				}
+				res, found, err := ReadMetadata(ctx, r.e.cfg.FS, m)
+				if err != nil {
+					return err
+				}
+				if found {
+					if l.Metadata == nil {
+						l.Metadata = map[string]MetadataResult{}
+					}
+					l.Metadata[m] = res
+					have[m] = true
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -236,10 +236,7 @@ func TestExecutorReverification(t *testing.T) {
 	const live = "fedcba9876543210fedcba9876543210"
 	const retired = "0123456789abcdef0123456789abcdef"
 	t.Run("checkpoint completed since planning", func(t *testing.T) {
-		shared, err := sandbox.SharedDir()
-		if err != nil {
-			t.Skipf("reference fixtures absent: %v", err)
-		}
+		shared := sandbox.RequireShared(t)
 		md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
 		if err != nil {
 			t.Fatal(err)

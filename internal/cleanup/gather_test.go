@@ -13,10 +13,7 @@ import (
 )
 
 func TestGatherReadsMetadataPinsAndStateFiles(t *testing.T) {
-	shared, err := sandbox.SharedDir()
-	if err != nil {
-		t.Skipf("reference fixtures absent: %v", err)
-	}
+	shared := sandbox.RequireShared(t)
 	fixture := filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata")
 	md, err := os.ReadFile(fixture)
 	if err != nil {

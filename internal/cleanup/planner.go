@@ -206,6 +206,19 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			}
 		}
 	}
+	// Whatever else the live inventory read is retained too, and what it
+	// could not read refuses the plan, attached to a job or not.
+	for k, v := range in.Live.Metadata {
+		if v.Refs == nil {
+			return nil, sourceUnknown("live metadata %s cannot be read: %s", k, v.Error)
+		}
+		r, err := p.canon.refs(v.Refs)
+		if err != nil {
+			return nil, sourceUnknown("live metadata %s: %v", k, err)
+		}
+		r.Files = append(r.Files, r.Metadata)
+		p.liveRefs = append(p.liveRefs, r)
+	}
 	for _, u := range in.Listing.Report.Unknown {
 		n, err := normPath(u.Path, "")
 		if err != nil {

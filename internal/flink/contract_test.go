@@ -63,10 +63,7 @@ type schema struct {
 
 func loadSpecs(t *testing.T) map[string]*openAPI {
 	t.Helper()
-	shared, err := sandbox.SharedDir()
-	if err != nil {
-		t.Skipf("contract test needs the OpenAPI specs in ../shared: %v", err)
-	}
+	shared := sandbox.RequireShared(t)
 	specs := map[string]*openAPI{}
 	for _, v := range supportedVersions {
 		name, ok := specFiles[v]

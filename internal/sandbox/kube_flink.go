@@ -696,12 +696,10 @@ var (
 
 // RequireFlinkKube is RequireKube with the Flink Kubernetes Operator CRDs
 // installed (once per test binary) and clients for the core and dynamic
-// APIs. The CRDs come from ../shared: without it the test skips, saying so.
+// APIs. The CRDs come from ../shared (see RequireShared).
 func RequireFlinkKube(t testing.TB) (*Kube, kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
-	if _, err := SharedDir(); err != nil {
-		t.Skipf("needs the operator CRDs from ../shared: %v", err)
-	}
+	RequireShared(t)
 	k := RequireKube(t)
 	flinkCRDsOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

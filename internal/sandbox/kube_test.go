@@ -40,9 +40,7 @@ func kubeTestContext(t *testing.T) context.Context {
 // kubeRequireFlinkCRDs skips only when ../shared is absent: the CRDs are read from there.
 func kubeRequireFlinkCRDs(t *testing.T, k *Kube) {
 	t.Helper()
-	if _, err := SharedDir(); err != nil {
-		t.Skipf("Flink operator CRDs come from ../shared, which is absent: %v", err)
-	}
+	RequireShared(t)
 	if err := k.InstallFlinkCRDs(kubeTestContext(t)); err != nil {
 		t.Fatalf("InstallFlinkCRDs: %v", err)
 	}

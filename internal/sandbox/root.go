@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // RepoRoot returns the directory holding the project's go.mod, found by
@@ -49,6 +50,10 @@ func StateDir() (string, error) {
 	return filepath.Join(root, "var", "sandbox"), nil
 }
 
+// sharedDirName is the reference material's directory beside the
+// repository; tests of RequireShared point it elsewhere.
+var sharedDirName = "shared"
+
 // SharedDir returns the read-only reference material beside the repository
 // (../shared), or an error saying it is absent.
 func SharedDir() (string, error) {
@@ -56,9 +61,25 @@ func SharedDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(filepath.Dir(root), "shared")
+	dir := filepath.Join(filepath.Dir(root), sharedDirName)
 	if _, err := os.Stat(filepath.Join(dir, "fixtures")); err != nil {
 		return "", fmt.Errorf("sandbox: reference material %s not found (expected beside the repository): %w", dir, err)
 	}
 	return dir, nil
+}
+
+// RequireShared returns ../shared for a test that reads its fixtures. In a
+// user's own clone without it the test skips, saying why; where CI is set
+// the reference material must be there, and its absence fails the test.
+func RequireShared(t testing.TB) string {
+	t.Helper()
+	dir, err := SharedDir()
+	if err == nil {
+		return dir
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set but the reference material is missing: %v", err)
+	}
+	t.Skipf("reference material absent (a clone without ../shared): %v", err)
+	return ""
 }

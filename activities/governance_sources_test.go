@@ -1,0 +1,161 @@
+package activities
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// sourcesFlink scripts the answers of one job's checkpoint statistics
+// and of the cluster's configuration.
+type sourcesFlink struct {
+	FlinkAPI
+	stats  flink.CheckpointingStatistics
+	state  flink.JobState
+	config flink.Config
+}
+
+func (f *sourcesFlink) ListJobs(context.Context) ([]flink.JobOverview, error) {
+	return []flink.JobOverview{{ID: "0123456789abcdef0123456789abcdef", State: flink.JobRunning}}, nil
+}
+func (f *sourcesFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
+	return f.stats, nil
+}
+func (f *sourcesFlink) CheckpointConfig(context.Context, string) (flink.CheckpointConfig, error) {
+	return flink.CheckpointConfig{Timeout: 600_000}, nil
+}
+func (f *sourcesFlink) JobDetails(context.Context, string) (flink.JobDetails, error) {
+	return flink.JobDetails{State: f.state}, nil
+}
+func (f *sourcesFlink) JobManagerConfig(context.Context) (flink.Config, error) { return f.config, nil }
+
+// liveInventoryIn runs liveInventory inside an activity (it heartbeats).
+func liveInventoryIn(t *testing.T, a *Activities, inv inventory.Inventory) (cleanup.Live, []string, error) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	type out struct {
+		Live  cleanup.Live
+		Notes []string
+	}
+	env.RegisterActivityWithOptions(func(ctx context.Context) (out, error) {
+		live, notes, err := a.liveInventory(ctx, inv)
+		return out{live, notes}, err
+	}, activity.RegisterOptions{Name: "liveInventory"})
+	v, err := env.ExecuteActivity("liveInventory")
+	if err != nil {
+		return cleanup.Live{}, nil, err
+	}
+	var o out
+	if err := v.Get(&o); err != nil {
+		t.Fatal(err)
+	}
+	return o.Live, o.Notes, nil
+}
+
+func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
+	shared := sandbox.RequireShared(t)
+	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	latest := "file://" + filepath.Join(dir, "job", "chk-5")
+	if err := os.MkdirAll(strings.TrimPrefix(latest, "file://"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strings.TrimPrefix(latest, "file://")+"/_metadata", md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gone := "file://" + filepath.Join(dir, "savepoint-012345-gone")
+	inv := inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}
+	completed := func(id int64, path string) *flink.CheckpointStatistics {
+		return &flink.CheckpointStatistics{ID: id, Status: "COMPLETED", ExternalPath: path}
+	}
+	cases := map[string]struct {
+		stats flink.CheckpointingStatistics
+		state flink.JobState
+		check func(t *testing.T, a *Activities)
+	}{
+		"latest checkpoint read, restore point gone but superseded": {
+			stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest),
+				Restored: &flink.RestoredCheckpoint{ID: 3, ExternalPath: gone}},
+				History: []flink.CheckpointStatistics{{ID: 6, Status: "IN_PROGRESS", TriggerTimestamp: 1_700_000_000_000}}},
+			state: flink.JobRunning,
+			check: func(t *testing.T, a *Activities) {
+				live, notes, err := liveInventoryIn(t, a, inv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				j := live.Clusters[0].Jobs[0]
+				if j.LatestCheckpoint != latest || j.RestorePath != "" || j.InFlightCheckpoint != 6 || !j.OldestPending.Equal(time.UnixMilli(1_700_000_000_000)) ||
+					j.CheckpointTimeout != 10*time.Minute {
+					t.Fatalf("live job %+v", j)
+				}
+				if m := live.Metadata[latest+"/_metadata"]; m.Refs == nil {
+					t.Fatalf("latest checkpoint's metadata not read: %+v (have %v)", m, live.Metadata)
+				}
+				if len(notes) != 1 || !strings.Contains(notes[0], "no longer exists") {
+					t.Fatalf("notes %v; want the gone restore point reported", notes)
+				}
+				if live.Clusters[0].HADir != "hdfs://nn/ha/orders" || live.Clusters[0].HAUnknown {
+					t.Fatalf("HA dir %q unknown %v", live.Clusters[0].HADir, live.Clusters[0].HAUnknown)
+				}
+			},
+		},
+		"restore point gone and nothing since: unknown": {
+			stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Restored: &flink.RestoredCheckpoint{ID: 3, ExternalPath: gone}}},
+			state: flink.JobRunning,
+			check: func(t *testing.T, a *Activities) {
+				live, _, err := liveInventoryIn(t, a, inv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m := live.Metadata[gone+"/_metadata"]; m.Error == "" {
+					t.Fatalf("gone restore point recorded as %+v; want an error the planner refuses", m)
+				}
+			},
+		},
+		"checkpoint kept in JobManager memory": {
+			stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(2, "<checkpoint-not-externalized>")}},
+			state: flink.JobRunning,
+			check: func(t *testing.T, a *Activities) {
+				live, _, err := liveInventoryIn(t, a, inv)
+				if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != "" || len(live.Metadata) != 0 {
+					t.Fatalf("live %+v err %v; want a job without a checkpoint on storage", live, err)
+				}
+			},
+		},
+		"latest checkpoint missing, job ended meanwhile": {
+			stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(9, "file://"+filepath.Join(dir, "job", "chk-9"))}},
+			state: flink.JobCanceled,
+			check: func(t *testing.T, a *Activities) {
+				live, _, err := liveInventoryIn(t, a, inv)
+				if err != nil || len(live.Clusters[0].Jobs) != 0 {
+					t.Fatalf("live %+v err %v; want the ended job left out", live, err)
+				}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ff := &sourcesFlink{stats: tc.stats, state: tc.state, config: flink.Config{
+				{Key: "high-availability.type", Value: "zookeeper"}, {Key: "high-availability.storageDir", Value: "hdfs://nn/ha/"},
+				{Key: "high-availability.cluster-id", Value: "/orders"}}}
+			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
+			tc.check(t, a)
+		})
+	}
+}

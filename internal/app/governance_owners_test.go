@@ -1,0 +1,74 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers lists a real,
+// live cluster under another name than its high-availability.cluster-id
+// (as an inventory of Kubernetes deployment names does). Its HA dir
+// matches no inventory name, and with any TTL it used to be planned as a
+// retired cluster's; it is kept because the cluster says it is its own.
+func TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var tenantRoot string
+	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, s *inventory.Static) {
+		c := e.peers.Clusters[0]
+		tenantRoot = strings.TrimSuffix(c.HAStorageDir, "/ha")
+		s.Tenants = []inventory.Tenant{{Name: e.tenant[0], Root: tenantRoot}}
+		s.Clusters = []inventory.Cluster{{Tenant: e.tenant[0], ClusterID: "orders-prod-" + e.tenant[0], Mode: inventory.ModeSession,
+			RESTURL: c.RESTURL, HAStorageDir: c.HAStorageDir}}
+	})
+	c := e.peers.Clusters[0]
+	liveHA := c.HAStorageDir + "/" + c.ClusterID
+	if !e.exists(liveHA) {
+		t.Fatalf("the live cluster's HA dir %s does not exist", liveHA)
+	}
+	_, plan := e.plan(ctx, "ha-owner", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{HATTL: time.Nanosecond})
+	for _, it := range plan.Delete {
+		if strings.HasPrefix(it.Path+"/", liveHA+"/") || strings.HasPrefix(liveHA+"/", it.Path+"/") {
+			t.Errorf("%s planned as %s: it is the HA dir of live cluster %s (listed as orders-prod)", it.Path, it.Rule, c.ClusterID)
+		}
+	}
+	var kept *cleanup.Kept
+	for i, k := range plan.Keep {
+		if k.Path == liveHA {
+			kept = &plan.Keep[i]
+		}
+	}
+	if kept == nil || kept.Reason != cleanup.KeepLiveCluster || !strings.Contains(kept.By, "configured") {
+		t.Fatalf("%s kept as %+v; want %s by its configured cluster-id", liveHA, kept, cleanup.KeepLiveCluster)
+	}
+}
+
+// TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers: a live job whose
+// checkpoints may run for two hours makes a plan with a one-hour grace
+// period fail, naming the job, instead of treating its uploads as garbage.
+func TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := newFailClosedEnv(t, ctx)
+	fc, job := e.start(ctx, e.peers.Clusters[0], "slow-checkpoints", e.root+"/a/checkpoints", "", "",
+		map[string]string{"execution.checkpointing.timeout": "2h"})
+	// Cancelled before the test ends: a plan of the next test must not see it.
+	defer e.cancel(ctx, fc, job)
+	e.checkpointed(ctx, fc, job, 1)
+	var res activities.PlanCleanupResult
+	err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-1", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
+		Policy: cleanup.Policy{Grace: time.Hour}}, &res)
+	if err == nil || !strings.Contains(err.Error(), "grace") || !strings.Contains(err.Error(), job) || !strings.Contains(err.Error(), activities.ErrTypeInvalidInput) {
+		t.Fatalf("plan with grace 1h beside a job with a 2h checkpoint timeout: %v; want InvalidInput naming grace and job %s", err, job)
+	}
+	if err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-2", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
+		Policy: cleanup.Policy{Grace: 2 * time.Hour, RetiredJobTTL: 7 * 24 * time.Hour}}, &res); err != nil {
+		t.Fatalf("plan with grace 2h: %v", err)
+	}
+}
