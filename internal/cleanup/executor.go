@@ -601,7 +601,11 @@ func (r *run) refresh(ctx context.Context) error {
 		if err := r.readMissingLive(ctx, &l); err != nil {
 			return err
 		}
-		refs, dirs, bad := r.liveNeeds(l)
+		refs, dirs, err := liveNeeds(r.canon, l, nil)
+		bad := ""
+		if err != nil {
+			bad = err.Error() // nothing is safe while a live job cannot be told
+		}
 		r.mu.Lock()
 		r.live = &l
 		r.liveRefs, r.liveDirs, r.liveBad = newRefIndex(refs), dirs, bad
@@ -649,50 +653,6 @@ func (r *run) readMissingLive(ctx context.Context, l *Live) error {
 		}
 	}
 	return nil
-}
-
-// liveNeeds is what the live jobs need now: the references of their
-// restore points and latest checkpoints, and those dirs themselves. bad
-// says why some live job's state cannot be told (then nothing is safe).
-func (r *run) liveNeeds(l Live) (refs []*References, dirs map[string]string, bad string) {
-	dirs = map[string]string{}
-	for _, c := range l.Clusters {
-		for _, j := range c.Jobs {
-			for _, src := range []struct{ what, v string }{{"restore point", j.RestorePath}, {"latest checkpoint", j.LatestCheckpoint}} {
-				if src.v == "" {
-					continue
-				}
-				dir, err := r.canon.path(src.v)
-				if err != nil {
-					return nil, nil, fmt.Sprintf("live job %s on %s: %s %s: %v", j.JobID, c.ClusterID, src.what, src.v, err)
-				}
-				dir = strings.TrimSuffix(dir, "/"+layout.MetadataFileName)
-				dirs[dir] = src.what + " of live job " + j.JobID + " on " + c.ClusterID
-				var m MetadataResult
-				found := false
-				for k, v := range l.Metadata {
-					if n, err := r.canon.path(k); err == nil && n == dir+"/"+layout.MetadataFileName {
-						m, found = v, true
-						break
-					}
-				}
-				switch {
-				case !found:
-					return nil, nil, fmt.Sprintf("live job %s on %s: its %s %s was not read; its references are unknown", j.JobID, c.ClusterID, src.what, src.v)
-				case m.Refs == nil:
-					return nil, nil, fmt.Sprintf("live job %s on %s: its %s %s cannot be read: %s", j.JobID, c.ClusterID, src.what, src.v, m.Error)
-				}
-				cr, err := r.canon.refs(m.Refs)
-				if err != nil {
-					return nil, nil, fmt.Sprintf("live job %s on %s: %v", j.JobID, c.ClusterID, err)
-				}
-				cr.Files = append(cr.Files, cr.Metadata)
-				sort.Strings(cr.Files)
-				refs = append(refs, cr)
-			}
-		}
-	}
-	return refs, dirs, ""
 }
 
 func (r *run) total() int { return len(r.plan.Delete) + len(r.plan.Objects) }

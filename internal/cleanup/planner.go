@@ -45,7 +45,7 @@ type planner struct {
 	now         time.Time
 	liveJobs    map[string]LiveJob
 	liveCluster map[string]bool
-	restore     map[string]string // dir -> the live job that needs it
+	restore     map[string]string // restore point or latest checkpoint dir -> the live job that needs it
 	haDirs      map[string]string // configured HA dir -> live cluster
 	haUnknown   []string          // live clusters whose HA configuration is unknown
 	canon       canon
@@ -75,7 +75,6 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		in: in, pol: pol, now: in.Now,
 		liveJobs:        in.Live.jobs(),
 		liveCluster:     in.Live.clusterIDs(),
-		restore:         map[string]string{},
 		haDirs:          map[string]string{},
 		pinned:          map[string]string{},
 		meta:            map[string]MetadataResult{},
@@ -164,60 +163,12 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 					"a checkpoint may upload files that long before its _metadata exists; set grace to at least %v",
 					pol.Grace, j.CheckpointTimeout, j.JobID, c.ClusterID, j.CheckpointTimeout)
 			}
-			for _, src := range []struct{ what, v string }{{"restorePath", j.RestorePath}, {"latestCheckpoint", j.LatestCheckpoint}} {
-				if src.v == "" {
-					continue
-				}
-				dir, err := path("live job "+j.JobID+" "+src.what, src.v)
-				if err != nil {
-					return nil, err
-				}
-				dir = strings.TrimSuffix(dir, "/"+layout.MetadataFileName)
-				if _, ok := p.restore[dir]; !ok {
-					p.restore[dir] = src.what + " of live job " + j.JobID + " on " + c.ClusterID
-				}
-				// Read with the live inventory (under any spelling), else
-				// with the listing when it lies under a scanned root.
-				m, ok := MetadataResult{}, false
-				for k, v := range in.Live.Metadata {
-					if n, err := p.canon.path(k); err == nil && n == dir+"/"+layout.MetadataFileName {
-						m, ok = v, true
-						break
-					}
-				}
-				if !ok {
-					m, ok = p.meta[dir+"/"+layout.MetadataFileName]
-				}
-				switch {
-				case !ok:
-					return nil, sourceUnknown("live job %s on cluster %s: its %s %s was not read; its references are unknown", j.JobID, c.ClusterID, src.what, src.v)
-				case m.Error != "":
-					return nil, sourceUnknown("live job %s on cluster %s: its %s %s cannot be read: %s", j.JobID, c.ClusterID, src.what, src.v, m.Error)
-				case m.Refs == nil:
-					return nil, invalidInput("live metadata %s has neither references nor an error", src.v)
-				}
-				r, err := p.canon.refs(m.Refs) // idempotent for listing entries
-				if err != nil {
-					return nil, sourceUnknown("live job %s on cluster %s: %v", j.JobID, c.ClusterID, err)
-				}
-				// The _metadata itself is needed too.
-				r.Files = append(r.Files, r.Metadata)
-				p.liveRefs = append(p.liveRefs, r)
-			}
 		}
 	}
-	// Whatever else the live inventory read is retained too, and what it
-	// could not read refuses the plan, attached to a job or not.
-	for k, v := range in.Live.Metadata {
-		if v.Refs == nil {
-			return nil, sourceUnknown("live metadata %s cannot be read: %s", k, v.Error)
-		}
-		r, err := p.canon.refs(v.Refs)
-		if err != nil {
-			return nil, sourceUnknown("live metadata %s: %v", k, err)
-		}
-		r.Files = append(r.Files, r.Metadata)
-		p.liveRefs = append(p.liveRefs, r)
+	// What the live jobs need: their restore points and latest
+	// checkpoints, and everything those reference.
+	if p.liveRefs, p.restore, err = liveNeeds(p.canon, in.Live, p.meta); err != nil {
+		return nil, err
 	}
 	for _, u := range in.Listing.Report.Unknown {
 		n, err := normPath(u.Path, "")

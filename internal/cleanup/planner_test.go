@@ -449,7 +449,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		"empty cluster id": {func(in *Input) { in.Live.Clusters = []LiveCluster{{}} }, "clusterId"},
 		"bad restore path": {func(in *Input) {
 			in.Live.Clusters = []LiveCluster{{ClusterID: "c", Jobs: []LiveJob{{JobID: jobA, RestorePath: "sp"}}}}
-		}, "restorePath"},
+		}, "restore point"},
 		"empty metadata":      {func(in *Input) { in.Listing.Metadata = map[string]MetadataResult{nn + "/x/_metadata": {}} }, "neither references nor an error"},
 		"tenant without root": {func(in *Input) { in.Tenants = []inventory.Tenant{{Name: "a"}} }, "both name and root"},
 	}

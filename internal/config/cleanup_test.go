@@ -19,6 +19,8 @@ func TestCleanupValidation(t *testing.T) {
 		"sibling prefix":      {[]string{"/flinkmaint"}, Cleanup{TrashRoot: "/flinkmaint-trash"}, "cleanup.trashRoot"},
 		"dot dot":             {[]string{"/flinkmaint"}, Cleanup{TrashRoot: "/flinkmaint/../x"}, `must not contain ".."`},
 		"audit without trash": {[]string{"/flinkmaint"}, Cleanup{AuditRoot: "/flinkmaint/audit"}, "cleanup.trashRoot is empty"},
+		"reference roots":     {nil, Cleanup{ReferenceRoots: []string{"hdfs://ns1/legacy/checkpoints", "/other"}}, ""},
+		"relative reference":  {nil, Cleanup{ReferenceRoots: []string{"legacy"}}, `cleanup.referenceRoots[0]="legacy"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := Default()
@@ -33,6 +35,34 @@ func TestCleanupValidation(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v; want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAuthorityAliasesValidation(t *testing.T) {
+	for name, tc := range map[string]struct {
+		groups [][]string
+		want   string
+	}{
+		"none":             {nil, ""},
+		"one group":        {[][]string{{"ns1", "nn1:8020", "10.0.0.1:8020"}}, ""},
+		"single name":      {[][]string{{"ns1"}}, "at least two authorities"},
+		"scheme given":     {[][]string{{"hdfs://ns1", "nn1:8020"}}, `"hdfs://ns1" is not an authority`},
+		"joined by a name": {[][]string{{"ns1", "nn1:8020"}, {"NN1:8020", "ns2"}}, "merge them"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := Default()
+			c.Storage.AuthorityAliases = tc.groups
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "storage.authorityAliases") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v; want storage.authorityAliases and %q", err, tc.want)
 			}
 		})
 	}

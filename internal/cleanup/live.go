@@ -1,0 +1,96 @@
+package cleanup
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+)
+
+// liveNeeds is what the live jobs need, for the planner and for every
+// execution batch alike: the references of each live job's restore point
+// and latest checkpoint (and those _metadata files themselves), plus
+// whatever else the live inventory read, and the dirs of those snapshots
+// with the job that needs each. Snapshots are looked up in l.Metadata
+// under any spelling, then in listed (the scan's _metadata). A snapshot
+// that was not read or cannot be parsed makes the live state unknown:
+// ErrSourceUnknown, naming the job.
+func liveNeeds(c canon, l Live, listed map[string]MetadataResult) ([]*References, map[string]string, error) {
+	read := map[string]MetadataResult{}
+	for k, v := range l.Metadata {
+		n, err := c.path(k)
+		if err != nil {
+			return nil, nil, unknownSource("live metadata "+k, err)
+		}
+		read[n] = v
+	}
+	dirs := map[string]string{}
+	attached := map[string]bool{}
+	var refs []*References
+	add := func(what string, m MetadataResult) error {
+		if m.Refs == nil {
+			return sourceUnknown("%s cannot be read: %s", what, m.Error)
+		}
+		r, err := c.refs(m.Refs)
+		if err != nil {
+			return unknownSource(what, err)
+		}
+		r.Files = append(r.Files, r.Metadata)
+		refs = append(refs, r)
+		return nil
+	}
+	for _, cl := range l.Clusters {
+		for _, j := range cl.Jobs {
+			for _, src := range []struct{ what, v string }{{"restore point", j.RestorePath}, {"latest checkpoint", j.LatestCheckpoint}} {
+				if src.v == "" {
+					continue
+				}
+				what := "live job " + j.JobID + " on cluster " + cl.ClusterID + ": its " + src.what + " " + src.v
+				dir, err := c.path(src.v)
+				if err != nil {
+					return nil, nil, unknownSource(what, err)
+				}
+				dir = strings.TrimSuffix(dir, "/"+layout.MetadataFileName)
+				if _, ok := dirs[dir]; !ok {
+					dirs[dir] = src.what + " of live job " + j.JobID + " on " + cl.ClusterID
+				}
+				key := dir + "/" + layout.MetadataFileName
+				m, ok := read[key]
+				if !ok {
+					m, ok = listed[key]
+				}
+				if !ok {
+					return nil, nil, sourceUnknown("%s was not read; its references are unknown", what)
+				}
+				if attached[key] {
+					continue // another job's snapshot too
+				}
+				attached[key] = true
+				if err := add(what, m); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	// Read but attached to no job: retained all the same.
+	for k, m := range read {
+		if attached[k] {
+			continue
+		}
+		if err := add("live metadata "+k, m); err != nil {
+			return nil, nil, err
+		}
+	}
+	return refs, dirs, nil
+}
+
+// unknownSource classifies a path error of a restore source: a spelling
+// not known to name the scanned file system leaves the source unknown; a
+// path that does not parse at all is invalid input.
+func unknownSource(what string, err error) error {
+	var us *errUnknownSpelling
+	if errors.As(err, &us) {
+		return sourceUnknown("%s: %v", what, err)
+	}
+	return invalidInput("%s: %v", what, err)
+}
