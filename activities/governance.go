@@ -138,7 +138,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		return PlanCleanupResult{}, err
 	}
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
-		Spellings: spellings, References: refs})
+		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters})
 	if err != nil {
 		return PlanCleanupResult{}, classifyCleanup("plan", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -495,7 +496,7 @@ func (r *run) verify(ctx context.Context, it Item) string {
 		}
 		if it.Kind == KindHAClusterDir {
 			for _, c := range live.Clusters {
-				if c.HAUnknown {
+				if c.HAUnknown && !slices.Contains(r.plan.RetiredClusters, it.ClusterID) {
 					return "the HA configuration of live cluster " + c.ClusterID + " cannot be read; this HA dir may be its own"
 				}
 				if hd, err := r.canon.path(c.HADir); c.HADir != "" && (err != nil || hd == it.Path) {

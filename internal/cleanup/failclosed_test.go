@@ -214,6 +214,17 @@ func TestPlanHADirsByConfiguredOwner(t *testing.T) {
 	if k, ok := keptFor(p, gone); !ok || k.Reason != KeepHAOwnerUnknown || !strings.Contains(k.By, "cluster-b") {
 		t.Fatalf("%s kept %+v; want %s naming cluster-b", gone, k, KeepHAOwnerUnknown)
 	}
+	// Declared retired by the inventory: its TTL alone decides.
+	p, err = BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, RetiredClusters: []string{"gone"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if planned(p)[gone] != RuleRetiredHACluster || len(p.RetiredClusters) != 1 {
+		t.Fatalf("%s of a cluster the inventory retired not planned: %+v", gone, p.Delete)
+	}
+	if k, ok := keptFor(p, custom); !ok || k.Reason != KeepLiveCluster {
+		t.Fatalf("%s kept %+v; the live cluster's own HA dir stays", custom, k)
+	}
 }
 
 // A savepoint planned for retention is restored from while the plan waits

@@ -123,6 +123,9 @@ type Input struct {
 	// Spellings are the names of the listed file system; paths under
 	// another name that lie under a scanned root fail the plan.
 	Spellings Spellings `json:"spellings,omitempty"`
+	// RetiredClusters are cluster ids the inventory declares gone: an HA
+	// dir of one is not kept as owner-unknown.
+	RetiredClusters []string `json:"retiredClusters,omitempty"`
 	// References are _metadata read from reference roots outside the scope
 	// (read-only): what they reference is kept, nothing in them is planned.
 	References map[string]MetadataResult `json:"references,omitempty"`
@@ -277,4 +280,6 @@ type Plan struct {
 	// Spellings are the names of the file system the plan was made with;
 	// the executor reads new references with them.
 	Spellings Spellings `json:"spellings,omitempty"`
+	// RetiredClusters are the clusters the inventory declared gone.
+	RetiredClusters []string `json:"retiredClusters,omitempty"`
 }

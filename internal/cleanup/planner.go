@@ -48,6 +48,7 @@ type planner struct {
 	restore     map[string]string // restore point or latest checkpoint dir -> the live job that needs it
 	haDirs      map[string]string // configured HA dir -> live cluster
 	haUnknown   []string          // live clusters whose HA configuration is unknown
+	retired     map[string]bool   // clusters the inventory declares gone
 	canon       canon
 	// liveRefs are the references of live jobs' restore points and latest
 	// checkpoints: always retained, whatever is planned.
@@ -76,10 +77,14 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		liveJobs:        in.Live.jobs(),
 		liveCluster:     in.Live.clusterIDs(),
 		haDirs:          map[string]string{},
+		retired:         map[string]bool{},
 		pinned:          map[string]string{},
 		meta:            map[string]MetadataResult{},
 		cands:           map[string]*candidate{},
 		newestSavepoint: map[string]time.Time{},
+	}
+	for _, id := range in.RetiredClusters {
+		p.retired[id] = true
 	}
 	var roots []string
 	for _, r := range in.Listing.Roots {
@@ -436,7 +441,7 @@ func (p *planner) planHA() {
 			k.Reason, k.By = KeepLiveCluster, "cluster "+cl.ClusterID
 		case p.haDirs[cp] != "":
 			k.Reason, k.By = KeepLiveCluster, "HA dir of live cluster "+p.haDirs[cp]+" (its configured high-availability.cluster-id)"
-		case len(p.haUnknown) > 0:
+		case len(p.haUnknown) > 0 && !p.retired[cl.ClusterID]:
 			k.Reason, k.By = KeepHAOwnerUnknown, "the HA configuration of live clusters "+strings.Join(p.haUnknown, ", ")+" cannot be read; this may be theirs"
 		case unknown:
 			k.Reason, k.By = KeepUnknownLayout, "unknown entry "+u
@@ -580,7 +585,8 @@ func (p *planner) collapseRetiredJobs(jobs []layout.JobCheckpoints, whole map[st
 
 func (p *planner) finish(objects []ObjectItem, keepObjects []KeptObject) Plan {
 	plan := Plan{Version: PlanVersion, CreatedAt: p.now, Policy: p.pol, Roots: append([]layout.Root(nil), p.in.Listing.Roots...),
-		Objects: objects, KeepObjects: keepObjects, Spellings: p.spellings()}
+		Objects: objects, KeepObjects: keepObjects, Spellings: p.spellings(), RetiredClusters: append([]string(nil), p.in.RetiredClusters...)}
+	sort.Strings(plan.RetiredClusters)
 	for _, c := range p.cands {
 		plan.Delete = append(plan.Delete, c.item)
 	}

@@ -101,4 +101,8 @@ type JobSpec struct {
 type Inventory struct {
 	Tenants  []Tenant  `json:"tenants"`
 	Clusters []Cluster `json:"clusters"`
+	// RetiredClusters are cluster ids declared gone for good: their HA dirs
+	// may be cleaned up even while some live cluster's HA configuration
+	// cannot be read.
+	RetiredClusters []string `json:"retiredClusters,omitempty"`
 }

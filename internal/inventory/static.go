@@ -63,6 +63,9 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 type Static struct {
 	Tenants  []Tenant  `yaml:"tenants"`
 	Clusters []Cluster `yaml:"clusters"`
+	// RetiredClusters are the ids (high-availability.cluster-id) of clusters
+	// that are gone for good; see Inventory.RetiredClusters.
+	RetiredClusters []string `yaml:"retiredClusters"`
 }
 
 // maxStaticFileBytes bounds what LoadStatic reads; a real file is a few KiB
@@ -167,6 +170,15 @@ func (s Static) Validate() error {
 		}
 		if err := ValidateJobs(field+".jobs", c.Jobs); err != nil {
 			return err
+		}
+	}
+	for i, id := range s.RetiredClusters {
+		field := fmt.Sprintf("retiredClusters[%d]", i)
+		if err := ValidateName(field, id); err != nil {
+			return err
+		}
+		if ids[id] {
+			return &FieldError{Field: field, Value: id, Valid: "the id of a cluster that is gone, not one listed under clusters"}
 		}
 	}
 	return nil

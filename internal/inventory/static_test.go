@@ -97,6 +97,11 @@ func TestParseStaticRejects(t *testing.T) {
 			field:     "clusters[1].tenant",
 			wantInMsg: "team-a, team-b",
 		},
+		"retired cluster still listed": {
+			edit:      func(s string) string { return s + "retiredClusters: [cluster-a]\n" },
+			field:     "retiredClusters[0]",
+			wantInMsg: "gone",
+		},
 		"duplicate cluster": {
 			edit:  func(s string) string { return strings.Replace(s, "clusterId: cluster-b", "clusterId: cluster-a", 1) },
 			field: "clusters[1].clusterId",

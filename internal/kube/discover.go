@@ -122,6 +122,14 @@ func mergeStatic(inv *inventory.Inventory, st inventory.Static) error {
 		}
 		inv.Clusters = append(inv.Clusters, cl)
 	}
+	for _, id := range st.RetiredClusters {
+		for _, cl := range inv.Clusters {
+			if cl.ClusterID == id {
+				return &ConfigError{Field: "staticFile retiredClusters", Value: id, Valid: "the id of a cluster that is gone, not one discovered in Kubernetes"}
+			}
+		}
+	}
+	inv.RetiredClusters = append(inv.RetiredClusters, st.RetiredClusters...)
 	return nil
 }
 
