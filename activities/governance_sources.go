@@ -50,7 +50,17 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 		}
 		jobs, err := client.ListJobs(ctx)
 		if err != nil {
-			return live, nil, classify("list jobs of cluster "+c.ClusterID, err)
+			// An operator resource that is suspended or not running yet has
+			// no JobManager to ask; the operator's status tells its state.
+			lc, ok, oerr := a.operatorClusterAtRest(ctx, c, live.Metadata, &notes)
+			if oerr != nil {
+				return live, nil, oerr
+			}
+			if !ok {
+				return live, nil, classify("list jobs of cluster "+c.ClusterID, err)
+			}
+			live.Clusters = append(live.Clusters, lc)
+			continue
 		}
 		lc := cleanup.LiveCluster{ClusterID: c.ClusterID}
 		lc.HADir, lc.HAUnknown = a.haDir(ctx, client, c)
@@ -72,7 +82,125 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 		live.Clusters = append(live.Clusters, lc)
 		activity.RecordHeartbeat(ctx, "live jobs of "+c.ClusterID)
 	}
-	return live, notes, nil
+	recNotes, err := a.operatorRecords(ctx, inv, &live)
+	if err != nil {
+		return live, nil, err
+	}
+	return live, append(notes, recNotes...), nil
+}
+
+// operatorClusterAtRest models an operator-run cluster whose JobManager
+// does not answer because the operator has none running (a suspended
+// FlinkDeployment, a job not deployed yet): each of its jobs is live, with
+// the savepoint the operator will resume from as its restore point, so its
+// state is kept while the resource exists. ok is false when the cluster is
+// not operator-run or the operator reports a JobManager that should have
+// answered.
+func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Cluster, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveCluster, bool, error) {
+	if c.Source != inventory.SourceOperator || c.Resource == nil || a.Operator == nil {
+		return cleanup.LiveCluster{}, false, nil
+	}
+	st, err := a.Operator.OperatorStatus(ctx, *c.Resource)
+	if err != nil {
+		return cleanup.LiveCluster{}, false, operatorFailure("operator status of cluster "+c.ClusterID, err)
+	}
+	if st.JobManagerDeploymentStatus == "READY" {
+		return cleanup.LiveCluster{}, false, nil
+	}
+	lc := cleanup.LiveCluster{ClusterID: c.ClusterID}
+	if c.HAStorageDir != "" {
+		// The operator sets kubernetes.cluster-id to the resource name.
+		lc.HADir = strings.TrimRight(c.HAStorageDir, "/") + "/" + c.ClusterID
+	}
+	refs := []inventory.ObjectRef{*c.Resource}
+	if c.Resource.Kind != inventory.KindFlinkSessionJob {
+		refs = refs[:0]
+		if c.Mode == inventory.ModeApplication {
+			refs = append(refs, *c.Resource)
+		}
+		for _, j := range c.Jobs {
+			if r := j.Restart.Resource; r != nil && r.Kind == inventory.KindFlinkSessionJob {
+				refs = append(refs, *r)
+			}
+		}
+	}
+	for _, ref := range refs {
+		js := st
+		if ref != *c.Resource {
+			if js, err = a.Operator.OperatorStatus(ctx, ref); err != nil {
+				return lc, false, operatorFailure("operator status of "+ref.Kind+" "+ref.Namespace+"/"+ref.Name, err)
+			}
+		}
+		what := ref.Kind + " " + ref.Namespace + "/" + ref.Name
+		if js.JobID == "" {
+			*notes = append(*notes, fmt.Sprintf("%s has no JobManager (%s) and no job id yet: nothing of it to keep", what, js.JobManagerDeploymentStatus))
+			continue
+		}
+		lj := cleanup.LiveJob{JobID: js.JobID}
+		restore := js.UpgradeSavepointPath
+		if restore == "" {
+			restore = js.LastSavepoint
+		}
+		if restore != "" && onStorage(restore) {
+			found, err := a.readLiveMetadata(ctx, restore, meta)
+			if err != nil {
+				return lc, false, err
+			}
+			if found {
+				lj.RestorePath = strings.TrimRight(restore, "/")
+			} else {
+				*notes = append(*notes, fmt.Sprintf("%s: the savepoint %s the operator would resume from does not exist; resuming it will fail", what, restore))
+			}
+		}
+		*notes = append(*notes, fmt.Sprintf("%s has no JobManager (spec.job.state %s, %s): job %s is kept as live", what, js.SpecState, js.JobManagerDeploymentStatus, js.JobID))
+		lc.Jobs = append(lc.Jobs, lj)
+	}
+	sort.Slice(lc.Jobs, func(i, j int) bool { return lc.Jobs[i].JobID < lc.Jobs[j].JobID })
+	return lc, true, nil
+}
+
+// operatorRecords adds every snapshot the operator's resources record, in
+// the namespaces of the inventory's operator-run clusters, to the live
+// set with its _metadata; a record that names nothing is reported.
+func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventory, live *cleanup.Live) ([]string, error) {
+	if a.Operator == nil {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	var namespaces []string
+	for _, c := range inv.Clusters {
+		if c.Source == inventory.SourceOperator && c.Namespace != "" && !seen[c.Namespace] {
+			seen[c.Namespace] = true
+			namespaces = append(namespaces, c.Namespace)
+		}
+	}
+	if len(namespaces) == 0 {
+		return nil, nil
+	}
+	sort.Strings(namespaces)
+	recs, err := a.Operator.OperatorRecords(ctx, namespaces)
+	if err != nil {
+		return nil, operatorFailure("operator records in "+strings.Join(namespaces, ", "), err)
+	}
+	var notes []string
+	for _, r := range recs {
+		by := r.Resource.Kind + " " + r.Resource.Namespace + "/" + r.Resource.Name + " " + r.Field
+		if !onStorage(r.Path) {
+			notes = append(notes, fmt.Sprintf("%s is %q, not a path on storage", by, r.Path))
+			continue
+		}
+		found, err := a.readLiveMetadata(ctx, r.Path, live.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			notes = append(notes, fmt.Sprintf("%s names %s, which does not exist", by, r.Path))
+			continue
+		}
+		live.Records = append(live.Records, cleanup.LiveRecord{Path: strings.TrimRight(r.Path, "/"), By: by})
+	}
+	activity.RecordHeartbeat(ctx, "operator records")
+	return notes, nil
 }
 
 // liveJob reads what one live job needs into meta and returns the job.

@@ -75,6 +75,9 @@ type OperatorJobStatus struct {
 	JobState             string
 	JobID                string
 	UpgradeSavepointPath string
+	LastSavepoint        string
+	// JobManagerDeploymentStatus is READY when a JobManager answers.
+	JobManagerDeploymentStatus string
 }
 
 // OperatorError is an OperatorControl failure with its classification:

@@ -96,6 +96,10 @@ type OperatorControl interface {
 	// SavepointMarks reads the savepoint records of the resource, so a
 	// later Suspend can tell the savepoint it causes from older ones.
 	SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (OperatorSavepointMarks, error)
+	// OperatorRecords lists every snapshot path the operator's resources
+	// in the namespaces record (FlinkDeployment, FlinkSessionJob,
+	// FlinkStateSnapshot).
+	OperatorRecords(ctx context.Context, namespaces []string) ([]inventory.OperatorRecord, error)
 }
 
 // OrphanControl finds and deletes leftovers of Flink clusters in Kubernetes

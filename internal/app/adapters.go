@@ -186,7 +186,17 @@ func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRe
 		return activities.OperatorJobStatus{}, operatorError(err)
 	}
 	return activities.OperatorJobStatus{SpecState: st.SpecState, LifecycleState: st.LifecycleState, JobState: st.JobState,
-		JobID: st.JobID, UpgradeSavepointPath: st.UpgradeSavepointPath}, nil
+		JobID: st.JobID, UpgradeSavepointPath: st.UpgradeSavepointPath, LastSavepoint: st.LastSavepoint,
+		JobManagerDeploymentStatus: st.JobManagerDeploymentStatus}, nil
+}
+
+// OperatorRecords lists the snapshot paths the operator's resources record.
+func (k KubeOperator) OperatorRecords(ctx context.Context, namespaces []string) ([]inventory.OperatorRecord, error) {
+	recs, err := k.Client.OperatorRecords(ctx, namespaces)
+	if err != nil {
+		return nil, operatorError(err)
+	}
+	return recs, nil
 }
 
 // SavepointMarks reads the savepoint records of ref; see kube.Client.SavepointMarks.

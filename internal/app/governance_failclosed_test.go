@@ -39,9 +39,9 @@ func newFailClosedEnv(t *testing.T, ctx context.Context) *failClosedEnv {
 	return newFailClosedEnvWith(t, ctx, nil)
 }
 
-// newFailClosedEnvWith lets a test change the inventory before the worker
-// reads it.
-func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClosedEnv, *inventory.Static)) *failClosedEnv {
+// newFailClosedEnvWith lets a test change the static inventory and the
+// worker's configuration before the worker is built.
+func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClosedEnv, *inventory.Static, *config.Config)) *failClosedEnv {
 	t.Helper()
 	peers := sandbox.RequirePeers(t)
 	sfx := randomHex(4)
@@ -73,15 +73,15 @@ func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClose
 				CheckpointDir: e.root + "/b/checkpoints"},
 		},
 	}
-	if mod != nil {
-		mod(e, &static)
-	}
 	cfg := config.Default()
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.HadoopConfDir = t.TempDir()
 	cfg.Storage.WritableRoots = []string{e.root}
-	cfg.Inventory.StaticFile = writeInventory(t, static)
 	cfg.Cleanup = config.Cleanup{TrashRoot: e.root + "/trash", PlanDir: e.root + "/plans"}
+	if mod != nil {
+		mod(e, &static, &cfg)
+	}
+	cfg.Inventory.StaticFile = writeInventory(t, static)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

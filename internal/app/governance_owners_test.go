@@ -8,6 +8,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -20,7 +21,7 @@ func TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var tenantRoot string
-	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, s *inventory.Static) {
+	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, s *inventory.Static, _ *config.Config) {
 		c := e.peers.Clusters[0]
 		tenantRoot = strings.TrimSuffix(c.HAStorageDir, "/ha")
 		s.Tenants = []inventory.Tenant{{Name: e.tenant[0], Root: tenantRoot}}

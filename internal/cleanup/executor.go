@@ -293,8 +293,8 @@ type run struct {
 	live     *Live
 	// What the live jobs need now, from the latest refresh.
 	liveRefs *refIndex
-	liveDirs map[string]string // restore point or latest checkpoint dir -> which job
-	liveBad  string            // why a live job's state cannot be told
+	liveDirs map[string]need // snapshot dirs live jobs and records need
+	liveBad  string          // why a live job's state cannot be told
 }
 
 func (r *run) loop(ctx context.Context) error {
@@ -475,9 +475,9 @@ func (r *run) verify(ctx context.Context, it Item) string {
 	if liveBad != "" {
 		return liveBad
 	}
-	for dir, by := range liveDirs {
+	for dir, n := range liveDirs {
 		if under(dir, it.Path) || under(it.Path, dir) {
-			return "needed now: " + dir + " is the " + by
+			return "needed now (" + string(n.reason) + "): " + dir + " is the " + n.by
 		}
 	}
 	if liveRefs != nil {

@@ -283,3 +283,36 @@ func TestExecutorRefusesWhatALiveJobStartedFromAfterPlanning(t *testing.T) {
 		t.Fatalf("result %+v err %v; want every item refused", res, err)
 	}
 }
+
+// A savepoint the operator would resume from, and a checkpoint a
+// FlinkStateSnapshot names, are kept with what they reference; a record
+// whose _metadata cannot be read refuses the plan.
+func TestPlanKeepsSnapshotsOnRecord(t *testing.T) {
+	f := newFixture()
+	f.pol.KeepSavepoints = 1
+	old1 := f.savepoint("aaaaaa", "000000000001", true, old)
+	f.savepoint("aaaaaa", "000000000002", true, old.Add(time.Hour))
+	f.job(jobB, old)
+	chk := f.chk(jobB, 4, true, old, jobDir(jobB)+"/shared/s1")
+	f.chk(jobB, 5, true, old.Add(time.Minute))
+	shared := f.state(jobB, "shared", "s1", 10, old)
+	f.live.Records = []LiveRecord{{Path: old1, By: "FlinkDeployment ns/orders status.jobStatus.upgradeSavepointPath"},
+		{Path: chk, By: "FlinkStateSnapshot ns/snap-1 status.path"}}
+	p, err := f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{old1, chk} {
+		if k, ok := keptFor(p, path); !ok || k.Reason != KeepOperatorRecord {
+			t.Errorf("%s kept %+v; want %s", path, k, KeepOperatorRecord)
+		}
+	}
+	if r, ok := planned(p)[shared]; ok {
+		t.Errorf("%s, referenced by a checkpoint on record, planned as %s", shared, r)
+	}
+	f.live.Metadata = map[string]MetadataResult{old1 + "/_metadata": {Error: "truncated"}}
+	delete(f.l.Metadata, old1+"/_metadata")
+	if _, err := f.build(Spellings{}); !errors.Is(err, ErrSourceUnknown) || !strings.Contains(err.Error(), "upgradeSavepointPath") {
+		t.Fatalf("err %v; want ErrSourceUnknown naming the record", err)
+	}
+}

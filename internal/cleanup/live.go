@@ -7,15 +7,21 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 )
 
-// liveNeeds is what the live jobs need, for the planner and for every
-// execution batch alike: the references of each live job's restore point
-// and latest checkpoint (and those _metadata files themselves), plus
-// whatever else the live inventory read, and the dirs of those snapshots
-// with the job that needs each. Snapshots are looked up in l.Metadata
-// under any spelling, then in listed (the scan's _metadata). A snapshot
-// that was not read or cannot be parsed makes the live state unknown:
-// ErrSourceUnknown, naming the job.
-func liveNeeds(c canon, l Live, listed map[string]MetadataResult) ([]*References, map[string]string, error) {
+// need says why a snapshot dir is needed now.
+type need struct {
+	reason Reason
+	by     string
+}
+
+// liveNeeds is what the live jobs and the records need, for the planner
+// and for every execution batch alike: the references of each live job's
+// restore point and latest checkpoint and of each snapshot on record (and
+// those _metadata files themselves), plus whatever else the live inventory
+// read, and the dirs of those snapshots with why each is needed.
+// Snapshots are looked up in l.Metadata under any spelling, then in
+// listed (the scan's _metadata). A snapshot that was not read or cannot
+// be parsed makes the live state unknown: ErrSourceUnknown, naming it.
+func liveNeeds(c canon, l Live, listed map[string]MetadataResult) ([]*References, map[string]need, error) {
 	read := map[string]MetadataResult{}
 	for k, v := range l.Metadata {
 		n, err := c.path(k)
@@ -24,7 +30,7 @@ func liveNeeds(c canon, l Live, listed map[string]MetadataResult) ([]*References
 		}
 		read[n] = v
 	}
-	dirs := map[string]string{}
+	dirs := map[string]need{}
 	attached := map[string]bool{}
 	var refs []*References
 	add := func(what string, m MetadataResult) error {
@@ -39,37 +45,49 @@ func liveNeeds(c canon, l Live, listed map[string]MetadataResult) ([]*References
 		refs = append(refs, r)
 		return nil
 	}
+	type source struct {
+		what, path string
+		need       need
+	}
+	// Records first: a snapshot both on record and a live job's restore
+	// point is reported by the record that names it.
+	var sources []source
+	for _, r := range l.Records {
+		sources = append(sources, source{what: "snapshot on record in " + r.By + ": " + r.Path, path: r.Path, need: need{KeepOperatorRecord, r.By}})
+	}
 	for _, cl := range l.Clusters {
 		for _, j := range cl.Jobs {
 			for _, src := range []struct{ what, v string }{{"restore point", j.RestorePath}, {"latest checkpoint", j.LatestCheckpoint}} {
-				if src.v == "" {
-					continue
-				}
-				what := "live job " + j.JobID + " on cluster " + cl.ClusterID + ": its " + src.what + " " + src.v
-				dir, err := c.path(src.v)
-				if err != nil {
-					return nil, nil, unknownSource(what, err)
-				}
-				dir = strings.TrimSuffix(dir, "/"+layout.MetadataFileName)
-				if _, ok := dirs[dir]; !ok {
-					dirs[dir] = src.what + " of live job " + j.JobID + " on " + cl.ClusterID
-				}
-				key := dir + "/" + layout.MetadataFileName
-				m, ok := read[key]
-				if !ok {
-					m, ok = listed[key]
-				}
-				if !ok {
-					return nil, nil, sourceUnknown("%s was not read; its references are unknown", what)
-				}
-				if attached[key] {
-					continue // another job's snapshot too
-				}
-				attached[key] = true
-				if err := add(what, m); err != nil {
-					return nil, nil, err
+				if src.v != "" {
+					sources = append(sources, source{what: "live job " + j.JobID + " on cluster " + cl.ClusterID + ": its " + src.what + " " + src.v, path: src.v,
+						need: need{KeepRestorePoint, src.what + " of live job " + j.JobID + " on " + cl.ClusterID}})
 				}
 			}
+		}
+	}
+	for _, src := range sources {
+		dir, err := c.path(src.path)
+		if err != nil {
+			return nil, nil, unknownSource(src.what, err)
+		}
+		dir = strings.TrimSuffix(dir, "/"+layout.MetadataFileName)
+		if _, ok := dirs[dir]; !ok {
+			dirs[dir] = src.need
+		}
+		key := dir + "/" + layout.MetadataFileName
+		m, ok := read[key]
+		if !ok {
+			m, ok = listed[key]
+		}
+		if !ok {
+			return nil, nil, sourceUnknown("%s was not read; its references are unknown", src.what)
+		}
+		if attached[key] {
+			continue // needed twice
+		}
+		attached[key] = true
+		if err := add(src.what, m); err != nil {
+			return nil, nil, err
 		}
 	}
 	// Read but attached to no job: retained all the same.

@@ -47,6 +47,18 @@ type Live struct {
 	// An entry with an Error is a live job whose state cannot be told: the
 	// plan fails rather than guess.
 	Metadata map[string]MetadataResult `json:"metadata,omitempty"`
+	// Records are snapshots kept on record for a restore by something
+	// other than a running job: the Flink Kubernetes Operator's resources.
+	// Their _metadata must be in Metadata too.
+	Records []LiveRecord `json:"records,omitempty"`
+}
+
+// LiveRecord is one snapshot on record.
+type LiveRecord struct {
+	Path string `json:"path"`
+	// By names the record, e.g. "FlinkDeployment team-a/orders
+	// status.jobStatus.upgradeSavepointPath".
+	By string `json:"by"`
 }
 
 func (l Live) jobs() map[string]LiveJob {
@@ -173,6 +185,7 @@ const (
 	KeepWithinTTL           Reason = "within-ttl"
 	KeepLatestRetired       Reason = "latest-checkpoint-of-retired-job"
 	KeepRestorePoint        Reason = "restore-point-of-live-job"
+	KeepOperatorRecord      Reason = "operator-record"
 	KeepPinned              Reason = "pinned"
 	KeepNewestSavepoints    Reason = "newest-k-savepoints"
 	KeepWithinMaxAge        Reason = "within-max-age"

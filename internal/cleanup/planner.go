@@ -45,7 +45,7 @@ type planner struct {
 	now         time.Time
 	liveJobs    map[string]LiveJob
 	liveCluster map[string]bool
-	restore     map[string]string // restore point or latest checkpoint dir -> the live job that needs it
+	restore     map[string]need   // dir of a live job's restore point or latest checkpoint, or of a snapshot on record
 	haDirs      map[string]string // configured HA dir -> live cluster
 	haUnknown   []string          // live clusters whose HA configuration is unknown
 	retired     map[string]bool   // clusters the inventory declares gone
@@ -332,8 +332,8 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 		k := Kept{Path: cp, Kind: KindCheckpointDir, JobID: j.JobID, Files: c.Usage.Files, Dirs: c.Usage.Dirs, Bytes: c.Usage.Bytes}
 		item := Item{Path: cp, Kind: KindCheckpointDir, JobID: j.JobID, Files: c.Usage.Files, Dirs: c.Usage.Dirs,
 			Bytes: c.Usage.Bytes, Newest: c.Usage.Newest}
-		if by, ok := p.restore[cp]; ok {
-			k.Reason, k.By = KeepRestorePoint, by
+		if n, ok := p.restore[cp]; ok {
+			k.Reason, k.By = n.reason, n.by
 			p.addKeep(k)
 			continue
 		}
@@ -405,8 +405,8 @@ func (p *planner) planSavepoints() {
 		switch {
 		case p.pinned[sp2] != "":
 			k.Reason, k.By = KeepPinned, p.pinned[sp2]
-		case p.restore[sp2] != "":
-			k.Reason, k.By = KeepRestorePoint, p.restore[sp2]
+		case p.restore[sp2].by != "":
+			k.Reason, k.By = p.restore[sp2].reason, p.restore[sp2].by
 		case !sp.Completed && p.old(sp.Usage.Newest, p.pol.Grace):
 			item.Rule, item.Detail = RuleIncompleteSavepoint, "no _metadata, last modified "+sp.Usage.Newest.UTC().Format(time.RFC3339)
 			p.addCand(&candidate{item: item, dir: true})

@@ -97,6 +97,25 @@ type JobSpec struct {
 	Restart RestartRecipe `json:"restart" yaml:"restart"`
 }
 
+// Kinds of the Flink Kubernetes Operator's resources.
+const (
+	KindFlinkDeployment    = "FlinkDeployment"
+	KindFlinkSessionJob    = "FlinkSessionJob"
+	KindFlinkStateSnapshot = "FlinkStateSnapshot"
+)
+
+// OperatorRecord is a snapshot path the Flink Kubernetes Operator keeps in
+// one of its resources: a savepoint or checkpoint it may restore from
+// (resume, resubmitting a failed job, blue/green) or that a user
+// registered with it.
+type OperatorRecord struct {
+	Resource ObjectRef `json:"resource"`
+	// Field names where the path is written, e.g.
+	// "status.jobStatus.upgradeSavepointPath".
+	Field string `json:"field"`
+	Path  string `json:"path"`
+}
+
 // Inventory is the result of discovery.
 type Inventory struct {
 	Tenants  []Tenant  `json:"tenants"`

@@ -289,7 +289,7 @@ func ValidateRecipe(field string, r RestartRecipe) error {
 		if r.Resource == nil || r.Resource.Name == "" || r.Resource.Namespace == "" {
 			return &FieldError{Field: field + ".resource", Value: "", Valid: "the FlinkDeployment or FlinkSessionJob (namespace and name) to resume"}
 		}
-		if r.Resource.Kind != "FlinkDeployment" && r.Resource.Kind != "FlinkSessionJob" {
+		if r.Resource.Kind != KindFlinkDeployment && r.Resource.Kind != KindFlinkSessionJob {
 			return &FieldError{Field: field + ".resource.kind", Value: r.Resource.Kind, Valid: "FlinkDeployment or FlinkSessionJob"}
 		}
 		if r.Jar != "" || r.EntryClass != "" || len(r.ProgramArgs) > 0 {

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // Flink Kubernetes Operator resources (flink.apache.org/v1beta1).
@@ -18,9 +20,10 @@ var (
 )
 
 const (
-	operatorAPIVersion  = "flink.apache.org/v1beta1"
-	KindFlinkDeployment = "FlinkDeployment"
-	KindFlinkSessionJob = "FlinkSessionJob"
+	operatorAPIVersion     = "flink.apache.org/v1beta1"
+	KindFlinkDeployment    = inventory.KindFlinkDeployment
+	KindFlinkSessionJob    = inventory.KindFlinkSessionJob
+	KindFlinkStateSnapshot = inventory.KindFlinkStateSnapshot
 )
 
 // Labels of Flink's native Kubernetes integration (flink-kubernetes

@@ -121,8 +121,11 @@ type OperatorStatus struct {
 	UpgradeSavepointPath string
 	LastSavepoint        string
 	LastSavepointMillis  int64
-	Error                string // status.error
-	ResourceVersion      string
+	// JobManagerDeploymentStatus is READY when a JobManager answers;
+	// MISSING after a suspend deleted it (FKO's JobManagerDeploymentStatus).
+	JobManagerDeploymentStatus string
+	Error                      string // status.error
+	ResourceVersion            string
 }
 
 func (s OperatorStatus) String() string {
@@ -213,16 +216,17 @@ func statusOf(u *unstructured.Unstructured) OperatorStatus {
 		return fmt.Sprint(v)
 	}
 	s := OperatorStatus{
-		SpecState:            str("spec", "job", "state"),
-		UpgradeMode:          str("spec", "job", "upgradeMode"),
-		InitialSavepointPath: str("spec", "job", "initialSavepointPath"),
-		LifecycleState:       str("status", "lifecycleState"),
-		JobState:             str("status", "jobStatus", "state"),
-		JobID:                str("status", "jobStatus", "jobId"),
-		UpgradeSavepointPath: str("status", "jobStatus", "upgradeSavepointPath"),
-		LastSavepoint:        str("status", "jobStatus", "savepointInfo", "lastSavepoint", "location"),
-		Error:                str("status", "error"),
-		ResourceVersion:      u.GetResourceVersion(),
+		SpecState:                  str("spec", "job", "state"),
+		UpgradeMode:                str("spec", "job", "upgradeMode"),
+		InitialSavepointPath:       str("spec", "job", "initialSavepointPath"),
+		LifecycleState:             str("status", "lifecycleState"),
+		JobState:                   str("status", "jobStatus", "state"),
+		JobID:                      str("status", "jobStatus", "jobId"),
+		UpgradeSavepointPath:       str("status", "jobStatus", "upgradeSavepointPath"),
+		LastSavepoint:              str("status", "jobStatus", "savepointInfo", "lastSavepoint", "location"),
+		JobManagerDeploymentStatus: str("status", "jobManagerDeploymentStatus"),
+		Error:                      str("status", "error"),
+		ResourceVersion:            u.GetResourceVersion(),
 	}
 	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "jobStatus", "savepointInfo", "lastSavepoint", "timeStamp"); ok {
 		switch n := v.(type) {

@@ -1,0 +1,78 @@
+package kube
+
+import (
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestOperatorRecordsListsEverySnapshotPath reads the records of a
+// FlinkDeployment (initial, upgrade, last and legacy history savepoints),
+// a FlinkSessionJob and FlinkStateSnapshots (a completed checkpoint and a
+// registered existing savepoint) from the real apiserver.
+func TestOperatorRecordsListsEverySnapshotPath(t *testing.T) {
+	e := newEnv(t)
+	ns := e.ns("records", nil)
+	job := appJob()
+	job["initialSavepointPath"] = "hdfs://nn/sp/savepoint-000000-initial"
+	e.flinkDeployment(ns, "orders", map[string]any{}, job)
+	e.setStatus(ns, "orders", map[string]any{"jobStatus": map[string]any{
+		"upgradeSavepointPath": "hdfs://nn/sp/savepoint-111111-upgrade",
+		"savepointInfo": map[string]any{
+			"lastSavepoint":    map[string]any{"location": "hdfs://nn/sp/savepoint-111111-last", "timeStamp": int64(1)},
+			"savepointHistory": []any{map[string]any{"location": "hdfs://nn/sp/savepoint-111111-old", "timeStamp": int64(0)}},
+		}}})
+	sj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": operatorAPIVersion, "kind": KindFlinkSessionJob,
+		"metadata": map[string]any{"name": "clicks", "namespace": ns},
+		"spec": map[string]any{"deploymentName": "session", "job": map[string]any{"jarURI": "https://x/clicks.jar", "parallelism": int64(1),
+			"upgradeMode": "savepoint", "state": "running", "initialSavepointPath": "hdfs://nn/sp/savepoint-222222-initial"}},
+	}}
+	if _, err := e.dyn.Resource(FlinkSessionJobGVR).Namespace(ns).Create(e.ctx, sj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, spec := range map[string]map[string]any{
+		"checkpoint": {"checkpoint": map[string]any{}, "jobReference": map[string]any{"kind": KindFlinkDeployment, "name": "orders"}},
+		"registered": {"savepoint": map[string]any{"path": "hdfs://nn/sp/savepoint-333333-registered", "alreadyExists": true}},
+	} {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": operatorAPIVersion, "kind": KindFlinkStateSnapshot,
+			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
+		created, err := e.dyn.Resource(FlinkStateSnapshotGVR).Namespace(ns).Create(e.ctx, u, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "checkpoint" {
+			created.Object["status"] = map[string]any{"state": "COMPLETED", "path": "hdfs://nn/ck/0123/chk-7"}
+			if _, err := e.dyn.Resource(FlinkStateSnapshotGVR).Namespace(ns).UpdateStatus(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	recs, err := e.client(Config{Namespaces: []string{ns}, TenantRootTemplate: "hdfs://nn/user/app/{namespace}"}, nil).OperatorRecords(e.ctx, []string{ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range recs {
+		got[r.Resource.Kind+"/"+r.Resource.Name+" "+r.Field] = r.Path
+	}
+	want := map[string]string{
+		"FlinkDeployment/orders spec.job.initialSavepointPath":                               "hdfs://nn/sp/savepoint-000000-initial",
+		"FlinkDeployment/orders status.jobStatus.upgradeSavepointPath":                       "hdfs://nn/sp/savepoint-111111-upgrade",
+		"FlinkDeployment/orders status.jobStatus.savepointInfo.lastSavepoint.location":       "hdfs://nn/sp/savepoint-111111-last",
+		"FlinkDeployment/orders status.jobStatus.savepointInfo.savepointHistory[0].location": "hdfs://nn/sp/savepoint-111111-old",
+		"FlinkSessionJob/clicks spec.job.initialSavepointPath":                               "hdfs://nn/sp/savepoint-222222-initial",
+		"FlinkStateSnapshot/checkpoint status.path":                                          "hdfs://nn/ck/0123/chk-7",
+		"FlinkStateSnapshot/registered spec.savepoint.path":                                  "hdfs://nn/sp/savepoint-333333-registered",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("records\n got %v\nwant %v", got, want)
+	}
+	for _, r := range recs {
+		if r.Resource.Namespace != ns || r.Resource.APIVersion != operatorAPIVersion {
+			t.Fatalf("record %+v: want namespace %s", r, ns)
+		}
+	}
+}
