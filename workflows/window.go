@@ -445,6 +445,7 @@ func (r *windowRun) savepointAll(ctx workflow.Context) error {
 				return
 			}
 			j.SavepointState, j.SavepointPath, j.SavepointFiles, j.SavepointError = StepDone, res.SavepointPath, res.Files, ""
+			j.SavepointRecovered = res.Recovered
 			j.StoppedAt = workflow.Now(ctx)
 		})
 		if err != nil {

@@ -48,6 +48,9 @@ type JobSavepointResult struct {
 	SavepointPath string `json:"savepointPath"`
 	Files         int64  `json:"files"`
 	CheckpointID  int64  `json:"checkpointId"`
+	// Recovered says how the savepoint was found when Flink had forgotten
+	// the stop operation; empty when Flink reported it.
+	Recovered string `json:"recovered,omitempty"`
 }
 
 // JobSavepointWorkflow stops a job with a savepoint (re-attaching on
@@ -91,7 +94,8 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 		a.VerifySavepoint, activities.VerifySavepointInput{Path: stopped.SavepointPath}).Get(ctx, &verified); err != nil {
 		return JobSavepointResult{SavepointPath: stopped.SavepointPath}, err
 	}
-	return JobSavepointResult{SavepointPath: stopped.SavepointPath, Files: verified.Files, CheckpointID: verified.CheckpointID}, nil
+	return JobSavepointResult{SavepointPath: stopped.SavepointPath, Files: verified.Files, CheckpointID: verified.CheckpointID,
+		Recovered: stopped.Recovered}, nil
 }
 
 // JobRestartInput restores one job from its savepoint.

@@ -77,7 +77,7 @@ func (rep *WindowReport) Markdown() string {
 	for _, j := range rep.Jobs {
 		note := j.SkipReason
 		if note == "" {
-			note = firstNonEmpty(j.RestartError, j.SavepointError)
+			note = firstNonEmpty(j.RestartError, j.SavepointError, j.SavepointRecovered)
 		}
 		sp := j.SavepointState
 		if j.SavepointPath != "" {

@@ -41,8 +41,10 @@ type windowFixture struct {
 	failWrites  bool
 	// stoppedAnyway makes failStop jobs end without a savepoint.
 	stoppedAnyway bool
-	governance    []GovernanceInput
-	failGov       bool
+	// recovered is what StopWithSavepoint says of how it found a savepoint.
+	recovered  string
+	governance []GovernanceInput
+	failGov    bool
 }
 
 func newWindowFixture(t *testing.T, n int) *windowFixture {
@@ -120,7 +122,7 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 			}
 			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
 		}
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName}, nil
+		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Recovered: f.recovered}, nil
 	})
 	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
 	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
@@ -404,6 +406,23 @@ func TestWindowSavepointFailureOfAStoppedJobSaysItIsNotRunning(t *testing.T) {
 		if !j.StoppedWithoutSavepoint || strings.Contains(j.SkipReason, "keeps running") || !strings.Contains(j.SkipReason, "no longer running") {
 			t.Errorf("stopped job without savepoint: %+v", j)
 		}
+	}
+}
+
+// A savepoint found in the finished job's history, after Flink forgot the
+// stop, is used and the report says so.
+func TestWindowReportsARecoveredSavepoint(t *testing.T) {
+	f := newWindowFixture(t, 1)
+	f.recovered = "Flink no longer knew the stop operation; savepoint 7 from the finished job's checkpoint history"
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	if j := rep.Jobs[0]; j.SavepointRecovered != f.recovered || j.RestartState != StepDone {
+		t.Fatalf("job %+v; want restarted from the recovered savepoint, noted", j)
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "no longer knew the stop operation") {
+		t.Fatalf("markdown does not mention the recovered savepoint:\n%s", md)
 	}
 }
 

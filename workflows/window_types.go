@@ -283,8 +283,11 @@ type JobProgress struct {
 	SavepointError    string `json:"savepointError,omitempty"`
 	// StoppedWithoutSavepoint: the savepoint failed and the job is no longer
 	// running (it finished or was cancelled without one this window knows).
-	StoppedWithoutSavepoint bool      `json:"stoppedWithoutSavepoint,omitempty"`
-	StoppedAt               time.Time `json:"stoppedAt,omitempty"`
+	StoppedWithoutSavepoint bool `json:"stoppedWithoutSavepoint,omitempty"`
+	// SavepointRecovered says how the savepoint was found when Flink had
+	// forgotten the stop operation.
+	SavepointRecovered string    `json:"savepointRecovered,omitempty"`
+	StoppedAt          time.Time `json:"stoppedAt,omitempty"`
 
 	RestartState    string    `json:"restartState"`
 	RestartWave     int       `json:"restartWave"`
