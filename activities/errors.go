@@ -32,6 +32,10 @@ const (
 	ErrTypeOperatorForbidden         = "OperatorForbidden"
 	ErrTypeOperatorPrecondition      = "OperatorPreconditionFailed"
 	ErrTypeOperatorJobFailed         = "OperatorJobFailed"
+	// ErrTypeOperatorLastStateFallback: the operator suspended the job
+	// with last-state instead of the savepoint asked for; the job is not
+	// running and has no savepoint from this window.
+	ErrTypeOperatorLastStateFallback = "OperatorLastStateFallback"
 	ErrTypeOperatorUnavailable       = "OperatorUnavailable"
 	ErrTypeOperatorFailed            = "OperatorFailed"
 )

@@ -440,7 +440,8 @@ func (r *windowRun) savepointAll(ctx workflow.Context) error {
 			if err := f.Get(ctx, &res); err != nil {
 				j.SavepointState, j.SavepointError = StepFailed, errorText(err)
 				var appErr *temporal.ApplicationError
-				j.StoppedWithoutSavepoint = errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeJobStoppedWithoutSavepoint
+				j.StoppedWithoutSavepoint = errors.As(err, &appErr) &&
+					(appErr.Type() == activities.ErrTypeJobStoppedWithoutSavepoint || appErr.Type() == activities.ErrTypeOperatorLastStateFallback)
 				r.logger.Warn("savepoint failed", "job", key, "error", j.SavepointError)
 				return
 			}

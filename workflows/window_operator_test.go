@@ -174,3 +174,35 @@ func TestWindowOperatorSuspendTimeoutSkipsJob(t *testing.T) {
 			len(f.suspended["cluster-b/job-b"]), len(f.resumed["cluster-b/job-b"]), f.stopped["cluster-b/job-b"])
 	}
 }
+
+// The operator fell back to last-state instead of taking the savepoint:
+// the window does not report success, it pauses for a decision, and says
+// the job no longer runs (it is suspended without a savepoint of this
+// window) rather than that it keeps running.
+func TestWindowOperatorLastStateFallbackPausesForADecision(t *testing.T) {
+	f := newOperatorFixture(t)
+	f.failSuspend = temporal.NewNonRetryableApplicationError("suspend FlinkDeployment team-b/job-b: the operator suspended the job with upgradeMode last-state",
+		activities.ErrTypeOperatorLastStateFallback, nil)
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	paused := false
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != "savepoint-failures" || !strings.Contains(st.Pending.Reason, "last-state") {
+			t.Errorf("pending %+v; want a savepoint-failures decision naming the fallback", st.Pending)
+			return
+		}
+		paused = true
+		f.update(UpdateDecide, DecideRequest{Action: ActionSkipJob, Job: "cluster-b/job-b", By: "ops", Reason: "resume by hand"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	if !paused {
+		t.Fatal("the window did not pause for the fallback")
+	}
+	for _, j := range rep.Jobs {
+		if j.Target.Key == "cluster-b/job-b" && (!j.StoppedWithoutSavepoint || !strings.Contains(j.SkipReason, "no longer running") || len(f.resumed[j.Target.Key]) != 0) {
+			t.Errorf("operator job %+v (resumes %d); want skipped, not running, not resumed", j, len(f.resumed[j.Target.Key]))
+		}
+	}
+}

@@ -229,6 +229,8 @@ func operatorError(err error) error {
 		return final(activities.ErrTypeOperatorPrecondition)
 	case errors.Is(err, kube.ErrJobFailed):
 		return final(activities.ErrTypeOperatorJobFailed)
+	case errors.Is(err, kube.ErrLastStateFallback):
+		return final(activities.ErrTypeOperatorLastStateFallback)
 	case errors.Is(err, kube.ErrNotFound):
 		return final(activities.ErrTypeOperatorNotFound)
 	case errors.Is(err, kube.ErrForbidden):

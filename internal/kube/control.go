@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -22,6 +23,7 @@ const (
 	SpecStateRunning     = "running"
 	SpecStateSuspended   = "suspended"
 	UpgradeModeSavepoint = "savepoint"
+	UpgradeModeLastState = "last-state"
 
 	JobStateRunning   = "RUNNING"
 	JobStateSuspended = "SUSPENDED"
@@ -124,8 +126,13 @@ type OperatorStatus struct {
 	// JobManagerDeploymentStatus is READY when a JobManager answers;
 	// MISSING after a suspend deleted it (FKO's JobManagerDeploymentStatus).
 	JobManagerDeploymentStatus string
-	Error                      string // status.error
-	ResourceVersion            string
+	// ReconciledUpgradeMode and ReconciledState are job.upgradeMode and
+	// job.state of status.reconciliationStatus.lastReconciledSpec: what
+	// the operator last acted on.
+	ReconciledUpgradeMode string
+	ReconciledState       string
+	Error                 string // status.error
+	ResourceVersion       string
 }
 
 func (s OperatorStatus) String() string {
@@ -228,6 +235,7 @@ func statusOf(u *unstructured.Unstructured) OperatorStatus {
 		Error:                      str("status", "error"),
 		ResourceVersion:            u.GetResourceVersion(),
 	}
+	s.ReconciledUpgradeMode, s.ReconciledState = reconciledJob(str("status", "reconciliationStatus", "lastReconciledSpec"))
 	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "jobStatus", "savepointInfo", "lastSavepoint", "timeStamp"); ok {
 		switch n := v.(type) {
 		case int64:
@@ -237,6 +245,36 @@ func statusOf(u *unstructured.Unstructured) OperatorStatus {
 		}
 	}
 	return s
+}
+
+// reconciledJob reads job.upgradeMode and job.state of the spec the
+// operator last acted on. FKO keeps it as a JSON string
+// (ReconciliationStatus.lastReconciledSpec) written by
+// SpecUtils.writeSpecWithMeta: {"spec": {...}, "resource_metadata": {...}},
+// or the bare spec in the format before resource_metadata. An unreadable
+// one gives empty strings.
+func reconciledJob(raw string) (upgradeMode, state string) {
+	if raw == "" {
+		return "", ""
+	}
+	type job struct {
+		UpgradeMode string `json:"upgradeMode"`
+		State       string `json:"state"`
+	}
+	var doc struct {
+		Spec *struct {
+			Job job `json:"job"`
+		} `json:"spec"`
+		Meta json.RawMessage `json:"resource_metadata"`
+		Job  job             `json:"job"`
+	}
+	if json.Unmarshal([]byte(raw), &doc) != nil {
+		return "", ""
+	}
+	if doc.Meta != nil && doc.Spec != nil {
+		return doc.Spec.Job.UpgradeMode, doc.Spec.Job.State
+	}
+	return doc.Job.UpgradeMode, doc.Job.State
 }
 
 // savepointMarks are the savepoint records seen before a suspend, so a
@@ -305,6 +343,13 @@ func (c *Client) Suspend(ctx context.Context, ref inventory.ObjectRef, opts Wait
 	err = c.waitFor(ctx, gvr, ref, opts, "job SUSPENDED or FINISHED with a savepoint taken for the suspend", func(st OperatorStatus) (bool, error) {
 		if st.SpecState != SpecStateSuspended {
 			return false, kindError("suspend", describe(ref), ErrPrecondition, "spec.job.state was changed to %q by someone else while waiting", st.SpecState)
+		}
+		// AbstractJobReconciler.getJobUpgrade falls back to last-state for
+		// a job that is not running and records the mode it suspended
+		// with in lastReconciledSpec: no savepoint will come.
+		if st.ReconciledState == SpecStateSuspended && st.ReconciledUpgradeMode == UpgradeModeLastState {
+			return false, kindError("suspend", describe(ref), ErrLastStateFallback,
+				"the operator suspended the job with upgradeMode last-state instead of a savepoint (kubernetes.operator.job.upgrade.last-state-fallback.enabled; the job was not running: jobStatus.state %q), so no savepoint was taken and resuming it restores from its last checkpoint", st.JobState)
 		}
 		if st.JobState != JobStateSuspended && st.JobState != JobStateFinished {
 			return false, nil

@@ -2,12 +2,14 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 var fastWait = WaitOptions{Timeout: 30 * time.Second, PollInterval: 100 * time.Millisecond}
@@ -211,5 +213,51 @@ func TestControlRejectsBadInput(t *testing.T) {
 	_, err := c.Suspend(e.ctx, ref(KindFlinkDeployment, ns, "absent"), fastWait)
 	if !errors.Is(err, ErrNotFound) || IsRetryable(err) || !strings.Contains(err.Error(), "FlinkDeployment "+ns+"/absent") {
 		t.Fatalf("want ErrNotFound naming the object, got %v", err)
+	}
+}
+
+// TestSuspendDetectsLastStateFallback: asked to suspend a job that is not
+// running with a savepoint, FKO falls back to last-state
+// (AbstractJobReconciler.getJobUpgrade, job.upgrade.last-state-fallback)
+// and takes no savepoint. As FKO 1.15 does, the stand-in records the
+// suspend in lastReconciledSpec (SpecUtils.writeSpecWithMeta) with
+// upgradeMode last-state, sets jobStatus.state FINISHED
+// (AbstractFlinkService.cancelJob) and deletes the JobManager. Suspend says
+// so at once instead of waiting for a savepoint that never comes.
+func TestSuspendDetectsLastStateFallback(t *testing.T) {
+	e := newEnv(t)
+	ns := e.ns("ctl-fallback", nil)
+	e.flinkDeployment(ns, "failing", nil, appJob())
+	e.setStatus(ns, "failing", map[string]any{"lifecycleState": "DEPLOYED", "jobManagerDeploymentStatus": "READY",
+		"jobStatus": map[string]any{"state": "RESTARTING", "jobId": strings.Repeat("ef", 16)}})
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			u, err := e.dyn.Resource(FlinkDeploymentGVR).Namespace(ns).Get(ctx, "failing", metav1.GetOptions{})
+			if err == nil && statusOf(u).SpecState == SpecStateSuspended {
+				spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+				job, _ := spec["job"].(map[string]any)
+				job["upgradeMode"] = UpgradeModeLastState
+				raw, _ := json.Marshal(map[string]any{"spec": spec, "resource_metadata": map[string]any{"apiVersion": operatorAPIVersion, "firstDeployment": false}})
+				_ = writeStatus(ctx, e.dyn, ns, "failing", map[string]any{"lifecycleState": "SUSPENDED", "jobManagerDeploymentStatus": "MISSING",
+					"jobStatus":            map[string]any{"state": JobStateFinished, "jobId": strings.Repeat("ef", 16)},
+					"reconciliationStatus": map[string]any{"state": "DEPLOYED", "lastReconciledSpec": string(raw)}})
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	c := e.client(Config{Namespaces: []string{ns}, TenantRootTemplate: "/t/{namespace}"}, nil)
+	start := time.Now()
+	_, err := c.Suspend(e.ctx, ref(KindFlinkDeployment, ns, "failing"), WaitOptions{Timeout: time.Minute, PollInterval: 100 * time.Millisecond})
+	if !errors.Is(err, ErrLastStateFallback) || IsRetryable(err) {
+		t.Fatalf("want non-retryable ErrLastStateFallback, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "no savepoint was taken") || time.Since(start) > 30*time.Second {
+		t.Fatalf("error %q after %s; want it at once, saying no savepoint was taken", err, time.Since(start))
+	}
+	if m, s := reconciledJob(`{"job":{"upgradeMode":"savepoint","state":"running"}}`); m != "savepoint" || s != "running" {
+		t.Fatalf("the spec format before resource_metadata: %q %q", m, s)
 	}
 }

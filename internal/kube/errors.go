@@ -32,6 +32,11 @@ var (
 	ErrSavepointMismatch = errors.New("kube: savepoint mismatch")
 	// ErrJobFailed: the operator reports the job FAILED while we wait.
 	ErrJobFailed = errors.New("kube: job failed")
+	// ErrLastStateFallback: asked to suspend with a savepoint, the operator
+	// suspended with last-state instead (job.upgrade.last-state-fallback,
+	// taken when the job is not running): no savepoint was taken, and a
+	// resume restores from the job's last checkpoint.
+	ErrLastStateFallback = errors.New("kube: operator fell back to last-state")
 	// ErrInvalidInput: the caller passed a bad reference, option or config.
 	ErrInvalidInput = errors.New("kube: invalid input")
 )
