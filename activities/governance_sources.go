@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -208,14 +209,22 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 	lj := cleanup.LiveJob{JobID: jobID}
 	var notes []string
 	where := "job " + jobID + " on " + cluster
-	cfg, err := client.CheckpointConfig(ctx, jobID)
+	deadline := time.Now().Add(latestReadWait)
+	var cfg flink.CheckpointConfig
+	err := a.untilDeadline(ctx, deadline, where, func() (err error) {
+		cfg, err = client.CheckpointConfig(ctx, jobID)
+		return err
+	})
 	if err != nil {
 		return lj, nil, classify("checkpoint configuration of "+where, err)
 	}
 	lj.CheckpointTimeout = time.Duration(cfg.Timeout) * time.Millisecond
-	deadline := time.Now().Add(latestReadWait)
 	for {
-		st, err := client.Checkpoints(ctx, jobID)
+		var st flink.CheckpointingStatistics
+		err := a.untilDeadline(ctx, deadline, where, func() (err error) {
+			st, err = client.Checkpoints(ctx, jobID)
+			return err
+		})
 		if err != nil {
 			return lj, nil, classify("checkpoints of "+where, err)
 		}
@@ -280,6 +289,25 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 			}
 		}
 		return lj, notes, nil
+	}
+}
+
+// untilDeadline retries fn while Flink answers with a transient error (a
+// job still initializing answers 500 "not available while the JobManager
+// is initializing") and the deadline has not passed; the last error is
+// returned.
+func (a *Activities) untilDeadline(ctx context.Context, deadline time.Time, where string, fn func() error) error {
+	for {
+		err := fn()
+		if err == nil || !flink.IsRetryable(err) || !time.Now().Before(deadline) {
+			return err
+		}
+		activity.RecordHeartbeat(ctx, where+": "+err.Error())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(a.pollInterval()):
+		}
 	}
 }
 

@@ -25,12 +25,20 @@ type sourcesFlink struct {
 	stats  flink.CheckpointingStatistics
 	state  flink.JobState
 	config flink.Config
+	// initializing answers this many statistics calls as Flink does for a
+	// job whose JobMaster is not up yet.
+	initializing int
 }
 
 func (f *sourcesFlink) ListJobs(context.Context) ([]flink.JobOverview, error) {
 	return []flink.JobOverview{{ID: "0123456789abcdef0123456789abcdef", State: flink.JobRunning}}, nil
 }
 func (f *sourcesFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
+	if f.initializing > 0 {
+		f.initializing--
+		return flink.CheckpointingStatistics{}, &flink.Error{Op: "checkpoint statistics", Reason: flink.ErrorReasonServerError, Retryable: true, StatusCode: 500,
+			Message: "UnavailableDispatcherOperationException: Unable to get JobMasterGateway for initializing job"}
+	}
 	return f.stats, nil
 }
 func (f *sourcesFlink) CheckpointConfig(context.Context, string) (flink.CheckpointConfig, error) {
@@ -85,10 +93,22 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 		return &flink.CheckpointStatistics{ID: id, Status: "COMPLETED", ExternalPath: path}
 	}
 	cases := map[string]struct {
-		stats flink.CheckpointingStatistics
-		state flink.JobState
-		check func(t *testing.T, a *Activities)
+		stats        flink.CheckpointingStatistics
+		state        flink.JobState
+		initializing int
+		check        func(t *testing.T, a *Activities)
 	}{
+		"job still initializing, then checkpointed": {
+			stats:        flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest)}},
+			state:        flink.JobRunning,
+			initializing: 3,
+			check: func(t *testing.T, a *Activities) {
+				live, _, err := liveInventoryIn(t, a, inv)
+				if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != latest {
+					t.Fatalf("live %+v err %v; want the job read once it initialized", live, err)
+				}
+			},
+		},
 		"latest checkpoint read, restore point gone but superseded": {
 			stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest),
 				Restored: &flink.RestoredCheckpoint{ID: 3, ExternalPath: gone}},
@@ -151,7 +171,7 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ff := &sourcesFlink{stats: tc.stats, state: tc.state, config: flink.Config{
+			ff := &sourcesFlink{stats: tc.stats, state: tc.state, initializing: tc.initializing, config: flink.Config{
 				{Key: "high-availability.type", Value: "zookeeper"}, {Key: "high-availability.storageDir", Value: "hdfs://nn/ha/"},
 				{Key: "high-availability.cluster-id", Value: "/orders"}}}
 			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}

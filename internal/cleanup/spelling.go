@@ -189,6 +189,9 @@ func ForeignPrefixes(base string, l Listing, live Live, tenants []string) []stri
 			add(c.HADir)
 		}
 	}
+	for _, r := range live.Records {
+		add(r.Path)
+	}
 	for _, t := range tenants {
 		add(t)
 	}
