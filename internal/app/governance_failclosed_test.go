@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	gohdfs "github.com/colinmarc/hdfs/v2"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
@@ -200,15 +202,26 @@ func (e *failClosedEnv) restores(ctx context.Context, c sandbox.FlinkCluster, fr
 	e.cancel(ctx, fc, job)
 }
 
+// activity runs one activity as a worker would, retrying an error the
+// activity marks retryable a few times as Temporal's retry policy does
+// (the shared sandbox clusters run other tests' jobs, which may answer
+// 503 for a moment); a non-retryable error returns at once.
 func (e *failClosedEnv) activity(fn, in, out any) error {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(e.acts)
-	v, err := env.ExecuteActivity(fn, in)
-	if err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(e.acts)
+		v, err := env.ExecuteActivity(fn, in)
+		if err == nil {
+			return v.Get(out)
+		}
+		var appErr *temporal.ApplicationError
+		if attempt == 3 || errors.As(err, &appErr) && appErr.NonRetryable() {
+			return err
+		}
+		e.t.Logf("attempt %d failed with a retryable error, retrying: %v", attempt, err)
+		time.Sleep(2 * time.Second)
 	}
-	return v.Get(out)
 }
 
 // plan runs PlanCleanup and reads the whole plan back from storage.
