@@ -14,9 +14,6 @@ import (
 
 // GatherOptions tune Gather.
 type GatherOptions struct {
-	// ExtraMetadata are _metadata files outside the roots whose references
-	// must be retained too (e.g. a live job's restore point elsewhere).
-	ExtraMetadata []string
 	// BatchSize is passed to List; <= 0 uses the file system's default.
 	BatchSize int
 	// ReferencesOnly reads just the _metadata (a reference root, scanned
@@ -91,17 +88,6 @@ func Gather(ctx context.Context, fsys storage.FileSystem, roots []layout.Root, o
 			l.PinMarkers = append(l.PinMarkers, marker)
 		case !errors.Is(err, storage.ErrNotFound):
 			return Listing{}, classify("stat pin marker", marker, err)
-		}
-	}
-	for _, m := range opts.ExtraMetadata {
-		present, err := g.read(ctx, l.Metadata, m)
-		if err != nil {
-			return Listing{}, err
-		}
-		if !present {
-			// A restore point that is gone cannot be retained; say so
-			// rather than plan as if it were there.
-			return Listing{}, invalidInput("extra metadata %s does not exist", m)
 		}
 	}
 	sort.Slice(l.StateFiles, func(i, k int) bool { return l.StateFiles[i].Path < l.StateFiles[k].Path })

@@ -1,7 +1,6 @@
 package cleanup
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -94,16 +93,12 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 	if p.canon, err = newCanon(in.Spellings, roots); err != nil {
 		return nil, err
 	}
-	// path is canon.path for inputs: an unknown spelling under a scanned
-	// root refuses the plan, anything else unparseable is invalid input.
+	// path is canon.path for inputs, its errors classified as for every
+	// restore source (unknownSource).
 	path := func(what, v string) (string, error) {
 		n, err := p.canon.path(v)
-		var us *errUnknownSpelling
-		switch {
-		case errors.As(err, &us):
-			return "", sourceUnknown("%s: %v", what, err)
-		case err != nil:
-			return "", invalidInput("%s %q: %v", what, v, err)
+		if err != nil {
+			return "", unknownSource(fmt.Sprintf("%s %q", what, v), err)
 		}
 		return n, nil
 	}
