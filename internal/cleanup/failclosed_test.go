@@ -316,3 +316,28 @@ func TestPlanKeepsSnapshotsOnRecord(t *testing.T) {
 		t.Fatalf("err %v; want ErrSourceUnknown naming the record", err)
 	}
 }
+
+// A retained checkpoint under a reference root (cleanup.referenceRoots,
+// scanned read-only) keeps the files of a retired job it references.
+func TestPlanKeepsWhatAReferenceRootNames(t *testing.T) {
+	f := newFixture()
+	f.job(jobA, old)
+	used := f.state(jobA, "shared", "used-elsewhere", 10, old)
+	ref := nn + "/legacy/checkpoints/" + jobB + "/chk-9"
+	in := Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}}, Policy: f.pol,
+		References: map[string]MetadataResult{ref + "/_metadata": {Refs: &References{Metadata: ref + "/_metadata", Dir: ref, Files: []string{used}}}}}
+	p, err := BuildPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := planned(p)[used]; ok {
+		t.Fatalf("%s planned as %s though a reference root's checkpoint names it", used, r)
+	}
+	if k, ok := keptFor(p, used); !ok || k.Reason != KeepReferenced || !strings.Contains(k.By, ref) {
+		t.Fatalf("%s kept as %+v; want referenced by %s", used, k, ref)
+	}
+	in.References = nil
+	if p, err = BuildPlan(in); err != nil || planned(p)[used] == "" && planned(p)[jobDir(jobA)] == "" {
+		t.Fatalf("without the reference root %s is not planned (err %v): the test shows nothing", used, err)
+	}
+}
