@@ -367,8 +367,12 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	if len(plan.Objects) > 0 {
 		objects = &objectStore{a: a}
 	}
+	var snapshots cleanup.SnapshotStore
+	if a.Operator != nil {
+		snapshots = a.Operator
+	}
 	ex, err := cleanup.NewExecutor(cleanup.ExecutorConfig{
-		FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID, Objects: objects,
+		FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID, Objects: objects, Snapshots: snapshots,
 		Live: func(ctx context.Context) (cleanup.Live, error) {
 			inv, err := a.Inventory.Discover(ctx)
 			if err != nil {
@@ -441,6 +445,13 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 		}
 	}
 	res.ObjectOutcomes = objectOutcomes(plan, last)
+	for _, it := range plan.Delete {
+		for _, r := range last[it.Path].Resources {
+			if len(res.SnapshotResources) < MaxPlanSample {
+				res.SnapshotResources = append(res.SnapshotResources, it.Path+": "+r)
+			}
+		}
+	}
 	for o, n := range counts {
 		res.Outcomes = append(res.Outcomes, OutcomeCount{Outcome: o, Items: n})
 	}

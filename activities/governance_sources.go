@@ -161,19 +161,26 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 }
 
 // operatorRecords adds every snapshot the operator's resources record, in
-// the namespaces of the inventory's operator-run clusters, to the live
-// set with its _metadata; a record that names nothing is reported.
+// every namespace of the inventory (a FlinkStateSnapshot outlives the
+// FlinkDeployment it was taken of), to the live set with its _metadata; a
+// record that names nothing is reported.
 func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventory, live *cleanup.Live) ([]string, error) {
 	if a.Operator == nil {
 		return nil, nil
 	}
 	seen := map[string]bool{}
 	var namespaces []string
-	for _, c := range inv.Clusters {
-		if c.Source == inventory.SourceOperator && c.Namespace != "" && !seen[c.Namespace] {
-			seen[c.Namespace] = true
-			namespaces = append(namespaces, c.Namespace)
+	add := func(ns string) {
+		if ns != "" && !seen[ns] {
+			seen[ns] = true
+			namespaces = append(namespaces, ns)
 		}
+	}
+	for _, t := range inv.Tenants {
+		add(t.Namespace)
+	}
+	for _, c := range inv.Clusters {
+		add(c.Namespace)
 	}
 	if len(namespaces) == 0 {
 		return nil, nil
@@ -198,7 +205,11 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 			notes = append(notes, fmt.Sprintf("%s names %s, which does not exist", by, r.Path))
 			continue
 		}
-		live.Records = append(live.Records, cleanup.LiveRecord{Path: strings.TrimRight(r.Path, "/"), By: by})
+		rec := cleanup.LiveRecord{Path: strings.TrimRight(r.Path, "/"), By: by}
+		if r.Snapshot != nil {
+			rec.Snapshot = &cleanup.SnapshotRef{Ref: r.Resource, SnapshotResource: *r.Snapshot}
+		}
+		live.Records = append(live.Records, rec)
 	}
 	activity.RecordHeartbeat(ctx, "operator records")
 	return notes, nil

@@ -193,6 +193,9 @@ type ExecuteCleanupResult struct {
 	// up to MaxPlanSample.
 	Objects        int64         `json:"objects,omitempty"`
 	ObjectOutcomes []ObjectBrief `json:"objectOutcomes,omitempty"`
+	// SnapshotResources says what became of the FlinkStateSnapshot
+	// resources deleted with savepoints, up to MaxPlanSample.
+	SnapshotResources []string `json:"snapshotResources,omitempty"`
 }
 
 // PurgeTrashInput removes trash runs nothing changed in for TTL.

@@ -100,6 +100,10 @@ type OperatorControl interface {
 	// in the namespaces record (FlinkDeployment, FlinkSessionJob,
 	// FlinkStateSnapshot).
 	OperatorRecords(ctx context.Context, namespaces []string) ([]inventory.OperatorRecord, error)
+	// ReadSnapshot and DeleteSnapshot act on the FlinkStateSnapshot
+	// resources governance deletes with their savepoints; errors as
+	// cleanup.SnapshotStore describes.
+	cleanup.SnapshotStore
 }
 
 // OrphanControl finds and deletes leftovers of Flink clusters in Kubernetes

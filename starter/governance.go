@@ -41,6 +41,7 @@ type govFlags struct {
 	orphanTTL                                   time.Duration
 	approvalTimeout, executeTimeout, purgeAfter time.Duration
 	keepSavepoints                              int
+	operatorSnapshots                           string
 	deleteLatestRetired                         bool
 	warning, critical                           float64
 }
@@ -60,6 +61,7 @@ func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
 	fl.DurationVar(&f.haTTL, "ha-ttl", 0, "keep HA dirs of retired clusters this long (default 168h)")
 	fl.DurationVar(&f.orphanTTL, "orphan-ttl", 0, "keep leftover Kubernetes objects (orphan TaskManagers, idle JobManagers, HA ConfigMaps of gone clusters) this long (default 24h)")
 	fl.StringSliceVar(&f.pins, "pin", nil, "savepoint directories never deleted (repeatable)")
+	fl.StringVar(&f.operatorSnapshots, "operator-snapshots", "", "a savepoint a completed FlinkStateSnapshot names: delete (default) removes the resource with it, keep keeps the savepoint")
 	fl.BoolVar(&f.deleteLatestRetired, "delete-latest-retired-checkpoint", false, "also delete a retired job's latest checkpoint when no newer savepoint exists")
 	fl.DurationVar(&f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
 	fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt (default 2h)")
@@ -83,7 +85,7 @@ func (f *govFlags) input() (workflows.GovernanceInput, error) {
 			Grace: workflows.Duration(f.grace), RetiredJobTTL: workflows.Duration(f.retiredTTL), KeepSavepoints: f.keepSavepoints,
 			SavepointMaxAge: workflows.Duration(f.savepointMaxAge), HATTL: workflows.Duration(f.haTTL), PinnedSavepoints: f.pins,
 			OrphanTTL: workflows.Duration(f.orphanTTL),
-			Action:    f.action, DeleteLatestRetiredCheckpoint: f.deleteLatestRetired,
+			Action:    f.action, DeleteLatestRetiredCheckpoint: f.deleteLatestRetired, OperatorSnapshots: f.operatorSnapshots,
 		},
 		ApprovalTimeout: workflows.Duration(f.approvalTimeout), ExecuteTimeout: workflows.Duration(f.executeTimeout),
 		PurgeTrashAfter: workflows.Duration(f.purgeAfter), WarningPercent: f.warning, CriticalPercent: f.critical,

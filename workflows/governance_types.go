@@ -60,13 +60,17 @@ type GovernancePolicy struct {
 	OrphanTTL        Duration `json:"orphanTTL,omitempty"`
 	PinnedSavepoints []string `json:"pinnedSavepoints,omitempty"`
 	Action           string   `json:"action,omitempty"`
+	// OperatorSnapshots is what happens to a savepoint no rule keeps that
+	// a completed FlinkStateSnapshot names: delete (default) deletes the
+	// resource with it, keep keeps the savepoint.
+	OperatorSnapshots string `json:"operatorSnapshots,omitempty"`
 }
 
 func (p GovernancePolicy) activityPolicy() activities.CleanupPolicy {
 	return activities.CleanupPolicy{
 		Grace: p.Grace.D(), RetiredJobTTL: p.RetiredJobTTL.D(), DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint,
 		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge.D(), HATTL: p.HATTL.D(), OrphanTTL: p.OrphanTTL.D(),
-		PinnedSavepoints: p.PinnedSavepoints, Action: cleanup.Action(p.Action),
+		PinnedSavepoints: p.PinnedSavepoints, Action: cleanup.Action(p.Action), OperatorSnapshots: cleanup.OperatorSnapshots(p.OperatorSnapshots),
 	}
 }
 
@@ -122,6 +126,12 @@ func (in *GovernanceInput) Validate() error {
 	p := in.Policy
 	if p.Action != CleanupActionTrash && p.Action != CleanupActionDelete {
 		bad("policy.action=%q: use %s (default: recoverable) or %s", p.Action, CleanupActionTrash, CleanupActionDelete)
+	}
+	switch cleanup.OperatorSnapshots(p.OperatorSnapshots) {
+	case "", cleanup.OperatorSnapshotsDelete, cleanup.OperatorSnapshotsKeep:
+	default:
+		bad("policy.operatorSnapshots=%q: use %s (default: delete a FlinkStateSnapshot with the savepoint it names) or %s (keep such savepoints)",
+			p.OperatorSnapshots, cleanup.OperatorSnapshotsDelete, cleanup.OperatorSnapshotsKeep)
 	}
 	if p.KeepSavepoints < 0 {
 		bad("policy.keepSavepoints=%d: use 1 or more (0 takes the default 2)", p.KeepSavepoints)

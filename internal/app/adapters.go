@@ -199,6 +199,17 @@ func (k KubeOperator) OperatorRecords(ctx context.Context, namespaces []string) 
 	return recs, nil
 }
 
+// ReadSnapshot reads a FlinkStateSnapshot; see kube.Client.ReadSnapshot.
+func (k KubeOperator) ReadSnapshot(ctx context.Context, ref inventory.ObjectRef) (inventory.SnapshotResource, []byte, error) {
+	s, data, err := k.Client.ReadSnapshot(ctx, ref)
+	return s, data, cleanupObjectError(err)
+}
+
+// DeleteSnapshot deletes a FlinkStateSnapshot; see kube.Client.DeleteSnapshot.
+func (k KubeOperator) DeleteSnapshot(ctx context.Context, ref inventory.ObjectRef, uid, resourceVersion string) error {
+	return cleanupObjectError(k.Client.DeleteSnapshot(ctx, ref, uid, resourceVersion))
+}
+
 // SavepointMarks reads the savepoint records of ref; see kube.Client.SavepointMarks.
 func (k KubeOperator) SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (activities.OperatorSavepointMarks, error) {
 	m, err := k.Client.SavepointMarks(ctx, ref)

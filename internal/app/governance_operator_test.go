@@ -42,6 +42,38 @@ func putStatus(ctx context.Context, t *testing.T, dyn dynamic.Interface, gvr sch
 	}
 }
 
+// suspendedDeployment creates FlinkDeployment name, suspended by the
+// operator with savepoint recorded: AbstractJobReconciler.cancelJob and
+// AbstractFlinkService.cancelJob record it in JobStatus.upgradeSavepointPath
+// and SavepointInfo.lastSavepoint, ApplicationReconciler deletes the
+// JobManager (JobManagerDeploymentStatus MISSING), the lifecycle is
+// SUSPENDED.
+func suspendedDeployment(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, name, ckpts, sps, jobID, savepoint string) {
+	t.Helper()
+	fd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flink.apache.org/v1beta1", "kind": kube.KindFlinkDeployment,
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"image": "flink:1.20", "flinkVersion": "v1_20", "serviceAccount": "flink",
+			"flinkConfiguration": map[string]any{"execution.checkpointing.dir": ckpts, "execution.checkpointing.savepoint-dir": sps},
+			"jobManager":         map[string]any{"resource": map[string]any{"memory": "2048m", "cpu": int64(1)}},
+			"taskManager":        map[string]any{"resource": map[string]any{"memory": "2048m", "cpu": int64(1)}},
+			"job": map[string]any{"jarURI": "local:///opt/flink/usrlib/sample-job.jar", "parallelism": int64(1),
+				"upgradeMode": "savepoint", "state": kube.SpecStateSuspended},
+		},
+	}}
+	if _, err := dyn.Resource(kube.FlinkDeploymentGVR).Namespace(ns).Create(ctx, fd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	putStatus(ctx, t, dyn, kube.FlinkDeploymentGVR, ns, name, map[string]any{
+		"lifecycleState": "SUSPENDED", "jobManagerDeploymentStatus": "MISSING",
+		"jobStatus": map[string]any{"jobName": name, "jobId": jobID, "state": kube.JobStateSuspended,
+			"upgradeSavepointPath": savepoint,
+			"savepointInfo": map[string]any{"lastSavepoint": map[string]any{"location": savepoint, "timeStamp": time.Now().UnixMilli(),
+				"triggerType": "UPGRADE", "formatType": "CANONICAL"}}},
+	})
+}
+
 // TestGovernanceKeepsOperatorRecordsOnRealPeers runs a plan over a tenant
 // whose jobs the Flink Kubernetes Operator runs, on the real apiserver
 // with the operator's CRDs and real Flink state on HDFS:
@@ -54,11 +86,8 @@ func putStatus(ctx context.Context, t *testing.T, dyn dynamic.Interface, gvr sch
 //     the checkpoint and the shared/ files its _metadata names survive.
 //
 // The status written stands in for the operator and is what FKO 1.15
-// writes: AbstractJobReconciler.cancelJob and AbstractFlinkService.cancelJob
-// record the savepoint in JobStatus.upgradeSavepointPath and
-// SavepointInfo.lastSavepoint, ApplicationReconciler deletes the
-// JobManager (JobManagerDeploymentStatus MISSING), the lifecycle is
-// SUSPENDED; FlinkStateSnapshotStatus holds state COMPLETED and the path.
+// writes (suspendedDeployment); FlinkStateSnapshotStatus holds state
+// COMPLETED and the path.
 func TestGovernanceKeepsOperatorRecordsOnRealPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -115,28 +144,7 @@ func TestGovernanceKeepsOperatorRecordsOnRealPeers(t *testing.T) {
 		e.age(strings.TrimPrefix(d, e.peers.HDFS.URI), longAgo, false)
 	}
 
-	fd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "flink.apache.org/v1beta1", "kind": kube.KindFlinkDeployment,
-		"metadata": map[string]any{"name": "orders", "namespace": ns},
-		"spec": map[string]any{
-			"image": "flink:1.20", "flinkVersion": "v1_20", "serviceAccount": "flink",
-			"flinkConfiguration": map[string]any{"execution.checkpointing.dir": ckpts, "execution.checkpointing.savepoint-dir": sps},
-			"jobManager":         map[string]any{"resource": map[string]any{"memory": "2048m", "cpu": int64(1)}},
-			"taskManager":        map[string]any{"resource": map[string]any{"memory": "2048m", "cpu": int64(1)}},
-			"job": map[string]any{"jarURI": "local:///opt/flink/usrlib/sample-job.jar", "parallelism": int64(1),
-				"upgradeMode": "savepoint", "state": kube.SpecStateSuspended},
-		},
-	}}
-	if _, err := dyn.Resource(kube.FlinkDeploymentGVR).Namespace(ns).Create(ctx, fd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	putStatus(ctx, t, dyn, kube.FlinkDeploymentGVR, ns, "orders", map[string]any{
-		"lifecycleState": "SUSPENDED", "jobManagerDeploymentStatus": "MISSING",
-		"jobStatus": map[string]any{"jobName": "fko-orders", "jobId": jobJ, "state": kube.JobStateSuspended,
-			"upgradeSavepointPath": saved[0],
-			"savepointInfo": map[string]any{"lastSavepoint": map[string]any{"location": saved[0], "timeStamp": time.Now().UnixMilli(),
-				"triggerType": "UPGRADE", "formatType": "CANONICAL"}}},
-	})
+	suspendedDeployment(ctx, t, dyn, ns, "orders", ckpts, sps, jobJ, saved[0])
 	snap := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "flink.apache.org/v1beta1", "kind": kube.KindFlinkStateSnapshot,
 		"metadata": map[string]any{"name": "orders-checkpoint-1", "namespace": ns},

@@ -33,7 +33,7 @@ var orphanKinds = map[kube.OrphanKind]cleanup.ItemKind{
 func (k KubeOrphans) FindOrphans(ctx context.Context, namespaces []string, jobStates map[string][]string) ([]cleanup.Object, error) {
 	covered, err := k.Client.Namespaces(ctx)
 	if err != nil {
-		return nil, orphanError(err)
+		return nil, cleanupObjectError(err)
 	}
 	ours := map[string]bool{}
 	for _, ns := range covered {
@@ -50,7 +50,7 @@ func (k KubeOrphans) FindOrphans(ctx context.Context, namespaces []string, jobSt
 	}
 	found, err := k.Client.FindOrphans(ctx, kube.OrphanInput{Namespaces: search, JobStates: jobStates})
 	if err != nil {
-		return nil, orphanError(err)
+		return nil, cleanupObjectError(err)
 	}
 	out := make([]cleanup.Object, 0, len(found))
 	for _, o := range found {
@@ -69,7 +69,7 @@ func (k KubeOrphans) FindOrphans(ctx context.Context, namespaces []string, jobSt
 func (k KubeOrphans) ReadOrphan(ctx context.Context, ref inventory.ObjectRef) (cleanup.ObjectSnapshot, error) {
 	s, err := k.Client.ReadOrphan(ctx, ref)
 	if err != nil {
-		return cleanup.ObjectSnapshot{}, orphanError(err)
+		return cleanup.ObjectSnapshot{}, cleanupObjectError(err)
 	}
 	return cleanup.ObjectSnapshot{UID: s.UID, ResourceVersion: s.ResourceVersion, JSON: s.JSON}, nil
 }
@@ -77,11 +77,11 @@ func (k KubeOrphans) ReadOrphan(ctx context.Context, ref inventory.ObjectRef) (c
 // DeleteOrphan deletes ref with UID and resourceVersion preconditions;
 // see kube.Client.DeleteOrphan.
 func (k KubeOrphans) DeleteOrphan(ctx context.Context, ref inventory.ObjectRef, uid, resourceVersion string) error {
-	return orphanError(k.Client.DeleteOrphan(ctx, ref, uid, resourceVersion))
+	return cleanupObjectError(k.Client.DeleteOrphan(ctx, ref, uid, resourceVersion))
 }
 
-// orphanError maps kube errors to the kinds the cleanup executor acts on.
-func orphanError(err error) error {
+// cleanupObjectError maps kube errors to the kinds the cleanup executor acts on.
+func cleanupObjectError(err error) error {
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return err

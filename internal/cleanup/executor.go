@@ -54,6 +54,9 @@ type ExecutorConfig struct {
 	// Objects acts on the plan's Kubernetes objects; a plan with objects
 	// needs it.
 	Objects ObjectStore
+	// Snapshots deletes the FlinkStateSnapshot resources that go with
+	// savepoints; a plan that lists such resources needs it.
+	Snapshots SnapshotStore
 	// Progress is called after every item (for activity heartbeats).
 	Progress func(Progress)
 	// Now is the clock for manifest times (default time.Now).
@@ -214,6 +217,9 @@ func (e *Executor) validate(plan Plan) error {
 		}
 	}
 	if err := e.validateObjects(plan, check); err != nil {
+		return err
+	}
+	if err := e.validateSnapshots(plan, check); err != nil {
 		return err
 	}
 	return check(e.ManifestDir() + "/" + segmentName(1))
@@ -442,19 +448,43 @@ func (r *run) process(ctx context.Context, it Item) Record {
 		}
 		return r.record(it, OutcomeRefused, "", reason)
 	}
+	// The resources that name the savepoint go first: a savepoint left
+	// without its resource is whole, a resource left naming nothing is not.
+	var resources []string
+	if len(it.Snapshots) > 0 {
+		done, refused, err := r.releaseSnapshots(ctx, it)
+		resources = done
+		switch {
+		case refused != "":
+			if err != nil {
+				refused += "; " + err.Error()
+			}
+			rec := r.record(it, OutcomeRefused, "", refused)
+			rec.Resources = resources
+			return rec
+		case err != nil:
+			rec := failed("delete FlinkStateSnapshot resources", err)
+			rec.Resources = resources
+			return rec
+		}
+	}
+	withResources := func(rec Record) Record {
+		rec.Resources = resources
+		return rec
+	}
 	if trash != "" {
 		if err := fsys.MkdirAll(ctx, storage.ParentOf(trash)); err != nil {
 			return failed("create trash dir", err)
 		}
 		if err := fsys.Rename(ctx, it.Path, trash); err != nil {
-			return failed("move to trash", err)
+			return withResources(failed("move to trash", err))
 		}
-		return r.record(it, OutcomeTrashed, trash, "")
+		return withResources(r.record(it, OutcomeTrashed, trash, ""))
 	}
 	if err := fsys.RemoveAll(ctx, it.Path); err != nil {
-		return failed("delete", err)
+		return withResources(failed("delete", err))
 	}
-	return r.record(it, OutcomeDeleted, "", "")
+	return withResources(r.record(it, OutcomeDeleted, "", ""))
 }
 
 // verify re-checks an item right before acting; it returns why the item
@@ -602,7 +632,15 @@ func (r *run) refresh(ctx context.Context) error {
 		if err := r.readMissingLive(ctx, &l); err != nil {
 			return err
 		}
-		refs, dirs, err := liveNeeds(r.canon, l, nil)
+		// A resource the plan deletes with its savepoint does not keep it;
+		// any other record, a resource created since planning included, does.
+		held, released, err := releaseSnapshots(r.canon, l.Records, releasedIn(r.plan))
+		var refs []*References
+		var dirs map[string]need
+		if err == nil {
+			l.Records = held
+			refs, dirs, err = liveNeeds(r.canon, l, nil, released)
+		}
 		bad := ""
 		if err != nil {
 			bad = err.Error() // nothing is safe while a live job cannot be told

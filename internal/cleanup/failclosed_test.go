@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // liveMeta records what a live job's restore point or latest checkpoint
@@ -339,5 +341,75 @@ func TestPlanKeepsWhatAReferenceRootNames(t *testing.T) {
 	in.References = nil
 	if p, err = BuildPlan(in); err != nil || planned(p)[used] == "" && planned(p)[jobDir(jobA)] == "" {
 		t.Fatalf("without the reference root %s is not planned (err %v): the test shows nothing", used, err)
+	}
+}
+
+func snapshotRecord(name, path, state string, savepoint bool) LiveRecord {
+	return LiveRecord{Path: path, By: "FlinkStateSnapshot ns/" + name + " status.path", Snapshot: &SnapshotRef{
+		Ref: inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: inventory.KindFlinkStateSnapshot, Namespace: "ns", Name: name},
+		SnapshotResource: inventory.SnapshotResource{UID: "uid-" + name, ResourceVersion: "7", State: state, Savepoint: savepoint,
+			DisposeOnDelete: true, Path: path}}}
+}
+
+// A savepoint that only a completed FlinkStateSnapshot names goes with the
+// resource when the retention would delete it; with operatorSnapshots:
+// keep, or when anything else keeps it, both stay.
+func TestPlanDeletesASnapshotResourceWithItsSavepoint(t *testing.T) {
+	f := newFixture()
+	f.pol.KeepSavepoints = 1
+	sp1 := f.savepoint("aaaaaa", "000000000001", true, old)
+	sp2 := f.savepoint("aaaaaa", "000000000002", true, old.Add(time.Minute))
+	sp3 := f.savepoint("aaaaaa", "000000000003", true, old.Add(2*time.Minute))
+	sp4 := f.savepoint("aaaaaa", "000000000004", true, old.Add(3*time.Minute))
+	newest := f.savepoint("aaaaaa", "000000000005", true, old.Add(time.Hour))
+	f.live.Records = []LiveRecord{
+		snapshotRecord("done", sp1, inventory.SnapshotCompleted, true),
+		// Also the operator's restore point: kept.
+		snapshotRecord("upgrade", sp2, inventory.SnapshotCompleted, true),
+		{Path: sp2, By: "FlinkDeployment ns/orders status.jobStatus.upgradeSavepointPath"},
+		// Not completed, or a checkpoint: the record keeps it.
+		snapshotRecord("failed", sp3, "FAILED", true),
+		snapshotRecord("as-checkpoint", sp4, inventory.SnapshotCompleted, false),
+		// Among the newest K: kept, the resource too.
+		snapshotRecord("newest", newest, inventory.SnapshotCompleted, true),
+	}
+	p, err := f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var item *Item
+	for i := range p.Delete {
+		if p.Delete[i].Path == sp1 {
+			item = &p.Delete[i]
+		}
+	}
+	if item == nil || len(item.Snapshots) != 1 || item.Snapshots[0].Ref.Name != "done" || item.Rule != RuleSavepointRetention {
+		t.Fatalf("savepoint named only by a completed FlinkStateSnapshot planned as %+v; want %s with resource done", item, RuleSavepointRetention)
+	}
+	for path, want := range map[string]Reason{sp2: KeepOperatorRecord, sp3: KeepOperatorRecord, sp4: KeepOperatorRecord, newest: KeepNewestSavepoints} {
+		if k, ok := keptFor(p, path); !ok || k.Reason != want {
+			t.Errorf("%s kept %+v; want %s", path, k, want)
+		}
+	}
+	if k, _ := keptFor(p, sp2); !strings.Contains(k.By, "upgradeSavepointPath") {
+		t.Errorf("%s kept by %q; want the FlinkDeployment's upgradeSavepointPath", sp2, k.By)
+	}
+	for _, it := range p.Delete {
+		if it.Path != sp1 && len(it.Snapshots) > 0 {
+			t.Errorf("item %s carries resources %v", it.Path, it.Snapshots)
+		}
+	}
+
+	f.pol.OperatorSnapshots = OperatorSnapshotsKeep
+	p, err = f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := keptFor(p, sp1); !ok || k.Reason != KeepOperatorRecord || !strings.Contains(k.By, "ns/done") {
+		t.Errorf("with operatorSnapshots keep, %s kept %+v; want %s by the resource", sp1, k, KeepOperatorRecord)
+	}
+	f.pol.OperatorSnapshots = "forget"
+	if _, err := f.build(Spellings{}); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "operatorSnapshots") {
+		t.Errorf("policy operatorSnapshots forget: err %v; want invalid input naming the field", err)
 	}
 }

@@ -21,7 +21,11 @@ type need struct {
 // Snapshots are looked up in l.Metadata under any spelling, then in
 // listed (the scan's _metadata). A snapshot that was not read or cannot
 // be parsed makes the live state unknown: ErrSourceUnknown, naming it.
-func liveNeeds(c canon, l Live, listed map[string]MetadataResult) ([]*References, map[string]need, error) {
+//
+// released are the savepoint dirs whose records were released
+// (releaseSnapshots): their _metadata, read for those records, is not
+// retained on that account.
+func liveNeeds(c canon, l Live, listed map[string]MetadataResult, released map[string][]SnapshotRef) ([]*References, map[string]need, error) {
 	read := map[string]MetadataResult{}
 	for k, v := range l.Metadata {
 		n, err := c.path(k)
@@ -92,7 +96,7 @@ func liveNeeds(c canon, l Live, listed map[string]MetadataResult) ([]*References
 	}
 	// Read but attached to no job: retained all the same.
 	for k, m := range read {
-		if attached[k] {
+		if attached[k] || released[strings.TrimSuffix(k, "/"+layout.MetadataFileName)] != nil {
 			continue
 		}
 		if err := add("live metadata "+k, m); err != nil {
@@ -111,4 +115,47 @@ func unknownSource(what string, err error) error {
 		return sourceUnknown("%s: %v", what, err)
 	}
 	return invalidInput("%s: %v", what, err)
+}
+
+// releaseSnapshots splits the records into those that keep what they name
+// and the FlinkStateSnapshot resources that may go with their savepoint:
+// a releasable resource all of whose records name one dir that release
+// accepts. It returns the records that keep, and the released resources
+// by savepoint dir.
+func releaseSnapshots(c canon, recs []LiveRecord, release func(dir string, s SnapshotRef) bool) ([]LiveRecord, map[string][]SnapshotRef, error) {
+	dirsOf := map[string]map[string]bool{} // uid -> dirs its records name
+	for _, r := range recs {
+		if !r.Snapshot.releasable() {
+			continue
+		}
+		dir, err := c.path(r.Path)
+		if err != nil {
+			return nil, nil, unknownSource("snapshot on record in "+r.By+": "+r.Path, err)
+		}
+		dir = strings.TrimSuffix(dir, "/"+layout.MetadataFileName)
+		if dirsOf[r.Snapshot.UID] == nil {
+			dirsOf[r.Snapshot.UID] = map[string]bool{}
+		}
+		dirsOf[r.Snapshot.UID][dir] = true
+	}
+	var held []LiveRecord
+	released := map[string][]SnapshotRef{}
+	done := map[string]bool{}
+	for _, r := range recs {
+		if r.Snapshot.releasable() && len(dirsOf[r.Snapshot.UID]) == 1 {
+			var dir string
+			for d := range dirsOf[r.Snapshot.UID] {
+				dir = d
+			}
+			if release(dir, *r.Snapshot) {
+				if !done[r.Snapshot.UID] {
+					done[r.Snapshot.UID] = true
+					released[dir] = append(released[dir], *r.Snapshot)
+				}
+				continue
+			}
+		}
+		held = append(held, r)
+	}
+	return held, released, nil
 }

@@ -54,6 +54,9 @@ type Record struct {
 	// UID and ResourceVersion identify a Kubernetes object item.
 	UID             string `json:"uid,omitempty"`
 	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Resources says what became of the FlinkStateSnapshot resources
+	// deleted with a savepoint.
+	Resources []string `json:"resources,omitempty"`
 }
 
 const manifestPrefix = "manifest-"

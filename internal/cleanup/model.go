@@ -59,6 +59,25 @@ type LiveRecord struct {
 	// By names the record, e.g. "FlinkDeployment team-a/orders
 	// status.jobStatus.upgradeSavepointPath".
 	By string `json:"by"`
+	// Snapshot is set when the record is a FlinkStateSnapshot resource.
+	Snapshot *SnapshotRef `json:"snapshot,omitempty"`
+}
+
+// SnapshotRef is a FlinkStateSnapshot resource that names a snapshot.
+type SnapshotRef struct {
+	Ref inventory.ObjectRef `json:"ref"`
+	inventory.SnapshotResource
+}
+
+// releasable says the resource records a savepoint taken (state
+// COMPLETED) and is not being deleted: the one kind of record governance
+// may remove together with the savepoint, when no other rule keeps it.
+func (s *SnapshotRef) releasable() bool {
+	return s != nil && s.Savepoint && s.State == inventory.SnapshotCompleted && !s.Deleting && s.UID != "" && s.ResourceVersion != ""
+}
+
+func (s SnapshotRef) String() string {
+	return s.Ref.Kind + " " + s.Ref.Namespace + "/" + s.Ref.Name
 }
 
 func (l Live) jobs() map[string]LiveJob {
@@ -214,6 +233,10 @@ type Item struct {
 	// executor refuses an item that has anything newer.
 	Newest time.Time `json:"newest"`
 	Detail string    `json:"detail,omitempty"`
+	// Snapshots are the FlinkStateSnapshot resources that name this
+	// savepoint: they are deleted with it, before it, so that no resource
+	// is left pointing at nothing.
+	Snapshots []SnapshotRef `json:"snapshots,omitempty"`
 }
 
 // Kept is one path kept, with the reason.
@@ -262,9 +285,10 @@ type TenantSummary struct {
 }
 
 // PlanVersion is the current plan format. Version 2 added Kubernetes
-// objects: an executor that reads only version 1 refuses such a plan
-// rather than silently leaving its objects out.
-const PlanVersion = 2
+// objects, version 3 the FlinkStateSnapshot resources deleted with a
+// savepoint: an executor that reads only an older version refuses such a
+// plan rather than silently leaving them out.
+const PlanVersion = 3
 
 // oldestPlanVersion is the oldest plan format the executor still runs (a
 // plan made before an upgrade may wait for approval across it).

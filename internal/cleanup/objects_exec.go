@@ -81,12 +81,18 @@ func (e *Executor) validateObjects(plan Plan, check func(string) error) error {
 			}
 		}
 	}
-	if plan.Policy.Action == ActionTrash {
-		// A path item's trash copy must not land among the objects' JSON.
-		for _, it := range plan.Delete {
-			if under(stripScheme(it.Path), "/"+objectTrashDir) {
-				return invalidPlan("item %s would be trashed under %s/%s/%s, where the plan's Kubernetes objects go", it.Path, e.cfg.TrashRoot, e.cfg.RunID, objectTrashDir)
-			}
+	return e.checkObjectTrashApart(plan)
+}
+
+// checkObjectTrashApart makes sure no path item's trash copy lands among
+// the JSON of the Kubernetes objects and resources the plan deletes.
+func (e *Executor) checkObjectTrashApart(plan Plan) error {
+	if plan.Policy.Action != ActionTrash {
+		return nil
+	}
+	for _, it := range plan.Delete {
+		if under(stripScheme(it.Path), "/"+objectTrashDir) {
+			return invalidPlan("item %s would be trashed under %s/%s/%s, where the plan's Kubernetes objects go", it.Path, e.cfg.TrashRoot, e.cfg.RunID, objectTrashDir)
 		}
 	}
 	return nil

@@ -53,7 +53,10 @@ type planner struct {
 	// checkpoints: always retained, whatever is planned.
 	liveRefs []*References
 	pinned   map[string]string // savepoint dir -> what pins it
-	unknown  []string          // normalised unknown paths
+	// released are the FlinkStateSnapshot resources deleted with their
+	// savepoint dir, if it is deleted.
+	released map[string][]SnapshotRef
+	unknown  []string // normalised unknown paths
 	meta     map[string]MetadataResult
 	badMeta  bool
 	tenants  []tenantRoot
@@ -165,9 +168,25 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			}
 		}
 	}
+	// A completed savepoint a FlinkStateSnapshot names goes with the
+	// resource when no other rule keeps it (planSavepoints), unless the
+	// policy keeps such savepoints.
+	completed := map[string]bool{}
+	for _, sp := range in.Listing.Report.Savepoints {
+		if sp.Completed {
+			completed[p.norm(sp.Path)] = true
+		}
+	}
+	live := in.Live
+	live.Records, p.released, err = releaseSnapshots(p.canon, in.Live.Records, func(dir string, _ SnapshotRef) bool {
+		return pol.OperatorSnapshots == OperatorSnapshotsDelete && completed[dir]
+	})
+	if err != nil {
+		return nil, err
+	}
 	// What the live jobs need: their restore points and latest
 	// checkpoints, and everything those reference.
-	if p.liveRefs, p.restore, err = liveNeeds(p.canon, in.Live, p.meta); err != nil {
+	if p.liveRefs, p.restore, err = liveNeeds(p.canon, live, p.meta, p.released); err != nil {
 		return nil, err
 	}
 	for _, u := range in.Listing.Report.Unknown {
@@ -419,6 +438,10 @@ func (p *planner) planSavepoints() {
 		default:
 			item.Rule = RuleSavepointRetention
 			item.Detail = fmt.Sprintf("#%d of job prefix %s, written %s", rank[sp2]+1, sp.JobIDPrefix, sp.Usage.Newest.UTC().Format(time.RFC3339))
+			item.Snapshots = p.released[sp2]
+			for _, s := range item.Snapshots {
+				item.Detail += "; " + s.String() + " is deleted with it"
+			}
 			p.addCand(&candidate{item: item, metas: []string{sp2 + "/" + layout.MetadataFileName}, dir: true})
 			continue
 		}

@@ -60,7 +60,20 @@ type Policy struct {
 	PinnedSavepoints []string `json:"pinnedSavepoints,omitempty"`
 	// Action is trash (default) or delete.
 	Action Action `json:"action"`
+	// OperatorSnapshots says what happens to a savepoint that no rule keeps
+	// but a COMPLETED FlinkStateSnapshot names: delete (default) removes the
+	// resource together with it; keep keeps the savepoint.
+	OperatorSnapshots OperatorSnapshots `json:"operatorSnapshots,omitempty"`
 }
+
+// OperatorSnapshots is the policy for savepoints FlinkStateSnapshot
+// resources name.
+type OperatorSnapshots string
+
+const (
+	OperatorSnapshotsDelete OperatorSnapshots = "delete"
+	OperatorSnapshotsKeep   OperatorSnapshots = "keep"
+)
 
 // ApplyDefaults returns p with zero fields set to the defaults.
 func (p Policy) ApplyDefaults() Policy {
@@ -84,6 +97,9 @@ func (p Policy) ApplyDefaults() Policy {
 	}
 	if p.Action == "" {
 		p.Action = ActionTrash
+	}
+	if p.OperatorSnapshots == "" {
+		p.OperatorSnapshots = OperatorSnapshotsDelete
 	}
 	return p
 }
@@ -110,6 +126,12 @@ func (p Policy) Validate() error {
 	case ActionTrash, ActionDelete, "":
 	default:
 		return invalidInput("policy action %q is not valid; want %q or %q", p.Action, ActionTrash, ActionDelete)
+	}
+	switch p.OperatorSnapshots {
+	case OperatorSnapshotsDelete, OperatorSnapshotsKeep, "":
+	default:
+		return invalidInput("policy operatorSnapshots %q is not valid; want %q (remove a FlinkStateSnapshot with its savepoint) or %q (keep savepoints such a resource names)",
+			p.OperatorSnapshots, OperatorSnapshotsDelete, OperatorSnapshotsKeep)
 	}
 	for _, s := range p.PinnedSavepoints {
 		if _, err := normPath(s, ""); err != nil {

@@ -114,7 +114,34 @@ type OperatorRecord struct {
 	// "status.jobStatus.upgradeSavepointPath".
 	Field string `json:"field"`
 	Path  string `json:"path"`
+	// Snapshot is set when the record is a FlinkStateSnapshot: what the
+	// resource says of itself, so that governance can remove the resource
+	// together with the savepoint it names.
+	Snapshot *SnapshotResource `json:"snapshot,omitempty"`
 }
+
+// SnapshotResource is a FlinkStateSnapshot as governance judges it.
+type SnapshotResource struct {
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	// State is status.state: COMPLETED, IN_PROGRESS, TRIGGER_PENDING,
+	// FAILED or ABANDONED (FlinkStateSnapshotStatus.State).
+	State string `json:"state,omitempty"`
+	// Savepoint says spec.savepoint is set; otherwise it records a
+	// checkpoint.
+	Savepoint bool `json:"savepoint"`
+	// DisposeOnDelete is spec.savepoint.disposeOnDelete, true when absent
+	// (SavepointSpec's default): the operator disposes of the savepoint
+	// when the resource is deleted.
+	DisposeOnDelete bool `json:"disposeOnDelete,omitempty"`
+	// Deleting says the resource has a deletionTimestamp.
+	Deleting bool `json:"deleting,omitempty"`
+	// Path is status.path.
+	Path string `json:"path,omitempty"`
+}
+
+// SnapshotCompleted is the FlinkStateSnapshot state of a snapshot taken.
+const SnapshotCompleted = "COMPLETED"
 
 // Inventory is the result of discovery.
 type Inventory struct {

@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -167,6 +168,30 @@ func TestRBACLeastPrivilege(t *testing.T) {
 		if err := worker.DeleteOrphan(e.ctx, o.Ref, o.UID, o.ResourceVersion); err != nil {
 			t.Fatalf("DeleteOrphan %s as worker: %v", o.Ref.Name, err)
 		}
+	}
+
+	// Governance: the operator's records, and a completed savepoint
+	// resource deleted with its savepoint.
+	snap := &unstructured.Unstructured{Object: map[string]any{"apiVersion": operatorAPIVersion, "kind": KindFlinkStateSnapshot,
+		"metadata": map[string]any{"name": "sp", "namespace": tenant},
+		"spec":     map[string]any{"savepoint": map[string]any{}, "jobReference": map[string]any{"kind": KindFlinkDeployment, "name": "op"}}}}
+	created, err := e.dyn.Resource(FlinkStateSnapshotGVR).Namespace(tenant).Create(e.ctx, snap, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Object["status"] = map[string]any{"state": "COMPLETED", "path": "hdfs://nn:8020/sp/savepoint-0p0p0p-000000000002"}
+	if _, err := e.dyn.Resource(FlinkStateSnapshotGVR).Namespace(tenant).UpdateStatus(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := worker.OperatorRecords(e.ctx, []string{tenant}); err != nil {
+		t.Fatalf("OperatorRecords as worker: %v", err)
+	}
+	sr, _, err := worker.ReadSnapshot(e.ctx, ref(KindFlinkStateSnapshot, tenant, "sp"))
+	if err != nil {
+		t.Fatalf("ReadSnapshot as worker: %v", err)
+	}
+	if err := worker.DeleteSnapshot(e.ctx, ref(KindFlinkStateSnapshot, tenant, "sp"), sr.UID, sr.ResourceVersion); err != nil {
+		t.Fatalf("DeleteSnapshot as worker: %v", err)
 	}
 
 	// What it must not do.

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -31,10 +33,14 @@ var recordFields = []struct {
 // the namespaces name: FlinkDeployments and FlinkSessionJobs (initial,
 // upgrade and last savepoint, the legacy savepoint history) and every
 // FlinkStateSnapshot (status.path, and spec.savepoint.path of a savepoint
-// registered with alreadyExists). A cluster without the FlinkStateSnapshot
-// CRD (operators before 1.10) has none of those; any other error is
-// returned, because a record not read could be a restore point.
+// registered with alreadyExists). A cluster without the operator's CRDs
+// (or, before 1.10, without FlinkStateSnapshot) has none of those; any
+// other error is returned, because a record not read could be a restore
+// point.
 func (c *Client) OperatorRecords(ctx context.Context, namespaces []string) ([]inventory.OperatorRecord, error) {
+	if c.cfg.DisableOperator {
+		return nil, nil // configured as a fleet without the operator
+	}
 	var out []inventory.OperatorRecord
 	for _, ns := range namespaces {
 		for _, r := range []struct {
@@ -42,6 +48,9 @@ func (c *Client) OperatorRecords(ctx context.Context, namespaces []string) ([]in
 			kind string
 		}{{FlinkDeploymentGVR, KindFlinkDeployment}, {FlinkSessionJobGVR, KindFlinkSessionJob}} {
 			list, err := c.dyn.Resource(r.gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if apierrors.IsNotFound(err) {
+				continue // the operator's CRDs are not installed
+			}
 			if err != nil {
 				return nil, newError("list", r.kind+"s in "+ns, err)
 			}
@@ -73,11 +82,12 @@ func (c *Client) OperatorRecords(ctx context.Context, namespaces []string) ([]in
 		for i := range snaps.Items {
 			u := &snaps.Items[i]
 			ref := inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: KindFlinkStateSnapshot, Namespace: ns, Name: u.GetName()}
-			if p, _, _ := unstructured.NestedString(u.Object, "status", "path"); p != "" {
-				out = append(out, inventory.OperatorRecord{Resource: ref, Field: "status.path", Path: p})
+			sr := snapshotResource(u)
+			if sr.Path != "" {
+				out = append(out, inventory.OperatorRecord{Resource: ref, Field: "status.path", Path: sr.Path, Snapshot: &sr})
 			}
 			if p, _, _ := unstructured.NestedString(u.Object, "spec", "savepoint", "path"); p != "" {
-				out = append(out, inventory.OperatorRecord{Resource: ref, Field: "spec.savepoint.path", Path: p})
+				out = append(out, inventory.OperatorRecord{Resource: ref, Field: "spec.savepoint.path", Path: p, Snapshot: &sr})
 			}
 		}
 	}
@@ -87,4 +97,98 @@ func (c *Client) OperatorRecords(ctx context.Context, namespaces []string) ([]in
 	}
 	sort.SliceStable(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out, nil
+}
+
+// snapshotResource reads what a FlinkStateSnapshot says of itself
+// (api.spec.FlinkStateSnapshotSpec, SavepointSpec, and
+// api.status.FlinkStateSnapshotStatus).
+func snapshotResource(u *unstructured.Unstructured) inventory.SnapshotResource {
+	sr := inventory.SnapshotResource{UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(), Deleting: u.GetDeletionTimestamp() != nil}
+	sr.State, _, _ = unstructured.NestedString(u.Object, "status", "state")
+	sr.Path, _, _ = unstructured.NestedString(u.Object, "status", "path")
+	if sp, ok, _ := unstructured.NestedMap(u.Object, "spec", "savepoint"); ok && sp != nil {
+		sr.Savepoint = true
+		// SavepointSpec.disposeOnDelete defaults to true.
+		sr.DisposeOnDelete = true
+		if d, ok := sp["disposeOnDelete"].(bool); ok {
+			sr.DisposeOnDelete = d
+		}
+	}
+	return sr
+}
+
+// ReadSnapshot reads a FlinkStateSnapshot as it is now, with its JSON.
+func (c *Client) ReadSnapshot(ctx context.Context, ref inventory.ObjectRef) (inventory.SnapshotResource, []byte, error) {
+	obj := KindFlinkStateSnapshot + " " + ref.Namespace + "/" + ref.Name
+	if ref.Kind != KindFlinkStateSnapshot {
+		return inventory.SnapshotResource{}, nil, &ConfigError{Field: "ref.kind", Value: ref.Kind, Valid: KindFlinkStateSnapshot}
+	}
+	u, err := c.dyn.Resource(FlinkStateSnapshotGVR).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return inventory.SnapshotResource{}, nil, newError("get", obj, err)
+	}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return inventory.SnapshotResource{}, nil, fmt.Errorf("kube: encode %s: %w", obj, err)
+	}
+	return snapshotResource(u), data, nil
+}
+
+// DeleteSnapshot deletes a FlinkStateSnapshot whose savepoint governance
+// removes itself. A resource with disposeOnDelete first gets it set to
+// false: otherwise the operator's cleanup (StateSnapshotReconciler.cleanup)
+// would try to dispose of the savepoint a second time, fail because the
+// data is gone, and keep its finalizer forever. Both writes hold only
+// while the resource's UID and resourceVersion are the expected ones
+// (ErrPrecondition otherwise); a resource already gone is not an error.
+func (c *Client) DeleteSnapshot(ctx context.Context, ref inventory.ObjectRef, expectedUID, expectedResourceVersion string) error {
+	obj := KindFlinkStateSnapshot + " " + ref.Namespace + "/" + ref.Name
+	if ref.Kind != KindFlinkStateSnapshot {
+		return &ConfigError{Field: "ref.kind", Value: ref.Kind, Valid: KindFlinkStateSnapshot}
+	}
+	if expectedUID == "" || expectedResourceVersion == "" {
+		return &ConfigError{Field: "expected uid and resourceVersion", Value: expectedUID + "/" + expectedResourceVersion, Valid: "the uid and resourceVersion of " + obj + " as judged"}
+	}
+	res := c.dyn.Resource(FlinkStateSnapshotGVR).Namespace(ref.Namespace)
+	u, err := res.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return newError("get", obj, err)
+	}
+	if string(u.GetUID()) != expectedUID {
+		return kindError("delete", obj, ErrPrecondition, "uid is %s, expected %s: the resource was recreated since it was judged", u.GetUID(), expectedUID)
+	}
+	if u.GetResourceVersion() != expectedResourceVersion {
+		return kindError("delete", obj, ErrPrecondition, "resourceVersion is %s, expected %s: the resource changed since it was judged", u.GetResourceVersion(), expectedResourceVersion)
+	}
+	rv := expectedResourceVersion
+	if snapshotResource(u).DisposeOnDelete {
+		// A merge patch carrying the resourceVersion is applied only if it
+		// still matches.
+		patch, _ := json.Marshal(map[string]any{
+			"metadata": map[string]any{"uid": expectedUID, "resourceVersion": expectedResourceVersion},
+			"spec":     map[string]any{"savepoint": map[string]any{"disposeOnDelete": false}},
+		})
+		p, err := res.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err):
+			return kindError("set disposeOnDelete false on", obj, ErrPrecondition, "the resource changed since it was judged: %v", err)
+		case err != nil:
+			return newError("set disposeOnDelete false on", obj, err)
+		}
+		rv = p.GetResourceVersion()
+	}
+	uid := types.UID(expectedUID)
+	err = res.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return kindError("delete", obj, ErrPrecondition, "the resource changed since it was judged: %v", err)
+	}
+	return newError("delete", obj, err)
 }

@@ -1,11 +1,15 @@
 package kube
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // TestOperatorRecordsListsEverySnapshotPath reads the records of a
@@ -74,5 +78,66 @@ func TestOperatorRecordsListsEverySnapshotPath(t *testing.T) {
 		if r.Resource.Namespace != ns || r.Resource.APIVersion != operatorAPIVersion {
 			t.Fatalf("record %+v: want namespace %s", r, ns)
 		}
+	}
+}
+
+// snapshotFinalizer is the finalizer the operator (JOSDK's default,
+// <plural>.<group>/finalizer) puts on a FlinkStateSnapshot.
+const snapshotFinalizer = "flinkstatesnapshots.flink.apache.org/finalizer"
+
+// TestDeleteSnapshotTurnsOffDisposalFirst deletes a completed savepoint
+// resource on the real apiserver: disposeOnDelete (absent: true) is set to
+// false before the delete, so the operator's cleanup releases the
+// finalizer without disposing; a stale resourceVersion or UID refuses.
+func TestDeleteSnapshotTurnsOffDisposalFirst(t *testing.T) {
+	e := newEnv(t)
+	ns := e.ns("snapdel", nil)
+	res := e.dyn.Resource(FlinkStateSnapshotGVR).Namespace(ns)
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": operatorAPIVersion, "kind": KindFlinkStateSnapshot,
+		"metadata": map[string]any{"name": "sp", "namespace": ns, "finalizers": []any{snapshotFinalizer}},
+		"spec":     map[string]any{"savepoint": map[string]any{}, "jobReference": map[string]any{"kind": KindFlinkDeployment, "name": "orders"}}}}
+	created, err := res.Create(e.ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Object["status"] = map[string]any{"state": "COMPLETED", "path": "hdfs://nn/sp/savepoint-aaaaaa-000000000001"}
+	if _, err := res.UpdateStatus(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client(Config{Namespaces: []string{ns}, TenantRootTemplate: "hdfs://nn/user/app/{namespace}"}, nil)
+	ref := inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: KindFlinkStateSnapshot, Namespace: ns, Name: "sp"}
+	s, data, err := c.ReadSnapshot(e.ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Savepoint || !s.DisposeOnDelete || s.State != inventory.SnapshotCompleted || s.Path == "" || s.Deleting || len(data) == 0 {
+		t.Fatalf("read %+v; want a completed savepoint with disposeOnDelete (the default)", s)
+	}
+	if err := c.DeleteSnapshot(e.ctx, ref, s.UID, created.GetResourceVersion()); !errors.Is(err, ErrPrecondition) {
+		t.Fatalf("delete with a stale resourceVersion: %v; want ErrPrecondition", err)
+	}
+	if err := c.DeleteSnapshot(e.ctx, ref, "not-its-uid", s.ResourceVersion); !errors.Is(err, ErrPrecondition) {
+		t.Fatalf("delete with another uid: %v; want ErrPrecondition", err)
+	}
+	if err := c.DeleteSnapshot(e.ctx, ref, s.UID, s.ResourceVersion); err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := c.ReadSnapshot(e.ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.Deleting || after.DisposeOnDelete {
+		t.Fatalf("after delete %+v; want deleting with disposeOnDelete false, so the operator's cleanup does not dispose", after)
+	}
+	// The operator's cleanup with disposeOnDelete false removes the
+	// finalizer (StateSnapshotReconciler.cleanup: DeleteControl.defaultDelete).
+	if _, err := res.Patch(e.ctx, "sp", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.ReadSnapshot(e.ctx, ref); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after the finalizer: %v; want ErrNotFound", err)
+	}
+	if err := c.DeleteSnapshot(e.ctx, ref, s.UID, s.ResourceVersion); err != nil {
+		t.Fatalf("delete of a gone resource: %v; want nil", err)
 	}
 }
