@@ -15,7 +15,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
-// orphanNamespaces are the Kubernetes namespaces of the tenants in scope;
+// orphanNamespaces are the Kubernetes namespaces of the tenants in scope,
+// as keys qualified by their Kubernetes cluster (inventory.NamespaceKey);
 // none when the worker has no Kubernetes access. A namespace whose every
 // cluster is gone is still searched: that is where leftovers pile up.
 func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope Scope) []string {
@@ -25,11 +26,12 @@ func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope Scope) []st
 	seen := map[string]bool{}
 	var out []string
 	for _, t := range inv.Tenants {
-		if t.Namespace == "" || seen[t.Namespace] || !InScope(scope.Tenants, t.Name) {
+		key := inventory.NamespaceKey(t.KubeCluster, t.Namespace)
+		if t.Namespace == "" || seen[key] || !InScope(scope.Tenants, t.Name) {
 			continue
 		}
-		seen[t.Namespace] = true
-		out = append(out, t.Namespace)
+		seen[key] = true
+		out = append(out, key)
 	}
 	sort.Strings(out)
 	return out
@@ -57,8 +59,9 @@ func (a *Activities) clusterJobs(ctx context.Context, c inventory.Cluster) ([]st
 	return states, ended, nil
 }
 
-// jobManagerKey names a cluster as leftover detection does.
-func jobManagerKey(namespace, clusterID string) string { return namespace + "/" + clusterID }
+// jobManagerKey names a cluster as leftover detection does, by its
+// namespace key.
+func jobManagerKey(namespaceKey, clusterID string) string { return namespaceKey + "/" + clusterID }
 
 // findObjects runs leftover detection in namespaces for the planner. Idle
 // JobManagers are judged from the job states of every native cluster in
@@ -75,23 +78,27 @@ func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, s
 	tenantOf := map[string]string{}
 	for _, t := range inv.Tenants {
 		if t.Namespace != "" {
-			tenantOf[t.Namespace] = t.Name
+			tenantOf[inventory.NamespaceKey(t.KubeCluster, t.Namespace)] = t.Name
 		}
 	}
 	states := map[string][]string{}
 	ended := map[string]time.Time{}
 	var out []cleanup.Object
 	for _, c := range inv.Clusters {
-		if c.Source != inventory.SourceNativeKubernetes || c.Resource == nil || !inNS[c.Namespace] || !InScope(scope.Clusters, c.ClusterID) {
+		if c.Source != inventory.SourceNativeKubernetes || c.Resource == nil {
 			continue
 		}
-		key := jobManagerKey(c.Namespace, c.ClusterID)
+		nsKey := c.Resource.NamespaceKey()
+		if !inNS[nsKey] || !InScope(scope.Clusters, c.ClusterID) {
+			continue
+		}
+		key := jobManagerKey(nsKey, c.ClusterID)
 		st, end, err := a.clusterJobs(ctx, c)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			out = append(out, cleanup.Object{Kind: cleanup.KindIdleJobManager, Ref: *c.Resource, Tenant: tenantOf[c.Namespace], ClusterID: c.ClusterID,
+			out = append(out, cleanup.Object{Kind: cleanup.KindIdleJobManager, Ref: *c.Resource, Tenant: tenantOf[nsKey], ClusterID: c.ClusterID,
 				Unknown: fmt.Sprintf("the jobs of cluster %s could not be read from %s (%v), so whether its JobManager is idle is unknown", c.ClusterID, c.RESTURL, err)})
 			continue
 		}
@@ -102,11 +109,11 @@ func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, s
 		return nil, classifyObjects("find leftover Kubernetes objects in "+strings.Join(namespaces, ", "), err)
 	}
 	for _, o := range found {
-		if !inNS[o.Ref.Namespace] || !InScope(scope.Clusters, o.ClusterID) {
+		if !inNS[o.Ref.NamespaceKey()] || !InScope(scope.Clusters, o.ClusterID) {
 			continue
 		}
-		o.Tenant = tenantOf[o.Ref.Namespace]
-		if end := ended[jobManagerKey(o.Ref.Namespace, o.ClusterID)]; o.Kind == cleanup.KindIdleJobManager && end.After(o.Since) {
+		o.Tenant = tenantOf[o.Ref.NamespaceKey()]
+		if end := ended[jobManagerKey(o.Ref.NamespaceKey(), o.ClusterID)]; o.Kind == cleanup.KindIdleJobManager && end.After(o.Since) {
 			o.Since = end
 		}
 		out = append(out, o)
@@ -154,7 +161,7 @@ func (s *objectStore) cluster(ctx context.Context, namespace, clusterID string) 
 	}
 	for i := range s.inv.Clusters {
 		c := &s.inv.Clusters[i]
-		if c.Namespace == namespace && c.ClusterID == clusterID && c.Source == inventory.SourceNativeKubernetes {
+		if c.Resource != nil && c.Resource.NamespaceKey() == namespace && c.ClusterID == clusterID && c.Source == inventory.SourceNativeKubernetes {
 			return c, nil
 		}
 	}
@@ -210,7 +217,7 @@ func (s *objectStore) Delete(ctx context.Context, ref inventory.ObjectRef, uid, 
 }
 
 func objectBrief(path string, kind cleanup.ItemKind, ref inventory.ObjectRef, tenant, cluster string, age time.Duration, owner cleanup.ObjectOwner, detail string) ObjectBrief {
-	b := ObjectBrief{Path: path, Kind: string(kind), Namespace: ref.Namespace, Name: ref.Name, Tenant: tenant, ClusterID: cluster,
+	b := ObjectBrief{Path: path, Kind: string(kind), KubeCluster: ref.KubeCluster, Namespace: ref.Namespace, Name: ref.Name, Tenant: tenant, ClusterID: cluster,
 		Owner: owner.String(), Detail: detail}
 	if age > 0 {
 		b.Age = age.String()

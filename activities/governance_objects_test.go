@@ -144,8 +144,12 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fleet, err := app.NewKubeFleet("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	acts := &activities.Activities{Inventory: kc, Flink: flinkJobs, Storage: &storage.Resolver{Guard: guard},
-		Orphans: app.KubeOrphans{Client: kc},
+		Orphans: app.KubeOrphans{Fleet: fleet},
 		Cleanup: activities.CleanupSettings{TrashRoot: "file://" + trashRoot, PlanDir: "file://" + planDir}}
 	gov, err := metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {

@@ -177,10 +177,14 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 		}
 	}
 	for _, t := range inv.Tenants {
-		add(t.Namespace)
+		if t.Namespace != "" {
+			add(inventory.NamespaceKey(t.KubeCluster, t.Namespace))
+		}
 	}
 	for _, c := range inv.Clusters {
-		add(c.Namespace)
+		if c.Namespace != "" {
+			add(inventory.NamespaceKey(c.KubeCluster, c.Namespace))
+		}
 	}
 	if len(namespaces) == 0 {
 		return nil, nil

@@ -81,15 +81,19 @@ const MaxPlanSample = 50
 // ObjectBrief is one Kubernetes object of a plan or a run, for people to
 // read: planned (Rule) or kept (Kept), and after execution its Outcome.
 type ObjectBrief struct {
-	// Path is kubernetes://<namespace>/<kind>/<name>, as in the manifest.
-	Path      string `json:"path"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Tenant    string `json:"tenant,omitempty"`
-	ClusterID string `json:"clusterId,omitempty"`
-	Rule      string `json:"rule,omitempty"`
-	Kept      string `json:"kept,omitempty"`
+	// Path is kubernetes://[<kube-cluster>/]<namespace>/<kind>/<name>, as
+	// in the manifest.
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	// KubeCluster is the Kubernetes cluster when the inventory spans
+	// several.
+	KubeCluster string `json:"kubeCluster,omitempty"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	Tenant      string `json:"tenant,omitempty"`
+	ClusterID   string `json:"clusterId,omitempty"`
+	Rule        string `json:"rule,omitempty"`
+	Kept        string `json:"kept,omitempty"`
 	// Age is how long it has been a leftover at planning, e.g. "26h0m0s".
 	Age     string `json:"age,omitempty"`
 	Owner   string `json:"owner,omitempty"`

@@ -51,8 +51,12 @@ func newOperatorEnv(t *testing.T, prefix string) *operatorEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fleet, err := app.NewKubeFleet("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &operatorEnv{t: t, ctx: ctx, dyn: dyn, ns: ns,
-		acts: &activities.Activities{Operator: app.KubeOperator{Client: kc}, PollInterval: 100 * time.Millisecond}}
+		acts: &activities.Activities{Operator: app.KubeOperator{Fleet: fleet}, PollInterval: 100 * time.Millisecond}}
 }
 
 // run executes one activity in the Temporal test activity environment

@@ -7,7 +7,8 @@
 #   sandbox/sandbox.sh down    stop every peer; no process is left running
 #   sandbox/sandbox.sh status  what runs
 #
-# Endpoints: var/sandbox/peers.json (HDFS, Flink) and var/sandbox/kube.json.
+# Endpoints: var/sandbox/peers.json (HDFS, Flink) and var/sandbox/kube.json
+# (a second control plane, started on demand: var/sandbox/kube-second/kube.json).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -30,6 +31,9 @@ down() {
   local rc=0
   "$HERE/java/run.sh" down || rc=$?
   "$HERE/kube/run.sh" down || rc=$?
+  # The second control plane, started on demand by tests of an inventory
+  # over several Kubernetes clusters.
+  KUBE_SANDBOX_INSTANCE=second "$HERE/kube/run.sh" down || rc=$?
   return $rc
 }
 
@@ -37,6 +41,8 @@ status() {
   local rc=0
   "$HERE/java/run.sh" status || rc=$?
   "$HERE/kube/run.sh" status || rc=$?
+  echo "second control plane:"
+  KUBE_SANDBOX_INSTANCE=second "$HERE/kube/run.sh" status || true
   return $rc
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -295,7 +296,7 @@ func printObjects(w io.Writer, objects []activities.ObjectBrief, truncated bool,
 		if outcome == "" {
 			outcome = o.Detail
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Namespace, o.Name, o.Kind, o.ClusterID, decision, o.Age, o.Owner, outcome)
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inventory.NamespaceKey(o.KubeCluster, o.Namespace), o.Name, o.Kind, o.ClusterID, decision, o.Age, o.Owner, outcome)
 	}
 	if truncated {
 		fmt.Fprintf(tw, "... (more; the whole plan is in %s)\n", planPath)

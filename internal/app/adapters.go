@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
-
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -43,14 +38,14 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 	if cfg.Inventory.StaticFile != "" {
 		acts.Inventory = StaticInventory{Path: cfg.Inventory.StaticFile}
 	}
-	if cfg.Inventory.Kubernetes != nil {
-		kc, health, err := newKubeInventory(cfg)
+	if cfg.Inventory.Kubernetes != nil || len(cfg.Inventory.KubernetesClusters) > 0 {
+		fleet, err := newKubeFleet(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
-		acts.Inventory, acts.Kubernetes = kc, health
-		acts.Operator = KubeOperator{Client: kc}
-		acts.Orphans = KubeOrphans{Client: kc}
+		acts.Inventory, acts.Kubernetes = fleet, KubeHealth{Fleet: fleet}
+		acts.Operator = KubeOperator{Fleet: fleet}
+		acts.Orphans = KubeOrphans{Fleet: fleet}
 	}
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
 		ReferenceRoots: cfg.Cleanup.ReferenceRoots}
@@ -105,51 +100,11 @@ func (s StaticInventory) Discover(ctx context.Context) (inventory.Inventory, err
 	return inventory.Inventory(st), nil
 }
 
-// newKubeInventory connects to the Kubernetes API (kubeconfig file, or the
-// in-cluster ServiceAccount when none is set) and returns the inventory
-// over it, with the static file merged in, and a health probe.
-func newKubeInventory(cfg config.Config) (*kube.Client, KubeHealth, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Inventory.Kubeconfig)
-	if err != nil {
-		return nil, KubeHealth{}, fmt.Errorf("inventory.kubeconfig=%q: %w", cfg.Inventory.Kubeconfig, err)
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, KubeHealth{}, fmt.Errorf("kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return nil, KubeHealth{}, fmt.Errorf("kubernetes dynamic client: %w", err)
-	}
-	kcfg := *cfg.Inventory.Kubernetes
-	kcfg.StaticFile = cfg.Inventory.StaticFile
-	kc, err := kube.New(cs, dyn, kcfg)
-	if err != nil {
-		return nil, KubeHealth{}, fmt.Errorf("inventory.kubernetes: %w", err)
-	}
-	return kc, KubeHealth{Client: cs}, nil
-}
-
-// KubeHealth asks the API server's /readyz.
-type KubeHealth struct {
-	Client kubernetes.Interface
-}
-
-var _ activities.KubernetesHealth = KubeHealth{}
-
-// Ready returns nil when the API server reports ready.
-func (k KubeHealth) Ready(ctx context.Context) error {
-	body, err := k.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("kubernetes /readyz: %w (%s)", err, strings.TrimSpace(string(body)))
-	}
-	return nil
-}
-
-// KubeOperator adapts *kube.Client to activities.OperatorControl and
-// classifies its errors for the activities.
+// KubeOperator adapts the fleet's clients to activities.OperatorControl,
+// each call to the Kubernetes cluster of its object, and classifies their
+// errors for the activities.
 type KubeOperator struct {
-	Client *kube.Client
+	Fleet *KubeFleet
 }
 
 var _ activities.OperatorControl = KubeOperator{}
@@ -161,7 +116,11 @@ func (k KubeOperator) Suspend(ctx context.Context, ref inventory.ObjectRef, opts
 		wait.Known = &kube.SavepointMarks{UpgradeSavepointPath: m.UpgradeSavepointPath, LastSavepoint: m.LastSavepoint,
 			LastSavepointMillis: m.LastSavepointMillis, Snapshots: m.Snapshots}
 	}
-	res, err := k.Client.Suspend(ctx, ref, wait)
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return activities.OperatorSuspendResult{}, operatorError(err)
+	}
+	res, err := c.Suspend(ctx, ref, wait)
 	if err != nil {
 		return activities.OperatorSuspendResult{}, operatorError(err)
 	}
@@ -171,7 +130,11 @@ func (k KubeOperator) Suspend(ctx context.Context, ref inventory.ObjectRef, opts
 
 // Resume resumes ref from savepointPath; see kube.Client.Resume.
 func (k KubeOperator) Resume(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts activities.OperatorWait) (activities.OperatorResumeResult, error) {
-	res, err := k.Client.Resume(ctx, ref, savepointPath, kube.WaitOptions{Timeout: opts.Timeout, PollInterval: opts.PollInterval})
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return activities.OperatorResumeResult{}, operatorError(err)
+	}
+	res, err := c.Resume(ctx, ref, savepointPath, kube.WaitOptions{Timeout: opts.Timeout, PollInterval: opts.PollInterval})
 	if err != nil {
 		return activities.OperatorResumeResult{}, operatorError(err)
 	}
@@ -181,7 +144,11 @@ func (k KubeOperator) Resume(ctx context.Context, ref inventory.ObjectRef, savep
 
 // OperatorStatus reads spec.job and status of ref.
 func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRef) (activities.OperatorJobStatus, error) {
-	st, err := k.Client.OperatorStatus(ctx, ref)
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return activities.OperatorJobStatus{}, operatorError(err)
+	}
+	st, err := c.OperatorStatus(ctx, ref)
 	if err != nil {
 		return activities.OperatorJobStatus{}, operatorError(err)
 	}
@@ -190,29 +157,54 @@ func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRe
 		JobManagerDeploymentStatus: st.JobManagerDeploymentStatus}, nil
 }
 
-// OperatorRecords lists the snapshot paths the operator's resources record.
+// OperatorRecords lists the snapshot paths the operator's resources
+// record in the namespaces (inventory.NamespaceKey), each asked of its
+// Kubernetes cluster.
 func (k KubeOperator) OperatorRecords(ctx context.Context, namespaces []string) ([]inventory.OperatorRecord, error) {
-	recs, err := k.Client.OperatorRecords(ctx, namespaces)
+	byCluster, err := k.Fleet.byCluster(ctx, namespaces)
 	if err != nil {
 		return nil, operatorError(err)
 	}
-	return recs, nil
+	var out []inventory.OperatorRecord
+	for _, c := range k.Fleet.clients {
+		if len(byCluster[c]) == 0 {
+			continue
+		}
+		recs, err := c.OperatorRecords(ctx, byCluster[c])
+		if err != nil {
+			return nil, operatorError(err)
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
 }
 
 // ReadSnapshot reads a FlinkStateSnapshot; see kube.Client.ReadSnapshot.
 func (k KubeOperator) ReadSnapshot(ctx context.Context, ref inventory.ObjectRef) (inventory.SnapshotResource, []byte, error) {
-	s, data, err := k.Client.ReadSnapshot(ctx, ref)
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return inventory.SnapshotResource{}, nil, err
+	}
+	s, data, err := c.ReadSnapshot(ctx, ref)
 	return s, data, cleanupObjectError(err)
 }
 
 // DeleteSnapshot deletes a FlinkStateSnapshot; see kube.Client.DeleteSnapshot.
 func (k KubeOperator) DeleteSnapshot(ctx context.Context, ref inventory.ObjectRef, uid, resourceVersion string) error {
-	return cleanupObjectError(k.Client.DeleteSnapshot(ctx, ref, uid, resourceVersion))
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return err
+	}
+	return cleanupObjectError(c.DeleteSnapshot(ctx, ref, uid, resourceVersion))
 }
 
 // SavepointMarks reads the savepoint records of ref; see kube.Client.SavepointMarks.
 func (k KubeOperator) SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (activities.OperatorSavepointMarks, error) {
-	m, err := k.Client.SavepointMarks(ctx, ref)
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return activities.OperatorSavepointMarks{}, operatorError(err)
+	}
+	m, err := c.SavepointMarks(ctx, ref)
 	if err != nil {
 		return activities.OperatorSavepointMarks{}, operatorError(err)
 	}

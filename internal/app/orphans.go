@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -11,10 +12,11 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/kube"
 )
 
-// KubeOrphans adapts *kube.Client to activities.OrphanControl: leftover
-// detection and guarded deletion, with errors mapped to cleanup's kinds.
+// KubeOrphans adapts the fleet's clients to activities.OrphanControl:
+// leftover detection and guarded deletion, each in the Kubernetes cluster
+// concerned, with errors mapped to cleanup's kinds.
 type KubeOrphans struct {
-	Client *kube.Client
+	Fleet *KubeFleet
 }
 
 var _ activities.OrphanControl = KubeOrphans{}
@@ -27,30 +29,34 @@ var orphanKinds = map[kube.OrphanKind]cleanup.ItemKind{
 	kube.OrphanHAConfigMap:           cleanup.KindHAConfigMap,
 }
 
-// FindOrphans runs kube.Client.FindOrphans in those of namespaces the
-// Kubernetes inventory covers; a namespace only a static inventory file
-// names is not this worker's to search.
+// FindOrphans runs kube.Client.FindOrphans in those of namespaces (keys,
+// inventory.NamespaceKey) that the Kubernetes inventory covers, each in
+// its cluster; a namespace only a static inventory file names is not this
+// worker's to search. jobStates are keyed "<namespace key>/<cluster-id>".
 func (k KubeOrphans) FindOrphans(ctx context.Context, namespaces []string, jobStates map[string][]string) ([]cleanup.Object, error) {
-	covered, err := k.Client.Namespaces(ctx)
+	byCluster, err := k.Fleet.byCluster(ctx, namespaces)
 	if err != nil {
 		return nil, cleanupObjectError(err)
 	}
-	ours := map[string]bool{}
-	for _, ns := range covered {
-		ours[ns] = true
-	}
-	var search []string
-	for _, ns := range namespaces {
-		if ours[ns] {
-			search = append(search, ns)
+	var found []kube.Orphan
+	for _, c := range k.Fleet.clients {
+		if len(byCluster[c]) == 0 {
+			continue
 		}
-	}
-	if len(search) == 0 {
-		return nil, nil
-	}
-	found, err := k.Client.FindOrphans(ctx, kube.OrphanInput{Namespaces: search, JobStates: jobStates})
-	if err != nil {
-		return nil, cleanupObjectError(err)
+		// kube keys job states by "<namespace>/<cluster-id>" of its own.
+		states := map[string][]string{}
+		for key, st := range jobStates {
+			if c.Name() == "" {
+				states[key] = st
+			} else if rest, ok := strings.CutPrefix(key, c.Name()+"/"); ok {
+				states[rest] = st
+			}
+		}
+		part, err := c.FindOrphans(ctx, kube.OrphanInput{Namespaces: byCluster[c], JobStates: states})
+		if err != nil {
+			return nil, cleanupObjectError(err)
+		}
+		found = append(found, part...)
 	}
 	out := make([]cleanup.Object, 0, len(found))
 	for _, o := range found {
@@ -67,7 +73,11 @@ func (k KubeOrphans) FindOrphans(ctx context.Context, namespaces []string, jobSt
 
 // ReadOrphan reads ref as JSON; see kube.Client.ReadOrphan.
 func (k KubeOrphans) ReadOrphan(ctx context.Context, ref inventory.ObjectRef) (cleanup.ObjectSnapshot, error) {
-	s, err := k.Client.ReadOrphan(ctx, ref)
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return cleanup.ObjectSnapshot{}, err
+	}
+	s, err := c.ReadOrphan(ctx, ref)
 	if err != nil {
 		return cleanup.ObjectSnapshot{}, cleanupObjectError(err)
 	}
@@ -77,7 +87,11 @@ func (k KubeOrphans) ReadOrphan(ctx context.Context, ref inventory.ObjectRef) (c
 // DeleteOrphan deletes ref with UID and resourceVersion preconditions;
 // see kube.Client.DeleteOrphan.
 func (k KubeOrphans) DeleteOrphan(ctx context.Context, ref inventory.ObjectRef, uid, resourceVersion string) error {
-	return cleanupObjectError(k.Client.DeleteOrphan(ctx, ref, uid, resourceVersion))
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return err
+	}
+	return cleanupObjectError(c.DeleteOrphan(ctx, ref, uid, resourceVersion))
 }
 
 // cleanupObjectError maps kube errors to the kinds the cleanup executor acts on.

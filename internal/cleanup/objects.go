@@ -148,9 +148,9 @@ type ObjectTotals struct {
 const ObjectScheme = "kubernetes://"
 
 // ObjectPath is the audit-manifest path of ref:
-// kubernetes://<namespace>/<kind in lower case>/<name>.
+// kubernetes://[<kube-cluster>/]<namespace>/<kind in lower case>/<name>.
 func ObjectPath(ref inventory.ObjectRef) string {
-	return ObjectScheme + ref.Namespace + "/" + strings.ToLower(ref.Kind) + "/" + ref.Name
+	return ObjectScheme + ref.NamespaceKey() + "/" + strings.ToLower(ref.Kind) + "/" + ref.Name
 }
 
 // IsObjectPath reports whether a manifest path names a Kubernetes object.
@@ -181,6 +181,9 @@ func checkObject(kind ItemKind, ref inventory.ObjectRef) error {
 	}
 	if ref.APIVersion != wantAPI {
 		return fmt.Errorf("ref.apiVersion %q of a %s: want %s", ref.APIVersion, ref.Kind, wantAPI)
+	}
+	if ref.KubeCluster != "" && (len(ref.KubeCluster) > 63 || !namespacePattern.MatchString(ref.KubeCluster)) {
+		return fmt.Errorf("ref.kubeCluster %q: want a DNS-1123 label", ref.KubeCluster)
 	}
 	if len(ref.Namespace) > 63 || !namespacePattern.MatchString(ref.Namespace) {
 		return fmt.Errorf("ref.namespace %q: want a DNS-1123 label", ref.Namespace)

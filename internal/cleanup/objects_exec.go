@@ -15,7 +15,8 @@ import (
 // ErrObjectNotFound, ErrObjectChanged or ErrObjectsUnavailable (retryable)
 // with errors.Is; anything else is final.
 type ObjectStore interface {
-	// Find runs leftover detection again in namespace. idleCluster, when
+	// Find runs leftover detection again in namespace (a key naming its
+	// Kubernetes cluster too, inventory.NamespaceKey). idleCluster, when
 	// not empty, names the cluster whose JobManager is judged for
 	// idleness: its jobs are read afresh.
 	Find(ctx context.Context, namespace, idleCluster string) ([]Object, error)
@@ -44,7 +45,7 @@ const objectTrashDir = "kubernetes"
 const maxObjectJSON = 8 << 20
 
 func (e *Executor) objectTrashPath(it ObjectItem) string {
-	return e.cfg.TrashRoot + "/" + e.cfg.RunID + "/" + objectTrashDir + "/" + it.Ref.Namespace + "/" + strings.ToLower(it.Ref.Kind) + "/" + it.Ref.Name + ".json"
+	return e.cfg.TrashRoot + "/" + e.cfg.RunID + "/" + objectTrashDir + "/" + it.Ref.NamespaceKey() + "/" + strings.ToLower(it.Ref.Kind) + "/" + it.Ref.Name + ".json"
 }
 
 // validateObjects checks the plan's Kubernetes objects as validate checks
@@ -204,9 +205,9 @@ func (r *run) processObject(ctx context.Context, it ObjectItem) Record {
 	if it.Rule == RuleIdleJobManager {
 		idle = it.ClusterID
 	}
-	found, err := store.Find(ctx, it.Ref.Namespace, idle)
+	found, err := store.Find(ctx, it.Ref.NamespaceKey(), idle)
 	if err != nil {
-		return failed("detect leftovers in "+it.Ref.Namespace, err)
+		return failed("detect leftovers in "+it.Ref.NamespaceKey(), err)
 	}
 	var cur *Object
 	for i := range found {
@@ -217,7 +218,7 @@ func (r *run) processObject(ctx context.Context, it ObjectItem) Record {
 	}
 	switch {
 	case cur == nil:
-		return refused("no longer a leftover: detection in namespace %s does not report it any more", it.Ref.Namespace)
+		return refused("no longer a leftover: detection in namespace %s does not report it any more", it.Ref.NamespaceKey())
 	case cur.Unknown != "":
 		return refused("now kept (%s): %s", KeepStatusUnknown, cur.Unknown)
 	case cur.UID != it.UID:

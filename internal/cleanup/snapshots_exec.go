@@ -26,9 +26,9 @@ type SnapshotStore interface {
 }
 
 // snapshotTrashPath is where a deleted FlinkStateSnapshot's JSON goes, next
-// to the objects': <TrashRoot>/<RunID>/kubernetes/<ns>/flinkstatesnapshot/<name>.json.
+// to the objects': <TrashRoot>/<RunID>/kubernetes/[<kube-cluster>/]<ns>/flinkstatesnapshot/<name>.json.
 func (e *Executor) snapshotTrashPath(s SnapshotRef) string {
-	return e.cfg.TrashRoot + "/" + e.cfg.RunID + "/" + objectTrashDir + "/" + s.Ref.Namespace + "/" + strings.ToLower(s.Ref.Kind) + "/" + s.Ref.Name + ".json"
+	return e.cfg.TrashRoot + "/" + e.cfg.RunID + "/" + objectTrashDir + "/" + s.Ref.NamespaceKey() + "/" + strings.ToLower(s.Ref.Kind) + "/" + s.Ref.Name + ".json"
 }
 
 // validateSnapshots checks the resources the plan deletes with savepoints.
@@ -49,7 +49,8 @@ func (e *Executor) validateSnapshots(plan Plan, check func(string) error) error 
 				Err: fmt.Errorf("item %s deletes %s but the executor has no Kubernetes access", it.Path, it.Snapshots[0])}
 		}
 		for _, s := range it.Snapshots {
-			if s.Ref.Kind != inventory.KindFlinkStateSnapshot || s.Ref.Namespace == "" || s.Ref.Name == "" || strings.ContainsAny(s.Ref.Namespace+s.Ref.Name, "/\\") {
+			if s.Ref.Kind != inventory.KindFlinkStateSnapshot || !namespacePattern.MatchString(s.Ref.Namespace) || !objectNamePattern.MatchString(s.Ref.Name) ||
+				(s.Ref.KubeCluster != "" && !namespacePattern.MatchString(s.Ref.KubeCluster)) {
 				return invalidPlan("item %s: resource %+v is not a named FlinkStateSnapshot", it.Path, s.Ref)
 			}
 			if !s.releasable() {

@@ -92,6 +92,25 @@ type Inventory struct {
 	// Kubeconfig is the kubeconfig file; empty means the in-cluster
 	// ServiceAccount (or KUBECONFIG).
 	Kubeconfig string `yaml:"kubeconfig"`
+	// KubernetesClusters spans several Kubernetes clusters, each with its
+	// own kubeconfig and namespaces; every tenant, cluster and object it
+	// discovers is labelled with the cluster's name. Exclusive with
+	// kubernetes/kubeconfig.
+	KubernetesClusters []KubernetesCluster `yaml:"kubernetesClusters"`
+}
+
+// KubernetesCluster is one Kubernetes cluster of the inventory.
+type KubernetesCluster struct {
+	// Name labels the cluster in the inventory, plans and reports.
+	Name string `yaml:"name"`
+	// Kubeconfig is its kubeconfig file; empty means the in-cluster
+	// ServiceAccount (only for the cluster the worker runs in).
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context is the kubeconfig context to use; empty: its current one.
+	Context string `yaml:"context"`
+	// Kubernetes selects its namespaces and tenants, as
+	// inventory.kubernetes does for a single cluster.
+	Kubernetes kube.Config `yaml:"kubernetes"`
 }
 
 // Flink configures the REST clients.
@@ -268,6 +287,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("inventory.kubeconfig=%q cannot be read: %v", f, err))
 		}
 	}
+	errs = append(errs, c.Inventory.validateClusters()...)
 	if f := c.Inventory.StaticFile; f != "" {
 		if _, err := os.Stat(f); err != nil {
 			errs = append(errs, fmt.Errorf("inventory.staticFile=%q cannot be read: %v", f, err))
@@ -332,4 +352,44 @@ func underAny(p string, roots []string) bool {
 		}
 	}
 	return false
+}
+
+// validateClusters checks inventory.kubernetesClusters.
+func (inv Inventory) validateClusters() []error {
+	if len(inv.KubernetesClusters) == 0 {
+		return nil
+	}
+	var errs []error
+	if inv.Kubernetes != nil || inv.Kubeconfig != "" {
+		errs = append(errs, fmt.Errorf("inventory.kubernetesClusters is set together with inventory.kubernetes/kubeconfig: use one; list a single cluster under kubernetesClusters too"))
+	}
+	names := map[string]bool{}
+	inCluster := 0
+	for i, kc := range inv.KubernetesClusters {
+		field := fmt.Sprintf("inventory.kubernetesClusters[%d]", i)
+		switch {
+		case kc.Name == "":
+			errs = append(errs, fmt.Errorf("%s.name is empty: name each Kubernetes cluster (a DNS label such as east), it labels every row", field))
+		case names[kc.Name]:
+			errs = append(errs, fmt.Errorf("%s.name=%q is listed twice: give each Kubernetes cluster its own name", field, kc.Name))
+		}
+		names[kc.Name] = true
+		k := kc.Kubernetes
+		k.Name = kc.Name
+		if err := k.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s.kubernetes: %v", field, err))
+		}
+		if k.StaticFile != "" || (len(k.Namespaces) == 0 && k.NamespaceSelector == "") {
+			errs = append(errs, fmt.Errorf("%s.kubernetes: set namespaces or namespaceSelector (and inventory.staticFile, not kubernetes.staticFile, for clusters outside Kubernetes)", field))
+		}
+		if kc.Kubeconfig == "" {
+			inCluster++
+		} else if _, err := os.Stat(kc.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("%s.kubeconfig=%q cannot be read: %v", field, kc.Kubeconfig, err))
+		}
+	}
+	if inCluster > 1 {
+		errs = append(errs, fmt.Errorf("inventory.kubernetesClusters: %d clusters have no kubeconfig; only the cluster the worker runs in may use its ServiceAccount", inCluster))
+	}
+	return errs
 }

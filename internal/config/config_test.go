@@ -107,6 +107,18 @@ func TestLoadRejects(t *testing.T) {
 			file: "inventory:\n  kubernetes:\n    namespace: a\n",
 			want: []string{`"namespace"`, "not a known key"},
 		},
+		"kubernetes clusters and single kubernetes": {
+			file: "inventory:\n  kubernetes:\n    namespaces: [a]\n    tenantRootTemplate: /t/{namespace}\n  kubernetesClusters:\n  - name: east\n    kubernetes:\n      namespaces: [a]\n      tenantRootTemplate: /t/{namespace}\n",
+			want: []string{"inventory.kubernetesClusters", "inventory.kubernetes/kubeconfig", "use one"},
+		},
+		"kubernetes clusters without names, twice in-cluster": {
+			file: "inventory:\n  kubernetesClusters:\n  - kubernetes:\n      namespaces: [a]\n      tenantRootTemplate: /t/{namespace}\n  - name: West\n    kubernetes:\n      namespaceSelector: team=x\n      tenantRootTemplate: /t/{namespace}\n",
+			want: []string{"kubernetesClusters[0].name is empty", `name "West"`, "DNS-1123", "2 clusters have no kubeconfig"},
+		},
+		"kubernetes cluster listed twice, without namespaces": {
+			file: "inventory:\n  kubernetesClusters:\n  - name: east\n    kubeconfig: /nonexistent/east\n    kubernetes:\n      namespaces: [a]\n      tenantRootTemplate: /t/{namespace}\n  - name: east\n    kubernetes:\n      tenantRootTemplate: /t/{namespace}\n",
+			want: []string{`kubernetesClusters[1].name="east" is listed twice`, "kubernetesClusters[1].kubernetes", "namespaces or namespaceSelector", `kubeconfig="/nonexistent/east" cannot be read`},
+		},
 		"stray argument": {
 			args: []string{"run"},
 			want: []string{`unexpected argument "run"`},

@@ -6,6 +6,8 @@
 // loads the static inventory file.
 package inventory
 
+import "strings"
+
 // Source says where a cluster was discovered.
 type Source string
 
@@ -29,6 +31,9 @@ const (
 type Tenant struct {
 	Name      string `json:"name" yaml:"name"`
 	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	// KubeCluster names the Kubernetes cluster of the namespace when the
+	// inventory spans several; empty with one.
+	KubeCluster string `json:"kubeCluster,omitempty" yaml:"kubeCluster,omitempty"`
 	// Root is the tenant's quota'd directory, e.g. hdfs://nn:8020/user/app/team-a.
 	Root string `json:"root" yaml:"root"`
 }
@@ -39,16 +44,43 @@ type ObjectRef struct {
 	Kind       string `json:"kind" yaml:"kind"`
 	Namespace  string `json:"namespace" yaml:"namespace"`
 	Name       string `json:"name" yaml:"name"`
+	// KubeCluster names the Kubernetes cluster the object lives in when the
+	// inventory spans several; empty with one.
+	KubeCluster string `json:"kubeCluster,omitempty" yaml:"kubeCluster,omitempty"`
+}
+
+// NamespaceKey is the namespace qualified by its Kubernetes cluster.
+func (r ObjectRef) NamespaceKey() string { return NamespaceKey(r.KubeCluster, r.Namespace) }
+
+// NamespaceKey names a namespace across Kubernetes clusters:
+// "<kube-cluster>/<namespace>", or the namespace alone when the inventory
+// has one unnamed cluster. Namespace names hold no '/'.
+func NamespaceKey(kubeCluster, namespace string) string {
+	if kubeCluster == "" {
+		return namespace
+	}
+	return kubeCluster + "/" + namespace
+}
+
+// SplitNamespaceKey undoes NamespaceKey.
+func SplitNamespaceKey(key string) (kubeCluster, namespace string) {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i], key[i+1:]
+	}
+	return "", key
 }
 
 // Cluster is one Flink cluster (one JobManager / REST endpoint).
 type Cluster struct {
-	Tenant    string         `json:"tenant" yaml:"tenant"`
-	Namespace string         `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	ClusterID string         `json:"clusterId" yaml:"clusterId"`
-	Source    Source         `json:"source" yaml:"source"`
-	Mode      DeploymentMode `json:"mode" yaml:"mode"`
-	RESTURL   string         `json:"restUrl" yaml:"restUrl"`
+	Tenant    string `json:"tenant" yaml:"tenant"`
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	// KubeCluster names the Kubernetes cluster it runs in when the
+	// inventory spans several; empty with one, and for static clusters.
+	KubeCluster string         `json:"kubeCluster,omitempty" yaml:"kubeCluster,omitempty"`
+	ClusterID   string         `json:"clusterId" yaml:"clusterId"`
+	Source      Source         `json:"source" yaml:"source"`
+	Mode        DeploymentMode `json:"mode" yaml:"mode"`
+	RESTURL     string         `json:"restUrl" yaml:"restUrl"`
 	// Storage locations from the cluster's Flink configuration, as URIs.
 	CheckpointDir string `json:"checkpointDir,omitempty" yaml:"checkpointDir,omitempty"`
 	SavepointDir  string `json:"savepointDir,omitempty" yaml:"savepointDir,omitempty"`

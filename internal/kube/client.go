@@ -78,3 +78,21 @@ func New(kube kubernetes.Interface, dyn dynamic.Interface, cfg Config) (*Client,
 	}
 	return &Client{kube: kube, dyn: dyn, cfg: cfg, now: time.Now}, nil
 }
+
+// Name is the Kubernetes cluster name the client labels what it finds
+// with (Config.Name); empty for the single unnamed cluster.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Namespace keys of the client's namespaces in scope
+// (inventory.NamespaceKey).
+func (c *Client) NamespaceKeys(ctx context.Context) ([]string, error) {
+	ns, err := c.Namespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = inventory.NamespaceKey(c.cfg.Name, n)
+	}
+	return out, nil
+}

@@ -27,6 +27,10 @@ import (
 //	  team-a/orders: http://orders-rest.example:8081
 //	staticFile: /etc/flinkmaint/static-inventory.yaml
 type Config struct {
+	// Name labels everything this client discovers (tenants, clusters,
+	// object references) with its Kubernetes cluster when the inventory
+	// spans several; set from inventory.kubernetesClusters[].name.
+	Name string `yaml:"-"`
 	// Namespaces lists the tenant namespaces. Exclusive with NamespaceSelector.
 	Namespaces []string `yaml:"namespaces,omitempty"`
 	// NamespaceSelector is a label selector over namespaces; it needs the
@@ -77,6 +81,9 @@ func (c Config) Validate() error {
 	var errs []error
 	add := func(field, value, valid string) {
 		errs = append(errs, &ConfigError{Field: field, Value: value, Valid: valid})
+	}
+	if c.Name != "" && len(validation.IsDNS1123Label(c.Name)) > 0 {
+		add("name", c.Name, "a Kubernetes cluster name of lower-case letters, digits and '-' (DNS-1123 label)")
 	}
 	if len(c.Namespaces) > 0 && c.NamespaceSelector != "" {
 		add("namespaceSelector", c.NamespaceSelector, "empty when namespaces is set: use either a namespace list or a selector")
@@ -170,11 +177,11 @@ func (t TenantMapping) TenantName() string {
 func (c Config) tenantFor(ns string) (inventory.Tenant, error) {
 	for _, t := range c.Tenants {
 		if t.Namespace == ns {
-			return inventory.Tenant{Name: t.TenantName(), Namespace: ns, Root: t.Root}, nil
+			return inventory.Tenant{Name: t.TenantName(), Namespace: ns, Root: t.Root, KubeCluster: c.Name}, nil
 		}
 	}
 	if c.TenantRootTemplate != "" {
-		return inventory.Tenant{Name: ns, Namespace: ns, Root: strings.ReplaceAll(c.TenantRootTemplate, namespacePlaceholder, ns)}, nil
+		return inventory.Tenant{Name: ns, Namespace: ns, Root: strings.ReplaceAll(c.TenantRootTemplate, namespacePlaceholder, ns), KubeCluster: c.Name}, nil
 	}
 	return inventory.Tenant{}, &ConfigError{Field: "tenants", Value: ns, Valid: "a tenants entry for every selected namespace, or tenantRootTemplate"}
 }

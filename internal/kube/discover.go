@@ -77,7 +77,7 @@ func (c *Client) Discover(ctx context.Context) (inventory.Inventory, error) {
 		if err != nil {
 			return inv, err
 		}
-		if err := mergeStatic(&inv, st); err != nil {
+		if err := MergeStatic(&inv, st); err != nil {
 			return inv, err
 		}
 	}
@@ -95,7 +95,10 @@ func (c *Client) Discover(ctx context.Context) (inventory.Inventory, error) {
 	return inv, nil
 }
 
-func mergeStatic(inv *inventory.Inventory, st inventory.Static) error {
+// MergeStatic adds a static inventory file's tenants, clusters and retired
+// cluster ids to a discovered inventory; a name both define differently,
+// or a retired id that is discovered, is a ConfigError.
+func MergeStatic(inv *inventory.Inventory, st inventory.Static) error {
 	tenants := map[string]inventory.Tenant{}
 	for _, t := range inv.Tenants {
 		tenants[t.Name] = t
@@ -196,10 +199,10 @@ func (c *Client) nativeCluster(tenant inventory.Tenant, d *appsv1.Deployment, cm
 		return inventory.Cluster{}, kindError("inventory", obj, ErrInvalid, "label %s is missing; Flink sets it to the cluster id", LabelApp)
 	}
 	cl := inventory.Cluster{
-		Tenant: tenant.Name, Namespace: ns, ClusterID: id,
+		Tenant: tenant.Name, Namespace: ns, ClusterID: id, KubeCluster: c.cfg.Name,
 		Source:   inventory.SourceNativeKubernetes,
 		Mode:     inventory.ModeSession,
-		Resource: &inventory.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: d.Name},
+		Resource: &inventory.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: d.Name, KubeCluster: c.cfg.Name},
 	}
 	cmName := flinkConfigMapPrefix + id
 	cm, ok := cms[cmName]
@@ -318,7 +321,7 @@ func (c *Client) discoverOperator(ctx context.Context, tenant inventory.Tenant) 
 		if u.GetDeletionTimestamp() != nil {
 			continue
 		}
-		ref := &inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: KindFlinkSessionJob, Namespace: ns, Name: u.GetName()}
+		ref := &inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: KindFlinkSessionJob, Namespace: ns, Name: u.GetName(), KubeCluster: c.cfg.Name}
 		job := inventory.JobSpec{Name: u.GetName(), Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume, Resource: ref}}
 		parent, _, _ := unstructured.NestedString(u.Object, "spec", "deploymentName")
 		if parent == "" {
@@ -329,7 +332,7 @@ func (c *Client) discoverOperator(ctx context.Context, tenant inventory.Tenant) 
 			continue
 		}
 		out = append(out, inventory.Cluster{
-			Tenant: tenant.Name, Namespace: ns, ClusterID: parent,
+			Tenant: tenant.Name, Namespace: ns, ClusterID: parent, KubeCluster: c.cfg.Name,
 			Source: inventory.SourceOperator, Mode: inventory.ModeSessionJob,
 			RESTURL: c.restURL(ns, parent, defaultRESTPort), Resource: ref, Jobs: []inventory.JobSpec{job},
 		})
@@ -341,9 +344,9 @@ func (c *Client) discoverOperator(ctx context.Context, tenant inventory.Tenant) 
 func (c *Client) operatorCluster(tenant inventory.Tenant, u *unstructured.Unstructured) (inventory.Cluster, error) {
 	ns, name := u.GetNamespace(), u.GetName()
 	obj := "FlinkDeployment " + ns + "/" + name
-	ref := &inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: KindFlinkDeployment, Namespace: ns, Name: name}
+	ref := &inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: KindFlinkDeployment, Namespace: ns, Name: name, KubeCluster: c.cfg.Name}
 	cl := inventory.Cluster{
-		Tenant: tenant.Name, Namespace: ns, ClusterID: name,
+		Tenant: tenant.Name, Namespace: ns, ClusterID: name, KubeCluster: c.cfg.Name,
 		Source: inventory.SourceOperator, Mode: inventory.ModeSession, Resource: ref,
 	}
 	conf := flinkConf{}

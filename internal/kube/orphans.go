@@ -184,7 +184,7 @@ func (c *Client) orphansIn(ctx context.Context, ns string, in OrphanInput) ([]Or
 	}
 	mk := func(kind OrphanKind, apiVersion, k string, m metav1.ObjectMeta, owner Owner, reason string) Orphan {
 		return Orphan{
-			Kind: kind, Ref: inventory.ObjectRef{APIVersion: apiVersion, Kind: k, Namespace: ns, Name: m.Name},
+			Kind: kind, Ref: inventory.ObjectRef{APIVersion: apiVersion, Kind: k, Namespace: ns, Name: m.Name, KubeCluster: c.cfg.Name},
 			UID: string(m.UID), ResourceVersion: m.ResourceVersion, ClusterID: m.Labels[LabelApp],
 			Created: m.CreationTimestamp.UTC(), Age: now.Sub(m.CreationTimestamp.Time).Round(time.Second),
 			LastWritten: lastWritten(m), Owner: owner, Reason: reason,

@@ -56,7 +56,7 @@ func (c *Client) OperatorRecords(ctx context.Context, namespaces []string) ([]in
 			}
 			for i := range list.Items {
 				u := &list.Items[i]
-				ref := inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: r.kind, Namespace: ns, Name: u.GetName()}
+				ref := inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: r.kind, Namespace: ns, Name: u.GetName(), KubeCluster: c.cfg.Name}
 				for _, f := range recordFields {
 					if p, _, _ := unstructured.NestedString(u.Object, f.path...); p != "" {
 						out = append(out, inventory.OperatorRecord{Resource: ref, Field: f.field, Path: p})
@@ -81,7 +81,7 @@ func (c *Client) OperatorRecords(ctx context.Context, namespaces []string) ([]in
 		}
 		for i := range snaps.Items {
 			u := &snaps.Items[i]
-			ref := inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: KindFlinkStateSnapshot, Namespace: ns, Name: u.GetName()}
+			ref := inventory.ObjectRef{APIVersion: operatorAPIVersion, Kind: KindFlinkStateSnapshot, Namespace: ns, Name: u.GetName(), KubeCluster: c.cfg.Name}
 			sr := snapshotResource(u)
 			if sr.Path != "" {
 				out = append(out, inventory.OperatorRecord{Resource: ref, Field: "status.path", Path: sr.Path, Snapshot: &sr})

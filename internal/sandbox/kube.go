@@ -89,13 +89,48 @@ func RequireKube(t testing.TB) *Kube {
 // LoadKube is RequireKube without testing.TB: it reuses the control plane
 // described by var/sandbox/kube.json when it answers, and otherwise starts
 // one (serialised by a file lock, so parallel test binaries start one only).
-func LoadKube() (*Kube, error) {
+func LoadKube() (*Kube, error) { return loadKube("") }
+
+// SecondKube names the second sandbox control plane, for tests of an
+// inventory over several Kubernetes clusters.
+const SecondKube = "second"
+
+// RequireSecondKube is RequireKube for a second, independent control plane
+// (etcd + kube-apiserver under var/sandbox/kube-second), started on first
+// use and stopped by sandbox/sandbox.sh down.
+func RequireSecondKube(t testing.TB) *Kube {
+	t.Helper()
+	k, err := loadKube(SecondKube)
+	if err != nil {
+		t.Fatalf("RequireSecondKube: %v", err)
+	}
+	return k
+}
+
+// kubeInstanceDir is where a control plane keeps kube.json, logs and data:
+// var/sandbox for the main one, var/sandbox/kube-<instance> for others.
+func kubeInstanceDir(instance string) (string, error) {
+	state, err := StateDir()
+	if err != nil {
+		return "", err
+	}
+	if instance == "" {
+		return state, nil
+	}
+	return filepath.Join(state, "kube-"+instance), nil
+}
+
+func loadKube(instance string) (*Kube, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), kubeStartTimeout)
 	defer cancel()
-	if k, err := ConnectKube(ctx); err == nil {
+	state, err := kubeInstanceDir(instance)
+	if err != nil {
+		return nil, err
+	}
+	if k, err := ConnectKubeAt(ctx, state); err == nil {
 		return k, nil
 	}
-	return startKube(ctx)
+	return startKube(ctx, instance)
 }
 
 // ConnectKube connects to the control plane described by var/sandbox/kube.json
@@ -106,6 +141,12 @@ func ConnectKube(ctx context.Context) (*Kube, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ConnectKubeAt(ctx, state)
+}
+
+// ConnectKubeAt is ConnectKube for the control plane whose kube.json is
+// in state.
+func ConnectKubeAt(ctx context.Context, state string) (*Kube, error) {
 	ep, err := ReadKubeEndpoint(filepath.Join(state, KubeEndpointFile))
 	if err != nil {
 		return nil, err
@@ -183,12 +224,15 @@ func kubeFromKubeconfig(path string) (*Kube, error) {
 	return &Kube{Config: cfg, Kubeconfig: path}, nil
 }
 
-func startKube(ctx context.Context) (*Kube, error) {
+func startKube(ctx context.Context, instance string) (*Kube, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	state := filepath.Join(root, "var", "sandbox")
+	state, err := kubeInstanceDir(instance)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
@@ -199,7 +243,7 @@ func startKube(ctx context.Context) (*Kube, error) {
 	defer unlock()
 
 	// Another test binary may have started it while we waited for the lock.
-	if k, err := ConnectKube(ctx); err == nil {
+	if k, err := ConnectKubeAt(ctx, state); err == nil {
 		return k, nil
 	}
 	// Building them takes ~14 minutes, longer than a test should wait; say
@@ -213,11 +257,12 @@ func startKube(ctx context.Context) (*Kube, error) {
 	script := filepath.Join(root, "sandbox", "kube", "run.sh")
 	cmd := exec.CommandContext(ctx, script, "up")
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBE_SANDBOX_INSTANCE="+instance)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s up: %w\n%s", ErrKubeUnavailable, script, err, out)
 	}
-	k, err := ConnectKube(ctx)
+	k, err := ConnectKubeAt(ctx, state)
 	if err != nil {
 		return nil, fmt.Errorf("after %s up: %w\n%s", script, err, out)
 	}

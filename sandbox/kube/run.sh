@@ -11,7 +11,14 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "${here}/../.." && pwd)"
-state="${root}/var/sandbox"
+# KUBE_SANDBOX_INSTANCE=second runs an independent second control plane
+# under var/sandbox/kube-second (tests of several Kubernetes clusters).
+instance="${KUBE_SANDBOX_INSTANCE:-}"
+if [[ -n "${instance}" && ! "${instance}" =~ ^[a-z0-9]+$ ]]; then
+	echo "KUBE_SANDBOX_INSTANCE=${instance}: want lower-case letters and digits" >&2
+	exit 2
+fi
+state="${root}/var/sandbox${instance:+/kube-${instance}}"
 assets="${root}/bin/kube"
 pidfile="${state}/kube-sandbox.pid"
 endpoint="${state}/kube.json"
@@ -22,7 +29,7 @@ mkdir -p "${state}"
 cd "${root}"
 
 healthy() {
-	[[ -x "${sandbox_bin}" && -f "${endpoint}" ]] && "${sandbox_bin}" check >/dev/null 2>&1
+	[[ -x "${sandbox_bin}" && -f "${endpoint}" ]] && "${sandbox_bin}" check --state-dir "${state}" >/dev/null 2>&1
 }
 
 # Our etcd/kube-apiserver: started from bin/kube with data under var/sandbox/kube/.
@@ -85,7 +92,7 @@ down() {
 
 up() {
 	if healthy; then
-		echo "kube sandbox already running: $("${sandbox_bin}" check)"
+		echo "kube sandbox already running: $("${sandbox_bin}" check --state-dir "${state}")"
 		return 0
 	fi
 	"${here}/build.sh"
@@ -97,7 +104,7 @@ up() {
 
 	local start
 	start=$(date +%s%N)
-	KUBEBUILDER_ASSETS="${assets}" nohup setsid "${sandbox_bin}" serve >"${log}" 2>&1 </dev/null &
+	KUBEBUILDER_ASSETS="${assets}" nohup setsid "${sandbox_bin}" serve --state-dir "${state}" >"${log}" 2>&1 </dev/null &
 	local pid=$!
 	echo "${pid}" >"${pidfile}"
 	local i
@@ -109,7 +116,7 @@ up() {
 			return 1
 		fi
 		if [[ -f "${endpoint}" ]] && healthy; then
-			echo "kube sandbox up in $(( ($(date +%s%N) - start) / 1000000 )) ms: $("${sandbox_bin}" check)"
+			echo "kube sandbox up in $(( ($(date +%s%N) - start) / 1000000 )) ms: $("${sandbox_bin}" check --state-dir "${state}")"
 			return 0
 		fi
 		sleep 0.2
@@ -124,7 +131,7 @@ status() {
 		echo "kube sandbox not running"
 		return 1
 	fi
-	echo "host: $("${sandbox_bin}" check)"
+	echo "host: $("${sandbox_bin}" check --state-dir "${state}")"
 	echo "kube-sandbox pid: $(cat "${pidfile}" 2>/dev/null || echo unknown)"
 	local pid total=0 rss
 	for pid in $(our_control_plane_pids); do

@@ -2,8 +2,8 @@
 // from bin/kube, started by controller-runtime's envtest) until SIGTERM or
 // SIGINT, and tells tests where it is through var/sandbox/kube.json.
 //
-//	kube-sandbox serve   start, install the Flink operator CRDs, write kube.json, wait
-//	kube-sandbox check   exit 0 when the control plane in kube.json is ready
+//	kube-sandbox serve [--state-dir D]  start, install the Flink operator CRDs, write D/kube.json, wait
+//	kube-sandbox check [--state-dir D]  exit 0 when the control plane in D/kube.json is ready
 //
 // sandbox/kube/run.sh drives it; run it from the repository root.
 package main
@@ -39,7 +39,7 @@ func main() {
 	case "serve":
 		err = serve(os.Args[2:])
 	case "check":
-		err = check()
+		err = check(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q: want serve or check", os.Args[1])
 	}
@@ -49,10 +49,22 @@ func main() {
 	}
 }
 
-func check() error {
+func check(args []string) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	stateDir := fs.String("state-dir", "", "where kube.json is (default var/sandbox)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *stateDir == "" {
+		d, err := sandbox.StateDir()
+		if err != nil {
+			return err
+		}
+		*stateDir = d
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	k, err := sandbox.ConnectKube(ctx)
+	k, err := sandbox.ConnectKubeAt(ctx, *stateDir)
 	if err != nil {
 		return err
 	}
