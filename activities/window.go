@@ -152,7 +152,7 @@ func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope) ([]Jo
 				continue
 			}
 			targets = append(targets, JobTarget{
-				Key: key, Tenant: c.Tenant, ClusterID: c.ClusterID, RESTURL: c.RESTURL,
+				Key: key, Tenant: c.Tenant, ClusterID: c.ClusterID, KubeCluster: c.KubeCluster, RESTURL: c.RESTURL,
 				JobName: name, JobID: js[0].ID, CheckpointDir: c.CheckpointDir, SavepointDir: c.SavepointDir,
 				Restart: recipe,
 			})

@@ -19,15 +19,27 @@ type Scope struct {
 // (cluster/job-name) identifies it across the window; the Flink job ID
 // changes when it is restarted.
 type JobTarget struct {
-	Key           string                  `json:"key"`
-	Tenant        string                  `json:"tenant"`
-	ClusterID     string                  `json:"clusterId"`
+	Key       string `json:"key"`
+	Tenant    string `json:"tenant"`
+	ClusterID string `json:"clusterId"`
+	// KubeCluster is the Kubernetes cluster the job runs in when the
+	// inventory spans several.
+	KubeCluster   string                  `json:"kubeCluster,omitempty"`
 	RESTURL       string                  `json:"restUrl"`
 	JobName       string                  `json:"jobName"`
 	JobID         string                  `json:"jobId"`
 	CheckpointDir string                  `json:"checkpointDir,omitempty"`
 	SavepointDir  string                  `json:"savepointDir,omitempty"`
 	Restart       inventory.RestartRecipe `json:"restart"`
+}
+
+// Label is the job's key, prefixed by its Kubernetes cluster when the
+// inventory spans several.
+func (t JobTarget) Label() string {
+	if t.KubeCluster == "" {
+		return t.Key
+	}
+	return t.KubeCluster + "/" + t.Key
 }
 
 // SkippedJob is a job in scope that the window leaves alone, and why.

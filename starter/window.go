@@ -159,7 +159,7 @@ func windowStatusCommand(g *globals) *cobra.Command {
 				if len(note) > 100 {
 					note = note[:100] + "..."
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.Target.Key, j.SavepointState, j.RestartState, j.RestartWave, note)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.Target.Label(), j.SavepointState, j.RestartState, j.RestartWave, note)
 			}
 			return tw.Flush()
 		},

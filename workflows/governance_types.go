@@ -10,6 +10,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // Governance modes.
@@ -368,7 +369,7 @@ func (rep *GovernanceReport) Markdown() string {
 				// A | in a detail would end the table cell.
 				outcome = strings.TrimSpace(outcome + " (" + strings.ReplaceAll(o.Detail, "|", "/") + ")")
 			}
-			b.WriteString(fmt.Sprintf("| `%s/%s` | %s | %s | %s | %s | %s | %s |\n", o.Namespace, o.Name, o.Kind, o.ClusterID, decision, o.Age,
+			b.WriteString(fmt.Sprintf("| `%s/%s` | %s | %s | %s | %s | %s | %s |\n", inventory.NamespaceKey(o.KubeCluster, o.Namespace), o.Name, o.Kind, o.ClusterID, decision, o.Age,
 				o.Owner, outcome))
 		}
 	}

@@ -87,7 +87,7 @@ func (rep *WindowReport) Markdown() string {
 		if j.CheckpointID > 0 {
 			chk = fmt.Sprintf("%d", j.CheckpointID)
 		}
-		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |\n", j.Target.Key, j.Target.JobID, sp, j.RestartState, j.NewJobID, chk, mdEscape(note)))
+		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |\n", j.Target.Label(), j.Target.JobID, sp, j.RestartState, j.NewJobID, chk, mdEscape(note)))
 	}
 	if len(rep.Skipped) > 0 {
 		b.WriteString("\n## Jobs left alone\n\n")
@@ -161,6 +161,7 @@ type ManifestJob struct {
 	Key            string      `json:"key"`
 	Tenant         string      `json:"tenant"`
 	ClusterID      string      `json:"clusterId"`
+	KubeCluster    string      `json:"kubeCluster,omitempty"`
 	RESTURL        string      `json:"restUrl"`
 	JobName        string      `json:"jobName"`
 	OldJobID       string      `json:"oldJobId"`
@@ -176,7 +177,7 @@ func manifestJSON(in *WindowInput, st *WindowState, now time.Time) ([]byte, erro
 	m := Manifest{WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Phase: st.Phase, UpdatedAt: now, Skipped: st.Skipped}
 	for _, j := range st.Jobs {
 		m.Jobs = append(m.Jobs, ManifestJob{
-			Key: j.Target.Key, Tenant: j.Target.Tenant, ClusterID: j.Target.ClusterID, RESTURL: j.Target.RESTURL,
+			Key: j.Target.Key, Tenant: j.Target.Tenant, ClusterID: j.Target.ClusterID, KubeCluster: j.Target.KubeCluster, RESTURL: j.Target.RESTURL,
 			JobName: j.Target.JobName, OldJobID: j.Target.JobID, SavepointState: j.SavepointState, SavepointPath: j.SavepointPath,
 			RestartState: j.RestartState, NewJobID: j.NewJobID, Restart: j.Target.Restart,
 			Note: firstNonEmpty(j.SkipReason, j.RestartError, j.SavepointError),
