@@ -137,8 +137,12 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
+	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, &notes)
+	if err != nil {
+		return PlanCleanupResult{}, err
+	}
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
-		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters})
+		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters, Lineage: lineage})
 	if err != nil {
 		return PlanCleanupResult{}, classifyCleanup("plan", err)
 	}

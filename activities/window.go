@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -274,9 +275,19 @@ func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, def
 }
 
 // StopWithSavepoint stops a job with a savepoint and waits for it,
-// heartbeating. The workflow-chosen trigger ID makes a retry re-attach to
-// the operation already running instead of stopping the job twice.
+// heartbeating, then records the savepoint in its tenant's catalog under
+// the job's logical name. The workflow-chosen trigger ID makes a retry
+// re-attach to the operation already running instead of stopping the job
+// twice.
 func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
+	res, err := a.stopWithSavepoint(ctx, in)
+	if err == nil {
+		a.catalogSavepoint(ctx, in.Job, res.SavepointPath, catalog.TriggerWindow)
+	}
+	return res, err
+}
+
+func (a *Activities) stopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
 	client, err := a.flinkFor(in.Job.RESTURL)
 	if err != nil {
 		return StopWithSavepointResult{}, err

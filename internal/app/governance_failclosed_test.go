@@ -334,6 +334,10 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	}
 	latestA := strings.TrimRight(stA.Latest.Completed.ExternalPath, "/")
 	_, refsA0 := e.metadataRefs(ctx, latestA)
+	// A plan while the cluster's job history still has job A catalogues
+	// its savepoints under the logical job; aged below, they predate the
+	// job's run and only the catalog can tell whose they are.
+	e.plan(ctx, "learn-lineage", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	e.age(e.plain+"/a/checkpoints/"+jobA, longAgo, false)
 	e.age(strings.TrimPrefix(sps[0], e.peers.HDFS.URI), longAgo, false)
 

@@ -143,6 +143,9 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 		saved = append(saved, strings.TrimRight(loc, "/"))
 	}
 	e.cancel(ctx, fj, jobJ)
+	// Catalogue the savepoints while the job history has the job (aged
+	// below, they predate its run).
+	e.plan(ctx, "fko-snap-learn", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	longAgo := time.Now().Add(-30 * 24 * time.Hour)
 	for i, d := range saved[:2] {
 		e.age(strings.TrimPrefix(d, e.peers.HDFS.URI), longAgo.Add(time.Duration(i)*time.Minute), false)

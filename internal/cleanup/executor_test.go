@@ -115,7 +115,7 @@ func (e *localEnv) plan(live Live, pol Policy) Plan {
 	if len(live.Clusters) == 0 {
 		live.Clusters = []LiveCluster{{ClusterID: "c1"}}
 	}
-	p, err := BuildPlan(Input{Now: time.Now(), Listing: l, Live: live, Policy: pol})
+	p, err := BuildPlan(Input{Now: time.Now(), Listing: l, Live: live, Policy: pol, Lineage: byPrefix(l)})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func (f *fixture) build(sp Spellings) (Plan, error) {
 	if len(f.live.Clusters) == 0 {
 		f.live.Clusters = []LiveCluster{{ClusterID: "c1"}}
 	}
-	return BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Spellings: sp})
+	return BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Spellings: sp, Lineage: byPrefix(f.l)})
 }
 
 func planned(p Plan) map[string]Rule {
@@ -217,7 +217,7 @@ func TestPlanHADirsByConfiguredOwner(t *testing.T) {
 		t.Fatalf("%s kept %+v; want %s naming cluster-b", gone, k, KeepHAOwnerUnknown)
 	}
 	// Declared retired by the inventory: its TTL alone decides.
-	p, err = BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, RetiredClusters: []string{"gone"}})
+	p, err = BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, RetiredClusters: []string{"gone"}, Lineage: byPrefix(f.l)})
 	if err != nil {
 		t.Fatal(err)
 	}

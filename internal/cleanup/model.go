@@ -160,6 +160,11 @@ type Input struct {
 	// References are _metadata read from reference roots outside the scope
 	// (read-only): what they reference is kept, nothing in them is planned.
 	References map[string]MetadataResult `json:"references,omitempty"`
+	// Lineage gives, per savepoint dir, the logical job it belongs to
+	// (tenant/cluster/job, from the savepoint catalog or the clusters' job
+	// history): savepoint retention counts per logical job. A completed
+	// savepoint without lineage is kept (lineage-unknown).
+	Lineage map[string]string `json:"lineage,omitempty"`
 }
 
 // ItemKind says what a planned path is.
@@ -207,6 +212,7 @@ const (
 	KeepOperatorRecord      Reason = "operator-record"
 	KeepPinned              Reason = "pinned"
 	KeepNewestSavepoints    Reason = "newest-k-savepoints"
+	KeepLineageUnknown      Reason = "lineage-unknown"
 	KeepWithinMaxAge        Reason = "within-max-age"
 	KeepLiveCluster         Reason = "live-cluster"
 	KeepHAOwnerUnknown      Reason = "owner-unknown"

@@ -127,7 +127,7 @@ func TestPlanObjectsAlongsidePaths(t *testing.T) {
 	withObjects := func(objs ...Object) Plan {
 		t.Helper()
 		p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}}, Policy: f.pol,
-			Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}, Objects: objs})
+			Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}, Objects: objs, Lineage: byPrefix(f.l)})
 		if err != nil {
 			t.Fatal(err)
 		}

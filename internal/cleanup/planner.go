@@ -56,10 +56,12 @@ type planner struct {
 	// released are the FlinkStateSnapshot resources deleted with their
 	// savepoint dir, if it is deleted.
 	released map[string][]SnapshotRef
-	unknown  []string // normalised unknown paths
-	meta     map[string]MetadataResult
-	badMeta  bool
-	tenants  []tenantRoot
+	// lineage is the logical job of each savepoint dir.
+	lineage map[string]string
+	unknown []string // normalised unknown paths
+	meta    map[string]MetadataResult
+	badMeta bool
+	tenants []tenantRoot
 
 	cands map[string]*candidate
 	keep  []Kept
@@ -84,6 +86,7 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		meta:            map[string]MetadataResult{},
 		cands:           map[string]*candidate{},
 		newestSavepoint: map[string]time.Time{},
+		lineage:         map[string]string{},
 	}
 	for _, id := range in.RetiredClusters {
 		p.retired[id] = true
@@ -104,6 +107,20 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			return "", unknownSource(fmt.Sprintf("%s %q", what, v), err)
 		}
 		return n, nil
+	}
+	for dir, job := range in.Lineage {
+		n, err := p.canon.path(dir)
+		if err != nil {
+			continue // a spelling not known to be this file system: no lineage, kept
+		}
+		if job == "" {
+			return nil, invalidInput("lineage of savepoint %s is empty; leave the savepoint out instead", dir)
+		}
+		n = strings.TrimSuffix(n, "/"+layout.MetadataFileName)
+		if prev, ok := p.lineage[n]; ok && prev != job {
+			return nil, invalidInput("savepoint %s has two logical jobs, %s and %s", n, prev, job)
+		}
+		p.lineage[n] = job
 	}
 	for _, m := range in.Listing.PinMarkers {
 		n, err := path("pin marker", m)
@@ -391,11 +408,14 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 	return false
 }
 
+// planSavepoints applies retention per logical job: a job's id changes on
+// every restart, so the id prefix in the dir name cannot group one job's
+// savepoints; the lineage can.
 func (p *planner) planSavepoints() {
 	groups := map[string][]layout.Savepoint{}
 	for _, sp := range p.in.Listing.Report.Savepoints {
-		if sp.Completed && p.metaFor(p.norm(sp.Path)).Refs != nil {
-			groups[sp.JobIDPrefix] = append(groups[sp.JobIDPrefix], sp)
+		if job := p.lineage[p.norm(sp.Path)]; sp.Completed && job != "" && p.metaFor(p.norm(sp.Path)).Refs != nil {
+			groups[job] = append(groups[job], sp)
 		}
 	}
 	rank := map[string]int{}
@@ -429,15 +449,18 @@ func (p *planner) planSavepoints() {
 			k.Reason, k.By = KeepWithinGrace, "no _metadata yet, possibly in progress"
 		case m.Refs == nil:
 			k.Reason, k.By = KeepUnparseable, sp2+"/"+layout.MetadataFileName+": "+m.Error
+		case p.lineage[sp2] == "":
+			k.Reason, k.By = KeepLineageUnknown, "no logical job known for job id prefix "+sp.JobIDPrefix+
+				": not in the savepoint catalog and no cluster's job history has that job (flinkmaint savepoints adopt assigns one)"
 		case rank[sp2] < p.pol.KeepSavepoints:
-			k.Reason, k.By = KeepNewestSavepoints, fmt.Sprintf("newest #%d of job prefix %s", rank[sp2]+1, sp.JobIDPrefix)
+			k.Reason, k.By = KeepNewestSavepoints, fmt.Sprintf("newest #%d of job %s", rank[sp2]+1, p.lineage[sp2])
 		case !p.old(sp.Usage.Newest, p.pol.SavepointMaxAge):
-			k.Reason, k.By = KeepWithinMaxAge, "written "+sp.Usage.Newest.UTC().Format(time.RFC3339)
+			k.Reason, k.By = KeepWithinMaxAge, "written "+sp.Usage.Newest.UTC().Format(time.RFC3339)+", job "+p.lineage[sp2]
 		case p.badMeta:
 			k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
 		default:
 			item.Rule = RuleSavepointRetention
-			item.Detail = fmt.Sprintf("#%d of job prefix %s, written %s", rank[sp2]+1, sp.JobIDPrefix, sp.Usage.Newest.UTC().Format(time.RFC3339))
+			item.Detail = fmt.Sprintf("#%d of job %s, written %s", rank[sp2]+1, p.lineage[sp2], sp.Usage.Newest.UTC().Format(time.RFC3339))
 			item.Snapshots = p.released[sp2]
 			for _, s := range item.Snapshots {
 				item.Detail += "; " + s.String() + " is deleted with it"

@@ -30,6 +30,16 @@ var (
 )
 
 // fixture builds a listing by hand.
+// byPrefix is the lineage tests assume unless they say otherwise: one
+// logical job per job id prefix.
+func byPrefix(l Listing) map[string]string {
+	m := map[string]string{}
+	for _, sp := range l.Report.Savepoints {
+		m[sp.Path] = "t/c/" + sp.JobIDPrefix
+	}
+	return m
+}
+
 type fixture struct {
 	l    Listing
 	live Live
@@ -116,7 +126,7 @@ func (f *fixture) plan(t *testing.T) Plan {
 	if len(f.live.Clusters) == 0 {
 		f.live.Clusters = []LiveCluster{{ClusterID: "c1"}}
 	}
-	p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol,
+	p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Lineage: byPrefix(f.l),
 		Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}})
 	if err != nil {
 		t.Fatal(err)

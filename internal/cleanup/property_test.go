@@ -173,6 +173,13 @@ func newPropertyTree(seed uint64) *propertyTree {
 		c := &g.in.Live.Clusters[r.IntN(2)]
 		c.Jobs = append(c.Jobs, lj)
 	}
+	// Some savepoints of known lineage, some not: both must be safe.
+	g.in.Lineage = map[string]string{}
+	for _, sp := range g.in.Listing.Report.Savepoints {
+		if r.IntN(4) > 0 {
+			g.in.Lineage[g.spell(sp.Path)] = "t/c/" + sp.JobIDPrefix
+		}
+	}
 	return g
 }
 

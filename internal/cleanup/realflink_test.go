@@ -434,7 +434,12 @@ func TestRealSandboxCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := cleanup.Policy{Grace: 3 * time.Second}
-	plan, err := cleanup.BuildPlan(cleanup.Input{Now: time.Now(), Listing: listing, Live: inv, Policy: policy,
+	// One logical job per job id prefix: each job here runs once.
+	lineage := map[string]string{}
+	for _, sp := range listing.Report.Savepoints {
+		lineage[sp.Path] = "team-test/c/" + sp.JobIDPrefix
+	}
+	plan, err := cleanup.BuildPlan(cleanup.Input{Now: time.Now(), Listing: listing, Live: inv, Policy: policy, Lineage: lineage,
 		Tenants: []inventory.Tenant{{Name: "team-test", Root: e.uri(tenantRoot)}}})
 	if err != nil {
 		t.Fatalf("plan: %v", err)

@@ -1,0 +1,160 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// savepointLineage tells, for the completed savepoints of the listing, the
+// logical job each belongs to: from the tenants' savepoint catalogs first,
+// then from the job history of every inventory cluster (a savepoint dir
+// name carries the first six hex digits of its job id). What the history
+// tells is written to the catalog, so it outlives the JobManager's job
+// store. A prefix that jobs of two logical jobs share tells nothing: such a
+// savepoint stays without lineage and is kept.
+func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Inventory, tenants []inventory.Tenant, listing cleanup.Listing, notes *[]string) (map[string]string, error) {
+	lineage := map[string]string{}
+	if len(listing.Report.Savepoints) == 0 {
+		return lineage, nil
+	}
+	stores := map[string]catalog.Store{} // tenant -> its catalog
+	for _, t := range tenants {
+		if t.Root == "" {
+			continue
+		}
+		fs, p, err := a.Storage.Resolve(ctx, t.Root)
+		if err != nil {
+			return nil, classify("resolve tenant root "+t.Root, err)
+		}
+		st := catalog.Store{FS: fs, Root: p}
+		entries, err := st.List(ctx)
+		if errors.Is(err, catalog.ErrInvalid) {
+			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s is not readable (%v): its savepoints are judged without it", t.Name, err))
+			continue
+		}
+		if err != nil {
+			return nil, classify("read the savepoint catalog of tenant "+t.Name, err)
+		}
+		stores[t.Name] = st
+		for _, e := range entries {
+			lineage[e.Path] = e.Job.String()
+		}
+	}
+	// Job history: job id prefix -> the runs of that prefix.
+	type run struct {
+		job        catalog.LogicalJob
+		id         string
+		start, end time.Time // end zero while it runs
+	}
+	byPrefix := map[string][]run{}
+	for _, c := range inv.Clusters {
+		client, err := a.flinkFor(c.RESTURL)
+		if err != nil {
+			continue
+		}
+		jobs, err := client.ListJobs(ctx)
+		if err != nil {
+			*notes = append(*notes, fmt.Sprintf("job history of cluster %s not readable (%v): savepoints only it could attribute are kept as %s", c.ClusterID, err, cleanup.KeepLineageUnknown))
+			continue
+		}
+		for _, j := range jobs {
+			if len(j.ID) < 6 || j.Name == "" {
+				continue
+			}
+			r := run{job: catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: j.Name}, id: j.ID, start: j.Started()}
+			if j.State.IsGloballyTerminal() {
+				r.end = j.Ended()
+			}
+			byPrefix[j.ID[:6]] = append(byPrefix[j.ID[:6]], r)
+		}
+	}
+	activity.RecordHeartbeat(ctx, "job history")
+	roots := append([]inventory.Tenant(nil), tenants...)
+	sort.Slice(roots, func(i, j int) bool { return len(roots[i].Root) > len(roots[j].Root) })
+	for _, sp := range listing.Report.Savepoints {
+		path := strings.TrimRight(sp.Path, "/")
+		if !sp.Completed || lineage[path] != "" {
+			continue
+		}
+		// A run attributes the savepoint only if the savepoint was written
+		// while it ran (give or take the clock skew between TaskManagers,
+		// JobManager and NameNode): a prefix collision with a job long gone
+		// from the history must not pull the savepoint into another job.
+		var match []run
+		for _, r := range byPrefix[sp.JobIDPrefix] {
+			written := sp.Usage.Newest
+			if written.Before(r.start.Add(-cleanup.PendingMargin)) || (!r.end.IsZero() && written.After(r.end.Add(cleanup.PendingMargin))) {
+				continue
+			}
+			if len(match) == 0 || match[0].job == r.job {
+				match = append(match, r)
+			} else {
+				match = nil // two logical jobs: tells nothing
+				break
+			}
+		}
+		if len(match) == 0 {
+			continue
+		}
+		job := match[0].job
+		lineage[path] = job.String()
+		// Remember it in the catalog of the tenant whose root holds it.
+		for _, t := range roots {
+			st, ok := stores[t.Name]
+			if !ok || !strings.HasPrefix(path, strings.TrimRight(t.Root, "/")+"/") {
+				continue
+			}
+			e := catalog.Entry{Path: path, Job: job, JobID: match[0].id, Trigger: catalog.TriggerDiscovered,
+				Bytes: sp.Usage.Bytes, Files: sp.Usage.Files, RecordedAt: a.now().UTC()}
+			if err := st.Put(ctx, e, false); err != nil {
+				*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", path, job, t.Name, err))
+			}
+			break
+		}
+	}
+	return lineage, nil
+}
+
+// catalogSavepoint records a savepoint this worker took in the catalog of
+// the job's tenant, under its logical job. A failure is logged, not
+// returned: the savepoint exists either way, governance attributes it
+// through the cluster's job history while that lasts, and keeps it as
+// lineage-unknown after.
+func (a *Activities) catalogSavepoint(ctx context.Context, job JobTarget, path, trigger string) {
+	if a.Inventory == nil || a.Storage == nil || path == "" {
+		return
+	}
+	logger := activity.GetLogger(ctx)
+	err := func() error {
+		inv, err := a.Inventory.Discover(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range inv.Tenants {
+			if t.Name != job.Tenant || t.Root == "" {
+				continue
+			}
+			fs, p, err := a.Storage.Resolve(ctx, t.Root)
+			if err != nil {
+				return err
+			}
+			return catalog.Store{FS: fs, Root: p}.Put(ctx, catalog.Entry{Path: path,
+				Job:   catalog.LogicalJob{Tenant: job.Tenant, Cluster: job.ClusterID, Job: job.JobName},
+				JobID: job.JobID, Trigger: trigger, RecordedAt: a.now().UTC()}, false)
+		}
+		return fmt.Errorf("tenant %s has no root in the inventory", job.Tenant)
+	}()
+	if err != nil {
+		logger.Warn("savepoint not catalogued; governance keeps it unless the cluster's job history names its job", "job", job.Key, "savepoint", path, "error", err)
+	}
+}

@@ -1,0 +1,166 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// TestSavepointRetentionFollowsTheLogicalJobOnRealPeers restarts one job
+// six times through maintenance windows (six job ids, six id prefixes),
+// each window cataloguing its savepoint under the job's logical name.
+// With keep 2 and no max age, the plan deletes exactly the four oldest of
+// that job's savepoints; another job's savepoints are untouched; every
+// kept savepoint restores.
+func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	sfx := randomHex(4)
+	ordersName, paymentsName := "lin-orders-"+sfx, "lin-payments-"+sfx
+	var ckpts, sps string
+	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, s *inventory.Static, cfg *config.Config) {
+		ckpts, sps = e.root+"/a/checkpoints", e.root+"/a/savepoints"
+		s.Clusters[0].Jobs = []inventory.JobSpec{{Name: ordersName, Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun,
+			Jar: e.peers.SampleJob.Jar, EntryClass: e.peers.SampleJob.EntryClass,
+			ProgramArgs: []string{"--checkpoint-dir", ckpts, "--job-name", ordersName, "--keys", "2000", "--value-bytes", "256", "--rate", "200"}}}}
+	})
+	ca := e.peers.Clusters[0]
+	const queue = "lineage-e2e"
+	w := worker.New(tmp.Client, queue, worker.Options{})
+	app.Register(w, e.acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	fc, ordersID := e.start(ctx, ca, ordersName, ckpts, "", "", nil)
+	_, paymentsID := e.start(ctx, ca, paymentsName, ckpts, "", "", nil)
+	e.checkpointed(ctx, fc, ordersID, 1)
+	// Two savepoints of payments, taken without stopping it.
+	var paymentsSPs []string
+	for range 2 {
+		tr, err := fc.TriggerSavepoint(ctx, paymentsID, flink.SavepointRequest{TargetDirectory: sps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loc, err := fc.AwaitSavepoint(ctx, paymentsID, tr.TriggerID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paymentsSPs = append(paymentsSPs, strings.TrimRight(loc, "/"))
+	}
+	var ordersSPs []string
+	lastID := ordersID
+	for i := range 6 {
+		in := workflows.WindowInput{
+			WindowID: fmt.Sprintf("lineage-%s-%d", sfx, i+1), Reason: fmt.Sprintf("restart %d", i+1),
+			Scope: activities.Scope{IncludeJobs: []string{ordersName}},
+			Policy: workflows.WindowPolicy{
+				ManifestDir: e.root + "/windows",
+				Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: 1, Soak: workflows.Duration(time.Second),
+					RunningTimeout: workflows.Duration(2 * time.Minute), CheckpointTimeout: workflows.Duration(90 * time.Second)},
+				Cleanup: workflows.CleanupPolicy{Mode: workflows.CleanupModeSkip},
+			},
+		}
+		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: queue},
+			workflows.MaintenanceWindowWorkflowType, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.PhaseNetworkGate })
+		update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "restart"})
+		var rep workflows.WindowReport
+		if err := run.Get(ctx, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Phase != workflows.PhaseCompleted || len(rep.Jobs) != 1 || rep.Jobs[0].RestartState != workflows.StepDone || rep.Jobs[0].Target.JobID != lastID {
+			t.Fatalf("window %d: phase %s, jobs %+v", i+1, rep.Phase, rep.Jobs)
+		}
+		ordersSPs = append(ordersSPs, strings.TrimRight(rep.Jobs[0].SavepointPath, "/"))
+		lastID = rep.Jobs[0].NewJobID
+		id := lastID
+		t.Cleanup(func() { _ = fc.CancelJob(context.Background(), id) })
+	}
+	prefixes := map[string]bool{}
+	for _, sp := range ordersSPs {
+		prefixes[sp[strings.LastIndex(sp, "/savepoint-")+len("/savepoint-"):][:6]] = true
+	}
+	if len(prefixes) != 6 {
+		t.Fatalf("six windows left savepoints of %d job id prefixes; want 6: %v", len(prefixes), ordersSPs)
+	}
+	// Each window catalogued its savepoint under the logical job.
+	fs, root, err := e.acts.Storage.Resolve(ctx, e.root+"/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := catalog.Store{FS: fs, Root: root}.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	windowed := 0
+	for _, en := range entries {
+		if en.Trigger == catalog.TriggerWindow && en.Job.Job == ordersName && en.Job.Cluster == ca.ClusterID && en.Job.Tenant == e.tenant[0] {
+			windowed++
+		}
+	}
+	if windowed != 6 {
+		t.Fatalf("catalog %+v; want the six window savepoints of %s", entries, ordersName)
+	}
+
+	sum, plan := e.plan(ctx, "lineage-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+		cleanup.Policy{KeepSavepoints: 2, SavepointMaxAge: time.Nanosecond})
+	var deleted []string
+	for _, it := range plan.Delete {
+		if it.Kind == cleanup.KindSavepointDir {
+			deleted = append(deleted, it.Path)
+		}
+	}
+	sort.Strings(deleted)
+	want := append([]string(nil), ordersSPs[:4]...)
+	sort.Strings(want)
+	if strings.Join(deleted, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("savepoints planned for deletion:\n%s\nwant the four oldest of %s:\n%s", strings.Join(deleted, "\n"), ordersName, strings.Join(want, "\n"))
+	}
+	kept := map[string]cleanup.Kept{}
+	for _, k := range plan.Keep {
+		kept[k.Path] = k
+	}
+	survivors := append(append([]string(nil), ordersSPs[4:]...), paymentsSPs...)
+	for _, sp := range survivors {
+		if k := kept[sp]; k.Reason == "" || (k.Reason == cleanup.KeepNewestSavepoints && !strings.Contains(k.By, ca.ClusterID+"/")) {
+			t.Errorf("savepoint %s kept as %+v; want kept, naming its logical job", sp, k)
+		}
+	}
+	var ex activities.ExecuteCleanupResult
+	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "lineage-" + sfx, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	for _, sp := range ordersSPs[:4] {
+		if e.exists(sp) {
+			t.Errorf("%s still in place after the run", sp)
+		}
+	}
+	// Stop the jobs so that the sandbox has slots for the restores.
+	e.cancel(ctx, fc, lastID)
+	e.cancel(ctx, fc, paymentsID)
+	for _, sp := range survivors {
+		e.restores(ctx, ca, sp)
+	}
+}
