@@ -108,6 +108,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		newGovernanceCommand(g),
 		newQuotaCommand(g),
 		newMetadataCommand(g),
+		newSavepointsCommand(g),
 	)
 	return root
 }

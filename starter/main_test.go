@@ -42,6 +42,10 @@ func TestUsageErrors(t *testing.T) {
 		"window without file": {[]string{"window", "start"}, nil, "-f window.yaml is required"},
 		"window bad file":     {[]string{"window", "start", "-f", "/nonexistent/window.yaml"}, nil, "window file"},
 		"group with argument": {[]string{"quota", "extra"}, nil, "extra"},
+		"adopt without job":   {[]string{"savepoints", "adopt", "hdfs://nn/sp/savepoint-a-b"}, nil, `--job=""`},
+		"adopt without path":  {[]string{"savepoints", "adopt", "--job", "c/orders"}, nil, "at least one savepoint PATH"},
+		"list bad job":        {[]string{"savepoints", "list", "--job", "orders"}, nil, `--job="orders"`},
+		"list bad timeout":    {[]string{"savepoints", "list", "--timeout", "0s"}, nil, "--timeout=0s"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, _, stderr := runCLI(tc.args, tc.env)

@@ -66,6 +66,11 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		}
 		paymentsSPs = append(paymentsSPs, strings.TrimRight(loc, "/"))
 	}
+	// A savepoint no job's history knows: a copy under a prefix no job has.
+	stray := sps + "/savepoint-f0f0f0-" + randomHex(6)
+	if _, err := e.peers.HadoopShell(ctx, "-cp", strings.TrimPrefix(paymentsSPs[0], e.peers.HDFS.URI), strings.TrimPrefix(stray, e.peers.HDFS.URI)); err != nil {
+		t.Fatal(err)
+	}
 	var ordersSPs []string
 	lastID := ordersID
 	for i := range 6 {
@@ -142,6 +147,9 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	for _, k := range plan.Keep {
 		kept[k.Path] = k
 	}
+	if k := kept[stray]; k.Reason != cleanup.KeepLineageUnknown {
+		t.Errorf("savepoint %s that no job's history knows kept as %+v; want %s", stray, k, cleanup.KeepLineageUnknown)
+	}
 	survivors := append(append([]string(nil), ordersSPs[4:]...), paymentsSPs...)
 	for _, sp := range survivors {
 		if k := kept[sp]; k.Reason == "" || (k.Reason == cleanup.KeepNewestSavepoints && !strings.Contains(k.By, ca.ClusterID+"/")) {
@@ -162,5 +170,50 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	e.cancel(ctx, fc, paymentsID)
 	for _, sp := range survivors {
 		e.restores(ctx, ca, sp)
+	}
+
+	// savepoints list shows the stray one without a job; adopting it into
+	// payments brings it under payments' retention: the next plan keeps it
+	// and the newer original, and deletes the oldest.
+	catalogOp := func(in workflows.SavepointCatalogInput) workflows.SavepointCatalogResult {
+		t.Helper()
+		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.SavepointCatalogWorkflowID(randomHex(6)), TaskQueue: queue},
+			workflows.SavepointCatalogWorkflowType, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out workflows.SavepointCatalogResult
+		if err := run.Get(ctx, &out); err != nil {
+			t.Fatalf("savepoint catalog %+v: %v", in, err)
+		}
+		return out
+	}
+	listed := catalogOp(workflows.SavepointCatalogInput{List: &activities.ListSavepointsInput{Tenants: []string{e.tenant[0]}}}).List
+	jobOf := map[string]string{}
+	for _, r := range listed.Savepoints {
+		jobOf[r.Path] = r.Job
+	}
+	paymentsJob := e.tenant[0] + "/" + ca.ClusterID + "/" + paymentsName
+	if jobOf[stray] != "" || jobOf[paymentsSPs[1]] != paymentsJob || jobOf[ordersSPs[5]] != e.tenant[0]+"/"+ca.ClusterID+"/"+ordersName {
+		t.Fatalf("savepoints list %+v; want %s without a job, payments' and orders' with theirs", listed.Savepoints, stray)
+	}
+	adopted := catalogOp(workflows.SavepointCatalogInput{Adopt: &activities.AdoptSavepointsInput{Job: ca.ClusterID + "/" + paymentsName, Paths: []string{stray}}}).Adopt
+	if len(adopted.Adopted) != 1 || adopted.Adopted[0].Job != paymentsJob {
+		t.Fatalf("adopt: %+v", adopted)
+	}
+	onlyPayments := catalogOp(workflows.SavepointCatalogInput{List: &activities.ListSavepointsInput{Job: ca.ClusterID + "/" + paymentsName}}).List
+	if len(onlyPayments.Savepoints) != 3 {
+		t.Fatalf("savepoints list --job %s/%s: %+v; want its two savepoints and the adopted one", ca.ClusterID, paymentsName, onlyPayments.Savepoints)
+	}
+	_, plan = e.plan(ctx, "lineage-after-adopt-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+		cleanup.Policy{KeepSavepoints: 2, SavepointMaxAge: time.Nanosecond})
+	deleted = deleted[:0]
+	for _, it := range plan.Delete {
+		if it.Kind == cleanup.KindSavepointDir {
+			deleted = append(deleted, it.Path)
+		}
+	}
+	if len(deleted) != 1 || deleted[0] != paymentsSPs[0] {
+		t.Fatalf("after adopting %s into %s, the plan deletes %v; want only the oldest, %s", stray, paymentsName, deleted, paymentsSPs[0])
 	}
 }

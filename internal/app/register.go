@@ -29,6 +29,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.JobRestartWorkflow, workflow.RegisterOptions{Name: workflows.JobRestartWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.GovernanceWorkflow, workflow.RegisterOptions{Name: workflows.GovernanceWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.QuotaWatchWorkflow, workflow.RegisterOptions{Name: workflows.QuotaWatchWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.SavepointCatalogWorkflow, workflow.RegisterOptions{Name: workflows.SavepointCatalogWorkflowType})
 }
 
 // RegisterActivities registers every method of acts as an activity, named

@@ -1,0 +1,280 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// SavepointRow is one completed savepoint on storage and the logical job
+// it belongs to, if known.
+type SavepointRow struct {
+	Path   string `json:"path"`
+	Tenant string `json:"tenant"`
+	// Job is tenant/cluster/job, or empty when lineage is unknown.
+	Job     string    `json:"job,omitempty"`
+	JobID   string    `json:"jobId,omitempty"`
+	Trigger string    `json:"trigger,omitempty"` // catalog trigger; "" with unknown lineage
+	RunID   string    `json:"runId,omitempty"`
+	Files   int64     `json:"files"`
+	Bytes   int64     `json:"bytes"`
+	Written time.Time `json:"written"`
+}
+
+// ListSavepointsInput selects tenants (all when empty) and, optionally, one
+// logical job as cluster/name.
+type ListSavepointsInput struct {
+	Tenants []string `json:"tenants,omitempty"`
+	Job     string   `json:"job,omitempty"`
+}
+
+// ListSavepointsResult lists savepoints oldest first.
+type ListSavepointsResult struct {
+	Savepoints []SavepointRow `json:"savepoints"`
+	Notes      []string       `json:"notes,omitempty"`
+}
+
+// AdoptSavepointsInput assigns savepoints to the logical job cluster/name.
+// Force replaces another job a savepoint is catalogued for.
+type AdoptSavepointsInput struct {
+	Job   string   `json:"job"`
+	Paths []string `json:"paths"`
+	Force bool     `json:"force,omitempty"`
+}
+
+// AdoptSavepointsResult lists what was adopted.
+type AdoptSavepointsResult struct {
+	Adopted []SavepointRow `json:"adopted"`
+}
+
+// splitJob parses cluster/name.
+func splitJob(job string) (cluster, name string, ok bool) {
+	cluster, name, ok = strings.Cut(job, "/")
+	return cluster, name, ok && cluster != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// ListSavepoints lists the completed savepoints under the savepoint dirs
+// of the tenants' clusters with their logical job: from the catalog, or
+// from a cluster's job history (which catalogues them), or unknown.
+func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput) (ListSavepointsResult, error) {
+	if a.Inventory == nil || a.Storage == nil {
+		return ListSavepointsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
+	}
+	var wantCluster, wantName string
+	if in.Job != "" {
+		var ok bool
+		if wantCluster, wantName, ok = splitJob(in.Job); !ok {
+			return ListSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "job %q: want <cluster>/<job name>, such as cluster-a/orders", in.Job)
+		}
+	}
+	inv, err := a.Inventory.Discover(ctx)
+	if err != nil {
+		return ListSavepointsResult{}, classify("discover inventory", err)
+	}
+	var res ListSavepointsResult
+	var roots []layout.Root
+	var fs storage.FileSystem
+	seen := map[string]bool{}
+	for _, c := range inv.Clusters {
+		if !InScope(in.Tenants, c.Tenant) || c.SavepointDir == "" {
+			continue
+		}
+		rfs, p, err := a.Storage.Resolve(ctx, c.SavepointDir)
+		if err != nil {
+			return res, classify("resolve savepoint dir "+c.SavepointDir, err)
+		}
+		if fs != nil && rfs.URI().String() != fs.URI().String() {
+			res.Notes = append(res.Notes, fmt.Sprintf("savepoint dir %s of cluster %s is on another file system than %s: list its tenant alone", c.SavepointDir, c.ClusterID, fs.URI()))
+			continue
+		}
+		p = strings.TrimRight(p, "/")
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if _, err := rfs.Stat(ctx, p); errors.Is(err, storage.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return res, classify("stat "+p, err)
+		}
+		fs = rfs
+		roots = append(roots, layout.Root{Path: p, Kind: layout.SavepointRoot})
+	}
+	var tenants []inventory.Tenant
+	for _, t := range inv.Tenants {
+		if InScope(in.Tenants, t.Name) {
+			tenants = append(tenants, t)
+		}
+	}
+	if len(roots) == 0 {
+		return res, nil
+	}
+	listing, err := cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{ReferencesOnly: true})
+	if err != nil {
+		return res, classifyCleanup("list savepoint dirs", err)
+	}
+	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, &res.Notes)
+	if err != nil {
+		return res, err
+	}
+	entries := map[string]catalog.Entry{}
+	for _, t := range tenants {
+		if e, err := a.catalogOf(ctx, t); err == nil {
+			for _, en := range e {
+				entries[en.Path] = en
+			}
+		}
+	}
+	for _, sp := range listing.Report.Savepoints {
+		if !sp.Completed {
+			continue
+		}
+		path := strings.TrimRight(sp.Path, "/")
+		row := SavepointRow{Path: path, Job: lineage[path], Files: sp.Usage.Files, Bytes: sp.Usage.Bytes, Written: sp.Usage.Newest}
+		if e, ok := entries[path]; ok {
+			row.JobID, row.Trigger, row.RunID = e.JobID, e.Trigger, e.RunID
+		}
+		for _, t := range tenants {
+			if strings.HasPrefix(path, strings.TrimRight(t.Root, "/")+"/") {
+				row.Tenant = t.Name
+			}
+		}
+		if in.Job != "" && !strings.HasSuffix(row.Job, "/"+wantCluster+"/"+wantName) {
+			continue
+		}
+		res.Savepoints = append(res.Savepoints, row)
+	}
+	sort.Slice(res.Savepoints, func(i, j int) bool {
+		if !res.Savepoints[i].Written.Equal(res.Savepoints[j].Written) {
+			return res.Savepoints[i].Written.Before(res.Savepoints[j].Written)
+		}
+		return res.Savepoints[i].Path < res.Savepoints[j].Path
+	})
+	return res, nil
+}
+
+// catalogOf reads the catalog of tenant t.
+func (a *Activities) catalogOf(ctx context.Context, t inventory.Tenant) ([]catalog.Entry, error) {
+	fs, p, err := a.Storage.Resolve(ctx, t.Root)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.Store{FS: fs, Root: p}.List(ctx)
+}
+
+// AdoptSavepoints catalogues savepoints under the logical job cluster/name,
+// bringing them under retention: each must be a completed savepoint (its
+// _metadata parses) under the root of the cluster's tenant. A savepoint
+// catalogued for another job is refused unless Force is set. Nothing is
+// written unless every path passes.
+func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInput) (AdoptSavepointsResult, error) {
+	if a.Inventory == nil || a.Storage == nil {
+		return AdoptSavepointsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
+	}
+	clusterID, name, ok := splitJob(in.Job)
+	if !ok {
+		return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "job %q: want <cluster>/<job name>, such as cluster-a/orders", in.Job)
+	}
+	if len(in.Paths) == 0 {
+		return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "no savepoint paths given: name the savepoint directories to adopt")
+	}
+	inv, err := a.Inventory.Discover(ctx)
+	if err != nil {
+		return AdoptSavepointsResult{}, classify("discover inventory", err)
+	}
+	var tenant *inventory.Tenant
+	for _, c := range inv.Clusters {
+		if c.ClusterID != clusterID {
+			continue
+		}
+		for i := range inv.Tenants {
+			if inv.Tenants[i].Name == c.Tenant {
+				tenant = &inv.Tenants[i]
+			}
+		}
+	}
+	if tenant == nil || tenant.Root == "" {
+		return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "job %q: cluster %s is not in the inventory (or its tenant has no root)", in.Job, clusterID)
+	}
+	tfs, troot, err := a.Storage.Resolve(ctx, tenant.Root)
+	if err != nil {
+		return AdoptSavepointsResult{}, classify("resolve tenant root "+tenant.Root, err)
+	}
+	store := catalog.Store{FS: tfs, Root: troot}
+	job := catalog.LogicalJob{Tenant: tenant.Name, Cluster: clusterID, Job: name}
+	var entries []catalog.Entry
+	for _, raw := range in.Paths {
+		path := strings.TrimRight(raw, "/")
+		fs, p, err := a.Storage.Resolve(ctx, path)
+		if err != nil {
+			return AdoptSavepointsResult{}, classify("resolve "+path, err)
+		}
+		if fs.URI().String() != tfs.URI().String() || !strings.HasPrefix(p, strings.TrimRight(troot, "/")+"/") {
+			return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "savepoint %s is not under the root %s of tenant %s (cluster %s)", path, tenant.Root, tenant.Name, clusterID)
+		}
+		res, found, err := cleanup.ReadMetadata(ctx, fs, strings.TrimRight(p, "/")+"/"+layout.MetadataFileName)
+		if err != nil {
+			return AdoptSavepointsResult{}, classifyCleanup("read the _metadata of "+path, err)
+		}
+		if !found || res.Refs == nil {
+			why := "it has no _metadata"
+			if found {
+				why = "its _metadata does not parse: " + res.Error
+			}
+			return AdoptSavepointsResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint %s cannot be adopted: %s", path, why)
+		}
+		var files, bytes int64
+		if err := fs.Walk(ctx, p, func(fi storage.FileInfo) error {
+			if !fi.IsDir {
+				files++
+				bytes += fi.Size
+			}
+			return nil
+		}); err != nil {
+			return AdoptSavepointsResult{}, classify("walk "+path, err)
+		}
+		entries = append(entries, catalog.Entry{Path: fullPath(fs, p), Job: job, Trigger: catalog.TriggerAdopted, Files: files, Bytes: bytes, RecordedAt: a.now().UTC()})
+	}
+	// Refuse before writing anything: a conflict anywhere stops the lot.
+	if !in.Force {
+		current, err := store.List(ctx)
+		if err != nil {
+			return AdoptSavepointsResult{}, classify("read the savepoint catalog of tenant "+tenant.Name, err)
+		}
+		for _, e := range entries {
+			for _, c := range current {
+				if c.Path == e.Path && c.Job != e.Job {
+					return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "savepoint %s is catalogued for %s; use --force to assign it to %s", e.Path, c.Job, e.Job)
+				}
+			}
+		}
+	}
+	var out AdoptSavepointsResult
+	for _, e := range entries {
+		if err := store.Put(ctx, e, in.Force); err != nil {
+			if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {
+				return out, nonRetryable(ErrTypeInvalidInput, "%v", err)
+			}
+			return out, classify("write the savepoint catalog of tenant "+tenant.Name, err)
+		}
+		out.Adopted = append(out.Adopted, SavepointRow{Path: e.Path, Tenant: tenant.Name, Job: job.String(), Trigger: e.Trigger, Files: e.Files, Bytes: e.Bytes})
+	}
+	return out, nil
+}
+
+// fullPath qualifies a path of fs with its URI, as listings spell it.
+func fullPath(fs storage.FileSystem, p string) string {
+	if strings.Contains(p, "://") {
+		return p
+	}
+	return strings.TrimRight(fs.URI().String(), "/") + p
+}

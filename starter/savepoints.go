@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// newSavepointsCommand groups the savepoint catalog: which logical job
+// each savepoint belongs to, which savepoint retention counts by.
+func newSavepointsCommand(g *globals) *cobra.Command {
+	cmd := newGroupCommand("savepoints", "The savepoint catalog: savepoints per logical job, and adopting those whose job is unknown")
+	cmd.AddCommand(newSavepointsListCommand(g), newSavepointsAdoptCommand(g))
+	return cmd
+}
+
+// checkJobFlag validates --job cluster/name.
+func checkJobFlag(job string, required bool) error {
+	if job == "" && !required {
+		return nil
+	}
+	c, n, ok := strings.Cut(job, "/")
+	if !ok || c == "" || n == "" || strings.Contains(n, "/") {
+		return usageErrorf("--job=%q is not valid: use <cluster>/<job name>, such as cluster-a/orders", job)
+	}
+	return nil
+}
+
+// runCatalog runs one SavepointCatalog operation through a worker.
+func runCatalog(cmd *cobra.Command, g *globals, timeout time.Duration, in workflows.SavepointCatalogInput) (workflows.SavepointCatalogResult, error) {
+	var out workflows.SavepointCatalogResult
+	if timeout <= 0 {
+		return out, usageErrorf("--timeout=%s is not valid: use a positive duration such as 5m", timeout)
+	}
+	c, err := g.dial(cmd.Context())
+	if err != nil {
+		return out, err
+	}
+	defer c.Close()
+	ctx, cancel := contextWithTimeout(cmd, timeout)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: workflows.SavepointCatalogWorkflowID(nonce()), TaskQueue: g.taskQueue, WorkflowExecutionTimeout: timeout,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindSavepoints)),
+	}, workflows.SavepointCatalogWorkflowType, in)
+	if err != nil {
+		return out, fmt.Errorf("start savepoint catalog workflow: %w", err)
+	}
+	if err := run.Get(ctx, &out); err != nil {
+		return out, workflowFailedError{fmt.Errorf("savepoint catalog operation failed or did not complete within %s (is a worker polling task queue %q?): %w\n  %s",
+			timeout, g.taskQueue, err, g.conn.ExecutionURL(run.GetID(), run.GetRunID()))}
+	}
+	return out, nil
+}
+
+func newSavepointsListCommand(g *globals) *cobra.Command {
+	var (
+		tenants []string
+		job     string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List completed savepoints with their logical job (or lineage-unknown), oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkJobFlag(job, false); err != nil {
+				return err
+			}
+			out, err := runCatalog(cmd, g, timeout, workflows.SavepointCatalogInput{List: &activities.ListSavepointsInput{Tenants: tenants, Job: job}})
+			if err != nil {
+				return err
+			}
+			res := out.List
+			if res == nil {
+				res = &activities.ListSavepointsResult{}
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WRITTEN\tJOB\tTRIGGER\tFILES\tBYTES\tPATH")
+			for _, r := range res.Savepoints {
+				j, trig := r.Job, r.Trigger
+				if j == "" {
+					j, trig = "lineage-unknown", "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Written.UTC().Format(time.RFC3339), j, trig, r.Files, r.Bytes, r.Path)
+			}
+			for _, n := range res.Notes {
+				fmt.Fprintln(tw, "note: "+n)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringSliceVar(&tenants, "tenant", nil, "tenants (repeatable; default all)")
+	cmd.Flags().StringVar(&job, "job", "", "only the savepoints of this logical job, <cluster>/<job name>")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the worker")
+	return cmd
+}
+
+func newSavepointsAdoptCommand(g *globals) *cobra.Command {
+	var (
+		job     string
+		force   bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "adopt --job CLUSTER/NAME PATH...",
+		Short: "Assign savepoints to a logical job, bringing them under its retention",
+		Long: "adopt catalogues completed savepoints (each must have a parseable _metadata under the root of the cluster's tenant) " +
+			"under the logical job, so governance counts them with the job's other savepoints instead of keeping them as lineage-unknown. " +
+			"A savepoint catalogued for another job is refused unless --force is given; nothing is written unless every path passes.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("savepoints adopt needs at least one savepoint PATH")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkJobFlag(job, true); err != nil {
+				return err
+			}
+			out, err := runCatalog(cmd, g, timeout, workflows.SavepointCatalogInput{Adopt: &activities.AdoptSavepointsInput{Job: job, Paths: args, Force: force}})
+			if err != nil {
+				return err
+			}
+			res := out.Adopt
+			if res == nil {
+				res = &activities.AdoptSavepointsResult{}
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			for _, r := range res.Adopted {
+				fmt.Fprintf(cmd.OutOrStdout(), "adopted %s as %s (%d files, %d bytes)\n", r.Path, r.Job, r.Files, r.Bytes)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&job, "job", "", "the logical job, <cluster>/<job name> (required)")
+	cmd.Flags().BoolVar(&force, "force", false, "reassign savepoints already catalogued for another job")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the worker")
+	return cmd
+}
