@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"k8s.io/client-go/dynamic"
@@ -144,20 +143,7 @@ func (f *KubeFleet) Discover(ctx context.Context) (inventory.Inventory, error) {
 			return inv, err
 		}
 	}
-	sort.Slice(inv.Clusters, func(i, j int) bool {
-		a, b := inv.Clusters[i], inv.Clusters[j]
-		if a.Tenant != b.Tenant {
-			return a.Tenant < b.Tenant
-		}
-		if a.KubeCluster != b.KubeCluster {
-			return a.KubeCluster < b.KubeCluster
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.ClusterID < b.ClusterID
-	})
-	sort.Slice(inv.Tenants, func(i, j int) bool { return inv.Tenants[i].Name < inv.Tenants[j].Name })
+	kube.SortInventory(&inv)
 	return inv, nil
 }
 

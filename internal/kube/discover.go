@@ -81,10 +81,20 @@ func (c *Client) Discover(ctx context.Context) (inventory.Inventory, error) {
 			return inv, err
 		}
 	}
+	SortInventory(&inv)
+	return inv, nil
+}
+
+// SortInventory orders tenants by name and clusters by tenant, Kubernetes
+// cluster, namespace and cluster id, so every discovery reads the same.
+func SortInventory(inv *inventory.Inventory) {
 	sort.Slice(inv.Clusters, func(i, j int) bool {
 		a, b := inv.Clusters[i], inv.Clusters[j]
 		if a.Tenant != b.Tenant {
 			return a.Tenant < b.Tenant
+		}
+		if a.KubeCluster != b.KubeCluster {
+			return a.KubeCluster < b.KubeCluster
 		}
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
@@ -92,7 +102,6 @@ func (c *Client) Discover(ctx context.Context) (inventory.Inventory, error) {
 		return a.ClusterID < b.ClusterID
 	})
 	sort.Slice(inv.Tenants, func(i, j int) bool { return inv.Tenants[i].Name < inv.Tenants[j].Name })
-	return inv, nil
 }
 
 // MergeStatic adds a static inventory file's tenants, clusters and retired
