@@ -34,6 +34,9 @@ func MaintenanceWindowWorkflow(ctx workflow.Context, in WindowInput) (*WindowRep
 		return nil, err
 	}
 	r.bounded = workflow.GetVersion(ctx, changeBoundedHistory, workflow.DefaultVersion, 1) >= 1
+	if r.bounded && workflow.GetVersion(ctx, changeManifestInterval, workflow.DefaultVersion, 1) >= 1 {
+		r.manifestEvery = boundedManifestInterval
+	}
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket})
 	return r.run(ctx)
 }
@@ -53,6 +56,13 @@ type windowRun struct {
 	// handOver is set once this run's history is long enough: no new
 	// child starts, and the phase continues as new once running ones end.
 	handOver bool
+
+	// manifestEvery, when set, spaces the manifest rewrites of a phase's
+	// child results (changeManifestInterval); manifestAt is the last
+	// rewrite and manifestStale says results arrived since.
+	manifestEvery time.Duration
+	manifestAt    time.Time
+	manifestStale bool
 }
 
 // changeBoundedHistory versions what keeps a window's history bounded for
@@ -61,6 +71,19 @@ type windowRun struct {
 // continue-as-new inside the savepoint and restart phases, and restart
 // waves assigned once.
 const changeBoundedHistory = "window-bounded-history-2026-11-30"
+
+// changeManifestInterval versions the spacing of a bounded run's manifest
+// rewrites between child results. Encoding the manifest costs time linear
+// in the number of jobs, so one rewrite per batch made a window quadratic
+// in its fleet and, on a busy worker, let one workflow task outlast the
+// SDK's deadlock detector. Every savepoint is on storage meanwhile: the
+// activity that took it wrote its catalog entry.
+const changeManifestInterval = "window-manifest-interval-2026-12-01"
+
+// boundedManifestInterval is the least workflow time between two manifest
+// rewrites inside a phase; the phase's end, a handover, a decision and an
+// abort always rewrite it.
+const boundedManifestInterval = 10 * time.Second
 
 // errContinueAsNew unwinds a phase whose run hands over to a fresh one.
 var errContinueAsNew = errors.New("window continues as new")
@@ -546,8 +569,10 @@ func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
 				return errAborted
 			}
 			if r.handOver {
+				r.flushManifest(ctx)
 				return errContinueAsNew
 			}
+			r.flushManifest(ctx) // a pause may last
 			if err := r.safePoint(ctx); err != nil {
 				return err
 			}
@@ -563,12 +588,34 @@ func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
 			r.handOver = r.handOver || r.historyFull(ctx)
 		}
 		r.upsertVisibility(ctx)
-		_ = r.writeManifest(ctx)
+		r.progressManifest(ctx)
 	}
 	if r.abortRequested {
 		return errAborted
 	}
+	r.flushManifest(ctx)
 	return nil
+}
+
+// progressManifest rewrites the manifest after child results, at most once
+// per manifestEvery of workflow time when that is set.
+func (r *windowRun) progressManifest(ctx workflow.Context) {
+	if r.manifestEvery > 0 && workflow.Now(ctx).Sub(r.manifestAt) < r.manifestEvery {
+		r.manifestStale = true
+		return
+	}
+	r.manifestStale = false
+	r.manifestAt = workflow.Now(ctx)
+	_ = r.writeManifest(ctx)
+}
+
+// flushManifest writes results that progressManifest held back.
+func (r *windowRun) flushManifest(ctx workflow.Context) {
+	if r.manifestStale {
+		r.manifestStale = false
+		r.manifestAt = workflow.Now(ctx)
+		_ = r.writeManifest(ctx)
+	}
 }
 
 // historyFull reports whether this run should hand over to a fresh one.

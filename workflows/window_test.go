@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -45,6 +46,11 @@ type windowFixture struct {
 	recovered  string
 	governance []GovernanceInput
 	failGov    bool
+	// stopTakes is how long each stop-with-savepoint takes on the
+	// workflow's clock; manifestWrites counts each manifest rewrite with
+	// the phase it happened in.
+	stopTakes      time.Duration
+	manifestWrites []string
 }
 
 func newWindowFixture(t *testing.T, n int) *windowFixture {
@@ -123,6 +129,10 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
 		}
 		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Recovered: f.recovered}, nil
+	}).AfterFn(func() time.Duration {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.stopTakes
 	})
 	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
 	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
@@ -132,6 +142,13 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 			return activities.WriteDocumentResult{}, temporal.NewNonRetryableApplicationError("root does not exist", activities.ErrTypeStorageNotFound, nil)
 		}
 		f.documents[in.Path] = string(in.Content)
+		if strings.HasSuffix(in.Path, "manifest.json") {
+			var m Manifest
+			if err := json.Unmarshal(in.Content, &m); err != nil {
+				f.t.Errorf("manifest %s: %v", in.Path, err)
+			}
+			f.manifestWrites = append(f.manifestWrites, m.Phase)
+		}
 		return activities.WriteDocumentResult{Path: in.Path}, nil
 	})
 	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(activities.ProbeEndpointsResult{}, nil)
@@ -524,5 +541,47 @@ func TestWindowCleanupSkipAndFailureDoNotFailTheWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWindowSpacesManifestRewritesBetweenResults: in a run that keeps its
+// history bounded, child results rewrite the manifest at most once per
+// boundedManifestInterval of workflow time (encoding it is linear in the
+// fleet), and the phase's end still writes every savepoint into it.
+func TestWindowSpacesManifestRewritesBetweenResults(t *testing.T) {
+	const jobs = 24
+	f := newWindowFixture(t, jobs)
+	f.stopTakes = 2 * time.Second
+	in := windowInput()
+	in.Policy.Savepoint.Concurrency = 1
+	atGate := ""
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Phase != PhaseNetworkGate {
+			t.Errorf("at 10m: phase %s, want the network gate", st.Phase)
+		}
+		f.mu.Lock()
+		atGate = f.documents["hdfs://nn/flinkmaint/windows/w1/manifest.json"]
+		f.mu.Unlock()
+		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{By: "alice", Reason: "done"}, false)
+	}, 10*time.Minute)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+
+	during := 0
+	for _, phase := range f.manifestWrites {
+		if phase == PhaseSavepointAll {
+			during++
+		}
+	}
+	// 24 stops of 2s one at a time: 48s of results, so about five
+	// rewrites, not one per result.
+	if most := int(time.Duration(jobs)*f.stopTakes/boundedManifestInterval) + 2; during > most || during == 0 {
+		t.Errorf("%d manifest rewrites during savepoint-all (phases of all rewrites: %v); want 1..%d", during, f.manifestWrites, most)
+	}
+	for _, j := range rep.Jobs {
+		if !strings.Contains(atGate, j.SavepointPath) {
+			t.Errorf("manifest at the network gate lacks %s's savepoint %s", j.Target.Key, j.SavepointPath)
+		}
 	}
 }
