@@ -44,6 +44,10 @@ func nonRetryable(errType, format string, args ...interface{}) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), errType, nil)
 }
 
+func retryable(errType, format string, args ...interface{}) error {
+	return temporal.NewApplicationError(fmt.Sprintf(format, args...), errType)
+}
+
 // classify turns an adapter error into an application error that says
 // whether Temporal should retry it. Unknown errors stay retryable: the
 // retry policy bounds them, and a transient fault must not fail a window.

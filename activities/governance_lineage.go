@@ -134,27 +134,30 @@ func (a *Activities) catalogSavepoint(ctx context.Context, job JobTarget, path, 
 	if a.Inventory == nil || a.Storage == nil || path == "" {
 		return
 	}
-	logger := activity.GetLogger(ctx)
-	err := func() error {
-		inv, err := a.Inventory.Discover(ctx)
+	if err := a.putCatalogEntry(ctx, job, catalog.Entry{Path: path, Trigger: trigger}); err != nil {
+		activity.GetLogger(ctx).Warn("savepoint not catalogued; governance keeps it unless the cluster's job history names its job",
+			"job", job.Key, "savepoint", path, "error", err)
+	}
+}
+
+// putCatalogEntry records e as a savepoint of job in its tenant's catalog;
+// it fills in the logical job, job id and time.
+func (a *Activities) putCatalogEntry(ctx context.Context, job JobTarget, e catalog.Entry) error {
+	inv, err := a.Inventory.Discover(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range inv.Tenants {
+		if t.Name != job.Tenant || t.Root == "" {
+			continue
+		}
+		fs, p, err := a.Storage.Resolve(ctx, t.Root)
 		if err != nil {
 			return err
 		}
-		for _, t := range inv.Tenants {
-			if t.Name != job.Tenant || t.Root == "" {
-				continue
-			}
-			fs, p, err := a.Storage.Resolve(ctx, t.Root)
-			if err != nil {
-				return err
-			}
-			return catalog.Store{FS: fs, Root: p}.Put(ctx, catalog.Entry{Path: path,
-				Job:   catalog.LogicalJob{Tenant: job.Tenant, Cluster: job.ClusterID, Job: job.JobName},
-				JobID: job.JobID, Trigger: trigger, RecordedAt: a.now().UTC()}, false)
-		}
-		return fmt.Errorf("tenant %s has no root in the inventory", job.Tenant)
-	}()
-	if err != nil {
-		logger.Warn("savepoint not catalogued; governance keeps it unless the cluster's job history names its job", "job", job.Key, "savepoint", path, "error", err)
+		e.Job = catalog.LogicalJob{Tenant: job.Tenant, Cluster: job.ClusterID, Job: job.JobName}
+		e.JobID, e.RecordedAt = job.JobID, a.now().UTC()
+		return catalog.Store{FS: fs, Root: p}.Put(ctx, e, false)
 	}
+	return fmt.Errorf("tenant %s has no root in the inventory", job.Tenant)
 }

@@ -20,6 +20,7 @@ type FlinkAPI interface {
 	Checkpoints(ctx context.Context, jobID string) (flink.CheckpointingStatistics, error)
 	CheckpointConfig(ctx context.Context, jobID string) (flink.CheckpointConfig, error)
 	JobManagerConfig(ctx context.Context) (flink.Config, error)
+	TriggerSavepoint(ctx context.Context, jobID string, req flink.SavepointRequest) (flink.Trigger, error)
 	StopWithSavepoint(ctx context.Context, jobID string, req flink.StopRequest) (flink.Trigger, error)
 	SavepointStatus(ctx context.Context, jobID, triggerID string) (flink.OperationStatus, error)
 	UploadJar(ctx context.Context, jarPath string) (string, error)
@@ -76,6 +77,9 @@ type GovernanceMetrics interface {
 	// Succeeded records the time of the last successful operation
 	// (plan, execute, purge, sample).
 	Succeeded(operation string, at time.Time)
+	// ScheduledSavepoints records a tenant's outcome of the latest
+	// scheduled savepoint run: savepoints taken and jobs that failed.
+	ScheduledSavepoints(tenant string, taken, failed int64)
 }
 
 // OperatorControl drives Flink Kubernetes Operator resources

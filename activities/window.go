@@ -68,7 +68,7 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 		if err != nil {
 			return DiscoverJobsResult{}, classify("list jobs of cluster "+c.ClusterID, err)
 		}
-		targets, skipped := matchJobs(c, jobs, in.Scope)
+		targets, skipped := matchJobs(c, jobs, in.Scope, !in.SavepointOnly)
 		res.Jobs = append(res.Jobs, targets...)
 		res.Skipped = append(res.Skipped, skipped...)
 	}
@@ -113,8 +113,8 @@ func matchesAny(patterns []string, name string) bool {
 }
 
 // matchJobs pairs a cluster's running jobs with the recipes the inventory
-// knows, by job name.
-func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope) ([]JobTarget, []SkippedJob) {
+// knows, by job name; a job without one is skipped when needRecipe.
+func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope, needRecipe bool) ([]JobTarget, []SkippedJob) {
 	recipes := map[string]inventory.RestartRecipe{}
 	for _, js := range c.Jobs {
 		recipes[js.Name] = js.Restart
@@ -147,7 +147,7 @@ func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope) ([]Jo
 				Reason: fmt.Sprintf("job is %s, not RUNNING: its state is unclear, so it is left alone", js[0].State)})
 		default:
 			recipe, ok := recipes[name]
-			if !ok {
+			if !ok && needRecipe {
 				skipped = append(skipped, SkippedJob{Key: key, JobID: js[0].ID,
 					Reason: "the inventory has no restart recipe for this job name, so it could not be brought back; left running"})
 				continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func TestMatchJobs(t *testing.T) {
 		{ID: "6", Name: "orders", State: flink.JobFinished},
 		{ID: "7", Name: "backfill", State: flink.JobRunning},
 	}
-	targets, skipped := matchJobs(cluster, jobs, Scope{ExcludeJobs: []string{"back*"}})
+	targets, skipped := matchJobs(cluster, jobs, Scope{ExcludeJobs: []string{"back*"}}, true)
 	if len(targets) != 1 || targets[0].JobID != "1" || targets[0].Key != "c1/orders" || targets[0].Tenant != "t1" {
 		t.Fatalf("targets %+v, want only c1/orders (job 1)", targets)
 	}
@@ -113,9 +114,20 @@ func TestMatchJobs(t *testing.T) {
 	if _, ok := reasons["7"]; ok {
 		t.Error("an excluded job was reported as skipped")
 	}
-	targets, _ = matchJobs(cluster, jobs, Scope{IncludeJobs: []string{"ord*"}})
+	targets, _ = matchJobs(cluster, jobs, Scope{IncludeJobs: []string{"ord*"}}, true)
 	if len(targets) != 1 || targets[0].JobName != "orders" {
 		t.Fatalf("include filter: %+v", targets)
+	}
+	// A savepoint that leaves the job running needs no recipe; duplicate
+	// names and unclear states are still left alone.
+	targets, skipped = matchJobs(cluster, jobs, Scope{ExcludeJobs: []string{"back*"}}, false)
+	var keys []string
+	for _, tg := range targets {
+		keys = append(keys, tg.Key)
+	}
+	sort.Strings(keys)
+	if strings.Join(keys, ",") != "c1/no-recipe,c1/orders" || len(skipped) != 3 {
+		t.Fatalf("without recipes: targets %v, skipped %+v; want c1/no-recipe and c1/orders, 3 skipped", keys, skipped)
 	}
 }
 

@@ -52,6 +52,9 @@ type SkippedJob struct {
 // DiscoverJobsInput selects the jobs.
 type DiscoverJobsInput struct {
 	Scope Scope
+	// SavepointOnly selects running jobs without a restart recipe too: a
+	// savepoint that does not stop the job needs none.
+	SavepointOnly bool `json:",omitempty"`
 }
 
 // DiscoverJobsResult lists the tenants in scope, the jobs to maintain and

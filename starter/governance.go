@@ -327,9 +327,10 @@ const (
 
 func newScheduleCommand(g *globals) *cobra.Command {
 	cmd := newGroupCommand("schedule", "Run governance or quota watching on Temporal Schedules")
+	gov := func() scheduleAction { return &governanceSchedule{} }
 	cmd.AddCommand(
-		scheduleUpsertCommand(g, "create"),
-		scheduleUpsertCommand(g, "update"),
+		scheduleUpsertCommand(g, "create", gov()),
+		scheduleUpsertCommand(g, "update", gov()),
 		scheduleDeleteCommand(g),
 		scheduleListCommand(g),
 		scheduleTriggerCommand(g),
@@ -337,19 +338,70 @@ func newScheduleCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-type scheduleFlags struct {
-	gov         govFlags
-	workflow    string
-	cron        string
-	every       time.Duration
-	paused      bool
-	samplesPath string
-	note        string
+// scheduleAction is what a kind of schedule starts: its flags and the
+// workflow they build.
+type scheduleAction interface {
+	bind(cmd *cobra.Command)
+	// build returns the workflow type, its input and the SearchAttrKind;
+	// problems are usage errors naming the flag.
+	build(name string) (workflowType string, input interface{}, kind string, err error)
 }
 
-// spec and action build the schedule; problems are usage errors naming
-// the flag and what is valid.
-func (f *scheduleFlags) build(name, taskQueue string) (client.ScheduleSpec, *client.ScheduleWorkflowAction, error) {
+// governanceSchedule starts governance or quota watching.
+type governanceSchedule struct {
+	gov         govFlags
+	workflow    string
+	samplesPath string
+}
+
+func (f *governanceSchedule) bind(cmd *cobra.Command) {
+	f.gov.bind(cmd, true)
+	cmd.Flags().StringVar(&f.workflow, "workflow", scheduleGovernance, "what to run: governance or quota-watch")
+	cmd.Flags().StringVar(&f.samplesPath, "samples-path", "", "quota-watch: storage document that keeps the sample series across runs (needed for forecasts)")
+}
+
+func (f *governanceSchedule) build(string) (string, interface{}, string, error) {
+	switch f.workflow {
+	case scheduleGovernance:
+		if f.gov.mode == workflows.ModePlanAndApprove && f.gov.approvalTimeout == 0 {
+			// A scheduled run waiting a day would overlap the next one.
+			f.gov.approvalTimeout = 12 * time.Hour
+		}
+		in, err := f.gov.input()
+		if err != nil {
+			return "", nil, "", err
+		}
+		return workflows.GovernanceWorkflowType, in, workflows.KindGovernance, nil
+	case scheduleQuotaWatch:
+		in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: f.gov.tenants}, Iterations: 1, SamplesPath: f.samplesPath,
+			WarningPercent: f.gov.warning, CriticalPercent: f.gov.critical}
+		in.ApplyDefaults()
+		if err := in.Validate(); err != nil {
+			return "", nil, "", usageErrorf("invalid quota watch settings:\n%v", err)
+		}
+		return workflows.QuotaWatchWorkflowType, in, workflows.KindQuotaWatch, nil
+	}
+	return "", nil, "", usageErrorf("--workflow=%q is not valid: use %s or %s", f.workflow, scheduleGovernance, scheduleQuotaWatch)
+}
+
+// scheduleSpec holds the flags every schedule shares.
+type scheduleSpec struct {
+	cron   string
+	every  time.Duration
+	paused bool
+	note   string
+}
+
+func (f *scheduleSpec) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.cron, "cron", "", "cron expression (UTC), e.g. \"0 3 * * *\"")
+	cmd.Flags().DurationVar(&f.every, "every", 0, "interval, e.g. 24h")
+	cmd.Flags().BoolVar(&f.paused, "paused", false, "create or leave the schedule paused")
+	cmd.Flags().StringVar(&f.note, "note", "", "note shown with the schedule")
+}
+
+// build returns the schedule's spec and the action starting what act
+// builds; problems are usage errors naming the flag and what is valid.
+func (f *scheduleSpec) build(name, taskQueue string, act scheduleAction) (client.ScheduleSpec, *client.ScheduleWorkflowAction, error) {
 	var spec client.ScheduleSpec
 	switch {
 	case f.cron != "" && f.every != 0:
@@ -369,42 +421,22 @@ func (f *scheduleFlags) build(name, taskQueue string) (client.ScheduleSpec, *cli
 	if strings.ContainsAny(name, "/ \t") || name == "" {
 		return spec, nil, usageErrorf("schedule name %q: use letters, digits and dashes", name)
 	}
-	act := &client.ScheduleWorkflowAction{ID: workflows.GovernanceScheduleID(name), TaskQueue: taskQueue}
-	switch f.workflow {
-	case scheduleGovernance:
-		if f.gov.mode == workflows.ModePlanAndApprove && f.gov.approvalTimeout == 0 {
-			// A scheduled run waiting a day would overlap the next one.
-			f.gov.approvalTimeout = 12 * time.Hour
-		}
-		in, err := f.gov.input()
-		if err != nil {
-			return spec, nil, err
-		}
-		act.Workflow, act.Args = workflows.GovernanceWorkflowType, []interface{}{in}
-		act.TypedSearchAttributes = temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindGovernance))
-	case scheduleQuotaWatch:
-		in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: f.gov.tenants}, Iterations: 1, SamplesPath: f.samplesPath,
-			WarningPercent: f.gov.warning, CriticalPercent: f.gov.critical}
-		in.ApplyDefaults()
-		if err := in.Validate(); err != nil {
-			return spec, nil, usageErrorf("invalid quota watch settings:\n%v", err)
-		}
-		act.Workflow, act.Args = workflows.QuotaWatchWorkflowType, []interface{}{in}
-		act.TypedSearchAttributes = temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindQuotaWatch))
-	default:
-		return spec, nil, usageErrorf("--workflow=%q is not valid: use %s or %s", f.workflow, scheduleGovernance, scheduleQuotaWatch)
+	wf, in, kind, err := act.build(name)
+	if err != nil {
+		return spec, nil, err
 	}
-	return spec, act, nil
+	return spec, &client.ScheduleWorkflowAction{ID: workflows.ScheduleID(name), TaskQueue: taskQueue, Workflow: wf, Args: []interface{}{in},
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind))}, nil
 }
 
-func scheduleUpsertCommand(g *globals, verb string) *cobra.Command {
-	f := &scheduleFlags{}
+func scheduleUpsertCommand(g *globals, verb string, what scheduleAction) *cobra.Command {
+	f := &scheduleSpec{}
 	cmd := &cobra.Command{
 		Use:   verb + " NAME",
 		Short: map[string]string{"create": "Create a schedule", "update": "Replace a schedule's spec and action"}[verb],
 		Args:  nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, act, err := f.build(args[0], g.taskQueue)
+			spec, act, err := f.build(args[0], g.taskQueue, what)
 			if err != nil {
 				return err
 			}
@@ -413,7 +445,7 @@ func scheduleUpsertCommand(g *globals, verb string) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			id := workflows.GovernanceScheduleID(args[0])
+			id := workflows.ScheduleID(args[0])
 			sc := c.ScheduleClient()
 			if verb == "create" {
 				_, err = sc.Create(cmd.Context(), client.ScheduleOptions{
@@ -421,7 +453,7 @@ func scheduleUpsertCommand(g *globals, verb string) *cobra.Command {
 				})
 				if err != nil {
 					if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-						return fmt.Errorf("schedule %s already exists: use `governance schedule update %s`: %w", args[0], args[0], err)
+						return fmt.Errorf("schedule %s already exists: use `%s update %s`: %w", args[0], cmd.Parent().CommandPath(), args[0], err)
 					}
 					return fmt.Errorf("create schedule %s: %w", args[0], err)
 				}
@@ -447,13 +479,8 @@ func scheduleUpsertCommand(g *globals, verb string) *cobra.Command {
 			return nil
 		},
 	}
-	f.gov.bind(cmd, true)
-	cmd.Flags().StringVar(&f.workflow, "workflow", scheduleGovernance, "what to run: governance or quota-watch")
-	cmd.Flags().StringVar(&f.cron, "cron", "", "cron expression (UTC), e.g. \"0 3 * * *\"")
-	cmd.Flags().DurationVar(&f.every, "every", 0, "interval, e.g. 24h")
-	cmd.Flags().BoolVar(&f.paused, "paused", false, "create or leave the schedule paused")
-	cmd.Flags().StringVar(&f.samplesPath, "samples-path", "", "quota-watch: storage document that keeps the sample series across runs (needed for forecasts)")
-	cmd.Flags().StringVar(&f.note, "note", "", "note shown with the schedule")
+	what.bind(cmd)
+	f.bind(cmd)
 	return cmd
 }
 
@@ -470,7 +497,7 @@ func specText(s client.ScheduleSpec) string {
 func scheduleNotFound(err error, name string) error {
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return fmt.Errorf("no schedule named %s (see `governance schedule list`): %w", name, err)
+		return fmt.Errorf("no schedule named %s (see `schedule list`): %w", name, err)
 	}
 	return err
 }
@@ -486,10 +513,10 @@ func scheduleDeleteCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			if err := c.ScheduleClient().GetHandle(cmd.Context(), workflows.GovernanceScheduleID(args[0])).Delete(cmd.Context()); err != nil {
+			if err := c.ScheduleClient().GetHandle(cmd.Context(), workflows.ScheduleID(args[0])).Delete(cmd.Context()); err != nil {
 				return fmt.Errorf("delete schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s deleted\n", workflows.GovernanceScheduleID(args[0]))
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s deleted\n", workflows.ScheduleID(args[0]))
 			return nil
 		},
 	}
@@ -506,12 +533,12 @@ func scheduleTriggerCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			err = c.ScheduleClient().GetHandle(cmd.Context(), workflows.GovernanceScheduleID(args[0])).Trigger(cmd.Context(),
+			err = c.ScheduleClient().GetHandle(cmd.Context(), workflows.ScheduleID(args[0])).Trigger(cmd.Context(),
 				client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL})
 			if err != nil {
 				return fmt.Errorf("trigger schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s triggered\n", workflows.GovernanceScheduleID(args[0]))
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s triggered\n", workflows.ScheduleID(args[0]))
 			return nil
 		},
 	}

@@ -43,6 +43,10 @@ func TestGovernanceUsageErrors(t *testing.T) {
 		"schedule bad name":    {[]string{"governance", "schedule", "create", "a/b", "--every", "1h"}, `schedule name "a/b"`},
 		"schedule bad mode":    {[]string{"governance", "schedule", "create", "n", "--every", "1h", "--mode", "yolo"}, `mode="yolo"`},
 		"watch bad samples":    {[]string{"governance", "schedule", "create", "n", "--every", "1h", "--workflow", "quota-watch", "--samples-path", "rel"}, `samplesPath="rel"`},
+		"sp schedule format":   {[]string{"savepoints", "schedule", "create", "n", "--every", "6h", "--format", "zip"}, `format="ZIP"`},
+		"sp schedule conc":     {[]string{"savepoints", "schedule", "create", "n", "--every", "6h", "--concurrency", "0"}, "concurrency=0"},
+		"sp schedule glob":     {[]string{"savepoints", "schedule", "update", "n", "--every", "6h", "--include-job", "a["}, `"a["`},
+		"sp schedule no spec":  {[]string{"savepoints", "schedule", "create", "n"}, "--cron"},
 		"quota bad timeout":    {[]string{"quota", "--timeout", "0s"}, "--timeout=0s"},
 		"quota bad watermarks": {[]string{"quota", "--warning-percent", "95", "--critical-percent", "90"}, "warningPercent=95"},
 		"quota extra argument": {[]string{"quota", "extra"}, "extra"},
@@ -110,6 +114,21 @@ func TestScheduleCommandsOnDevServer(t *testing.T) {
 		t.Fatalf("update: %s", out)
 	}
 	mustRun("governance", "schedule", "delete", "nightly")
+
+	// Savepoint schedules share the name space and the list.
+	out = mustRun("savepoints", "schedule", "create", "six-hourly", "--every", "6h", "--tenant", "team-a", "--concurrency", "8", "--format", "native")
+	if !strings.Contains(out, "flinkmaint-six-hourly created: ScheduledSavepoints every 6h0m0s") {
+		t.Fatalf("savepoints schedule create: %s", out)
+	}
+	if code, _, stderr := runCLI([]string{"savepoints", "schedule", "create", "six-hourly", "--every", "6h"}, env); code != exitFailure ||
+		!strings.Contains(stderr, "use `flinkmaint savepoints schedule update six-hourly`") {
+		t.Fatalf("second savepoints schedule create: exit %d %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(mustRun("savepoints", "schedule", "list", "-o", "json")), &rows); err != nil || len(rows) != 1 ||
+		rows[0].Workflow != workflows.ScheduledSavepointsWorkflowType {
+		t.Fatalf("savepoints schedule list: %+v %v", rows, err)
+	}
+	mustRun("savepoints", "schedule", "delete", "six-hourly")
 	if err := json.Unmarshal([]byte(mustRun("governance", "schedule", "list", "-o", "json")), &rows); err != nil || len(rows) != 0 {
 		t.Fatalf("list after delete: %+v %v", rows, err)
 	}

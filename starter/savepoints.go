@@ -18,8 +18,50 @@ import (
 // each savepoint belongs to, which savepoint retention counts by.
 func newSavepointsCommand(g *globals) *cobra.Command {
 	cmd := newGroupCommand("savepoints", "The savepoint catalog: savepoints per logical job, and adopting those whose job is unknown")
-	cmd.AddCommand(newSavepointsListCommand(g), newSavepointsAdoptCommand(g))
+	cmd.AddCommand(newSavepointsListCommand(g), newSavepointsAdoptCommand(g), newSavepointsScheduleCommand(g))
 	return cmd
+}
+
+// newSavepointsScheduleCommand runs savepoints that leave jobs running on
+// Temporal Schedules; schedules share one name space with governance's.
+func newSavepointsScheduleCommand(g *globals) *cobra.Command {
+	cmd := newGroupCommand("schedule", "Take a savepoint of running jobs on a Temporal Schedule (the jobs keep running)")
+	cmd.AddCommand(
+		scheduleUpsertCommand(g, "create", &savepointSchedule{}),
+		scheduleUpsertCommand(g, "update", &savepointSchedule{}),
+		scheduleDeleteCommand(g),
+		scheduleListCommand(g),
+		scheduleTriggerCommand(g),
+	)
+	return cmd
+}
+
+// savepointSchedule starts ScheduledSavepoints.
+type savepointSchedule struct {
+	scope       activities.Scope
+	concurrency int
+	format      string
+	timeout     time.Duration
+}
+
+func (f *savepointSchedule) bind(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.scope.Tenants, "tenant", nil, "tenants in scope (repeatable; default all)")
+	fl.StringSliceVar(&f.scope.Clusters, "cluster", nil, "clusters in scope (repeatable; default all)")
+	fl.StringSliceVar(&f.scope.IncludeJobs, "include-job", nil, "job name globs in scope")
+	fl.StringSliceVar(&f.scope.ExcludeJobs, "exclude-job", nil, "job name globs out of scope")
+	fl.IntVar(&f.concurrency, "concurrency", 4, "savepoints in flight at once (1..256)")
+	fl.StringVar(&f.format, "format", workflows.FormatCanonical, "savepoint format: CANONICAL or NATIVE")
+	fl.DurationVar(&f.timeout, "savepoint-timeout", 30*time.Minute, "bound on one savepoint, verification included")
+}
+
+func (f *savepointSchedule) build(name string) (string, interface{}, string, error) {
+	in := workflows.ScheduledSavepointsInput{Schedule: name, Scope: f.scope, Concurrency: f.concurrency,
+		Format: strings.ToUpper(f.format), Timeout: workflows.Duration(f.timeout)}
+	if err := in.Validate(); err != nil {
+		return "", nil, "", usageErrorf("invalid savepoint schedule (flags --concurrency, --format, --savepoint-timeout): %v", err)
+	}
+	return workflows.ScheduledSavepointsWorkflowType, in, workflows.KindSavepoints, nil
 }
 
 // checkJobFlag validates --job cluster/name.

@@ -12,6 +12,10 @@ const (
 	PingWorkflowType = "Ping"
 )
 
+// ScheduleID is the ID of a flinkmaint Temporal Schedule (governance,
+// quota watching, savepoints); one name space for all of them.
+func ScheduleID(name string) string { return "flinkmaint-" + name }
+
 // PingWorkflowID returns the ID of a ping run; nonce makes it unique.
 func PingWorkflowID(nonce string) string {
 	return "ping/" + nonce

@@ -29,9 +29,6 @@ func QuotaWatchWorkflowID(name string) string { return "quota-watch-" + name }
 // DefaultQuotaWatchName names the watch the CLI reads forecasts from.
 const DefaultQuotaWatchName = "default"
 
-// GovernanceScheduleID is the ID of a Temporal Schedule of governance or
-// quota watching.
-func GovernanceScheduleID(name string) string { return "flinkmaint-" + name }
 
 // cleanupRunID turns a workflow ID (schedules append a timestamp with
 // colons) and run ID into a name the cleanup executor accepts for its

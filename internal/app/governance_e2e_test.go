@@ -322,7 +322,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 
 func testQuotaWatchSchedule(t *testing.T, ctx context.Context, e *govEnv) {
 	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
-	id := workflows.GovernanceScheduleID("quota-" + e.tenant)
+	id := workflows.ScheduleID("quota-" + e.tenant)
 	sc := e.tmp.Client.ScheduleClient()
 	h, err := sc.Create(ctx, client.ScheduleOptions{ID: id, Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 24 * time.Hour}}},
 		Action: &client.ScheduleWorkflowAction{ID: id, Workflow: workflows.QuotaWatchWorkflowType, Args: []interface{}{in}, TaskQueue: e.queue}})

@@ -30,6 +30,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.GovernanceWorkflow, workflow.RegisterOptions{Name: workflows.GovernanceWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.QuotaWatchWorkflow, workflow.RegisterOptions{Name: workflows.QuotaWatchWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.SavepointCatalogWorkflow, workflow.RegisterOptions{Name: workflows.SavepointCatalogWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.ScheduledSavepointsWorkflow, workflow.RegisterOptions{Name: workflows.ScheduledSavepointsWorkflowType})
 }
 
 // RegisterActivities registers every method of acts as an activity, named

@@ -96,6 +96,8 @@ type Governance struct {
 	PlannedObjects     *prometheus.GaugeVec
 	RemovedObjects     *prometheus.CounterVec
 	LastSuccessSeconds *prometheus.GaugeVec
+	SavepointsTaken    *prometheus.GaugeVec
+	SavepointsFailed   *prometheus.GaugeVec
 }
 
 // NewGovernance creates the governance metrics on reg.
@@ -120,9 +122,13 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Kubernetes leftovers moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
 		LastSuccessSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "governance_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful governance operation (plan, execute, purge, sample)."}, []string{"operation"}),
+		SavepointsTaken: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "scheduled_savepoints_taken",
+			Help: "Savepoints the latest scheduled savepoint run took, verified and catalogued, per tenant."}, []string{"tenant"}),
+		SavepointsFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "scheduled_savepoints_failed",
+			Help: "Jobs whose savepoint failed in the latest scheduled savepoint run, per tenant (the jobs keep running); alert on > 0."}, []string{"tenant"}),
 	}
 	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
-		g.ReclaimedFiles, g.ReclaimedBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds} {
+		g.ReclaimedFiles, g.ReclaimedBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.SavepointsTaken, g.SavepointsFailed} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: governance: %w", err)
 		}
@@ -161,4 +167,10 @@ func (g *Governance) CleanupObjectsRemoved(tenant string, objects int64) {
 // Succeeded records when an operation last succeeded.
 func (g *Governance) Succeeded(operation string, at time.Time) {
 	g.LastSuccessSeconds.WithLabelValues(operation).Set(float64(at.UnixNano()) / 1e9)
+}
+
+// ScheduledSavepoints records a tenant's latest scheduled savepoint run.
+func (g *Governance) ScheduledSavepoints(tenant string, taken, failed int64) {
+	g.SavepointsTaken.WithLabelValues(tenant).Set(float64(taken))
+	g.SavepointsFailed.WithLabelValues(tenant).Set(float64(failed))
 }
