@@ -137,7 +137,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, &notes)
+	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, live.Records, &notes)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}

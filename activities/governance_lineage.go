@@ -13,16 +13,20 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
 )
 
 // savepointLineage tells, for the completed savepoints of the listing, the
 // logical job each belongs to: from the tenants' savepoint catalogs first,
-// then from the job history of every inventory cluster (a savepoint dir
-// name carries the first six hex digits of its job id). What the history
-// tells is written to the catalog, so it outlives the JobManager's job
-// store. A prefix that jobs of two logical jobs share tells nothing: such a
-// savepoint stays without lineage and is kept.
-func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Inventory, tenants []inventory.Tenant, listing cleanup.Listing, notes *[]string) (map[string]string, error) {
+// then from the operator records whose owner resource is an inventory job
+// (records may be nil), then from the job history of every inventory
+// cluster (a savepoint dir name carries the first six hex digits of its
+// job id). What records and history tell is written to the catalog, so it
+// outlives the resource and the JobManager's job store. A prefix that jobs
+// of two logical jobs share tells nothing: such a savepoint stays without
+// lineage and is kept.
+func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Inventory, tenants []inventory.Tenant, listing cleanup.Listing,
+	records []cleanup.LiveRecord, notes *[]string) (map[string]string, error) {
 	lineage := map[string]string{}
 	if len(listing.Report.Savepoints) == 0 {
 		return lineage, nil
@@ -50,6 +54,53 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 			lineage[e.Path] = e.Job.String()
 		}
 	}
+	roots := append([]inventory.Tenant(nil), tenants...)
+	sort.Slice(roots, func(i, j int) bool { return len(roots[i].Root) > len(roots[j].Root) })
+	// remember writes what was learnt to the catalog of the tenant whose
+	// root holds the savepoint.
+	remember := func(e catalog.Entry) {
+		for _, t := range roots {
+			st, ok := stores[t.Name]
+			if !ok || !strings.HasPrefix(e.Path, strings.TrimRight(t.Root, "/")+"/") {
+				continue
+			}
+			e.RecordedAt = a.now().UTC()
+			if err := st.Put(ctx, e, false); err != nil {
+				*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", e.Path, e.Job, t.Name, err))
+			}
+			return
+		}
+	}
+	completed := map[string]layout.Savepoint{}
+	for _, sp := range listing.Report.Savepoints {
+		if sp.Completed {
+			completed[strings.TrimRight(sp.Path, "/")] = sp
+		}
+	}
+
+	// Operator records: the resource a snapshot is of is an inventory job.
+	owners := map[inventory.ObjectRef]catalog.LogicalJob{}
+	for _, c := range inv.Clusters {
+		for _, js := range c.Jobs {
+			if r := js.Restart.Resource; r != nil {
+				owners[ownerKey(*r)] = catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: js.Name}
+			}
+		}
+	}
+	for _, r := range records {
+		path := strings.TrimRight(r.Path, "/")
+		sp, ok := completed[path]
+		if !ok || lineage[path] != "" || r.Owner == nil {
+			continue
+		}
+		job, ok := owners[ownerKey(*r.Owner)]
+		if !ok {
+			continue // a resource gone from the inventory tells no job
+		}
+		lineage[path] = job.String()
+		remember(catalog.Entry{Path: path, Job: job, Trigger: catalog.TriggerOperator, Bytes: sp.Usage.Bytes, Files: sp.Usage.Files})
+	}
+
 	// Job history: job id prefix -> the runs of that prefix.
 	type run struct {
 		job        catalog.LogicalJob
@@ -79,8 +130,6 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 		}
 	}
 	activity.RecordHeartbeat(ctx, "job history")
-	roots := append([]inventory.Tenant(nil), tenants...)
-	sort.Slice(roots, func(i, j int) bool { return len(roots[i].Root) > len(roots[j].Root) })
 	for _, sp := range listing.Report.Savepoints {
 		path := strings.TrimRight(sp.Path, "/")
 		if !sp.Completed || lineage[path] != "" {
@@ -108,21 +157,15 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 		}
 		job := match[0].job
 		lineage[path] = job.String()
-		// Remember it in the catalog of the tenant whose root holds it.
-		for _, t := range roots {
-			st, ok := stores[t.Name]
-			if !ok || !strings.HasPrefix(path, strings.TrimRight(t.Root, "/")+"/") {
-				continue
-			}
-			e := catalog.Entry{Path: path, Job: job, JobID: match[0].id, Trigger: catalog.TriggerDiscovered,
-				Bytes: sp.Usage.Bytes, Files: sp.Usage.Files, RecordedAt: a.now().UTC()}
-			if err := st.Put(ctx, e, false); err != nil {
-				*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", path, job, t.Name, err))
-			}
-			break
-		}
+		remember(catalog.Entry{Path: path, Job: job, JobID: match[0].id, Trigger: catalog.TriggerDiscovered, Bytes: sp.Usage.Bytes, Files: sp.Usage.Files})
 	}
 	return lineage, nil
+}
+
+// ownerKey is a resource without its API version, which the operator's
+// jobReference does not carry.
+func ownerKey(r inventory.ObjectRef) inventory.ObjectRef {
+	return inventory.ObjectRef{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, KubeCluster: r.KubeCluster}
 }
 
 // catalogSavepoint records a savepoint this worker took in the catalog of

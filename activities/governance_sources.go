@@ -210,8 +210,13 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 			continue
 		}
 		rec := cleanup.LiveRecord{Path: strings.TrimRight(r.Path, "/"), By: by}
+		owner := r.Resource
 		if r.Snapshot != nil {
 			rec.Snapshot = &cleanup.SnapshotRef{Ref: r.Resource, SnapshotResource: *r.Snapshot}
+			owner.Kind, owner.Name = r.Snapshot.JobKind, r.Snapshot.JobName
+		}
+		if owner.Kind != "" && owner.Name != "" {
+			rec.Owner = &owner
 		}
 		live.Records = append(live.Records, rec)
 	}

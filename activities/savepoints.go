@@ -122,7 +122,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	if err != nil {
 		return res, classifyCleanup("list savepoint dirs", err)
 	}
-	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, &res.Notes)
+	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, nil, &res.Notes)
 	if err != nil {
 		return res, err
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -143,9 +144,8 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 		saved = append(saved, strings.TrimRight(loc, "/"))
 	}
 	e.cancel(ctx, fj, jobJ)
-	// Catalogue the savepoints while the job history has the job (aged
-	// below, they predate its run).
-	e.plan(ctx, "fko-snap-learn", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	// Aged, the savepoints predate every run in the job history: only the
+	// FlinkStateSnapshots' jobReference tells their logical job.
 	longAgo := time.Now().Add(-30 * 24 * time.Hour)
 	for i, d := range saved[:2] {
 		e.age(strings.TrimPrefix(d, e.peers.HDFS.URI), longAgo.Add(time.Duration(i)*time.Minute), false)
@@ -166,6 +166,26 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 	for _, p := range saved {
 		if k := kept[p]; k.Reason != cleanup.KeepOperatorRecord {
 			t.Errorf("operatorSnapshots keep: %s kept as %+v; want %s", p, k, cleanup.KeepOperatorRecord)
+		}
+	}
+	// The plan catalogued them under the FlinkDeployment's logical job.
+	fs, root, err := e.acts.Storage.Resolve(ctx, e.root+"/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := catalog.Store{FS: fs, Root: root}.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOperator := map[string]catalog.LogicalJob{}
+	for _, en := range entries {
+		if en.Trigger == catalog.TriggerOperator {
+			byOperator[en.Path] = en.Job
+		}
+	}
+	for _, p := range saved {
+		if j := byOperator[p]; j != (catalog.LogicalJob{Tenant: e.tenant[0], Cluster: "orders", Job: "orders"}) {
+			t.Errorf("savepoint %s catalogued by the operator's records as %+v; want %s/orders/orders", p, j, e.tenant[0])
 		}
 	}
 
@@ -194,7 +214,7 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 	opCtx, stopOperator := context.WithCancel(ctx)
 	disposedBy := standInSnapshotCleanup(opCtx, t, dyn, ns, flinkClient(t, ca.RESTURL))
 	var ex activities.ExecuteCleanupResult
-	err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "fko-snap", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex)
+	err = e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "fko-snap", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex)
 	if err != nil {
 		stopOperator()
 		t.Fatalf("execute: %v", err)

@@ -61,6 +61,10 @@ type LiveRecord struct {
 	By string `json:"by"`
 	// Snapshot is set when the record is a FlinkStateSnapshot resource.
 	Snapshot *SnapshotRef `json:"snapshot,omitempty"`
+	// Owner is the FlinkDeployment or FlinkSessionJob whose job the
+	// recorded snapshot is of (for a FlinkStateSnapshot, its
+	// jobReference), when known.
+	Owner *inventory.ObjectRef `json:"owner,omitempty"`
 }
 
 // SnapshotRef is a FlinkStateSnapshot resource that names a snapshot.

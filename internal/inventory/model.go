@@ -170,6 +170,10 @@ type SnapshotResource struct {
 	Deleting bool `json:"deleting,omitempty"`
 	// Path is status.path.
 	Path string `json:"path,omitempty"`
+	// JobKind and JobName are spec.jobReference: the FlinkDeployment or
+	// FlinkSessionJob (in the same namespace) the snapshot was taken of.
+	JobKind string `json:"jobKind,omitempty"`
+	JobName string `json:"jobName,omitempty"`
 }
 
 // SnapshotCompleted is the FlinkStateSnapshot state of a snapshot taken.

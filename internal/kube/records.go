@@ -106,6 +106,8 @@ func snapshotResource(u *unstructured.Unstructured) inventory.SnapshotResource {
 	sr := inventory.SnapshotResource{UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(), Deleting: u.GetDeletionTimestamp() != nil}
 	sr.State, _, _ = unstructured.NestedString(u.Object, "status", "state")
 	sr.Path, _, _ = unstructured.NestedString(u.Object, "status", "path")
+	sr.JobKind, _, _ = unstructured.NestedString(u.Object, "spec", "jobReference", "kind")
+	sr.JobName, _, _ = unstructured.NestedString(u.Object, "spec", "jobReference", "name")
 	if sp, ok, _ := unstructured.NestedMap(u.Object, "spec", "savepoint"); ok && sp != nil {
 		sr.Savepoint = true
 		// SavepointSpec.disposeOnDelete defaults to true.

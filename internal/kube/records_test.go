@@ -78,6 +78,11 @@ func TestOperatorRecordsListsEverySnapshotPath(t *testing.T) {
 		if r.Resource.Namespace != ns || r.Resource.APIVersion != operatorAPIVersion {
 			t.Fatalf("record %+v: want namespace %s", r, ns)
 		}
+		// A snapshot names the job it was taken of, which tells the
+		// savepoint's logical job.
+		if r.Resource.Name == "checkpoint" && (r.Snapshot == nil || r.Snapshot.JobKind != KindFlinkDeployment || r.Snapshot.JobName != "orders") {
+			t.Errorf("record %+v: want its jobReference FlinkDeployment orders", r)
+		}
 	}
 }
 
