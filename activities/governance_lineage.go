@@ -12,9 +12,19 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 )
+
+// savepointFormat is the format a savepoint was asked for: Flink's
+// default, CANONICAL, when unset.
+func savepointFormat(f string) string {
+	if f == "" {
+		return string(flink.SavepointFormatCanonical)
+	}
+	return f
+}
 
 // savepointLineage tells, for the completed savepoints of the listing, the
 // logical job each belongs to: from the tenants' savepoint catalogs first,
@@ -173,22 +183,28 @@ func ownerKey(r inventory.ObjectRef) inventory.ObjectRef {
 // returned: the savepoint exists either way, governance attributes it
 // through the cluster's job history while that lasts, and keeps it as
 // lineage-unknown after.
-func (a *Activities) catalogSavepoint(ctx context.Context, job JobTarget, path, trigger string) {
-	if a.Inventory == nil || a.Storage == nil || path == "" {
+func (a *Activities) catalogSavepoint(ctx context.Context, job JobTarget, e catalog.Entry) {
+	if a.Inventory == nil || a.Storage == nil || e.Path == "" {
 		return
 	}
-	if err := a.putCatalogEntry(ctx, job, catalog.Entry{Path: path, Trigger: trigger}); err != nil {
+	if err := a.putCatalogEntry(ctx, job, e); err != nil {
 		activity.GetLogger(ctx).Warn("savepoint not catalogued; governance keeps it unless the cluster's job history names its job",
-			"job", job.Key, "savepoint", path, "error", err)
+			"job", job.Key, "savepoint", e.Path, "error", err)
 	}
 }
 
 // putCatalogEntry records e as a savepoint of job in its tenant's catalog;
-// it fills in the logical job, job id and time.
+// it fills in the logical job, job id, the cluster's Flink version and the
+// time.
 func (a *Activities) putCatalogEntry(ctx context.Context, job JobTarget, e catalog.Entry) error {
 	inv, err := a.Inventory.Discover(ctx)
 	if err != nil {
 		return err
+	}
+	for _, c := range inv.Clusters {
+		if c.ClusterID == job.ClusterID && c.KubeCluster == job.KubeCluster && e.FlinkVersion == "" {
+			e.FlinkVersion = c.FlinkVersion
+		}
 	}
 	for _, t := range inv.Tenants {
 		if t.Name != job.Tenant || t.Root == "" {

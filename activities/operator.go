@@ -104,6 +104,8 @@ type SuspendJobInput struct {
 	// (ReadSavepointMarks); nil accepts any savepoint recorded once the
 	// resource is suspended.
 	Known *OperatorSavepointMarks
+	// RunID names the window, recorded in the savepoint catalog.
+	RunID string `json:",omitempty"`
 }
 
 // ResumeJobInput resumes an operator-managed job from SavepointPath, the
@@ -139,7 +141,7 @@ func (a *Activities) SuspendJob(ctx context.Context, in SuspendJobInput) (StopWi
 	}
 	activity.GetLogger(ctx).Info("operator job suspended", "job", in.Job.Key, "resource", ref.Namespace+"/"+ref.Name,
 		"savepoint", res.SavepointPath, "source", res.SavepointSource, "already_suspended", res.AlreadySuspended)
-	a.catalogSavepoint(ctx, in.Job, res.SavepointPath, catalog.TriggerWindow)
+	a.catalogSavepoint(ctx, in.Job, catalog.Entry{Path: res.SavepointPath, Trigger: catalog.TriggerWindow, RunID: in.RunID})
 	return StopWithSavepointResult{SavepointPath: res.SavepointPath, Reattached: res.AlreadySuspended}, nil
 }
 

@@ -100,7 +100,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 		return TakeSavepointResult{}, err
 	}
 	err = a.putCatalogEntry(ctx, in.Job, catalog.Entry{Path: location, Trigger: catalog.TriggerScheduled, RunID: in.RunID,
-		Files: ver.Files, Bytes: ver.Bytes})
+		Format: savepointFormat(in.Format), Files: ver.Files, Bytes: ver.Bytes})
 	if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {
 		return TakeSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "savepoint %s of %s not catalogued: %v", location, in.Job.Key, err)
 	}

@@ -282,7 +282,7 @@ func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, def
 func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
 	res, err := a.stopWithSavepoint(ctx, in)
 	if err == nil {
-		a.catalogSavepoint(ctx, in.Job, res.SavepointPath, catalog.TriggerWindow)
+		a.catalogSavepoint(ctx, in.Job, catalog.Entry{Path: res.SavepointPath, Trigger: catalog.TriggerWindow, RunID: in.RunID, Format: savepointFormat(in.Format)})
 	}
 	return res, err
 }

@@ -119,6 +119,8 @@ type StopWithSavepointInput struct {
 	// TargetDir overrides the job's savepoint dir.
 	TargetDir string
 	Format    string // CANONICAL or NATIVE
+	// RunID names the window, recorded in the savepoint catalog.
+	RunID string `json:",omitempty"`
 }
 
 // StopWithSavepointResult is where the savepoint landed.

@@ -29,7 +29,6 @@ func QuotaWatchWorkflowID(name string) string { return "quota-watch-" + name }
 // DefaultQuotaWatchName names the watch the CLI reads forecasts from.
 const DefaultQuotaWatchName = "default"
 
-
 // cleanupRunID turns a workflow ID (schedules append a timestamp with
 // colons) and run ID into a name the cleanup executor accepts for its
 // plan, trash and manifest directories. The run ID suffix keeps a reused

@@ -76,13 +76,13 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 		}
 		wait := operatorWait(in.Timeout.D())
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)),
-			a.SuspendJob, activities.SuspendJobInput{Job: in.Job, Timeout: wait, Known: &known}).Get(ctx, &stopped); err != nil {
+			a.SuspendJob, activities.SuspendJobInput{Job: in.Job, Timeout: wait, Known: &known, RunID: in.WindowID}).Get(ctx, &stopped); err != nil {
 			return JobSavepointResult{}, err
 		}
 	} else {
 		stop := activities.StopWithSavepointInput{
 			Job: in.Job, TriggerID: flinkID(in.WindowID, in.Job.Key, "stop-with-savepoint", in.Attempt),
-			TargetDir: in.TargetDir, Format: in.Format,
+			TargetDir: in.TargetDir, Format: in.Format, RunID: in.WindowID,
 		}
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(in.Timeout.D())),
 			a.StopWithSavepoint, stop).Get(ctx, &stopped); err != nil {

@@ -121,7 +121,8 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	}
 	windowed := 0
 	for _, en := range entries {
-		if en.Trigger == catalog.TriggerWindow && en.Job.Job == ordersName && en.Job.Cluster == ca.ClusterID && en.Job.Tenant == e.tenant[0] {
+		if en.Trigger == catalog.TriggerWindow && en.Job.Job == ordersName && en.Job.Cluster == ca.ClusterID && en.Job.Tenant == e.tenant[0] &&
+			strings.HasPrefix(en.RunID, "lineage-"+sfx+"-") && en.Format == workflows.FormatCanonical {
 			windowed++
 		}
 	}

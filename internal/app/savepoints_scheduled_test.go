@@ -107,7 +107,8 @@ func TestScheduledSavepointsOnRealPeers(t *testing.T) {
 		}
 	}
 	want := catalog.LogicalJob{Tenant: e.tenant[0], Cluster: ca.ClusterID, Job: in}
-	if len(found) != 1 || found[0].Path != sp || found[0].Job != want || found[0].RunID != runID || found[0].JobID != inID || found[0].Files != ver.Files {
+	if len(found) != 1 || found[0].Path != sp || found[0].Job != want || found[0].RunID != runID || found[0].JobID != inID || found[0].Files != ver.Files ||
+		found[0].Format != workflows.FormatCanonical {
 		t.Fatalf("scheduled catalog entries %+v; want one for %s of %s by run %s", found, sp, want, runID)
 	}
 

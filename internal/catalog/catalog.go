@@ -60,6 +60,7 @@ type Entry struct {
 	Trigger      string    `json:"trigger"`
 	RunID        string    `json:"runId,omitempty"`
 	FlinkVersion string    `json:"flinkVersion,omitempty"`
+	Format       string    `json:"format,omitempty"` // CANONICAL or NATIVE, when known
 	Files        int64     `json:"files,omitempty"`
 	Bytes        int64     `json:"bytes,omitempty"`
 	RecordedAt   time.Time `json:"recordedAt"`
