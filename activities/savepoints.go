@@ -21,13 +21,16 @@ type SavepointRow struct {
 	Path   string `json:"path"`
 	Tenant string `json:"tenant"`
 	// Job is tenant/cluster/job, or empty when lineage is unknown.
-	Job     string    `json:"job,omitempty"`
-	JobID   string    `json:"jobId,omitempty"`
-	Trigger string    `json:"trigger,omitempty"` // catalog trigger; "" with unknown lineage
-	RunID   string    `json:"runId,omitempty"`
-	Files   int64     `json:"files"`
-	Bytes   int64     `json:"bytes"`
-	Written time.Time `json:"written"`
+	Job     string `json:"job,omitempty"`
+	JobID   string `json:"jobId,omitempty"`
+	Trigger string `json:"trigger,omitempty"` // catalog trigger; "" with unknown lineage
+	RunID   string `json:"runId,omitempty"`
+	// Format and FlinkVersion as the catalog records them, if at all.
+	Format       string    `json:"format,omitempty"`
+	FlinkVersion string    `json:"flinkVersion,omitempty"`
+	Files        int64     `json:"files"`
+	Bytes        int64     `json:"bytes"`
+	Written      time.Time `json:"written"`
 }
 
 // ListSavepointsInput selects tenants (all when empty) and, optionally, one
@@ -141,7 +144,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		path := strings.TrimRight(sp.Path, "/")
 		row := SavepointRow{Path: path, Job: lineage[path], Files: sp.Usage.Files, Bytes: sp.Usage.Bytes, Written: sp.Usage.Newest}
 		if e, ok := entries[path]; ok {
-			row.JobID, row.Trigger, row.RunID = e.JobID, e.Trigger, e.RunID
+			row.JobID, row.Trigger, row.RunID, row.Format, row.FlinkVersion = e.JobID, e.Trigger, e.RunID, e.Format, e.FlinkVersion
 		}
 		for _, t := range tenants {
 			if strings.HasPrefix(path, strings.TrimRight(t.Root, "/")+"/") {

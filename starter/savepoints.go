@@ -129,13 +129,14 @@ func newSavepointsListCommand(g *globals) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WRITTEN\tJOB\tTRIGGER\tFILES\tBYTES\tPATH")
+			fmt.Fprintln(tw, "WRITTEN\tJOB\tTRIGGER\tRUN\tFORMAT\tFILES\tBYTES\tPATH")
 			for _, r := range res.Savepoints {
 				j, trig := r.Job, r.Trigger
 				if j == "" {
 					j, trig = "lineage-unknown", "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Written.UTC().Format(time.RFC3339), j, trig, r.Files, r.Bytes, r.Path)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Written.UTC().Format(time.RFC3339), j, trig,
+					orDash(r.RunID), orDash(r.Format), r.Files, r.Bytes, r.Path)
 			}
 			for _, n := range res.Notes {
 				fmt.Fprintln(tw, "note: "+n)
@@ -192,4 +193,12 @@ func newSavepointsAdoptCommand(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "reassign savepoints already catalogued for another job")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the worker")
 	return cmd
+}
+
+// orDash shows an unknown value in a table.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
