@@ -93,7 +93,14 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = closeAdapters() })
 	const queue = "window-scale"
-	w := worker.New(tmp.Client, queue, worker.Options{MaxConcurrentActivityExecutionSize: 2 * concurrency})
+	// The SDK fails a workflow task whose coroutine has not yielded within
+	// the deadlock timeout (1s) of wall time. Under the race detector, on
+	// two cores shared with the other packages' tests, a task that encodes
+	// a thousand jobs' manifest can be descheduled that long without
+	// blocking anything; the SDK then goes on beside the coroutine and the
+	// race detector reports the SDK. This test bounds history, not latency.
+	w := worker.New(tmp.Client, queue, worker.Options{MaxConcurrentActivityExecutionSize: 2 * concurrency,
+		DeadlockDetectionTimeout: 30 * time.Second})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
