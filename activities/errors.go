@@ -1,18 +1,21 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
-// Application error types raised by activities, matched by workflows with
-// ApplicationError.Type(). Flink errors keep the REST client's reason
-// (flink.ErrorReason*), so workflows can tell a missing job from a full disk.
+// Application error types raised by activities, matched by workflows and
+// callers with ApplicationError.Type(), so they are public API. Flink
+// errors keep the REST client's reason (flink.ErrorReason*), so workflows
+// can tell a missing job from a full disk.
 const (
 	ErrTypeInvalidInput      = "InvalidInput"
 	ErrTypeInventory         = "InventoryFailed"
@@ -25,6 +28,13 @@ const (
 	ErrTypeStorageNotFound   = "StorageNotFound"
 	ErrTypeOutsideRoots      = "OutsideRoots"
 	ErrTypeUnreachable       = "EndpointUnreachable"
+	// ErrTypeJobStoppedWithoutSavepoint: the job is no longer running, but
+	// no savepoint it stopped with can be found; a person must decide.
+	ErrTypeJobStoppedWithoutSavepoint = "JobStoppedWithoutSavepoint"
+	// ErrTypeSavepointFailed: Flink could not take a savepoint; the job
+	// keeps running.
+	ErrTypeSavepointFailed = "SavepointFailed"
+
 	// Flink Kubernetes Operator suspend/resume.
 	ErrTypeOperatorTimeout           = "OperatorTimeout"
 	ErrTypeOperatorSavepointMismatch = "OperatorSavepointMismatch"
@@ -38,7 +48,55 @@ const (
 	ErrTypeOperatorLastStateFallback = "OperatorLastStateFallback"
 	ErrTypeOperatorUnavailable       = "OperatorUnavailable"
 	ErrTypeOperatorFailed            = "OperatorFailed"
+
+	// Governance.
+	// ErrTypeCleanupNotConfigured: the worker's cleanup section lacks what
+	// the step needs (plan dir, trash root).
+	ErrTypeCleanupNotConfigured = "CleanupNotConfigured"
+	// ErrTypeCleanupPlanInvalid: the plan cannot be executed as written.
+	ErrTypeCleanupPlanInvalid = "CleanupPlanInvalid"
+	// ErrTypeCleanupPlanChanged: the plan on storage is not the one approved.
+	ErrTypeCleanupPlanChanged = "CleanupPlanChanged"
+	// ErrTypeCleanupItemsFailed: some items failed for a reason no retry fixes.
+	ErrTypeCleanupItemsFailed = "CleanupItemsFailed"
+	// ErrTypeCleanupSourceUnknown: a restore source the plan must see
+	// cannot be told (a live job's checkpoint unreadable, a path in a
+	// spelling not known to name the scanned file system); the plan is
+	// refused.
+	ErrTypeCleanupSourceUnknown = "CleanupSourceUnknown"
+	// ErrTypeKubernetes: the Kubernetes API failed a read leftover
+	// detection needs: retried when it was unreachable, final when it
+	// refused (e.g. RBAC).
+	ErrTypeKubernetes = "KubernetesFailed"
 )
+
+// errorRule maps an adapter sentinel to the application error a workflow
+// sees: its type, and whether a retry may succeed.
+type errorRule struct {
+	sentinel  error
+	errType   string
+	retryable bool
+}
+
+// errorTable is the one place adapter sentinels become application
+// errors; classify applies the first rule whose sentinel the error wraps.
+// Transient faults come first: an error that wraps one is retried.
+var errorTable = []errorRule{
+	{storage.ErrUnavailable, ErrTypeStorage, true},
+	{cleanup.ErrStorageUnavailable, ErrTypeStorage, true},
+	{cleanup.ErrObjectsUnavailable, ErrTypeKubernetes, true},
+	{storage.ErrQuotaExceeded, ErrTypeStorageQuota, false},
+	{storage.ErrPermission, ErrTypeStoragePermission, false},
+	{storage.ErrNotFound, ErrTypeStorageNotFound, false},
+	{storage.ErrOutsideRoots, ErrTypeOutsideRoots, false},
+	{storage.ErrInvalidPath, ErrTypeOutsideRoots, false},
+	{cleanup.ErrOutsideRoots, ErrTypeOutsideRoots, false},
+	{cleanup.ErrSourceUnknown, ErrTypeCleanupSourceUnknown, false},
+	{cleanup.ErrInvalidInput, ErrTypeInvalidInput, false},
+	{cleanup.ErrInvalidConfig, ErrTypeCleanupNotConfigured, false},
+	{cleanup.ErrInvalidPlan, ErrTypeCleanupPlanInvalid, false},
+	{cleanup.ErrManifestCorrupt, ErrTypeCleanupPlanInvalid, false},
+}
 
 func nonRetryable(errType, format string, args ...interface{}) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), errType, nil)
@@ -49,35 +107,55 @@ func retryable(errType, format string, args ...interface{}) error {
 }
 
 // classify turns an adapter error into an application error that says
-// whether Temporal should retry it. Unknown errors stay retryable: the
-// retry policy bounds them, and a transient fault must not fail a window.
+// whether Temporal should retry it: Flink and operator errors carry their
+// own reason and flag, sentinels go by errorTable, and a cleanup failure
+// no rule names needs a person. Unknown errors stay retryable: the retry
+// policy bounds them, and a transient fault must not fail a window.
 func classify(what string, err error) error {
+	return classifyWith(what, err, nil)
+}
+
+// classifyKubernetes is classify for leftover detection: an error from
+// the Kubernetes API that no rule names (RBAC, bad input) needs a person.
+func classifyKubernetes(what string, err error) error {
+	return classifyWith(what, err, &errorRule{errType: ErrTypeKubernetes})
+}
+
+func classifyWith(what string, err error, unknown *errorRule) error {
 	if err == nil {
 		return nil
 	}
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
+	if errors.As(err, &appErr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	msg := what + ": " + err.Error()
 	var fe *flink.Error
 	if errors.As(err, &fe) {
-		if flink.IsRetryable(err) {
-			return temporal.NewApplicationErrorWithCause(msg, flink.Reason(err), err)
-		}
-		return temporal.NewNonRetryableApplicationError(msg, flink.Reason(err), err)
+		return applicationError(msg, flink.Reason(err), flink.IsRetryable(err), err)
 	}
-	switch {
-	case errors.Is(err, storage.ErrUnavailable):
-		return temporal.NewApplicationErrorWithCause(msg, ErrTypeStorage, err)
-	case errors.Is(err, storage.ErrQuotaExceeded):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeStorageQuota, err)
-	case errors.Is(err, storage.ErrPermission):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeStoragePermission, err)
-	case errors.Is(err, storage.ErrNotFound):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeStorageNotFound, err)
-	case errors.Is(err, storage.ErrOutsideRoots), errors.Is(err, storage.ErrInvalidPath):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeOutsideRoots, err)
+	var oe *OperatorError
+	if errors.As(err, &oe) {
+		return applicationError(msg, oe.Reason, oe.Retryable, err)
+	}
+	for _, r := range errorTable {
+		if errors.Is(err, r.sentinel) {
+			return applicationError(msg, r.errType, r.retryable, err)
+		}
+	}
+	var ce *cleanup.Error
+	if errors.As(err, &ce) {
+		return applicationError(msg, ErrTypeCleanupItemsFailed, ce.Retryable, err)
+	}
+	if unknown != nil {
+		return applicationError(msg, unknown.errType, unknown.retryable, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+func applicationError(msg, errType string, retryable bool, cause error) error {
+	if retryable {
+		return temporal.NewApplicationErrorWithCause(msg, errType, cause)
+	}
+	return temporal.NewNonRetryableApplicationError(msg, errType, cause)
 }

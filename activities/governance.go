@@ -12,28 +12,11 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
-)
-
-// Application error types of the governance activities.
-const (
-	// ErrTypeCleanupNotConfigured: the worker's cleanup section lacks what
-	// the step needs (plan dir, trash root).
-	ErrTypeCleanupNotConfigured = "CleanupNotConfigured"
-	// ErrTypeCleanupPlanInvalid: the plan cannot be executed as written.
-	ErrTypeCleanupPlanInvalid = "CleanupPlanInvalid"
-	// ErrTypeCleanupPlanChanged: the plan on storage is not the one approved.
-	ErrTypeCleanupPlanChanged = "CleanupPlanChanged"
-	// ErrTypeCleanupItemsFailed: some items failed for a reason no retry fixes.
-	ErrTypeCleanupItemsFailed = "CleanupItemsFailed"
-	// ErrTypeKubernetes: the Kubernetes API refused a read leftover
-	// detection needs (e.g. RBAC); a retry does not help.
-	ErrTypeKubernetes = "KubernetesFailed"
 )
 
 // Operations reported to GovernanceMetrics.Succeeded.
@@ -105,7 +88,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if len(roots) > 0 {
 		listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{})
 		if err != nil {
-			return PlanCleanupResult{}, classifyCleanup("list the roots in scope", err)
+			return PlanCleanupResult{}, classify("list the roots in scope", err)
 		}
 		activity.RecordHeartbeat(ctx, "listed")
 	}
@@ -144,7 +127,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
 		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters, Lineage: lineage})
 	if err != nil {
-		return PlanCleanupResult{}, classifyCleanup("plan", err)
+		return PlanCleanupResult{}, classify("plan", err)
 	}
 	data, err := json.Marshal(plan)
 	if err != nil {
@@ -391,12 +374,12 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 		Now: a.now,
 	})
 	if err != nil {
-		return res, classifyCleanup("configure executor", err)
+		return res, classify("configure executor", err)
 	}
 	out, runErr := ex.Run(ctx, plan)
 	res.ManifestDir, res.TrashRoot = out.ManifestDir, trash
 	if runErr != nil {
-		return res, classifyCleanup("execute plan "+in.PlanPath, runErr)
+		return res, classify("execute plan "+in.PlanPath, runErr)
 	}
 	auditRoot := audit
 	if auditRoot == "" {
@@ -404,7 +387,7 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	}
 	recs, err := cleanup.ReadManifest(ctx, fs, auditRoot, in.RunID)
 	if err != nil {
-		return res, classifyCleanup("read audit manifest", err)
+		return res, classify("read audit manifest", err)
 	}
 	tenantOf := map[string]string{}
 	for _, it := range plan.Delete {
@@ -475,34 +458,6 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	return res, nil
 }
 
-// classifyCleanup maps the planner's and executor's errors: storage faults
-// are retried (the executor resumes from its manifest), everything else
-// needs a person.
-func classifyCleanup(what string, err error) error {
-	msg := what + ": " + err.Error()
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case cleanup.IsRetryable(err):
-		return temporal.NewApplicationErrorWithCause(msg, ErrTypeStorage, err)
-	case errors.Is(err, cleanup.ErrSourceUnknown):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeCleanupSourceUnknown, err)
-	case errors.Is(err, cleanup.ErrInvalidInput):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, err)
-	case errors.Is(err, cleanup.ErrInvalidConfig):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeCleanupNotConfigured, err)
-	case errors.Is(err, cleanup.ErrInvalidPlan), errors.Is(err, cleanup.ErrManifestCorrupt):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeCleanupPlanInvalid, err)
-	case errors.Is(err, cleanup.ErrOutsideRoots), errors.Is(err, storage.ErrOutsideRoots):
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeOutsideRoots, err)
-	}
-	var ce *cleanup.Error
-	if errors.As(err, &ce) {
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeCleanupItemsFailed, err)
-	}
-	return classify(what, err)
-}
-
 // PurgeTrash removes trash runs older than the TTL from the worker's trash
 // root and records them in a purge manifest.
 func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeTrashResult, error) {
@@ -529,7 +484,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 	}
 	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: a.now()})
 	if err != nil {
-		return PurgeTrashResult{}, classifyCleanup("purge trash", err)
+		return PurgeTrashResult{}, classify("purge trash", err)
 	}
 	res := PurgeTrashResult{Manifest: out.Manifest, Kept: len(out.Kept)}
 	for _, r := range out.Purged {

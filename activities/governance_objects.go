@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -106,7 +104,7 @@ func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, s
 	}
 	found, err := a.Orphans.FindOrphans(ctx, namespaces, states)
 	if err != nil {
-		return nil, classifyObjects("find leftover Kubernetes objects in "+strings.Join(namespaces, ", "), err)
+		return nil, classifyKubernetes("find leftover Kubernetes objects in "+strings.Join(namespaces, ", "), err)
 	}
 	for _, o := range found {
 		if !inNS[o.Ref.NamespaceKey()] || !InScope(scope.Clusters, o.ClusterID) {
@@ -119,19 +117,6 @@ func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, s
 		out = append(out, o)
 	}
 	return out, nil
-}
-
-// classifyObjects maps leftover-detection errors: an unreachable API is
-// retried, anything else (RBAC, bad input) needs a person.
-func classifyObjects(what string, err error) error {
-	var appErr *temporal.ApplicationError
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.As(err, &appErr):
-		return err
-	case errors.Is(err, cleanup.ErrObjectsUnavailable):
-		return temporal.NewApplicationErrorWithCause(what+": "+err.Error(), ErrTypeKubernetes, err)
-	}
-	return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), ErrTypeKubernetes, err)
 }
 
 // objectStore gives the executor fresh detection: the same judgement as at

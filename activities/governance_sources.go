@@ -17,11 +17,6 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
-// ErrTypeCleanupSourceUnknown: a restore source the plan must see cannot
-// be told (a live job's checkpoint unreadable, a path in a spelling not
-// known to name the scanned file system); the plan is refused.
-const ErrTypeCleanupSourceUnknown = "CleanupSourceUnknown"
-
 // Flink configuration keys of file-system HA.
 var (
 	keysHAType       = []string{"high-availability.type", "high-availability"}
@@ -103,7 +98,7 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 	}
 	st, err := a.Operator.OperatorStatus(ctx, *c.Resource)
 	if err != nil {
-		return cleanup.LiveCluster{}, false, operatorFailure("operator status of cluster "+c.ClusterID, err)
+		return cleanup.LiveCluster{}, false, classify("operator status of cluster "+c.ClusterID, err)
 	}
 	if st.JobManagerDeploymentStatus == "READY" {
 		return cleanup.LiveCluster{}, false, nil
@@ -129,7 +124,7 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 		js := st
 		if ref != *c.Resource {
 			if js, err = a.Operator.OperatorStatus(ctx, ref); err != nil {
-				return lc, false, operatorFailure("operator status of "+ref.Kind+" "+ref.Namespace+"/"+ref.Name, err)
+				return lc, false, classify("operator status of "+ref.Kind+" "+ref.Namespace+"/"+ref.Name, err)
 			}
 		}
 		what := ref.Kind + " " + ref.Namespace + "/" + ref.Name
@@ -192,7 +187,7 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 	sort.Strings(namespaces)
 	recs, err := a.Operator.OperatorRecords(ctx, namespaces)
 	if err != nil {
-		return nil, operatorFailure("operator records in "+strings.Join(namespaces, ", "), err)
+		return nil, classify("operator records in "+strings.Join(namespaces, ", "), err)
 	}
 	var notes []string
 	for _, r := range recs {
@@ -344,7 +339,7 @@ func (a *Activities) readLiveMetadata(ctx context.Context, dir string, meta map[
 	}
 	res, found, err := cleanup.ReadMetadata(ctx, fs, p)
 	if err != nil {
-		return false, classifyCleanup("read "+p, err)
+		return false, classify("read "+p, err)
 	}
 	if found {
 		meta[p] = res
@@ -428,7 +423,7 @@ func (a *Activities) referenceMetadata(ctx context.Context) (map[string]cleanup.
 		root := layout.Root{Path: strings.TrimRight(p, "/"), Kind: layout.CheckpointRoot}
 		l, err := cleanup.Gather(ctx, fs, []layout.Root{root}, cleanup.GatherOptions{ReferencesOnly: true})
 		if err != nil {
-			return nil, classifyCleanup("read reference root "+r, err)
+			return nil, classify("read reference root "+r, err)
 		}
 		for k, v := range l.Metadata {
 			out[k] = v

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -46,7 +45,7 @@ func (a *Activities) ReadSavepointMarks(ctx context.Context, in ReadSavepointMar
 	}
 	m, err := a.Operator.SavepointMarks(ctx, ref)
 	if err != nil {
-		return OperatorSavepointMarks{}, operatorFailure(fmt.Sprintf("read savepoints of %s %s/%s", ref.Kind, ref.Namespace, ref.Name), err)
+		return OperatorSavepointMarks{}, classify(fmt.Sprintf("read savepoints of %s %s/%s", ref.Kind, ref.Namespace, ref.Name), err)
 	}
 	return m, nil
 }
@@ -134,7 +133,7 @@ func (a *Activities) SuspendJob(ctx context.Context, in SuspendJobInput) (StopWi
 		return err
 	})
 	if err != nil {
-		return StopWithSavepointResult{}, operatorFailure(what, err)
+		return StopWithSavepointResult{}, classify(what, err)
 	}
 	if res.SavepointPath == "" {
 		return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "%s: the operator reported the job %s without a savepoint location", what, res.JobState)
@@ -170,7 +169,7 @@ func (a *Activities) ResumeJob(ctx context.Context, in ResumeJobInput) (RestartJ
 		return err
 	})
 	if err != nil {
-		return RestartJobResult{}, operatorFailure(what, err)
+		return RestartJobResult{}, classify(what, err)
 	}
 	if st.JobID == "" {
 		// The operator writes the job ID with RUNNING; a retry reads it again.
@@ -222,22 +221,4 @@ func (a *Activities) heartbeatWhile(ctx context.Context, detail string, call fun
 			activity.RecordHeartbeat(ctx, detail)
 		}
 	}
-}
-
-// operatorFailure turns an OperatorControl error into an application
-// error. Errors the adapter did not classify stay retryable: the retry
-// policy bounds them.
-func operatorFailure(what string, err error) error {
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	msg := what + ": " + err.Error()
-	var oe *OperatorError
-	if errors.As(err, &oe) {
-		if oe.Retryable {
-			return temporal.NewApplicationErrorWithCause(msg, oe.Reason, err)
-		}
-		return temporal.NewNonRetryableApplicationError(msg, oe.Reason, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }

@@ -123,7 +123,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	}
 	listing, err := cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{ReferencesOnly: true})
 	if err != nil {
-		return res, classifyCleanup("list savepoint dirs", err)
+		return res, classify("list savepoint dirs", err)
 	}
 	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, nil, &res.Notes)
 	if err != nil {
@@ -226,7 +226,7 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 		}
 		res, found, err := cleanup.ReadMetadata(ctx, fs, strings.TrimRight(p, "/")+"/"+layout.MetadataFileName)
 		if err != nil {
-			return AdoptSavepointsResult{}, classifyCleanup("read the _metadata of "+path, err)
+			return AdoptSavepointsResult{}, classify("read the _metadata of "+path, err)
 		}
 		if !found || res.Refs == nil {
 			why := "it has no _metadata"

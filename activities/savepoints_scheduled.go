@@ -33,10 +33,6 @@ type TakeSavepointResult struct {
 	Bytes         int64  `json:"bytes"`
 }
 
-// ErrTypeSavepointFailed: Flink could not take the savepoint; the job keeps
-// running.
-const ErrTypeSavepointFailed = "SavepointFailed"
-
 // TakeSavepoint takes a savepoint without stopping the job, verifies it
 // (its _metadata parses and every file it references exists) and records
 // it in the tenant's catalog as scheduled. A savepoint that is not

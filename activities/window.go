@@ -350,10 +350,6 @@ func (a *Activities) stopWithSavepoint(ctx context.Context, in StopWithSavepoint
 	}
 }
 
-// ErrTypeJobStoppedWithoutSavepoint: the job is no longer running, but no
-// savepoint it stopped with can be found; a person must decide.
-const ErrTypeJobStoppedWithoutSavepoint = "JobStoppedWithoutSavepoint"
-
 // statsCacheWait covers Flink's cache of checkpoint statistics.
 const statsCacheWait = 15 * time.Second
 

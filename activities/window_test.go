@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
-	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
 // fakeFlink is a scripted Flink REST port for error paths that a real
@@ -128,30 +126,6 @@ func TestMatchJobs(t *testing.T) {
 	sort.Strings(keys)
 	if strings.Join(keys, ",") != "c1/no-recipe,c1/orders" || len(skipped) != 3 {
 		t.Fatalf("without recipes: targets %v, skipped %+v; want c1/no-recipe and c1/orders, 3 skipped", keys, skipped)
-	}
-}
-
-func TestClassify(t *testing.T) {
-	for name, tc := range map[string]struct {
-		err       error
-		typ       string
-		retryable bool
-	}{
-		"flink job not found": {flink.NewError("stop", flink.ErrorReasonJobNotFound, "gone", nil), flink.ErrorReasonJobNotFound, false},
-		"flink unavailable":   {flink.NewError("stop", flink.ErrorReasonUnavailable, "503", nil), flink.ErrorReasonUnavailable, true},
-		"storage quota":       {fmt.Errorf("w: %w", storage.ErrNamespaceQuotaExceeded), ErrTypeStorageQuota, false},
-		"storage unavailable": {fmt.Errorf("w: %w", storage.ErrUnavailable), ErrTypeStorage, true},
-		"outside roots":       {fmt.Errorf("w: %w", storage.ErrOutsideRoots), ErrTypeOutsideRoots, false},
-	} {
-		t.Run(name, func(t *testing.T) {
-			typ, nonRetryable := appErrType(t, classify("op", tc.err))
-			if typ != tc.typ || nonRetryable == tc.retryable {
-				t.Fatalf("classified as %s non-retryable=%v, want %s retryable=%v", typ, nonRetryable, tc.typ, tc.retryable)
-			}
-		})
-	}
-	if err := classify("op", errors.New("connection reset")); err == nil || strings.Contains(fmt.Sprintf("%T", err), "ApplicationError") {
-		t.Fatalf("unknown errors stay plain (retryable by policy), got %T", err)
 	}
 }
 

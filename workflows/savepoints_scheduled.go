@@ -19,10 +19,6 @@ import (
 // in scope without stopping any; a savepoint schedule starts it.
 const ScheduledSavepointsWorkflowType = "ScheduledSavepoints"
 
-// ErrTypeSavepointsFailed: some savepoints of a run failed; the report is
-// in the error's details and the jobs keep running.
-const ErrTypeSavepointsFailed = "ScheduledSavepointsFailed"
-
 // ScheduledSavepointsInput selects the jobs and how savepoints are taken.
 type ScheduledSavepointsInput struct {
 	// Schedule names the schedule that starts the runs, if any.
