@@ -12,22 +12,17 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
-// OperatorWait bounds how long Suspend and Resume wait for the operator.
-// Zero values mean the adapter's defaults.
-type OperatorWait struct {
-	Timeout      time.Duration
-	PollInterval time.Duration
-	// Known (suspend only): the savepoint records before the first attempt.
-	Known *OperatorSavepointMarks
-}
-
-// OperatorSavepointMarks are a resource's savepoint records at one moment.
-type OperatorSavepointMarks struct {
-	UpgradeSavepointPath string   `json:"upgradeSavepointPath,omitempty"`
-	LastSavepoint        string   `json:"lastSavepoint,omitempty"`
-	LastSavepointMillis  int64    `json:"lastSavepointMillis,omitempty"`
-	Snapshots            []string `json:"snapshots,omitempty"`
-}
+// The operator's control model (internal/inventory), which the kube
+// adapter fills: OperatorWait bounds a wait, OperatorSavepointMarks are a
+// resource's savepoint records at one moment (carried in SuspendJobInput),
+// and the results say what a suspend, a resume or a status read found.
+type (
+	OperatorWait           = inventory.OperatorWait
+	OperatorSavepointMarks = inventory.SavepointMarks
+	OperatorSuspendResult  = inventory.SuspendResult
+	OperatorResumeResult   = inventory.ResumeResult
+	OperatorJobStatus      = inventory.OperatorStatus
+)
 
 // ReadSavepointMarksInput names the job whose resource is read.
 type ReadSavepointMarksInput struct {
@@ -48,36 +43,6 @@ func (a *Activities) ReadSavepointMarks(ctx context.Context, in ReadSavepointMar
 		return OperatorSavepointMarks{}, classify(fmt.Sprintf("read savepoints of %s %s/%s", ref.Kind, ref.Namespace, ref.Name), err)
 	}
 	return m, nil
-}
-
-// OperatorSuspendResult is the savepoint the operator recorded at suspend.
-type OperatorSuspendResult struct {
-	SavepointPath string
-	// SavepointSource names the status field or snapshot that held it.
-	SavepointSource  string
-	JobState         string
-	AlreadySuspended bool
-}
-
-// OperatorResumeResult is the outcome of a resume.
-type OperatorResumeResult struct {
-	JobState string
-	// SetInitialSavepointPath: the operator recorded no upgrade savepoint,
-	// so spec.job.initialSavepointPath was set to the savepoint.
-	SetInitialSavepointPath bool
-	AlreadyRunning          bool
-}
-
-// OperatorJobStatus is what the operator reports on a resource.
-type OperatorJobStatus struct {
-	SpecState            string
-	LifecycleState       string
-	JobState             string
-	JobID                string
-	UpgradeSavepointPath string
-	LastSavepoint        string
-	// JobManagerDeploymentStatus is READY when a JobManager answers.
-	JobManagerDeploymentStatus string
 }
 
 // OperatorError is an OperatorControl failure with its classification:

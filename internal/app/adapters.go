@@ -111,21 +111,15 @@ var _ activities.OperatorControl = KubeOperator{}
 
 // Suspend suspends ref with a savepoint; see kube.Client.Suspend.
 func (k KubeOperator) Suspend(ctx context.Context, ref inventory.ObjectRef, opts activities.OperatorWait) (activities.OperatorSuspendResult, error) {
-	wait := kube.WaitOptions{Timeout: opts.Timeout, PollInterval: opts.PollInterval}
-	if m := opts.Known; m != nil {
-		wait.Known = &kube.SavepointMarks{UpgradeSavepointPath: m.UpgradeSavepointPath, LastSavepoint: m.LastSavepoint,
-			LastSavepointMillis: m.LastSavepointMillis, Snapshots: m.Snapshots}
-	}
 	c, err := k.Fleet.client(ref.KubeCluster)
 	if err != nil {
 		return activities.OperatorSuspendResult{}, operatorError(err)
 	}
-	res, err := c.Suspend(ctx, ref, wait)
+	res, err := c.Suspend(ctx, ref, opts)
 	if err != nil {
 		return activities.OperatorSuspendResult{}, operatorError(err)
 	}
-	return activities.OperatorSuspendResult{SavepointPath: res.SavepointPath, SavepointSource: res.SavepointSource,
-		JobState: res.JobState, AlreadySuspended: res.AlreadySuspended}, nil
+	return res, nil
 }
 
 // Resume resumes ref from savepointPath; see kube.Client.Resume.
@@ -134,12 +128,11 @@ func (k KubeOperator) Resume(ctx context.Context, ref inventory.ObjectRef, savep
 	if err != nil {
 		return activities.OperatorResumeResult{}, operatorError(err)
 	}
-	res, err := c.Resume(ctx, ref, savepointPath, kube.WaitOptions{Timeout: opts.Timeout, PollInterval: opts.PollInterval})
+	res, err := c.Resume(ctx, ref, savepointPath, opts)
 	if err != nil {
 		return activities.OperatorResumeResult{}, operatorError(err)
 	}
-	return activities.OperatorResumeResult{JobState: res.JobState, SetInitialSavepointPath: res.SetInitialSavepointPath,
-		AlreadyRunning: res.AlreadyRunning}, nil
+	return res, nil
 }
 
 // OperatorStatus reads spec.job and status of ref.
@@ -152,9 +145,7 @@ func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRe
 	if err != nil {
 		return activities.OperatorJobStatus{}, operatorError(err)
 	}
-	return activities.OperatorJobStatus{SpecState: st.SpecState, LifecycleState: st.LifecycleState, JobState: st.JobState,
-		JobID: st.JobID, UpgradeSavepointPath: st.UpgradeSavepointPath, LastSavepoint: st.LastSavepoint,
-		JobManagerDeploymentStatus: st.JobManagerDeploymentStatus}, nil
+	return st, nil
 }
 
 // OperatorRecords lists the snapshot paths the operator's resources
@@ -208,8 +199,7 @@ func (k KubeOperator) SavepointMarks(ctx context.Context, ref inventory.ObjectRe
 	if err != nil {
 		return activities.OperatorSavepointMarks{}, operatorError(err)
 	}
-	return activities.OperatorSavepointMarks{UpgradeSavepointPath: m.UpgradeSavepointPath, LastSavepoint: m.LastSavepoint,
-		LastSavepointMillis: m.LastSavepointMillis, Snapshots: m.Snapshots}, nil
+	return m, nil
 }
 
 // operatorError classifies a kube error. An operator that did not react in

@@ -49,26 +49,15 @@ const (
 	SourceStateSnapshot        = "FlinkStateSnapshot"
 )
 
-// WaitOptions bound how long Suspend and Resume wait for the operator.
-type WaitOptions struct {
-	// Timeout for the operator to reach the wanted state; default 10m.
-	Timeout time.Duration
-	// PollInterval between status reads; default 2s.
-	PollInterval time.Duration
-	// Known (Suspend only) are the savepoint records read before the first
-	// suspend attempt (SavepointMarks). With them, a retry that finds the
-	// resource already suspended still waits for a savepoint newer than
-	// these, instead of accepting an older one the status still shows.
-	Known *SavepointMarks
-}
-
-// SavepointMarks are the savepoint records of a resource at one moment.
-type SavepointMarks struct {
-	UpgradeSavepointPath string   `json:"upgradeSavepointPath,omitempty"`
-	LastSavepoint        string   `json:"lastSavepoint,omitempty"`
-	LastSavepointMillis  int64    `json:"lastSavepointMillis,omitempty"`
-	Snapshots            []string `json:"snapshots,omitempty"` // COMPLETED savepoint FlinkStateSnapshot names
-}
+// The operator's model is shared with the activities through inventory,
+// so no layer copies it field by field.
+type (
+	WaitOptions    = inventory.OperatorWait
+	SavepointMarks = inventory.SavepointMarks
+	OperatorStatus = inventory.OperatorStatus
+	SuspendResult  = inventory.SuspendResult
+	ResumeResult   = inventory.ResumeResult
+)
 
 // SavepointMarks reads the savepoint records of ref, to pass to Suspend as
 // WaitOptions.Known.
@@ -88,7 +77,8 @@ func (c *Client) SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (S
 	return m, nil
 }
 
-func (m SavepointMarks) internal() savepointMarks {
+// markSet indexes m for the suspend's comparisons.
+func markSet(m SavepointMarks) savepointMarks {
 	sm := savepointMarks{upgrade: m.UpgradeSavepointPath, last: m.LastSavepoint, lastMillis: m.LastSavepointMillis, snapshotNames: map[string]bool{}}
 	for _, n := range m.Snapshots {
 		sm.snapshotNames[n] = true
@@ -96,7 +86,8 @@ func (m SavepointMarks) internal() savepointMarks {
 	return sm
 }
 
-func (o WaitOptions) withDefaults() (WaitOptions, error) {
+// waitDefaults fills in the defaults of o and checks it.
+func waitDefaults(o WaitOptions) (WaitOptions, error) {
 	if o.Timeout < 0 || o.PollInterval < 0 {
 		return o, &ConfigError{Field: "WaitOptions", Value: fmt.Sprintf("timeout=%s poll=%s", o.Timeout, o.PollInterval), Valid: "non-negative durations (0 means the default)"}
 	}
@@ -110,59 +101,6 @@ func (o WaitOptions) withDefaults() (WaitOptions, error) {
 		o.PollInterval = o.Timeout
 	}
 	return o, nil
-}
-
-// OperatorStatus is what the operator reports on a resource.
-type OperatorStatus struct {
-	SpecState            string // spec.job.state
-	UpgradeMode          string // spec.job.upgradeMode
-	InitialSavepointPath string // spec.job.initialSavepointPath
-	LifecycleState       string // status.lifecycleState
-	JobState             string // status.jobStatus.state
-	JobID                string
-	UpgradeSavepointPath string
-	LastSavepoint        string
-	LastSavepointMillis  int64
-	// JobManagerDeploymentStatus is READY when a JobManager answers;
-	// MISSING after a suspend deleted it (FKO's JobManagerDeploymentStatus).
-	JobManagerDeploymentStatus string
-	// ReconciledUpgradeMode and ReconciledState are job.upgradeMode and
-	// job.state of status.reconciliationStatus.lastReconciledSpec: what
-	// the operator last acted on.
-	ReconciledUpgradeMode string
-	ReconciledState       string
-	Error                 string // status.error
-	ResourceVersion       string
-}
-
-func (s OperatorStatus) String() string {
-	return fmt.Sprintf("spec.job.state=%q lifecycleState=%q jobStatus.state=%q upgradeSavepointPath=%q lastSavepoint=%q error=%q",
-		s.SpecState, s.LifecycleState, s.JobState, s.UpgradeSavepointPath, s.LastSavepoint, truncate(s.Error, 300))
-}
-
-// SuspendResult is the outcome of Suspend.
-type SuspendResult struct {
-	Resource      inventory.ObjectRef
-	SavepointPath string
-	// SavepointSource says which status field or snapshot held it.
-	SavepointSource string
-	JobState        string
-	// AlreadySuspended: spec.job.state was suspended before the call.
-	AlreadySuspended bool
-	// ConflictRetries counts updates rejected for a stale resourceVersion.
-	ConflictRetries int
-}
-
-// ResumeResult is the outcome of Resume.
-type ResumeResult struct {
-	Resource      inventory.ObjectRef
-	SavepointPath string
-	JobState      string
-	// SetInitialSavepointPath: the operator recorded no upgrade savepoint,
-	// so spec.job.initialSavepointPath was set to SavepointPath.
-	SetInitialSavepointPath bool
-	AlreadyRunning          bool
-	ConflictRetries         int
 }
 
 func describe(ref inventory.ObjectRef) string { return ref.Kind + " " + ref.Namespace + "/" + ref.Name }
@@ -298,7 +236,7 @@ func (c *Client) Suspend(ctx context.Context, ref inventory.ObjectRef, opts Wait
 	if err != nil {
 		return res, err
 	}
-	if opts, err = opts.withDefaults(); err != nil {
+	if opts, err = waitDefaults(opts); err != nil {
 		return res, err
 	}
 	// Snapshots are listed before the update: one the operator completes
@@ -309,7 +247,7 @@ func (c *Client) Suspend(ctx context.Context, ref inventory.ObjectRef, opts Wait
 	}
 	var marks savepointMarks
 	if opts.Known != nil {
-		marks = opts.Known.internal()
+		marks = markSet(*opts.Known)
 	}
 	retries, err := c.updateJob(ctx, gvr, ref, func(u *unstructured.Unstructured, job map[string]any) (bool, error) {
 		st := statusOf(u)
@@ -437,7 +375,7 @@ func (c *Client) Resume(ctx context.Context, ref inventory.ObjectRef, savepointP
 	if err := inventory.ValidateStorageURI("savepointPath", savepointPath, true); err != nil {
 		return res, &ConfigError{Field: "savepointPath", Value: savepointPath, Valid: "the savepoint directory URI recorded at suspend, such as hdfs://nn:8020/savepoints/savepoint-abc123-0123456789ab"}
 	}
-	if opts, err = opts.withDefaults(); err != nil {
+	if opts, err = waitDefaults(opts); err != nil {
 		return res, err
 	}
 	retries, err := c.updateJob(ctx, gvr, ref, func(u *unstructured.Unstructured, job map[string]any) (bool, error) {

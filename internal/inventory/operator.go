@@ -1,0 +1,92 @@
+package inventory
+
+import (
+	"fmt"
+	"time"
+)
+
+// The Flink Kubernetes Operator's control model: what a suspend or resume
+// is asked and answers. The kube adapter fills it and the activities read
+// it, so it lives here, where both can import it.
+
+// OperatorWait bounds how long a suspend or resume waits for the operator.
+type OperatorWait struct {
+	// Timeout for the operator to reach the wanted state; default 10m.
+	Timeout time.Duration
+	// PollInterval between status reads; default 2s.
+	PollInterval time.Duration
+	// Known (Suspend only) are the savepoint records read before the first
+	// suspend attempt (SavepointMarks). With them, a retry that finds the
+	// resource already suspended still waits for a savepoint newer than
+	// these, instead of accepting an older one the status still shows.
+	Known *SavepointMarks
+}
+
+// SavepointMarks are the savepoint records of a resource at one moment.
+type SavepointMarks struct {
+	UpgradeSavepointPath string   `json:"upgradeSavepointPath,omitempty"`
+	LastSavepoint        string   `json:"lastSavepoint,omitempty"`
+	LastSavepointMillis  int64    `json:"lastSavepointMillis,omitempty"`
+	Snapshots            []string `json:"snapshots,omitempty"` // COMPLETED savepoint FlinkStateSnapshot names
+}
+
+// OperatorStatus is what the operator reports on a resource.
+type OperatorStatus struct {
+	SpecState            string // spec.job.state
+	UpgradeMode          string // spec.job.upgradeMode
+	InitialSavepointPath string // spec.job.initialSavepointPath
+	LifecycleState       string // status.lifecycleState
+	JobState             string // status.jobStatus.state
+	JobID                string
+	UpgradeSavepointPath string
+	LastSavepoint        string
+	LastSavepointMillis  int64
+	// JobManagerDeploymentStatus is READY when a JobManager answers;
+	// MISSING after a suspend deleted it (FKO's JobManagerDeploymentStatus).
+	JobManagerDeploymentStatus string
+	// ReconciledUpgradeMode and ReconciledState are job.upgradeMode and
+	// job.state of status.reconciliationStatus.lastReconciledSpec: what
+	// the operator last acted on.
+	ReconciledUpgradeMode string
+	ReconciledState       string
+	Error                 string // status.error
+	ResourceVersion       string
+}
+
+func (s OperatorStatus) String() string {
+	return fmt.Sprintf("spec.job.state=%q lifecycleState=%q jobStatus.state=%q upgradeSavepointPath=%q lastSavepoint=%q error=%q",
+		s.SpecState, s.LifecycleState, s.JobState, s.UpgradeSavepointPath, s.LastSavepoint, truncate(s.Error, 300))
+}
+
+// truncate shortens s to n bytes for a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// SuspendResult is the outcome of Suspend.
+type SuspendResult struct {
+	Resource      ObjectRef
+	SavepointPath string
+	// SavepointSource says which status field or snapshot held it.
+	SavepointSource string
+	JobState        string
+	// AlreadySuspended: spec.job.state was suspended before the call.
+	AlreadySuspended bool
+	// ConflictRetries counts updates rejected for a stale resourceVersion.
+	ConflictRetries int
+}
+
+// ResumeResult is the outcome of Resume.
+type ResumeResult struct {
+	Resource      ObjectRef
+	SavepointPath string
+	JobState      string
+	// SetInitialSavepointPath: the operator recorded no upgrade savepoint,
+	// so spec.job.initialSavepointPath was set to SavepointPath.
+	SetInitialSavepointPath bool
+	AlreadyRunning          bool
+	ConflictRetries         int
+}
