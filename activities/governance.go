@@ -389,64 +389,20 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	if err != nil {
 		return res, classify("read audit manifest", err)
 	}
-	tenantOf := map[string]string{}
+	tally := cleanup.TallyManifest(plan, recs)
+	res.Items, res.Files, res.Dirs, res.Bytes, res.Objects = tally.Reclaimed.Items, tally.Reclaimed.Files, tally.Reclaimed.Dirs, tally.Reclaimed.Bytes, tally.Reclaimed.Objects
+	res.Tenants, res.Outcomes = tally.Tenants, tally.Outcomes
+	for _, r := range tally.Unfinished[:min(len(tally.Unfinished), MaxPlanSample)] {
+		res.Refused = append(res.Refused, RecordBrief{Path: r.Path, Outcome: string(r.Outcome), Detail: r.Detail})
+	}
+	res.ObjectOutcomes = objectOutcomes(plan, tally.Last)
 	for _, it := range plan.Delete {
-		tenantOf[it.Path] = it.Tenant
-	}
-	for _, it := range plan.Objects {
-		tenantOf[it.Path] = it.Tenant
-	}
-	last := map[string]cleanup.Record{}
-	byTenant := map[string]*TenantReclaim{}
-	counts := map[string]int{}
-	for _, r := range recs {
-		if _, ok := tenantOf[r.Path]; !ok {
-			continue
-		}
-		counts[string(r.Outcome)]++
-		last[r.Path] = r
-		switch r.Outcome {
-		case cleanup.OutcomeTrashed, cleanup.OutcomeDeleted:
-			t := byTenant[tenantOf[r.Path]]
-			if t == nil {
-				t = &TenantReclaim{Tenant: tenantOf[r.Path]}
-				byTenant[t.Tenant] = t
-			}
-			t.Items++
-			res.Items++
-			if cleanup.IsObjectPath(r.Path) {
-				t.Objects++
-				res.Objects++
-				continue
-			}
-			t.Files += r.Files
-			t.Dirs += r.Dirs
-			t.Bytes += r.Bytes
-			res.Files += r.Files
-			res.Dirs += r.Dirs
-			res.Bytes += r.Bytes
-		case cleanup.OutcomeRefused, cleanup.OutcomeFailed:
-			if len(res.Refused) < MaxPlanSample {
-				res.Refused = append(res.Refused, RecordBrief{Path: r.Path, Outcome: string(r.Outcome), Detail: r.Detail})
-			}
-		}
-	}
-	res.ObjectOutcomes = objectOutcomes(plan, last)
-	for _, it := range plan.Delete {
-		for _, r := range last[it.Path].Resources {
+		for _, r := range tally.Last[it.Path].Resources {
 			if len(res.SnapshotResources) < MaxPlanSample {
 				res.SnapshotResources = append(res.SnapshotResources, it.Path+": "+r)
 			}
 		}
 	}
-	for o, n := range counts {
-		res.Outcomes = append(res.Outcomes, OutcomeCount{Outcome: o, Items: n})
-	}
-	sort.Slice(res.Outcomes, func(i, j int) bool { return res.Outcomes[i].Outcome < res.Outcomes[j].Outcome })
-	for _, t := range byTenant {
-		res.Tenants = append(res.Tenants, *t)
-	}
-	sort.Slice(res.Tenants, func(i, j int) bool { return res.Tenants[i].Tenant < res.Tenants[j].Tenant })
 	if a.Metrics != nil {
 		for _, t := range res.Tenants {
 			a.Metrics.CleanupReclaimed(t.Tenant, t.Files, t.Bytes)

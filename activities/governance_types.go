@@ -154,21 +154,12 @@ type ExecuteProgress struct {
 }
 
 // TenantReclaim is what one tenant got back. Items counts paths and
-// Kubernetes objects; Objects the objects alone.
-type TenantReclaim struct {
-	Tenant  string `json:"tenant"`
-	Items   int64  `json:"items"`
-	Files   int64  `json:"files"`
-	Dirs    int64  `json:"dirs"`
-	Bytes   int64  `json:"bytes"`
-	Objects int64  `json:"objects,omitempty"`
-}
-
-// OutcomeCount counts items that ended one way.
-type OutcomeCount struct {
-	Outcome string `json:"outcome"`
-	Items   int    `json:"items"`
-}
+// Kubernetes objects; Objects the objects alone. OutcomeCount counts items
+// that ended one way. Both are tallied by cleanup.TallyManifest.
+type (
+	TenantReclaim = cleanup.TenantReclaim
+	OutcomeCount  = cleanup.OutcomeCount
+)
 
 // RecordBrief is an item the executor refused or failed, with why.
 type RecordBrief struct {
