@@ -510,10 +510,3 @@ func (c *Client) waitFor(ctx context.Context, gvr schema.GroupVersionResource, r
 		}
 	}
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
