@@ -41,7 +41,14 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 	if len(listing.Report.Savepoints) == 0 {
 		return lineage, nil
 	}
-	stores := map[string]catalog.Store{} // tenant -> its catalog
+	// Each tenant's catalog with its root as resolved: a root spelled as a
+	// plain path and a savepoint listed as a URI are on one file system.
+	type tenantCatalog struct {
+		tenant   string
+		fs, root string
+		store    catalog.Store
+	}
+	var catalogs []tenantCatalog
 	for _, t := range tenants {
 		if t.Root == "" {
 			continue
@@ -59,27 +66,31 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 		if err != nil {
 			return nil, classify("read the savepoint catalog of tenant "+t.Name, err)
 		}
-		stores[t.Name] = st
+		catalogs = append(catalogs, tenantCatalog{tenant: t.Name, fs: fs.URI().String(), root: strings.TrimRight(p, "/"), store: st})
 		for _, e := range entries {
 			lineage[e.Path] = e.Job.String()
 		}
 	}
-	roots := append([]inventory.Tenant(nil), tenants...)
-	sort.Slice(roots, func(i, j int) bool { return len(roots[i].Root) > len(roots[j].Root) })
+	sort.Slice(catalogs, func(i, j int) bool { return len(catalogs[i].root) > len(catalogs[j].root) })
 	// remember writes what was learnt to the catalog of the tenant whose
-	// root holds the savepoint.
+	// root holds the savepoint (the innermost, should roots nest).
 	remember := func(e catalog.Entry) {
-		for _, t := range roots {
-			st, ok := stores[t.Name]
-			if !ok || !strings.HasPrefix(e.Path, strings.TrimRight(t.Root, "/")+"/") {
+		fs, p, err := a.Storage.Resolve(ctx, e.Path)
+		if err != nil {
+			*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not catalogued: %v", e.Path, e.Job, err))
+			return
+		}
+		for _, c := range catalogs {
+			if fs.URI().String() != c.fs || !strings.HasPrefix(p, c.root+"/") {
 				continue
 			}
 			e.RecordedAt = a.now().UTC()
-			if err := st.Put(ctx, e, false); err != nil {
-				*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", e.Path, e.Job, t.Name, err))
+			if err := c.store.Put(ctx, e, false); err != nil {
+				*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", e.Path, e.Job, c.tenant, err))
 			}
 			return
 		}
+		*notes = append(*notes, fmt.Sprintf("savepoint %s of %s is under no tenant root with a readable catalog: not catalogued", e.Path, e.Job))
 	}
 	completed := map[string]layout.Savepoint{}
 	for _, sp := range listing.Report.Savepoints {

@@ -24,6 +24,14 @@ import (
 // its resource is an inventory job. Whatever is told is catalogued with
 // its source.
 func TestSavepointLineageAttributesOnlyWhatItCanTell(t *testing.T) {
+	// The tenant root as a URI and as a plain path; listings spell
+	// savepoints as URIs either way.
+	for name, plain := range map[string]bool{"uri root": false, "plain root": true} {
+		t.Run(name, func(t *testing.T) { testSavepointLineage(t, plain) })
+	}
+}
+
+func testSavepointLineage(t *testing.T, plainRoot bool) {
 	ctx := context.Background()
 	tmp := t.TempDir()
 	guard, err := storage.NewGuard("file://" + tmp)
@@ -31,6 +39,10 @@ func TestSavepointLineageAttributesOnlyWhatItCanTell(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := "file://" + tmp + "/tenant"
+	invRoot := root
+	if plainRoot {
+		invRoot = tmp + "/tenant"
+	}
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ms := func(d time.Duration) int64 { return now.Add(-d).UnixMilli() }
 	jobs := []flink.JobOverview{
@@ -42,7 +54,7 @@ func TestSavepointLineageAttributesOnlyWhatItCanTell(t *testing.T) {
 	}
 	deployment := inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: inventory.KindFlinkDeployment, Namespace: "ns", Name: "payments"}
 	inv := inventory.Inventory{
-		Tenants: []inventory.Tenant{{Name: "t", Root: root}},
+		Tenants: []inventory.Tenant{{Name: "t", Root: invRoot}},
 		Clusters: []inventory.Cluster{{Tenant: "t", ClusterID: "c1", RESTURL: "http://c1", Jobs: []inventory.JobSpec{
 			{Name: "payments", Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume, Resource: &deployment}}}}},
 	}
@@ -83,7 +95,7 @@ func TestSavepointLineageAttributesOnlyWhatItCanTell(t *testing.T) {
 		}
 	}
 
-	fs, p, err := a.Storage.Resolve(ctx, root)
+	fs, p, err := a.Storage.Resolve(ctx, invRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
