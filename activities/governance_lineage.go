@@ -123,34 +123,16 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 	}
 
 	// Job history: job id prefix -> the runs of that prefix.
-	type run struct {
-		job        catalog.LogicalJob
-		id         string
-		start, end time.Time // end zero while it runs
+	runs, unread := a.jobHistory(ctx, inv)
+	for _, u := range unread {
+		*notes = append(*notes, fmt.Sprintf("job history of cluster %s not readable (%v): savepoints only it could attribute are kept as %s", u.cluster, u.err, cleanup.KeepLineageUnknown))
 	}
-	byPrefix := map[string][]run{}
-	for _, c := range inv.Clusters {
-		client, err := a.flinkFor(c.RESTURL)
-		if err != nil {
-			continue
-		}
-		jobs, err := client.ListJobs(ctx)
-		if err != nil {
-			*notes = append(*notes, fmt.Sprintf("job history of cluster %s not readable (%v): savepoints only it could attribute are kept as %s", c.ClusterID, err, cleanup.KeepLineageUnknown))
-			continue
-		}
-		for _, j := range jobs {
-			if len(j.ID) < 6 || j.Name == "" {
-				continue
-			}
-			r := run{job: catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: j.Name}, id: j.ID, start: j.Started()}
-			if j.State.IsGloballyTerminal() {
-				r.end = j.Ended()
-			}
-			byPrefix[j.ID[:6]] = append(byPrefix[j.ID[:6]], r)
+	byPrefix := map[string][]jobRun{}
+	for _, r := range runs {
+		if len(r.id) >= 6 {
+			byPrefix[r.id[:6]] = append(byPrefix[r.id[:6]], r)
 		}
 	}
-	activity.RecordHeartbeat(ctx, "job history")
 	for _, sp := range listing.Report.Savepoints {
 		path := strings.TrimRight(sp.Path, "/")
 		if !sp.Completed || lineage[path] != "" {
@@ -160,7 +142,7 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 		// while it ran (give or take the clock skew between TaskManagers,
 		// JobManager and NameNode): a prefix collision with a job long gone
 		// from the history must not pull the savepoint into another job.
-		var match []run
+		var match []jobRun
 		for _, r := range byPrefix[sp.JobIDPrefix] {
 			written := sp.Usage.Newest
 			if written.Before(r.start.Add(-cleanup.PendingMargin)) || (!r.end.IsZero() && written.After(r.end.Add(cleanup.PendingMargin))) {
@@ -181,6 +163,49 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 		remember(catalog.Entry{Path: path, Job: job, JobID: match[0].id, Trigger: catalog.TriggerDiscovered, Bytes: sp.Usage.Bytes, Files: sp.Usage.Files})
 	}
 	return lineage, nil
+}
+
+// jobRun is one run of a logical job in a cluster's job history.
+type jobRun struct {
+	job        catalog.LogicalJob
+	id         string
+	start, end time.Time // end zero while it runs
+}
+
+// unreadCluster is an inventory cluster whose jobs could not be listed.
+type unreadCluster struct {
+	cluster string
+	err     error
+}
+
+// jobHistory lists the runs every inventory cluster knows (its running
+// jobs and its job history), in inventory order; clusters that do not
+// answer are returned apart, for the caller to say what that costs.
+func (a *Activities) jobHistory(ctx context.Context, inv inventory.Inventory) ([]jobRun, []unreadCluster) {
+	var runs []jobRun
+	var unread []unreadCluster
+	for _, c := range inv.Clusters {
+		client, err := a.flinkFor(c.RESTURL)
+		if err == nil {
+			var jobs []flink.JobOverview
+			if jobs, err = client.ListJobs(ctx); err == nil {
+				for _, j := range jobs {
+					if j.ID == "" || j.Name == "" {
+						continue
+					}
+					r := jobRun{job: catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: j.Name}, id: j.ID, start: j.Started()}
+					if j.State.IsGloballyTerminal() {
+						r.end = j.Ended()
+					}
+					runs = append(runs, r)
+				}
+				continue
+			}
+		}
+		unread = append(unread, unreadCluster{cluster: c.ClusterID, err: err})
+	}
+	activity.RecordHeartbeat(ctx, "job history")
+	return runs, unread
 }
 
 // ownerKey is a resource without its API version, which the operator's

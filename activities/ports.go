@@ -74,6 +74,12 @@ type GovernanceMetrics interface {
 	// removed.
 	CleanupObjectsPlanned(tenant string, objects int64)
 	CleanupObjectsRemoved(tenant string, objects int64)
+	// UsageSampled records a tenant's stored files and bytes of one kind
+	// (internal/usage), UsageNamespaceSampled its files plus directories,
+	// which a namespace quota counts. Per tenant and kind only: a series
+	// per job would grow with every job name.
+	UsageSampled(tenant, kind string, files, bytes int64)
+	UsageNamespaceSampled(tenant, kind string, namespace int64)
 	// Succeeded records the time of the last successful operation
 	// (plan, execute, purge, sample).
 	Succeeded(operation string, at time.Time)
@@ -83,11 +89,11 @@ type GovernanceMetrics interface {
 }
 
 // OperatorControl drives Flink Kubernetes Operator resources
-// (FlinkDeployment, FlinkSessionJob) through spec.job.state. It mirrors
-// the methods of *kube.Client with types of this package because
-// internal/kube's own tests import this package; internal/app adapts the
-// client (app.KubeOperator). Errors should be *OperatorError so activities
-// can tell a retry from a final failure.
+// (FlinkDeployment, FlinkSessionJob) through spec.job.state: the methods
+// of *kube.Client over the model both share (internal/inventory), routed to
+// the right Kubernetes cluster by internal/app (app.KubeOperator), which
+// also turns kube's errors into *OperatorError so activities can tell a
+// retry from a final failure.
 type OperatorControl interface {
 	// Suspend sets the job suspended with upgradeMode savepoint and waits
 	// for the savepoint the operator records; idempotent.

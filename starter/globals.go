@@ -9,10 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
 // Output formats of --output.
@@ -139,4 +141,28 @@ func (g *globals) update(ctx context.Context, workflowID, updateName string, arg
 		return fmt.Errorf("refused: %w", err)
 	}
 	return h.Get(ctx, out)
+}
+
+// runOnWorker runs one workflow of type wfType with input in on a worker,
+// waits for it at most timeout and decodes its result into out.
+func runOnWorker(cmd *cobra.Command, g *globals, timeout time.Duration, id, wfType, kind string, in, out any) error {
+	c, err := g.dial(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := contextWithTimeout(cmd, timeout)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: g.taskQueue, WorkflowExecutionTimeout: timeout,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)),
+	}, wfType, in)
+	if err != nil {
+		return fmt.Errorf("start %s workflow: %w", wfType, err)
+	}
+	if err := run.Get(ctx, out); err != nil {
+		return workflowFailedError{fmt.Errorf("%s failed or did not complete within %s (is a worker polling task queue %q?): %w\n  %s",
+			wfType, timeout, g.taskQueue, err, g.conn.ExecutionURL(run.GetID(), run.GetRunID()))}
+	}
+	return nil
 }

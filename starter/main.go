@@ -109,6 +109,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		newQuotaCommand(g),
 		newMetadataCommand(g),
 		newSavepointsCommand(g),
+		newUsageCommand(g),
 	)
 	return root
 }

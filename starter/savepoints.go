@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -82,25 +80,9 @@ func runCatalog(cmd *cobra.Command, g *globals, timeout time.Duration, in workfl
 	if timeout <= 0 {
 		return out, usageErrorf("--timeout=%s is not valid: use a positive duration such as 5m", timeout)
 	}
-	c, err := g.dial(cmd.Context())
-	if err != nil {
-		return out, err
-	}
-	defer c.Close()
-	ctx, cancel := contextWithTimeout(cmd, timeout)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: workflows.SavepointCatalogWorkflowID(nonce()), TaskQueue: g.taskQueue, WorkflowExecutionTimeout: timeout,
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindSavepoints)),
-	}, workflows.SavepointCatalogWorkflowType, in)
-	if err != nil {
-		return out, fmt.Errorf("start savepoint catalog workflow: %w", err)
-	}
-	if err := run.Get(ctx, &out); err != nil {
-		return out, workflowFailedError{fmt.Errorf("savepoint catalog operation failed or did not complete within %s (is a worker polling task queue %q?): %w\n  %s",
-			timeout, g.taskQueue, err, g.conn.ExecutionURL(run.GetID(), run.GetRunID()))}
-	}
-	return out, nil
+	err := runOnWorker(cmd, g, timeout, workflows.SavepointCatalogWorkflowID(nonce()), workflows.SavepointCatalogWorkflowType,
+		workflows.KindSavepoints, in, &out)
+	return out, err
 }
 
 func newSavepointsListCommand(g *globals) *cobra.Command {

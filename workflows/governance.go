@@ -102,6 +102,9 @@ func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 	if err := r.plan(ctx); err != nil {
 		return r.fail(ctx, err)
 	}
+	if workflow.GetVersion(ctx, changeGovernanceUsage, workflow.DefaultVersion, 1) >= 1 {
+		r.sampleUsage(ctx)
+	}
 	switch {
 	case r.in.Mode == ModePlan:
 		return r.finish(ctx, GovPhasePlanned)
@@ -152,6 +155,34 @@ func (r *governanceRun) plan(ctx workflow.Context) error {
 	r.logger.Info("plan ready", "items", res.Summary.Items, "files", res.Summary.Files, "bytes", res.Summary.Bytes, "plan", res.Summary.PlanPath)
 	r.upsertVisibility(ctx)
 	return nil
+}
+
+// changeGovernanceUsage adds the storage usage of the plan's tenants to
+// the report, right after the plan.
+const changeGovernanceUsage = "governance-usage-2026-12-01"
+
+// sampleUsage records what fills each tenant's quota, per kind with its
+// growth and the top offenders, for the report. Like the quota figures it
+// informs and never blocks a cleanup.
+func (r *governanceRun) sampleUsage(ctx workflow.Context) {
+	var tenants []string
+	for _, t := range r.st.Plan.ScopeTenants {
+		tenants = append(tenants, t.Name)
+	}
+	if len(tenants) == 0 {
+		return
+	}
+	var a *activities.Activities
+	var res activities.TenantUsageResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, usageOptions()), a.TenantUsage,
+		activities.TenantUsageInput{Tenants: tenants, OmitJobs: true}).Get(ctx, &res); err != nil {
+		r.st.Notes = append(r.st.Notes, "storage usage unknown: "+errorText(err))
+		return
+	}
+	r.st.Usage = res.Tenants
+	for _, n := range res.Notes {
+		r.st.Notes = append(r.st.Notes, "storage usage: "+n)
+	}
 }
 
 // awaitApproval waits for approve or reject until the deadline; a nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
 
 // govFixture fakes the governance activities and records their calls.
@@ -23,6 +24,8 @@ type govFixture struct {
 	samples   int
 	documents map[string]string
 	planItems int64
+	usage     []activities.TenantUsageInput
+	usageErr  error
 }
 
 const testPlanSHA = "5f1e0c3a"
@@ -53,6 +56,16 @@ func newGovFixture(t *testing.T) *govFixture {
 		}
 		return activities.SampleQuotaResult{Tenants: []activities.TenantQuota{{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: 1000,
 			Percent: float64(used) / 10, Level: "warning"}}}, nil
+	})
+	f.env.OnActivity(a.TenantUsage, mockAny, mockAny).Return(func(_ context.Context, in activities.TenantUsageInput) (activities.TenantUsageResult, error) {
+		f.usage = append(f.usage, in)
+		if f.usageErr != nil {
+			return activities.TenantUsageResult{}, f.usageErr
+		}
+		orders := usage.Offender{Job: "team-a/cluster-a/orders", Figures: usage.Figures{Files: 700, Dirs: 90, Bytes: 5 << 20}}
+		return activities.TenantUsageResult{Tenants: []usage.Report{{Tenant: "team-a", Root: "hdfs://nn/a",
+			Kinds:    []usage.KindUsage{{Kind: usage.KindShared, Figures: usage.Figures{Files: 700, Dirs: 90, Bytes: 5 << 20}}},
+			TopFiles: []usage.Offender{orders}, TopBytes: []usage.Offender{orders}}}}, nil
 	})
 	f.env.OnActivity(a.PurgeTrash, mockAny, mockAny).Return(activities.PurgeTrashResult{Purged: []string{"hdfs://nn/trash/old"}}, nil)
 	f.env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
@@ -142,6 +155,28 @@ func TestGovernancePlanModeTouchesNothing(t *testing.T) {
 	}
 	if len(rep.Tenants) != 1 || rep.Tenants[0].PlannedFiles != 30 || rep.Tenants[0].NamespaceBefore != 900 {
 		t.Fatalf("tenants %+v", rep.Tenants)
+	}
+	// The storage usage of the plan's tenants, without per-job rows.
+	if len(f.usage) != 1 || !f.usage[0].OmitJobs || strings.Join(f.usage[0].Tenants, ",") != "team-a" {
+		t.Fatalf("usage input %+v; want the plan's tenants, kinds and top offenders only", f.usage)
+	}
+	if len(rep.Usage) != 1 || rep.Usage[0].Tenant != "team-a" {
+		t.Fatalf("report usage %+v", rep.Usage)
+	}
+	for _, want := range []string{"## Storage usage", "| shared | 700 | 90 | 5242880 | - | - | - |", "first sample", "| team-a/cluster-a/orders | 700 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestGovernanceUsageFailureIsANote(t *testing.T) {
+	f := newGovFixture(t)
+	f.usageErr = temporal.NewNonRetryableApplicationError("permission denied", activities.ErrTypeStoragePermission, nil)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g7"})
+	rep := f.report()
+	if rep.Outcome != GovPhasePlanned || rep.Usage != nil || !strings.Contains(strings.Join(rep.Notes, " "), "storage usage unknown") {
+		t.Fatalf("outcome %s, usage %+v, notes %v; want planned with a note", rep.Outcome, rep.Usage, rep.Notes)
 	}
 }
 

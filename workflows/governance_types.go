@@ -11,6 +11,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
 
 // Governance modes.
@@ -202,6 +203,9 @@ type GovernanceState struct {
 	QuotaAfter       []activities.TenantQuota         `json:"quotaAfter,omitempty"`
 	ReportPath       string                           `json:"reportPath,omitempty"`
 	Notes            []string                         `json:"notes,omitempty"`
+	// Usage is what fills each tenant's quota, per kind, with the top
+	// offenders (no per-job rows: `flinkmaint usage` has those).
+	Usage []usage.Report `json:"usage,omitempty"`
 }
 
 // GovernanceTenantReport is one tenant's outcome.
@@ -247,12 +251,14 @@ type GovernanceReport struct {
 	// Objects are the Kubernetes objects of the plan (planned, then kept),
 	// with their outcome once executed.
 	Objects []activities.ObjectBrief `json:"kubernetesObjects,omitempty"`
-	Notes   []string                 `json:"notes,omitempty"`
+	// Usage is the storage usage of the tenants in scope at planning time.
+	Usage []usage.Report `json:"usage,omitempty"`
+	Notes []string       `json:"notes,omitempty"`
 }
 
 func buildGovernanceReport(in *GovernanceInput, st *GovernanceState) *GovernanceReport {
 	rep := &GovernanceReport{RunID: st.RunID, Mode: st.Mode, Reason: in.Reason, Outcome: st.Phase, StartedAt: st.StartedAt,
-		FinishedAt: st.FinishedAt, Approval: st.Approval, Execution: st.Execution, Purge: st.Purge, Notes: st.Notes}
+		FinishedAt: st.FinishedAt, Approval: st.Approval, Execution: st.Execution, Purge: st.Purge, Usage: st.Usage, Notes: st.Notes}
 	byTenant := map[string]*GovernanceTenantReport{}
 	var order []string
 	get := func(name string) *GovernanceTenantReport {
@@ -353,6 +359,12 @@ func (rep *GovernanceReport) Markdown() string {
 		b.WriteString(fmt.Sprintf("| %s | %d | %d | %d | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %d | %d / %d |\n", name, t.PlannedFiles, t.PlannedBytes,
 			t.ReclaimedFiles, t.ReclaimedBytes, t.NamespaceBefore, t.PercentBefore, t.NamespaceAfter, t.PercentAfter, t.NamespaceQuota, t.Unparseable,
 			t.PlannedObjects, t.RemovedObjects))
+	}
+	if len(rep.Usage) > 0 {
+		b.WriteString("\n## Storage usage\n")
+		for _, u := range rep.Usage {
+			b.WriteString("\n" + u.Markdown())
+		}
 	}
 	if len(rep.Objects) > 0 {
 		b.WriteString("\n## Kubernetes objects\n\n| object | kind | cluster | rule or kept | age | owner | outcome |\n|---|---|---|---|---|---|---|\n")

@@ -31,6 +31,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.QuotaWatchWorkflow, workflow.RegisterOptions{Name: workflows.QuotaWatchWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.SavepointCatalogWorkflow, workflow.RegisterOptions{Name: workflows.SavepointCatalogWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.ScheduledSavepointsWorkflow, workflow.RegisterOptions{Name: workflows.ScheduledSavepointsWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.UsageWorkflow, workflow.RegisterOptions{Name: workflows.UsageWorkflowType})
 }
 
 // RegisterActivities registers every method of acts as an activity, named

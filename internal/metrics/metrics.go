@@ -98,6 +98,9 @@ type Governance struct {
 	LastSuccessSeconds *prometheus.GaugeVec
 	SavepointsTaken    *prometheus.GaugeVec
 	SavepointsFailed   *prometheus.GaugeVec
+	UsageFiles         *prometheus.GaugeVec
+	UsageBytes         *prometheus.GaugeVec
+	UsageNamespace     *prometheus.GaugeVec
 }
 
 // NewGovernance creates the governance metrics on reg.
@@ -126,9 +129,17 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Savepoints the latest scheduled savepoint run took, verified and catalogued, per tenant."}, []string{"tenant"}),
 		SavepointsFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "scheduled_savepoints_failed",
 			Help: "Jobs whose savepoint failed in the latest scheduled savepoint run, per tenant (the jobs keep running); alert on > 0."}, []string{"tenant"}),
+		UsageFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "usage_files",
+			Help: "Files under a tenant root at its latest usage sample, per kind (checkpoints, shared, taskowned, savepoints, ha, trash, flinkmaint, structure, unknown)."},
+			[]string{"tenant", "kind"}),
+		UsageBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "usage_bytes",
+			Help: "Bytes (before replication) under a tenant root at its latest usage sample, per kind."}, []string{"tenant", "kind"}),
+		UsageNamespace: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "usage_namespace",
+			Help: "Files plus directories under a tenant root at its latest usage sample, per kind: what the namespace quota counts."}, []string{"tenant", "kind"}),
 	}
 	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
-		g.ReclaimedFiles, g.ReclaimedBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.SavepointsTaken, g.SavepointsFailed} {
+		g.ReclaimedFiles, g.ReclaimedBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.SavepointsTaken, g.SavepointsFailed,
+		g.UsageFiles, g.UsageBytes, g.UsageNamespace} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: governance: %w", err)
 		}
@@ -162,6 +173,17 @@ func (g *Governance) CleanupObjectsPlanned(tenant string, objects int64) {
 // CleanupObjectsRemoved adds the Kubernetes objects a run removed.
 func (g *Governance) CleanupObjectsRemoved(tenant string, objects int64) {
 	g.RemovedObjects.WithLabelValues(tenant).Add(float64(objects))
+}
+
+// UsageSampled records a tenant's files and bytes of one kind.
+func (g *Governance) UsageSampled(tenant, kind string, files, bytes int64) {
+	g.UsageFiles.WithLabelValues(tenant, kind).Set(float64(files))
+	g.UsageBytes.WithLabelValues(tenant, kind).Set(float64(bytes))
+}
+
+// UsageNamespaceSampled records a tenant's files plus dirs of one kind.
+func (g *Governance) UsageNamespaceSampled(tenant, kind string, namespace int64) {
+	g.UsageNamespace.WithLabelValues(tenant, kind).Set(float64(namespace))
 }
 
 // Succeeded records when an operation last succeeded.
