@@ -14,12 +14,6 @@ const (
 	KindQuotaWatch = "quota-watch"
 )
 
-// Updates of GovernanceWorkflow (QueryStatus and QueryReport apply too).
-const (
-	UpdateApprove = "approve"
-	UpdateReject  = "reject"
-)
-
 // GovernanceWorkflowID is the ID of a governance run started by hand.
 func GovernanceWorkflowID(name string) string { return "governance-" + name }
 

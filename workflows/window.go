@@ -165,7 +165,7 @@ func (r *windowRun) registerHandlers(ctx workflow.Context) error {
 
 func (r *windowRun) validateDecision(req DecideRequest) error {
 	p := r.st.Pending
-	if p == nil || p.Kind == pendingNetwork {
+	if p == nil || p.Kind == DecisionNetworkChange {
 		return fmt.Errorf("window %s is not waiting for a decision (phase %s)", r.in.WindowID, r.st.Phase)
 	}
 	if strings.TrimSpace(req.By) == "" {
@@ -194,8 +194,6 @@ func (r *windowRun) record(ctx workflow.Context, d DecisionRecord) {
 	r.st.Decisions = append(r.st.Decisions, d)
 	r.logger.Info("operator action", "kind", d.Kind, "action", d.Action, "job", d.Job, "by", d.By, "reason", d.Reason)
 }
-
-const pendingNetwork = "network-change"
 
 // errAborted unwinds the phases when an operator aborted.
 var errAborted = errors.New("window aborted")
@@ -395,7 +393,7 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 		if len(over) == 0 || r.in.Policy.Quota.IgnorePreflightWatermark {
 			break
 		}
-		ans, err := r.decide(ctx, "preflight-watermark",
+		ans, err := r.decide(ctx, DecisionPreflightWatermark,
 			"tenants above the critical watermark before any job is stopped: "+strings.Join(over, "; ")+
 				". retry after cleanup or a quota raise, resume to go on anyway, or abort",
 			nil, ActionRetry, ActionResume, ActionAbort)
@@ -415,7 +413,7 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 		if err == nil || !required {
 			return nil
 		}
-		if _, err := r.decide(ctx, "manifest-unwritable",
+		if _, err := r.decide(ctx, DecisionManifestUnwritable,
 			fmt.Sprintf("the manifest %s cannot be written, so no job is stopped yet: %s. Make sure the directory lies under an existing storage.writableRoots entry, then retry; or abort",
 				r.st.ManifestPath, errorText(err)), nil, ActionRetry, ActionAbort); err != nil {
 			return err
@@ -485,7 +483,7 @@ func (r *windowRun) savepointAll(ctx workflow.Context) error {
 			}
 			return nil
 		}
-		ans, err := r.decide(ctx, "savepoint-failures",
+		ans, err := r.decide(ctx, DecisionSavepointFailures,
 			fmt.Sprintf("%d job(s) could not be stopped with a savepoint (each error says whether the job still runs): %s", len(failed), r.errorsOf(failed, true)),
 			failed, ActionRetryJob, ActionSkipJob, ActionResume, ActionAbort)
 		if err != nil {
@@ -627,7 +625,7 @@ func (r *windowRun) historyFull(ctx workflow.Context) bool {
 func (r *windowRun) networkGate(ctx workflow.Context) error {
 	n := r.in.Policy.Network
 	if !n.Skip && r.st.Network == nil {
-		r.st.Pending = &PendingDecision{Kind: pendingNetwork, Allowed: []string{UpdateConfirmNetworkChange},
+		r.st.Pending = &PendingDecision{Kind: DecisionNetworkChange, Allowed: []string{UpdateConfirmNetworkChange},
 			Reason: "all jobs in scope are stopped with savepoints; confirm the network change is done (flinkmaint window confirm-network-change)",
 			Since:  workflow.Now(ctx)}
 		r.upsertVisibility(ctx)
@@ -706,7 +704,7 @@ func (r *windowRun) probe(ctx workflow.Context) error {
 		if err == nil {
 			return nil
 		}
-		if _, err := r.decide(ctx, "endpoints-unreachable", "after the network change these endpoints still do not answer: "+errorText(err),
+		if _, err := r.decide(ctx, DecisionEndpointsUnreachable, "after the network change these endpoints still do not answer: "+errorText(err),
 			nil, ActionRetry, ActionAbort); err != nil {
 			return err
 		}
@@ -746,7 +744,7 @@ func (r *windowRun) quotaGate(ctx workflow.Context) error {
 		if len(short) == 0 {
 			return nil
 		}
-		ans, err := r.decide(ctx, "quota", "restart would not fit the namespace quota: "+strings.Join(short, "; ")+
+		ans, err := r.decide(ctx, DecisionQuota, "restart would not fit the namespace quota: "+strings.Join(short, "; ")+
 			". retry after cleanup or a quota raise, resume to restart anyway, or abort", nil, ActionRetry, ActionResume, ActionAbort)
 		if err != nil {
 			return err
@@ -840,7 +838,7 @@ func (r *windowRun) restart(ctx workflow.Context) error {
 			if w == 0 {
 				label = "canary wave"
 			}
-			ans, err := r.decide(ctx, "restart-failures",
+			ans, err := r.decide(ctx, DecisionRestartFailures,
 				fmt.Sprintf("%s: %d job(s) did not become healthy (budget %d): %s", label, len(failed), p.FailureBudget, r.errorsOf(failed, false)),
 				failed, ActionRetryJob, ActionSkipJob, ActionResume, ActionAbort)
 			if err != nil {

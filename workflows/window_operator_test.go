@@ -188,7 +188,7 @@ func TestWindowOperatorLastStateFallbackPausesForADecision(t *testing.T) {
 	paused := false
 	f.env.RegisterDelayedCallback(func() {
 		st := f.status()
-		if st.Pending == nil || st.Pending.Kind != "savepoint-failures" || !strings.Contains(st.Pending.Reason, "last-state") {
+		if st.Pending == nil || st.Pending.Kind != DecisionSavepointFailures || !strings.Contains(st.Pending.Reason, "last-state") {
 			t.Errorf("pending %+v; want a savepoint-failures decision naming the fallback", st.Pending)
 			return
 		}

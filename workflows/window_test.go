@@ -230,7 +230,7 @@ func TestWindowHappyPath(t *testing.T) {
 	f := newWindowFixture(t, 4)
 	f.env.RegisterDelayedCallback(func() {
 		st := f.status()
-		if st.Phase != PhaseNetworkGate || st.Pending == nil || st.Pending.Kind != pendingNetwork {
+		if st.Phase != PhaseNetworkGate || st.Pending == nil || st.Pending.Kind != DecisionNetworkChange {
 			t.Errorf("at 1m: phase %s pending %+v, want waiting in the network gate", st.Phase, st.Pending)
 		}
 		for _, j := range st.Jobs {
@@ -293,7 +293,7 @@ func TestWindowRestartFailurePausesForSkipDecision(t *testing.T) {
 	var pendingSeen bool
 	f.env.RegisterDelayedCallback(func() {
 		st := f.status()
-		if st.Pending == nil || st.Pending.Kind != "restart-failures" || len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != "cluster-b/job-b" {
+		if st.Pending == nil || st.Pending.Kind != DecisionRestartFailures || len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != "cluster-b/job-b" {
 			t.Errorf("pending = %+v, want restart-failures for cluster-b/job-b", st.Pending)
 			return
 		}
@@ -350,7 +350,7 @@ func TestWindowQuotaGatePausesUntilRetry(t *testing.T) {
 	in.Policy.Network.Skip = true
 	f.env.RegisterDelayedCallback(func() {
 		st := f.status()
-		if st.Phase != PhaseQuotaGate || st.Pending == nil || st.Pending.Kind != "quota" || !strings.Contains(st.Pending.Reason, "team-a") {
+		if st.Phase != PhaseQuotaGate || st.Pending == nil || st.Pending.Kind != DecisionQuota || !strings.Contains(st.Pending.Reason, "team-a") {
 			t.Errorf("want quota pause naming team-a, got phase %s pending %+v", st.Phase, st.Pending)
 		}
 		for _, j := range st.Jobs {
@@ -488,7 +488,7 @@ func TestWindowStopsNoJobBeforeItsManifestIsWritten(t *testing.T) {
 	f.env.RegisterDelayedCallback(func() {
 		paused = true
 		st := f.status()
-		if st.Phase != PhasePreflight || st.Pending == nil || st.Pending.Kind != "manifest-unwritable" || !strings.Contains(st.Pending.Reason, "manifest.json") {
+		if st.Phase != PhasePreflight || st.Pending == nil || st.Pending.Kind != DecisionManifestUnwritable || !strings.Contains(st.Pending.Reason, "manifest.json") {
 			t.Errorf("want a manifest-unwritable pause in preflight, got phase %s pending %+v", st.Phase, st.Pending)
 		}
 		f.mu.Lock()

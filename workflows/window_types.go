@@ -302,9 +302,21 @@ type JobProgress struct {
 	SkipReason string `json:"skipReason,omitempty"`
 }
 
+// Kinds of decision a window waits for (PendingDecision.Kind). They are
+// public API: scripts and alerts match them.
+const (
+	DecisionPreflightWatermark   = "preflight-watermark"   // a tenant is over a quota watermark before anything stops
+	DecisionManifestUnwritable   = "manifest-unwritable"   // no job stops before its manifest is on storage
+	DecisionSavepointFailures    = "savepoint-failures"    // some savepoints failed
+	DecisionNetworkChange        = "network-change"        // the infrastructure change is to be confirmed
+	DecisionEndpointsUnreachable = "endpoints-unreachable" // after the change, endpoints still do not answer
+	DecisionQuota                = "quota"                 // the restart would not fit the namespace quota
+	DecisionRestartFailures      = "restart-failures"      // some restarts failed
+)
+
 // PendingDecision is what a paused window waits for.
 type PendingDecision struct {
-	Kind    string    `json:"kind"` // savepoint-failures, quota, restart-failures, preflight-watermark
+	Kind    string    `json:"kind"` // one of the Decision* kinds
 	Reason  string    `json:"reason"`
 	Jobs    []string  `json:"jobs,omitempty"`
 	Allowed []string  `json:"allowed"`

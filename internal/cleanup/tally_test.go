@@ -11,7 +11,7 @@ import (
 func TestTallyManifest(t *testing.T) {
 	obj := ObjectScheme + "team-b/pod/tm-1"
 	plan := Plan{
-		Delete: []Item{{Path: "/a/chk-1", Tenant: "team-a"}, {Path: "/a/chk-2", Tenant: "team-a"}, {Path: "/b/sp-1", Tenant: "team-b"}},
+		Delete:  []Item{{Path: "/a/chk-1", Tenant: "team-a"}, {Path: "/a/chk-2", Tenant: "team-a"}, {Path: "/b/sp-1", Tenant: "team-b"}},
 		Objects: []ObjectItem{{Path: obj, Tenant: "team-b"}},
 	}
 	recs := []Record{
