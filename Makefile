@@ -19,11 +19,17 @@ build: ## build bin/flinkmaint (operator CLI) and bin/flinkmaint-worker
 test: ## build tools, start the real peers, run every test (-race), stop the peers
 	scripts/test.sh
 
+.PHONY: test-unit
+test-unit: ## unit tests only: no Java, no servers, no network (-race); under 2 minutes
+	scripts/test-unit.sh
+
 .PHONY: lint
 lint: bin/workflowcheck bin/staticcheck ## gofmt, go vet, staticcheck, workflowcheck
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(GO_PACKAGES)
+	go vet -tags realpeers $(GO_PACKAGES)
 	bin/staticcheck $(GO_PACKAGES)
+	bin/staticcheck -tags realpeers $(GO_PACKAGES)
 	bin/workflowcheck ./workflows/...
 
 bin/workflowcheck bin/staticcheck: tools/go.mod tools/go.sum
@@ -75,7 +81,7 @@ stop: ## stop the demo worker, the dev server and the sandbox
 
 .PHONY: capture-history
 capture-history: temporal-cli ## record workflow histories for the replay tests
-	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -count=1 -timeout 30m -run 'OnDevServer|OnRealPeers|AtFleetScale' ./internal/app/...
+	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -tags realpeers -count=1 -timeout 30m -run 'OnDevServer|OnRealPeers|AtFleetScale' ./internal/app/...
 
 .PHONY: bench-storage
 bench-storage: ## walk >=100k files on the sandbox HDFS beside hdfs dfs -ls -R / -count (prints figures)

@@ -1,3 +1,5 @@
+//go:build realpeers
+
 package activities_test
 
 import (

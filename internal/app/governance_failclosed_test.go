@@ -1,3 +1,5 @@
+//go:build realpeers
+
 package app_test
 
 import (

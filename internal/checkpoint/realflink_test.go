@@ -1,3 +1,5 @@
+//go:build realpeers
+
 package checkpoint_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build realpeers
+
 package layout_test
 
 import (

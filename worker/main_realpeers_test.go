@@ -1,0 +1,164 @@
+//go:build realpeers
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// TestWorkerBinary builds flinkmaint-worker, runs it against a real dev
+// server, completes a workflow through it, reads /healthz and /metrics, and
+// checks SIGTERM stops it cleanly.
+func TestWorkerBinary(t *testing.T) {
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	bin := filepath.Join(t.TempDir(), "flinkmaint-worker")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	listen := freeAddr(t)
+	var logs syncBuffer
+	cmd := exec.Command(bin, "--temporal-address", tmp.HostPort, "--task-queue", "binary-test", "--http-listen", listen)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Env = append(os.Environ(), "FLINKMAINT_LOG_FORMAT=json")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	waitHTTP(t, "http://"+listen+"/healthz", exited, &logs)
+	if body := get(t, "http://"+listen+"/readyz"); !strings.Contains(body, "ok") {
+		t.Fatalf("/readyz = %q", body)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.PingWorkflowID("binary"), TaskQueue: "binary-test"},
+		workflows.PingWorkflowType, workflows.PingInput{Message: "via binary"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.PingResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("ping through worker binary: %v\nworker log:\n%s", err, logs.String())
+	}
+	if !strings.HasPrefix(res.Worker, "flinkmaint-worker@") || res.Message != "via binary" {
+		t.Fatalf("unexpected result %+v", res)
+	}
+
+	metrics := get(t, "http://"+listen+"/metrics")
+	for _, want := range []string{"flinkmaint_build_info", "temporal_worker_start", "temporal_activity_execution_latency"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// The Web UI's codec endpoint: decodes what the worker encodes.
+	resp, err := http.Post("http://"+listen+"/codec/decode", "application/json", strings.NewReader(`{"payloads":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") == "" {
+		t.Errorf("/codec/decode: %d, CORS %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("worker exited with %v after SIGTERM\n%s", err, logs.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("worker did not stop within a minute of SIGTERM\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "worker stopped") {
+		t.Fatalf("no shutdown log line:\n%s", logs.String())
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitHTTP(t *testing.T, url string, exited <-chan error, logs *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			t.Fatalf("worker exited early: %v\n%s", err, logs.String())
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered 200\n%s", url, logs.String())
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
