@@ -243,7 +243,7 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "run      %s\nmode     %s\nphase    %s\n", st.RunID, st.Mode, st.Phase)
-			if st.Phase == workflows.GovPhaseAwaitingApproval {
+			if st.Phase == workflows.GovernancePhaseAwaitingApproval {
 				fmt.Fprintf(w, "waiting  for approve or reject until %s\n", st.ApprovalDeadline.Format(time.RFC3339))
 			}
 			if p := st.Plan; p != nil {

@@ -25,7 +25,7 @@ func GovernanceWorkflow(ctx workflow.Context, in GovernanceInput) (*GovernanceRe
 	}
 	info := workflow.GetInfo(ctx)
 	r := &governanceRun{in: in}
-	r.st = GovernanceState{RunID: in.RunID, Mode: in.Mode, Phase: GovPhasePlanning, StartedAt: workflow.Now(ctx)}
+	r.st = GovernanceState{RunID: in.RunID, Mode: in.Mode, Phase: GovernancePhasePlanning, StartedAt: workflow.Now(ctx)}
 	if r.st.RunID == "" {
 		r.st.RunID = cleanupRunID(info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
 	}
@@ -90,7 +90,7 @@ func (r *governanceRun) validateDecision(by string) error {
 	if r.st.Plan == nil {
 		return fmt.Errorf("governance run %s has no plan yet (phase %s)", r.st.RunID, r.st.Phase)
 	}
-	if r.st.Phase != GovPhaseAwaitingApproval || r.st.Approval != nil {
+	if r.st.Phase != GovernancePhaseAwaitingApproval || r.st.Approval != nil {
 		return fmt.Errorf("governance run %s is in phase %s (mode %s), not waiting for approval", r.st.RunID, r.st.Phase, r.st.Mode)
 	}
 	return nil
@@ -107,10 +107,10 @@ func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 	}
 	switch {
 	case r.in.Mode == ModePlan:
-		return r.finish(ctx, GovPhasePlanned)
+		return r.finish(ctx, GovernancePhasePlanned)
 	case r.st.Plan.Items == 0:
 		r.st.Notes = append(r.st.Notes, "the plan is empty: nothing to reclaim")
-		return r.finish(ctx, GovPhaseCompleted)
+		return r.finish(ctx, GovernancePhaseCompleted)
 	case r.in.Mode == ModePlanAndApprove:
 		approved, err := r.awaitApproval(ctx)
 		if err != nil {
@@ -119,17 +119,17 @@ func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 		if r.st.Approval == nil {
 			r.st.Notes = append(r.st.Notes, fmt.Sprintf("nobody approved or rejected the plan within approvalTimeout=%s; nothing was touched", r.in.ApprovalTimeout))
 			r.logger.Warn("approval deadline passed", "timeout", r.in.ApprovalTimeout.String())
-			return r.finish(ctx, GovPhaseExpired)
+			return r.finish(ctx, GovernancePhaseExpired)
 		}
 		if !approved {
-			return r.finish(ctx, GovPhaseRejected)
+			return r.finish(ctx, GovernancePhaseRejected)
 		}
 	}
 	if err := r.execute(ctx); err != nil {
 		return r.fail(ctx, err)
 	}
 	if r.in.PurgeTrashAfter > 0 {
-		r.setPhase(ctx, GovPhasePurging)
+		r.setPhase(ctx, GovernancePhasePurging)
 		var a *activities.Activities
 		var res activities.PurgeTrashResult
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, purgeOptions()), a.PurgeTrash,
@@ -140,7 +140,7 @@ func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 		}
 	}
 	r.st.QuotaAfter = r.sampleQuota(ctx, "after")
-	return r.finish(ctx, GovPhaseCompleted)
+	return r.finish(ctx, GovernancePhaseCompleted)
 }
 
 func (r *governanceRun) plan(ctx workflow.Context) error {
@@ -189,7 +189,7 @@ func (r *governanceRun) sampleUsage(ctx workflow.Context) {
 // Approval afterwards means the deadline passed.
 func (r *governanceRun) awaitApproval(ctx workflow.Context) (bool, error) {
 	r.st.ApprovalDeadline = workflow.Now(ctx).Add(r.in.ApprovalTimeout.D())
-	r.setPhase(ctx, GovPhaseAwaitingApproval)
+	r.setPhase(ctx, GovernancePhaseAwaitingApproval)
 	r.logger.Info("waiting for approval", "deadline", r.st.ApprovalDeadline)
 	if _, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout.D(), func() bool { return r.st.Approval != nil }); err != nil {
 		return false, err
@@ -198,7 +198,7 @@ func (r *governanceRun) awaitApproval(ctx workflow.Context) (bool, error) {
 }
 
 func (r *governanceRun) execute(ctx workflow.Context) error {
-	r.setPhase(ctx, GovPhaseExecuting)
+	r.setPhase(ctx, GovernancePhaseExecuting)
 	var a *activities.Activities
 	var res activities.ExecuteCleanupResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeCleanupOptions(r.in.ExecuteTimeout.D())), a.ExecuteCleanup,
@@ -229,7 +229,7 @@ func (r *governanceRun) sampleQuota(ctx workflow.Context, when string) []activit
 func (r *governanceRun) fail(ctx workflow.Context, err error) (*GovernanceReport, error) {
 	r.st.Notes = append(r.st.Notes, fmt.Sprintf("phase %s failed: %s", r.st.Phase, errorText(err)))
 	r.st.FinishedAt = workflow.Now(ctx)
-	r.setPhase(ctx, GovPhaseFailed)
+	r.setPhase(ctx, GovernancePhaseFailed)
 	r.writeReport(ctx)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
@@ -303,7 +303,7 @@ func (r *governanceRun) upsertVisibility(ctx workflow.Context) {
 		SearchAttrKind.ValueSet(KindGovernance),
 		SearchAttrPhase.ValueSet(r.st.Phase),
 		SearchAttrTenants.ValueSet(tenants),
-		SearchAttrPausedForDecision.ValueSet(r.st.Phase == GovPhaseAwaitingApproval),
+		SearchAttrPausedForDecision.ValueSet(r.st.Phase == GovernancePhaseAwaitingApproval),
 	)
 	if err != nil {
 		r.logger.Warn("search attributes not updated", "error", err)
@@ -315,7 +315,7 @@ func (r *governanceRun) upsertVisibility(ctx workflow.Context) {
 	if e := r.st.Execution; e != nil {
 		summary += fmt.Sprintf("; reclaimed %d files, %d bytes", e.Files, e.Bytes)
 	}
-	if r.st.Phase == GovPhaseAwaitingApproval {
+	if r.st.Phase == GovernancePhaseAwaitingApproval {
 		summary += "; waiting for approval until " + r.st.ApprovalDeadline.Format(time.RFC3339)
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"summary": summary})

@@ -63,7 +63,7 @@ func TestGovernanceKubernetesObjects(t *testing.T) {
 	if len(planned) != 1 || planned[0].Policy.OrphanTTL != 48*time.Hour {
 		t.Fatalf("plan input %+v; want orphanTTL 48h", planned)
 	}
-	if executed != 1 || rep.Outcome != GovPhaseCompleted {
+	if executed != 1 || rep.Outcome != GovernancePhaseCompleted {
 		t.Fatalf("outcome %s, %d executions; a plan of objects alone must be executed", rep.Outcome, executed)
 	}
 	if len(rep.Tenants) != 1 || rep.Tenants[0].PlannedObjects != 2 || rep.Tenants[0].RemovedObjects != 1 {

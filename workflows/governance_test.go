@@ -140,7 +140,7 @@ func TestGovernancePlanModeTouchesNothing(t *testing.T) {
 	f := newGovFixture(t)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g1", Policy: GovernancePolicy{Grace: Duration(2 * time.Hour)}})
 	rep := f.report()
-	if rep.Outcome != GovPhasePlanned || rep.Mode != ModePlan || len(f.executed) != 0 {
+	if rep.Outcome != GovernancePhasePlanned || rep.Mode != ModePlan || len(f.executed) != 0 {
 		t.Fatalf("outcome %s mode %s, %d executions; want planned, plan, none", rep.Outcome, rep.Mode, len(f.executed))
 	}
 	if len(f.planned) != 1 || f.planned[0].Policy.Grace != 2*time.Hour || f.planned[0].Policy.Action != CleanupActionTrash || f.planned[0].RunID != "g1" {
@@ -175,7 +175,7 @@ func TestGovernanceUsageFailureIsANote(t *testing.T) {
 	f.usageErr = temporal.NewNonRetryableApplicationError("permission denied", activities.ErrTypeStoragePermission, nil)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g7"})
 	rep := f.report()
-	if rep.Outcome != GovPhasePlanned || rep.Usage != nil || !strings.Contains(strings.Join(rep.Notes, " "), "storage usage unknown") {
+	if rep.Outcome != GovernancePhasePlanned || rep.Usage != nil || !strings.Contains(strings.Join(rep.Notes, " "), "storage usage unknown") {
 		t.Fatalf("outcome %s, usage %+v, notes %v; want planned with a note", rep.Outcome, rep.Usage, rep.Notes)
 	}
 }
@@ -185,7 +185,7 @@ func TestGovernanceApprove(t *testing.T) {
 	var approved activities.PlanSummary
 	f.env.RegisterDelayedCallback(func() {
 		st := f.status()
-		if st.Phase != GovPhaseAwaitingApproval || st.Plan == nil || len(f.executed) != 0 {
+		if st.Phase != GovernancePhaseAwaitingApproval || st.Plan == nil || len(f.executed) != 0 {
 			t.Errorf("at 1m: phase %s plan %v executed %d; want awaiting approval", st.Phase, st.Plan != nil, len(f.executed))
 		}
 		f.update(UpdateApprove, ApproveRequest{}, false, "name the approver", nil)
@@ -198,7 +198,7 @@ func TestGovernanceApprove(t *testing.T) {
 	}, 2*time.Minute)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g2", Mode: ModePlanAndApprove})
 	rep := f.report()
-	if rep.Outcome != GovPhaseCompleted || rep.Approval == nil || !rep.Approval.Approved || rep.Approval.By != "alice" {
+	if rep.Outcome != GovernancePhaseCompleted || rep.Approval == nil || !rep.Approval.Approved || rep.Approval.By != "alice" {
 		t.Fatalf("outcome %s approval %+v", rep.Outcome, rep.Approval)
 	}
 	if approved.PlanSHA256 != testPlanSHA || approved.Items != 3 {
@@ -222,7 +222,7 @@ func TestGovernanceReject(t *testing.T) {
 	}, time.Minute)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g3", Mode: ModePlanAndApprove})
 	rep := f.report()
-	if rep.Outcome != GovPhaseRejected || len(f.executed) != 0 || rep.Approval == nil || rep.Approval.Approved || rep.Approval.Reason != "savepoints still needed" {
+	if rep.Outcome != GovernancePhaseRejected || len(f.executed) != 0 || rep.Approval == nil || rep.Approval.Approved || rep.Approval.Reason != "savepoints still needed" {
 		t.Fatalf("outcome %s executed %d approval %+v", rep.Outcome, len(f.executed), rep.Approval)
 	}
 }
@@ -232,7 +232,7 @@ func TestGovernanceApprovalDeadline(t *testing.T) {
 	checked := false
 	f.env.RegisterDelayedCallback(func() {
 		checked = true
-		if st := f.status(); st.Phase != GovPhaseAwaitingApproval {
+		if st := f.status(); st.Phase != GovernancePhaseAwaitingApproval {
 			t.Errorf("at 5h59m: phase %s, want still awaiting approval", st.Phase)
 		}
 	}, 6*time.Hour-time.Minute)
@@ -245,7 +245,7 @@ func TestGovernanceApprovalDeadline(t *testing.T) {
 	if waited := f.env.Now().Sub(start); waited < 6*time.Hour || waited > 6*time.Hour+time.Minute {
 		t.Errorf("the run expired after %v; want the 6h approval deadline", waited)
 	}
-	if rep.Outcome != GovPhaseExpired || len(f.executed) != 0 || rep.Approval != nil {
+	if rep.Outcome != GovernancePhaseExpired || len(f.executed) != 0 || rep.Approval != nil {
 		t.Fatalf("outcome %s executed %d approval %+v", rep.Outcome, len(f.executed), rep.Approval)
 	}
 	if !strings.Contains(strings.Join(rep.Notes, " "), "approvalTimeout=6h0m0s") {
@@ -260,7 +260,7 @@ func TestGovernanceAutoExecutesAndPurges(t *testing.T) {
 	}, 0)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto, PurgeTrashAfter: Duration(7 * 24 * time.Hour)})
 	rep := f.report()
-	if rep.Outcome != GovPhaseCompleted || len(f.executed) != 1 || rep.Purge == nil || len(rep.Purge.Purged) != 1 {
+	if rep.Outcome != GovernancePhaseCompleted || len(f.executed) != 1 || rep.Purge == nil || len(rep.Purge.Purged) != 1 {
 		t.Fatalf("outcome %s executed %d purge %+v", rep.Outcome, len(f.executed), rep.Purge)
 	}
 	// Without a RunID the run is named after the workflow.
@@ -274,7 +274,7 @@ func TestGovernanceEmptyPlanSkipsApproval(t *testing.T) {
 	f.planItems = 0
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g5", Mode: ModePlanAndApprove})
 	rep := f.report()
-	if rep.Outcome != GovPhaseCompleted || len(f.executed) != 0 {
+	if rep.Outcome != GovernancePhaseCompleted || len(f.executed) != 0 {
 		t.Fatalf("outcome %s executed %d", rep.Outcome, len(f.executed))
 	}
 }

@@ -25,15 +25,15 @@ const (
 
 // Governance phases.
 const (
-	GovPhasePlanning         = "planning"
-	GovPhaseAwaitingApproval = "awaiting-approval"
-	GovPhaseExecuting        = "executing"
-	GovPhasePurging          = "purging"
-	GovPhaseCompleted        = "completed"
-	GovPhasePlanned          = "planned"  // plan mode finished
-	GovPhaseRejected         = "rejected" // an operator rejected the plan
-	GovPhaseExpired          = "expired"  // nobody decided before the deadline
-	GovPhaseFailed           = "failed"
+	GovernancePhasePlanning         = "planning"
+	GovernancePhaseAwaitingApproval = "awaiting-approval"
+	GovernancePhaseExecuting        = "executing"
+	GovernancePhasePurging          = "purging"
+	GovernancePhaseCompleted        = "completed"
+	GovernancePhasePlanned          = "planned"  // plan mode finished
+	GovernancePhaseRejected         = "rejected" // an operator rejected the plan
+	GovernancePhaseExpired          = "expired"  // nobody decided before the deadline
+	GovernancePhaseFailed           = "failed"
 )
 
 // CleanupActions of GovernancePolicy.Action.

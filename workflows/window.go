@@ -27,7 +27,7 @@ func MaintenanceWindowWorkflow(ctx workflow.Context, in WindowInput) (*WindowRep
 	if in.Resume != nil {
 		r.st = *in.Resume
 	} else {
-		r.st = WindowState{WindowID: in.WindowID, Phase: PhasePreflight, StartedAt: workflow.Now(ctx)}
+		r.st = WindowState{WindowID: in.WindowID, Phase: WindowPhasePreflight, StartedAt: workflow.Now(ctx)}
 		r.st.ManifestPath = strings.TrimRight(in.Policy.ManifestDir, "/") + "/" + in.WindowID + "/manifest.json"
 	}
 	if err := r.registerHandlers(ctx); err != nil {
@@ -104,7 +104,7 @@ func (r *windowRun) registerHandlers(ctx workflow.Context) error {
 			if strings.TrimSpace(req.By) == "" {
 				return errors.New("by is empty: say who confirms the network change")
 			}
-			if r.st.Phase != PhaseNetworkGate || r.st.Network != nil {
+			if r.st.Phase != WindowPhaseNetworkGate || r.st.Network != nil {
 				return fmt.Errorf("window %s is in phase %s, not waiting for a network change confirmation", r.in.WindowID, r.st.Phase)
 			}
 			return nil
@@ -131,7 +131,7 @@ func (r *windowRun) registerHandlers(ctx workflow.Context) error {
 			if strings.TrimSpace(req.By) == "" || strings.TrimSpace(req.Reason) == "" {
 				return errors.New("abort needs by and reason: both are recorded in the report")
 			}
-			if r.st.Phase == PhaseCompleted || r.st.Phase == PhaseAborted || r.abortRequested {
+			if r.st.Phase == WindowPhaseCompleted || r.st.Phase == WindowPhaseAborted || r.abortRequested {
 				return fmt.Errorf("window %s is already %s", r.in.WindowID, r.st.Phase)
 			}
 			return nil
@@ -203,13 +203,13 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		name string
 		fn   func(workflow.Context) error
 	}{
-		{PhasePreflight, r.preflight},
-		{PhaseSavepointAll, r.savepointAll},
-		{PhaseNetworkGate, r.networkGate},
-		{PhaseQuotaGate, r.quotaGate},
-		{PhaseRestart, r.restart},
-		{PhaseCleanup, r.cleanup},
-		{PhaseReport, r.report},
+		{WindowPhasePreflight, r.preflight},
+		{WindowPhaseSavepointAll, r.savepointAll},
+		{WindowPhaseNetworkGate, r.networkGate},
+		{WindowPhaseQuotaGate, r.quotaGate},
+		{WindowPhaseRestart, r.restart},
+		{WindowPhaseCleanup, r.cleanup},
+		{WindowPhaseReport, r.report},
 	}
 	start := 0
 	for i, p := range phases {
@@ -220,7 +220,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 	for _, p := range phases[start:] {
 		// Runs started before the cleanup phase existed go straight from
 		// the restart to the report; decide before any command of the phase.
-		if p.name == PhaseCleanup && workflow.GetVersion(ctx, changeCleanupPhase, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if p.name == WindowPhaseCleanup && workflow.GetVersion(ctx, changeCleanupPhase, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			continue
 		}
 		r.setPhase(ctx, p.name)
@@ -242,7 +242,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		}
 	}
 	r.st.FinishedAt = workflow.Now(ctx)
-	r.setPhase(ctx, PhaseCompleted)
+	r.setPhase(ctx, WindowPhaseCompleted)
 	_ = r.writeManifest(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 func (r *windowRun) finishAborted(ctx workflow.Context) (*WindowReport, error) {
 	r.st.FinishedAt = workflow.Now(ctx)
 	r.st.Pending = nil
-	r.setPhase(ctx, PhaseAborted)
+	r.setPhase(ctx, WindowPhaseAborted)
 	_ = r.writeManifest(ctx)
 	rep := buildReport(&r.in, &r.st)
 	r.writeReport(ctx, rep)

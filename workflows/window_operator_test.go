@@ -73,7 +73,7 @@ func TestWindowOperatorJobIsSuspendedAndResumedThroughTheOperator(t *testing.T) 
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
 	rep := f.result()
 
-	if rep.Phase != PhaseCompleted || len(rep.Jobs) != 2 {
+	if rep.Phase != WindowPhaseCompleted || len(rep.Jobs) != 2 {
 		t.Fatalf("phase %s, %d jobs", rep.Phase, len(rep.Jobs))
 	}
 	const rest, op = "cluster-a/job-a", "cluster-b/job-b"

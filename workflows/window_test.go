@@ -84,7 +84,7 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 		if fail {
 			return nil, temporal.NewNonRetryableApplicationError("cleanup.trashRoot is empty", "CleanupNotConfigured", nil)
 		}
-		return &GovernanceReport{RunID: in.RunID, Mode: in.Mode, Outcome: GovPhaseCompleted, ReclaimedFiles: 3, ReclaimedBytes: 300,
+		return &GovernanceReport{RunID: in.RunID, Mode: in.Mode, Outcome: GovernancePhaseCompleted, ReclaimedFiles: 3, ReclaimedBytes: 300,
 			Tenants: []GovernanceTenantReport{{Tenant: "team-a", PlannedItems: 2, PlannedFiles: 3}}}, nil
 	})
 	var a *activities.Activities
@@ -230,7 +230,7 @@ func TestWindowHappyPath(t *testing.T) {
 	f := newWindowFixture(t, 4)
 	f.env.RegisterDelayedCallback(func() {
 		st := f.status()
-		if st.Phase != PhaseNetworkGate || st.Pending == nil || st.Pending.Kind != DecisionNetworkChange {
+		if st.Phase != WindowPhaseNetworkGate || st.Pending == nil || st.Pending.Kind != DecisionNetworkChange {
 			t.Errorf("at 1m: phase %s pending %+v, want waiting in the network gate", st.Phase, st.Pending)
 		}
 		for _, j := range st.Jobs {
@@ -245,7 +245,7 @@ func TestWindowHappyPath(t *testing.T) {
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
 	rep := f.result()
 
-	if rep.Phase != PhaseCompleted || rep.Network == nil || rep.Network.By != "alice" {
+	if rep.Phase != WindowPhaseCompleted || rep.Network == nil || rep.Network.By != "alice" {
 		t.Fatalf("report phase %s network %+v", rep.Phase, rep.Network)
 	}
 	for _, j := range rep.Jobs {
@@ -276,7 +276,7 @@ func TestWindowHappyPath(t *testing.T) {
 		len(f.governance[0].Scope.Tenants) != 2 {
 		t.Errorf("post-restart cleanup runs %+v, want one plan-and-approve run over both tenants", f.governance)
 	}
-	if rep.Cleanup == nil || rep.Cleanup.Outcome != GovPhaseCompleted || rep.Cleanup.ReclaimedFiles != 3 || rep.Cleanup.PlannedItems != 2 {
+	if rep.Cleanup == nil || rep.Cleanup.Outcome != GovernancePhaseCompleted || rep.Cleanup.ReclaimedFiles != 3 || rep.Cleanup.PlannedItems != 2 {
 		t.Errorf("report cleanup %+v", rep.Cleanup)
 	}
 	if md := f.documents["hdfs://nn/flinkmaint/windows/w1/report.md"]; !strings.Contains(md, "cluster-a/no-recipe") || !strings.Contains(md, "alice") || !strings.Contains(md, "Post-restart cleanup") {
@@ -350,7 +350,7 @@ func TestWindowQuotaGatePausesUntilRetry(t *testing.T) {
 	in.Policy.Network.Skip = true
 	f.env.RegisterDelayedCallback(func() {
 		st := f.status()
-		if st.Phase != PhaseQuotaGate || st.Pending == nil || st.Pending.Kind != DecisionQuota || !strings.Contains(st.Pending.Reason, "team-a") {
+		if st.Phase != WindowPhaseQuotaGate || st.Pending == nil || st.Pending.Kind != DecisionQuota || !strings.Contains(st.Pending.Reason, "team-a") {
 			t.Errorf("want quota pause naming team-a, got phase %s pending %+v", st.Phase, st.Pending)
 		}
 		for _, j := range st.Jobs {
@@ -380,7 +380,7 @@ func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
 	}, time.Minute)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
 	rep := f.result()
-	if rep.Phase != PhaseAborted || !strings.Contains(rep.AbortReason, "change postponed") {
+	if rep.Phase != WindowPhaseAborted || !strings.Contains(rep.AbortReason, "change postponed") {
 		t.Fatalf("phase %s abort %q", rep.Phase, rep.AbortReason)
 	}
 	for _, j := range rep.Jobs {
@@ -488,7 +488,7 @@ func TestWindowStopsNoJobBeforeItsManifestIsWritten(t *testing.T) {
 	f.env.RegisterDelayedCallback(func() {
 		paused = true
 		st := f.status()
-		if st.Phase != PhasePreflight || st.Pending == nil || st.Pending.Kind != DecisionManifestUnwritable || !strings.Contains(st.Pending.Reason, "manifest.json") {
+		if st.Phase != WindowPhasePreflight || st.Pending == nil || st.Pending.Kind != DecisionManifestUnwritable || !strings.Contains(st.Pending.Reason, "manifest.json") {
 			t.Errorf("want a manifest-unwritable pause in preflight, got phase %s pending %+v", st.Phase, st.Pending)
 		}
 		f.mu.Lock()
@@ -527,7 +527,7 @@ func TestWindowCleanupSkipAndFailureDoNotFailTheWindow(t *testing.T) {
 			f.failGov = mode == ModeAuto
 			f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
 			rep := f.result()
-			if rep.Phase != PhaseCompleted {
+			if rep.Phase != WindowPhaseCompleted {
 				t.Fatalf("phase %s", rep.Phase)
 			}
 			switch mode {
@@ -557,7 +557,7 @@ func TestWindowSpacesManifestRewritesBetweenResults(t *testing.T) {
 	atGate := ""
 	f.env.RegisterDelayedCallback(func() {
 		st := f.status()
-		if st.Phase != PhaseNetworkGate {
+		if st.Phase != WindowPhaseNetworkGate {
 			t.Errorf("at 10m: phase %s, want the network gate", st.Phase)
 		}
 		f.mu.Lock()
@@ -570,7 +570,7 @@ func TestWindowSpacesManifestRewritesBetweenResults(t *testing.T) {
 
 	during := 0
 	for _, phase := range f.manifestWrites {
-		if phase == PhaseSavepointAll {
+		if phase == WindowPhaseSavepointAll {
 			during++
 		}
 	}

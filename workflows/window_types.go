@@ -252,15 +252,15 @@ func setDur(v *Duration, d time.Duration) {
 
 // Window phases, in order.
 const (
-	PhasePreflight    = "preflight"
-	PhaseSavepointAll = "savepoint-all"
-	PhaseNetworkGate  = "network-gate"
-	PhaseQuotaGate    = "quota-gate"
-	PhaseRestart      = "restart"
-	PhaseCleanup      = "cleanup"
-	PhaseReport       = "report"
-	PhaseCompleted    = "completed"
-	PhaseAborted      = "aborted"
+	WindowPhasePreflight    = "preflight"
+	WindowPhaseSavepointAll = "savepoint-all"
+	WindowPhaseNetworkGate  = "network-gate"
+	WindowPhaseQuotaGate    = "quota-gate"
+	WindowPhaseRestart      = "restart"
+	WindowPhaseCleanup      = "cleanup"
+	WindowPhaseReport       = "report"
+	WindowPhaseCompleted    = "completed"
+	WindowPhaseAborted      = "aborted"
 )
 
 // Step states of a job's savepoint and restart.

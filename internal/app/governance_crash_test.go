@@ -109,7 +109,7 @@ cleanup:
 	if err := wf.Get(ctx, &rep); err != nil {
 		t.Fatalf("governance run: %v\nworker log:\n%s", err, w.tail())
 	}
-	if rep.Outcome != workflows.GovPhaseCompleted || rep.Execution == nil || rep.Execution.Items != items {
+	if rep.Outcome != workflows.GovernancePhaseCompleted || rep.Execution == nil || rep.Execution.Items != items {
 		t.Fatalf("report outcome %s execution %+v", rep.Outcome, rep.Execution)
 	}
 	recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)

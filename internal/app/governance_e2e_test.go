@@ -202,7 +202,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := waitGovernance(t, ctx, e.tmp.Client, wf.GetID(), func(st workflows.GovernanceState) bool {
-		return st.Phase == workflows.GovPhaseAwaitingApproval
+		return st.Phase == workflows.GovernancePhaseAwaitingApproval
 	})
 	plan := st.Plan
 	planned := map[string]bool{}
@@ -250,7 +250,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("report: outcome %s reclaimed %d files %d bytes; tenants %+v", rep.Outcome, rep.ReclaimedFiles, rep.ReclaimedBytes, rep.Tenants)
-	if rep.Outcome != workflows.GovPhaseCompleted || rep.Execution == nil || rep.Execution.Items != int64(len(garbage)) || rep.ReclaimedFiles < 4 {
+	if rep.Outcome != workflows.GovernancePhaseCompleted || rep.Execution == nil || rep.Execution.Items != int64(len(garbage)) || rep.ReclaimedFiles < 4 {
 		t.Fatalf("report %+v execution %+v", rep, rep.Execution)
 	}
 	var tr *workflows.GovernanceTenantReport
@@ -376,7 +376,7 @@ func waitGovernance(t *testing.T, ctx context.Context, c client.Client, id strin
 			return st
 		}
 		switch st.Phase {
-		case workflows.GovPhaseCompleted, workflows.GovPhaseFailed, workflows.GovPhaseExpired, workflows.GovPhaseRejected:
+		case workflows.GovernancePhaseCompleted, workflows.GovernancePhaseFailed, workflows.GovernancePhaseExpired, workflows.GovernancePhaseRejected:
 			t.Fatalf("governance run ended (%s) before the expected state; notes %v", st.Phase, st.Notes)
 		}
 		time.Sleep(time.Second)

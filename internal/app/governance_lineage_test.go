@@ -91,13 +91,13 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.PhaseNetworkGate })
+		waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
 		update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "restart"})
 		var rep workflows.WindowReport
 		if err := run.Get(ctx, &rep); err != nil {
 			t.Fatal(err)
 		}
-		if rep.Phase != workflows.PhaseCompleted || len(rep.Jobs) != 1 || rep.Jobs[0].RestartState != workflows.StepDone || rep.Jobs[0].Target.JobID != lastID {
+		if rep.Phase != workflows.WindowPhaseCompleted || len(rep.Jobs) != 1 || rep.Jobs[0].RestartState != workflows.StepDone || rep.Jobs[0].Target.JobID != lastID {
 			t.Fatalf("window %d: phase %s, jobs %+v", i+1, rep.Phase, rep.Jobs)
 		}
 		ordersSPs = append(ordersSPs, strings.TrimRight(rep.Jobs[0].SavepointPath, "/"))

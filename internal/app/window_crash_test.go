@@ -101,7 +101,7 @@ inventory:
 	if err := run.Get(ctx, &rep); err != nil {
 		t.Fatalf("window: %v\nworker log:\n%s", err, w.tail())
 	}
-	if rep.Phase != workflows.PhaseCompleted {
+	if rep.Phase != workflows.WindowPhaseCompleted {
 		t.Fatalf("window ended in %s", rep.Phase)
 	}
 	if w.starts != 3 {

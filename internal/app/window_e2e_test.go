@@ -85,7 +85,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 
 	// Operator: confirm the network change once every savepoint is taken,
 	// and skip the job that cannot restore when its wave pauses.
-	st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.PhaseNetworkGate })
+	st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
 	for _, j := range st.Jobs {
 		if j.SavepointState != workflows.StepDone || !strings.HasPrefix(j.SavepointPath, testRoot+"/"+j.Target.ClusterID+"/savepoints/") {
 			t.Fatalf("job %s reached the network gate with savepoint %s %q", j.Target.Key, j.SavepointState, j.SavepointPath)
@@ -140,10 +140,10 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	if err := run.Get(ctx, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Phase != workflows.PhaseCompleted {
+	if rep.Phase != workflows.WindowPhaseCompleted {
 		t.Fatalf("window ended in %s", rep.Phase)
 	}
-	if c := rep.Cleanup; c == nil || c.Outcome != workflows.GovPhasePlanned || c.Error != "" || c.ReclaimedFiles != 0 {
+	if c := rep.Cleanup; c == nil || c.Outcome != workflows.GovernancePhasePlanned || c.Error != "" || c.ReclaimedFiles != 0 {
 		t.Fatalf("post-restart cleanup %+v, want a dry-run plan that reclaimed nothing", rep.Cleanup)
 	}
 	for _, j := range rep.Jobs {
@@ -321,7 +321,7 @@ func waitForState(t *testing.T, ctx context.Context, c client.Client, run client
 		if err == nil && v.Get(&st) == nil && done(st) {
 			return st
 		}
-		if st.Phase == workflows.PhaseCompleted || st.Phase == workflows.PhaseAborted {
+		if st.Phase == workflows.WindowPhaseCompleted || st.Phase == workflows.WindowPhaseAborted {
 			t.Fatalf("window ended (%s) before the expected state: %+v", st.Phase, st)
 		}
 		time.Sleep(time.Second)

@@ -134,7 +134,7 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
-	if rep.Phase != workflows.PhaseCompleted || len(rep.Jobs) != n {
+	if rep.Phase != workflows.WindowPhaseCompleted || len(rep.Jobs) != n {
 		t.Fatalf("window ended %s with %d of %d jobs", rep.Phase, len(rep.Jobs), n)
 	}
 
@@ -204,7 +204,7 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 			handovers[r.nextPhase]++
 		}
 	}
-	for _, phase := range []string{workflows.PhaseSavepointAll, workflows.PhaseRestart} {
+	for _, phase := range []string{workflows.WindowPhaseSavepointAll, workflows.WindowPhaseRestart} {
 		if handovers[phase] == 0 {
 			t.Errorf("no run handed over inside phase %s (hand-overs by phase: %v)", phase, handovers)
 		}
