@@ -152,53 +152,22 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 }
 
 // scopeRoots returns the storage roots of the clusters in scope, the file
-// system they are on (nil without roots), and the tenants in scope. Roots
-// that do not exist are left out with a note (a cluster that never took a
-// savepoint).
+// system they are on (nil without roots; see cleanup.ScanRoots), and the
+// tenants in scope.
 func (a *Activities) scopeRoots(ctx context.Context, inv inventory.Inventory, scope Scope, notes *[]string) (storage.FileSystem, []layout.Root, []inventory.Tenant, error) {
-	var fs storage.FileSystem
-	var roots []layout.Root
-	seen := map[string]bool{}
+	var clusters []inventory.Cluster
 	tenantsInScope := map[string]bool{}
 	for _, c := range inv.Clusters {
-		if !InScope(scope.Tenants, c.Tenant) || !InScope(scope.Clusters, c.ClusterID) {
-			continue
-		}
-		tenantsInScope[c.Tenant] = true
-		for _, r := range []struct {
-			dir  string
-			kind layout.RootKind
-		}{{c.CheckpointDir, layout.CheckpointRoot}, {c.SavepointDir, layout.SavepointRoot}, {c.HAStorageDir, layout.HARoot}} {
-			if r.dir == "" {
-				continue
-			}
-			rfs, p, err := a.Storage.Resolve(ctx, r.dir)
-			if err != nil {
-				return nil, nil, nil, classify("cluster "+c.ClusterID+" "+r.kind.String()+" "+r.dir, err)
-			}
-			p = strings.TrimRight(p, "/")
-			if fs != nil && rfs.URI().String() != fs.URI().String() {
-				return nil, nil, nil, nonRetryable(ErrTypeInvalidInput,
-					"scope spans two file systems (%s and %s, cluster %s): one plan covers one file system; narrow the scope with tenants or clusters",
-					fs.URI(), rfs.URI(), c.ClusterID)
-			}
-			fs = rfs
-			key := r.kind.String() + " " + p
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			if _, err := rfs.Stat(ctx, p); err != nil {
-				if errors.Is(err, storage.ErrNotFound) {
-					*notes = append(*notes, fmt.Sprintf("%s %s of cluster %s does not exist; nothing to plan there", r.kind, p, c.ClusterID))
-					continue
-				}
-				return nil, nil, nil, classify("stat "+p, err)
-			}
-			roots = append(roots, layout.Root{Path: p, Kind: r.kind})
+		if InScope(scope.Tenants, c.Tenant) && InScope(scope.Clusters, c.ClusterID) {
+			clusters = append(clusters, c)
+			tenantsInScope[c.Tenant] = true
 		}
 	}
-	sort.Slice(roots, func(i, j int) bool { return roots[i].Path < roots[j].Path })
+	fs, roots, rootNotes, err := cleanup.ScanRoots(ctx, a.Storage.Resolve, clusters)
+	if err != nil {
+		return nil, nil, nil, classify("roots in scope", err)
+	}
+	*notes = append(*notes, rootNotes...)
 	var tenants []inventory.Tenant
 	for _, t := range inv.Tenants {
 		if tenantsInScope[t.Name] {
@@ -294,60 +263,9 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	if len(plan.Objects) > 0 && a.Orphans == nil {
 		return res, nonRetryable(ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects but this worker has no Kubernetes access (inventory.kubernetes is not configured)", len(plan.Objects))
 	}
-	// The plan's paths decide the file system; a plan of Kubernetes
-	// objects alone uses the trash (or audit) root's for the manifest.
-	anchor := a.Cleanup.TrashRoot
-	if len(plan.Delete) > 0 {
-		anchor = plan.Delete[0].Path
-	} else if anchor == "" {
-		anchor = a.Cleanup.AuditRoot
-	}
-	if anchor == "" {
-		return res, nonRetryable(ErrTypeCleanupNotConfigured, "worker config has neither cleanup.trashRoot nor cleanup.auditRoot: the audit manifest needs a home")
-	}
-	fs, _, err := a.Storage.Resolve(ctx, anchor)
+	dest, err := cleanup.ResolveDestinations(ctx, a.Storage.Resolve, plan, a.Cleanup.TrashRoot, a.Cleanup.AuditRoot)
 	if err != nil {
-		return res, classify("resolve "+anchor, err)
-	}
-	trash, audit := "", ""
-	if a.Cleanup.TrashRoot != "" {
-		tfs, tp, err := a.Storage.Resolve(ctx, a.Cleanup.TrashRoot)
-		if err != nil {
-			return res, classify("resolve cleanup.trashRoot "+a.Cleanup.TrashRoot, err)
-		}
-		if tfs.URI().String() != fs.URI().String() {
-			return res, nonRetryable(ErrTypeCleanupNotConfigured, "cleanup.trashRoot %s is on %s, the plan's items on %s: trash moves are renames and need one file system",
-				a.Cleanup.TrashRoot, tfs.URI(), fs.URI())
-		}
-		trash = strings.TrimRight(tp, "/")
-	}
-	if plan.Policy.Action == cleanup.ActionTrash && trash == "" {
-		return res, nonRetryable(ErrTypeCleanupNotConfigured, "the plan moves items to trash but worker config cleanup.trashRoot is empty")
-	}
-	if a.Cleanup.AuditRoot != "" {
-		_, ap, err := a.Storage.Resolve(ctx, a.Cleanup.AuditRoot)
-		if err != nil {
-			return res, classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
-		}
-		audit = strings.TrimRight(ap, "/")
-	}
-	if audit == "" && trash == "" {
-		return res, nonRetryable(ErrTypeCleanupNotConfigured, "worker config has neither cleanup.trashRoot nor cleanup.auditRoot: the audit manifest needs a home")
-	}
-	// Destructive paths must lie strictly under the scanned roots (and the
-	// trash/audit roots), on top of the worker's writable roots.
-	guardRoots := []string{}
-	for _, r := range plan.Roots {
-		guardRoots = append(guardRoots, r.Path)
-	}
-	for _, r := range []string{trash, audit} {
-		if r != "" {
-			guardRoots = append(guardRoots, r)
-		}
-	}
-	guard, err := storage.NewGuard(guardRoots...)
-	if err != nil {
-		return res, nonRetryable(ErrTypeCleanupPlanInvalid, "plan roots: %v", err)
+		return res, classify("prepare execution of "+in.PlanPath, err)
 	}
 	res.Resumed = activity.HasHeartbeatDetails(ctx)
 	var objects cleanup.ObjectStore
@@ -359,7 +277,7 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 		snapshots = a.Operator
 	}
 	ex, err := cleanup.NewExecutor(cleanup.ExecutorConfig{
-		FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID, Objects: objects, Snapshots: snapshots,
+		FS: dest.FS, Guard: dest.Guard, TrashRoot: dest.Trash, AuditRoot: dest.Audit, RunID: in.RunID, Objects: objects, Snapshots: snapshots,
 		Live: func(ctx context.Context) (cleanup.Live, error) {
 			inv, err := a.Inventory.Discover(ctx)
 			if err != nil {
@@ -377,15 +295,11 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 		return res, classify("configure executor", err)
 	}
 	out, runErr := ex.Run(ctx, plan)
-	res.ManifestDir, res.TrashRoot = out.ManifestDir, trash
+	res.ManifestDir, res.TrashRoot = out.ManifestDir, dest.Trash
 	if runErr != nil {
 		return res, classify("execute plan "+in.PlanPath, runErr)
 	}
-	auditRoot := audit
-	if auditRoot == "" {
-		auditRoot = trash + "/_audit"
-	}
-	recs, err := cleanup.ReadManifest(ctx, fs, auditRoot, in.RunID)
+	recs, err := cleanup.ReadManifest(ctx, dest.FS, dest.ManifestRoot(), in.RunID)
 	if err != nil {
 		return res, classify("read audit manifest", err)
 	}
