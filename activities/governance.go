@@ -120,7 +120,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, live.Records, &notes)
+	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, live.Records, a.jobHistory(ctx, inv), &notes)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}

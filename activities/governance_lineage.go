@@ -36,7 +36,7 @@ func savepointFormat(f string) string {
 // of two logical jobs share tells nothing: such a savepoint stays without
 // lineage and is kept.
 func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Inventory, tenants []inventory.Tenant, listing cleanup.Listing,
-	records []cleanup.LiveRecord, notes *[]string) (map[string]string, error) {
+	records []cleanup.LiveRecord, history jobHistoryRead, notes *[]string) (map[string]string, error) {
 	lineage := map[string]string{}
 	if len(listing.Report.Savepoints) == 0 {
 		return lineage, nil
@@ -123,12 +123,11 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 	}
 
 	// Job history: job id prefix -> the runs of that prefix.
-	runs, unread := a.jobHistory(ctx, inv)
-	for _, u := range unread {
+	for _, u := range history.unread {
 		*notes = append(*notes, fmt.Sprintf("job history of cluster %s not readable (%v): savepoints only it could attribute are kept as %s", u.cluster, u.err, cleanup.KeepLineageUnknown))
 	}
 	byPrefix := map[string][]jobRun{}
-	for _, r := range runs {
+	for _, r := range history.runs {
 		if len(r.id) >= 6 {
 			byPrefix[r.id[:6]] = append(byPrefix[r.id[:6]], r)
 		}
@@ -178,10 +177,17 @@ type unreadCluster struct {
 	err     error
 }
 
+// jobHistoryRead is what jobHistory read: every run, and the clusters
+// that did not answer (for the caller to say what that costs).
+type jobHistoryRead struct {
+	runs   []jobRun
+	unread []unreadCluster
+}
+
 // jobHistory lists the runs every inventory cluster knows (its running
-// jobs and its job history), in inventory order; clusters that do not
-// answer are returned apart, for the caller to say what that costs.
-func (a *Activities) jobHistory(ctx context.Context, inv inventory.Inventory) ([]jobRun, []unreadCluster) {
+// jobs and its job history), in inventory order. One read serves every
+// use in an activity.
+func (a *Activities) jobHistory(ctx context.Context, inv inventory.Inventory) jobHistoryRead {
 	var runs []jobRun
 	var unread []unreadCluster
 	for _, c := range inv.Clusters {
@@ -205,7 +211,7 @@ func (a *Activities) jobHistory(ctx context.Context, inv inventory.Inventory) ([
 		unread = append(unread, unreadCluster{cluster: c.ClusterID, err: err})
 	}
 	activity.RecordHeartbeat(ctx, "job history")
-	return runs, unread
+	return jobHistoryRead{runs: runs, unread: unread}
 }
 
 // ownerKey is a resource without its API version, which the operator's

@@ -139,7 +139,7 @@ func lineageIn(t *testing.T, a *Activities, inv inventory.Inventory, listing cle
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(func(ctx context.Context) (map[string]string, error) {
-		return a.savepointLineage(ctx, inv, inv.Tenants, listing, records, notes)
+		return a.savepointLineage(ctx, inv, inv.Tenants, listing, records, a.jobHistory(ctx, inv), notes)
 	}, activity.RegisterOptions{Name: "Lineage"})
 	v, err := env.ExecuteActivity("Lineage")
 	if err != nil {

@@ -125,7 +125,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	if err != nil {
 		return res, classify("list savepoint dirs", err)
 	}
-	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, nil, &res.Notes)
+	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, nil, a.jobHistory(ctx, inv), &res.Notes)
 	if err != nil {
 		return res, err
 	}

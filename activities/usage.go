@@ -113,7 +113,8 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 		trees = append(trees, walked{tenant: t, fs: fs, root: root, tree: tree})
 		listing.Report.Savepoints = append(listing.Report.Savepoints, tree.Savepoints...)
 	}
-	jobIDs := a.jobsByID(ctx, inv, &res.Notes)
+	history := a.jobHistory(ctx, inv)
+	jobIDs := jobsByID(history, &res.Notes)
 	var walkedTenants []inventory.Tenant
 	for _, w := range trees {
 		walkedTenants = append(walkedTenants, w.tenant)
@@ -127,7 +128,7 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 			}
 		}
 	}
-	lineage, err := a.savepointLineage(ctx, inv, walkedTenants, listing, nil, &res.Notes)
+	lineage, err := a.savepointLineage(ctx, inv, walkedTenants, listing, nil, history, &res.Notes)
 	if err != nil {
 		return res, err
 	}
@@ -242,13 +243,12 @@ func (a *Activities) usageLayout(ctx context.Context, inv inventory.Inventory, f
 // jobsByID maps the job ids every inventory cluster lists (running jobs
 // and its job history) to their logical job. A cluster that does not
 // answer is noted: its jobs' checkpoints stay unattributed.
-func (a *Activities) jobsByID(ctx context.Context, inv inventory.Inventory, notes *[]string) map[string]string {
-	runs, unread := a.jobHistory(ctx, inv)
-	for _, u := range unread {
+func jobsByID(history jobHistoryRead, notes *[]string) map[string]string {
+	for _, u := range history.unread {
 		*notes = append(*notes, fmt.Sprintf("jobs of cluster %s not readable (%v): their checkpoints count as unattributed", u.cluster, u.err))
 	}
 	out := map[string]string{}
-	for _, r := range runs {
+	for _, r := range history.runs {
 		out[r.id] = r.job.String()
 	}
 	return out
