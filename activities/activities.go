@@ -27,6 +27,8 @@ type Activities struct {
 
 	// Cleanup locates plans, trash and audit manifests (worker config).
 	Cleanup CleanupSettings
+	// Drill locates the drill cluster and root (worker config).
+	Drill DrillSettings
 	// Metrics receives governance measurements; nil disables them.
 	Metrics GovernanceMetrics
 	// Operator suspends and resumes Flink Kubernetes Operator jobs; nil

@@ -34,6 +34,9 @@ const (
 	// ErrTypeSavepointFailed: Flink could not take a savepoint; the job
 	// keeps running.
 	ErrTypeSavepointFailed = "SavepointFailed"
+	// ErrTypeDrillFailed: a restore drill's copy of a job did not restore
+	// or its state check failed; production is untouched.
+	ErrTypeDrillFailed = "DrillFailed"
 
 	// Flink Kubernetes Operator suspend/resume.
 	ErrTypeOperatorTimeout           = "OperatorTimeout"

@@ -86,6 +86,10 @@ type GovernanceMetrics interface {
 	// ScheduledSavepoints records a tenant's outcome of the latest
 	// scheduled savepoint run: savepoints taken and jobs that failed.
 	ScheduledSavepoints(tenant string, taken, failed int64)
+	// RestoreDrills records a tenant's outcome of the latest drill run:
+	// snapshots that passed and failed; with no failure and at least one
+	// pass, at is the tenant's last successful drill.
+	RestoreDrills(tenant string, passed, failed int64, at time.Time)
 }
 
 // OperatorControl drives Flink Kubernetes Operator resources

@@ -31,6 +31,8 @@ type SavepointRow struct {
 	Files        int64     `json:"files"`
 	Bytes        int64     `json:"bytes"`
 	Written      time.Time `json:"written"`
+	// Drill is the savepoint's latest restore drill, if any.
+	Drill *catalog.DrillRecord `json:"drill,omitempty"`
 }
 
 // ListSavepointsInput selects tenants (all when empty) and, optionally, one
@@ -130,11 +132,19 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		return res, err
 	}
 	entries := map[string]catalog.Entry{}
+	drills := map[string]catalog.DrillRecord{}
 	for _, t := range tenants {
 		if e, err := a.catalogOf(ctx, t); err == nil {
 			for _, en := range e {
 				entries[en.Path] = en
 			}
+		}
+		if d, err := a.drillsOf(ctx, t); err == nil {
+			for _, r := range d {
+				drills[r.Snapshot] = r
+			}
+		} else {
+			res.Notes = append(res.Notes, fmt.Sprintf("drill records of tenant %s unreadable: %v", t.Name, err))
 		}
 	}
 	for _, sp := range listing.Report.Savepoints {
@@ -145,6 +155,9 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		row := SavepointRow{Path: path, Job: lineage[path], Files: sp.Usage.Files, Bytes: sp.Usage.Bytes, Written: sp.Usage.Newest}
 		if e, ok := entries[path]; ok {
 			row.JobID, row.Trigger, row.RunID, row.Format, row.FlinkVersion = e.JobID, e.Trigger, e.RunID, e.Format, e.FlinkVersion
+		}
+		if d, ok := drills[path]; ok {
+			row.Drill = &d
 		}
 		for _, t := range tenants {
 			if strings.HasPrefix(path, strings.TrimRight(t.Root, "/")+"/") {
@@ -163,6 +176,15 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		return res.Savepoints[i].Path < res.Savepoints[j].Path
 	})
 	return res, nil
+}
+
+// drillsOf reads the drill records of tenant t.
+func (a *Activities) drillsOf(ctx context.Context, t inventory.Tenant) ([]catalog.DrillRecord, error) {
+	fs, p, err := a.Storage.Resolve(ctx, t.Root)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.DrillStore{FS: fs, Root: p}.List(ctx)
 }
 
 // catalogOf reads the catalog of tenant t.

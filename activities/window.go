@@ -682,6 +682,9 @@ func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (Aw
 				res.RestoredFrom = r.ExternalPath
 			}
 			if c := stats.Latest.Completed; c != nil && res.RestoredFrom != "" && !c.IsSavepoint && c.ID > stats.Latest.Restored.ID {
+				if in.CheckpointDir != "" && !underDir(c.ExternalPath, in.CheckpointDir) {
+					return res, nonRetryable(ErrTypeJobUnhealthy, "job %s checkpointed to %s, outside %s where it was told to", in.JobID, c.ExternalPath, in.CheckpointDir)
+				}
 				res.CheckpointID, res.CheckpointPath, res.CheckpointAt = c.ID, c.ExternalPath, a.now()
 				break
 			}

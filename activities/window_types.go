@@ -193,6 +193,9 @@ type AwaitHealthyInput struct {
 	RunningTimeout    time.Duration
 	CheckpointTimeout time.Duration
 	Soak              time.Duration
+	// CheckpointDir, when set, is where the job's checkpoints must land (a
+	// drill's own dir); a checkpoint elsewhere fails the job.
+	CheckpointDir string `json:",omitempty"`
 }
 
 // AwaitHealthyResult is the proof of health.

@@ -110,6 +110,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		newMetadataCommand(g),
 		newSavepointsCommand(g),
 		newUsageCommand(g),
+		newDrillCommand(g),
 	)
 	return root
 }

@@ -39,6 +39,13 @@ func TestUsageErrors(t *testing.T) {
 		"adopt without path":  {[]string{"savepoints", "adopt", "--job", "c/orders"}, nil, "at least one savepoint PATH"},
 		"list bad job":        {[]string{"savepoints", "list", "--job", "orders"}, nil, `--job="orders"`},
 		"list bad timeout":    {[]string{"savepoints", "list", "--timeout", "0s"}, nil, "--timeout=0s"},
+		"drill run and snapshot": {[]string{"drill", "start", "--run", "window-w1", "--snapshot", "hdfs://nn/ck/chk-1", "--job", "c/o"}, nil,
+			"--run and --snapshot are exclusive"},
+		"drill snapshot without job": {[]string{"drill", "start", "--snapshot", "hdfs://nn/ck/chk-1"}, nil, `--job=""`},
+		"drill job without snapshot": {[]string{"drill", "start", "--job", "c/o"}, nil, "give --snapshot too"},
+		"drill bad tier":             {[]string{"drill", "start", "--tier", "3"}, nil, "tier=3"},
+		"drill schedule no spec":     {[]string{"drill", "schedule", "create", "nightly"}, nil, "--every 24h"},
+		"drill status without name":  {[]string{"drill", "status"}, nil, "exactly one NAME"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, _, stderr := runCLI(tc.args, tc.env)

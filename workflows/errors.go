@@ -14,6 +14,9 @@ const (
 	// ErrTypeSavepointsFailed: some savepoints of a scheduled run failed;
 	// the report is in the error's details and the jobs keep running.
 	ErrTypeSavepointsFailed = "ScheduledSavepointsFailed"
+	// ErrTypeDrillsFailed: some snapshots of a drill run failed their
+	// proof; the report is in the error's details.
+	ErrTypeDrillsFailed = "RestoreDrillsFailed"
 )
 
 // newInvalidInputError reports workflow input that can never succeed.

@@ -49,6 +49,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 	}
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
 		ReferenceRoots: cfg.Cleanup.ReferenceRoots}
+	acts.Drill = activities.DrillSettings{ClusterRESTURL: cfg.Drill.ClusterRESTURL, Root: cfg.Drill.Root}
 	return acts, resolver.Close, nil
 }
 

@@ -32,6 +32,8 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.SavepointCatalogWorkflow, workflow.RegisterOptions{Name: workflows.SavepointCatalogWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.ScheduledSavepointsWorkflow, workflow.RegisterOptions{Name: workflows.ScheduledSavepointsWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.UsageWorkflow, workflow.RegisterOptions{Name: workflows.UsageWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.RestoreDrillWorkflow, workflow.RegisterOptions{Name: workflows.RestoreDrillWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.JobDrillWorkflow, workflow.RegisterOptions{Name: workflows.JobDrillWorkflowType})
 }
 
 // RegisterActivities registers every method of acts as an activity, named

@@ -69,3 +69,31 @@ func TestListFailsOnACorruptEntry(t *testing.T) {
 		t.Fatalf("corrupt entry: %v; want ErrInvalid", err)
 	}
 }
+
+func TestDrillRecordReplacesTheSnapshotsLastDrill(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	d := DrillStore{FS: s.FS, Root: s.Root}
+	if list, err := d.List(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("no drills yet: %v %v", list, err)
+	}
+	job := LogicalJob{Tenant: "a", Cluster: "c1", Job: "orders"}
+	first := DrillRecord{Snapshot: "hdfs://nn/ck/j/chk-7/", Kind: "checkpoint", Job: job, RunID: "d1", Tier: 2, Outcome: DrillFailed, Error: "boom", At: time.Unix(1, 0).UTC()}
+	if err := d.Put(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := first
+	second.RunID, second.Outcome, second.Error = "d2", DrillPassed, ""
+	for range 2 { // a retry writes the same again
+		if err := d.Put(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := d.List(ctx)
+	if err != nil || len(list) != 1 || list[0].RunID != "d2" || list[0].Outcome != DrillPassed || list[0].Snapshot != "hdfs://nn/ck/j/chk-7" {
+		t.Fatalf("records %+v %v; want d2's pass alone, path without trailing /", list, err)
+	}
+	if err := d.Put(ctx, DrillRecord{Snapshot: "hdfs://nn/x", Outcome: DrillPassed}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("record without run: %v; want ErrInvalid", err)
+	}
+}

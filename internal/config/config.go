@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -46,6 +47,19 @@ type Config struct {
 	Inventory Inventory            `yaml:"inventory"`
 	Flink     Flink                `yaml:"flink"`
 	Cleanup   Cleanup              `yaml:"cleanup"`
+	Drill     Drill                `yaml:"drill"`
+}
+
+// Drill locates where restore drills restore. The storage proof (tier 1)
+// needs neither field; a real restore (tier 2) needs both.
+type Drill struct {
+	// ClusterRESTURL is the session cluster drill jobs run on. It must not
+	// be a cluster of the inventory: a drill never takes production slots.
+	ClusterRESTURL string `yaml:"clusterRestUrl"`
+	// Root receives the drill jobs' checkpoints, <root>/<run>/<job>, each
+	// removed when its drill ends. It must lie under storage.writableRoots
+	// and outside every tenant's tree (checked when a drill starts).
+	Root string `yaml:"root"`
 }
 
 // Cleanup locates what reference-safe cleanup writes: plans, trash and
@@ -294,6 +308,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Cleanup.validate(c.Storage.WritableRoots)...)
+	errs = append(errs, c.Drill.validate(c.Storage.WritableRoots)...)
 	if len(errs) > 0 {
 		return &ValidationError{Problems: errs}
 	}
@@ -325,6 +340,29 @@ func (c Cleanup) validate(writable []string) []error {
 	}
 	if c.AuditRoot != "" && c.TrashRoot == "" {
 		errs = append(errs, fmt.Errorf("cleanup.auditRoot=%q is set but cleanup.trashRoot is empty: set cleanup.trashRoot too (trash is the default action)", c.AuditRoot))
+	}
+	return errs
+}
+
+func (d Drill) validate(writable []string) []error {
+	var errs []error
+	if d.ClusterRESTURL != "" {
+		if u, err := url.Parse(d.ClusterRESTURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("drill.clusterRestUrl=%q: use the drill session cluster's REST URL, such as http://flink-drill:8081", d.ClusterRESTURL))
+		}
+	}
+	if d.Root != "" {
+		switch {
+		case !strings.Contains(d.Root, "://") && !strings.HasPrefix(d.Root, "/"):
+			errs = append(errs, fmt.Errorf("drill.root=%q: use an absolute path or a URI such as hdfs://nn:8020/flinkmaint/drills", d.Root))
+		case strings.Contains("/"+d.Root+"/", "/../"):
+			errs = append(errs, fmt.Errorf("drill.root=%q: must not contain \"..\"", d.Root))
+		case !underAny(d.Root, writable):
+			errs = append(errs, fmt.Errorf("drill.root=%q is not under any of storage.writableRoots %v: the worker could not remove the drills' checkpoints; add a writable root that contains it", d.Root, writable))
+		}
+	}
+	if (d.ClusterRESTURL == "") != (d.Root == "") {
+		errs = append(errs, fmt.Errorf("drill.clusterRestUrl=%q and drill.root=%q: set both for real restores, or neither (storage proofs only)", d.ClusterRESTURL, d.Root))
 	}
 	return errs
 }

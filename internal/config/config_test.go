@@ -119,6 +119,14 @@ func TestLoadRejects(t *testing.T) {
 			file: "inventory:\n  kubernetesClusters:\n  - name: east\n    kubeconfig: /nonexistent/east\n    kubernetes:\n      namespaces: [a]\n      tenantRootTemplate: /t/{namespace}\n  - name: east\n    kubernetes:\n      tenantRootTemplate: /t/{namespace}\n",
 			want: []string{`kubernetesClusters[1].name="east" is listed twice`, "kubernetesClusters[1].kubernetes", "namespaces or namespaceSelector", `kubeconfig="/nonexistent/east" cannot be read`},
 		},
+		"drill root outside the writable roots, bad drill url": {
+			file: "storage:\n  writableRoots: [hdfs://nn/flinkmaint]\ndrill:\n  clusterRestUrl: drill:8081\n  root: hdfs://nn/other/drills\n",
+			want: []string{`drill.clusterRestUrl="drill:8081"`, "REST URL", `drill.root="hdfs://nn/other/drills" is not under any of storage.writableRoots`},
+		},
+		"drill root without a drill cluster": {
+			file: "storage:\n  writableRoots: [hdfs://nn/flinkmaint]\ndrill:\n  root: hdfs://nn/flinkmaint/drills\n",
+			want: []string{"set both for real restores, or neither"},
+		},
 		"stray argument": {
 			args: []string{"run"},
 			want: []string{`unexpected argument "run"`},

@@ -127,7 +127,41 @@ type RestartRecipe struct {
 type JobSpec struct {
 	Name    string        `json:"name" yaml:"name"`
 	Restart RestartRecipe `json:"restart" yaml:"restart"`
+	// Drill is how a restore drill starts a copy of the job; nil means the
+	// job gets the storage proof only, never a real restore.
+	Drill *DrillRecipe `json:"drill,omitempty" yaml:"drill,omitempty"`
 }
+
+// DrillRecipe starts a copy of a job on the drill cluster, from one of its
+// snapshots, with its side effects switched off. It is its own recipe, not
+// the production one: a drill must never write to production sinks, so the
+// recipe names the arguments that make the copy harmless (SandboxArgs),
+// and they must appear in ProgramArgs.
+type DrillRecipe struct {
+	// Jar, EntryClass and Parallelism default to the restart recipe's.
+	Jar         string   `json:"jar,omitempty" yaml:"jar,omitempty"`
+	EntryClass  string   `json:"entryClass,omitempty" yaml:"entryClass,omitempty"`
+	ProgramArgs []string `json:"programArgs" yaml:"programArgs"`
+	Parallelism int      `json:"parallelism,omitempty" yaml:"parallelism,omitempty"`
+	// SandboxArgs are the arguments, in order, that switch the job's sinks
+	// to a discarding or sandboxed mode, e.g. ["--sink", "discard"].
+	SandboxArgs []string `json:"sandboxArgs" yaml:"sandboxArgs"`
+	// Verify optionally runs a program (e.g. a State Processor API job)
+	// against the snapshot; the drill passes only if it finishes.
+	Verify *DrillVerify `json:"verify,omitempty" yaml:"verify,omitempty"`
+}
+
+// DrillVerify is a batch program run on the drill cluster whose success
+// (the job FINISHED) decides a state assertion. "{snapshot}" in an
+// argument is replaced by the snapshot's path.
+type DrillVerify struct {
+	Jar         string   `json:"jar,omitempty" yaml:"jar,omitempty"`
+	EntryClass  string   `json:"entryClass" yaml:"entryClass"`
+	ProgramArgs []string `json:"programArgs,omitempty" yaml:"programArgs,omitempty"`
+}
+
+// SnapshotPlaceholder in a verify argument stands for the snapshot path.
+const SnapshotPlaceholder = "{snapshot}"
 
 // Kinds of the Flink Kubernetes Operator's resources.
 const (

@@ -255,8 +255,67 @@ func ValidateJobs(field string, jobs []JobSpec) error {
 		if err := ValidateRecipe(f+".restart", j.Restart); err != nil {
 			return err
 		}
+		if j.Drill != nil {
+			if err := ValidateDrillRecipe(f+".drill", *j.Drill, j.Restart); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// ValidateDrillRecipe checks a drill recipe against the job's restart
+// recipe, which lends it jar, entry class and parallelism.
+func ValidateDrillRecipe(field string, d DrillRecipe, r RestartRecipe) error {
+	jar := d.Jar
+	if jar == "" && r.Kind == RestartRESTJarRun {
+		jar = r.Jar
+	}
+	if strings.TrimSpace(jar) == "" {
+		return &FieldError{Field: field + ".jar", Value: d.Jar, Valid: "the job jar as a local path or hdfs:// URI (required when the restart recipe has none)"}
+	}
+	if d.EntryClass != "" && strings.ContainsAny(d.EntryClass, " \t\n/") {
+		return &FieldError{Field: field + ".entryClass", Value: d.EntryClass, Valid: "a fully qualified Java class name such as com.example.Job"}
+	}
+	if d.Parallelism < 0 || d.Parallelism > maxParallelism {
+		return &FieldError{Field: field + ".parallelism", Value: strconv.Itoa(d.Parallelism), Valid: fmt.Sprintf("0 (the restart recipe's or the cluster default) to %d", maxParallelism)}
+	}
+	if len(d.SandboxArgs) == 0 {
+		return &FieldError{Field: field + ".sandboxArgs", Value: "", Valid: "the program arguments that switch the job's sinks to a discarding or sandboxed mode, e.g. [\"--sink\", \"discard\"]; a drill never runs the production recipe as it is"}
+	}
+	if !containsRun(d.ProgramArgs, d.SandboxArgs) {
+		return &FieldError{Field: field + ".programArgs", Value: strings.Join(d.ProgramArgs, " "), Valid: "arguments that include sandboxArgs " + strings.Join(d.SandboxArgs, " ") + " in that order"}
+	}
+	n := 0
+	for _, a := range d.ProgramArgs {
+		n += len(a)
+	}
+	if n > maxProgramArgBytes {
+		return &FieldError{Field: field + ".programArgs", Value: strconv.Itoa(n) + " bytes", Valid: fmt.Sprintf("at most %d bytes in total", maxProgramArgBytes)}
+	}
+	if v := d.Verify; v != nil {
+		if v.EntryClass == "" || strings.ContainsAny(v.EntryClass, " \t\n/") {
+			return &FieldError{Field: field + ".verify.entryClass", Value: v.EntryClass, Valid: "the verification program's fully qualified main class (required)"}
+		}
+	}
+	return nil
+}
+
+// containsRun says whether want appears in list as a contiguous run.
+func containsRun(list, want []string) bool {
+	for i := 0; i+len(want) <= len(list); i++ {
+		match := true
+		for k := range want {
+			if list[i+k] != want[k] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidateRecipe checks one restart recipe.

@@ -211,3 +211,43 @@ clusters:
 		t.Fatal(err)
 	}
 }
+
+// TestValidateDrillRecipe: a drill recipe must name the arguments that
+// switch the job's sinks off, and use them; it borrows jar, entry class
+// and parallelism from the restart recipe.
+func TestValidateDrillRecipe(t *testing.T) {
+	restart := RestartRecipe{Kind: RestartRESTJarRun, Jar: "/jars/j.jar"}
+	ok := DrillRecipe{ProgramArgs: []string{"--rate", "10", "--sink", "discard"}, SandboxArgs: []string{"--sink", "discard"}}
+	if err := ValidateDrillRecipe("jobs[0].drill", ok, restart); err != nil {
+		t.Fatalf("valid recipe: %v", err)
+	}
+	cases := map[string]struct {
+		d       DrillRecipe
+		r       RestartRecipe
+		field   string
+		wantMsg string
+	}{
+		"no sandbox args": {DrillRecipe{ProgramArgs: []string{"--rate", "10"}}, restart, "jobs[0].drill.sandboxArgs", "never runs the production recipe"},
+		"sandbox args unused": {DrillRecipe{ProgramArgs: []string{"--sink", "kafka"}, SandboxArgs: []string{"--sink", "discard"}}, restart,
+			"jobs[0].drill.programArgs", "--sink discard"},
+		"sandbox args out of order": {DrillRecipe{ProgramArgs: []string{"discard", "--sink"}, SandboxArgs: []string{"--sink", "discard"}}, restart,
+			"jobs[0].drill.programArgs", "in that order"},
+		"no jar anywhere": {ok, RestartRecipe{Kind: RestartOperatorResume}, "jobs[0].drill.jar", "required"},
+		"verify without class": {DrillRecipe{ProgramArgs: ok.ProgramArgs, SandboxArgs: ok.SandboxArgs, Verify: &DrillVerify{}}, restart,
+			"jobs[0].drill.verify.entryClass", "main class"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := ValidateDrillRecipe("jobs[0].drill", c.d, c.r)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(err.Error(), c.wantMsg) {
+				t.Fatalf("validate: %v; want field %s saying %q", err, c.field, c.wantMsg)
+			}
+		})
+	}
+	// The static file and the jobs annotation validate it too.
+	bad := strings.Replace(validStatic, "          restoreMode: CLAIM\n", "          restoreMode: CLAIM\n        drill:\n          programArgs: [--x]\n          sandboxArgs: [--sink, discard]\n", 1)
+	if _, err := ParseStatic([]byte(bad), "inv.yaml"); err == nil || !strings.Contains(err.Error(), "drill.programArgs") {
+		t.Fatalf("static file with a drill recipe that keeps the sinks: %v; want it refused", err)
+	}
+}

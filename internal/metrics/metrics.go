@@ -101,6 +101,9 @@ type Governance struct {
 	UsageFiles         *prometheus.GaugeVec
 	UsageBytes         *prometheus.GaugeVec
 	UsageNamespace     *prometheus.GaugeVec
+	DrillLastSuccess   *prometheus.GaugeVec
+	DrillPassed        *prometheus.GaugeVec
+	DrillFailed        *prometheus.GaugeVec
 }
 
 // NewGovernance creates the governance metrics on reg.
@@ -136,10 +139,16 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Bytes (before replication) under a tenant root at its latest usage sample, per kind."}, []string{"tenant", "kind"}),
 		UsageNamespace: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "usage_namespace",
 			Help: "Files plus directories under a tenant root at its latest usage sample, per kind: what the namespace quota counts."}, []string{"tenant", "kind"}),
+		DrillLastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "restore_drill_last_success_timestamp_seconds",
+			Help: "Unix time of the tenant's last restore drill run in which every drilled snapshot passed; alert when it grows old."}, []string{"tenant"}),
+		DrillPassed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "restore_drill_passed",
+			Help: "Snapshots that passed the tenant's latest restore drill run."}, []string{"tenant"}),
+		DrillFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "restore_drill_failed",
+			Help: "Snapshots that failed the tenant's latest restore drill run (missing files, no restore); alert on > 0."}, []string{"tenant"}),
 	}
 	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
 		g.ReclaimedFiles, g.ReclaimedBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.SavepointsTaken, g.SavepointsFailed,
-		g.UsageFiles, g.UsageBytes, g.UsageNamespace} {
+		g.UsageFiles, g.UsageBytes, g.UsageNamespace, g.DrillLastSuccess, g.DrillPassed, g.DrillFailed} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: governance: %w", err)
 		}
@@ -195,4 +204,14 @@ func (g *Governance) Succeeded(operation string, at time.Time) {
 func (g *Governance) ScheduledSavepoints(tenant string, taken, failed int64) {
 	g.SavepointsTaken.WithLabelValues(tenant).Set(float64(taken))
 	g.SavepointsFailed.WithLabelValues(tenant).Set(float64(failed))
+}
+
+// RestoreDrills records a tenant's latest drill run; a run with passes and
+// no failure moves the last-success time.
+func (g *Governance) RestoreDrills(tenant string, passed, failed int64, at time.Time) {
+	g.DrillPassed.WithLabelValues(tenant).Set(float64(passed))
+	g.DrillFailed.WithLabelValues(tenant).Set(float64(failed))
+	if failed == 0 && passed > 0 {
+		g.DrillLastSuccess.WithLabelValues(tenant).Set(float64(at.UnixNano()) / 1e9)
+	}
 }

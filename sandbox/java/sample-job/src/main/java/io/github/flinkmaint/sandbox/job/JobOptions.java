@@ -1,5 +1,7 @@
 package io.github.flinkmaint.sandbox.job;
 
+import java.util.List;
+
 /**
  * Program arguments of the sample job. Bad input fails the submission with a message that names
  * the argument and what is valid.
@@ -11,10 +13,14 @@ final class JobOptions {
     boolean failOnRestore;
     String checkpointDir;
     String jobName = "stateful-sample-job";
+    String sink = "discard";
+
+    /** Values of --sink: discard drops every record, print writes them to the TaskManager's stdout. */
+    static final List<String> SINKS = List.of("discard", "print");
 
     static final String USAGE = "valid arguments: --keys N (1..10000000, default 10000),"
             + " --value-bytes N (1..1048576, default 512), --rate N records/s (1..1000000, default 2000),"
-            + " --fail-on-restore, --checkpoint-dir URI, --job-name NAME";
+            + " --fail-on-restore, --checkpoint-dir URI, --job-name NAME, --sink discard|print (default discard)";
 
     static JobOptions parse(String[] args) {
         JobOptions o = new JobOptions();
@@ -44,6 +50,13 @@ final class JobOptions {
                     o.jobName = value(args, ++i, a);
                     if (o.jobName.isBlank()) {
                         throw new IllegalArgumentException("--job-name must not be blank");
+                    }
+                    break;
+                case "--sink":
+                    o.sink = value(args, ++i, a);
+                    if (!SINKS.contains(o.sink)) {
+                        throw new IllegalArgumentException("--sink '" + o.sink + "' is not one of "
+                                + String.join(", ", SINKS));
                     }
                     break;
                 default:

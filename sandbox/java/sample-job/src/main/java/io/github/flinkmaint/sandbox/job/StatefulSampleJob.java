@@ -5,6 +5,7 @@ import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -13,6 +14,7 @@ import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.functions.sink.PrintSink;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.util.Collector;
 
@@ -47,10 +49,25 @@ public final class StatefulSampleJob {
                 .process(new PayloadState(options.valueBytes, options.failOnRestore))
                 .uid("keyed-payload-state")
                 .name("keyed-payload-state")
-                .sinkTo(new DiscardingSink<>())
+                .sinkTo(sink(options.sink))
+                // One uid for every --sink value: a savepoint taken with one sink restores with the other.
                 .uid("discard-sink")
-                .name("discard-sink");
+                .name(options.sink + "-sink");
         env.execute(options.jobName);
+    }
+
+    /** The sink named by --sink (see {@link JobOptions#SINKS}); both are state-less. */
+    static Sink<Long> sink(String name) {
+        switch (name) {
+            case "discard":
+                return new DiscardingSink<>();
+            case "print":
+                // Sink v2 PrintSink (not the SinkFunction-based PrintSinkFunction): one line per record.
+                return new PrintSink<>();
+            default:
+                throw new IllegalArgumentException("--sink '" + name + "' is not one of "
+                        + String.join(", ", JobOptions.SINKS));
+        }
     }
 
     /** Keeps the subtask at or below its share of the configured records/s. */

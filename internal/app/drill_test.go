@@ -1,0 +1,379 @@
+//go:build realpeers
+
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
+	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/metrics"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// drillEnv is a fail-closed env whose inventory holds the first sandbox
+// cluster only, the second serving as the drill cluster, with drill
+// recipes for the named jobs.
+type drillEnv struct {
+	*failClosedEnv
+	drillRoot string
+	drill     sandbox.FlinkCluster
+	static    *inventory.Static
+}
+
+// sampleDrill is the sample job's drill recipe: a copy that discards its
+// output, optionally failing on restore or checking its state.
+func sampleDrill(name string, extra ...string) *inventory.DrillRecipe {
+	args := append([]string{"--job-name", "drill-" + name, "--keys", "2000", "--value-bytes", "256", "--rate", "200", "--sink", "discard"}, extra...)
+	return &inventory.DrillRecipe{ProgramArgs: args, SandboxArgs: []string{"--sink", "discard"}}
+}
+
+func newDrillEnv(t *testing.T, ctx context.Context, recipes map[string]*inventory.DrillRecipe) *drillEnv {
+	t.Helper()
+	d := &drillEnv{}
+	d.failClosedEnv = newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, static *inventory.Static, cfg *config.Config) {
+		d.drill = e.peers.Clusters[1]
+		static.Clusters = static.Clusters[:1]
+		static.Tenants = static.Tenants[:1]
+		for name, r := range recipes {
+			static.Clusters[0].Jobs = append(static.Clusters[0].Jobs, inventory.JobSpec{Name: name,
+				Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: e.peers.SampleJob.Jar, EntryClass: e.peers.SampleJob.EntryClass},
+				Drill:   r})
+		}
+		d.drillRoot = e.root + "/drills"
+		d.static = static
+		cfg.Drill = config.Drill{ClusterRESTURL: d.drill.RESTURL, Root: d.drillRoot}
+	})
+	if _, err := d.peers.HadoopShell(ctx, "-mkdir", "-p", d.plain+"/drills"); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// run executes one drill run to its end on a worker of its own.
+func (d *drillEnv) run(ctx context.Context, tmp *sandbox.Temporal, id string, in workflows.RestoreDrillInput) (workflows.RestoreDrillReport, error) {
+	d.t.Helper()
+	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RestoreDrillWorkflowID(id), TaskQueue: "drill-" + id},
+		workflows.RestoreDrillWorkflowType, in)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var rep workflows.RestoreDrillReport
+	err = run.Get(ctx, &rep)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeDrillsFailed {
+		if derr := appErr.Details(&rep); derr != nil {
+			d.t.Fatalf("drill report in the error details: %v", derr)
+		}
+	}
+	return rep, err
+}
+
+// noDrillJobRunning fails when a drill job of the run is not globally
+// terminal on the drill cluster.
+func (d *drillEnv) noDrillJobRunning(ctx context.Context, ids ...string) {
+	d.t.Helper()
+	fc := flinkClient(d.t, d.drill.RESTURL)
+	for _, id := range ids {
+		s, err := fc.JobState(ctx, id)
+		if flink.Reason(err) == flink.ErrorReasonJobNotFound {
+			continue
+		}
+		if err != nil || !s.IsGloballyTerminal() {
+			d.t.Errorf("drill job %s is %s after the run (%v); want it ended", id, s, err)
+		}
+	}
+}
+
+// TestRestoreDrillOnRealPeers drills on real Flink and HDFS: the latest
+// checkpoint of a live job passes both tiers, its copy restored on the
+// drill cluster from exactly that checkpoint, checkpointing into its own
+// drill dir, which is gone afterwards, while the production job runs on
+// with its id and keeps checkpointing; a retained checkpoint missing one
+// shared/ file fails tier 1 naming the file and its operator, without a
+// restore; a job whose copy fails on restore fails tier 2 with Flink's
+// exception. Outcomes are recorded beside the snapshots and in metrics.
+func TestRestoreDrillOnRealPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	sfx := randomHex(4)
+	live, broken, failing := "drill-live-"+sfx, "drill-broken-"+sfx, "drill-failing-"+sfx
+	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{
+		live: sampleDrill(live), broken: sampleDrill(broken), failing: sampleDrill(failing, "--fail-on-restore")})
+	gov, err := metrics.NewGovernance(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.acts.Metrics = gov
+	for _, q := range []string{"drill-pass-" + sfx, "drill-broken-" + sfx, "drill-failing-" + sfx} {
+		w := worker.New(tmp.Client, q, worker.Options{})
+		app.Register(w, d.acts)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+	}
+	ca := d.peers.Clusters[0]
+	ckpts := d.root + "/a/checkpoints"
+	// A 10 s interval keeps the drilled checkpoint retained (3 are) while
+	// the copy restores from it.
+	fc, liveID := d.start(ctx, ca, live, ckpts, "", "", map[string]string{"execution.checkpointing.interval": "10s"})
+	before := d.checkpointed(ctx, fc, liveID, 1).Counts.Completed
+
+	// 1. The live job's latest checkpoint passes both tiers.
+	rep, err := d.run(ctx, tmp, "pass-"+sfx, workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{live}},
+		Soak: workflows.Duration(3 * time.Second)})
+	if err != nil {
+		t.Fatalf("drill of a healthy checkpoint: %v (report %+v)", err, rep)
+	}
+	if rep.Passed != 1 || len(rep.Jobs) != 1 {
+		t.Fatalf("report %+v; want one snapshot, passed", rep)
+	}
+	j := rep.Jobs[0]
+	if j.Tier != 2 || j.Kind != activities.SnapshotCheckpoint || !strings.HasPrefix(j.Snapshot, ckpts+"/"+liveID+"/chk-") ||
+		j.Storage == nil || j.Storage.Files < 2 || j.Restore == nil {
+		t.Fatalf("drill %+v; want both tiers over a checkpoint of %s", j, liveID)
+	}
+	if strings.TrimRight(j.Restore.RestoredFrom, "/") != j.Snapshot || !strings.HasPrefix(j.Restore.CheckpointPath, d.drillRoot+"/") {
+		t.Fatalf("restore %+v; want restored from %s, checkpointing under %s", j.Restore, j.Snapshot, d.drillRoot)
+	}
+	if j.Cleanup == nil || j.Cleanup.Removed == "" || d.exists(j.Cleanup.Removed) {
+		t.Fatalf("cleanup %+v; want the drill dir removed", j.Cleanup)
+	}
+	d.noDrillJobRunning(ctx, j.Restore.JobID)
+	if s, err := fc.JobState(ctx, liveID); err != nil || s != flink.JobRunning {
+		t.Fatalf("production job %s is %s after the drill (%v); want it running", liveID, s, err)
+	}
+	d.waitFor(ctx, 2*time.Minute, "the production job keeps checkpointing", func() (bool, string) {
+		st, err := fc.Checkpoints(ctx, liveID)
+		return err == nil && st.Counts.Completed > before, stringOr(err, "no new checkpoint yet")
+	})
+
+	// 2. A retained checkpoint missing one shared/ file fails tier 1.
+	_, brokenID := d.start(ctx, ca, broken, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, brokenID, 2)
+	d.cancel(ctx, fc, brokenID)
+	st, err := fc.Checkpoints(ctx, brokenID)
+	if err != nil || st.Latest.Completed == nil {
+		t.Fatalf("checkpoints of %s: %v", brokenID, err)
+	}
+	chk := strings.TrimRight(st.Latest.Completed.ExternalPath, "/")
+	victim, operator := d.sharedFileOf(ctx, chk)
+	if err := d.raw.Remove(strings.TrimPrefix(victim, d.peers.HDFS.URI)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = d.run(ctx, tmp, "broken-"+sfx, workflows.RestoreDrillInput{
+		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: ca.ClusterID + "/" + broken, Snapshot: chk}})
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeDrillsFailed || rep.Failed != 1 {
+		t.Fatalf("drill of a checkpoint missing %s: %v, report %+v; want %s", victim, err, rep, workflows.ErrTypeDrillsFailed)
+	}
+	j = rep.Jobs[0]
+	if j.Tier != 1 || j.Restore != nil || !strings.Contains(j.Error, victim) || !strings.Contains(j.Error, "missing") || !strings.Contains(j.Error, operator) {
+		t.Fatalf("drill %+v; want tier 1 alone, failing on %s missing, naming operator %s", j, victim, operator)
+	}
+
+	// 3. A copy that cannot restore fails tier 2 with Flink's exception.
+	_, failingID := d.start(ctx, ca, failing, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, failingID, 1)
+	d.cancel(ctx, fc, failingID)
+	st, err = fc.Checkpoints(ctx, failingID)
+	if err != nil || st.Latest.Completed == nil {
+		t.Fatalf("checkpoints of %s: %v", failingID, err)
+	}
+	failingChk := strings.TrimRight(st.Latest.Completed.ExternalPath, "/")
+	rep, err = d.run(ctx, tmp, "failing-"+sfx, workflows.RestoreDrillInput{
+		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: ca.ClusterID + "/" + failing, Snapshot: failingChk},
+		Soak:      workflows.Duration(3 * time.Second)})
+	if !errors.As(err, &appErr) || rep.Failed != 1 {
+		t.Fatalf("drill of a job failing on restore: %v, report %+v; want it failed", err, rep)
+	}
+	j = rep.Jobs[0]
+	if j.Tier != 2 || j.Storage == nil || !j.Storage.Passed() || !strings.Contains(j.Error, "--fail-on-restore") {
+		t.Fatalf("drill %+v; want tier 1 passed and tier 2 failed with the job's exception", j)
+	}
+	if j.Cleanup == nil || j.Cleanup.Removed != "" && d.exists(j.Cleanup.Removed) {
+		t.Fatalf("cleanup %+v; want no drill dir left", j.Cleanup)
+	}
+	d.noDrillJobRunning(ctx, j.Restore.JobID)
+
+	// Recorded beside the snapshots, and in the metrics.
+	fs, root, err := d.acts.Storage.Resolve(ctx, d.root+"/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := catalog.DrillStore{FS: fs, Root: root}.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]string{}
+	for _, r := range records {
+		outcomes[r.Job.Job] = r.Outcome
+	}
+	if outcomes[live] != catalog.DrillPassed || outcomes[broken] != catalog.DrillFailed || outcomes[failing] != catalog.DrillFailed {
+		t.Fatalf("drill records %+v; want %s passed, %s and %s failed", records, live, broken, failing)
+	}
+	if got := metricValue(t, gov.DrillFailed.WithLabelValues(d.tenant[0])); got != 1 {
+		t.Errorf("restore_drill_failed = %v, want 1 (the latest run)", got)
+	}
+	if got := metricValue(t, gov.DrillLastSuccess.WithLabelValues(d.tenant[0])); got < float64(time.Now().Add(-15*time.Minute).Unix()) {
+		t.Errorf("restore_drill_last_success_timestamp_seconds = %v; want the first run's time", got)
+	}
+	if left := d.drillLeftovers(); len(left) > 0 {
+		t.Errorf("drill root holds %v after the runs; want nothing but run dirs", left)
+	}
+}
+
+// sharedFileOf is a shared/ file the checkpoint references, and the
+// operator whose state refers to it.
+func (d *drillEnv) sharedFileOf(ctx context.Context, chk string) (string, string) {
+	d.t.Helper()
+	fs, p, err := d.acts.Storage.Resolve(ctx, chk+"/_metadata")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	data, err := fs.ReadFile(ctx, p, 1<<30)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	md, err := checkpoint.ParseBytes(data, chk+"/_metadata")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	for _, r := range md.References {
+		if strings.Contains(r.Path, "/shared/") {
+			return r.Path, r.OperatorID
+		}
+	}
+	d.t.Fatalf("%s references no shared/ file", chk)
+	return "", ""
+}
+
+// drillLeftovers lists what lies under the drill root: a drill leaves
+// nothing, not even empty directories (a namespace quota counts them).
+func (d *drillEnv) drillLeftovers() []string {
+	var left []string
+	root := d.plain + "/drills"
+	_ = d.raw.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err == nil && p != root {
+			left = append(left, p)
+		}
+		return nil
+	})
+	return left
+}
+
+// TestRestoreDrillSurvivesWorkerKill runs a drill through the real worker
+// binary and kills it with SIGKILL while the drill's copy of the job runs
+// on the drill cluster. Once the run ends, the copy is no longer running,
+// the drill root holds nothing, and the production job ran on untouched.
+func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	sfx := randomHex(4)
+	live := "drill-kill-" + sfx
+	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{live: sampleDrill(live)})
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "flinkmaint-worker")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
+		t.Fatalf("go build worker: %v\n%s", err, out)
+	}
+	cfgPath := filepath.Join(dir, "worker.yaml")
+	cfg := fmt.Sprintf(`temporal:
+  address: %s
+worker:
+  taskQueue: drill-kill-%s
+  shutdownTimeout: 5s
+http:
+  listen: ""
+storage:
+  hdfsUser: %s
+  writableRoots: [%q]
+inventory:
+  staticFile: %s
+drill:
+  clusterRestUrl: %s
+  root: %s
+`, tmp.HostPort, sfx, d.peers.HDFS.User, d.root, writeInventory(t, *d.static), d.drill.RESTURL, d.drillRoot)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := &workerProcess{t: t, bin: bin, config: cfgPath, log: filepath.Join(dir, "worker.log")}
+	w.start()
+	t.Cleanup(w.stop)
+
+	ca := d.peers.Clusters[0]
+	fc, liveID := d.start(ctx, ca, live, d.root+"/a/checkpoints", "", "", map[string]string{"execution.checkpointing.interval": "10s"})
+	d.checkpointed(ctx, fc, liveID, 1)
+	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RestoreDrillWorkflowID("kill-" + sfx), TaskQueue: "drill-kill-" + sfx},
+		workflows.RestoreDrillWorkflowType, workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{live}},
+			Soak: workflows.Duration(40 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill while the copy runs on the drill cluster.
+	drillFC := flinkClient(t, d.drill.RESTURL)
+	var copyID string
+	d.waitFor(ctx, 3*time.Minute, "the drill's copy running on the drill cluster", func() (bool, string) {
+		jobs, err := drillFC.ListJobs(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, j := range jobs {
+			if j.Name == "drill-"+live && j.State == flink.JobRunning {
+				copyID = j.ID
+				return true, ""
+			}
+		}
+		return false, "not running yet"
+	})
+	w.kill()
+	w.start()
+
+	var rep workflows.RestoreDrillReport
+	if err := run.Get(ctx, &rep); err != nil {
+		t.Fatalf("drill: %v\nworker log:\n%s", err, w.tail())
+	}
+	if w.starts != 2 || rep.Passed != 1 || rep.Jobs[0].Restore == nil || rep.Jobs[0].Restore.JobID != copyID {
+		t.Fatalf("report %+v after %d worker starts; want the one drill passed, by the copy %s", rep, w.starts, copyID)
+	}
+	d.noDrillJobRunning(ctx, copyID)
+	jobs, err := drillFC.ListJobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.Name == "drill-"+live && !j.State.IsGloballyTerminal() {
+			t.Errorf("drill copy %s is %s after the run; want none running", j.ID, j.State)
+		}
+	}
+	if left := d.drillLeftovers(); len(left) > 0 {
+		t.Errorf("drill root holds %v after the run; want nothing", left)
+	}
+	if s, err := fc.JobState(ctx, liveID); err != nil || s != flink.JobRunning {
+		t.Errorf("production job %s is %s after the drill (%v); want it running", liveID, s, err)
+	}
+}

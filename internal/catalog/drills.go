@@ -1,0 +1,114 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// DrillDir holds the latest restore-drill result of every snapshot drilled,
+// one file per snapshot, beside the savepoint catalog.
+const DrillDir = ".flinkmaint/drills"
+
+// Drill outcomes.
+const (
+	DrillPassed = "passed"
+	DrillFailed = "failed"
+	// DrillInconclusive: the snapshot disappeared during the drill (its job
+	// subsumed the checkpoint), so the drill proves nothing either way.
+	DrillInconclusive = "inconclusive"
+)
+
+// DrillRecord is the latest drill of one snapshot.
+type DrillRecord struct {
+	// Snapshot is the checkpoint or savepoint directory, fully qualified.
+	Snapshot string     `json:"snapshot"`
+	Kind     string     `json:"kind"` // checkpoint or savepoint
+	Job      LogicalJob `json:"job"`
+	RunID    string     `json:"runId"`
+	// Tier is 1 (storage proof) or 2 (a real restore on the drill cluster).
+	Tier    int       `json:"tier"`
+	Outcome string    `json:"outcome"`
+	Error   string    `json:"error,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// DrillStore keeps drill records under Root/.flinkmaint/drills on FS.
+type DrillStore struct {
+	FS   storage.FileSystem
+	Root string
+}
+
+func (s DrillStore) dir() string { return strings.TrimRight(s.Root, "/") + "/" + DrillDir }
+
+// Put records r as the snapshot's latest drill, replacing an older one. It
+// writes a new file and renames it over the old, so a reader sees one or
+// the other, and a retry writes the same again.
+func (s DrillStore) Put(ctx context.Context, r DrillRecord) error {
+	r.Snapshot = strings.TrimRight(r.Snapshot, "/")
+	if r.Snapshot == "" || r.RunID == "" || r.Outcome == "" {
+		return fmt.Errorf("%w: drill record of %q by run %q with outcome %q: all are required", ErrInvalid, r.Snapshot, r.RunID, r.Outcome)
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := s.FS.MkdirAll(ctx, s.dir()); err != nil {
+		return err
+	}
+	file := s.dir() + "/" + entryName(r.Snapshot)
+	tmp := file + ".tmp"
+	if err := s.FS.Remove(ctx, tmp); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if err := s.FS.WriteFile(ctx, tmp, data); err != nil {
+		return err
+	}
+	if err := s.FS.Remove(ctx, file); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	return s.FS.Rename(ctx, tmp, file)
+}
+
+// List reads every record, sorted by snapshot; a missing directory is
+// empty.
+func (s DrillStore) List(ctx context.Context) ([]DrillRecord, error) {
+	var files []string
+	err := s.FS.List(ctx, s.dir(), 0, func(b []storage.FileInfo) error {
+		for _, fi := range b {
+			if !fi.IsDir && strings.HasSuffix(fi.Name, ".json") {
+				files = append(files, fi.Path)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DrillRecord, 0, len(files))
+	for _, f := range files {
+		data, err := s.FS.ReadFile(ctx, f, maxEntryBytes)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var r DrillRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, f, err)
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Snapshot < out[j].Snapshot })
+	return out, nil
+}
