@@ -38,7 +38,11 @@ type drillEnv struct {
 	drillRoot string
 	drill     sandbox.FlinkCluster
 	static    *inventory.Static
+	queue     string // the task queue of the drill runs
 }
+
+// stateCheckClass is the sample job's State Processor API state check.
+const stateCheckClass = "io.github.flinkmaint.sandbox.job.VerifyState"
 
 // sampleDrill is the sample job's drill recipe: a copy that discards its
 // output, optionally failing on restore or checking its state.
@@ -72,7 +76,7 @@ func newDrillEnv(t *testing.T, ctx context.Context, recipes map[string]*inventor
 // run executes one drill run to its end on a worker of its own.
 func (d *drillEnv) run(ctx context.Context, tmp *sandbox.Temporal, id string, in workflows.RestoreDrillInput) (workflows.RestoreDrillReport, error) {
 	d.t.Helper()
-	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RestoreDrillWorkflowID(id), TaskQueue: "drill-" + id},
+	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RestoreDrillWorkflowID(id), TaskQueue: d.queue},
 		workflows.RestoreDrillWorkflowType, in)
 	if err != nil {
 		d.t.Fatal(err)
@@ -117,22 +121,26 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	sfx := randomHex(4)
-	live, broken, failing := "drill-live-"+sfx, "drill-broken-"+sfx, "drill-failing-"+sfx
+	live, broken, failing, checked := "drill-live-"+sfx, "drill-broken-"+sfx, "drill-failing-"+sfx, "drill-checked-"+sfx
+	// The live job's copy also runs the sample job's state check, which
+	// passes; the checked job's check wants payloads of another size.
+	liveDrill, checkedDrill := sampleDrill(live), sampleDrill(checked)
+	liveDrill.Verify = &inventory.DrillVerify{EntryClass: stateCheckClass, ProgramArgs: []string{"--snapshot", inventory.SnapshotPlaceholder, "--min-keys", "100", "--value-bytes", "256"}}
+	checkedDrill.Verify = &inventory.DrillVerify{EntryClass: stateCheckClass, ProgramArgs: []string{"--snapshot", inventory.SnapshotPlaceholder, "--value-bytes", "999"}}
 	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{
-		live: sampleDrill(live), broken: sampleDrill(broken), failing: sampleDrill(failing, "--fail-on-restore")})
+		live: liveDrill, broken: sampleDrill(broken), failing: sampleDrill(failing, "--fail-on-restore"), checked: checkedDrill})
 	gov, err := metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.acts.Metrics = gov
-	for _, q := range []string{"drill-pass-" + sfx, "drill-broken-" + sfx, "drill-failing-" + sfx} {
-		w := worker.New(tmp.Client, q, worker.Options{})
-		app.Register(w, d.acts)
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Stop)
+	d.queue = "drills-" + sfx
+	w := worker.New(tmp.Client, d.queue, worker.Options{})
+	app.Register(w, d.acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(w.Stop)
 	ca := d.peers.Clusters[0]
 	ckpts := d.root + "/a/checkpoints"
 	// A 10 s interval keeps the drilled checkpoint retained (3 are) while
@@ -154,8 +162,8 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 		j.Storage == nil || j.Storage.Files < 2 || j.Restore == nil {
 		t.Fatalf("drill %+v; want both tiers over a checkpoint of %s", j, liveID)
 	}
-	if strings.TrimRight(j.Restore.RestoredFrom, "/") != j.Snapshot || !strings.HasPrefix(j.Restore.CheckpointPath, d.drillRoot+"/") {
-		t.Fatalf("restore %+v; want restored from %s, checkpointing under %s", j.Restore, j.Snapshot, d.drillRoot)
+	if strings.TrimRight(j.Restore.RestoredFrom, "/") != j.Snapshot || !strings.HasPrefix(j.Restore.CheckpointPath, d.drillRoot+"/") || !j.Restore.Verified {
+		t.Fatalf("restore %+v; want restored from %s, checkpointing under %s, its state checked", j.Restore, j.Snapshot, d.drillRoot)
 	}
 	if j.Cleanup == nil || j.Cleanup.Removed == "" || d.exists(j.Cleanup.Removed) {
 		t.Fatalf("cleanup %+v; want the drill dir removed", j.Cleanup)
@@ -217,6 +225,57 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	d.noDrillJobRunning(ctx, j.Restore.JobID)
 
+	// 4. The savepoints one run took: the live job's passes its state
+	// check; the checked job's restores, then fails its check.
+	_, checkedID := d.start(ctx, ca, checked, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, checkedID, 1)
+	takeRun := "sched-" + sfx
+	savepoints := map[string]string{}
+	for name, id := range map[string]string{live: liveID, checked: checkedID} {
+		var took activities.TakeSavepointResult
+		job := activities.JobTarget{Key: ca.ClusterID + "/" + name, Tenant: d.tenant[0], ClusterID: ca.ClusterID, RESTURL: ca.RESTURL,
+			JobName: name, JobID: id, SavepointDir: d.root + "/a/savepoints"}
+		if err := d.activity(d.acts.TakeSavepoint, activities.TakeSavepointInput{Job: job, TriggerID: strings.Repeat(id[:2], 16), RunID: takeRun}, &took); err != nil {
+			t.Fatalf("savepoint of %s: %v", name, err)
+		}
+		savepoints[name] = took.SavepointPath
+	}
+	rep, err = d.run(ctx, tmp, "run-"+sfx, workflows.RestoreDrillInput{
+		Selection: activities.DrillSelection{Mode: activities.DrillRunSavepoints, RunID: takeRun}, Soak: workflows.Duration(3 * time.Second)})
+	if !errors.As(err, &appErr) || rep.Passed != 1 || rep.Failed != 1 || len(rep.Jobs) != 2 {
+		t.Fatalf("drill of run %s: %v, report %+v; want one pass, one failed state check", takeRun, err, rep)
+	}
+	for _, j := range rep.Jobs {
+		switch {
+		case j.Kind != activities.SnapshotSavepoint || j.Snapshot != savepoints[strings.TrimPrefix(j.Key, ca.ClusterID+"/")]:
+			t.Errorf("drill %+v; want the run's savepoint of the job", j)
+		case j.Key == ca.ClusterID+"/"+live && (j.Outcome != catalog.DrillPassed || j.Restore == nil || !j.Restore.Verified):
+			t.Errorf("live %+v; want restored and its state check passed", j)
+		case j.Key == ca.ClusterID+"/"+checked && (j.Outcome != catalog.DrillFailed || !strings.Contains(j.Error, "state check failed")):
+			t.Errorf("checked %+v; want the state check's failure", j)
+		}
+		if j.Restore != nil {
+			d.noDrillJobRunning(ctx, j.Restore.JobID)
+		}
+	}
+	var listed activities.ListSavepointsResult
+	if err := d.activity(d.acts.ListSavepoints, activities.ListSavepointsInput{Tenants: []string{d.tenant[0]}}, &listed); err != nil {
+		t.Fatal(err)
+	}
+	drilled := 0
+	for _, row := range listed.Savepoints {
+		if row.Path == savepoints[live] || row.Path == savepoints[checked] {
+			want := map[bool]string{true: catalog.DrillPassed, false: catalog.DrillFailed}[row.Path == savepoints[live]]
+			if row.Drill == nil || row.Drill.Outcome != want || row.Drill.RunID != rep.RunID || row.Drill.Tier != 2 {
+				t.Errorf("savepoints list row %+v; want its drill %s by %s", row, want, rep.RunID)
+			}
+			drilled++
+		}
+	}
+	if drilled != 2 {
+		t.Errorf("savepoints list %+v; want both drilled savepoints", listed.Savepoints)
+	}
+
 	// Recorded beside the snapshots, and in the metrics.
 	fs, root, err := d.acts.Storage.Resolve(ctx, d.root+"/a")
 	if err != nil {
@@ -230,11 +289,20 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	for _, r := range records {
 		outcomes[r.Job.Job] = r.Outcome
 	}
-	if outcomes[live] != catalog.DrillPassed || outcomes[broken] != catalog.DrillFailed || outcomes[failing] != catalog.DrillFailed {
+	if outcomes[broken] != catalog.DrillFailed || outcomes[failing] != catalog.DrillFailed {
 		t.Fatalf("drill records %+v; want %s passed, %s and %s failed", records, live, broken, failing)
 	}
 	if got := metricValue(t, gov.DrillFailed.WithLabelValues(d.tenant[0])); got != 1 {
 		t.Errorf("restore_drill_failed = %v, want 1 (the latest run)", got)
+	}
+	passedLive := 0
+	for _, r := range records {
+		if r.Job.Job == live && r.Outcome == catalog.DrillPassed {
+			passedLive++ // its checkpoint and its savepoint
+		}
+	}
+	if passedLive != 2 {
+		t.Errorf("drill records %+v; want both of %s's snapshots passed", records, live)
 	}
 	if got := metricValue(t, gov.DrillLastSuccess.WithLabelValues(d.tenant[0])); got < float64(time.Now().Add(-15*time.Minute).Unix()) {
 		t.Errorf("restore_drill_last_success_timestamp_seconds = %v; want the first run's time", got)
