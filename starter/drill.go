@@ -215,11 +215,11 @@ func drillReportCommand(g *globals) *cobra.Command {
 			}
 			defer c.Close()
 			run := c.GetWorkflow(cmd.Context(), drillID(args[0]), "")
-			d, err := c.DescribeWorkflowExecution(cmd.Context(), drillID(args[0]), "")
+			d, err := c.DescribeWorkflow(cmd.Context(), drillID(args[0]), "")
 			if err != nil {
 				return fmt.Errorf("drill %s: %w", args[0], err)
 			}
-			if d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			if d.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				return fmt.Errorf("drill %s is still running: see flinkmaint drill status %s", args[0], args[0])
 			}
 			rep, err := drillOutcome(run.Get(cmd.Context(), nil), func(out *workflows.RestoreDrillReport) error { return run.Get(cmd.Context(), out) })

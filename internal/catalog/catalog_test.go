@@ -73,7 +73,7 @@ func TestListFailsOnACorruptEntry(t *testing.T) {
 func TestDrillRecordReplacesTheSnapshotsLastDrill(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	d := DrillStore{FS: s.FS, Root: s.Root}
+	d := DrillStore(s)
 	if list, err := d.List(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("no drills yet: %v %v", list, err)
 	}
