@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path"
 	"sort"
 	"strings"
 
@@ -28,10 +27,8 @@ func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTarge
 	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
 		return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
 	}
-	for _, p := range append(append([]string{}, in.Scope.IncludeJobs...), in.Scope.ExcludeJobs...) {
-		if _, err := path.Match(p, ""); err != nil {
-			return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInvalidInput, "scope job pattern %q is not a valid glob: %v", p, err)
-		}
+	if problems := in.Scope.GlobProblems(); len(problems) > 0 {
+		return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
 	}
 	inv, err := a.Inventory.Discover(ctx)
 	if errors.Is(err, inventory.ErrInvalid) {

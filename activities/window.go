@@ -40,10 +40,8 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 	if a.Inventory == nil || a.Flink == nil {
 		return DiscoverJobsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or Flink client configured")
 	}
-	for _, p := range append(append([]string{}, in.Scope.IncludeJobs...), in.Scope.ExcludeJobs...) {
-		if _, err := path.Match(p, ""); err != nil {
-			return DiscoverJobsResult{}, nonRetryable(ErrTypeInvalidInput, "scope job pattern %q is not a valid glob: %v", p, err)
-		}
+	if problems := in.Scope.GlobProblems(); len(problems) > 0 {
+		return DiscoverJobsResult{}, nonRetryable(ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
 	}
 	inv, err := a.Inventory.Discover(ctx)
 	if errors.Is(err, inventory.ErrInvalid) {

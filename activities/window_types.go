@@ -1,6 +1,8 @@
 package activities
 
 import (
+	"fmt"
+	"path"
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -13,6 +15,18 @@ type Scope struct {
 	Clusters    []string `json:"clusters,omitempty" yaml:"clusters,omitempty"`
 	IncludeJobs []string `json:"includeJobs,omitempty" yaml:"includeJobs,omitempty"`
 	ExcludeJobs []string `json:"excludeJobs,omitempty" yaml:"excludeJobs,omitempty"`
+}
+
+// GlobProblems names every job pattern of the scope that is not a valid
+// path.Match glob.
+func (s Scope) GlobProblems() []string {
+	var out []string
+	for _, p := range append(append([]string{}, s.IncludeJobs...), s.ExcludeJobs...) {
+		if _, err := path.Match(p, ""); err != nil {
+			out = append(out, fmt.Sprintf("scope job pattern %q is not a valid glob: %v", p, err))
+		}
+	}
+	return out
 }
 
 // JobTarget is one running job a window stops and restarts. Key

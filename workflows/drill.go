@@ -3,7 +3,6 @@ package workflows
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -11,26 +10,6 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
-
-// proveOptions: a storage proof stats every file a snapshot references;
-// it heartbeats as it goes.
-func proveOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         standardRetry(5),
-	}
-}
-
-// endDrillOptions: removing what a drill left must not give up on a
-// passing fault; a lost worker is noticed by the heartbeat.
-func endDrillOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         standardRetry(20),
-	}
-}
 
 // RestoreDrillWorkflow proves the selected snapshots restore: each in a
 // JobDrill child, at most Concurrency at once. The outcome of every

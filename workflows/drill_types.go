@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -108,11 +107,7 @@ func (in *RestoreDrillInput) Validate() error {
 	if sel.SamplePerTenant < 0 {
 		problems = append(problems, fmt.Sprintf("samplePerTenant=%d: use 0 (all) or a positive number", sel.SamplePerTenant))
 	}
-	for _, p := range append(append([]string{}, in.Scope.IncludeJobs...), in.Scope.ExcludeJobs...) {
-		if _, err := path.Match(p, ""); err != nil {
-			problems = append(problems, fmt.Sprintf("scope job pattern %q is not a valid glob: %v", p, err))
-		}
-	}
+	problems = append(problems, in.Scope.GlobProblems()...)
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}

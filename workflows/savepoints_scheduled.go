@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -53,11 +52,7 @@ func (in *ScheduledSavepointsInput) Validate() error {
 	if in.Timeout.D() < time.Minute {
 		problems = append(problems, fmt.Sprintf("timeout=%s: use at least 1m", in.Timeout.D()))
 	}
-	for _, p := range append(append([]string{}, in.Scope.IncludeJobs...), in.Scope.ExcludeJobs...) {
-		if _, err := path.Match(p, ""); err != nil {
-			problems = append(problems, fmt.Sprintf("scope job pattern %q is not a valid glob: %v", p, err))
-		}
-	}
+	problems = append(problems, in.Scope.GlobProblems()...)
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}

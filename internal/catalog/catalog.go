@@ -149,18 +149,7 @@ func (s Store) read(ctx context.Context, file string) (Entry, bool, error) {
 // List reads every entry, sorted by path. A missing catalog is empty; an
 // unreadable entry is an error (its savepoint's lineage would be unknown).
 func (s Store) List(ctx context.Context) ([]Entry, error) {
-	var files []string
-	err := s.FS.List(ctx, s.dir(), 0, func(b []storage.FileInfo) error {
-		for _, fi := range b {
-			if !fi.IsDir && strings.HasSuffix(fi.Name, ".json") {
-				files = append(files, fi.Path)
-			}
-		}
-		return nil
-	})
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
+	files, err := jsonFiles(ctx, s.FS, s.dir())
 	if err != nil {
 		return nil, err
 	}
@@ -176,4 +165,21 @@ func (s Store) List(ctx context.Context) ([]Entry, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// jsonFiles lists the .json files of dir; a missing dir has none.
+func jsonFiles(ctx context.Context, fs storage.FileSystem, dir string) ([]string, error) {
+	var files []string
+	err := fs.List(ctx, dir, 0, func(b []storage.FileInfo) error {
+		for _, fi := range b {
+			if !fi.IsDir && strings.HasSuffix(fi.Name, ".json") {
+				files = append(files, fi.Path)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	return files, err
 }

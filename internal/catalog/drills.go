@@ -79,18 +79,7 @@ func (s DrillStore) Put(ctx context.Context, r DrillRecord) error {
 // List reads every record, sorted by snapshot; a missing directory is
 // empty.
 func (s DrillStore) List(ctx context.Context) ([]DrillRecord, error) {
-	var files []string
-	err := s.FS.List(ctx, s.dir(), 0, func(b []storage.FileInfo) error {
-		for _, fi := range b {
-			if !fi.IsDir && strings.HasSuffix(fi.Name, ".json") {
-				files = append(files, fi.Path)
-			}
-		}
-		return nil
-	})
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
+	files, err := jsonFiles(ctx, s.FS, s.dir())
 	if err != nil {
 		return nil, err
 	}
