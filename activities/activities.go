@@ -5,10 +5,13 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // Activities is registered once per worker; its fields are the ports.
@@ -37,6 +40,19 @@ type Activities struct {
 	// Orphans finds and deletes leftover Flink objects in Kubernetes for
 	// governance cleanup; nil when no Kubernetes inventory is configured.
 	Orphans OrphanControl
+}
+
+// discover reads the inventory: an invalid one is final, an unreachable
+// source is retried.
+func (a *Activities) discover(ctx context.Context) (inventory.Inventory, error) {
+	inv, err := a.Inventory.Discover(ctx)
+	if errors.Is(err, inventory.ErrInvalid) {
+		return inv, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
+	}
+	if err != nil {
+		return inv, classify("discover inventory", err)
+	}
+	return inv, nil
 }
 
 func (a *Activities) now() time.Time {

@@ -30,12 +30,9 @@ func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTarge
 	if problems := in.Scope.GlobProblems(); len(problems) > 0 {
 		return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
 	}
-	inv, err := a.Inventory.Discover(ctx)
-	if errors.Is(err, inventory.ErrInvalid) {
-		return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
-	}
+	inv, err := a.discover(ctx)
 	if err != nil {
-		return SelectDrillTargetsResult{}, classify("discover inventory", err)
+		return SelectDrillTargetsResult{}, err
 	}
 	if in.Restore {
 		if err := a.checkDrillIsolation(ctx, inv); err != nil {
@@ -604,9 +601,9 @@ func (a *Activities) RecordDrillRun(ctx context.Context, in RecordDrillRunInput)
 	if a.Storage == nil || a.Inventory == nil {
 		return nonRetryable(ErrTypeStorage, "worker has no storage or inventory configured")
 	}
-	inv, err := a.Inventory.Discover(ctx)
+	inv, err := a.discover(ctx)
 	if err != nil {
-		return classify("discover inventory", err)
+		return err
 	}
 	roots := map[string]inventory.Tenant{}
 	for _, t := range inv.Tenants {

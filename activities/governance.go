@@ -62,12 +62,9 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err := pol.Validate(); err != nil {
 		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
 	}
-	inv, err := a.Inventory.Discover(ctx)
-	if errors.Is(err, inventory.ErrInvalid) {
-		return PlanCleanupResult{}, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
-	}
+	inv, err := a.discover(ctx)
 	if err != nil {
-		return PlanCleanupResult{}, classify("discover inventory", err)
+		return PlanCleanupResult{}, err
 	}
 	var notes []string
 	fs, roots, tenants, err := a.scopeRoots(ctx, inv, in.Scope, &notes)

@@ -67,12 +67,9 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 	if err := in.Validate(); err != nil {
 		return TenantUsageResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
 	}
-	inv, err := a.Inventory.Discover(ctx)
-	if errors.Is(err, inventory.ErrInvalid) {
-		return TenantUsageResult{}, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
-	}
+	inv, err := a.discover(ctx)
 	if err != nil {
-		return TenantUsageResult{}, classify("discover inventory", err)
+		return TenantUsageResult{}, err
 	}
 	tenants, err := selectTenants(inv, in.Tenants)
 	if err != nil {

@@ -43,12 +43,9 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 	if problems := in.Scope.GlobProblems(); len(problems) > 0 {
 		return DiscoverJobsResult{}, nonRetryable(ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
 	}
-	inv, err := a.Inventory.Discover(ctx)
-	if errors.Is(err, inventory.ErrInvalid) {
-		return DiscoverJobsResult{}, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
-	}
+	inv, err := a.discover(ctx)
 	if err != nil {
-		return DiscoverJobsResult{}, classify("discover inventory", err)
+		return DiscoverJobsResult{}, err
 	}
 	var res DiscoverJobsResult
 	tenantsInScope := map[string]bool{}
