@@ -433,6 +433,52 @@ const (
 	confCheckpointDirLegacy = "state.checkpoints.dir"
 )
 
+// ProveSnapshots runs tier 1 over several snapshots, heartbeating after
+// each, and says of each whether it passed. A broken snapshot is a
+// verdict; storage that cannot be reached fails the activity (retryable),
+// and a retry proves the batch again, which only reads.
+func (a *Activities) ProveSnapshots(ctx context.Context, in ProveSnapshotsInput) ([]SnapshotVerdict, error) {
+	out := make([]SnapshotVerdict, 0, len(in.Snapshots))
+	for i, s := range in.Snapshots {
+		p, err := a.ProveSnapshotStorage(ctx, ProveSnapshotInput{Snapshot: s})
+		if err != nil {
+			return nil, err
+		}
+		v := SnapshotVerdict{Snapshot: s, Files: p.Files, Bytes: p.Bytes}
+		if !p.Passed() {
+			v.Failure = p.Describe()
+		}
+		out = append(out, v)
+		activity.RecordHeartbeat(ctx, i+1)
+	}
+	return out, nil
+}
+
+// CheckDrillCluster tells, before a window stops any job, whether its
+// canary drill could run: the drill cluster and root are configured and
+// isolated from every inventory cluster and tenant tree, and the drill
+// cluster answers.
+func (a *Activities) CheckDrillCluster(ctx context.Context) error {
+	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
+		return nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
+	}
+	inv, err := a.discover(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.checkDrillIsolation(ctx, inv); err != nil {
+		return err
+	}
+	client, err := a.flinkFor(a.Drill.ClusterRESTURL)
+	if err != nil {
+		return err
+	}
+	if _, err := client.ClusterOverview(ctx); err != nil {
+		return classify("reach drill cluster "+a.Drill.ClusterRESTURL, err)
+	}
+	return nil
+}
+
 // StartDrillJob starts the drill recipe on the drill cluster from the
 // snapshot, restore mode NO_CLAIM (the drill never owns production files),
 // its checkpoints going to the target's drill dir. A job already submitted

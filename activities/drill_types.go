@@ -1,6 +1,9 @@
 package activities
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -120,6 +123,48 @@ type StorageProof struct {
 
 // Passed says the snapshot's storage is whole.
 func (p StorageProof) Passed() bool { return p.Unreadable == "" && len(p.Problems) == 0 }
+
+// Describe says what tier 1 found, the first few files in full, each with
+// the operator and subtask that need it.
+func (p StorageProof) Describe() string {
+	if p.Unreadable != "" {
+		return p.Unreadable
+	}
+	const show = 5
+	var parts []string
+	for i, pr := range p.Problems {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("and %d more", len(p.Problems)-show))
+			break
+		}
+		s := fmt.Sprintf("%s is %s", pr.Path, pr.Problem)
+		if pr.Problem == "short" {
+			s += fmt.Sprintf(" (%d bytes, handles read %d)", pr.Have, pr.Need)
+		}
+		s += ", needed by operator " + pr.Operator
+		if pr.Subtask >= 0 {
+			s += fmt.Sprintf(" subtask %d", pr.Subtask)
+		}
+		parts = append(parts, s)
+	}
+	return fmt.Sprintf("%d referenced files missing or short: %s", len(p.Problems), strings.Join(parts, "; "))
+}
+
+// ProveSnapshotsInput names the snapshots one activity proves (tier 1),
+// e.g. a batch of a window's savepoints.
+type ProveSnapshotsInput struct {
+	Snapshots []string
+}
+
+// SnapshotVerdict is tier 1's finding on one snapshot, small enough to
+// keep for thousands of jobs.
+type SnapshotVerdict struct {
+	Snapshot string `json:"snapshot"`
+	Files    int64  `json:"files"`
+	Bytes    int64  `json:"bytes"`
+	// Failure says what fails (StorageProof.Describe); empty: passed.
+	Failure string `json:"failure,omitempty"`
+}
 
 // StartDrillJobInput starts the drill copy of a job. JobID is chosen by
 // the workflow, so a retry finds the job it already submitted.

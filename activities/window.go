@@ -111,8 +111,10 @@ func matchesAny(patterns []string, name string) bool {
 // knows, by job name; a job without one is skipped when needRecipe.
 func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope, needRecipe bool) ([]JobTarget, []SkippedJob) {
 	recipes := map[string]inventory.RestartRecipe{}
+	drillable := map[string]bool{}
 	for _, js := range c.Jobs {
 		recipes[js.Name] = js.Restart
+		drillable[js.Name] = js.Drill != nil
 	}
 	running := map[string][]flink.JobOverview{}
 	for _, j := range jobs {
@@ -150,7 +152,7 @@ func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope, needR
 			targets = append(targets, JobTarget{
 				Key: key, Tenant: c.Tenant, ClusterID: c.ClusterID, KubeCluster: c.KubeCluster, RESTURL: c.RESTURL,
 				JobName: name, JobID: js[0].ID, CheckpointDir: c.CheckpointDir, SavepointDir: c.SavepointDir,
-				Restart: recipe,
+				Restart: recipe, Drillable: drillable[name],
 			})
 		}
 	}

@@ -45,6 +45,9 @@ type JobTarget struct {
 	CheckpointDir string                  `json:"checkpointDir,omitempty"`
 	SavepointDir  string                  `json:"savepointDir,omitempty"`
 	Restart       inventory.RestartRecipe `json:"restart"`
+	// Drillable says the inventory has a drill recipe for the job, so a
+	// window can drill its savepoint as the canary.
+	Drillable bool `json:"drillable,omitempty"`
 }
 
 // Label is the job's key, prefixed by its Kubernetes cluster when the

@@ -33,7 +33,10 @@ SEARCH_ATTRIBUTES=(
 
 cli() {
   # The module version recorded in the binary says which CLI it is.
-  if [[ -x "$CLI" ]] && go version -m "$CLI" 2>/dev/null | grep -qE "^\s+mod\s+github.com/temporalio/cli\s+v$CLI_VERSION\s"; then
+  # (grep reads a variable: under pipefail an early-exiting grep -q would
+  # fail the pipe with the writer's SIGPIPE.)
+  local mods
+  if [[ -x "$CLI" ]] && mods="$(go version -m "$CLI" 2>/dev/null)" && grep -qE "^\s+mod\s+github.com/temporalio/cli\s+v$CLI_VERSION\s" <<<"$mods"; then
     return 0
   fi
   echo "Building the Temporal CLI v$CLI_VERSION from Go modules into ./bin."

@@ -149,17 +149,32 @@ func windowStatusCommand(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "        jobs: %s\n", strings.Join(p.Jobs, ", "))
 				}
 			}
+			if c := st.Canary; c != nil {
+				outcome := c.Outcome
+				if outcome == "" {
+					outcome = "not run yet"
+				}
+				fmt.Fprintf(w, "canary  %s drill %s (attempts %d)", c.Key, outcome, c.Attempts)
+				if c.WaivedBy != "" {
+					fmt.Fprintf(w, ", waived by %s", c.WaivedBy)
+				}
+				fmt.Fprintln(w)
+			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "\nJOB\tSAVEPOINT\tRESTART\tWAVE\tNOTE")
 			for _, j := range st.Jobs {
 				note := j.SkipReason
 				if note == "" {
-					note = j.RestartError + j.SavepointError
+					note = j.RestartError + j.SavepointError + j.ProofError
+				}
+				sp := j.SavepointState
+				if j.ProofState != "" {
+					sp += ", proof " + j.ProofState
 				}
 				if len(note) > 100 {
 					note = note[:100] + "..."
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.Target.Label(), j.SavepointState, j.RestartState, j.RestartWave, note)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.Target.Label(), sp, j.RestartState, j.RestartWave, note)
 			}
 			return tw.Flush()
 		},

@@ -128,7 +128,7 @@ func JobDrillWorkflow(ctx workflow.Context, in JobDrillInput) (JobDrillResult, e
 	}
 	res.Storage = &proof
 	if !proof.Passed() {
-		res.Outcome, res.Error = catalog.DrillFailed, describeProof(proof)
+		res.Outcome, res.Error = catalog.DrillFailed, proof.Describe()
 		return res, nil
 	}
 	res.Outcome = catalog.DrillPassed
@@ -195,29 +195,4 @@ func restoreDrill(ctx workflow.Context, in JobDrillInput, jobID, verifyID string
 	}
 	out.Verified = true
 	return nil
-}
-
-// describeProof says what tier 1 found, the first few files in full.
-func describeProof(p activities.StorageProof) string {
-	if p.Unreadable != "" {
-		return p.Unreadable
-	}
-	const show = 5
-	var parts []string
-	for i, pr := range p.Problems {
-		if i == show {
-			parts = append(parts, fmt.Sprintf("and %d more", len(p.Problems)-show))
-			break
-		}
-		s := fmt.Sprintf("%s is %s", pr.Path, pr.Problem)
-		if pr.Problem == "short" {
-			s += fmt.Sprintf(" (%d bytes, handles read %d)", pr.Have, pr.Need)
-		}
-		s += ", needed by operator " + pr.Operator
-		if pr.Subtask >= 0 {
-			s += fmt.Sprintf(" subtask %d", pr.Subtask)
-		}
-		parts = append(parts, s)
-	}
-	return fmt.Sprintf("%d referenced files missing or short: %s", len(p.Problems), strings.Join(parts, "; "))
 }

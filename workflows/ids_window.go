@@ -52,3 +52,12 @@ func flinkID(windowID, jobKey, purpose string, attempt int) string {
 func WindowCleanupWorkflowID(windowID string) string {
 	return WindowWorkflowID(windowID) + "/cleanup"
 }
+
+// WindowCanaryDrillWorkflowID is the restore drill of a window's canary.
+func WindowCanaryDrillWorkflowID(windowID string, attempt int) string {
+	return withAttempt(WindowWorkflowID(windowID)+"/canary-drill", attempt)
+}
+
+// windowDrillRunID names a window's canary drills in the drill records and
+// the drill root.
+func windowDrillRunID(windowID string) string { return WindowWorkflowID(windowID) + "-canary" }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/client"
@@ -41,7 +42,13 @@ func TestReplayRecordedHistories(t *testing.T) {
 				t.Fatal(err)
 			}
 			app.RegisterWorkflows(replayer)
-			if err := replayer.ReplayWorkflowHistory(nil, hist); err != nil {
+			// A workflow that names its children after its own ID replays
+			// under the ID it ran with, recorded beside the history.
+			var opts worker.ReplayWorkflowHistoryOptions
+			if id, err := os.ReadFile(strings.TrimSuffix(file, ".json.gz") + ".id"); err == nil {
+				opts.OriginalExecution.ID = strings.TrimSpace(string(id))
+			}
+			if err := replayer.ReplayWorkflowHistoryWithOptions(nil, hist, opts); err != nil {
 				t.Fatalf("replay %s: %v", file, err)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
 // MaintenanceWindowWorkflow runs a planned maintenance window: preflight,
@@ -206,6 +207,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		{WindowPhasePreflight, r.preflight},
 		{WindowPhaseSavepointAll, r.savepointAll},
 		{WindowPhaseNetworkGate, r.networkGate},
+		{WindowPhaseProveSavepoints, r.proveSavepoints},
 		{WindowPhaseQuotaGate, r.quotaGate},
 		{WindowPhaseRestart, r.restart},
 		{WindowPhaseCleanup, r.cleanup},
@@ -221,6 +223,11 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		// Runs started before the cleanup phase existed go straight from
 		// the restart to the report; decide before any command of the phase.
 		if p.name == WindowPhaseCleanup && workflow.GetVersion(ctx, changeCleanupPhase, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			continue
+		}
+		// Only windows that ask for the proof have the phase, so windows
+		// without it, running or new, keep their commands.
+		if p.name == WindowPhaseProveSavepoints && !r.in.Policy.Drill.ProveSavepoints {
 			continue
 		}
 		r.setPhase(ctx, p.name)
@@ -404,6 +411,11 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 			break
 		}
 	}
+	if r.in.Policy.Drill.Canary && r.st.Canary == nil {
+		if err := r.chooseCanary(ctx); err != nil {
+			return err
+		}
+	}
 	// No job is stopped before the manifest is on storage: it is how people
 	// restart jobs if Temporal is lost. Runs started before this rule only
 	// logged a failed write.
@@ -440,11 +452,22 @@ func (r *windowRun) checkQuota(ctx workflow.Context, restart []activities.Restar
 }
 
 func (r *windowRun) savepointAll(ctx workflow.Context) error {
+	if c := r.st.Canary; c != nil && c.Outcome != catalog.DrillPassed && c.WaivedBy == "" {
+		if err := r.canaryFirst(ctx); err != nil {
+			return err
+		}
+	}
+	return r.savepointJobs(ctx, nil)
+}
+
+// savepointJobs stops the pending jobs (those only selects, when set) with
+// a savepoint, and asks the operator about the ones that fail.
+func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bool) error {
 	p := r.in.Policy.Savepoint
 	for {
 		var keys []string
 		for _, j := range r.st.Jobs {
-			if j.SavepointState == StepPending || j.SavepointState == StepRunning {
+			if (j.SavepointState == StepPending || j.SavepointState == StepRunning) && (only == nil || only(j.Target.Key)) {
 				keys = append(keys, j.Target.Key)
 			}
 		}
@@ -473,7 +496,9 @@ func (r *windowRun) savepointAll(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
-		failed := r.jobsWhere(func(j *JobProgress) bool { return j.SavepointState == StepFailed })
+		failed := r.jobsWhere(func(j *JobProgress) bool {
+			return j.SavepointState == StepFailed && (only == nil || only(j.Target.Key))
+		})
 		if len(failed) == 0 {
 			return nil
 		}

@@ -26,6 +26,7 @@ type WindowReport struct {
 	QuotaBefore []activities.TenantQuota `json:"quotaBefore,omitempty"`
 	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
 	Cleanup     *WindowCleanup           `json:"cleanup,omitempty"`
+	Canary      *CanaryDrill             `json:"canary,omitempty"`
 	Decisions   []DecisionRecord         `json:"decisions,omitempty"`
 	Notes       []string                 `json:"notes,omitempty"`
 	Manifest    string                   `json:"manifest"`
@@ -36,7 +37,7 @@ func buildReport(in *WindowInput, st *WindowState) *WindowReport {
 		WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Phase: st.Phase,
 		StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, AbortReason: st.AbortReason, Network: st.Network,
 		Jobs: st.Jobs, Skipped: st.Skipped, QuotaBefore: st.QuotaBefore, QuotaAfter: st.QuotaAfter,
-		Cleanup: st.Cleanup, Decisions: st.Decisions, Notes: st.Notes, Manifest: st.ManifestPath,
+		Cleanup: st.Cleanup, Canary: st.Canary, Decisions: st.Decisions, Notes: st.Notes, Manifest: st.ManifestPath,
 	}
 }
 
@@ -77,9 +78,12 @@ func (rep *WindowReport) Markdown() string {
 	for _, j := range rep.Jobs {
 		note := j.SkipReason
 		if note == "" {
-			note = firstNonEmpty(j.RestartError, j.SavepointError, j.SavepointRecovered)
+			note = firstNonEmpty(j.RestartError, j.SavepointError, j.ProofError, j.SavepointRecovered)
 		}
 		sp := j.SavepointState
+		if j.ProofState != "" {
+			sp += ", proof " + j.ProofState
+		}
 		if j.SavepointPath != "" {
 			sp += " `" + j.SavepointPath + "`"
 		}
@@ -88,6 +92,16 @@ func (rep *WindowReport) Markdown() string {
 			chk = fmt.Sprintf("%d", j.CheckpointID)
 		}
 		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |\n", j.Target.Label(), j.Target.JobID, sp, j.RestartState, j.NewJobID, chk, mdEscape(note)))
+	}
+	if c := rep.Canary; c != nil {
+		b.WriteString("\n## Canary restore drill\n\n")
+		b.WriteString(fmt.Sprintf("- Job %s, savepoint `%s`: **%s** after %d attempt(s) (drill `%s`)\n", c.Key, c.Snapshot, firstNonEmpty(c.Outcome, "not run"), c.Attempts, c.WorkflowID))
+		if c.Error != "" {
+			b.WriteString("- Error: " + mdEscape(c.Error) + "\n")
+		}
+		if c.WaivedBy != "" {
+			b.WriteString("- Waived by " + c.WaivedBy + "\n")
+		}
 	}
 	if len(rep.Skipped) > 0 {
 		b.WriteString("\n## Jobs left alone\n\n")
@@ -158,15 +172,17 @@ type Manifest struct {
 
 // ManifestJob is one job's line in the manifest.
 type ManifestJob struct {
-	Key            string      `json:"key"`
-	Tenant         string      `json:"tenant"`
-	ClusterID      string      `json:"clusterId"`
-	KubeCluster    string      `json:"kubeCluster,omitempty"`
-	RESTURL        string      `json:"restUrl"`
-	JobName        string      `json:"jobName"`
-	OldJobID       string      `json:"oldJobId"`
-	SavepointState string      `json:"savepointState"`
-	SavepointPath  string      `json:"savepointPath,omitempty"`
+	Key            string `json:"key"`
+	Tenant         string `json:"tenant"`
+	ClusterID      string `json:"clusterId"`
+	KubeCluster    string `json:"kubeCluster,omitempty"`
+	RESTURL        string `json:"restUrl"`
+	JobName        string `json:"jobName"`
+	OldJobID       string `json:"oldJobId"`
+	SavepointState string `json:"savepointState"`
+	SavepointPath  string `json:"savepointPath,omitempty"`
+	// SavepointProof is the storage proof's verdict, when the window ran it.
+	SavepointProof string      `json:"savepointProof,omitempty"`
 	RestartState   string      `json:"restartState"`
 	NewJobID       string      `json:"newJobId,omitempty"`
 	Restart        interface{} `json:"restart"`
@@ -179,8 +195,8 @@ func manifestJSON(in *WindowInput, st *WindowState, now time.Time) ([]byte, erro
 		m.Jobs = append(m.Jobs, ManifestJob{
 			Key: j.Target.Key, Tenant: j.Target.Tenant, ClusterID: j.Target.ClusterID, KubeCluster: j.Target.KubeCluster, RESTURL: j.Target.RESTURL,
 			JobName: j.Target.JobName, OldJobID: j.Target.JobID, SavepointState: j.SavepointState, SavepointPath: j.SavepointPath,
-			RestartState: j.RestartState, NewJobID: j.NewJobID, Restart: j.Target.Restart,
-			Note: firstNonEmpty(j.SkipReason, j.RestartError, j.SavepointError),
+			SavepointProof: j.ProofState, RestartState: j.RestartState, NewJobID: j.NewJobID, Restart: j.Target.Restart,
+			Note: firstNonEmpty(j.SkipReason, j.RestartError, j.SavepointError, j.ProofError),
 		})
 	}
 	return json.MarshalIndent(m, "", "  ") //workflowcheck:ignore (deterministic, see Encode)

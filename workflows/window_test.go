@@ -76,6 +76,7 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	env.RegisterWorkflowWithOptions(GovernanceWorkflow, workflow.RegisterOptions{Name: GovernanceWorkflowType})
+	env.RegisterWorkflowWithOptions(JobDrillWorkflow, workflow.RegisterOptions{Name: JobDrillWorkflowType})
 	env.OnWorkflow(GovernanceWorkflowType, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in GovernanceInput) (*GovernanceReport, error) {
 		f.mu.Lock()
 		f.governance = append(f.governance, in)

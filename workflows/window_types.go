@@ -35,6 +35,29 @@ type WindowPolicy struct {
 	Restart   RestartPolicy   `json:"restart"`
 	Cleanup   CleanupPolicy   `json:"cleanup"`
 	History   HistoryPolicy   `json:"history"`
+	Drill     DrillPolicy     `json:"drill"`
+}
+
+// DrillPolicy proves the window's savepoints before the window relies on
+// them. Both checks are off by default.
+type DrillPolicy struct {
+	// ProveSavepoints runs tier 1 of the restore drill on every savepoint
+	// the window took (every file its _metadata references exists and holds
+	// the bytes its handles read), after the network change and before any
+	// restart: a savepoint that lost files on the way pauses the window.
+	ProveSavepoints bool `json:"proveSavepoints,omitempty"`
+	// Canary stops one job first and restores a copy of it from its
+	// savepoint on the drill cluster (tier 2, with the job's drill recipe)
+	// before any other job is stopped.
+	Canary bool `json:"canary,omitempty"`
+	// CanaryJob names the canary (cluster/name); by default it is the first
+	// job in scope, in key order, with a drill recipe.
+	CanaryJob string `json:"canaryJob,omitempty"`
+	// RunningTimeout, CheckpointTimeout and Soak say what healthy means for
+	// the canary's copy; by default the restart's.
+	RunningTimeout    Duration `json:"runningTimeout,omitempty"`
+	CheckpointTimeout Duration `json:"checkpointTimeout,omitempty"`
+	Soak              Duration `json:"soak,omitempty"`
 }
 
 // HistoryPolicy bounds each run's event history: a run hands over to a
@@ -150,6 +173,11 @@ func (p *WindowPolicy) ApplyDefaults() {
 	setStr(&p.Cleanup.Mode, ModePlanAndApprove)
 	setDur(&p.Cleanup.ApprovalTimeout, 24*time.Hour)
 	setInt(&p.History.MaxEventsPerRun, 10000)
+	if d := &p.Drill; d.Canary {
+		setDur(&d.RunningTimeout, r.RunningTimeout.D())
+		setDur(&d.CheckpointTimeout, r.CheckpointTimeout.D())
+		setDur(&d.Soak, r.Soak.D())
+	}
 }
 
 // Validate returns every problem, each naming the field and what is valid.
@@ -186,6 +214,8 @@ func (in *WindowInput) Validate() error {
 		{"policy.network.deadline", p.Network.Deadline}, {"policy.network.probeTimeout", p.Network.ProbeTimeout},
 		{"policy.network.autoConfirmAfter", p.Network.AutoConfirmAfter}, {"policy.restart.runningTimeout", p.Restart.RunningTimeout},
 		{"policy.restart.checkpointTimeout", p.Restart.CheckpointTimeout}, {"policy.restart.soak", p.Restart.Soak},
+		{"policy.drill.runningTimeout", p.Drill.RunningTimeout}, {"policy.drill.checkpointTimeout", p.Drill.CheckpointTimeout},
+		{"policy.drill.soak", p.Drill.Soak},
 	} {
 		if d.v < 0 {
 			bad("%s=%s: use a positive duration", d.name, d.v)
@@ -209,6 +239,11 @@ func (in *WindowInput) Validate() error {
 	}
 	if r.Concurrency < 1 || r.Concurrency > 256 {
 		bad("policy.restart.concurrency=%d: use 1..256", r.Concurrency)
+	}
+	if d := p.Drill; d.CanaryJob != "" && !d.Canary {
+		bad("policy.drill.canaryJob=%q is set but policy.drill.canary is false: turn the canary drill on, or drop canaryJob", d.CanaryJob)
+	} else if c, n, ok := strings.Cut(d.CanaryJob, "/"); d.CanaryJob != "" && (!ok || c == "" || n == "") {
+		bad("policy.drill.canaryJob=%q: use cluster/name, as in the window's job list", d.CanaryJob)
 	}
 	if h := p.History.MaxEventsPerRun; h < minEventsPerRun || h > maxEventsPerRun {
 		bad("policy.history.maxEventsPerRun=%d: use %d..%d (a run drains its running children before it hands over, so it needs headroom below Temporal's limit of 51200)",
@@ -255,12 +290,14 @@ const (
 	WindowPhasePreflight    = "preflight"
 	WindowPhaseSavepointAll = "savepoint-all"
 	WindowPhaseNetworkGate  = "network-gate"
-	WindowPhaseQuotaGate    = "quota-gate"
-	WindowPhaseRestart      = "restart"
-	WindowPhaseCleanup      = "cleanup"
-	WindowPhaseReport       = "report"
-	WindowPhaseCompleted    = "completed"
-	WindowPhaseAborted      = "aborted"
+	// WindowPhaseProveSavepoints runs with policy.drill.proveSavepoints.
+	WindowPhaseProveSavepoints = "prove-savepoints"
+	WindowPhaseQuotaGate       = "quota-gate"
+	WindowPhaseRestart         = "restart"
+	WindowPhaseCleanup         = "cleanup"
+	WindowPhaseReport          = "report"
+	WindowPhaseCompleted       = "completed"
+	WindowPhaseAborted         = "aborted"
 )
 
 // Step states of a job's savepoint and restart.
@@ -288,6 +325,11 @@ type JobProgress struct {
 	// forgotten the stop operation.
 	SavepointRecovered string    `json:"savepointRecovered,omitempty"`
 	StoppedAt          time.Time `json:"stoppedAt,omitempty"`
+	// ProofState is the storage proof of the savepoint
+	// (policy.drill.proveSavepoints): done when it passed, failed with
+	// ProofError saying which files fail.
+	ProofState string `json:"proofState,omitempty"`
+	ProofError string `json:"proofError,omitempty"`
 
 	RestartState    string    `json:"restartState"`
 	RestartWave     int       `json:"restartWave"`
@@ -312,6 +354,8 @@ const (
 	DecisionEndpointsUnreachable = "endpoints-unreachable" // after the change, endpoints still do not answer
 	DecisionQuota                = "quota"                 // the restart would not fit the namespace quota
 	DecisionRestartFailures      = "restart-failures"      // some restarts failed
+	DecisionCanaryDrill          = "canary-drill"          // the canary's savepoint did not pass its restore drill
+	DecisionSavepointProof       = "savepoint-proof"       // savepoints fail the storage proof
 )
 
 // PendingDecision is what a paused window waits for.
@@ -358,6 +402,7 @@ type WindowState struct {
 	Decisions    []DecisionRecord `json:"decisions,omitempty"`
 	AbortReason  string           `json:"abortReason,omitempty"`
 	Cleanup      *WindowCleanup   `json:"cleanup,omitempty"`
+	Canary       *CanaryDrill     `json:"canary,omitempty"`
 	ManifestPath string           `json:"manifestPath,omitempty"`
 	ReportPath   string           `json:"reportPath,omitempty"`
 	Notes        []string         `json:"notes,omitempty"`
@@ -398,4 +443,22 @@ type WindowCleanup struct {
 	ReclaimedFiles int64  `json:"reclaimedFiles,omitempty"`
 	ReclaimedBytes int64  `json:"reclaimedBytes,omitempty"`
 	Error          string `json:"error,omitempty"`
+}
+
+// CanaryDrill is the restore drill of the canary's savepoint, run before
+// any other job is stopped (policy.drill.canary).
+type CanaryDrill struct {
+	// Key is the canary job; it moves to the next job with a drill recipe
+	// when the chosen one could not be stopped with a savepoint.
+	Key        string `json:"key"`
+	Snapshot   string `json:"snapshot,omitempty"`
+	Attempts   int    `json:"attempts,omitempty"`
+	WorkflowID string `json:"workflowId,omitempty"`
+	// Outcome is passed, failed or inconclusive (catalog.Drill*), Error
+	// what failed; Result is the drill's whole finding.
+	Outcome string          `json:"outcome,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Result  *JobDrillResult `json:"result,omitempty"`
+	// WaivedBy names who let the window go on without a passing drill.
+	WaivedBy string `json:"waivedBy,omitempty"`
 }

@@ -60,8 +60,9 @@ func newDrillEnv(t *testing.T, ctx context.Context, recipes map[string]*inventor
 		static.Tenants = static.Tenants[:1]
 		for name, r := range recipes {
 			static.Clusters[0].Jobs = append(static.Clusters[0].Jobs, inventory.JobSpec{Name: name,
-				Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: e.peers.SampleJob.Jar, EntryClass: e.peers.SampleJob.EntryClass},
-				Drill:   r})
+				Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: e.peers.SampleJob.Jar, EntryClass: e.peers.SampleJob.EntryClass,
+					ProgramArgs: []string{"--checkpoint-dir", e.root + "/a/checkpoints", "--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "200"}},
+				Drill: r})
 		}
 		d.drillRoot = e.root + "/drills"
 		d.static = static
@@ -71,6 +72,19 @@ func newDrillEnv(t *testing.T, ctx context.Context, recipes map[string]*inventor
 		t.Fatal(err)
 	}
 	return d
+}
+
+// serve runs a worker of the env's activities on queue until the test
+// ends; the drill runs of the test go to that queue.
+func (d *drillEnv) serve(tmp *sandbox.Temporal, queue string) {
+	d.t.Helper()
+	d.queue = queue
+	w := worker.New(tmp.Client, queue, worker.Options{})
+	app.Register(w, d.acts)
+	if err := w.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(w.Stop)
 }
 
 // run executes one drill run to its end on a worker of its own.
@@ -134,13 +148,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.acts.Metrics = gov
-	d.queue = "drills-" + sfx
-	w := worker.New(tmp.Client, d.queue, worker.Options{})
-	app.Register(w, d.acts)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	d.serve(tmp, "drills-" + sfx)
 	ca := d.peers.Clusters[0]
 	ckpts := d.root + "/a/checkpoints"
 	// A 10 s interval keeps the drilled checkpoint retained (3 are) while
@@ -171,6 +179,9 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	d.noDrillJobRunning(ctx, j.Restore.JobID)
 	if s, err := fc.JobState(ctx, liveID); err != nil || s != flink.JobRunning {
 		t.Fatalf("production job %s is %s after the drill (%v); want it running", liveID, s, err)
+	}
+	if dir := os.Getenv(sandbox.EnvCaptureHistory); dir != "" {
+		sandbox.CaptureHistory(t, tmp.Client, workflows.RestoreDrillWorkflowID("pass-"+sfx), "", dir+"/drill.json.gz")
 	}
 	d.waitFor(ctx, 2*time.Minute, "the production job keeps checkpointing", func() (bool, string) {
 		st, err := fc.Checkpoints(ctx, liveID)

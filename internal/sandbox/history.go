@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ const EnvCaptureHistory = "FLINKMAINT_CAPTURE_HISTORY"
 
 // CaptureHistory writes a closed workflow's history as gzipped JSON, the
 // format the replay tests read (the same JSON `temporal workflow show
-// --output json` prints).
+// --output json` prints), and the workflow ID beside it in <name>.id.
 func CaptureHistory(t testing.TB, c client.Client, workflowID, runID, path string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -54,6 +55,10 @@ func CaptureHistory(t testing.TB, c client.Client, workflowID, runID, path strin
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Workflows that derive names from their own ID replay only under it.
+	if err := os.WriteFile(strings.TrimSuffix(path, ".json.gz")+".id", []byte(workflowID+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("captured history of %s (%d events) to %s", workflowID, len(hist.Events), path)

@@ -22,8 +22,13 @@ stamp="kube-apiserver=${KUBE_VERSION} etcd=${ETCD_VERSION} go.sum=${gosum_hash} 
 up_to_date() {
 	[[ -x "${out}/kube-apiserver" && -x "${out}/etcd" && -f "${out}/VERSION" ]] || return 1
 	[[ "$(cat "${out}/VERSION")" == "${stamp}" ]] || return 1
-	"${out}/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes ${KUBE_VERSION}" || return 1
-	"${out}/etcd" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VERSION#v}" || return 1
+	# Read the whole output before matching: grep -q exits on the first
+	# match, and under pipefail the writer's SIGPIPE would fail the check.
+	local v
+	v="$("${out}/kube-apiserver" --version 2>/dev/null)" || return 1
+	grep -qx "Kubernetes ${KUBE_VERSION}" <<<"${v}" || return 1
+	v="$("${out}/etcd" --version 2>/dev/null)" || return 1
+	grep -qx "etcd Version: ${ETCD_VERSION#v}" <<<"${v}" || return 1
 }
 
 if [[ "${1:-}" != "--force" ]] && up_to_date; then

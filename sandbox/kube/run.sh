@@ -39,7 +39,7 @@ our_control_plane_pids() {
 		exe="$(readlink "${p}/exe" 2>/dev/null || true)"
 		case "${exe}" in
 		"${assets}/etcd" | "${assets}/kube-apiserver")
-			if tr '\0' ' ' <"${p}/cmdline" 2>/dev/null | grep -qF "${state}/kube/"; then
+			if grep -qF "${state}/kube/" <<<"$(tr '\0' ' ' <"${p}/cmdline" 2>/dev/null)"; then
 				echo "${p#/proc/}"
 			fi
 			;;

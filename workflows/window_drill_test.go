@@ -1,0 +1,283 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
+)
+
+// drillFixture adds the drill activities and a fake JobDrill child to a
+// window fixture. drillOutcomes are the outcomes of the canary drills in
+// turn (passed once they run out); stoppedAtDrill is how many jobs had
+// been stopped when each drill started.
+type drillFixture struct {
+	*windowFixture
+	drillOutcomes  []string
+	drills         []JobDrillInput
+	stoppedAtDrill []int
+	recorded       []activities.RecordDrillRunInput
+	clusterProblem error
+	// badProof are the savepoint paths whose storage proof fails.
+	badProof map[string]bool
+	proved   []string
+}
+
+func newDrillFixture(t *testing.T, n int, drillable ...string) *drillFixture {
+	f := &drillFixture{windowFixture: newWindowFixture(t, n), badProof: map[string]bool{}}
+	for i := range f.jobs {
+		for _, k := range drillable {
+			f.jobs[i].Drillable = f.jobs[i].Drillable || f.jobs[i].Key == k
+		}
+	}
+	var a *activities.Activities
+	f.env.OnActivity(a.CheckDrillCluster, mock.Anything).Return(func(context.Context) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.clusterProblem
+	})
+	f.env.OnActivity(a.SelectDrillTargets, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SelectDrillTargetsInput) (activities.SelectDrillTargetsResult, error) {
+		if !in.Restore || in.Selection.Mode != activities.DrillSnapshot {
+			t.Errorf("canary drill selection %+v; want one snapshot, restored", in)
+		}
+		return activities.SelectDrillTargetsResult{Targets: []activities.DrillTarget{{Key: in.Selection.Job, Snapshot: in.Selection.Snapshot,
+			Kind: activities.SnapshotSavepoint, DrillCluster: "http://drill", DrillDir: "hdfs://nn/drills/" + in.RunID}}}, nil
+	})
+	f.env.OnActivity(a.RecordDrillRun, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordDrillRunInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.recorded = append(f.recorded, in)
+		return nil
+	})
+	f.env.OnActivity(a.ProveSnapshots, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProveSnapshotsInput) ([]activities.SnapshotVerdict, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		var out []activities.SnapshotVerdict
+		for _, s := range in.Snapshots {
+			f.proved = append(f.proved, s)
+			v := activities.SnapshotVerdict{Snapshot: s, Files: 3}
+			if f.badProof[s] {
+				v.Failure = "1 referenced files missing or short: " + s + "/abc is missing, needed by operator src"
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	})
+	f.env.OnWorkflow(JobDrillWorkflowType, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in JobDrillInput) (JobDrillResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.drills = append(f.drills, in)
+		f.stoppedAtDrill = append(f.stoppedAtDrill, len(f.stopped))
+		outcome := catalog.DrillPassed
+		if len(f.drills) <= len(f.drillOutcomes) {
+			outcome = f.drillOutcomes[len(f.drills)-1]
+		}
+		res := JobDrillResult{Key: in.Target.Key, Snapshot: in.Target.Snapshot, Kind: in.Target.Kind, Tier: 2, Outcome: outcome}
+		if outcome != catalog.DrillPassed {
+			res.Error = "job failed on restore: java.io.FileNotFoundException"
+		}
+		return res, nil
+	})
+	return f
+}
+
+func canaryInput() WindowInput {
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	in.Policy.Drill.Canary = true
+	return in
+}
+
+// The canary is stopped and its savepoint drilled before any other job is
+// stopped; only then do the others stop.
+func TestWindowDrillsTheCanaryBeforeStoppingTheRest(t *testing.T) {
+	f := newDrillFixture(t, 4, "cluster-a/job-c", "cluster-b/job-b")
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, canaryInput())
+	rep := f.result()
+	if len(f.drills) != 1 || f.stoppedAtDrill[0] != 1 || f.stopped["cluster-b/job-b"] != 1 {
+		t.Fatalf("drills %+v with %v jobs stopped at each (stops %v); want one drill of cluster-b/job-b while only it was stopped", f.drills, f.stoppedAtDrill, f.stopped)
+	}
+	d := f.drills[0]
+	if d.Tier != 2 || d.Target.Snapshot != "hdfs://nn/sp/savepoint-job-b" || d.Health.Soak != canaryInput().Policy.Restart.Soak && d.Health.Soak == 0 {
+		t.Errorf("drill input %+v; want tier 2 of the canary's savepoint with the restart's health", d)
+	}
+	if c := rep.Canary; c == nil || c.Key != "cluster-b/job-b" || c.Outcome != catalog.DrillPassed || c.Attempts != 1 || c.WorkflowID != "window-w1/canary-drill" {
+		t.Errorf("report canary %+v", rep.Canary)
+	}
+	if len(f.recorded) != 1 || f.recorded[0].Results[0].Outcome != catalog.DrillPassed || f.recorded[0].RunID != "window-w1-canary" {
+		t.Errorf("recorded %+v; want the passing drill recorded beside the savepoint", f.recorded)
+	}
+	for _, j := range rep.Jobs {
+		if f.stopped[j.Target.Key] != 1 || j.RestartState != StepDone {
+			t.Errorf("%s stopped %d times, restart %s; want every job through once", j.Target.Key, f.stopped[j.Target.Key], j.RestartState)
+		}
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "Canary restore drill") || !strings.Contains(md, "**passed**") {
+		t.Errorf("markdown lacks the canary drill:\n%s", md)
+	}
+}
+
+// A failing canary drill pauses the window with only the canary stopped;
+// retry drills again, and a pass lets the rest stop.
+func TestWindowPausesOnAFailedCanaryDrill(t *testing.T) {
+	f := newDrillFixture(t, 3, "cluster-a/job-a")
+	f.drillOutcomes = []string{catalog.DrillFailed}
+	seen := false
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != DecisionCanaryDrill || !strings.Contains(st.Pending.Reason, "FileNotFoundException") {
+			t.Errorf("pending %+v; want the canary drill's failure", st.Pending)
+			return
+		}
+		f.mu.Lock()
+		stopped := len(f.stopped)
+		f.mu.Unlock()
+		if stopped != 1 {
+			t.Errorf("%d jobs stopped while the canary drill failed; want the canary only", stopped)
+		}
+		seen = true
+		f.update(UpdateDecide, DecideRequest{Action: ActionSkipJob, Job: "cluster-a/job-a", By: "op"}, true)
+		f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "op", Reason: "drill cluster was full"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, canaryInput())
+	rep := f.result()
+	if !seen || len(f.drills) != 2 || f.drills[1].N != 2 {
+		t.Fatalf("seen %v, drills %+v; want a pause, then a second drill", seen, f.drills)
+	}
+	if c := rep.Canary; c.Outcome != catalog.DrillPassed || c.Attempts != 2 || c.WorkflowID != "window-w1/canary-drill/attempt-2" {
+		t.Errorf("canary %+v", c)
+	}
+	if len(f.stopped) != 3 {
+		t.Errorf("stops %v; want all three after the passing drill", f.stopped)
+	}
+}
+
+// A canary that cannot be stopped with a savepoint gives way to the next
+// job with a drill recipe; the one that failed keeps running.
+func TestWindowMovesTheCanaryOnWhenItsSavepointFails(t *testing.T) {
+	f := newDrillFixture(t, 3, "cluster-a/job-a", "cluster-a/job-c")
+	f.failStop["cluster-a/job-a"] = true
+	in := canaryInput()
+	in.Policy.Savepoint.OnFailure = OnFailureSkip
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	if len(f.drills) != 1 || f.drills[0].Target.Key != "cluster-a/job-c" || rep.Canary.Key != "cluster-a/job-c" {
+		t.Fatalf("drills %+v, canary %+v; want cluster-a/job-c drilled", f.drills, rep.Canary)
+	}
+	if f.stoppedAtDrill[0] != 2 {
+		t.Errorf("%d stop calls before the drill; want the failed canary's and the new canary's", f.stoppedAtDrill[0])
+	}
+}
+
+// A window whose canary cannot be drilled stops nothing: no job has a
+// drill recipe, or the drill cluster is unusable until someone decides.
+func TestWindowCanaryPreflightStopsNothing(t *testing.T) {
+	f := newDrillFixture(t, 2)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, canaryInput())
+	var appErr *temporal.ApplicationError
+	if err := f.env.GetWorkflowError(); !errors.As(err, &appErr) || !strings.Contains(err.Error(), "no job in this window's scope has a drill recipe") {
+		t.Fatalf("window without a drillable job: %v; want an invalid-input error", err)
+	}
+	if len(f.stopped) != 0 {
+		t.Fatalf("stopped %v; want nothing", f.stopped)
+	}
+
+	f = newDrillFixture(t, 2, "cluster-b/job-b")
+	f.clusterProblem = temporal.NewNonRetryableApplicationError("drill.root overlaps the tenant a root", activities.ErrTypeInvalidInput, nil)
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != DecisionCanaryDrill || !strings.Contains(st.Pending.Reason, "drill.root overlaps") {
+			t.Errorf("pending %+v; want the drill cluster's problem", st.Pending)
+		}
+		if len(f.stopped) != 0 {
+			t.Errorf("stopped %v while the drill cluster is unusable", f.stopped)
+		}
+		f.update(UpdateDecide, DecideRequest{Action: ActionAbort, By: "op", Reason: "fix config"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, canaryInput())
+	if rep := f.result(); rep.Phase != WindowPhaseAborted || len(f.stopped) != 0 {
+		t.Fatalf("phase %s, stopped %v; want aborted with nothing stopped", rep.Phase, f.stopped)
+	}
+}
+
+// Every savepoint is proven after the network change and before any
+// restart; a job whose savepoint fails the proof is not restarted once the
+// operator skips it, the others are.
+func TestWindowProvesSavepointsBeforeAnyRestart(t *testing.T) {
+	f := newDrillFixture(t, 3)
+	f.badProof["hdfs://nn/sp/savepoint-job-b"] = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	in.Policy.Drill.ProveSavepoints = true
+	seen := false
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Phase != WindowPhaseProveSavepoints || st.Pending == nil || st.Pending.Kind != DecisionSavepointProof ||
+			len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != "cluster-b/job-b" || !strings.Contains(st.Pending.Reason, "/abc is missing") {
+			t.Errorf("phase %s pending %+v; want the failed proof of cluster-b/job-b", st.Phase, st.Pending)
+			return
+		}
+		f.mu.Lock()
+		restarted := len(f.started)
+		f.mu.Unlock()
+		if restarted != 0 {
+			t.Errorf("%d jobs restarted before the proof passed", restarted)
+		}
+		seen = true
+		f.update(UpdateDecide, DecideRequest{Action: ActionSkipJob, Job: "cluster-b/job-b", By: "op", Reason: "restore by hand"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	if !seen || len(f.proved) != 3 {
+		t.Fatalf("seen %v, proved %v; want each savepoint proven once and a pause", seen, f.proved)
+	}
+	for _, j := range rep.Jobs {
+		switch j.Target.Key {
+		case "cluster-b/job-b":
+			if j.ProofState != StepFailed || j.RestartState != StepSkipped || len(f.started[j.Target.Key]) != 0 ||
+				!strings.Contains(j.SkipReason, "fails the storage proof") || !strings.Contains(j.SkipReason, "flinkmaint drill start --tier 1 --job cluster-b/job-b") {
+				t.Errorf("broken savepoint's job %+v; want skipped, not restarted, with how to restore it", j)
+			}
+		default:
+			if j.ProofState != StepDone || j.RestartState != StepDone {
+				t.Errorf("%s proof %s restart %s; want both done", j.Target.Key, j.ProofState, j.RestartState)
+			}
+		}
+	}
+	if m := f.documents["hdfs://nn/flinkmaint/windows/w1/manifest.json"]; !strings.Contains(m, `"savepointProof": "failed"`) {
+		t.Errorf("manifest lacks the proof verdicts:\n%s", m)
+	}
+}
+
+func TestWindowDrillPolicyValidation(t *testing.T) {
+	for _, tc := range []struct {
+		policy DrillPolicy
+		want   string
+	}{
+		{DrillPolicy{CanaryJob: "cluster-a/job-a"}, "policy.drill.canary is false"},
+		{DrillPolicy{Canary: true, CanaryJob: "job-a"}, `policy.drill.canaryJob="job-a": use cluster/name`},
+		{DrillPolicy{Canary: true, Soak: Duration(-time.Second)}, "policy.drill.soak=-1s"},
+	} {
+		in := windowInput()
+		in.Policy.Drill = tc.policy
+		in.Policy.ApplyDefaults()
+		if err := in.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("policy %+v: %v; want %q", tc.policy, err, tc.want)
+		}
+	}
+	in := windowInput()
+	in.Policy.Drill.Canary = true
+	in.Policy.Restart.Soak = Duration(time.Minute)
+	in.Policy.ApplyDefaults()
+	if err := in.Validate(); err != nil || in.Policy.Drill.Soak.D() != time.Minute || in.Policy.Drill.RunningTimeout.D() != 5*time.Minute {
+		t.Errorf("canary defaults %+v (%v); want the restart's health", in.Policy.Drill, err)
+	}
+}
