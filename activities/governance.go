@@ -121,8 +121,12 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
+	drilled, err := a.drilledSavepoints(ctx, tenants, &notes)
+	if err != nil {
+		return PlanCleanupResult{}, err
+	}
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
-		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters, Lineage: lineage})
+		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters, Lineage: lineage, Drilled: drilled})
 	if err != nil {
 		return PlanCleanupResult{}, classify("plan", err)
 	}

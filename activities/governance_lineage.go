@@ -262,3 +262,34 @@ func (a *Activities) putCatalogEntry(ctx context.Context, job JobTarget, e catal
 	}
 	return fmt.Errorf("tenant %s has no root in the inventory", job.Tenant)
 }
+
+// drilledSavepoints lists the savepoints whose latest restore drill
+// restored a copy of the job and passed, from each tenant's drill records.
+// Unreadable records only cost that preference, and say so: retention
+// still keeps the newest savepoints.
+func (a *Activities) drilledSavepoints(ctx context.Context, tenants []inventory.Tenant, notes *[]string) ([]string, error) {
+	var out []string
+	for _, t := range tenants {
+		if t.Root == "" {
+			continue
+		}
+		fs, p, err := a.Storage.Resolve(ctx, t.Root)
+		if err != nil {
+			return nil, classify("resolve tenant root "+t.Root, err)
+		}
+		records, err := catalog.DrillStore{FS: fs, Root: p}.List(ctx)
+		if errors.Is(err, catalog.ErrInvalid) {
+			*notes = append(*notes, fmt.Sprintf("restore drill records of tenant %s are not readable (%v): no savepoint is kept for its passing drill", t.Name, err))
+			continue
+		}
+		if err != nil {
+			return nil, classify("read the restore drill records of tenant "+t.Name, err)
+		}
+		for _, r := range records {
+			if r.Kind == SnapshotSavepoint && r.Outcome == catalog.DrillPassed && r.Tier >= 2 {
+				out = append(out, r.Snapshot)
+			}
+		}
+	}
+	return out, nil
+}

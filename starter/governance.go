@@ -43,7 +43,7 @@ type govFlags struct {
 	approvalTimeout, executeTimeout, purgeAfter time.Duration
 	keepSavepoints                              int
 	operatorSnapshots                           string
-	deleteLatestRetired                         bool
+	deleteLatestRetired, ignoreDrills           bool
 	warning, critical                           float64
 }
 
@@ -64,6 +64,7 @@ func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
 	fl.StringSliceVar(&f.pins, "pin", nil, "savepoint directories never deleted (repeatable)")
 	fl.StringVar(&f.operatorSnapshots, "operator-snapshots", "", "a savepoint a completed FlinkStateSnapshot names: delete (default) removes the resource with it, keep keeps the savepoint")
 	fl.BoolVar(&f.deleteLatestRetired, "delete-latest-retired-checkpoint", false, "also delete a retired job's latest checkpoint when no newer savepoint exists")
+	fl.BoolVar(&f.ignoreDrills, "ignore-drills", false, "let retention delete the newest savepoint of a job that passed a restore drill (default: kept)")
 	fl.DurationVar(&f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
 	fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt (default 2h)")
 	fl.StringVar(&f.reportDir, "report-dir", "", "where reports go (default next to the plan)")
@@ -85,8 +86,8 @@ func (f *govFlags) input() (workflows.GovernanceInput, error) {
 		Policy: workflows.GovernancePolicy{
 			Grace: workflows.Duration(f.grace), RetiredJobTTL: workflows.Duration(f.retiredTTL), KeepSavepoints: f.keepSavepoints,
 			SavepointMaxAge: workflows.Duration(f.savepointMaxAge), HATTL: workflows.Duration(f.haTTL), PinnedSavepoints: f.pins,
-			OrphanTTL: workflows.Duration(f.orphanTTL),
-			Action:    f.action, DeleteLatestRetiredCheckpoint: f.deleteLatestRetired, OperatorSnapshots: f.operatorSnapshots,
+			OrphanTTL: workflows.Duration(f.orphanTTL), IgnoreDrills: f.ignoreDrills,
+			Action: f.action, DeleteLatestRetiredCheckpoint: f.deleteLatestRetired, OperatorSnapshots: f.operatorSnapshots,
 		},
 		ApprovalTimeout: workflows.Duration(f.approvalTimeout), ExecuteTimeout: workflows.Duration(f.executeTimeout),
 		PurgeTrashAfter: workflows.Duration(f.purgeAfter), WarningPercent: f.warning, CriticalPercent: f.critical,

@@ -58,7 +58,10 @@ type GovernancePolicy struct {
 	// younger than this.
 	OrphanTTL        Duration `json:"orphanTTL,omitempty"`
 	PinnedSavepoints []string `json:"pinnedSavepoints,omitempty"`
-	Action           string   `json:"action,omitempty"`
+	// IgnoreDrills lets retention delete the newest savepoint of a job that
+	// passed a restore drill; by default it is kept.
+	IgnoreDrills bool   `json:"ignoreDrills,omitempty"`
+	Action       string `json:"action,omitempty"`
 	// OperatorSnapshots is what happens to a savepoint no rule keeps that
 	// a completed FlinkStateSnapshot names: delete (default) deletes the
 	// resource with it, keep keeps the savepoint.
@@ -69,7 +72,7 @@ func (p GovernancePolicy) activityPolicy() activities.CleanupPolicy {
 	return activities.CleanupPolicy{
 		Grace: p.Grace.D(), RetiredJobTTL: p.RetiredJobTTL.D(), DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint,
 		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge.D(), HATTL: p.HATTL.D(), OrphanTTL: p.OrphanTTL.D(),
-		PinnedSavepoints: p.PinnedSavepoints, Action: cleanup.Action(p.Action), OperatorSnapshots: cleanup.OperatorSnapshots(p.OperatorSnapshots),
+		PinnedSavepoints: p.PinnedSavepoints, IgnoreDrills: p.IgnoreDrills, Action: cleanup.Action(p.Action), OperatorSnapshots: cleanup.OperatorSnapshots(p.OperatorSnapshots),
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -241,15 +242,18 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	_, checkedID := d.start(ctx, ca, checked, ckpts, "", "", nil)
 	d.checkpointed(ctx, fc, checkedID, 1)
 	takeRun := "sched-" + sfx
-	savepoints := map[string]string{}
-	for name, id := range map[string]string{live: liveID, checked: checkedID} {
+	takeSavepoint := func(name, id, runID, trigger string) string {
 		var took activities.TakeSavepointResult
 		job := activities.JobTarget{Key: ca.ClusterID + "/" + name, Tenant: d.tenant[0], ClusterID: ca.ClusterID, RESTURL: ca.RESTURL,
 			JobName: name, JobID: id, SavepointDir: d.root + "/a/savepoints"}
-		if err := d.activity(d.acts.TakeSavepoint, activities.TakeSavepointInput{Job: job, TriggerID: strings.Repeat(id[:2], 16), RunID: takeRun}, &took); err != nil {
+		if err := d.activity(d.acts.TakeSavepoint, activities.TakeSavepointInput{Job: job, TriggerID: trigger, RunID: runID}, &took); err != nil {
 			t.Fatalf("savepoint of %s: %v", name, err)
 		}
-		savepoints[name] = took.SavepointPath
+		return took.SavepointPath
+	}
+	savepoints := map[string]string{}
+	for name, id := range map[string]string{live: liveID, checked: checkedID} {
+		savepoints[name] = takeSavepoint(name, id, takeRun, strings.Repeat(id[:2], 16))
 	}
 	rep, err = d.run(ctx, tmp, "run-"+sfx, workflows.RestoreDrillInput{
 		Selection: activities.DrillSelection{Mode: activities.DrillRunSavepoints, RunID: takeRun}, Soak: workflows.Duration(3 * time.Second)})
@@ -285,6 +289,36 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	if drilled != 2 {
 		t.Errorf("savepoints list %+v; want both drilled savepoints", listed.Savepoints)
+	}
+
+	// 5. Retention keeps the newest savepoint of a job whose drill passed,
+	// here older than the one retention keeps, unless told to ignore drills.
+	trigger := []byte(strings.Repeat(liveID[:2], 16)) // the first savepoint's, with one digit changed
+	if trigger[0] == '0' {
+		trigger[0] = '1'
+	} else {
+		trigger[0] = '0'
+	}
+	newer := takeSavepoint(live, liveID, "sched2-"+sfx, string(trigger))
+	retention := cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond}
+	scope := activities.Scope{Tenants: []string{d.tenant[0]}}
+	_, plan := d.plan(ctx, "gov-drilled-"+sfx, scope, retention)
+	kept := map[string]cleanup.Reason{}
+	for _, k := range plan.Keep {
+		kept[k.Path] = k.Reason
+	}
+	if kept[savepoints[live]] != cleanup.KeepLastDrilled || kept[newer] != cleanup.KeepNewestSavepoints {
+		t.Errorf("plan keeps the drilled savepoint %s as %q and the newer %s as %q; want %q and %q",
+			savepoints[live], kept[savepoints[live]], newer, kept[newer], cleanup.KeepLastDrilled, cleanup.KeepNewestSavepoints)
+	}
+	retention.IgnoreDrills = true
+	_, plan = d.plan(ctx, "gov-ignore-drills-"+sfx, scope, retention)
+	deleted := false
+	for _, it := range plan.Delete {
+		deleted = deleted || it.Path == savepoints[live] && it.Rule == cleanup.RuleSavepointRetention
+	}
+	if !deleted {
+		t.Errorf("plan with ignoreDrills %+v; want the drilled savepoint %s deleted by retention", plan.Delete, savepoints[live])
 	}
 
 	// Recorded beside the snapshots, and in the metrics.

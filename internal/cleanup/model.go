@@ -169,6 +169,11 @@ type Input struct {
 	// history): savepoint retention counts per logical job. A completed
 	// savepoint without lineage is kept (lineage-unknown).
 	Lineage map[string]string `json:"lineage,omitempty"`
+	// Drilled are the savepoint dirs whose latest restore drill restored a
+	// copy of the job and passed: the newest of each logical job is kept
+	// beyond retention (unless Policy.IgnoreDrills), so every job keeps
+	// a savepoint proven to restore.
+	Drilled []string `json:"drilled,omitempty"`
 }
 
 // ItemKind says what a planned path is.
@@ -216,6 +221,7 @@ const (
 	KeepOperatorRecord      Reason = "operator-record"
 	KeepPinned              Reason = "pinned"
 	KeepNewestSavepoints    Reason = "newest-k-savepoints"
+	KeepLastDrilled         Reason = "newest-drilled-savepoint"
 	KeepLineageUnknown      Reason = "lineage-unknown"
 	KeepWithinMaxAge        Reason = "within-max-age"
 	KeepLiveCluster         Reason = "live-cluster"

@@ -58,6 +58,8 @@ type planner struct {
 	released map[string][]SnapshotRef
 	// lineage is the logical job of each savepoint dir.
 	lineage map[string]string
+	// drilled are the savepoint dirs whose latest restore drill passed.
+	drilled map[string]bool
 	unknown []string // normalised unknown paths
 	meta    map[string]MetadataResult
 	badMeta bool
@@ -87,6 +89,7 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		cands:           map[string]*candidate{},
 		newestSavepoint: map[string]time.Time{},
 		lineage:         map[string]string{},
+		drilled:         map[string]bool{},
 	}
 	for _, id := range in.RetiredClusters {
 		p.retired[id] = true
@@ -121,6 +124,11 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			return nil, invalidInput("savepoint %s has two logical jobs, %s and %s", n, prev, job)
 		}
 		p.lineage[n] = job
+	}
+	for _, dir := range in.Drilled {
+		if n, err := p.canon.path(dir); err == nil {
+			p.drilled[n] = true
+		} // a spelling not known to be this file system names nothing listed
 	}
 	for _, m := range in.Listing.PinMarkers {
 		n, err := path("pin marker", m)
@@ -419,6 +427,7 @@ func (p *planner) planSavepoints() {
 		}
 	}
 	rank := map[string]int{}
+	lastDrilled := map[string]bool{} // the newest drilled savepoint of each job
 	for _, g := range groups {
 		sort.Slice(g, func(i, j int) bool {
 			if !g[i].Usage.Newest.Equal(g[j].Usage.Newest) {
@@ -426,8 +435,12 @@ func (p *planner) planSavepoints() {
 			}
 			return g[i].Path > g[j].Path
 		})
+		drilledSeen := p.pol.IgnoreDrills
 		for i, sp := range g {
 			rank[p.norm(sp.Path)] = i
+			if !drilledSeen && p.drilled[p.norm(sp.Path)] {
+				lastDrilled[p.norm(sp.Path)], drilledSeen = true, true
+			}
 		}
 	}
 	for _, sp := range p.in.Listing.Report.Savepoints {
@@ -454,6 +467,8 @@ func (p *planner) planSavepoints() {
 				": not in the savepoint catalog and no cluster's job history has that job (flinkmaint savepoints adopt assigns one)"
 		case rank[sp2] < p.pol.KeepSavepoints:
 			k.Reason, k.By = KeepNewestSavepoints, fmt.Sprintf("newest #%d of job %s", rank[sp2]+1, p.lineage[sp2])
+		case lastDrilled[sp2]:
+			k.Reason, k.By = KeepLastDrilled, fmt.Sprintf("newest savepoint of job %s whose restore drill passed", p.lineage[sp2])
 		case !p.old(sp.Usage.Newest, p.pol.SavepointMaxAge):
 			k.Reason, k.By = KeepWithinMaxAge, "written "+sp.Usage.Newest.UTC().Format(time.RFC3339)+", job "+p.lineage[sp2]
 		case p.badMeta:

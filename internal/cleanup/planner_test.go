@@ -41,9 +41,10 @@ func byPrefix(l Listing) map[string]string {
 }
 
 type fixture struct {
-	l    Listing
-	live Live
-	pol  Policy
+	l       Listing
+	live    Live
+	pol     Policy
+	drilled []string
 }
 
 func newFixture() *fixture {
@@ -126,7 +127,7 @@ func (f *fixture) plan(t *testing.T) Plan {
 	if len(f.live.Clusters) == 0 {
 		f.live.Clusters = []LiveCluster{{ClusterID: "c1"}}
 	}
-	p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Lineage: byPrefix(f.l),
+	p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Lineage: byPrefix(f.l), Drilled: f.drilled,
 		Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +269,37 @@ func TestPlanRules(t *testing.T) {
 					y2: KeepNewestSavepoints, y3: KeepWithinMaxAge, marker: KeepPinned, byPolicy: KeepPinned,
 					restore: KeepRestorePoint, incNew: KeepWithinGrace},
 			}
+		}},
+		"the newest savepoint that passed a restore drill outlives retention": {func(f *fixture) expect {
+			s1 := f.savepoint("dddddd", "000000000001", true, old.Add(1*time.Hour))
+			s2 := f.savepoint("dddddd", "000000000002", true, old.Add(2*time.Hour))
+			s3 := f.savepoint("dddddd", "000000000003", true, old.Add(3*time.Hour))
+			s4 := f.savepoint("dddddd", "000000000004", true, old.Add(4*time.Hour))
+			other := f.savepoint("eeeeee", "000000000001", true, old)
+			f.savepoint("eeeeee", "000000000002", true, old.Add(time.Hour))
+			f.savepoint("eeeeee", "000000000003", true, old.Add(2*time.Hour))
+			f.drilled = []string{s1, s2, strings.Replace(other, "//nn:8020/", "//elsewhere:8020/", 1)}
+			return expect{del: map[string]Rule{s1: RuleSavepointRetention, other: RuleSavepointRetention},
+				keep: map[string]Reason{s2: KeepLastDrilled, s3: KeepNewestSavepoints, s4: KeepNewestSavepoints}}
+		}},
+		"a drilled savepoint of another job keeps nothing of this one": {func(f *fixture) expect {
+			s1 := f.savepoint("dddddd", "000000000001", true, old.Add(1*time.Hour))
+			f.savepoint("dddddd", "000000000002", true, old.Add(2*time.Hour))
+			f.savepoint("dddddd", "000000000003", true, old.Add(3*time.Hour))
+			e1 := f.savepoint("eeeeee", "000000000001", true, old)
+			f.savepoint("eeeeee", "000000000002", true, old.Add(time.Hour))
+			f.savepoint("eeeeee", "000000000003", true, old.Add(2*time.Hour))
+			f.drilled = []string{e1}
+			return expect{del: map[string]Rule{s1: RuleSavepointRetention}, keep: map[string]Reason{e1: KeepLastDrilled}}
+		}},
+		"ignoreDrills: retention alone decides": {func(f *fixture) expect {
+			s1 := f.savepoint("dddddd", "000000000001", true, old.Add(1*time.Hour))
+			s2 := f.savepoint("dddddd", "000000000002", true, old.Add(2*time.Hour))
+			f.savepoint("dddddd", "000000000003", true, old.Add(3*time.Hour))
+			f.savepoint("dddddd", "000000000004", true, old.Add(4*time.Hour))
+			f.drilled = []string{s1, s2}
+			f.pol.IgnoreDrills = true
+			return expect{del: map[string]Rule{s1: RuleSavepointRetention, s2: RuleSavepointRetention}}
 		}},
 		"unparseable savepoint kept and reported": {func(f *fixture) expect {
 			bad := f.savepoint("dddddd", "00000000000d", true, old)

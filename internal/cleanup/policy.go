@@ -55,6 +55,10 @@ type Policy struct {
 	// kept after it was created or last written (an idle JobManager: after
 	// its last job ended), whichever is later. Default 24h.
 	OrphanTTL time.Duration `json:"orphanTTL,omitempty"`
+	// IgnoreDrills lets retention delete the newest savepoint of a job
+	// that passed a restore drill. Default false: it is kept, so a job
+	// always keeps one savepoint proven to restore.
+	IgnoreDrills bool `json:"ignoreDrills,omitempty"`
 	// PinnedSavepoints are savepoint directories never deleted, in
 	// addition to those holding a _flinkmaint_pin marker.
 	PinnedSavepoints []string `json:"pinnedSavepoints,omitempty"`
