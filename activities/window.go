@@ -64,6 +64,11 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 			return DiscoverJobsResult{}, classify("list jobs of cluster "+c.ClusterID, err)
 		}
 		targets, skipped := matchJobs(c, jobs, in.Scope, !in.SavepointOnly)
+		targets, conflicts, err := a.applyRecordedRecipes(ctx, inv, targets)
+		if err != nil {
+			return DiscoverJobsResult{}, err
+		}
+		skipped = append(skipped, conflicts...)
 		res.Jobs = append(res.Jobs, targets...)
 		res.Skipped = append(res.Skipped, skipped...)
 	}

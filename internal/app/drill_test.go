@@ -149,7 +149,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.acts.Metrics = gov
-	d.serve(tmp, "drills-" + sfx)
+	d.serve(tmp, "drills-"+sfx)
 	ca := d.peers.Clusters[0]
 	ckpts := d.root + "/a/checkpoints"
 	// A 10 s interval keeps the drilled checkpoint retained (3 are) while

@@ -27,6 +27,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.MaintenanceWindowWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWindowWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobSavepointWorkflow, workflow.RegisterOptions{Name: workflows.JobSavepointWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobRestartWorkflow, workflow.RegisterOptions{Name: workflows.JobRestartWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.JobUpgradeWorkflow, workflow.RegisterOptions{Name: workflows.JobUpgradeWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.GovernanceWorkflow, workflow.RegisterOptions{Name: workflows.GovernanceWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.QuotaWatchWorkflow, workflow.RegisterOptions{Name: workflows.QuotaWatchWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.SavepointCatalogWorkflow, workflow.RegisterOptions{Name: workflows.SavepointCatalogWorkflowType})

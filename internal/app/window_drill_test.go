@@ -33,7 +33,7 @@ func TestWindowDrillsTheCanaryAndProvesSavepointsOnRealPeers(t *testing.T) {
 	sfx := randomHex(4)
 	canary, other := "wd-a-"+sfx, "wd-b-"+sfx
 	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{canary: sampleDrill(canary), other: sampleDrill(other)})
-	d.serve(tmp, "window-drill-" + sfx)
+	d.serve(tmp, "window-drill-"+sfx)
 	ca := d.peers.Clusters[0]
 	ckpts := d.root + "/a/checkpoints"
 	fc, canaryID := d.start(ctx, ca, canary, ckpts, "", "", nil)

@@ -59,21 +59,28 @@ func (s DrillStore) Put(ctx context.Context, r DrillRecord) error {
 	if err != nil {
 		return err
 	}
-	if err := s.FS.MkdirAll(ctx, s.dir()); err != nil {
+	return replaceFile(ctx, s.FS, s.dir(), entryName(r.Snapshot), data)
+}
+
+// replaceFile writes dir/name through a temporary file renamed over the
+// old one, so a reader sees one or the other, and a retry writes the same
+// again.
+func replaceFile(ctx context.Context, fs storage.FileSystem, dir, name string, data []byte) error {
+	if err := fs.MkdirAll(ctx, dir); err != nil {
 		return err
 	}
-	file := s.dir() + "/" + entryName(r.Snapshot)
+	file := dir + "/" + name
 	tmp := file + ".tmp"
-	if err := s.FS.Remove(ctx, tmp); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := fs.Remove(ctx, tmp); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	if err := s.FS.WriteFile(ctx, tmp, data); err != nil {
+	if err := fs.WriteFile(ctx, tmp, data); err != nil {
 		return err
 	}
-	if err := s.FS.Remove(ctx, file); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := fs.Remove(ctx, file); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	return s.FS.Rename(ctx, tmp, file)
+	return fs.Rename(ctx, tmp, file)
 }
 
 // List reads every record, sorted by snapshot; a missing directory is

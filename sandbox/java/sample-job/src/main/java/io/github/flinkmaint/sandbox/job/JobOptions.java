@@ -14,13 +14,21 @@ final class JobOptions {
     String checkpointDir;
     String jobName = "stateful-sample-job";
     String sink = "discard";
+    String stateUid = DEFAULT_STATE_UID;
+
+    /**
+     * Default of --state-uid: the uid of the keyed stateful operator. Another value makes the
+     * operator a new one, so a savepoint of a job with the default does not map to it.
+     */
+    static final String DEFAULT_STATE_UID = "keyed-payload-state";
 
     /** Values of --sink: discard drops every record, print writes them to the TaskManager's stdout. */
     static final List<String> SINKS = List.of("discard", "print");
 
     static final String USAGE = "valid arguments: --keys N (1..10000000, default 10000),"
             + " --value-bytes N (1..1048576, default 512), --rate N records/s (1..1000000, default 2000),"
-            + " --fail-on-restore, --checkpoint-dir URI, --job-name NAME, --sink discard|print (default discard)";
+            + " --fail-on-restore, --checkpoint-dir URI, --job-name NAME, --sink discard|print (default discard),"
+            + " --state-uid UID (default " + DEFAULT_STATE_UID + ")";
 
     static JobOptions parse(String[] args) {
         JobOptions o = new JobOptions();
@@ -57,6 +65,12 @@ final class JobOptions {
                     if (!SINKS.contains(o.sink)) {
                         throw new IllegalArgumentException("--sink '" + o.sink + "' is not one of "
                                 + String.join(", ", SINKS));
+                    }
+                    break;
+                case "--state-uid":
+                    o.stateUid = value(args, ++i, a);
+                    if (o.stateUid.isBlank()) {
+                        throw new IllegalArgumentException("--state-uid must not be blank");
                     }
                     break;
                 default:

@@ -8,6 +8,7 @@ import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
@@ -23,7 +24,9 @@ import java.util.SplittableRandom;
 /**
  * Stateful sample job for the sandbox: a rate-limited sequence, keyed by {@code n % keys}, each
  * key holding a random byte payload in RocksDB, so incremental checkpoints upload real SST files
- * into the checkpoint's {@code shared/} dir. Operator uids are stable so savepoints map back.
+ * into the checkpoint's {@code shared/} dir. Operator uids are stable so savepoints map back;
+ * only --state-uid changes one (the keyed stateful operator's), to make a restore that cannot map
+ * that operator's state.
  * Arguments: see {@link JobOptions} and sandbox/java/README.md.
  */
 public final class StatefulSampleJob {
@@ -38,6 +41,10 @@ public final class StatefulSampleJob {
             conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, options.checkpointDir);
         }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        // The arguments as global job parameters: GET /jobs/<id>/config shows which version runs.
+        Configuration params = new Configuration();
+        params.set(ConfigOptions.key("program-args").stringType().noDefaultValue(), String.join(" ", args));
+        env.getConfig().setGlobalJobParameters(params);
 
         env.fromSequence(0, Long.MAX_VALUE)
                 .uid("sequence-source")
@@ -47,7 +54,8 @@ public final class StatefulSampleJob {
                 .name("throttle")
                 .keyBy(new ModuloKey(options.keys))
                 .process(new PayloadState(options.valueBytes, options.failOnRestore))
-                .uid("keyed-payload-state")
+                // "keyed-payload-state" unless --state-uid says otherwise; the name stays.
+                .uid(options.stateUid)
                 .name("keyed-payload-state")
                 .sinkTo(sink(options.sink))
                 // One uid for every --sink value: a savepoint taken with one sink restores with the other.

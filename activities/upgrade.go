@@ -1,0 +1,254 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// CheckUpgradeInput is an upgrade's new recipe for a job.
+type CheckUpgradeInput struct {
+	Job    JobTarget
+	Recipe inventory.RestartRecipe
+}
+
+// CheckUpgrade is an upgrade's preflight on the new version: a recipe the
+// REST restart can run, and its jar present where the worker reads it.
+func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) error {
+	r := in.Recipe
+	if r.Kind != inventory.RestartRESTJarRun {
+		return nonRetryable(ErrTypeInvalidInput, "job %s restarts with kind %q; an upgrade runs the new version through Flink's REST API (%s)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
+	}
+	if r.Jar == "" || r.EntryClass == "" {
+		return nonRetryable(ErrTypeInvalidInput, "job %s: the new recipe needs a jar (%q) and an entry class (%q)", in.Job.Key, r.Jar, r.EntryClass)
+	}
+	if !strings.Contains(r.Jar, "://") || strings.HasPrefix(r.Jar, "file://") {
+		fi, err := os.Stat(strings.TrimPrefix(r.Jar, "file://"))
+		if err != nil || fi.IsDir() {
+			return nonRetryable(ErrTypeInvalidInput, "new jar %s of %s is not a file the worker can read: %v", r.Jar, in.Job.Key, err)
+		}
+		return nil
+	}
+	if a.Storage == nil {
+		return nonRetryable(ErrTypeStorage, "new jar %s is on storage but the worker has no storage configured", r.Jar)
+	}
+	fs, p, err := a.Storage.Resolve(ctx, r.Jar)
+	if err != nil {
+		return classify("resolve new jar "+r.Jar, err)
+	}
+	fi, err := fs.Stat(ctx, p)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && fi.IsDir {
+		return nonRetryable(ErrTypeInvalidInput, "new jar %s of %s does not exist", r.Jar, in.Job.Key)
+	}
+	if err != nil {
+		return classify("stat new jar "+r.Jar, err)
+	}
+	return nil
+}
+
+// EndJobInput names a job version to end: Job.JobID is the instance.
+type EndJobInput struct {
+	Job       JobTarget
+	TriggerID string
+	Format    string
+	RunID     string
+}
+
+// EndJobResult is the savepoint the job stopped with, if it was running.
+type EndJobResult struct {
+	Savepoint string `json:"savepoint,omitempty"`
+	// Cancelled says the job was cancelled: it was not running, or its
+	// savepoint failed.
+	Cancelled bool `json:"cancelled,omitempty"`
+}
+
+// EndJob ends one version of a job before another starts: a running job
+// is stopped with a savepoint (kept, catalogued), anything else not yet
+// terminal is cancelled, and the activity returns only once Flink reports
+// the job globally terminal, so two versions never run at once. Safe to
+// retry: the trigger ID re-attaches, a terminal job is left as it is.
+func (a *Activities) EndJob(ctx context.Context, in EndJobInput) (EndJobResult, error) {
+	client, err := a.flinkFor(in.Job.RESTURL)
+	if err != nil {
+		return EndJobResult{}, err
+	}
+	d, err := client.JobDetails(ctx, in.Job.JobID)
+	if flink.Reason(err) == flink.ErrorReasonJobNotFound {
+		return EndJobResult{}, nil
+	}
+	if err != nil {
+		return EndJobResult{}, classify("state of job "+in.Job.JobID, err)
+	}
+	state := d.State
+	if state.IsGloballyTerminal() {
+		return EndJobResult{}, nil
+	}
+	if state == flink.JobRunning {
+		res, err := a.StopWithSavepoint(ctx, StopWithSavepointInput{Job: in.Job, TriggerID: in.TriggerID, Format: in.Format, RunID: in.RunID})
+		if err == nil {
+			return EndJobResult{Savepoint: res.SavepointPath}, a.awaitTerminal(ctx, client, in.Job.JobID)
+		}
+		activity.GetLogger(ctx).Warn("stop with savepoint failed; cancelling", "job", in.Job.Key, "jobId", in.Job.JobID, "error", err)
+	}
+	if err := client.CancelJob(ctx, in.Job.JobID); err != nil {
+		if r := flink.Reason(err); r != flink.ErrorReasonJobNotFound && r != flink.ErrorReasonJobNotRunning {
+			return EndJobResult{}, classify("cancel job "+in.Job.JobID, err)
+		}
+	}
+	return EndJobResult{Cancelled: true}, a.awaitTerminal(ctx, client, in.Job.JobID)
+}
+
+// awaitTerminal polls until the job is globally terminal or gone.
+func (a *Activities) awaitTerminal(ctx context.Context, client FlinkAPI, jobID string) error {
+	for {
+		d, err := client.JobDetails(ctx, jobID)
+		if flink.Reason(err) == flink.ErrorReasonJobNotFound || err == nil && d.State.IsGloballyTerminal() {
+			return nil
+		}
+		activity.RecordHeartbeat(ctx, fmt.Sprintf("job %s is %s", jobID, d.State))
+		select {
+		case <-ctx.Done():
+			return classify("wait for job "+jobID+" to end", ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// RecordRecipeInput makes an upgrade's recipe the job's recipe of record.
+type RecordRecipeInput struct {
+	Job       JobTarget
+	Base      inventory.RestartRecipe
+	Recipe    inventory.RestartRecipe
+	UpgradeID string
+}
+
+// RecordRecipe writes the recipe of record beside the tenant's savepoint
+// catalog, so the next window restarts the upgraded version.
+func (a *Activities) RecordRecipe(ctx context.Context, in RecordRecipeInput) error {
+	store, err := a.recipeStore(ctx, in.Job.Tenant)
+	if err != nil {
+		return err
+	}
+	err = store.Put(ctx, catalog.RecipeRecord{Job: catalog.LogicalJob{Tenant: in.Job.Tenant, Cluster: in.Job.ClusterID, Job: in.Job.JobName},
+		Base: in.Base, Recipe: in.Recipe, UpgradeID: in.UpgradeID, At: a.now().UTC()})
+	return classify("record the recipe of "+in.Job.Key, err)
+}
+
+// ForgetRecipeInput names the upgrade whose recipe of record a rollback
+// removes.
+type ForgetRecipeInput struct {
+	Job       JobTarget
+	UpgradeID string
+}
+
+// ForgetRecipe removes the job's recipe of record if this upgrade wrote
+// it, so the job restarts with the inventory's recipe again; a record of
+// another upgrade is left alone.
+func (a *Activities) ForgetRecipe(ctx context.Context, in ForgetRecipeInput) error {
+	store, err := a.recipeStore(ctx, in.Job.Tenant)
+	if err != nil {
+		return err
+	}
+	list, err := store.List(ctx)
+	if err != nil {
+		return classify("read the recipe records of tenant "+in.Job.Tenant, err)
+	}
+	for _, r := range list {
+		if r.Job.Cluster == in.Job.ClusterID && r.Job.Job == in.Job.JobName && r.UpgradeID == in.UpgradeID {
+			return classify("remove the recipe record of "+in.Job.Key, store.Remove(ctx, r.Job))
+		}
+	}
+	return nil
+}
+
+// recipeStore is the recipe records of a tenant.
+func (a *Activities) recipeStore(ctx context.Context, tenant string) (catalog.RecipeStore, error) {
+	if a.Storage == nil {
+		return catalog.RecipeStore{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+	}
+	inv, err := a.discover(ctx)
+	if err != nil {
+		return catalog.RecipeStore{}, err
+	}
+	for _, t := range inv.Tenants {
+		if t.Name == tenant && t.Root != "" {
+			fs, p, err := a.Storage.Resolve(ctx, t.Root)
+			if err != nil {
+				return catalog.RecipeStore{}, classify("resolve tenant root "+t.Root, err)
+			}
+			return catalog.RecipeStore{FS: fs, Root: p}, nil
+		}
+	}
+	return catalog.RecipeStore{}, nonRetryable(ErrTypeInvalidInput, "tenant %q has no root in the inventory: nowhere to record the recipe", tenant)
+}
+
+// applyRecordedRecipes restarts jobs with the recipe a committed upgrade
+// recorded while the inventory still holds the recipe it replaced. A job
+// whose inventory recipe is neither is skipped: which version is right is
+// for a person to say. Unreadable records fail discovery.
+func (a *Activities) applyRecordedRecipes(ctx context.Context, inv inventory.Inventory, targets []JobTarget) ([]JobTarget, []SkippedJob, error) {
+	if a.Storage == nil || len(targets) == 0 {
+		return targets, nil, nil
+	}
+	records := map[string]catalog.RecipeRecord{}
+	stores := map[string]catalog.RecipeStore{}
+	for _, t := range inv.Tenants {
+		if t.Root == "" {
+			continue
+		}
+		fs, p, err := a.Storage.Resolve(ctx, t.Root)
+		if err != nil {
+			return nil, nil, classify("resolve tenant root "+t.Root, err)
+		}
+		store := catalog.RecipeStore{FS: fs, Root: p}
+		list, err := store.List(ctx)
+		if errors.Is(err, catalog.ErrInvalid) {
+			return nil, nil, nonRetryable(ErrTypeInventory, "recipe records of tenant %s are not readable (%v): which version of its jobs to restart is unknown; fix or remove the file", t.Name, err)
+		}
+		if err != nil {
+			return nil, nil, classify("read the recipe records of tenant "+t.Name, err)
+		}
+		for _, r := range list {
+			if r.Job.Tenant == t.Name {
+				records[JobKey(r.Job.Cluster, r.Job.Job)] = r
+				stores[JobKey(r.Job.Cluster, r.Job.Job)] = store
+			}
+		}
+	}
+	var kept []JobTarget
+	var skipped []SkippedJob
+	for _, t := range targets {
+		r, ok := records[t.Key]
+		if !ok {
+			kept = append(kept, t)
+			continue
+		}
+		switch r.Resolve(t.Restart) {
+		case catalog.UseInventory:
+			// The inventory caught up: the record has done its work, and
+			// left in place it would contradict the inventory's next change.
+			if err := stores[t.Key].Remove(ctx, r.Job); err != nil {
+				activity.GetLogger(ctx).Warn("recipe record not removed", "job", t.Key, "error", err)
+			}
+		case catalog.UseRecorded:
+			t.Restart = r.Recipe
+		case catalog.Conflict:
+			skipped = append(skipped, SkippedJob{Key: t.Key, JobID: t.JobID, Reason: fmt.Sprintf(
+				"upgrade %s recorded a recipe for this job, and the inventory's recipe has changed since to neither that one nor the one it replaced: "+
+					"update the inventory to the recorded recipe (flinkmaint upgrade status %s shows it) so it catches up, then change it; left running", r.UpgradeID, r.UpgradeID)})
+			continue
+		}
+		kept = append(kept, t)
+	}
+	return kept, skipped, nil
+}

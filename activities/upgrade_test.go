@@ -1,0 +1,77 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// TestDiscoverJobsRestartsWithTheRecipeOfRecord: a job a committed upgrade
+// recorded restarts with the new recipe while the inventory still holds
+// the replaced one; once the inventory caught up the record goes; an
+// inventory changed to a third recipe leaves the job alone, saying why.
+func TestDiscoverJobsRestartsWithTheRecipeOfRecord(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	recipe := func(jar string) inventory.RestartRecipe {
+		return inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: jar, EntryClass: "C"}
+	}
+	inv := inventory.Inventory{
+		Tenants: []inventory.Tenant{{Name: "a", Root: root}},
+		Clusters: []inventory.Cluster{{Tenant: "a", ClusterID: "c1", RESTURL: "http://c1", Jobs: []inventory.JobSpec{
+			{Name: "plain", Restart: recipe("/plain.jar")},
+			{Name: "upgraded", Restart: recipe("/v1.jar")},
+			{Name: "caught-up", Restart: recipe("/v2.jar")},
+			{Name: "changed", Restart: recipe("/v3.jar")},
+		}}},
+	}
+	guard, err := storage.NewGuard(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := catalog.RecipeStore{FS: storage.NewLocal(guard), Root: root}
+	for _, name := range []string{"upgraded", "caught-up", "changed"} {
+		if err := store.Put(ctx, catalog.RecipeRecord{Job: catalog.LogicalJob{Tenant: "a", Cluster: "c1", Job: name},
+			Base: recipe("/v1.jar"), Recipe: recipe("/v2.jar"), UpgradeID: "up-" + name, At: time.Unix(1, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var jobs []flink.JobOverview
+	for i, name := range []string{"plain", "upgraded", "caught-up", "changed"} {
+		jobs = append(jobs, flink.JobOverview{ID: string(rune('a'+i)) + "0000000000000000000000000000000", Name: name, State: flink.JobRunning})
+	}
+	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
+	var res DiscoverJobsResult
+	if err := runActivity(t, a, a.DiscoverJobs, DiscoverJobsInput{}, &res); err != nil {
+		t.Fatal(err)
+	}
+	jars := map[string]string{}
+	for _, j := range res.Jobs {
+		jars[j.JobName] = j.Restart.Jar
+	}
+	if jars["plain"] != "/plain.jar" || jars["upgraded"] != "/v2.jar" || jars["caught-up"] != "/v2.jar" || jars["changed"] != "" {
+		t.Errorf("restart jars %v; want plain as is, upgraded with the recorded v2, caught-up as is, changed left out", jars)
+	}
+	skipped := false
+	for _, s := range res.Skipped {
+		skipped = skipped || s.Key == "c1/changed" && strings.Contains(s.Reason, "up-changed")
+	}
+	if !skipped {
+		t.Errorf("skipped %+v; want c1/changed left alone naming its upgrade", res.Skipped)
+	}
+	list, err := store.List(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("records %+v %v; want the caught-up record removed, the other two kept", list, err)
+	}
+	for _, r := range list {
+		if r.Job.Job == "caught-up" {
+			t.Errorf("record of caught-up kept: %+v", r)
+		}
+	}
+}

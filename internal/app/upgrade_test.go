@@ -1,0 +1,169 @@
+//go:build realpeers
+
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// TestJobUpgradeOnRealPeers upgrades sample jobs on real Flink and HDFS:
+// a changed argument commits, the new version running from the upgrade
+// savepoint and recorded as the recipe the next window restarts; a version
+// that fails after its restore rolls back by itself, the previous version
+// running again from the pre-upgrade savepoint with its checkpoint counter
+// going on; a version whose operator uid changed pauses naming the
+// operator, and a rollback decision brings the previous version back.
+func TestJobUpgradeOnRealPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	sfx := randomHex(4)
+	commit, failing, renamed := "up-commit-"+sfx, "up-fail-"+sfx, "up-uid-"+sfx
+	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{commit: nil, failing: nil, renamed: nil})
+	d.serve(tmp, "upgrade-"+sfx)
+	ca := d.peers.Clusters[0]
+	fc := flinkClient(t, ca.RESTURL)
+	ckpts := d.root + "/a/checkpoints"
+	args := func(name string, extra ...string) []string {
+		return append([]string{"--checkpoint-dir", ckpts, "--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "200"}, extra...)
+	}
+	health := workflows.RestartPolicy{Soak: workflows.Duration(3 * time.Second), RunningTimeout: workflows.Duration(2 * time.Minute), CheckpointTimeout: workflows.Duration(2 * time.Minute)}
+	start := func(name string, extra ...string) client.WorkflowRun {
+		t.Helper()
+		in := workflows.UpgradeInput{UpgradeID: name, Reason: "upgrade test", Job: ca.ClusterID + "/" + name, ManifestDir: d.root + "/upgrades",
+			Recipe: workflows.UpgradeRecipe{ProgramArgs: args(name, extra...)}, Health: health}
+		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.JobUpgradeWorkflowID(name), TaskQueue: d.queue},
+			workflows.JobUpgradeWorkflowType, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	running := func(id, what string) {
+		t.Helper()
+		t.Cleanup(func() { _ = fc.CancelJob(context.Background(), id) })
+		if s, err := fc.JobState(ctx, id); err != nil || s != flink.JobRunning {
+			t.Fatalf("%s %s is %s (%v); want running", what, id, s, err)
+		}
+	}
+
+	// 1. A changed argument commits.
+	_, commitID := d.start(ctx, ca, commit, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, commitID, 1)
+	var st workflows.UpgradeState
+	if err := start(commit, "--value-bytes", "300").Get(ctx, &st); err != nil {
+		t.Fatalf("upgrade of %s: %v", commit, err)
+	}
+	running(st.NewJobID, "new version")
+	if st.Phase != workflows.UpgradePhaseCommitted || st.Healthy == nil || strings.TrimRight(st.Healthy.RestoredFrom, "/") != strings.TrimRight(st.Savepoint, "/") {
+		t.Fatalf("upgrade %+v; want committed, restored from its savepoint", st)
+	}
+	if conf := jobUserConfig(t, ctx, ca.RESTURL, st.NewJobID); !strings.Contains(conf, "--value-bytes 256 --rate 200 --value-bytes 300") {
+		t.Errorf("new version runs with %s; want the new arguments", conf)
+	}
+	if s, err := fc.JobState(ctx, commitID); err != nil || s != flink.JobFinished {
+		t.Errorf("previous version %s is %s (%v); want finished by its stop with savepoint", commitID, s, err)
+	}
+	var found activities.DiscoverJobsResult
+	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Jobs) != 1 || found.Jobs[0].JobID != st.NewJobID || !strings.Contains(strings.Join(found.Jobs[0].Restart.ProgramArgs, " "), "--value-bytes 300") {
+		t.Errorf("a window now finds %+v; want the new version with its recipe of record", found.Jobs)
+	}
+
+	// 2. A version that fails after its restore rolls back by itself.
+	_, failingID := d.start(ctx, ca, failing, ckpts, "", "", nil)
+	before := d.checkpointed(ctx, fc, failingID, 2).Latest.Completed.ID
+	err := start(failing, "--fail-on-restore").Get(ctx, &st)
+	st = rolledBack(t, err)
+	rb := st.Rollback
+	if rb == nil || rb.Healthy == nil || strings.TrimRight(rb.Healthy.RestoredFrom, "/") != strings.TrimRight(st.Savepoint, "/") || !strings.Contains(rb.Reason, "--fail-on-restore") {
+		t.Fatalf("rollback %+v; want the previous version restored from %s after the gate failed", rb, st.Savepoint)
+	}
+	running(rb.JobID, "previous version")
+	if rb.Healthy.CheckpointID <= before {
+		t.Errorf("previous version checkpoints at %d after the rollback; want its counter to go on past %d", rb.Healthy.CheckpointID, before)
+	}
+	if conf := jobUserConfig(t, ctx, ca.RESTURL, rb.JobID); strings.Contains(conf, "--fail-on-restore") {
+		t.Errorf("previous version runs with %s; want its own arguments", conf)
+	}
+	if s, err := fc.JobState(ctx, st.NewJobID); err == nil && !s.IsGloballyTerminal() {
+		t.Errorf("new version %s is %s after the rollback; want it ended", st.NewJobID, s)
+	}
+
+	// 3. A changed operator uid pauses with the operator named.
+	_, renamedID := d.start(ctx, ca, renamed, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, renamedID, 1)
+	run := start(renamed, "--state-uid", "keyed-payload-state-v2")
+	var pending workflows.UpgradeState
+	d.waitFor(ctx, 3*time.Minute, "the unmatched-state decision", func() (bool, string) {
+		v, err := tmp.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryUpgradeStatus)
+		if err != nil || v.Get(&pending) != nil {
+			return false, stringOr(err, "no status")
+		}
+		return pending.Pending != nil, pending.Phase
+	})
+	if pending.Pending.Kind != workflows.DecisionUnmatchedState || len(pending.Unmatched) != 1 || !strings.Contains(pending.Pending.Reason, pending.Unmatched[0]) {
+		t.Fatalf("pending %+v, unmatched %v; want the unmatched operator named", pending.Pending, pending.Unmatched)
+	}
+	h, err := tmp.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: workflows.UpdateDecide,
+		Args: []interface{}{workflows.DecideRequest{Action: workflows.ActionRollback, By: "test", Reason: "keep the state"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = rolledBack(t, run.Get(ctx, &st))
+	running(st.Rollback.JobID, "previous version")
+}
+
+// rolledBack is the state of an upgrade that ended rolled back.
+func rolledBack(t *testing.T, err error) workflows.UpgradeState {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeUpgradeRolledBack {
+		t.Fatalf("upgrade ended with %v; want %s", err, workflows.ErrTypeUpgradeRolledBack)
+	}
+	var st workflows.UpgradeState
+	if err := appErr.Details(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// jobUserConfig is the job's global job parameters as Flink's REST API
+// shows them: the sample job puts its arguments there.
+func jobUserConfig(t *testing.T, ctx context.Context, restURL, jobID string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(restURL, "/")+"/jobs/"+jobID+"/config", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}

@@ -1,0 +1,516 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+)
+
+// JobUpgradeWorkflow upgrades one REST-run job: preflight (the job runs,
+// the new jar is there, the restart fits the quota), the manifest on
+// storage, stop-with-savepoint, the new version started from exactly that
+// savepoint and gated like a window's restart, then the new recipe made the
+// recipe of record. A gate that fails rolls back (or pauses, by policy):
+// the new version is stopped (with a savepoint if it runs, kept but not
+// used) and the previous recipe restored from the pre-upgrade savepoint.
+// A restore that cannot map some operators' state pauses for a decision
+// naming them; allowNonRestoredState is never set otherwise.
+func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, error) {
+	in.ApplyDefaults()
+	if err := in.Validate(); err != nil {
+		return nil, newInvalidInputError("upgrade: " + err.Error())
+	}
+	u := &upgradeRun{in: in, wid: JobUpgradeWorkflowID(in.UpgradeID), logger: log.With(workflow.GetLogger(ctx), "upgrade", in.UpgradeID),
+		rollbackCh: workflow.NewChannel(ctx)}
+	u.st = UpgradeState{UpgradeID: in.UpgradeID, Phase: UpgradePhasePreflight, StartedAt: workflow.Now(ctx),
+		ManifestPath: strings.TrimRight(in.ManifestDir, "/") + "/" + in.UpgradeID + "/manifest.json"}
+	if err := u.registerHandlers(ctx); err != nil {
+		return nil, err
+	}
+	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket, "job": in.Job})
+	err := u.run(ctx)
+	u.st.FinishedAt = workflow.Now(ctx)
+	u.st.Pending = nil
+	_ = u.writeManifest(ctx)
+	if werr := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); werr != nil {
+		return nil, werr
+	}
+	if err != nil {
+		return &u.st, err
+	}
+	return &u.st, nil
+}
+
+// upgradeRun is one execution's in-memory state around UpgradeState.
+type upgradeRun struct {
+	in     UpgradeInput
+	wid    string
+	st     UpgradeState
+	logger log.Logger
+
+	answer *DecideRequest
+	// rollback is a requested rollback; rollbackCh wakes a waiting start.
+	rollback   *RollbackRequest
+	rollbackCh workflow.Channel
+}
+
+// ErrTypeUpgradeFailed ends an upgrade that could not go on; its error and
+// the manifest say where the job stands.
+const ErrTypeUpgradeFailed = "UpgradeFailed"
+
+// errUpgradeAborted unwinds an upgrade an operator ended before the job
+// was stopped.
+var errUpgradeAborted = errors.New("upgrade aborted")
+
+func (u *upgradeRun) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryUpgradeStatus, func() (UpgradeState, error) { return u.st, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide,
+		func(ctx workflow.Context, req DecideRequest) (UpgradeState, error) {
+			u.answer = &req
+			u.record(ctx, DecisionRecord{Kind: UpdateDecide, Action: req.Action, By: req.By, Reason: req.Reason})
+			return u.st, nil
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req DecideRequest) error {
+			p := u.st.Pending
+			if p == nil {
+				return fmt.Errorf("upgrade %s is not waiting for a decision (phase %s)", u.in.UpgradeID, u.st.Phase)
+			}
+			if strings.TrimSpace(req.By) == "" {
+				return errors.New("by is empty: say who decides")
+			}
+			for _, a := range p.Allowed {
+				if a == req.Action {
+					return nil
+				}
+			}
+			return fmt.Errorf("action %q is not valid now: the upgrade waits for %s and accepts %s", req.Action, p.Kind, strings.Join(p.Allowed, ", "))
+		}}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateRollback,
+		func(ctx workflow.Context, req RollbackRequest) (UpgradeState, error) {
+			u.rollback = &req
+			u.record(ctx, DecisionRecord{Kind: UpdateRollback, By: req.By, Reason: req.Reason})
+			u.rollbackCh.SendAsync(true)
+			return u.st, nil
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req RollbackRequest) error {
+			if strings.TrimSpace(req.By) == "" || strings.TrimSpace(req.Reason) == "" {
+				return errors.New("rollback needs by and reason: both are recorded in the manifest")
+			}
+			if u.rollback != nil {
+				return fmt.Errorf("upgrade %s is already rolling back (asked by %s)", u.in.UpgradeID, u.rollback.By)
+			}
+			if u.st.Phase != UpgradePhaseStart && u.st.Phase != UpgradePhaseHold {
+				return fmt.Errorf("upgrade %s is in phase %s: a rollback is possible while the new version starts or is held after commit", u.in.UpgradeID, u.st.Phase)
+			}
+			return nil
+		}})
+}
+
+func (u *upgradeRun) record(ctx workflow.Context, d DecisionRecord) {
+	d.At = workflow.Now(ctx)
+	u.st.Decisions = append(u.st.Decisions, d)
+	u.logger.Info("operator action", "kind", d.Kind, "action", d.Action, "by", d.By, "reason", d.Reason)
+}
+
+func (u *upgradeRun) setPhase(ctx workflow.Context, phase string) {
+	u.logger.Info("phase", "from", u.st.Phase, "to", phase)
+	u.st.Phase = phase
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrKind.ValueSet(KindUpgrade), SearchAttrPhase.ValueSet(phase),
+		SearchAttrPausedForDecision.ValueSet(u.st.Pending != nil)); err != nil {
+		u.logger.Warn("search attributes not updated", "error", err)
+	}
+	_ = u.writeManifest(ctx)
+}
+
+// decide waits for an operator's answer to a pending decision; a rollback
+// requested meanwhile answers it with ActionRollback when that is allowed.
+func (u *upgradeRun) decide(ctx workflow.Context, kind, reason string, allowed ...string) (DecideRequest, error) {
+	u.st.Pending = &PendingDecision{Kind: kind, Reason: reason, Allowed: allowed, Since: workflow.Now(ctx)}
+	u.answer = nil
+	u.logger.Warn("waiting for an operator decision", "kind", kind, "reason", reason, "allowed", allowed)
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchAttrPausedForDecision.ValueSet(true))
+	_ = u.writeManifest(ctx)
+	canRollBack := false
+	for _, a := range allowed {
+		canRollBack = canRollBack || a == ActionRollback
+	}
+	if err := workflow.Await(ctx, func() bool { return u.answer != nil || canRollBack && u.rollback != nil }); err != nil {
+		return DecideRequest{}, err
+	}
+	u.st.Pending = nil
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchAttrPausedForDecision.ValueSet(false))
+	if u.answer == nil {
+		return DecideRequest{Action: ActionRollback, By: u.rollback.By, Reason: u.rollback.Reason}, nil
+	}
+	ans := *u.answer
+	u.answer = nil
+	return ans, nil
+}
+
+func (u *upgradeRun) short(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, shortActivityOptions())
+}
+
+func (u *upgradeRun) run(ctx workflow.Context) error {
+	if err := u.preflight(ctx); err != nil {
+		if errors.Is(err, errUpgradeAborted) {
+			u.setPhase(ctx, UpgradePhaseFailed)
+			return temporal.NewNonRetryableApplicationError("upgrade aborted before the job was stopped; nothing changed", ErrTypeUpgradeFailed, nil)
+		}
+		u.setPhase(ctx, UpgradePhaseFailed)
+		return err
+	}
+	if err := u.stop(ctx); err != nil {
+		u.setPhase(ctx, UpgradePhaseFailed)
+		return err
+	}
+	rollback, err := u.start(ctx)
+	if err != nil {
+		return err
+	}
+	if rollback != nil {
+		return u.rollBack(ctx, *rollback)
+	}
+	if rollback, err = u.commit(ctx); err != nil || rollback != nil {
+		if err != nil {
+			return err
+		}
+		return u.rollBack(ctx, *rollback)
+	}
+	u.setPhase(ctx, UpgradePhaseCommitted)
+	return nil
+}
+
+// preflight finds the job, checks the new version and the quota, and puts
+// the manifest on storage: nothing is stopped before it is there.
+func (u *upgradeRun) preflight(ctx workflow.Context) error {
+	var a *activities.Activities
+	u.setPhase(ctx, UpgradePhasePreflight)
+	cluster, name, _ := strings.Cut(u.in.Job, "/")
+	var found activities.DiscoverJobsResult
+	if err := workflow.ExecuteActivity(u.short(ctx), a.DiscoverJobs, activities.DiscoverJobsInput{
+		Scope: activities.Scope{Clusters: []string{cluster}, IncludeJobs: []string{name}}}).Get(ctx, &found); err != nil {
+		return fmt.Errorf("inventory: %w", err)
+	}
+	for _, j := range found.Jobs {
+		if j.Key == u.in.Job {
+			u.st.Job = j
+		}
+	}
+	if u.st.Job.Key == "" {
+		why := "it is not running on that cluster, or the inventory does not know the cluster"
+		for _, s := range found.Skipped {
+			if s.Key == u.in.Job {
+				why = s.Reason
+			}
+		}
+		return newInvalidInputError(fmt.Sprintf("job %s cannot be upgraded: %s", u.in.Job, why))
+	}
+	u.st.NewRecipe = u.in.Recipe.apply(u.st.Job.Restart)
+	if err := workflow.ExecuteActivity(u.short(ctx), a.CheckUpgrade,
+		activities.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil); err != nil {
+		return err
+	}
+	for {
+		q, err := u.quota(ctx, found)
+		if err != nil {
+			return err
+		}
+		if q == "" {
+			break
+		}
+		ans, err := u.decide(ctx, DecisionQuota, q+". Retry after cleanup or a quota raise, resume to upgrade anyway, or abort (nothing changes)",
+			ActionRetry, ActionResume, ActionAbort)
+		if err != nil {
+			return err
+		}
+		if ans.Action == ActionAbort {
+			return errUpgradeAborted
+		}
+		if ans.Action == ActionResume {
+			u.st.Notes = append(u.st.Notes, "quota overridden by "+ans.By+": "+ans.Reason)
+			break
+		}
+	}
+	for {
+		err := u.writeManifest(ctx)
+		if err == nil {
+			return nil
+		}
+		ans, err := u.decide(ctx, DecisionUpgradeManifestFailed, fmt.Sprintf(
+			"the manifest %s cannot be written, so the job is not stopped: %s. Make sure the directory lies under a storage.writableRoots entry and retry, or abort (nothing changes)",
+			u.st.ManifestPath, errorText(err)), ActionRetry, ActionAbort)
+		if err != nil {
+			return err
+		}
+		if ans.Action == ActionAbort {
+			return errUpgradeAborted
+		}
+	}
+}
+
+// quota projects the new version's restart on the tenant's namespace
+// quota; it says what does not fit, empty when it fits.
+func (u *upgradeRun) quota(ctx workflow.Context, found activities.DiscoverJobsResult) (string, error) {
+	var a *activities.Activities
+	j := u.st.Job
+	dir := ""
+	if j.CheckpointDir != "" {
+		dir = strings.TrimRight(j.CheckpointDir, "/") + "/" + j.JobID
+	}
+	var res activities.CheckQuotaResult
+	err := workflow.ExecuteActivity(u.short(ctx), a.CheckQuota, activities.CheckQuotaInput{
+		Tenants: found.Tenants, WarningPercent: 80, CriticalPercent: 90, SafetyMargin: 0.2, DefaultRetention: 3,
+		Restart: []activities.RestartFootprintInput{{Key: j.Key, Tenant: j.Tenant, CheckpointDir: dir}},
+	}).Get(ctx, &res)
+	if err != nil {
+		return "", fmt.Errorf("quota check: %w", err)
+	}
+	for _, t := range res.Tenants {
+		if t.Tenant == j.Tenant && !t.RestartAllowed {
+			return fmt.Sprintf("tenant %s: used %d of %d, the new version needs %d: %s", t.Tenant, t.NamespaceUsed, t.NamespaceQuota, t.ProjectedFiles, t.GateReason), nil
+		}
+	}
+	return "", nil
+}
+
+// stop takes the pre-upgrade savepoint as it stops the job.
+func (u *upgradeRun) stop(ctx workflow.Context) error {
+	u.setPhase(ctx, UpgradePhaseStop)
+	cctx := workflow.WithChildOptions(ctx, jobChildOptions(u.wid+"/savepoint"))
+	var res JobSavepointResult
+	err := workflow.ExecuteChildWorkflow(cctx, JobSavepointWorkflowType, JobSavepointInput{WindowID: u.wid, Job: u.st.Job, Attempt: 1,
+		Format: u.in.Format, Timeout: u.in.SavepointTimeout}).Get(ctx, &res)
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		still := "the job keeps running the previous version; nothing changed"
+		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeJobStoppedWithoutSavepoint {
+			still = "the job is no longer running and has no upgrade savepoint: restart it by hand from its latest retained checkpoint with the previous recipe (in the manifest)"
+		}
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("stop with savepoint of %s failed: %s; %s", u.st.Job.Key, errorText(err), still), ErrTypeUpgradeFailed, nil)
+	}
+	u.st.Savepoint = res.SavepointPath
+	return nil
+}
+
+// unmatchedOperator finds the operators Flink could not map in a restore
+// error ("Cannot map checkpoint/savepoint state for operator <id> to the
+// new program").
+var unmatchedOperator = regexp.MustCompile(`Cannot map checkpoint/savepoint state for operator ([0-9a-fA-F]{32})`)
+
+// start runs the new version from the pre-upgrade savepoint until it is
+// healthy. It returns a rollback when one is due: asked for, or the gate
+// failed and policy or an operator says so.
+func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
+	u.setPhase(ctx, UpgradePhaseStart)
+	previous := ""
+	for {
+		if u.rollback != nil {
+			return u.rollback, nil
+		}
+		u.st.StartAttempts++
+		job := u.st.Job
+		job.Restart = u.st.NewRecipe
+		u.st.NewJobID = flinkID(u.wid, job.Key, "restart", u.st.StartAttempts)
+		_ = u.writeManifest(ctx)
+		cctx, cancel := workflow.WithCancel(ctx)
+		cctx = workflow.WithChildOptions(cctx, jobChildOptions(withAttempt(u.wid+"/start", u.st.StartAttempts)))
+		f := workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, JobRestartInput{WindowID: u.wid, Job: job, Attempt: u.st.StartAttempts,
+			SavepointPath: u.st.Savepoint, PreviousJobID: previous, Health: u.in.Health})
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(f, func(workflow.Future) {})
+		sel.AddReceive(u.rollbackCh, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			cancel() // the child's activity ends; the rollback ends the job
+		})
+		sel.Select(ctx)
+		var res JobRestartResult
+		err := f.Get(ctx, &res)
+		cancel()
+		if u.rollback != nil {
+			return u.rollback, nil
+		}
+		if err == nil {
+			u.st.Healthy, u.st.GateError = &res, ""
+			return nil, nil
+		}
+		u.st.GateError = errorText(err)
+		previous = u.st.NewJobID
+		if ops := unmatchedOperator.FindAllStringSubmatch(u.st.GateError, -1); len(ops) > 0 && !u.st.NewRecipe.AllowNonRestoredState {
+			u.st.Unmatched = nil
+			seen := map[string]bool{} // errors repeat their causes
+			for _, m := range ops {
+				if !seen[m[1]] {
+					seen[m[1]] = true
+					u.st.Unmatched = append(u.st.Unmatched, m[1])
+				}
+			}
+			ans, err := u.decide(ctx, DecisionUnmatchedState, fmt.Sprintf(
+				"the new version cannot restore the state of operator(s) %s from %s: Flink says the operator is not available in the new program (the whole error is in gateError). "+
+					"%s starts it again without that state (it is lost for the new version; the savepoint keeps it), %s goes back to the previous version",
+				strings.Join(u.st.Unmatched, ", "), u.st.Savepoint, ActionAllowNonRestoredState, ActionRollback),
+				ActionAllowNonRestoredState, ActionRollback)
+			if err != nil {
+				return nil, err
+			}
+			if ans.Action == ActionRollback {
+				return &RollbackRequest{By: ans.By, Reason: "unmatched operator state: " + ans.Reason}, nil
+			}
+			u.st.NewRecipe.AllowNonRestoredState = true
+			u.st.Notes = append(u.st.Notes, fmt.Sprintf("%s allowed the new version to drop the state of %s: %s", ans.By, strings.Join(u.st.Unmatched, ", "), ans.Reason))
+			continue
+		}
+		if u.in.OnGateFailure == OnGateFailureRollback {
+			return &RollbackRequest{By: "flinkmaint (onGateFailure: rollback)", Reason: "the new version did not become healthy: " + u.st.GateError}, nil
+		}
+		ans, err := u.decide(ctx, DecisionUpgradeGateFailed, fmt.Sprintf("the new version did not become healthy: %s. Retry starts it again, rollback goes back to the previous version",
+			u.st.GateError), ActionRetry, ActionRollback)
+		if err != nil {
+			return nil, err
+		}
+		if ans.Action == ActionRollback {
+			return &RollbackRequest{By: ans.By, Reason: ans.Reason}, nil
+		}
+	}
+}
+
+// commit makes the new recipe the job's recipe of record, then holds the
+// run open for HoldAfterCommit, when a rollback is still one command.
+func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
+	var a *activities.Activities
+	u.setPhase(ctx, UpgradePhaseCommit)
+	// Dropping state was decided for this restore only: later restarts
+	// start from the new version's own savepoints, which need no such leave.
+	recipe := u.st.NewRecipe
+	recipe.AllowNonRestoredState = false
+	for {
+		err := workflow.ExecuteActivity(u.short(ctx), a.RecordRecipe, activities.RecordRecipeInput{Job: u.st.Job, Base: u.st.Job.Restart,
+			Recipe: recipe, UpgradeID: u.in.UpgradeID}).Get(ctx, nil)
+		if err == nil {
+			u.st.RecipeRecorded = true
+			break
+		}
+		// Unrecorded, the next window would restart the previous version
+		// from the new version's savepoint.
+		ans, err := u.decide(ctx, DecisionRecipeUnrecorded, fmt.Sprintf(
+			"the new version runs, but its recipe could not be recorded: %s. Until it is, a window would restart the previous version. Retry, or rollback",
+			errorText(err)), ActionRetry, ActionRollback)
+		if err != nil {
+			return nil, err
+		}
+		if ans.Action == ActionRollback {
+			return &RollbackRequest{By: ans.By, Reason: ans.Reason}, nil
+		}
+	}
+	if hold := u.in.HoldAfterCommit.D(); hold > 0 {
+		u.setPhase(ctx, UpgradePhaseHold)
+		if _, err := workflow.AwaitWithTimeout(ctx, hold, func() bool { return u.rollback != nil }); err != nil {
+			return nil, err
+		}
+		if u.rollback != nil {
+			return u.rollback, nil
+		}
+	}
+	return nil, nil
+}
+
+// rollBack ends the new version (a savepoint if it runs, kept but not
+// used), drops its recipe of record, and restores the previous recipe from
+// the pre-upgrade savepoint, gated like the upgrade. It always returns an
+// error: the upgrade did not happen.
+func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
+	var a *activities.Activities
+	u.st.Rollback = &UpgradeRollback{By: req.By, Reason: req.Reason}
+	u.setPhase(ctx, UpgradePhaseRollback)
+	rb := u.st.Rollback
+	newVersion := u.st.Job
+	newVersion.JobID = u.st.NewJobID
+	var ended activities.EndJobResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(u.in.SavepointTimeout.D()+u.in.Health.RunningTimeout.D())),
+		a.EndJob, activities.EndJobInput{Job: newVersion, TriggerID: flinkID(u.wid, newVersion.Key, "rollback-stop", 1),
+			Format: u.in.Format, RunID: u.wid}).Get(ctx, &ended); err != nil {
+		rb.Error = "the new version could not be ended: " + errorText(err)
+		u.setPhase(ctx, UpgradePhaseFailed)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollback of %s: %s; the previous version was not started (no two versions run at once): end job %s by hand, then restart the previous recipe from %s",
+			u.st.Job.Key, rb.Error, u.st.NewJobID, u.st.Savepoint), ErrTypeUpgradeFailed, nil, u.st)
+	}
+	rb.NewVersionSavepoint = ended.Savepoint
+	if u.st.RecipeRecorded {
+		if err := workflow.ExecuteActivity(u.short(ctx), a.ForgetRecipe, activities.ForgetRecipeInput{Job: u.st.Job, UpgradeID: u.in.UpgradeID}).Get(ctx, nil); err != nil {
+			u.st.Notes = append(u.st.Notes, "the upgrade's recipe of record could not be removed: "+errorText(err)+"; the next window would restart the new version")
+		} else {
+			u.st.RecipeRecorded = false
+		}
+	}
+	previous := ""
+	for {
+		rb.Attempts++
+		rb.JobID = flinkID(u.wid+"-rollback", u.st.Job.Key, "restart", rb.Attempts)
+		_ = u.writeManifest(ctx)
+		cctx := workflow.WithChildOptions(ctx, jobChildOptions(withAttempt(u.wid+"/rollback", rb.Attempts)))
+		var res JobRestartResult
+		err := workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, JobRestartInput{WindowID: u.wid + "-rollback", Job: u.st.Job,
+			Attempt: rb.Attempts, SavepointPath: u.st.Savepoint, PreviousJobID: previous, Health: u.in.Health}).Get(ctx, &res)
+		if err == nil {
+			rb.Healthy, rb.Error = &res, ""
+			u.setPhase(ctx, UpgradePhaseRolledBack)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("upgrade of %s rolled back (%s, by %s): the previous version runs as job %s from %s",
+				u.st.Job.Key, req.Reason, req.By, res.JobID, u.st.Savepoint), ErrTypeUpgradeRolledBack, nil, u.st)
+		}
+		rb.Error = errorText(err)
+		previous = rb.JobID
+		ans, derr := u.decide(ctx, DecisionRollbackFailed, fmt.Sprintf(
+			"the previous version did not come back from %s: %s. Retry, or abort and restart it by hand (the manifest has the recipe)", u.st.Savepoint, rb.Error),
+			ActionRetry, ActionAbort)
+		if derr != nil {
+			return derr
+		}
+		if ans.Action == ActionAbort {
+			u.setPhase(ctx, UpgradePhaseFailed)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollback of %s abandoned by %s: neither version runs; restart the previous recipe from %s by hand",
+				u.st.Job.Key, ans.By, u.st.Savepoint), ErrTypeUpgradeFailed, nil, u.st)
+		}
+	}
+}
+
+// UpgradeManifest is the durable record of an upgrade a person can act on
+// without Temporal.
+type UpgradeManifest struct {
+	UpdatedAt time.Time    `json:"updatedAt"`
+	Reason    string       `json:"reason"`
+	Ticket    string       `json:"ticket,omitempty"`
+	State     UpgradeState `json:"state"`
+	// ByHand says how to get back to the previous version without
+	// flinkmaint.
+	ByHand string `json:"byHand"`
+}
+
+func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
+	var a *activities.Activities
+	m := UpgradeManifest{UpdatedAt: workflow.Now(ctx), Reason: u.in.Reason, Ticket: u.in.Ticket, State: u.st}
+	if u.st.Savepoint != "" {
+		m.ByHand = fmt.Sprintf("end job %s of the new version if it runs (stop with a savepoint), then run the previous recipe (state.job.restart) on %s from %s in NO_CLAIM mode",
+			u.st.NewJobID, u.st.Job.RESTURL, u.st.Savepoint)
+	}
+	content, err := json.MarshalIndent(m, "", "  ") //workflowcheck:ignore (deterministic, see WindowReport.Encode)
+	if err != nil {
+		return err
+	}
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument,
+		activities.WriteDocumentInput{Path: u.st.ManifestPath, Content: content}).Get(ctx, nil)
+	if err != nil {
+		u.logger.Error("manifest not written", "path", u.st.ManifestPath, "error", err)
+	}
+	return err
+}

@@ -1,0 +1,328 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+const unmatchedText = "Failed to rollback to checkpoint/savepoint hdfs://nn/sp/savepoint-orders. Cannot map checkpoint/savepoint state for operator fcfb2cd74328d289a0b17a4030f9cfdc to the new program, because the operator is not available in the new program."
+
+// upgradeFixture fakes the activities of an upgrade of cluster-a/orders
+// from recipe v1 and records what they were asked. A started version whose
+// arguments hold --fail-on-restore never becomes healthy; one holding
+// --state-uid cannot map its state unless allowed to drop it.
+type upgradeFixture struct {
+	mu        sync.Mutex
+	t         *testing.T
+	env       *testsuite.TestWorkflowEnvironment
+	stops     int
+	started   []activities.RestartJobInput
+	cancelled []string
+	ended     []activities.EndJobInput
+	recorded  []activities.RecordRecipeInput
+	forgotten []activities.ForgetRecipeInput
+	manifests []string
+	// manifestBeforeStop says a manifest naming the previous jar was on
+	// storage when the job was stopped.
+	manifestBeforeStop bool
+	// healthyAfter makes the gate fail this many times before it passes.
+	failGates int
+}
+
+var previousRecipe = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/jars/orders-v1.jar", EntryClass: "com.example.Orders",
+	ProgramArgs: []string{"--version", "1"}}
+
+func newUpgradeFixture(t *testing.T) *upgradeFixture {
+	var s testsuite.WorkflowTestSuite
+	f := &upgradeFixture{t: t, env: s.NewTestWorkflowEnvironment()}
+	env := f.env
+	env.RegisterWorkflowWithOptions(JobUpgradeWorkflow, workflow.RegisterOptions{Name: JobUpgradeWorkflowType})
+	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
+	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
+	var a *activities.Activities
+	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+		if len(in.Scope.Clusters) != 1 || in.Scope.Clusters[0] != "cluster-a" {
+			return activities.DiscoverJobsResult{}, nil
+		}
+		return activities.DiscoverJobsResult{Tenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
+			Jobs: []activities.JobTarget{{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a",
+				JobName: "orders", JobID: strings.Repeat("1", 32), SavepointDir: "hdfs://nn/sp", Restart: previousRecipe}},
+			Skipped: []activities.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
+	})
+	env.OnActivity(a.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(activities.CheckQuotaResult{
+		Tenants: []activities.TenantQuota{{Tenant: "team-a", RestartAllowed: true}}}, nil)
+	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.manifests = append(f.manifests, string(in.Content))
+		return activities.WriteDocumentResult{Path: in.Path}, nil
+	})
+	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.stops++
+		f.manifestBeforeStop = len(f.manifests) > 0 && strings.Contains(f.manifests[len(f.manifests)-1], previousRecipe.Jar)
+		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
+	})
+	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.started = append(f.started, in)
+		if hasArg(in.Job.Restart, "--state-uid") && !in.Job.Restart.AllowNonRestoredState {
+			return activities.RestartJobResult{}, temporal.NewNonRetryableApplicationError("run cluster-a/orders: "+unmatchedText, "FlinkBadRequest", nil)
+		}
+		return activities.RestartJobResult{JobID: in.NewJobID}, nil
+	})
+	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, s := range f.started {
+			if s.NewJobID == in.JobID && hasArg(s.Job.Restart, "--fail-on-restore") || f.failGates > 0 {
+				f.failGates--
+				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: sample job started with --fail-on-restore", activities.ErrTypeJobUnhealthy, nil)
+			}
+		}
+		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
+	})
+	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CancelJobInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.cancelled = append(f.cancelled, in.JobID)
+		return nil
+	})
+	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EndJobInput) (activities.EndJobResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.ended = append(f.ended, in)
+		return activities.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-new-version"}, nil
+	})
+	env.OnActivity(a.RecordRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordRecipeInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.recorded = append(f.recorded, in)
+		return nil
+	})
+	env.OnActivity(a.ForgetRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ForgetRecipeInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.forgotten = append(f.forgotten, in)
+		return nil
+	})
+	return f
+}
+
+func hasArg(r inventory.RestartRecipe, arg string) bool {
+	for _, a := range r.ProgramArgs {
+		if a == arg {
+			return true
+		}
+	}
+	return false
+}
+
+func upgradeInput(args ...string) UpgradeInput {
+	return UpgradeInput{UpgradeID: "orders-v2", Reason: "new version", Job: "cluster-a/orders", ManifestDir: "hdfs://nn/flinkmaint/upgrades",
+		Recipe: UpgradeRecipe{Jar: "/jars/orders-v2.jar", ProgramArgs: args}}
+}
+
+func (f *upgradeFixture) status() UpgradeState {
+	f.t.Helper()
+	v, err := f.env.QueryWorkflow(QueryUpgradeStatus)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var st UpgradeState
+	if err := v.Get(&st); err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+func (f *upgradeFixture) update(name string, arg interface{}, wantErr bool) {
+	f.t.Helper()
+	f.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnReject: func(err error) {
+			if !wantErr {
+				f.t.Errorf("update %s rejected: %v", name, err)
+			}
+		},
+		OnAccept: func() {
+			if wantErr {
+				f.t.Errorf("update %s accepted, want rejection", name)
+			}
+		},
+		OnComplete: func(interface{}, error) {},
+	}, arg)
+}
+
+// rolledBack returns the state of an upgrade that ended rolled back.
+func (f *upgradeFixture) rolledBack() UpgradeState {
+	f.t.Helper()
+	var appErr *temporal.ApplicationError
+	err := f.env.GetWorkflowError()
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeUpgradeRolledBack {
+		f.t.Fatalf("upgrade ended with %v; want %s", err, ErrTypeUpgradeRolledBack)
+	}
+	var st UpgradeState
+	if err := appErr.Details(&st); err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+func TestUpgradeCommitsTheNewVersion(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2"))
+	if err := f.env.GetWorkflowError(); err != nil {
+		t.Fatalf("upgrade failed: %v", err)
+	}
+	var st UpgradeState
+	if err := f.env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Phase != UpgradePhaseCommitted || !st.RecipeRecorded || st.Savepoint != "hdfs://nn/sp/savepoint-orders" || st.Healthy == nil {
+		t.Fatalf("state %+v; want committed from the upgrade savepoint", st)
+	}
+	if f.stops != 1 || !f.manifestBeforeStop {
+		t.Errorf("stops %d, manifest before the stop %v; want one stop after the manifest named the previous recipe", f.stops, f.manifestBeforeStop)
+	}
+	if len(f.started) != 1 || f.started[0].SavepointPath != st.Savepoint || f.started[0].Job.Restart.Jar != "/jars/orders-v2.jar" ||
+		strings.Join(f.started[0].Job.Restart.ProgramArgs, " ") != "--version 2" || f.started[0].Job.Restart.EntryClass != previousRecipe.EntryClass {
+		t.Errorf("started %+v; want v2 (jar and args new, entry class kept) from the upgrade savepoint", f.started)
+	}
+	if len(f.recorded) != 1 || f.recorded[0].Base.Jar != previousRecipe.Jar || f.recorded[0].Recipe.Jar != "/jars/orders-v2.jar" {
+		t.Errorf("recorded %+v; want v2 recorded over v1", f.recorded)
+	}
+	if len(f.ended) != 0 || len(f.forgotten) != 0 {
+		t.Errorf("ended %v, forgotten %v; want no rollback", f.ended, f.forgotten)
+	}
+}
+
+// A new version that fails after its restore rolls back by itself: the new
+// version is ended, the old recipe restarts from the pre-upgrade savepoint.
+func TestUpgradeRollsBackWhenTheGateFails(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2", "--fail-on-restore"))
+	st := f.rolledBack()
+	if st.Phase != UpgradePhaseRolledBack || st.Rollback == nil || st.Rollback.Healthy == nil ||
+		st.Rollback.NewVersionSavepoint != "hdfs://nn/sp/savepoint-new-version" || !strings.Contains(st.Rollback.Reason, "--fail-on-restore") {
+		t.Fatalf("state %+v rollback %+v; want rolled back with the gate's error", st, st.Rollback)
+	}
+	if len(f.ended) != 1 || f.ended[0].Job.JobID != st.NewJobID {
+		t.Errorf("ended %+v; want the new version %s ended before the old one starts", f.ended, st.NewJobID)
+	}
+	if len(f.started) != 2 || f.started[1].Job.Restart.Jar != previousRecipe.Jar || f.started[1].SavepointPath != st.Savepoint ||
+		f.started[1].NewJobID == f.started[0].NewJobID {
+		t.Errorf("started %+v; want the previous recipe from the upgrade savepoint as a job of its own", f.started)
+	}
+	if len(f.recorded) != 0 {
+		t.Errorf("recorded %+v; a rolled-back upgrade records nothing", f.recorded)
+	}
+}
+
+// A restore that cannot map some state pauses, naming the operators;
+// allowNonRestoredState is set only by that decision, and not recorded.
+func TestUpgradePausesOnUnmatchedState(t *testing.T) {
+	f := newUpgradeFixture(t)
+	seen := false
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != DecisionUnmatchedState || !strings.Contains(st.Pending.Reason, "fcfb2cd74328d289a0b17a4030f9cfdc") ||
+			len(st.Unmatched) != 1 {
+			t.Errorf("pending %+v unmatched %v; want the unmatched operator named", st.Pending, st.Unmatched)
+			return
+		}
+		seen = true
+		f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "op"}, true)
+		f.update(UpdateDecide, DecideRequest{Action: ActionAllowNonRestoredState, By: "op", Reason: "old counter state is obsolete"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2", "--state-uid", "v2"))
+	if err := f.env.GetWorkflowError(); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	if !seen || len(f.started) != 2 || f.started[0].Job.Restart.AllowNonRestoredState || !f.started[1].Job.Restart.AllowNonRestoredState {
+		t.Fatalf("seen %v, started %+v; want a pause, then a start allowed to drop the state", seen, f.started)
+	}
+	if len(f.cancelled) != 1 || f.cancelled[0] != f.started[0].NewJobID {
+		t.Errorf("cancelled %v; want the failed first start cancelled before the second", f.cancelled)
+	}
+	if len(f.recorded) != 1 || f.recorded[0].Recipe.AllowNonRestoredState {
+		t.Errorf("recorded %+v; want the recipe without allowNonRestoredState", f.recorded)
+	}
+}
+
+// During the hold after commit, a rollback is one command: the record is
+// dropped and the previous version comes back.
+func TestUpgradeRollbackAfterCommit(t *testing.T) {
+	f := newUpgradeFixture(t)
+	in := upgradeInput("--version", "2")
+	in.HoldAfterCommit = Duration(24 * time.Hour)
+	f.env.RegisterDelayedCallback(func() {
+		if st := f.status(); st.Phase != UpgradePhaseHold {
+			t.Errorf("phase %s; want hold", st.Phase)
+		}
+		f.update(UpdateRollback, RollbackRequest{By: "op"}, true)
+		f.update(UpdateRollback, RollbackRequest{By: "op", Reason: "orders look wrong"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+	st := f.rolledBack()
+	if st.Rollback.By != "op" || len(f.recorded) != 1 || len(f.forgotten) != 1 || st.RecipeRecorded || len(f.ended) != 1 {
+		t.Fatalf("rollback %+v, recorded %d, forgotten %d, ended %d; want the record dropped and the new version ended", st.Rollback, len(f.recorded), len(f.forgotten), len(f.ended))
+	}
+}
+
+func TestUpgradeGateFailurePausesByPolicy(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.failGates = 1
+	in := upgradeInput("--version", "2")
+	in.OnGateFailure = OnGateFailurePause
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != DecisionUpgradeGateFailed {
+			t.Errorf("pending %+v; want the failed gate", st.Pending)
+			return
+		}
+		f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "op", Reason: "TaskManager was restarting"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+	if err := f.env.GetWorkflowError(); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	if len(f.started) != 2 || len(f.ended) != 0 || len(f.cancelled) != 1 {
+		t.Fatalf("started %d, ended %d, cancelled %v; want a retried start and no rollback", len(f.started), len(f.ended), f.cancelled)
+	}
+}
+
+func TestUpgradeRefusesBadInputAndUnknownJobs(t *testing.T) {
+	var in UpgradeInput
+	in.ApplyDefaults()
+	err := in.Validate()
+	for _, want := range []string{"upgradeId", "reason", "job \"\"", "recipe is empty", "manifestDir"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("empty input: %v; want %q named", err, want)
+		}
+	}
+	for job, want := range map[string]string{"cluster-a/twice": "2 jobs named", "cluster-a/gone": "not running", "cluster-z/orders": "not running"} {
+		f := newUpgradeFixture(t)
+		in := upgradeInput("--version", "2")
+		in.Job = job
+		f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+		if err := f.env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), want) || f.stops != 0 {
+			t.Errorf("upgrade of %s: %v, %d stops; want refused (%q) with nothing stopped", job, err, f.stops, want)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// JobUpgradeWorkflowType upgrades one job: savepoint, stop, start the new
+// version from exactly that savepoint, health gate, commit; or roll back.
+const JobUpgradeWorkflowType = "JobUpgrade"
+
+// KindUpgrade is the SearchAttrKind of upgrades.
+const KindUpgrade = "upgrade"
+
+// JobUpgradeWorkflowID is the ID of an upgrade: one run per name.
+func JobUpgradeWorkflowID(upgradeID string) string { return "upgrade-" + upgradeID }
+
+// Messages of JobUpgradeWorkflow. Names are public API.
+const (
+	// QueryUpgradeStatus returns the UpgradeState.
+	QueryUpgradeStatus = "upgrade-status"
+	// UpdateRollback asks for a rollback while the new version starts, is
+	// gated, or is held after commit (UpgradeInput.HoldAfterCommit).
+	UpdateRollback = "rollback"
+	// The upgrade answers its decisions through UpdateDecide.
+)
+
+// Upgrade decision actions (DecideRequest.Action).
+const (
+	ActionRollback                = "rollback"                    // go back to the previous version
+	ActionAllowNonRestoredState   = "allow-non-restored-state"    // start the new version dropping the unmatched state
+	DecisionUnmatchedState        = "unmatched-state"             // the new version cannot map some operators' state
+	DecisionUpgradeGateFailed     = "upgrade-gate-failed"         // the new version is not healthy (onGateFailure: pause)
+	DecisionRollbackFailed        = "rollback-failed"             // the previous version did not come back
+	DecisionUpgradeManifestFailed = "upgrade-manifest-unwritable" // nothing stops before the manifest is on storage
+	DecisionRecipeUnrecorded      = "recipe-unrecorded"           // the new version runs but is not yet the recipe of record
+)
+
+// Values of UpgradeInput.OnGateFailure.
+const (
+	OnGateFailureRollback = "rollback"
+	OnGateFailurePause    = "pause"
+)
+
+// Upgrade phases.
+const (
+	UpgradePhasePreflight  = "preflight"
+	UpgradePhaseStop       = "stop"
+	UpgradePhaseStart      = "start"
+	UpgradePhaseCommit     = "commit"
+	UpgradePhaseHold       = "hold"
+	UpgradePhaseCommitted  = "committed"
+	UpgradePhaseRollback   = "rollback"
+	UpgradePhaseRolledBack = "rolled-back"
+	UpgradePhaseFailed     = "failed"
+)
+
+// ErrTypeUpgradeRolledBack ends an upgrade that went back to the previous
+// version; the report is in the error's details.
+const ErrTypeUpgradeRolledBack = "UpgradeRolledBack"
+
+// UpgradeInput starts an upgrade of one job to a new recipe.
+type UpgradeInput struct {
+	UpgradeID string `json:"upgradeId"`
+	Reason    string `json:"reason"`
+	Ticket    string `json:"ticket,omitempty"`
+	// Job is cluster/name, as in a window's job list.
+	Job string `json:"job"`
+	// Recipe is the new version; unset fields keep the running recipe's.
+	Recipe UpgradeRecipe `json:"recipe"`
+	// ManifestDir receives <upgradeId>/manifest.json, written before the
+	// job is stopped: the previous recipe and the savepoint to roll back
+	// to by hand if Temporal is gone. Required.
+	ManifestDir string `json:"manifestDir"`
+	// Savepoint format (CANONICAL default) and timeout (default 15m).
+	Format           string   `json:"format,omitempty"`
+	SavepointTimeout Duration `json:"savepointTimeout,omitempty"`
+	// Health is what healthy means for the new version, and for the old
+	// one after a rollback (defaults 5m, 5m, 30s).
+	Health RestartPolicy `json:"health"`
+	// OnGateFailure: rollback (default) goes back at once; pause waits for
+	// a decision (rollback, or retry the gate).
+	OnGateFailure string `json:"onGateFailure,omitempty"`
+	// HoldAfterCommit keeps the run open this long after commit, so a
+	// rollback is still one command; default 0.
+	HoldAfterCommit Duration `json:"holdAfterCommit,omitempty"`
+}
+
+// UpgradeRecipe is the new version of a REST-run job. A field left unset
+// keeps the running recipe's value; ProgramArgs, when given (even empty),
+// replace the old arguments.
+type UpgradeRecipe struct {
+	Jar         string   `json:"jar,omitempty"`
+	EntryClass  string   `json:"entryClass,omitempty"`
+	ProgramArgs []string `json:"programArgs"`
+	Parallelism int      `json:"parallelism,omitempty"`
+}
+
+// apply returns the previous recipe changed by u; allowNonRestored is
+// never taken from either: only an operator's decision sets it.
+func (u UpgradeRecipe) apply(prev inventory.RestartRecipe) inventory.RestartRecipe {
+	next := prev
+	next.AllowNonRestoredState = false
+	if u.Jar != "" {
+		next.Jar = u.Jar
+	}
+	if u.EntryClass != "" {
+		next.EntryClass = u.EntryClass
+	}
+	if u.ProgramArgs != nil {
+		next.ProgramArgs = append([]string{}, u.ProgramArgs...)
+	}
+	if u.Parallelism != 0 {
+		next.Parallelism = u.Parallelism
+	}
+	return next
+}
+
+// ApplyDefaults fills unset fields.
+func (in *UpgradeInput) ApplyDefaults() {
+	setStr(&in.Format, FormatCanonical)
+	setDur(&in.SavepointTimeout, 15*time.Minute)
+	setStr(&in.OnGateFailure, OnGateFailureRollback)
+	setDur(&in.Health.RunningTimeout, 5*time.Minute)
+	setDur(&in.Health.CheckpointTimeout, 5*time.Minute)
+	setDur(&in.Health.Soak, 30*time.Second)
+}
+
+// Validate names every field that is wrong and what would be valid.
+func (in *UpgradeInput) Validate() error {
+	var problems []string
+	if in.UpgradeID == "" || strings.ContainsAny(in.UpgradeID, "/ \t\n") {
+		problems = append(problems, fmt.Sprintf("upgradeId %q: use a non-empty name without slashes or spaces, e.g. orders-2026-12-01", in.UpgradeID))
+	}
+	if strings.TrimSpace(in.Reason) == "" {
+		problems = append(problems, "reason is empty: say why this upgrade runs (it is recorded in the manifest)")
+	}
+	if c, n, ok := strings.Cut(in.Job, "/"); !ok || c == "" || n == "" || strings.Contains(n, "/") {
+		problems = append(problems, fmt.Sprintf("job %q: use cluster/name", in.Job))
+	}
+	r := in.Recipe
+	if r.Jar == "" && r.EntryClass == "" && r.ProgramArgs == nil && r.Parallelism == 0 {
+		problems = append(problems, "recipe is empty: give the new version's jar, entryClass, programArgs or parallelism")
+	}
+	if r.Parallelism < 0 {
+		problems = append(problems, fmt.Sprintf("recipe.parallelism=%d: use a positive number, or leave it out to keep the current one", r.Parallelism))
+	}
+	if in.ManifestDir == "" {
+		problems = append(problems, "manifestDir is empty: set a directory URI under a writable root, e.g. hdfs://nn:8020/flinkmaint/upgrades")
+	}
+	if in.Format != FormatCanonical && in.Format != FormatNative {
+		problems = append(problems, fmt.Sprintf("format=%q: use CANONICAL or NATIVE", in.Format))
+	}
+	if in.OnGateFailure != OnGateFailureRollback && in.OnGateFailure != OnGateFailurePause {
+		problems = append(problems, fmt.Sprintf("onGateFailure=%q: use rollback or pause", in.OnGateFailure))
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{{"savepointTimeout", in.SavepointTimeout}, {"health.runningTimeout", in.Health.RunningTimeout},
+		{"health.checkpointTimeout", in.Health.CheckpointTimeout}, {"health.soak", in.Health.Soak}, {"holdAfterCommit", in.HoldAfterCommit}} {
+		if d.v < 0 || d.v.D() > 7*24*time.Hour {
+			problems = append(problems, fmt.Sprintf("%s=%s: use 0..168h", d.name, d.v.D()))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// RollbackRequest asks an upgrade to go back to the previous version.
+type RollbackRequest struct {
+	By     string `json:"by"`
+	Reason string `json:"reason"`
+}
+
+// UpgradeState is an upgrade's whole progress: the status query, the
+// manifest and the report.
+type UpgradeState struct {
+	UpgradeID string `json:"upgradeId"`
+	Phase     string `json:"phase"`
+	// Job is the job as found in preflight, with the previous recipe.
+	Job       activities.JobTarget    `json:"job"`
+	NewRecipe inventory.RestartRecipe `json:"newRecipe"`
+	// Savepoint is the pre-upgrade savepoint: the new version starts from
+	// it, and a rollback restores the previous version from it.
+	Savepoint string `json:"savepoint,omitempty"`
+	// StartAttempts counts starts of the new version.
+	StartAttempts int               `json:"startAttempts,omitempty"`
+	NewJobID      string            `json:"newJobId,omitempty"`
+	Healthy       *JobRestartResult `json:"healthy,omitempty"`
+	GateError     string            `json:"gateError,omitempty"`
+	// Unmatched are the operator ids whose state the new version cannot
+	// map, when a restore failed on them.
+	Unmatched []string         `json:"unmatched,omitempty"`
+	Rollback  *UpgradeRollback `json:"rollback,omitempty"`
+	Pending   *PendingDecision `json:"pending,omitempty"`
+	Decisions []DecisionRecord `json:"decisions,omitempty"`
+	// RecipeRecorded says the new recipe is the recipe of record.
+	RecipeRecorded bool      `json:"recipeRecorded,omitempty"`
+	ManifestPath   string    `json:"manifestPath"`
+	Notes          []string  `json:"notes,omitempty"`
+	StartedAt      time.Time `json:"startedAt"`
+	FinishedAt     time.Time `json:"finishedAt,omitempty"`
+}
+
+// UpgradeRollback is the way back to the previous version.
+type UpgradeRollback struct {
+	Reason string `json:"reason"`
+	By     string `json:"by"`
+	// NewVersionSavepoint is the new version's savepoint taken as it was
+	// stopped, kept but not used; empty when it was not running.
+	NewVersionSavepoint string            `json:"newVersionSavepoint,omitempty"`
+	Attempts            int               `json:"attempts,omitempty"`
+	JobID               string            `json:"jobId,omitempty"`
+	Healthy             *JobRestartResult `json:"healthy,omitempty"`
+	Error               string            `json:"error,omitempty"`
+}
