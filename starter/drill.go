@@ -130,7 +130,9 @@ func drillStartCommand(g *globals) *cobra.Command {
 				ID: workflows.RestoreDrillWorkflowID(name), TaskQueue: g.taskQueue,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)),
+				// Without it a reused name hands back the old run as if started.
+				WorkflowExecutionErrorWhenAlreadyStarted: true,
+				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)),
 			}, wfType, in)
 			if err != nil {
 				var started *serviceerror.WorkflowExecutionAlreadyStarted

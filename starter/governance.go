@@ -133,7 +133,9 @@ func governanceStartCommand(g *globals, use, short string) *cobra.Command {
 				ID: workflows.GovernanceWorkflowID(name), TaskQueue: g.taskQueue,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindGovernance)),
+				// Without it a reused name hands back the old run as if started.
+				WorkflowExecutionErrorWhenAlreadyStarted: true,
+				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindGovernance)),
 			}, workflows.GovernanceWorkflowType, in)
 			if err != nil {
 				var started *serviceerror.WorkflowExecutionAlreadyStarted

@@ -4,6 +4,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,29 @@ func TestScheduleCommandsOnDevServer(t *testing.T) {
 	}
 	if code, _, stderr := runCLI([]string{"governance", "schedule", "delete", "nightly"}, env); code != exitFailure || !strings.Contains(stderr, "no schedule named nightly") {
 		t.Fatalf("delete missing: exit %d %s", code, stderr)
+	}
+}
+
+// TestStartRefusesAReusedNameOnDevServer: names of windows, drills and
+// governance runs are never reused; a second start says so instead of
+// handing back the first run as if it had started.
+func TestStartRefusesAReusedNameOnDevServer(t *testing.T) {
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	env := map[string]string{"TEMPORAL_ADDRESS": tmp.HostPort, "FLINKMAINT_TASK_QUEUE": "cli-reuse-test"}
+	window := filepath.Join(t.TempDir(), "window.yaml")
+	if err := os.WriteFile(window, []byte("windowId: reused\nreason: test\npolicy:\n  manifestDir: hdfs://nn:8020/w\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"window", "start", "-f", window},
+		{"drill", "start", "--name", "reused", "--tier", "1"},
+		{"governance", "run", "--name", "reused", "--reason", "test"},
+	} {
+		if code, _, stderr := runCLI(args, env); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if code, _, stderr := runCLI(args, env); code == exitOK || !strings.Contains(stderr, "already started once") {
+			t.Errorf("%v again: exit %d, %s; want refused as already started", args, code, stderr)
+		}
 	}
 }

@@ -111,6 +111,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		newSavepointsCommand(g),
 		newUsageCommand(g),
 		newDrillCommand(g),
+		newUpgradeCommand(g),
 	)
 	return root
 }

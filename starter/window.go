@@ -92,8 +92,10 @@ func windowStartCommand(g *globals) *cobra.Command {
 				ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: g.taskQueue,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindWindow)),
-				Memo:                     map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket},
+				// Without it a reused name hands back the old run as if started.
+				WorkflowExecutionErrorWhenAlreadyStarted: true,
+				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindWindow)),
+				Memo:                                     map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket},
 			}, workflows.MaintenanceWindowWorkflowType, in)
 			if err != nil {
 				var started *serviceerror.WorkflowExecutionAlreadyStarted

@@ -30,7 +30,7 @@ func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, e
 		return nil, newInvalidInputError("upgrade: " + err.Error())
 	}
 	u := &upgradeRun{in: in, wid: JobUpgradeWorkflowID(in.UpgradeID), logger: log.With(workflow.GetLogger(ctx), "upgrade", in.UpgradeID),
-		rollbackCh: workflow.NewChannel(ctx)}
+		rollbackCh: workflow.NewBufferedChannel(ctx, 1)}
 	u.st = UpgradeState{UpgradeID: in.UpgradeID, Phase: UpgradePhasePreflight, StartedAt: workflow.Now(ctx),
 		ManifestPath: strings.TrimRight(in.ManifestDir, "/") + "/" + in.UpgradeID + "/manifest.json"}
 	if err := u.registerHandlers(ctx); err != nil {
@@ -45,7 +45,14 @@ func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, e
 		return nil, werr
 	}
 	if err != nil {
-		return &u.st, err
+		// Every ending carries the final state, for `upgrade status` after
+		// the run and for scripts.
+		errType := ErrTypeUpgradeFailed
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() != "" {
+			errType = appErr.Type()
+		}
+		return &u.st, temporal.NewNonRetryableApplicationError(errorText(err), errType, nil, u.st)
 	}
 	return &u.st, nil
 }
@@ -110,10 +117,17 @@ func (u *upgradeRun) registerHandlers(ctx workflow.Context) error {
 			if u.rollback != nil {
 				return fmt.Errorf("upgrade %s is already rolling back (asked by %s)", u.in.UpgradeID, u.rollback.By)
 			}
-			if u.st.Phase != UpgradePhaseStart && u.st.Phase != UpgradePhaseHold {
-				return fmt.Errorf("upgrade %s is in phase %s: a rollback is possible while the new version starts or is held after commit", u.in.UpgradeID, u.st.Phase)
+			if u.st.Phase == UpgradePhaseStart || u.st.Phase == UpgradePhaseHold {
+				return nil
 			}
-			return nil
+			if p := u.st.Pending; p != nil {
+				for _, a := range p.Allowed {
+					if a == ActionRollback {
+						return nil
+					}
+				}
+			}
+			return fmt.Errorf("upgrade %s is in phase %s: a rollback is possible while the new version starts, is held after commit, or a pending decision offers it", u.in.UpgradeID, u.st.Phase)
 		}})
 }
 
@@ -443,7 +457,7 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 		rb.Error = "the new version could not be ended: " + errorText(err)
 		u.setPhase(ctx, UpgradePhaseFailed)
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollback of %s: %s; the previous version was not started (no two versions run at once): end job %s by hand, then restart the previous recipe from %s",
-			u.st.Job.Key, rb.Error, u.st.NewJobID, u.st.Savepoint), ErrTypeUpgradeFailed, nil, u.st)
+			u.st.Job.Key, rb.Error, u.st.NewJobID, u.st.Savepoint), ErrTypeUpgradeFailed, nil)
 	}
 	rb.NewVersionSavepoint = ended.Savepoint
 	if u.st.RecipeRecorded {
@@ -466,7 +480,7 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 			rb.Healthy, rb.Error = &res, ""
 			u.setPhase(ctx, UpgradePhaseRolledBack)
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("upgrade of %s rolled back (%s, by %s): the previous version runs as job %s from %s",
-				u.st.Job.Key, req.Reason, req.By, res.JobID, u.st.Savepoint), ErrTypeUpgradeRolledBack, nil, u.st)
+				u.st.Job.Key, req.Reason, req.By, res.JobID, u.st.Savepoint), ErrTypeUpgradeRolledBack, nil)
 		}
 		rb.Error = errorText(err)
 		previous = rb.JobID
@@ -479,7 +493,7 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 		if ans.Action == ActionAbort {
 			u.setPhase(ctx, UpgradePhaseFailed)
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollback of %s abandoned by %s: neither version runs; restart the previous recipe from %s by hand",
-				u.st.Job.Key, ans.By, u.st.Savepoint), ErrTypeUpgradeFailed, nil, u.st)
+				u.st.Job.Key, ans.By, u.st.Savepoint), ErrTypeUpgradeFailed, nil)
 		}
 	}
 }

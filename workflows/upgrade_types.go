@@ -168,6 +168,20 @@ func (in *UpgradeInput) Validate() error {
 			problems = append(problems, fmt.Sprintf("%s=%s: use 0..168h", d.name, d.v.D()))
 		}
 	}
+	// health shares its type with a window's restart policy; the fields
+	// about waves of many jobs mean nothing for one job.
+	var unused []string
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"canarySize", in.Health.CanarySize}, {"waveSize", in.Health.WaveSize}, {"concurrency", in.Health.Concurrency}, {"failureBudget", in.Health.FailureBudget}} {
+		if f.v != 0 {
+			unused = append(unused, "health."+f.name)
+		}
+	}
+	if len(unused) > 0 {
+		problems = append(problems, strings.Join(unused, ", ")+": window settings an upgrade of one job does not use; leave them out (health takes runningTimeout, checkpointTimeout and soak)")
+	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}

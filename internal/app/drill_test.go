@@ -88,6 +88,43 @@ func (d *drillEnv) serve(tmp *sandbox.Temporal, queue string) {
 	d.t.Cleanup(w.Stop)
 }
 
+// workerProcess builds the worker binary and starts it on queue with the
+// env's inventory, storage and drill settings, to be killed and started
+// again; it is stopped when the test ends.
+func (d *drillEnv) workerProcess(tmp *sandbox.Temporal, queue string) *workerProcess {
+	d.t.Helper()
+	dir := d.t.TempDir()
+	bin := filepath.Join(dir, "flinkmaint-worker")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
+		d.t.Fatalf("go build worker: %v\n%s", err, out)
+	}
+	cfgPath := filepath.Join(dir, "worker.yaml")
+	cfg := fmt.Sprintf(`temporal:
+  address: %s
+worker:
+  taskQueue: %s
+  shutdownTimeout: 5s
+http:
+  listen: ""
+storage:
+  hdfsUser: %s
+  writableRoots: [%q]
+inventory:
+  staticFile: %s
+drill:
+  clusterRestUrl: %s
+  root: %s
+`, tmp.HostPort, queue, d.peers.HDFS.User, d.root, writeInventory(d.t, *d.static), d.drill.RESTURL, d.drillRoot)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	d.queue = queue
+	w := &workerProcess{t: d.t, bin: bin, config: cfgPath, log: filepath.Join(dir, "worker.log")}
+	w.start()
+	d.t.Cleanup(w.stop)
+	return w
+}
+
 // run executes one drill run to its end on a worker of its own.
 func (d *drillEnv) run(ctx context.Context, tmp *sandbox.Temporal, id string, in workflows.RestoreDrillInput) (workflows.RestoreDrillReport, error) {
 	d.t.Helper()
@@ -408,34 +445,7 @@ func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
 	live := "drill-kill-" + sfx
 	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{live: sampleDrill(live)})
 
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "flinkmaint-worker")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
-		t.Fatalf("go build worker: %v\n%s", err, out)
-	}
-	cfgPath := filepath.Join(dir, "worker.yaml")
-	cfg := fmt.Sprintf(`temporal:
-  address: %s
-worker:
-  taskQueue: drill-kill-%s
-  shutdownTimeout: 5s
-http:
-  listen: ""
-storage:
-  hdfsUser: %s
-  writableRoots: [%q]
-inventory:
-  staticFile: %s
-drill:
-  clusterRestUrl: %s
-  root: %s
-`, tmp.HostPort, sfx, d.peers.HDFS.User, d.root, writeInventory(t, *d.static), d.drill.RESTURL, d.drillRoot)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := &workerProcess{t: t, bin: bin, config: cfgPath, log: filepath.Join(dir, "worker.log")}
-	w.start()
-	t.Cleanup(w.stop)
+	w := d.workerProcess(tmp, "drill-kill-"+sfx)
 
 	ca := d.peers.Clusters[0]
 	fc, liveID := d.start(ctx, ca, live, d.root+"/a/checkpoints", "", "", map[string]string{"execution.checkpointing.interval": "10s"})

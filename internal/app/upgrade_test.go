@@ -167,3 +167,108 @@ func jobUserConfig(t *testing.T, ctx context.Context, restURL, jobID string) str
 	}
 	return string(body)
 }
+
+// TestJobUpgradeSurvivesWorkerKills kills the worker without warning in
+// each step of an upgrade, starting it again each time: during the stop,
+// the start and the health gate of an upgrade that commits, and during the
+// rollback of one whose new version fails. Both runs complete; each job
+// was stopped once (one upgrade savepoint) and runs exactly one version.
+func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	sfx := randomHex(4)
+	commit, failing := "upk-commit-"+sfx, "upk-fail-"+sfx
+	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{commit: nil, failing: nil})
+	w := d.workerProcess(tmp, "upgrade-kill-"+sfx)
+	ca := d.peers.Clusters[0]
+	fc := flinkClient(t, ca.RESTURL)
+	ckpts := d.root + "/a/checkpoints"
+	upgrade := func(name string, soak time.Duration, extra ...string) client.WorkflowRun {
+		t.Helper()
+		args := append([]string{"--checkpoint-dir", ckpts, "--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "200"}, extra...)
+		in := workflows.UpgradeInput{UpgradeID: name, Reason: "kill test", Job: ca.ClusterID + "/" + name, ManifestDir: d.root + "/upgrades",
+			Recipe: workflows.UpgradeRecipe{ProgramArgs: args},
+			Health: workflows.RestartPolicy{Soak: workflows.Duration(soak), RunningTimeout: workflows.Duration(3 * time.Minute), CheckpointTimeout: workflows.Duration(3 * time.Minute)}}
+		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.JobUpgradeWorkflowID(name), TaskQueue: d.queue},
+			workflows.JobUpgradeWorkflowType, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	killWhen := func(run client.WorkflowRun, what string, cond func(workflows.UpgradeState) bool) {
+		t.Helper()
+		d.waitFor(ctx, 5*time.Minute, what, func() (bool, string) {
+			var st workflows.UpgradeState
+			v, err := tmp.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryUpgradeStatus)
+			if err != nil || v.Get(&st) != nil {
+				return false, stringOr(err, "no status")
+			}
+			return cond(st), st.Phase
+		})
+		w.kill()
+		w.start()
+	}
+	// versions lists the jobs of name on the cluster that are not over, and
+	// counts the upgrade savepoints taken of the original job.
+	versions := func(name, originalID string) (running []string, savepoints int) {
+		t.Helper()
+		jobs, err := fc.ListJobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.Name == name && !j.State.IsGloballyTerminal() {
+				running = append(running, j.ID)
+				t.Cleanup(func() { _ = fc.CancelJob(context.Background(), j.ID) })
+			}
+		}
+		entries, err := d.raw.ReadDir(strings.TrimPrefix(d.root, d.peers.HDFS.URI) + "/a/savepoints")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "savepoint-"+originalID[:6]+"-") {
+				savepoints++
+			}
+		}
+		return running, savepoints
+	}
+
+	// An upgrade that commits, with a kill in its stop, start and gate.
+	_, commitID := d.start(ctx, ca, commit, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, commitID, 1)
+	run := upgrade(commit, 20*time.Second, "--value-bytes", "300")
+	killWhen(run, "the stop", func(st workflows.UpgradeState) bool { return st.Phase == workflows.UpgradePhaseStop })
+	killWhen(run, "the start", func(st workflows.UpgradeState) bool { return st.Phase == workflows.UpgradePhaseStart })
+	var newID string
+	killWhen(run, "the gate: the new version running", func(st workflows.UpgradeState) bool {
+		newID = st.NewJobID
+		s, err := fc.JobState(ctx, st.NewJobID)
+		return st.Phase == workflows.UpgradePhaseStart && err == nil && s == flink.JobRunning
+	})
+	var st workflows.UpgradeState
+	if err := run.Get(ctx, &st); err != nil {
+		t.Fatalf("upgrade of %s: %v\nworker log:\n%s", commit, err, w.tail())
+	}
+	running, savepoints := versions(commit, commitID)
+	if st.Phase != workflows.UpgradePhaseCommitted || st.NewJobID != newID || len(running) != 1 || running[0] != newID || savepoints != 1 {
+		t.Fatalf("upgrade %s phase %s, new job %s; running %v, %d upgrade savepoints; want committed, the new version alone running, one stop",
+			commit, st.Phase, st.NewJobID, running, savepoints)
+	}
+
+	// An upgrade that rolls back, with a kill in the rollback.
+	_, failingID := d.start(ctx, ca, failing, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, failingID, 1)
+	run = upgrade(failing, 3*time.Second, "--fail-on-restore")
+	killWhen(run, "the rollback", func(st workflows.UpgradeState) bool { return st.Phase == workflows.UpgradePhaseRollback })
+	st = rolledBack(t, run.Get(ctx, &st))
+	running, savepoints = versions(failing, failingID)
+	if len(running) != 1 || running[0] != st.Rollback.JobID || savepoints != 1 {
+		t.Fatalf("after the rollback running %v, %d upgrade savepoints; want the previous version %s alone, one stop", running, savepoints, st.Rollback.JobID)
+	}
+	if w.starts != 5 {
+		t.Errorf("worker started %d times; want 5 (4 kills)", w.starts)
+	}
+}

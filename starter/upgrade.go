@@ -1,0 +1,543 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"gopkg.in/yaml.v3"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// newUpgradeCommand groups job upgrades: one job moved to a new version
+// from exactly its savepoint, with a health gate and a way back.
+func newUpgradeCommand(g *globals) *cobra.Command {
+	cmd := newGroupCommand("upgrade", "Upgrade one job to a new version from its savepoint, gated, with a rollback")
+	cmd.AddCommand(
+		upgradeStartCommand(g),
+		upgradeStatusCommand(g),
+		upgradeRollbackCommand(g),
+		upgradeDecideCommand(g),
+	)
+	return cmd
+}
+
+// loadUpgradeFile reads upgrade.yaml into the workflow input, rejecting
+// unknown keys so a typo never silently falls back to a default, and
+// validates it as the workflow will.
+func loadUpgradeFile(path string) (workflows.UpgradeInput, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return workflows.UpgradeInput{}, usageErrorf("upgrade file: %v", err)
+	}
+	var generic interface{}
+	if err := yaml.Unmarshal(data, &generic); err != nil {
+		return workflows.UpgradeInput{}, usageErrorf("upgrade file %s: %v", path, err)
+	}
+	js, err := json.Marshal(generic)
+	if err != nil {
+		return workflows.UpgradeInput{}, usageErrorf("upgrade file %s: %v", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	var in workflows.UpgradeInput
+	if err := dec.Decode(&in); err != nil {
+		return workflows.UpgradeInput{}, usageErrorf("upgrade file %s: %v", path, err)
+	}
+	in.ApplyDefaults()
+	if err := in.Validate(); err != nil {
+		return workflows.UpgradeInput{}, usageErrorf("upgrade file %s:\n%v", path, err)
+	}
+	return in, nil
+}
+
+// upgradeIDArg takes exactly one UPGRADE-ID: the upgradeId of the file.
+func upgradeIDArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("%s takes exactly one UPGRADE-ID argument, got %d: usage: %s", cmd.CommandPath(), len(args), cmd.UseLine())
+	}
+	if args[0] == "" || strings.ContainsAny(args[0], "/ \t\n") {
+		return usageErrorf("upgrade ID %q is not valid: use the upgradeId of the upgrade file", args[0])
+	}
+	return nil
+}
+
+func upgradeStartCommand(g *globals) *cobra.Command {
+	var file string
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "start -f upgrade.yaml",
+		Short: "Start an upgrade of one job from an upgrade file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				return usageErrorf("-f upgrade.yaml is required")
+			}
+			if timeout <= 0 {
+				return usageErrorf("--timeout=%s is not valid: use a positive duration such as 1h", timeout)
+			}
+			in, err := loadUpgradeFile(file)
+			if err != nil {
+				return err
+			}
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
+				ID: workflows.JobUpgradeWorkflowID(in.UpgradeID), TaskQueue: g.taskQueue,
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+				// Without it the SDK hands back the earlier run as if started.
+				WorkflowExecutionErrorWhenAlreadyStarted: true,
+				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindUpgrade)),
+				Memo:                                     map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket, "job": in.Job},
+			}, workflows.JobUpgradeWorkflowType, in)
+			if err != nil {
+				var started *serviceerror.WorkflowExecutionAlreadyStarted
+				if errors.As(err, &started) {
+					return fmt.Errorf("upgrade %q was already started once (upgrade IDs are never reused): %w", in.UpgradeID, err)
+				}
+				return fmt.Errorf("start upgrade: %w", err)
+			}
+			url := g.conn.ExecutionURL(run.GetID(), run.GetRunID())
+			if !wait {
+				if g.output == outputJSON {
+					return printJSON(cmd.OutOrStdout(), map[string]string{"upgradeId": in.UpgradeID, "workflowId": run.GetID(), "runId": run.GetRunID(), "url": url})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "upgrade %s of %s started (workflow %s)\nui        %s\nstatus    flinkmaint upgrade status %s\nrollback  %s\n",
+					in.UpgradeID, in.Job, run.GetID(), url, in.UpgradeID, rollbackCommand(in.UpgradeID))
+				return nil
+			}
+			if g.output != outputJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "upgrade %s of %s started (workflow %s), waiting up to %s\nui        %s\nrollback  %s\n",
+					in.UpgradeID, in.Job, run.GetID(), timeout, url, rollbackCommand(in.UpgradeID))
+			}
+			ctx, cancel := contextWithTimeout(cmd, timeout)
+			defer cancel()
+			st, runErr := upgradeOutcome(func(out *workflows.UpgradeState) error { return run.Get(ctx, out) })
+			if runErr != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
+				return workflowFailedError{fmt.Errorf("upgrade %s did not finish within --timeout=%s; it goes on: flinkmaint upgrade status %s\n  %s",
+					in.UpgradeID, timeout, in.UpgradeID, url)}
+			}
+			if st != nil {
+				if g.output == outputJSON {
+					if err := printJSON(cmd.OutOrStdout(), st); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout())
+					if err := printUpgradeState(cmd.OutOrStdout(), st); err != nil {
+						return err
+					}
+				}
+			}
+			if runErr != nil {
+				return workflowFailedError{fmt.Errorf("%s\n  %s", upgradeEnding(in.UpgradeID, st, runErr), url)}
+			}
+			if g.output != outputJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nupgrade %s committed: %s runs the new version as job %s\n", in.UpgradeID, st.Job.Key, newVersionJobID(st))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "upgrade file (YAML)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the upgrade to end and print its outcome")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Hour, "how long --wait waits")
+	return cmd
+}
+
+// upgradeOutcome reads an upgrade's end: the result of a committed run,
+// the error's details of one rolled back or failed (when they hold the
+// state). The error is kept for a run that did not commit.
+func upgradeOutcome(get func(*workflows.UpgradeState) error) (*workflows.UpgradeState, error) {
+	var st workflows.UpgradeState
+	runErr := get(&st)
+	if runErr == nil {
+		return &st, nil
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(runErr, &appErr) && (appErr.Type() == workflows.ErrTypeUpgradeRolledBack || appErr.Type() == workflows.ErrTypeUpgradeFailed) && appErr.HasDetails() {
+		var d workflows.UpgradeState
+		if err := appErr.Details(&d); err == nil {
+			return &d, runErr
+		}
+	}
+	return nil, runErr
+}
+
+// upgradeEnding says how an upgrade that did not commit ended: rolled
+// back (reason, and the previous version's job), or failed.
+func upgradeEnding(id string, st *workflows.UpgradeState, runErr error) string {
+	msg := runErr.Error()
+	var appErr *temporal.ApplicationError
+	if errors.As(runErr, &appErr) {
+		msg = appErr.Message()
+		if appErr.Type() == workflows.ErrTypeUpgradeRolledBack && st != nil && st.Rollback != nil {
+			return fmt.Sprintf("upgrade %s rolled back: %s (by %s); the previous version runs as job %s",
+				id, st.Rollback.Reason, st.Rollback.By, rollbackJobID(st.Rollback))
+		}
+	}
+	return fmt.Sprintf("upgrade %s failed: %s", id, msg)
+}
+
+// newVersionJobID is the job the new version runs as.
+func newVersionJobID(st *workflows.UpgradeState) string {
+	if st.Healthy != nil && st.Healthy.JobID != "" {
+		return st.Healthy.JobID
+	}
+	return st.NewJobID
+}
+
+// rollbackJobID is the job the previous version runs as after a rollback.
+func rollbackJobID(rb *workflows.UpgradeRollback) string {
+	if rb.Healthy != nil && rb.Healthy.JobID != "" {
+		return rb.Healthy.JobID
+	}
+	return rb.JobID
+}
+
+func rollbackCommand(id string) string {
+	return fmt.Sprintf("flinkmaint upgrade rollback %s --by NAME --reason TEXT", id)
+}
+
+func upgradeStatusCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status UPGRADE-ID",
+		Short: "Show an upgrade's phase, versions, savepoint, pending decision and rollback (also after it ended)",
+		Args:  upgradeIDArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, ending, err := upgradeStatus(cmd.Context(), g, args[0])
+			if err != nil {
+				return err
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			if err := printUpgradeState(cmd.OutOrStdout(), st); err != nil {
+				return err
+			}
+			if ending != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "outcome    %s\n", ending)
+			}
+			return nil
+		},
+	}
+}
+
+// upgradeStatus asks the worker for a running upgrade's state; a closed
+// one's state comes from Temporal (the result, or the details of the
+// error it ended with), else from a worker replaying it. ending says how
+// a closed upgrade that did not commit ended.
+func upgradeStatus(ctx context.Context, g *globals, id string) (*workflows.UpgradeState, string, error) {
+	c, err := g.dial(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer c.Close()
+	wid := workflows.JobUpgradeWorkflowID(id)
+	d, err := c.DescribeWorkflow(ctx, wid, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, "", fmt.Errorf("no upgrade %s (workflow %s not found)", id, wid)
+		}
+		return nil, "", fmt.Errorf("status of upgrade %s: %w", id, err)
+	}
+	query := func(ctx context.Context) (*workflows.UpgradeState, error) {
+		v, err := c.QueryWorkflow(ctx, wid, "", workflows.QueryUpgradeStatus)
+		if err != nil {
+			return nil, err
+		}
+		var st workflows.UpgradeState
+		if err := v.Get(&st); err != nil {
+			return nil, err
+		}
+		return &st, nil
+	}
+	if d.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		st, err := query(ctx)
+		if err != nil {
+			return nil, "", fmt.Errorf("status of upgrade %s: %w", id, err)
+		}
+		return st, "", nil
+	}
+	run := c.GetWorkflow(ctx, wid, "")
+	st, runErr := upgradeOutcome(func(out *workflows.UpgradeState) error { return run.Get(ctx, out) })
+	ending := ""
+	if runErr != nil {
+		ending = upgradeEnding(id, st, runErr)
+	}
+	if st != nil {
+		return st, ending, nil
+	}
+	// Ended without its state in Temporal (failed before the job was
+	// stopped, terminated): a worker can still answer by replaying it.
+	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, qerr := query(qctx)
+	if qerr != nil {
+		return nil, "", fmt.Errorf("%s\n  (upgrade %s ended %s without its state in Temporal, and no worker answered the status query: %v)",
+			ending, id, strings.ToLower(d.Status.String()), qerr)
+	}
+	return st, ending, nil
+}
+
+// printUpgradeState writes an upgrade's state for people.
+func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
+	ew := &errWriter{w: w}
+	p := ew.printf
+	p("upgrade    %s\nphase      %s\n", st.UpgradeID, st.Phase)
+	if st.Job.Key != "" {
+		p("job        %s", st.Job.Label())
+		if st.Job.Tenant != "" {
+			p(" (tenant %s)", st.Job.Tenant)
+		}
+		p("\nold job    %s\nold recipe %s\n", dash(st.Job.JobID), recipeText(st.Job.Restart))
+	}
+	if st.NewRecipe.Kind != "" || st.NewRecipe.Jar != "" {
+		p("new recipe %s\n", recipeText(st.NewRecipe))
+	}
+	p("savepoint  %s\n", dash(st.Savepoint))
+	if st.NewJobID != "" || st.StartAttempts > 0 {
+		p("new job    %s (start attempts %d)", dash(newVersionJobID(st)), st.StartAttempts)
+		if st.Healthy != nil {
+			p(", healthy: checkpoint %d after the restore", st.Healthy.CheckpointID)
+		}
+		p("\n")
+	}
+	if st.GateError != "" {
+		p("gate error %s\n", st.GateError)
+	}
+	if len(st.Unmatched) > 0 {
+		p("unmatched  %s (operators whose state the new version cannot map)\n", strings.Join(st.Unmatched, ", "))
+	}
+	if rb := st.Rollback; rb != nil {
+		p("rollback   by %s: %s\n", rb.By, rb.Reason)
+		if id := rollbackJobID(rb); id != "" {
+			p("           previous version as job %s (attempts %d)", id, rb.Attempts)
+			if rb.Healthy != nil {
+				p(", healthy")
+			}
+			p("\n")
+		}
+		if rb.NewVersionSavepoint != "" {
+			p("           new version's savepoint (kept, not used): %s\n", rb.NewVersionSavepoint)
+		}
+		if rb.Error != "" {
+			p("           error: %s\n", rb.Error)
+		}
+	}
+	if pd := st.Pending; pd != nil {
+		p("waiting    %s since %s\n           %s\n           allowed: %s\n", pd.Kind, pd.Since.Format("2006-01-02 15:04:05"), pd.Reason, strings.Join(pd.Allowed, ", "))
+		for _, a := range pd.Allowed {
+			p("           answer: flinkmaint upgrade decide %s --action %s --by NAME --reason TEXT\n", st.UpgradeID, a)
+		}
+	}
+	if requested := rollbackRequested(st); requested != nil && st.Rollback == nil {
+		p("rollback   asked by %s: %s (not started yet)\n", requested.By, requested.Reason)
+	} else if st.Rollback == nil && (st.Phase == workflows.UpgradePhaseStart || st.Phase == workflows.UpgradePhaseHold) {
+		p("rollback   possible now: %s\n", rollbackCommand(st.UpgradeID))
+	}
+	p("recorded   %s (the new recipe as the job's recipe of record)\n", yesNo(st.RecipeRecorded))
+	p("manifest   %s\n", dash(st.ManifestPath))
+	for _, d := range st.Decisions {
+		what := d.Kind
+		if d.Action != "" {
+			what += " " + d.Action
+		}
+		p("decision   %s %s by %s", d.At.Format("2006-01-02 15:04:05"), what, d.By)
+		if d.Reason != "" {
+			p(": %s", d.Reason)
+		}
+		p("\n")
+	}
+	for _, n := range st.Notes {
+		p("note       %s\n", n)
+	}
+	if !st.StartedAt.IsZero() {
+		p("started    %s\n", st.StartedAt.Format("2006-01-02 15:04:05"))
+	}
+	if !st.FinishedAt.IsZero() {
+		p("finished   %s\n", st.FinishedAt.Format("2006-01-02 15:04:05"))
+	}
+	return ew.err
+}
+
+// rollbackRequested is the rollback an operator asked for, if any; the
+// state shows it in its decisions before the rollback starts.
+func rollbackRequested(st *workflows.UpgradeState) *workflows.DecisionRecord {
+	for i := range st.Decisions {
+		if st.Decisions[i].Kind == workflows.UpdateRollback {
+			return &st.Decisions[i]
+		}
+	}
+	return nil
+}
+
+// errWriter keeps the first write error of a series of prints.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...interface{}) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+func recipeText(r inventory.RestartRecipe) string {
+	var parts []string
+	if r.Jar != "" {
+		parts = append(parts, "jar "+r.Jar)
+	}
+	if r.EntryClass != "" {
+		parts = append(parts, "entry "+r.EntryClass)
+	}
+	if len(r.ProgramArgs) > 0 {
+		parts = append(parts, fmt.Sprintf("args %q", r.ProgramArgs))
+	}
+	if r.Parallelism > 0 {
+		parts = append(parts, fmt.Sprintf("parallelism %d", r.Parallelism))
+	}
+	if r.AllowNonRestoredState {
+		parts = append(parts, "allowNonRestoredState")
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func upgradeRollbackCommand(g *globals) *cobra.Command {
+	var by, reason string
+	cmd := &cobra.Command{
+		Use:   "rollback UPGRADE-ID --reason TEXT [--by NAME]",
+		Short: "Go back to the previous version while the new one starts or is held after commit",
+		Args:  upgradeIDArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(by) == "" || strings.TrimSpace(reason) == "" {
+				return usageErrorf("--reason is required and --by must not be empty: both are recorded in the upgrade's manifest")
+			}
+			st, err := sendUpgradeUpdate(cmd.Context(), g, args[0], workflows.UpdateRollback, workflows.RollbackRequest{By: by, Reason: reason})
+			if err != nil {
+				return err
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "rollback accepted by upgrade %s (phase %s)\nfollow    flinkmaint upgrade status %s\n", args[0], st.Phase, args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", operator(), "who asks (recorded; default FLINKMAINT_OPERATOR, else the login name)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded; required)")
+	return cmd
+}
+
+func upgradeDecideCommand(g *globals) *cobra.Command {
+	var action, by, reason string
+	cmd := &cobra.Command{
+		Use:   "decide UPGRADE-ID --action ACTION --reason TEXT [--by NAME]",
+		Short: "Answer the decision an upgrade waits for (upgrade status shows the allowed actions)",
+		Args:  upgradeIDArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if action == "" {
+				return usageErrorf("--action is required: one of the actions `flinkmaint upgrade status %s` lists as allowed (such as rollback, allow-non-restored-state, retry, resume or abort)", args[0])
+			}
+			if strings.TrimSpace(by) == "" || strings.TrimSpace(reason) == "" {
+				return usageErrorf("--reason is required and --by must not be empty: both are recorded in the upgrade's manifest")
+			}
+			st, err := sendUpgradeUpdate(cmd.Context(), g, args[0], workflows.UpdateDecide, workflows.DecideRequest{Action: action, By: by, Reason: reason})
+			if err != nil {
+				return err
+			}
+			if g.output == outputJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s accepted by upgrade %s (phase %s)\nfollow    flinkmaint upgrade status %s\n", action, args[0], st.Phase, args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&action, "action", "", "one of the allowed actions of the pending decision (required)")
+	cmd.Flags().StringVar(&by, "by", operator(), "who decides (recorded; default FLINKMAINT_OPERATOR, else the login name)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded; required)")
+	return cmd
+}
+
+// sendUpgradeUpdate sends an update to a running upgrade and returns the
+// state it answers with. The upgrade's refusal (wrong phase, action not
+// allowed now) is returned as such, with a hint when a pending decision
+// is the way to say the same.
+func sendUpgradeUpdate(ctx context.Context, g *globals, id, name string, arg interface{}) (*workflows.UpgradeState, error) {
+	c, err := g.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	wid := workflows.JobUpgradeWorkflowID(id)
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: wid, UpdateName: name, Args: []interface{}{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		var st workflows.UpgradeState
+		if err = h.Get(ctx, &st); err == nil {
+			return &st, nil
+		}
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil, fmt.Errorf("%s: upgrade %s is not running (ended, or never started): see flinkmaint upgrade status %s: %w", name, id, id, err)
+	}
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		return nil, fmt.Errorf("%s on upgrade %s: %w", name, id, err)
+	}
+	msg := fmt.Sprintf("%s refused by upgrade %s: %s", name, id, appErr.Message())
+	if name == workflows.UpdateRollback {
+		// A decision that allows rollback takes it through decide.
+		if v, qerr := c.QueryWorkflow(ctx, wid, "", workflows.QueryUpgradeStatus); qerr == nil {
+			var st workflows.UpgradeState
+			if v.Get(&st) == nil && st.Pending != nil {
+				for _, a := range st.Pending.Allowed {
+					if a == workflows.ActionRollback {
+						msg += fmt.Sprintf("\n  the upgrade waits for a %s decision that allows rollback: flinkmaint upgrade decide %s --action rollback --by NAME --reason TEXT",
+							st.Pending.Kind, id)
+					}
+				}
+			}
+		}
+	}
+	return nil, errors.New(msg)
+}
