@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -66,8 +67,12 @@ func TestJobUpgradeOnRealPeers(t *testing.T) {
 	_, commitID := d.start(ctx, ca, commit, ckpts, "", "", nil)
 	d.checkpointed(ctx, fc, commitID, 1)
 	var st workflows.UpgradeState
-	if err := start(commit, "--value-bytes", "300").Get(ctx, &st); err != nil {
+	run := start(commit, "--value-bytes", "300")
+	if err := run.Get(ctx, &st); err != nil {
 		t.Fatalf("upgrade of %s: %v", commit, err)
+	}
+	if dir := os.Getenv(sandbox.EnvCaptureHistory); dir != "" {
+		sandbox.CaptureHistory(t, tmp.Client, run.GetID(), run.GetRunID(), dir+"/upgrade.json.gz")
 	}
 	running(st.NewJobID, "new version")
 	if st.Phase != workflows.UpgradePhaseCommitted || st.Healthy == nil || strings.TrimRight(st.Healthy.RestoredFrom, "/") != strings.TrimRight(st.Savepoint, "/") {
@@ -110,7 +115,7 @@ func TestJobUpgradeOnRealPeers(t *testing.T) {
 	// 3. A changed operator uid pauses with the operator named.
 	_, renamedID := d.start(ctx, ca, renamed, ckpts, "", "", nil)
 	d.checkpointed(ctx, fc, renamedID, 1)
-	run := start(renamed, "--state-uid", "keyed-payload-state-v2")
+	run = start(renamed, "--state-uid", "keyed-payload-state-v2")
 	var pending workflows.UpgradeState
 	d.waitFor(ctx, 3*time.Minute, "the unmatched-state decision", func() (bool, string) {
 		v, err := tmp.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryUpgradeStatus)
