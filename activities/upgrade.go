@@ -139,9 +139,42 @@ func (a *Activities) RecordRecipe(ctx context.Context, in RecordRecipeInput) err
 	if err != nil {
 		return err
 	}
-	err = store.Put(ctx, catalog.RecipeRecord{Job: catalog.LogicalJob{Tenant: in.Job.Tenant, Cluster: in.Job.ClusterID, Job: in.Job.JobName},
-		Base: in.Base, Recipe: in.Recipe, UpgradeID: in.UpgradeID, At: a.now().UTC()})
-	return classify("record the recipe of "+in.Job.Key, err)
+	rec := catalog.RecipeRecord{Job: catalog.LogicalJob{Tenant: in.Job.Tenant, Cluster: in.Job.ClusterID, Job: in.Job.JobName},
+		Base: in.Base, Recipe: in.Recipe, UpgradeID: in.UpgradeID, At: a.now().UTC()}
+	old, err := recipeRecordOf(ctx, store, in.Job)
+	if err != nil {
+		return err
+	}
+	switch {
+	case old == nil:
+	case old.UpgradeID == in.UpgradeID:
+		return nil // a retry: written already
+	default:
+		// The running recipe came from an earlier upgrade's record: the
+		// inventory still holds that record's base, which this record must
+		// name to keep resolving; a rollback restores the earlier record.
+		if catalog.SameRecipe(old.Recipe, in.Base) {
+			rec.Base = old.Base
+		}
+		prev := *old
+		prev.Previous = nil
+		rec.Previous = &prev
+	}
+	return classify("record the recipe of "+in.Job.Key, store.Put(ctx, rec))
+}
+
+// recipeRecordOf is the job's recipe record, nil when it has none.
+func recipeRecordOf(ctx context.Context, store catalog.RecipeStore, job JobTarget) (*catalog.RecipeRecord, error) {
+	list, err := store.List(ctx)
+	if err != nil {
+		return nil, classify("read the recipe records of tenant "+job.Tenant, err)
+	}
+	for _, r := range list {
+		if r.Job.Cluster == job.ClusterID && r.Job.Job == job.JobName {
+			return &r, nil
+		}
+	}
+	return nil, nil
 }
 
 // ForgetRecipeInput names the upgrade whose recipe of record a rollback
@@ -151,24 +184,22 @@ type ForgetRecipeInput struct {
 	UpgradeID string
 }
 
-// ForgetRecipe removes the job's recipe of record if this upgrade wrote
-// it, so the job restarts with the inventory's recipe again; a record of
-// another upgrade is left alone.
+// ForgetRecipe undoes this upgrade's recipe of record: the record it
+// replaced comes back, or, when there was none, the job restarts with the
+// inventory's recipe again. A record of another upgrade is left alone.
 func (a *Activities) ForgetRecipe(ctx context.Context, in ForgetRecipeInput) error {
 	store, err := a.recipeStore(ctx, in.Job.Tenant)
 	if err != nil {
 		return err
 	}
-	list, err := store.List(ctx)
-	if err != nil {
-		return classify("read the recipe records of tenant "+in.Job.Tenant, err)
+	r, err := recipeRecordOf(ctx, store, in.Job)
+	if err != nil || r == nil || r.UpgradeID != in.UpgradeID {
+		return err
 	}
-	for _, r := range list {
-		if r.Job.Cluster == in.Job.ClusterID && r.Job.Job == in.Job.JobName && r.UpgradeID == in.UpgradeID {
-			return classify("remove the recipe record of "+in.Job.Key, store.Remove(ctx, r.Job))
-		}
+	if r.Previous != nil {
+		return classify("restore the recipe record of "+in.Job.Key, store.Put(ctx, *r.Previous))
 	}
-	return nil
+	return classify("remove the recipe record of "+in.Job.Key, store.Remove(ctx, r.Job))
 }
 
 // recipeStore is the recipe records of a tenant.

@@ -75,3 +75,59 @@ func TestDiscoverJobsRestartsWithTheRecipeOfRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestRecipeRecordsOfSuccessiveUpgrades: a second upgrade of a job keeps
+// resolving against the inventory's recipe, and its rollback brings back
+// the first upgrade's recipe, not the inventory's.
+func TestRecipeRecordsOfSuccessiveUpgrades(t *testing.T) {
+	root := t.TempDir()
+	guard, err := storage.NewGuard(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe := func(jar string) inventory.RestartRecipe {
+		return inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: jar, EntryClass: "C"}
+	}
+	inv := inventory.Inventory{Tenants: []inventory.Tenant{{Name: "a", Root: root}},
+		Clusters: []inventory.Cluster{{Tenant: "a", ClusterID: "c1", RESTURL: "http://c1", Jobs: []inventory.JobSpec{{Name: "orders", Restart: recipe("/v1.jar")}}}}}
+	jobs := []flink.JobOverview{{ID: "a0000000000000000000000000000000", Name: "orders", State: flink.JobRunning}}
+	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
+	running := func() string {
+		t.Helper()
+		var res DiscoverJobsResult
+		if err := runActivity(t, a, a.DiscoverJobs, DiscoverJobsInput{}, &res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Jobs) != 1 {
+			t.Fatalf("discovered %+v, skipped %+v; want orders", res.Jobs, res.Skipped)
+		}
+		return res.Jobs[0].Restart.Jar
+	}
+	upgrade := func(id, jar string) JobTarget {
+		t.Helper()
+		job := JobTarget{Key: "c1/orders", Tenant: "a", ClusterID: "c1", JobName: "orders", Restart: recipe(running())}
+		for range 2 { // a retried activity writes once
+			if err := runActivity(t, a, a.RecordRecipe, RecordRecipeInput{Job: job, Base: job.Restart, Recipe: recipe(jar), UpgradeID: id}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return job
+	}
+	upgrade("u2", "/v2.jar")
+	job := upgrade("u3", "/v3.jar")
+	if got := running(); got != "/v3.jar" {
+		t.Fatalf("after two upgrades the job restarts with %s; want /v3.jar", got)
+	}
+	if err := runActivity(t, a, a.ForgetRecipe, ForgetRecipeInput{Job: job, UpgradeID: "u2"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := running(); got != "/v3.jar" {
+		t.Fatalf("forgetting an older upgrade changed the recipe to %s; want /v3.jar kept", got)
+	}
+	if err := runActivity(t, a, a.ForgetRecipe, ForgetRecipeInput{Job: job, UpgradeID: "u3"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := running(); got != "/v2.jar" {
+		t.Fatalf("after rolling back the second upgrade the job restarts with %s; want the first upgrade's /v2.jar", got)
+	}
+}

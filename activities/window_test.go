@@ -62,7 +62,7 @@ func runActivity(t *testing.T, a *Activities, fn interface{}, in interface{}, ou
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
 	v, err := env.ExecuteActivity(fn, in)
-	if err != nil {
+	if err != nil || out == nil { // nil: an activity that returns only an error
 		return err
 	}
 	return v.Get(out)

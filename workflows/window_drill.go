@@ -197,6 +197,7 @@ func (r *windowRun) proveSavepoints(ctx workflow.Context) error {
 				}
 				if ans.Action == ActionResume {
 					r.st.Notes = append(r.st.Notes, fmt.Sprintf("storage proof of the savepoints waived by %s: %s", ans.By, ans.Reason))
+					r.waiveProofs(func(j *JobProgress) bool { return j.ProofState == "" })
 					return nil
 				}
 				break // retry: the jobs not yet proven are listed again
@@ -242,7 +243,22 @@ func (r *windowRun) proveSavepoints(ctx workflow.Context) error {
 				ans.By, j.SavepointPath, j.ProofError, ans.Job))
 		case ActionResume:
 			r.st.Notes = append(r.st.Notes, fmt.Sprintf("%s restarts %d job(s) whose savepoint failed the storage proof: %s", ans.By, len(failed), ans.Reason))
+			r.waiveProofs(func(j *JobProgress) bool { return j.ProofState == StepFailed })
 			return nil
+		}
+	}
+}
+
+// ProofWaived marks a savepoint an operator let the window restart from
+// without a passing proof; a run that continues as new does not ask again.
+const ProofWaived = "waived"
+
+// waiveProofs marks the proofs of the restartable jobs pred selects waived.
+func (r *windowRun) waiveProofs(pred func(*JobProgress) bool) {
+	for i := range r.st.Jobs {
+		j := &r.st.Jobs[i]
+		if j.SavepointState == StepDone && j.RestartState != StepSkipped && pred(j) {
+			j.ProofState = ProofWaived
 		}
 	}
 }

@@ -281,3 +281,28 @@ func TestWindowDrillPolicyValidation(t *testing.T) {
 		t.Errorf("canary defaults %+v (%v); want the restart's health", in.Policy.Drill, err)
 	}
 }
+
+// An operator may restart from a savepoint that failed its proof; the
+// waiver is kept in the state, so a run that continues as new does not ask
+// again.
+func TestWindowRestartsFromAWaivedProof(t *testing.T) {
+	f := newDrillFixture(t, 2)
+	f.badProof["hdfs://nn/sp/savepoint-job-a"] = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	in.Policy.Drill.ProveSavepoints = true
+	f.env.RegisterDelayedCallback(func() {
+		f.update(UpdateDecide, DecideRequest{Action: ActionResume, By: "op", Reason: "the file is in the trash, restored by hand"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	for _, j := range rep.Jobs {
+		want := StepDone
+		if j.Target.Key == "cluster-a/job-a" {
+			want = ProofWaived
+		}
+		if j.ProofState != want || j.RestartState != StepDone {
+			t.Errorf("%s proof %s restart %s; want proof %s, restarted", j.Target.Key, j.ProofState, j.RestartState, want)
+		}
+	}
+}

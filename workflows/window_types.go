@@ -327,7 +327,7 @@ type JobProgress struct {
 	StoppedAt          time.Time `json:"stoppedAt,omitempty"`
 	// ProofState is the storage proof of the savepoint
 	// (policy.drill.proveSavepoints): done when it passed, failed with
-	// ProofError saying which files fail.
+	// ProofError saying which files fail, or waived by an operator.
 	ProofState string `json:"proofState,omitempty"`
 	ProofError string `json:"proofError,omitempty"`
 

@@ -29,6 +29,9 @@ type RecipeRecord struct {
 	Recipe    inventory.RestartRecipe `json:"recipe"`
 	UpgradeID string                  `json:"upgradeId"`
 	At        time.Time               `json:"at"`
+	// Previous is the record this one replaced, restored when its upgrade
+	// rolls back (itself without a Previous: one step back is kept).
+	Previous *RecipeRecord `json:"previous,omitempty"`
 }
 
 // Resolution is what a recipe record makes of the inventory's recipe.
@@ -48,13 +51,18 @@ const (
 // Resolve says which recipe a job restarts with.
 func (r RecipeRecord) Resolve(inv inventory.RestartRecipe) Resolution {
 	switch {
-	case reflect.DeepEqual(normal(inv), normal(r.Recipe)):
+	case SameRecipe(inv, r.Recipe):
 		return UseInventory
-	case reflect.DeepEqual(normal(inv), normal(r.Base)):
+	case SameRecipe(inv, r.Base):
 		return UseRecorded
 	default:
 		return Conflict
 	}
+}
+
+// SameRecipe says two recipes start the same job the same way.
+func SameRecipe(a, b inventory.RestartRecipe) bool {
+	return reflect.DeepEqual(normal(a), normal(b))
 }
 
 // normal makes nil and empty argument lists compare equal.
