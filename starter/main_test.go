@@ -84,6 +84,7 @@ func TestWindowFileErrorsNameTheField(t *testing.T) {
 	for name, tc := range map[string]struct{ body, want string }{
 		"unknown key":   {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    concurency: 2\n", "concurency"},
 		"bad duration":  {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: soon\n", "soon"},
+		"bare number":   {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: 30\n", "duration 30 has no unit"},
 		"bad policy":    {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    onFailure: cancel\n", "policy.savepoint.onFailure"},
 		"missing field": {"windowId: w\nreason: r\n", "policy.manifestDir"},
 	} {

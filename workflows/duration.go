@@ -18,16 +18,19 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalJSON writes Go duration syntax.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// UnmarshalJSON accepts Go duration syntax or integer nanoseconds.
+// UnmarshalJSON accepts Go duration syntax. A bare number other than 0 is
+// refused: "soak: 30" in a file would otherwise mean 30 nanoseconds.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		var n int64
-		if err2 := json.Unmarshal(b, &n); err2 != nil {
-			return fmt.Errorf("duration %s: use a string such as \"30s\", \"5m\" or \"1h\"", b)
+		var n float64
+		if err2 := json.Unmarshal(b, &n); err2 == nil && n == 0 {
+			*d = 0
+			return nil
+		} else if err2 == nil {
+			return fmt.Errorf("duration %s has no unit: write it as %ss, %sm or %sh", b, b, b, b)
 		}
-		*d = Duration(n)
-		return nil
+		return fmt.Errorf("duration %s: use a string such as \"30s\", \"5m\" or \"1h\"", b)
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
