@@ -90,3 +90,25 @@ type ResumeResult struct {
 	AlreadyRunning          bool
 	ConflictRetries         int
 }
+
+// JobSpecChange is what an upgrade changes in a FlinkDeployment's or
+// FlinkSessionJob's spec while the job is suspended. Empty fields are left
+// as they are; Unset removes flinkConfiguration keys (a change's inverse
+// uses it for keys that did not exist).
+type JobSpecChange struct {
+	// Image is spec.image (FlinkDeployment only).
+	Image string `json:"image,omitempty"`
+	// JarURI, Args (nil keeps them; empty clears them) and Parallelism are
+	// in spec.job.
+	JarURI      string   `json:"jarURI,omitempty"`
+	Args        []string `json:"args,omitempty"`
+	Parallelism int      `json:"parallelism,omitempty"`
+	// FlinkConfiguration keys are set in spec.flinkConfiguration.
+	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+	Unset              []string          `json:"unset,omitempty"`
+}
+
+// Empty says the change changes nothing.
+func (c JobSpecChange) Empty() bool {
+	return c.Image == "" && c.JarURI == "" && c.Args == nil && c.Parallelism == 0 && len(c.FlinkConfiguration) == 0 && len(c.Unset) == 0
+}

@@ -187,6 +187,7 @@ type fakeOperator struct {
 	suspends int
 	resumes  int
 	restored string // the path it restored from on resume
+	nonce    int64  // the savepointRedeployNonce it last acted on
 }
 
 func (f *fakeOperator) run(ctx context.Context, t *testing.T) {
@@ -246,9 +247,15 @@ func (f *fakeOperator) reconcile(ctx context.Context) error {
 	case st.SpecState == SpecStateRunning && st.JobState != JobStateRunning:
 		time.Sleep(f.delay)
 		// FKO restores from the upgrade savepoint it recorded, or from
-		// initialSavepointPath when it has none.
+		// initialSavepointPath when it has none or when a new
+		// savepointRedeployNonce asks for a redeploy from it.
 		restored := st.UpgradeSavepointPath
-		if restored == "" {
+		nonce, _, _ := unstructured.NestedInt64(u.Object, "spec", "job", "savepointRedeployNonce")
+		f.mu.Lock()
+		redeploy := nonce != f.nonce
+		f.nonce = nonce
+		f.mu.Unlock()
+		if restored == "" || redeploy {
 			restored = st.InitialSavepointPath
 		}
 		jobStatus["state"] = JobStateRunning

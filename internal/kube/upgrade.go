@@ -1,0 +1,178 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// JobSpecChange is the shared model of an upgrade's spec change.
+type JobSpecChange = inventory.JobSpecChange
+
+// ChangeJobSpec applies change to a suspended job's resource and returns
+// its inverse: applied the same way, it puts back exactly what was there
+// (keys that did not exist are unset). It refuses a job that is not
+// suspended: the operator would upgrade it on its own terms, and the
+// savepoint it restores from would not be the one the caller holds.
+// Applying a change that is already in place changes nothing, so a retry
+// is safe; the inverse it returns then is the one of the first call only
+// if the caller kept it, which is why callers record it before retrying.
+func (c *Client) ChangeJobSpec(ctx context.Context, ref inventory.ObjectRef, change JobSpecChange) (JobSpecChange, error) {
+	var inverse JobSpecChange
+	gvr, err := c.operatorClient(ref)
+	if err != nil {
+		return inverse, err
+	}
+	if change.Image != "" && ref.Kind != KindFlinkDeployment {
+		return inverse, &ConfigError{Field: "image", Value: change.Image, Valid: "empty for a " + ref.Kind + ": only a FlinkDeployment has spec.image"}
+	}
+	if change.Parallelism < 0 {
+		return inverse, &ConfigError{Field: "parallelism", Value: strconv.Itoa(change.Parallelism), Valid: "a positive number, or 0 to keep it"}
+	}
+	_, err = c.updateJob(ctx, gvr, ref, func(u *unstructured.Unstructured, job map[string]any) (bool, error) {
+		inverse = JobSpecChange{}
+		if st := statusOf(u); st.SpecState != SpecStateSuspended {
+			return false, kindError("change spec", describe(ref), ErrPrecondition, "spec.job.state is %q: suspend the job with a savepoint first", st.SpecState)
+		}
+		changed := false
+		if change.Image != "" {
+			old, _, _ := unstructured.NestedString(u.Object, "spec", "image")
+			if old == "" {
+				return false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.image is not set, so setting it could not be undone: set it in the resource first")
+			}
+			if old != change.Image {
+				inverse.Image, changed = old, true
+				if err := unstructured.SetNestedField(u.Object, change.Image, "spec", "image"); err != nil {
+					return false, kindError("change spec", describe(ref), ErrInvalidInput, "set spec.image: %v", err)
+				}
+			}
+		}
+		if change.JarURI != "" {
+			old, _ := job["jarURI"].(string)
+			if old == "" {
+				return false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.job.jarURI is not set, so setting it could not be undone: set it in the resource first")
+			}
+			if old != change.JarURI {
+				inverse.JarURI, changed = old, true
+				job["jarURI"] = change.JarURI
+			}
+		}
+		if change.Args != nil {
+			old, _, _ := unstructured.NestedStringSlice(job, "args")
+			if fmt.Sprint(old) != fmt.Sprint(change.Args) {
+				inverse.Args, changed = append([]string{}, old...), true
+				args := make([]any, len(change.Args))
+				for i, a := range change.Args {
+					args[i] = a
+				}
+				job["args"] = args
+			}
+		}
+		if change.Parallelism != 0 {
+			old, _, _ := unstructured.NestedInt64(job, "parallelism")
+			if old == 0 {
+				return false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.job.parallelism is not set, so setting it could not be undone: set it in the resource first")
+			}
+			if old != int64(change.Parallelism) {
+				inverse.Parallelism, changed = int(old), true
+				job["parallelism"] = int64(change.Parallelism)
+			}
+		}
+		if len(change.FlinkConfiguration) > 0 || len(change.Unset) > 0 {
+			conf, _, _ := unstructured.NestedStringMap(u.Object, "spec", "flinkConfiguration")
+			if conf == nil {
+				conf = map[string]string{}
+			}
+			keys := make([]string, 0, len(change.FlinkConfiguration))
+			for k := range change.FlinkConfiguration {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				old, had := conf[k]
+				if had && old == change.FlinkConfiguration[k] {
+					continue
+				}
+				if had {
+					if inverse.FlinkConfiguration == nil {
+						inverse.FlinkConfiguration = map[string]string{}
+					}
+					inverse.FlinkConfiguration[k] = old
+				} else {
+					inverse.Unset = append(inverse.Unset, k)
+				}
+				conf[k], changed = change.FlinkConfiguration[k], true
+			}
+			for _, k := range change.Unset {
+				if old, had := conf[k]; had {
+					if inverse.FlinkConfiguration == nil {
+						inverse.FlinkConfiguration = map[string]string{}
+					}
+					inverse.FlinkConfiguration[k] = old
+					delete(conf, k)
+					changed = true
+				}
+			}
+			if err := unstructured.SetNestedStringMap(u.Object, conf, "spec", "flinkConfiguration"); err != nil {
+				return false, kindError("change spec", describe(ref), ErrInvalidInput, "set spec.flinkConfiguration: %v", err)
+			}
+		}
+		return changed, nil
+	})
+	return inverse, err
+}
+
+// Redeploy starts a suspended job from savepointPath, which need not be the
+// savepoint the operator recorded at suspend (a rollback restores the
+// previous version from the savepoint taken before the upgrade): it sets
+// spec.job.initialSavepointPath and a new spec.job.savepointRedeployNonce,
+// which makes the operator redeploy from that path rather than from its own
+// record, and waits until the job runs.
+func (c *Client) Redeploy(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts WaitOptions) (ResumeResult, error) {
+	res := ResumeResult{Resource: ref, SavepointPath: savepointPath, SetInitialSavepointPath: true}
+	gvr, err := c.operatorClient(ref)
+	if err != nil {
+		return res, err
+	}
+	if err := inventory.ValidateStorageURI("savepointPath", savepointPath, true); err != nil {
+		return res, &ConfigError{Field: "savepointPath", Value: savepointPath, Valid: "a savepoint directory URI, such as hdfs://nn:8020/savepoints/savepoint-abc123-0123456789ab"}
+	}
+	if opts, err = waitDefaults(opts); err != nil {
+		return res, err
+	}
+	res.ConflictRetries, err = c.updateJob(ctx, gvr, ref, func(u *unstructured.Unstructured, job map[string]any) (bool, error) {
+		st := statusOf(u)
+		if st.SpecState == SpecStateRunning {
+			if st.InitialSavepointPath == savepointPath {
+				res.AlreadyRunning = true // a retry after our own update
+				return false, nil
+			}
+			return false, kindError("redeploy", describe(ref), ErrPrecondition, "spec.job.state is running from %q: suspend the job with a savepoint first", st.InitialSavepointPath)
+		}
+		nonce, _, _ := unstructured.NestedInt64(job, "savepointRedeployNonce")
+		job["state"] = SpecStateRunning
+		job["upgradeMode"] = UpgradeModeSavepoint
+		job["initialSavepointPath"] = savepointPath
+		job["savepointRedeployNonce"] = nonce + 1
+		return true, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	err = c.waitFor(ctx, gvr, ref, opts, "job RUNNING redeployed from "+savepointPath, func(st OperatorStatus) (bool, error) {
+		if st.SpecState != SpecStateRunning || st.InitialSavepointPath != savepointPath {
+			return false, kindError("redeploy", describe(ref), ErrPrecondition, "spec.job was changed by someone else while waiting (state %q, initialSavepointPath %q)", st.SpecState, st.InitialSavepointPath)
+		}
+		if st.JobState != JobStateRunning || st.LifecycleState == "SUSPENDED" {
+			return false, nil
+		}
+		res.JobState = st.JobState
+		return true, nil
+	})
+	return res, err
+}
