@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -20,111 +21,150 @@ type JobSpecChange = inventory.JobSpecChange
 // suspended: the operator would upgrade it on its own terms, and the
 // savepoint it restores from would not be the one the caller holds.
 // Applying a change that is already in place changes nothing, so a retry
-// is safe; the inverse it returns then is the one of the first call only
-// if the caller kept it, which is why callers record it before retrying.
+// is safe, but its inverse is then empty: callers take the inverse from
+// SpecChangeInverse before the job is stopped.
 func (c *Client) ChangeJobSpec(ctx context.Context, ref inventory.ObjectRef, change JobSpecChange) (JobSpecChange, error) {
 	var inverse JobSpecChange
 	gvr, err := c.operatorClient(ref)
 	if err != nil {
 		return inverse, err
 	}
-	if change.Image != "" && ref.Kind != KindFlinkDeployment {
-		return inverse, &ConfigError{Field: "image", Value: change.Image, Valid: "empty for a " + ref.Kind + ": only a FlinkDeployment has spec.image"}
-	}
-	if change.Parallelism < 0 {
-		return inverse, &ConfigError{Field: "parallelism", Value: strconv.Itoa(change.Parallelism), Valid: "a positive number, or 0 to keep it"}
+	if err := validateChange(ref, change); err != nil {
+		return inverse, err
 	}
 	_, err = c.updateJob(ctx, gvr, ref, func(u *unstructured.Unstructured, job map[string]any) (bool, error) {
-		inverse = JobSpecChange{}
 		if st := statusOf(u); st.SpecState != SpecStateSuspended {
 			return false, kindError("change spec", describe(ref), ErrPrecondition, "spec.job.state is %q: suspend the job with a savepoint first", st.SpecState)
 		}
-		changed := false
-		if change.Image != "" {
-			old, _, _ := unstructured.NestedString(u.Object, "spec", "image")
-			if old == "" {
-				return false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.image is not set, so setting it could not be undone: set it in the resource first")
-			}
-			if old != change.Image {
-				inverse.Image, changed = old, true
-				if err := unstructured.SetNestedField(u.Object, change.Image, "spec", "image"); err != nil {
-					return false, kindError("change spec", describe(ref), ErrInvalidInput, "set spec.image: %v", err)
-				}
-			}
-		}
-		if change.JarURI != "" {
-			old, _ := job["jarURI"].(string)
-			if old == "" {
-				return false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.job.jarURI is not set, so setting it could not be undone: set it in the resource first")
-			}
-			if old != change.JarURI {
-				inverse.JarURI, changed = old, true
-				job["jarURI"] = change.JarURI
-			}
-		}
-		if change.Args != nil {
-			old, _, _ := unstructured.NestedStringSlice(job, "args")
-			if fmt.Sprint(old) != fmt.Sprint(change.Args) {
-				inverse.Args, changed = append([]string{}, old...), true
-				args := make([]any, len(change.Args))
-				for i, a := range change.Args {
-					args[i] = a
-				}
-				job["args"] = args
-			}
-		}
-		if change.Parallelism != 0 {
-			old, _, _ := unstructured.NestedInt64(job, "parallelism")
-			if old == 0 {
-				return false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.job.parallelism is not set, so setting it could not be undone: set it in the resource first")
-			}
-			if old != int64(change.Parallelism) {
-				inverse.Parallelism, changed = int(old), true
-				job["parallelism"] = int64(change.Parallelism)
-			}
-		}
-		if len(change.FlinkConfiguration) > 0 || len(change.Unset) > 0 {
-			conf, _, _ := unstructured.NestedStringMap(u.Object, "spec", "flinkConfiguration")
-			if conf == nil {
-				conf = map[string]string{}
-			}
-			keys := make([]string, 0, len(change.FlinkConfiguration))
-			for k := range change.FlinkConfiguration {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				old, had := conf[k]
-				if had && old == change.FlinkConfiguration[k] {
-					continue
-				}
-				if had {
-					if inverse.FlinkConfiguration == nil {
-						inverse.FlinkConfiguration = map[string]string{}
-					}
-					inverse.FlinkConfiguration[k] = old
-				} else {
-					inverse.Unset = append(inverse.Unset, k)
-				}
-				conf[k], changed = change.FlinkConfiguration[k], true
-			}
-			for _, k := range change.Unset {
-				if old, had := conf[k]; had {
-					if inverse.FlinkConfiguration == nil {
-						inverse.FlinkConfiguration = map[string]string{}
-					}
-					inverse.FlinkConfiguration[k] = old
-					delete(conf, k)
-					changed = true
-				}
-			}
-			if err := unstructured.SetNestedStringMap(u.Object, conf, "spec", "flinkConfiguration"); err != nil {
-				return false, kindError("change spec", describe(ref), ErrInvalidInput, "set spec.flinkConfiguration: %v", err)
-			}
-		}
-		return changed, nil
+		inv, changed, cerr := applySpecChange(ref, u, job, change)
+		inverse = inv
+		return changed, cerr
 	})
 	return inverse, err
+}
+
+func validateChange(ref inventory.ObjectRef, change JobSpecChange) error {
+	if change.Image != "" && ref.Kind != KindFlinkDeployment {
+		return &ConfigError{Field: "image", Value: change.Image, Valid: "empty for a " + ref.Kind + ": only a FlinkDeployment has spec.image"}
+	}
+	if change.Parallelism < 0 {
+		return &ConfigError{Field: "parallelism", Value: strconv.Itoa(change.Parallelism), Valid: "a positive number, or 0 to keep it"}
+	}
+	return nil
+}
+
+// SpecChangeInverse is what ChangeJobSpec would return for change, read
+// without writing anything, whatever state the job is in: an upgrade
+// records it before it stops the job, so a rollback can undo the change
+// even when the worker that applied it died before it could say.
+func (c *Client) SpecChangeInverse(ctx context.Context, ref inventory.ObjectRef, change JobSpecChange) (JobSpecChange, error) {
+	gvr, err := c.operatorClient(ref)
+	if err != nil {
+		return JobSpecChange{}, err
+	}
+	if err := validateChange(ref, change); err != nil {
+		return JobSpecChange{}, err
+	}
+	u, err := c.dyn.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return JobSpecChange{}, newError("get", describe(ref), err)
+	}
+	job, ok, err := unstructured.NestedMap(u.Object, "spec", "job")
+	if err != nil || !ok {
+		return JobSpecChange{}, kindError("read spec", describe(ref), ErrInvalidInput, "it has no spec.job")
+	}
+	inverse, _, err := applySpecChange(ref, u, job, change)
+	return inverse, err
+}
+
+// applySpecChange changes u (and its spec.job, job) as change says and
+// returns the inverse and whether anything changed.
+func applySpecChange(ref inventory.ObjectRef, u *unstructured.Unstructured, job map[string]any, change JobSpecChange) (JobSpecChange, bool, error) {
+	var inverse JobSpecChange
+	changed := false
+	if change.Image != "" {
+		old, _, _ := unstructured.NestedString(u.Object, "spec", "image")
+		if old == "" {
+			return inverse, false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.image is not set, so setting it could not be undone: set it in the resource first")
+		}
+		if old != change.Image {
+			inverse.Image, changed = old, true
+			if err := unstructured.SetNestedField(u.Object, change.Image, "spec", "image"); err != nil {
+				return inverse, false, kindError("change spec", describe(ref), ErrInvalidInput, "set spec.image: %v", err)
+			}
+		}
+	}
+	if change.JarURI != "" {
+		old, _ := job["jarURI"].(string)
+		if old == "" {
+			return inverse, false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.job.jarURI is not set, so setting it could not be undone: set it in the resource first")
+		}
+		if old != change.JarURI {
+			inverse.JarURI, changed = old, true
+			job["jarURI"] = change.JarURI
+		}
+	}
+	if change.Args != nil {
+		old, _, _ := unstructured.NestedStringSlice(job, "args")
+		if fmt.Sprint(old) != fmt.Sprint(change.Args) {
+			inverse.Args, changed = append([]string{}, old...), true
+			args := make([]any, len(change.Args))
+			for i, a := range change.Args {
+				args[i] = a
+			}
+			job["args"] = args
+		}
+	}
+	if change.Parallelism != 0 {
+		old, _, _ := unstructured.NestedInt64(job, "parallelism")
+		if old == 0 {
+			return inverse, false, kindError("change spec", describe(ref), ErrInvalidInput, "spec.job.parallelism is not set, so setting it could not be undone: set it in the resource first")
+		}
+		if old != int64(change.Parallelism) {
+			inverse.Parallelism, changed = int(old), true
+			job["parallelism"] = int64(change.Parallelism)
+		}
+	}
+	if len(change.FlinkConfiguration) > 0 || len(change.Unset) > 0 {
+		conf, _, _ := unstructured.NestedStringMap(u.Object, "spec", "flinkConfiguration")
+		if conf == nil {
+			conf = map[string]string{}
+		}
+		keys := make([]string, 0, len(change.FlinkConfiguration))
+		for k := range change.FlinkConfiguration {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			old, had := conf[k]
+			if had && old == change.FlinkConfiguration[k] {
+				continue
+			}
+			if had {
+				if inverse.FlinkConfiguration == nil {
+					inverse.FlinkConfiguration = map[string]string{}
+				}
+				inverse.FlinkConfiguration[k] = old
+			} else {
+				inverse.Unset = append(inverse.Unset, k)
+			}
+			conf[k], changed = change.FlinkConfiguration[k], true
+		}
+		for _, k := range change.Unset {
+			if old, had := conf[k]; had {
+				if inverse.FlinkConfiguration == nil {
+					inverse.FlinkConfiguration = map[string]string{}
+				}
+				inverse.FlinkConfiguration[k] = old
+				delete(conf, k)
+				changed = true
+			}
+		}
+		if err := unstructured.SetNestedStringMap(u.Object, conf, "spec", "flinkConfiguration"); err != nil {
+			return inverse, false, kindError("change spec", describe(ref), ErrInvalidInput, "set spec.flinkConfiguration: %v", err)
+		}
+	}
+	return inverse, changed, nil
 }
 
 // Redeploy starts a suspended job from savepointPath, which need not be the

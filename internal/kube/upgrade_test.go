@@ -46,6 +46,10 @@ func TestUpgradeSpecAndRedeployWithOperator(t *testing.T) {
 		t.Fatalf("change of a running job: %v; want ErrPrecondition", err)
 	}
 	before := spec()
+	dry, err := c.SpecChangeInverse(e.ctx, r, change)
+	if err != nil || !reflect.DeepEqual(spec(), before) {
+		t.Fatalf("the inverse read ahead: %v, or it changed the spec", err)
+	}
 
 	if _, err := c.Suspend(e.ctx, r, fastWait); err != nil {
 		t.Fatal(err)
@@ -56,8 +60,8 @@ func TestUpgradeSpecAndRedeployWithOperator(t *testing.T) {
 	}
 	want := JobSpecChange{Image: "flink:1.20", JarURI: "local:///opt/flink/examples/streaming/StateMachineExample.jar", Args: []string{}, Parallelism: 2,
 		FlinkConfiguration: map[string]string{"taskmanager.numberOfTaskSlots": "2"}, Unset: []string{"execution.checkpointing.interval"}}
-	if !reflect.DeepEqual(inverse, want) {
-		t.Fatalf("inverse %+v; want %+v", inverse, want)
+	if !reflect.DeepEqual(inverse, want) || !reflect.DeepEqual(dry, want) {
+		t.Fatalf("inverse %+v, read ahead %+v; want %+v", inverse, dry, want)
 	}
 	again, err := c.ChangeJobSpec(e.ctx, r, change)
 	if err != nil || !again.Empty() {
