@@ -22,6 +22,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+
+	"github.com/flinkmaint/flinkmaint/internal/redact"
 )
 
 // Environment variables of the worker (Temporal's are in temporalconn).
@@ -348,7 +350,7 @@ func (d Drill) validate(writable []string) []error {
 	var errs []error
 	if d.ClusterRESTURL != "" {
 		if u, err := url.Parse(d.ClusterRESTURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("drill.clusterRestUrl=%q: use the drill session cluster's REST URL, such as http://flink-drill:8081", d.ClusterRESTURL))
+			errs = append(errs, fmt.Errorf("drill.clusterRestUrl=%q: use the drill session cluster's REST URL, such as http://flink-drill:8081", redact.URL(d.ClusterRESTURL)))
 		}
 	}
 	if d.Root != "" {

@@ -3,12 +3,15 @@ package flink
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/redact"
 )
 
 // Defaults applied by New when the option is zero.
@@ -133,16 +136,21 @@ func (o Options) baseURL() (*url.URL, error) {
 	}
 	u, err := url.Parse(o.BaseURL)
 	if err != nil {
-		return nil, &OptionsError{Field: "BaseURL", Value: o.BaseURL, Problem: "is not a URL", Err: err}
+		// url.Error repeats the whole URL, credentials and all.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, &OptionsError{Field: "BaseURL", Value: redact.URL(o.BaseURL), Problem: "is not a URL", Err: err}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, &OptionsError{Field: "BaseURL", Value: o.BaseURL, Problem: "scheme must be http or https"}
+		return nil, &OptionsError{Field: "BaseURL", Value: u.Redacted(), Problem: "scheme must be http or https"}
 	}
 	if u.Host == "" {
-		return nil, &OptionsError{Field: "BaseURL", Value: o.BaseURL, Problem: "has no host"}
+		return nil, &OptionsError{Field: "BaseURL", Value: u.Redacted(), Problem: "has no host"}
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, &OptionsError{Field: "BaseURL", Value: o.BaseURL, Problem: "must not have a query or fragment"}
+		return nil, &OptionsError{Field: "BaseURL", Value: u.Redacted(), Problem: "must not have a query or fragment"}
 	}
 	if u.User != nil {
 		return nil, &OptionsError{Field: "BaseURL", Value: u.Redacted(), Problem: "must not carry credentials; use BasicAuth"}

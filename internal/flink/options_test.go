@@ -66,6 +66,17 @@ func TestOptionsValidation(t *testing.T) {
 	}
 }
 
+// A base URL that carries a password never shows it, whatever else is
+// wrong with it.
+func TestOptionsErrorsHideCredentials(t *testing.T) {
+	for _, raw := range []string{"http://alice:s3cret@jm:8081/", "http://alice:s3cret@[::1", "ftp://alice:s3cret@jm/", "http://alice:s3cret@jm/?q=1", "http://alice:s3cret@/x"} {
+		_, err := New(Options{BaseURL: raw})
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "BaseURL") {
+			t.Errorf("%s: %v; want an error on BaseURL without the password", raw, err)
+		}
+	}
+}
+
 func TestAuthHeaders(t *testing.T) {
 	scenarios := map[string]struct {
 		mod  func(*Options)

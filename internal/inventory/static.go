@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/flinkmaint/flinkmaint/internal/redact"
 )
 
 // ErrInvalid is matched (errors.Is) by every FieldError.
@@ -208,7 +210,10 @@ func ValidateName(field, v string) error {
 func ValidateRESTURL(field, v string) error {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return &FieldError{Field: field, Value: v, Valid: "an http:// or https:// URL with a host, such as http://flink-rest.team-a:8081"}
+		return &FieldError{Field: field, Value: redact.URL(v), Valid: "an http:// or https:// URL with a host, such as http://flink-rest.team-a:8081"}
+	}
+	if u.User != nil {
+		return &FieldError{Field: field, Value: redact.URL(v), Valid: "a URL without user or password: the worker's flink settings hold the credentials"}
 	}
 	return nil
 }

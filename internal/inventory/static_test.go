@@ -117,6 +117,20 @@ func TestParseStaticRejects(t *testing.T) {
 			},
 			field: "clusters[0].restUrl",
 		},
+		"rest url with a password": {
+			edit: func(s string) string {
+				return strings.Replace(s, "restUrl: http://127.0.0.1:8081", "restUrl: http://ops:s3cret@127.0.0.1:8081", 1)
+			},
+			field:     "clusters[0].restUrl",
+			wantInMsg: "ops:xxxxx@",
+		},
+		"unparseable rest url with a password": {
+			edit: func(s string) string {
+				return strings.Replace(s, "restUrl: http://127.0.0.1:8081", "restUrl: http://ops:s3cret@[::1", 1)
+			},
+			field:     "clusters[0].restUrl",
+			wantInMsg: "xxxxx@",
+		},
 		"relative checkpoint dir": {
 			edit: func(s string) string {
 				return strings.Replace(s, "checkpointDir: hdfs://127.0.0.1:9000/user/app/team-a/checkpoints", "checkpointDir: checkpoints", 1)
@@ -174,6 +188,9 @@ func TestParseStaticRejects(t *testing.T) {
 			}
 			if tc.wantInMsg != "" && !strings.Contains(err.Error(), tc.wantInMsg) {
 				t.Fatalf("error %q does not mention %q", err, tc.wantInMsg)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error %q shows a password", err)
 			}
 		})
 	}
