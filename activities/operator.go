@@ -187,3 +187,91 @@ func (a *Activities) heartbeatWhile(ctx context.Context, detail string, call fun
 		}
 	}
 }
+
+// OperatorSpecChangeInput is an upgrade's change to an operator job's spec.
+type OperatorSpecChangeInput struct {
+	Job    JobTarget
+	Change inventory.JobSpecChange
+}
+
+// ReadSpecInverse reads what undoes an upgrade's spec change, before the
+// job is stopped: the upgrade records it, so a rollback undoes the change
+// even when the worker that applied it died before it could say.
+func (a *Activities) ReadSpecInverse(ctx context.Context, in OperatorSpecChangeInput) (inventory.JobSpecChange, error) {
+	ref, err := a.operatorRef(in.Job, 0)
+	if err != nil {
+		return inventory.JobSpecChange{}, err
+	}
+	if in.Change.Empty() {
+		return inventory.JobSpecChange{}, nonRetryable(ErrTypeInvalidInput, "job %s: the spec change is empty: give the new image, jarURI, args, parallelism or flinkConfiguration", in.Job.Key)
+	}
+	inv, err := a.Operator.SpecChangeInverse(ctx, ref, in.Change)
+	if err != nil {
+		return inventory.JobSpecChange{}, classify(fmt.Sprintf("read the spec of %s %s/%s", ref.Kind, ref.Namespace, ref.Name), err)
+	}
+	return inv, nil
+}
+
+// ChangeOperatorSpec applies an upgrade's change (or its inverse) to a
+// suspended operator job; applying it again changes nothing.
+func (a *Activities) ChangeOperatorSpec(ctx context.Context, in OperatorSpecChangeInput) error {
+	ref, err := a.operatorRef(in.Job, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Operator.ChangeJobSpec(ctx, ref, in.Change); err != nil {
+		return classify(fmt.Sprintf("change the spec of %s %s/%s", ref.Kind, ref.Namespace, ref.Name), err)
+	}
+	return nil
+}
+
+// RedeployJob starts a suspended operator job from exactly SavepointPath,
+// whatever savepoint the operator recorded since (a rollback restores the
+// previous version from the savepoint taken before the upgrade).
+func (a *Activities) RedeployJob(ctx context.Context, in ResumeJobInput) (RestartJobResult, error) {
+	ref, err := a.operatorRef(in.Job, in.Timeout)
+	if err != nil {
+		return RestartJobResult{}, err
+	}
+	what := fmt.Sprintf("redeploy %s %s/%s of job %s from %s", ref.Kind, ref.Namespace, ref.Name, in.Job.Key, in.SavepointPath)
+	var res OperatorResumeResult
+	var st OperatorJobStatus
+	err = a.heartbeatWhile(ctx, "waiting for the operator to redeploy "+in.Job.Key, func(ctx context.Context) error {
+		var err error
+		if res, err = a.Operator.Redeploy(ctx, ref, in.SavepointPath, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval}); err != nil {
+			return err
+		}
+		st, err = a.Operator.OperatorStatus(ctx, ref)
+		return err
+	})
+	if err != nil {
+		return RestartJobResult{}, classify(what, err)
+	}
+	if st.JobID == "" {
+		return RestartJobResult{}, temporal.NewApplicationError(
+			fmt.Sprintf("%s: the operator reports the job %s but no status.jobStatus.jobId", what, st.JobState), ErrTypeOperatorUnavailable)
+	}
+	return RestartJobResult{JobID: st.JobID, Reattached: res.AlreadyRunning}, nil
+}
+
+// DiscardJobInput names an operator job a rollback ends without a
+// savepoint.
+type DiscardJobInput struct {
+	Job     JobTarget
+	Timeout time.Duration
+}
+
+// DiscardJob suspends an operator job without a savepoint and waits until
+// it stopped: a rollback's last resort for a new version whose savepoint
+// failed. Safe to retry: a suspended job is left as it is.
+func (a *Activities) DiscardJob(ctx context.Context, in DiscardJobInput) error {
+	ref, err := a.operatorRef(in.Job, in.Timeout)
+	if err != nil {
+		return err
+	}
+	err = a.heartbeatWhile(ctx, "waiting for the operator to stop "+in.Job.Key, func(ctx context.Context) error {
+		_, err := a.Operator.Discard(ctx, ref, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval})
+		return err
+	})
+	return classify(fmt.Sprintf("stop %s %s/%s of job %s without a savepoint", ref.Kind, ref.Namespace, ref.Name, in.Job.Key), err)
+}

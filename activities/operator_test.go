@@ -69,7 +69,7 @@ func (e *operatorEnv) run(fn, in, out interface{}) error {
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(e.acts)
 	v, err := env.ExecuteActivity(fn, in)
-	if err != nil {
+	if err != nil || out == nil { // nil: an activity that returns only an error
 		return err
 	}
 	return v.Get(out)
@@ -136,6 +136,7 @@ type testOperator struct {
 	suspends int
 	resumes  int
 	restored string
+	nonce    int64 // the savepointRedeployNonce it last acted on
 }
 
 func (o *testOperator) run(ctx context.Context, t *testing.T) {
@@ -188,7 +189,12 @@ func (o *testOperator) reconcile(ctx context.Context) error {
 	case specState == kube.SpecStateRunning && jobState != kube.JobStateRunning:
 		time.Sleep(200 * time.Millisecond)
 		restored, _ := jobStatus["upgradeSavepointPath"].(string)
-		if restored == "" {
+		nonce, _, _ := unstructured.NestedInt64(u.Object, "spec", "job", "savepointRedeployNonce")
+		o.mu.Lock()
+		redeploy := nonce != o.nonce
+		o.nonce = nonce
+		o.mu.Unlock()
+		if restored == "" || redeploy { // a new nonce redeploys from initialSavepointPath
 			restored, _, _ = unstructured.NestedString(u.Object, "spec", "job", "initialSavepointPath")
 		}
 		jobStatus["state"] = kube.JobStateRunning
@@ -285,6 +291,55 @@ func TestSuspendAndResumeJobThroughOperator(t *testing.T) {
 	suspends, resumes, restored := op.counts()
 	if suspends != 1 || resumes != 1 || restored != op.savepoint {
 		t.Fatalf("operator saw %d suspends, %d resumes, restored from %q; want 1, 1, %s", suspends, resumes, restored, op.savepoint)
+	}
+}
+
+// TestUpgradeActivitiesThroughOperator: the inverse of a spec change is
+// read before the stop; the change goes in while suspended; a rollback
+// undoes it and redeploys the previous version from the pre-upgrade
+// savepoint although the operator recorded another.
+func TestUpgradeActivitiesThroughOperator(t *testing.T) {
+	e := newOperatorEnv(t, "act-up")
+	job := e.flinkDeployment("orders", runningStatus(), kube.SpecStateRunning)
+	op := &testOperator{dyn: e.dyn, ns: e.ns, name: "orders", savepoint: "hdfs://nn:8020/sp/savepoint-cdcdcd-000000000001", jobID: strings.Repeat("ab", 16)}
+	op.run(e.ctx, t)
+	var a *activities.Activities
+	change := inventory.JobSpecChange{FlinkConfiguration: map[string]string{"pipeline.max-parallelism": "256"}}
+	var inverse inventory.JobSpecChange
+	if err := e.run(a.ReadSpecInverse, activities.OperatorSpecChangeInput{Job: job, Change: change}, &inverse); err != nil {
+		t.Fatal(err)
+	}
+	if len(inverse.Unset) != 1 || inverse.Unset[0] != "pipeline.max-parallelism" {
+		t.Fatalf("inverse %+v; want the new key unset", inverse)
+	}
+	err := e.run(a.ChangeOperatorSpec, activities.OperatorSpecChangeInput{Job: job, Change: change}, nil)
+	appErr(t, err, activities.ErrTypeOperatorPrecondition, false, "suspend the job")
+	var sus activities.StopWithSavepointResult
+	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []inventory.JobSpecChange{change, change, inverse} { // a retry changes nothing
+		if err := e.run(a.ChangeOperatorSpec, activities.OperatorSpecChangeInput{Job: job, Change: c}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.run(a.DiscardJob, activities.DiscardJobInput{Job: job, Timeout: 30 * time.Second}, nil); err != nil {
+		t.Fatalf("discard of a suspended job: %v", err)
+	}
+	previous := "hdfs://nn:8020/sp/savepoint-cdcdcd-000000000000"
+	var res activities.RestartJobResult
+	if err := e.run(a.RedeployJob, activities.ResumeJobInput{Job: job, SavepointPath: previous, Timeout: 30 * time.Second}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, restored := op.counts(); restored != previous || res.JobID != op.jobID {
+		t.Fatalf("redeploy %+v restored from %s; want job %s from %s", res, restored, op.jobID, previous)
+	}
+	u, err := e.dyn.Resource(kube.FlinkDeploymentGVR).Namespace(e.ns).Get(e.ctx, "orders", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf, _, _ := unstructured.NestedStringMap(u.Object, "spec", "flinkConfiguration"); conf["pipeline.max-parallelism"] != "" {
+		t.Fatalf("flinkConfiguration %v after the inverse; want the key gone", conf)
 	}
 }
 

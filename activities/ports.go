@@ -105,6 +105,16 @@ type OperatorControl interface {
 	// Resume sets the job running so the operator restores it from
 	// savepointPath, and waits for RUNNING; idempotent.
 	Resume(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts OperatorWait) (OperatorResumeResult, error)
+	// SpecChangeInverse reads, without writing, what undoes change.
+	SpecChangeInverse(ctx context.Context, ref inventory.ObjectRef, change inventory.JobSpecChange) (inventory.JobSpecChange, error)
+	// ChangeJobSpec applies change to a suspended job's resource.
+	ChangeJobSpec(ctx context.Context, ref inventory.ObjectRef, change inventory.JobSpecChange) (inventory.JobSpecChange, error)
+	// Redeploy starts a suspended job from savepointPath, whatever
+	// savepoint the operator recorded, and waits for RUNNING.
+	Redeploy(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts OperatorWait) (OperatorResumeResult, error)
+	// Discard suspends the job without a savepoint and waits until it
+	// stopped; it returns the job state the operator reports.
+	Discard(ctx context.Context, ref inventory.ObjectRef, opts OperatorWait) (string, error)
 	// OperatorStatus reads what the operator reports on the resource.
 	OperatorStatus(ctx context.Context, ref inventory.ObjectRef) (OperatorJobStatus, error)
 	// SavepointMarks reads the savepoint records of the resource, so a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -310,7 +311,13 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 		}
 		p("\nold job    %s\nold recipe %s\n", dash(st.Job.JobID), recipeText(st.Job.Restart))
 	}
-	if st.NewRecipe.Kind != "" || st.NewRecipe.Jar != "" {
+	switch {
+	case st.SpecChange != nil:
+		p("new spec   %s\n", specChangeText(*st.SpecChange))
+		if st.SpecInverse != nil {
+			p("undone by  %s\n", specChangeText(*st.SpecInverse))
+		}
+	case st.NewRecipe.Kind != "" || st.NewRecipe.Jar != "":
 		p("new recipe %s\n", recipeText(st.NewRecipe))
 	}
 	p("savepoint  %s\n", dash(st.Savepoint))
@@ -540,4 +547,36 @@ func sendUpgradeUpdate(ctx context.Context, g *globals, id, name string, arg int
 		}
 	}
 	return nil, errors.New(msg)
+}
+
+// specChangeText is an operator job's spec change on one line.
+func specChangeText(c inventory.JobSpecChange) string {
+	var parts []string
+	if c.Image != "" {
+		parts = append(parts, "image "+c.Image)
+	}
+	if c.JarURI != "" {
+		parts = append(parts, "jarURI "+c.JarURI)
+	}
+	if c.Args != nil {
+		parts = append(parts, fmt.Sprintf("args %q", c.Args))
+	}
+	if c.Parallelism != 0 {
+		parts = append(parts, fmt.Sprintf("parallelism %d", c.Parallelism))
+	}
+	keys := make([]string, 0, len(c.FlinkConfiguration))
+	for k := range c.FlinkConfiguration {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+c.FlinkConfiguration[k])
+	}
+	for _, k := range c.Unset {
+		parts = append(parts, "unset "+k)
+	}
+	if len(parts) == 0 {
+		return "(nothing)"
+	}
+	return strings.Join(parts, ", ")
 }

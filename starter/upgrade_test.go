@@ -211,6 +211,16 @@ func TestPrintUpgradeState(t *testing.T) {
 	if strings.Contains(text, "possible now") || strings.Contains(text, "answer:") {
 		t.Errorf("a rolled-back upgrade offers no rollback or decision:\n%s", text)
 	}
+
+	st.SpecChange = &inventory.JobSpecChange{Image: "orders:2", FlinkConfiguration: map[string]string{"b": "2", "a": "1"}}
+	st.SpecInverse = &inventory.JobSpecChange{Image: "orders:1", Unset: []string{"a"}, FlinkConfiguration: map[string]string{"b": "1"}}
+	out.Reset()
+	if err := printUpgradeState(&out, &st); err != nil {
+		t.Fatal(err)
+	}
+	if text = out.String(); !strings.Contains(text, "new spec   image orders:2, a=1, b=2") || !strings.Contains(text, "undone by  image orders:1, b=1, unset a") {
+		t.Errorf("an operator job's spec change is not shown:\n%s", text)
+	}
 }
 
 // roundTrip sends err through Temporal's failure encoding, as the client

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // JobUpgradeWorkflow upgrades one REST-run job: preflight (the job runs,
@@ -231,9 +232,7 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 		}
 		return newInvalidInputError(fmt.Sprintf("job %s cannot be upgraded: %s", u.in.Job, why))
 	}
-	u.st.NewRecipe = u.in.Recipe.apply(u.st.Job.Restart)
-	if err := workflow.ExecuteActivity(u.short(ctx), a.CheckUpgrade,
-		activities.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil); err != nil {
+	if err := u.checkNewVersion(ctx); err != nil {
 		return err
 	}
 	for {
@@ -272,6 +271,39 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 			return errUpgradeAborted
 		}
 	}
+}
+
+// operator says the job is run by the Flink Kubernetes Operator: its new
+// version is a change to its resource's spec, not a REST recipe.
+func (u *upgradeRun) operator() bool {
+	return u.st.Job.Restart.Kind == inventory.RestartOperatorResume
+}
+
+// checkNewVersion checks the new version fits the job: a recipe whose jar
+// is there for a REST job; for an operator job a spec change, whose
+// inverse is read now, before the job stops.
+func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
+	var a *activities.Activities
+	hasSpec := u.in.Spec != nil && !u.in.Spec.Empty()
+	if !u.operator() {
+		if hasSpec {
+			return newInvalidInputError(fmt.Sprintf("job %s runs through Flink's REST API: give its new version as recipe, not spec", u.in.Job))
+		}
+		u.st.NewRecipe = u.in.Recipe.apply(u.st.Job.Restart)
+		return workflow.ExecuteActivity(u.short(ctx), a.CheckUpgrade,
+			activities.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil)
+	}
+	if !hasSpec {
+		return newInvalidInputError(fmt.Sprintf("job %s is run by the Flink Kubernetes Operator: give its new version as spec (image, jarURI, args, parallelism, flinkConfiguration), not recipe", u.in.Job))
+	}
+	var inverse inventory.JobSpecChange
+	if err := workflow.ExecuteActivity(u.short(ctx), a.ReadSpecInverse,
+		activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.in.Spec}).Get(ctx, &inverse); err != nil {
+		return err
+	}
+	u.st.NewRecipe = u.st.Job.Restart
+	u.st.SpecChange, u.st.SpecInverse = u.in.Spec, &inverse
+	return nil
 }
 
 // quota projects the new version's restart on the tenant's namespace
@@ -337,6 +369,15 @@ func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
 		job := u.st.Job
 		job.Restart = u.st.NewRecipe
 		u.st.NewJobID = flinkID(u.wid, job.Key, "restart", u.st.StartAttempts)
+		if u.operator() {
+			u.st.NewJobID = "" // the operator names it
+			var a *activities.Activities
+			if err := workflow.ExecuteActivity(u.short(ctx), a.ChangeOperatorSpec,
+				activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecChange}).Get(ctx, nil); err != nil {
+				// The job is suspended: go back rather than leave it stopped.
+				return &RollbackRequest{By: "flinkmaint", Reason: "the new spec could not be applied: " + errorText(err)}, nil
+			}
+		}
 		_ = u.writeManifest(ctx)
 		cctx, cancel := workflow.WithCancel(ctx)
 		cctx = workflow.WithChildOptions(cctx, jobChildOptions(withAttempt(u.wid+"/start", u.st.StartAttempts)))
@@ -357,11 +398,14 @@ func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
 		}
 		if err == nil {
 			u.st.Healthy, u.st.GateError = &res, ""
+			u.st.NewJobID = res.JobID
 			return nil, nil
 		}
 		u.st.GateError = errorText(err)
 		previous = u.st.NewJobID
-		if ops := unmatchedOperator.FindAllStringSubmatch(u.st.GateError, -1); len(ops) > 0 && !u.st.NewRecipe.AllowNonRestoredState {
+		// An operator job's resource says whether state may be dropped
+		// (spec.job.allowNonRestoredState): a person sets it there.
+		if ops := unmatchedOperator.FindAllStringSubmatch(u.st.GateError, -1); len(ops) > 0 && !u.st.NewRecipe.AllowNonRestoredState && !u.operator() {
 			u.st.Unmatched = nil
 			seen := map[string]bool{} // errors repeat their causes
 			for _, m := range ops {
@@ -408,7 +452,7 @@ func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
 	// start from the new version's own savepoints, which need no such leave.
 	recipe := u.st.NewRecipe
 	recipe.AllowNonRestoredState = false
-	for {
+	for !u.operator() { // an operator job's resource is its recipe of record
 		err := workflow.ExecuteActivity(u.short(ctx), a.RecordRecipe, activities.RecordRecipeInput{Job: u.st.Job, Base: u.st.Job.Restart,
 			Recipe: recipe, UpgradeID: u.in.UpgradeID}).Get(ctx, nil)
 		if err == nil {
@@ -448,18 +492,12 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 	u.st.Rollback = &UpgradeRollback{By: req.By, Reason: req.Reason}
 	u.setPhase(ctx, UpgradePhaseRollback)
 	rb := u.st.Rollback
-	newVersion := u.st.Job
-	newVersion.JobID = u.st.NewJobID
-	var ended activities.EndJobResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(u.in.SavepointTimeout.D()+u.in.Health.RunningTimeout.D())),
-		a.EndJob, activities.EndJobInput{Job: newVersion, TriggerID: flinkID(u.wid, newVersion.Key, "rollback-stop", 1),
-			Format: u.in.Format, RunID: u.wid}).Get(ctx, &ended); err != nil {
+	if err := u.endNewVersion(ctx); err != nil {
 		rb.Error = "the new version could not be ended: " + errorText(err)
 		u.setPhase(ctx, UpgradePhaseFailed)
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollback of %s: %s; the previous version was not started (no two versions run at once): end job %s by hand, then restart the previous recipe from %s",
-			u.st.Job.Key, rb.Error, u.st.NewJobID, u.st.Savepoint), ErrTypeUpgradeFailed, nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollback of %s: %s; the previous version was not started (no two versions run at once): end the new version by hand, then restart the previous recipe (the manifest has it) from %s",
+			u.st.Job.Key, rb.Error, u.st.Savepoint), ErrTypeUpgradeFailed, nil)
 	}
-	rb.NewVersionSavepoint = ended.Savepoint
 	if u.st.RecipeRecorded {
 		if err := workflow.ExecuteActivity(u.short(ctx), a.ForgetRecipe, activities.ForgetRecipeInput{Job: u.st.Job, UpgradeID: u.in.UpgradeID}).Get(ctx, nil); err != nil {
 			u.st.Notes = append(u.st.Notes, "the upgrade's recipe of record could not be removed: "+errorText(err)+"; the next window would restart the new version")
@@ -472,11 +510,9 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 		rb.Attempts++
 		rb.JobID = flinkID(u.wid+"-rollback", u.st.Job.Key, "restart", rb.Attempts)
 		_ = u.writeManifest(ctx)
-		cctx := workflow.WithChildOptions(ctx, jobChildOptions(withAttempt(u.wid+"/rollback", rb.Attempts)))
-		var res JobRestartResult
-		err := workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, JobRestartInput{WindowID: u.wid + "-rollback", Job: u.st.Job,
-			Attempt: rb.Attempts, SavepointPath: u.st.Savepoint, PreviousJobID: previous, Health: u.in.Health}).Get(ctx, &res)
+		res, err := u.restorePrevious(ctx, rb.Attempts, previous)
 		if err == nil {
+			rb.JobID = res.JobID
 			rb.Healthy, rb.Error = &res, ""
 			u.setPhase(ctx, UpgradePhaseRolledBack)
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("upgrade of %s rolled back (%s, by %s): the previous version runs as job %s from %s",
@@ -498,6 +534,71 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 	}
 }
 
+// endNewVersion ends the new version before the previous one starts. A
+// REST job is stopped with a savepoint if it runs, else cancelled. An
+// operator job is suspended with a savepoint, or, when that fails (a new
+// version that keeps failing takes none), without one; then its spec
+// change is undone.
+func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
+	var a *activities.Activities
+	rb := u.st.Rollback
+	if !u.operator() {
+		newVersion := u.st.Job
+		newVersion.JobID = u.st.NewJobID
+		var ended activities.EndJobResult
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(u.in.SavepointTimeout.D()+u.in.Health.RunningTimeout.D())),
+			a.EndJob, activities.EndJobInput{Job: newVersion, TriggerID: flinkID(u.wid, newVersion.Key, "rollback-stop", 1),
+				Format: u.in.Format, RunID: u.wid}).Get(ctx, &ended)
+		rb.NewVersionSavepoint = ended.Savepoint
+		return err
+	}
+	cctx := workflow.WithChildOptions(ctx, jobChildOptions(u.wid+"/rollback-savepoint"))
+	var sp JobSavepointResult
+	err := workflow.ExecuteChildWorkflow(cctx, JobSavepointWorkflowType, JobSavepointInput{WindowID: u.wid + "-rollback", Job: u.st.Job, Attempt: 1,
+		Format: u.in.Format, Timeout: u.in.SavepointTimeout}).Get(ctx, &sp)
+	if err == nil {
+		rb.NewVersionSavepoint = sp.SavepointPath
+	} else {
+		u.st.Notes = append(u.st.Notes, "the new version was stopped without a savepoint: "+errorText(err))
+		wait := operatorWait(u.in.Health.RunningTimeout.D())
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.DiscardJob,
+			activities.DiscardJobInput{Job: u.st.Job, Timeout: wait}).Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return workflow.ExecuteActivity(u.short(ctx), a.ChangeOperatorSpec,
+		activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecInverse}).Get(ctx, nil)
+}
+
+// restorePrevious starts the previous version from the pre-upgrade
+// savepoint and waits until it is healthy. An operator job is redeployed
+// from exactly that savepoint, whatever the operator recorded since.
+func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous string) (JobRestartResult, error) {
+	var a *activities.Activities
+	if !u.operator() {
+		cctx := workflow.WithChildOptions(ctx, jobChildOptions(withAttempt(u.wid+"/rollback", attempt)))
+		var res JobRestartResult
+		err := workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, JobRestartInput{WindowID: u.wid + "-rollback", Job: u.st.Job,
+			Attempt: attempt, SavepointPath: u.st.Savepoint, PreviousJobID: previous, Health: u.in.Health}).Get(ctx, &res)
+		return res, err
+	}
+	wait := operatorWait(u.in.Health.RunningTimeout.D())
+	var started activities.RestartJobResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.RedeployJob,
+		activities.ResumeJobInput{Job: u.st.Job, SavepointPath: u.st.Savepoint, Timeout: wait}).Get(ctx, &started); err != nil {
+		return JobRestartResult{}, err
+	}
+	h := u.in.Health
+	var healthy activities.AwaitHealthyResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(h)), a.AwaitHealthy, activities.AwaitHealthyInput{
+		RESTURL: u.st.Job.RESTURL, JobID: started.JobID, SavepointPath: u.st.Savepoint,
+		RunningTimeout: h.RunningTimeout.D(), CheckpointTimeout: h.CheckpointTimeout.D(), Soak: h.Soak.D(),
+	}).Get(ctx, &healthy); err != nil {
+		return JobRestartResult{JobID: started.JobID}, err
+	}
+	return JobRestartResult{JobID: started.JobID, RestoredFrom: healthy.RestoredFrom, CheckpointID: healthy.CheckpointID, CheckpointPath: healthy.CheckpointPath}, nil
+}
+
 // UpgradeManifest is the durable record of an upgrade a person can act on
 // without Temporal.
 type UpgradeManifest struct {
@@ -513,7 +614,12 @@ type UpgradeManifest struct {
 func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
 	var a *activities.Activities
 	m := UpgradeManifest{UpdatedAt: workflow.Now(ctx), Reason: u.in.Reason, Ticket: u.in.Ticket, State: u.st}
-	if u.st.Savepoint != "" {
+	switch {
+	case u.st.Savepoint == "":
+	case u.operator():
+		m.ByHand = fmt.Sprintf("suspend the resource (state.job.restart.resource), apply state.specInverse to its spec, then set spec.job.initialSavepointPath to %s, "+
+			"change spec.job.savepointRedeployNonce and set spec.job.state to running", u.st.Savepoint)
+	default:
 		m.ByHand = fmt.Sprintf("end job %s of the new version if it runs (stop with a savepoint), then run the previous recipe (state.job.restart) on %s from %s in NO_CLAIM mode",
 			u.st.NewJobID, u.st.Job.RESTURL, u.st.Savepoint)
 	}

@@ -37,8 +37,15 @@ type upgradeFixture struct {
 	// manifestBeforeStop says a manifest naming the previous jar was on
 	// storage when the job was stopped.
 	manifestBeforeStop bool
-	// healthyAfter makes the gate fail this many times before it passes.
+	// failGates makes the gate fail this many times before it passes.
 	failGates int
+	// calls are the operator activities in the order they ran; suspendFails
+	// makes suspends after the first fail; failJobs are job IDs whose gate
+	// fails.
+	calls        []string
+	specChanges  []inventory.JobSpecChange
+	suspendFails bool
+	failJobs     map[string]bool
 }
 
 var previousRecipe = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/jars/orders-v1.jar", EntryClass: "com.example.Orders",
@@ -58,7 +65,10 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		}
 		return activities.DiscoverJobsResult{Tenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
 			Jobs: []activities.JobTarget{{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a",
-				JobName: "orders", JobID: strings.Repeat("1", 32), SavepointDir: "hdfs://nn/sp", Restart: previousRecipe}},
+				JobName: "orders", JobID: strings.Repeat("1", 32), SavepointDir: "hdfs://nn/sp", Restart: previousRecipe},
+				{Key: "cluster-a/payments", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a", JobName: "payments",
+					JobID: strings.Repeat("2", 32), Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
+						Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-a", Name: "payments"}}}},
 			Skipped: []activities.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
 	})
 	env.OnActivity(a.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
@@ -90,6 +100,10 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		f.calls = append(f.calls, "gate "+in.JobID)
+		if f.failJobs[in.JobID] {
+			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", activities.ErrTypeJobUnhealthy, nil)
+		}
 		for _, s := range f.started {
 			if s.NewJobID == in.JobID && hasArg(s.Job.Restart, "--fail-on-restore") || f.failGates > 0 {
 				f.failGates--
@@ -121,6 +135,49 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		defer f.mu.Unlock()
 		f.forgotten = append(f.forgotten, in)
 		return nil
+	})
+	// The operator's side of an operator job.
+	env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(activities.OperatorSavepointMarks{}, nil)
+	env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, "suspend")
+		if f.suspendFails && f.stops > 0 {
+			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job FAILED: no savepoint", activities.ErrTypeOperatorLastStateFallback, nil)
+		}
+		f.stops++
+		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-payments-" + strings.Repeat("x", f.stops)}, nil
+	})
+	env.OnActivity(a.ReadSpecInverse, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OperatorSpecChangeInput) (inventory.JobSpecChange, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, "read-inverse")
+		return inventory.JobSpecChange{Image: "payments:1.0"}, nil
+	})
+	env.OnActivity(a.ChangeOperatorSpec, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OperatorSpecChangeInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, "change "+in.Change.Image)
+		f.specChanges = append(f.specChanges, in.Change)
+		return nil
+	})
+	env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ResumeJobInput) (activities.RestartJobResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, "resume "+in.SavepointPath)
+		return activities.RestartJobResult{JobID: "new-version"}, nil
+	})
+	env.OnActivity(a.DiscardJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscardJobInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, "discard")
+		return nil
+	})
+	env.OnActivity(a.RedeployJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ResumeJobInput) (activities.RestartJobResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, "redeploy "+in.SavepointPath)
+		return activities.RestartJobResult{JobID: "previous-version"}, nil
 	})
 	return f
 }
@@ -324,5 +381,81 @@ func TestUpgradeRefusesBadInputAndUnknownJobs(t *testing.T) {
 		if err := f.env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), want) || f.stops != 0 {
 			t.Errorf("upgrade of %s: %v, %d stops; want refused (%q) with nothing stopped", job, err, f.stops, want)
 		}
+	}
+}
+
+func operatorUpgradeInput() UpgradeInput {
+	in := upgradeInput()
+	in.Job, in.Recipe = "cluster-a/payments", UpgradeRecipe{}
+	in.Spec = &inventory.JobSpecChange{Image: "payments:2.0"}
+	return in
+}
+
+// An operator job's new version is a change to its resource: read its
+// inverse before the stop, apply it while suspended, resume from the
+// suspend savepoint; the resource stays the recipe of record.
+func TestUpgradeOfAnOperatorJobCommits(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, operatorUpgradeInput())
+	if err := f.env.GetWorkflowError(); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	var st UpgradeState
+	if err := f.env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	want := "read-inverse, suspend, change payments:2.0, resume hdfs://nn/sp/savepoint-payments-x, gate new-version"
+	if got := strings.Join(f.calls, ", "); got != want {
+		t.Fatalf("calls %s; want %s", got, want)
+	}
+	if st.Phase != UpgradePhaseCommitted || st.NewJobID != "new-version" || st.SpecInverse == nil || st.SpecInverse.Image != "payments:1.0" ||
+		st.RecipeRecorded || len(f.recorded) != 0 {
+		t.Fatalf("state %+v, recorded %v; want committed with the inverse kept and no recipe record", st, f.recorded)
+	}
+}
+
+// A failing new version of an operator job takes no savepoint: it is
+// stopped without one, its spec change undone, and the previous version
+// redeployed from the pre-upgrade savepoint.
+func TestUpgradeOfAnOperatorJobRollsBack(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.suspendFails = true
+	f.failJobs = map[string]bool{"new-version": true}
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, operatorUpgradeInput())
+	st := f.rolledBack()
+	want := "read-inverse, suspend, change payments:2.0, resume hdfs://nn/sp/savepoint-payments-x, gate new-version, " +
+		"suspend, discard, change payments:1.0, redeploy hdfs://nn/sp/savepoint-payments-x, gate previous-version"
+	if got := strings.Join(f.calls, ", "); got != want {
+		t.Fatalf("calls %s\nwant  %s", got, want)
+	}
+	if st.Rollback.JobID != "previous-version" || st.Rollback.NewVersionSavepoint != "" || len(st.Notes) == 0 {
+		t.Fatalf("rollback %+v notes %v; want the previous version back, no new-version savepoint, noted", st.Rollback, st.Notes)
+	}
+}
+
+func TestUpgradeRefusesTheWrongKindOfNewVersion(t *testing.T) {
+	for name, in := range map[string]UpgradeInput{
+		"recipe for an operator job": func() UpgradeInput {
+			in := operatorUpgradeInput()
+			in.Spec, in.Recipe = nil, UpgradeRecipe{Jar: "/x.jar"}
+			return in
+		}(),
+		"spec for a REST job": func() UpgradeInput {
+			in := upgradeInput()
+			in.Recipe = UpgradeRecipe{}
+			in.Spec = &inventory.JobSpecChange{Image: "x"}
+			return in
+		}(),
+	} {
+		f := newUpgradeFixture(t)
+		f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+		if err := f.env.GetWorkflowError(); err == nil || f.stops != 0 {
+			t.Errorf("%s: %v, %d stops; want refused before anything stops", name, err, f.stops)
+		}
+	}
+	in := upgradeInput("--x")
+	in.Spec = &inventory.JobSpecChange{Image: "x"}
+	if err := in.Validate(); err == nil || !strings.Contains(err.Error(), "recipe and spec are both given") {
+		t.Errorf("both: %v", err)
 	}
 }

@@ -71,8 +71,13 @@ type UpgradeInput struct {
 	Ticket    string `json:"ticket,omitempty"`
 	// Job is cluster/name, as in a window's job list.
 	Job string `json:"job"`
-	// Recipe is the new version; unset fields keep the running recipe's.
+	// Recipe is the new version of a job run through Flink's REST API;
+	// unset fields keep the running recipe's.
 	Recipe UpgradeRecipe `json:"recipe"`
+	// Spec is the new version of a job the Flink Kubernetes Operator runs:
+	// the change to its resource's spec (image, jarURI, args, parallelism,
+	// flinkConfiguration), applied while the job is suspended.
+	Spec *inventory.JobSpecChange `json:"spec,omitempty"`
 	// ManifestDir receives <upgradeId>/manifest.json, written before the
 	// job is stopped: the previous recipe and the savepoint to roll back
 	// to by hand if Temporal is gone. Required.
@@ -144,8 +149,16 @@ func (in *UpgradeInput) Validate() error {
 		problems = append(problems, fmt.Sprintf("job %q: use cluster/name", in.Job))
 	}
 	r := in.Recipe
-	if r.Jar == "" && r.EntryClass == "" && r.ProgramArgs == nil && r.Parallelism == 0 {
-		problems = append(problems, "recipe is empty: give the new version's jar, entryClass, programArgs or parallelism")
+	noRecipe := r.Jar == "" && r.EntryClass == "" && r.ProgramArgs == nil && r.Parallelism == 0
+	noSpec := in.Spec == nil || in.Spec.Empty()
+	switch {
+	case noRecipe && noSpec:
+		problems = append(problems, "recipe is empty: give the new version's jar, entryClass, programArgs or parallelism (or, for a job the Flink Kubernetes Operator runs, its spec change)")
+	case !noRecipe && !noSpec:
+		problems = append(problems, "recipe and spec are both given: recipe is for jobs run through Flink's REST API, spec for jobs the Flink Kubernetes Operator runs; give the one for this job")
+	}
+	if in.Spec != nil && in.Spec.Parallelism < 0 {
+		problems = append(problems, fmt.Sprintf("spec.parallelism=%d: use a positive number, or leave it out to keep the current one", in.Spec.Parallelism))
 	}
 	if r.Parallelism < 0 {
 		problems = append(problems, fmt.Sprintf("recipe.parallelism=%d: use a positive number, or leave it out to keep the current one", r.Parallelism))
@@ -202,6 +215,10 @@ type UpgradeState struct {
 	// Job is the job as found in preflight, with the previous recipe.
 	Job       activities.JobTarget    `json:"job"`
 	NewRecipe inventory.RestartRecipe `json:"newRecipe"`
+	// SpecChange and SpecInverse are, for an operator job, the change to
+	// its resource and what undoes it, read before the job is stopped.
+	SpecChange  *inventory.JobSpecChange `json:"specChange,omitempty"`
+	SpecInverse *inventory.JobSpecChange `json:"specInverse,omitempty"`
 	// Savepoint is the pre-upgrade savepoint: the new version starts from
 	// it, and a rollback restores the previous version from it.
 	Savepoint string `json:"savepoint,omitempty"`

@@ -136,6 +136,46 @@ func (k KubeOperator) Resume(ctx context.Context, ref inventory.ObjectRef, savep
 	return res, nil
 }
 
+// SpecChangeInverse reads what undoes change; see kube.Client.SpecChangeInverse.
+func (k KubeOperator) SpecChangeInverse(ctx context.Context, ref inventory.ObjectRef, change inventory.JobSpecChange) (inventory.JobSpecChange, error) {
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return inventory.JobSpecChange{}, operatorError(err)
+	}
+	inv, err := c.SpecChangeInverse(ctx, ref, change)
+	return inv, operatorError(err)
+}
+
+// ChangeJobSpec changes a suspended job's spec; see kube.Client.ChangeJobSpec.
+func (k KubeOperator) ChangeJobSpec(ctx context.Context, ref inventory.ObjectRef, change inventory.JobSpecChange) (inventory.JobSpecChange, error) {
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return inventory.JobSpecChange{}, operatorError(err)
+	}
+	inv, err := c.ChangeJobSpec(ctx, ref, change)
+	return inv, operatorError(err)
+}
+
+// Redeploy starts ref from savepointPath; see kube.Client.Redeploy.
+func (k KubeOperator) Redeploy(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts activities.OperatorWait) (activities.OperatorResumeResult, error) {
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return activities.OperatorResumeResult{}, operatorError(err)
+	}
+	res, err := c.Redeploy(ctx, ref, savepointPath, opts)
+	return res, operatorError(err)
+}
+
+// Discard suspends ref without a savepoint; see kube.Client.Discard.
+func (k KubeOperator) Discard(ctx context.Context, ref inventory.ObjectRef, opts activities.OperatorWait) (string, error) {
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return "", operatorError(err)
+	}
+	state, err := c.Discard(ctx, ref, opts)
+	return state, operatorError(err)
+}
+
 // OperatorStatus reads spec.job and status of ref.
 func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRef) (activities.OperatorJobStatus, error) {
 	c, err := k.Fleet.client(ref.KubeCluster)
@@ -208,7 +248,7 @@ func (k KubeOperator) SavepointMarks(ctx context.Context, ref inventory.ObjectRe
 // took the whole timeout, and a person should look before a window waits
 // that long again.
 func operatorError(err error) error {
-	if errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
 	final := func(reason string) error { return &activities.OperatorError{Reason: reason, Err: err} }

@@ -38,7 +38,7 @@ func TestRecipeRecordResolvesAgainstTheInventory(t *testing.T) {
 func TestRecipeStorePutReplacesListsAndRemoves(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	rs := RecipeStore{FS: s.FS, Root: s.Root}
+	rs := RecipeStore(s)
 	orders := LogicalJob{Tenant: "a", Cluster: "c1", Job: "orders"}
 	for _, id := range []string{"u1", "u2"} {
 		if err := rs.Put(ctx, RecipeRecord{Job: orders, UpgradeID: id, Recipe: inventory.RestartRecipe{Jar: "/" + id + ".jar"}, At: time.Unix(1, 0)}); err != nil {

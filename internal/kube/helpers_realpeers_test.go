@@ -229,7 +229,10 @@ func (f *fakeOperator) reconcile(ctx context.Context) error {
 		now := time.Now().UnixMilli()
 		jobStatus["state"] = JobStateSuspended
 		status["lifecycleState"] = "SUSPENDED"
-		if f.mode == recordUpgradePath {
+		mode, _, _ := unstructured.NestedString(u.Object, "spec", "job", "upgradeMode")
+		if mode == UpgradeModeStateless {
+			// no savepoint is taken
+		} else if f.mode == recordUpgradePath {
 			jobStatus["upgradeSavepointPath"] = f.savepoint
 			jobStatus["savepointInfo"] = map[string]any{"lastSavepoint": map[string]any{
 				"location": f.savepoint, "timeStamp": now, "triggerType": "UPGRADE", "formatType": "CANONICAL",

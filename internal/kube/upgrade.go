@@ -216,3 +216,43 @@ func (c *Client) Redeploy(ctx context.Context, ref inventory.ObjectRef, savepoin
 	})
 	return res, err
 }
+
+// UpgradeModeStateless suspends without a savepoint.
+const UpgradeModeStateless = "stateless"
+
+// Discard suspends a job without a savepoint (upgradeMode stateless) and
+// waits until the operator reports it stopped: a rollback ends a new
+// version that may be failing, whose state nobody will restore. A job
+// already suspended, in any mode, is left as it is.
+func (c *Client) Discard(ctx context.Context, ref inventory.ObjectRef, opts WaitOptions) (string, error) {
+	gvr, err := c.operatorClient(ref)
+	if err != nil {
+		return "", err
+	}
+	if opts, err = waitDefaults(opts); err != nil {
+		return "", err
+	}
+	if _, err := c.updateJob(ctx, gvr, ref, func(u *unstructured.Unstructured, job map[string]any) (bool, error) {
+		if statusOf(u).SpecState == SpecStateSuspended {
+			return false, nil
+		}
+		job["state"] = SpecStateSuspended
+		job["upgradeMode"] = UpgradeModeStateless
+		return true, nil
+	}); err != nil {
+		return "", err
+	}
+	var state string
+	err = c.waitFor(ctx, gvr, ref, opts, "job stopped", func(st OperatorStatus) (bool, error) {
+		if st.SpecState != SpecStateSuspended {
+			return false, kindError("discard", describe(ref), ErrPrecondition, "spec.job.state was changed to %q by someone else while waiting", st.SpecState)
+		}
+		switch st.JobState {
+		case JobStateSuspended, JobStateFinished, JobStateFailed, "CANCELED":
+			state = st.JobState
+			return true, nil
+		}
+		return st.LifecycleState == "SUSPENDED", nil
+	})
+	return state, err
+}

@@ -87,6 +87,9 @@ func TestUpgradeSpecAndRedeployWithOperator(t *testing.T) {
 	if _, err := c.Suspend(e.ctx, r, fastWait); err != nil {
 		t.Fatal(err)
 	}
+	if state, err := c.Discard(e.ctx, r, fastWait); err != nil || state != JobStateSuspended {
+		t.Fatalf("discard of a suspended job: %q, %v; want it left suspended", state, err)
+	}
 	if _, err := c.Resume(e.ctx, r, preUpgrade, fastWait); !errors.Is(err, ErrSavepointMismatch) {
 		t.Fatalf("resume from the older savepoint: %v; want ErrSavepointMismatch (the operator would restore from its own)", err)
 	}
@@ -117,5 +120,34 @@ func TestUpgradeSpecAndRedeployWithOperator(t *testing.T) {
 	}
 	if _, err := c.Redeploy(e.ctx, r, "hdfs://nn:8020/sp/savepoint-other", fastWait); !errors.Is(err, ErrPrecondition) {
 		t.Fatalf("redeploy of a running job from another savepoint: %v; want ErrPrecondition", err)
+	}
+}
+
+// TestDiscardStopsWithoutSavepoint: a new version that a rollback ends is
+// suspended stateless; the operator takes no savepoint, and a redeploy
+// brings the previous version back from the one the caller names.
+func TestDiscardStopsWithoutSavepoint(t *testing.T) {
+	e := newEnv(t)
+	ns := e.ns("discard", nil)
+	e.flinkDeployment(ns, "orders", map[string]any{"state.savepoints.dir": "hdfs://nn:8020/sp"}, appJob())
+	e.setStatus(ns, "orders", map[string]any{"lifecycleState": "STABLE", "jobStatus": map[string]any{"state": "RUNNING", "jobId": strings.Repeat("cd", 16)}})
+	op := &fakeOperator{dyn: e.dyn, ns: ns, name: "orders", mode: recordUpgradePath, delay: 50 * time.Millisecond, savepoint: "hdfs://nn:8020/sp/savepoint-new"}
+	op.run(e.ctx, t)
+	c := e.client(Config{Namespaces: []string{ns}, TenantRootTemplate: "/t/{namespace}"}, nil)
+	r := ref(KindFlinkDeployment, ns, "orders")
+	state, err := c.Discard(e.ctx, r, fastWait)
+	if err != nil || state != JobStateSuspended {
+		t.Fatalf("discard: %q, %v", state, err)
+	}
+	st, err := c.OperatorStatus(e.ctx, r)
+	if err != nil || st.UpgradeMode != UpgradeModeStateless || st.UpgradeSavepointPath != "" {
+		t.Fatalf("status after discard %+v, %v; want suspended stateless, no savepoint recorded", st, err)
+	}
+	previous := "hdfs://nn:8020/sp/savepoint-old"
+	if _, err := c.Redeploy(e.ctx, r, previous, fastWait); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, restored := op.counts(); restored != previous {
+		t.Fatalf("restored from %s; want %s", restored, previous)
 	}
 }
