@@ -115,19 +115,31 @@ func (a *Activities) SuspendJob(ctx context.Context, in SuspendJobInput) (StopWi
 // different savepoint. A retry finds the job already running and only
 // reads its ID (Reattached).
 func (a *Activities) ResumeJob(ctx context.Context, in ResumeJobInput) (RestartJobResult, error) {
+	// A closure, not the method value: a.Operator may be nil, which
+	// operatorRef reports.
+	return a.startThroughOperator(ctx, in, "resume", func(ctx context.Context, ref inventory.ObjectRef, sp string, w OperatorWait) (OperatorResumeResult, error) {
+		return a.Operator.Resume(ctx, ref, sp, w)
+	})
+}
+
+// startThroughOperator starts a suspended operator job from
+// in.SavepointPath with start (Resume or Redeploy), heartbeating while the
+// operator works, and returns the job ID it reports.
+func (a *Activities) startThroughOperator(ctx context.Context, in ResumeJobInput, verb string,
+	start func(context.Context, inventory.ObjectRef, string, OperatorWait) (OperatorResumeResult, error)) (RestartJobResult, error) {
 	ref, err := a.operatorRef(in.Job, in.Timeout)
 	if err != nil {
 		return RestartJobResult{}, err
 	}
 	if in.SavepointPath == "" {
-		return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: savepointPath is empty; resume needs the savepoint recorded at suspend", in.Job.Key)
+		return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: savepointPath is empty; %s needs the savepoint to start from", in.Job.Key, verb)
 	}
-	what := fmt.Sprintf("resume %s %s/%s of job %s from %s", ref.Kind, ref.Namespace, ref.Name, in.Job.Key, in.SavepointPath)
+	what := fmt.Sprintf("%s %s %s/%s of job %s from %s", verb, ref.Kind, ref.Namespace, ref.Name, in.Job.Key, in.SavepointPath)
 	var res OperatorResumeResult
 	var st OperatorJobStatus
-	err = a.heartbeatWhile(ctx, "waiting for the operator to resume "+in.Job.Key, func(ctx context.Context) error {
+	err = a.heartbeatWhile(ctx, "waiting for the operator to "+verb+" "+in.Job.Key, func(ctx context.Context) error {
 		var err error
-		if res, err = a.Operator.Resume(ctx, ref, in.SavepointPath, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval}); err != nil {
+		if res, err = start(ctx, ref, in.SavepointPath, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval}); err != nil {
 			return err
 		}
 		st, err = a.Operator.OperatorStatus(ctx, ref)
@@ -141,7 +153,7 @@ func (a *Activities) ResumeJob(ctx context.Context, in ResumeJobInput) (RestartJ
 		return RestartJobResult{}, temporal.NewApplicationError(
 			fmt.Sprintf("%s: the operator reports the job %s but no status.jobStatus.jobId", what, st.JobState), ErrTypeOperatorUnavailable)
 	}
-	activity.GetLogger(ctx).Info("operator job resumed", "job", in.Job.Key, "resource", ref.Namespace+"/"+ref.Name,
+	activity.GetLogger(ctx).Info("operator job started", "verb", verb, "job", in.Job.Key, "resource", ref.Namespace+"/"+ref.Name,
 		"savepoint", in.SavepointPath, "job_id", st.JobID, "already_running", res.AlreadyRunning, "set_initial_savepoint", res.SetInitialSavepointPath)
 	return RestartJobResult{JobID: st.JobID, Reattached: res.AlreadyRunning}, nil
 }
@@ -229,29 +241,9 @@ func (a *Activities) ChangeOperatorSpec(ctx context.Context, in OperatorSpecChan
 // whatever savepoint the operator recorded since (a rollback restores the
 // previous version from the savepoint taken before the upgrade).
 func (a *Activities) RedeployJob(ctx context.Context, in ResumeJobInput) (RestartJobResult, error) {
-	ref, err := a.operatorRef(in.Job, in.Timeout)
-	if err != nil {
-		return RestartJobResult{}, err
-	}
-	what := fmt.Sprintf("redeploy %s %s/%s of job %s from %s", ref.Kind, ref.Namespace, ref.Name, in.Job.Key, in.SavepointPath)
-	var res OperatorResumeResult
-	var st OperatorJobStatus
-	err = a.heartbeatWhile(ctx, "waiting for the operator to redeploy "+in.Job.Key, func(ctx context.Context) error {
-		var err error
-		if res, err = a.Operator.Redeploy(ctx, ref, in.SavepointPath, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval}); err != nil {
-			return err
-		}
-		st, err = a.Operator.OperatorStatus(ctx, ref)
-		return err
+	return a.startThroughOperator(ctx, in, "redeploy", func(ctx context.Context, ref inventory.ObjectRef, sp string, w OperatorWait) (OperatorResumeResult, error) {
+		return a.Operator.Redeploy(ctx, ref, sp, w)
 	})
-	if err != nil {
-		return RestartJobResult{}, classify(what, err)
-	}
-	if st.JobID == "" {
-		return RestartJobResult{}, temporal.NewApplicationError(
-			fmt.Sprintf("%s: the operator reports the job %s but no status.jobStatus.jobId", what, st.JobState), ErrTypeOperatorUnavailable)
-	}
-	return RestartJobResult{JobID: st.JobID, Reattached: res.AlreadyRunning}, nil
 }
 
 // DiscardJobInput names an operator job a rollback ends without a

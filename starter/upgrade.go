@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -17,7 +14,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -36,27 +32,12 @@ func newUpgradeCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-// loadUpgradeFile reads upgrade.yaml into the workflow input, rejecting
-// unknown keys so a typo never silently falls back to a default, and
+// loadUpgradeFile reads upgrade.yaml into the workflow input and
 // validates it as the workflow will.
 func loadUpgradeFile(path string) (workflows.UpgradeInput, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return workflows.UpgradeInput{}, usageErrorf("upgrade file: %v", err)
-	}
-	var generic interface{}
-	if err := yaml.Unmarshal(data, &generic); err != nil {
-		return workflows.UpgradeInput{}, usageErrorf("upgrade file %s: %v", path, err)
-	}
-	js, err := json.Marshal(generic)
-	if err != nil {
-		return workflows.UpgradeInput{}, usageErrorf("upgrade file %s: %v", path, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
 	var in workflows.UpgradeInput
-	if err := dec.Decode(&in); err != nil {
-		return workflows.UpgradeInput{}, usageErrorf("upgrade file %s: %v", path, err)
+	if err := loadStrictYAML("upgrade", path, &in); err != nil {
+		return workflows.UpgradeInput{}, err
 	}
 	in.ApplyDefaults()
 	if err := in.Validate(); err != nil {

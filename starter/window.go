@@ -37,26 +37,36 @@ func newWindowCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-// loadWindowFile reads window.yaml into the workflow input, rejecting
-// unknown keys so a typo never silently falls back to a default.
-func loadWindowFile(path string) (workflows.WindowInput, error) {
+// loadStrictYAML reads a YAML file into out through its JSON form, so the
+// workflow types' JSON names and duration parsing apply, rejecting
+// unknown keys so a typo never silently falls back to a default. Errors
+// are usage errors naming the file.
+func loadStrictYAML(what, path string, out interface{}) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return workflows.WindowInput{}, usageErrorf("window file: %v", err)
+		return usageErrorf("%s file: %v", what, err)
 	}
 	var generic interface{}
 	if err := yaml.Unmarshal(data, &generic); err != nil {
-		return workflows.WindowInput{}, usageErrorf("window file %s: %v", path, err)
+		return usageErrorf("%s file %s: %v", what, path, err)
 	}
 	js, err := json.Marshal(generic)
 	if err != nil {
-		return workflows.WindowInput{}, usageErrorf("window file %s: %v", path, err)
+		return usageErrorf("%s file %s: %v", what, path, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return usageErrorf("%s file %s: %v", what, path, err)
+	}
+	return nil
+}
+
+// loadWindowFile reads window.yaml into the workflow input.
+func loadWindowFile(path string) (workflows.WindowInput, error) {
 	var in workflows.WindowInput
-	if err := dec.Decode(&in); err != nil {
-		return workflows.WindowInput{}, usageErrorf("window file %s: %v", path, err)
+	if err := loadStrictYAML("window", path, &in); err != nil {
+		return workflows.WindowInput{}, err
 	}
 	if in.Resume != nil {
 		return workflows.WindowInput{}, usageErrorf("window file %s: resume is internal state, remove it", path)

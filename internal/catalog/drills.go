@@ -86,25 +86,32 @@ func replaceFile(ctx context.Context, fs storage.FileSystem, dir, name string, d
 // List reads every record, sorted by snapshot; a missing directory is
 // empty.
 func (s DrillStore) List(ctx context.Context) ([]DrillRecord, error) {
-	files, err := jsonFiles(ctx, s.FS, s.dir())
+	out, err := readRecords[DrillRecord](ctx, s.FS, s.dir())
+	sort.Slice(out, func(i, j int) bool { return out[i].Snapshot < out[j].Snapshot })
+	return out, err
+}
+
+// readRecords reads every JSON record in dir; a missing directory is
+// empty, one that does not decode is ErrInvalid naming the file.
+func readRecords[T any](ctx context.Context, fs storage.FileSystem, dir string) ([]T, error) {
+	files, err := jsonFiles(ctx, fs, dir)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DrillRecord, 0, len(files))
+	out := make([]T, 0, len(files))
 	for _, f := range files {
-		data, err := s.FS.ReadFile(ctx, f, maxEntryBytes)
+		data, err := fs.ReadFile(ctx, f, maxEntryBytes)
 		if errors.Is(err, storage.ErrNotFound) {
-			continue
+			continue // replaced meanwhile
 		}
 		if err != nil {
 			return nil, err
 		}
-		var r DrillRecord
+		var r T
 		if err := json.Unmarshal(data, &r); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, f, err)
 		}
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Snapshot < out[j].Snapshot })
 	return out, nil
 }

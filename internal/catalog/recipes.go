@@ -104,25 +104,7 @@ func (s RecipeStore) Remove(ctx context.Context, job LogicalJob) error {
 
 // List reads every record, sorted by job; a missing directory is empty.
 func (s RecipeStore) List(ctx context.Context) ([]RecipeRecord, error) {
-	files, err := jsonFiles(ctx, s.FS, s.dir())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RecipeRecord, 0, len(files))
-	for _, f := range files {
-		data, err := s.FS.ReadFile(ctx, f, maxEntryBytes)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		var r RecipeRecord
-		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, f, err)
-		}
-		out = append(out, r)
-	}
+	out, err := readRecords[RecipeRecord](ctx, s.FS, s.dir())
 	sort.Slice(out, func(i, j int) bool { return out[i].Job.String() < out[j].Job.String() })
-	return out, nil
+	return out, err
 }
