@@ -273,11 +273,7 @@ func (a *Activities) drilledSavepoints(ctx context.Context, tenants []inventory.
 		if t.Root == "" {
 			continue
 		}
-		fs, p, err := a.Storage.Resolve(ctx, t.Root)
-		if err != nil {
-			return nil, classify("resolve tenant root "+t.Root, err)
-		}
-		records, err := catalog.DrillStore{FS: fs, Root: p}.List(ctx)
+		records, err := a.drillsOf(ctx, t)
 		if errors.Is(err, catalog.ErrInvalid) {
 			*notes = append(*notes, fmt.Sprintf("restore drill records of tenant %s are not readable (%v): no savepoint is kept for its passing drill", t.Name, err))
 			continue

@@ -187,6 +187,15 @@ func (a *Activities) drillsOf(ctx context.Context, t inventory.Tenant) ([]catalo
 	return catalog.DrillStore{FS: fs, Root: p}.List(ctx)
 }
 
+// recipesOf is the recipe records of tenant t.
+func (a *Activities) recipesOf(ctx context.Context, t inventory.Tenant) (catalog.RecipeStore, error) {
+	fs, p, err := a.Storage.Resolve(ctx, t.Root)
+	if err != nil {
+		return catalog.RecipeStore{}, classify("resolve tenant root "+t.Root, err)
+	}
+	return catalog.RecipeStore{FS: fs, Root: p}, nil
+}
+
 // catalogOf reads the catalog of tenant t.
 func (a *Activities) catalogOf(ctx context.Context, t inventory.Tenant) ([]catalog.Entry, error) {
 	fs, p, err := a.Storage.Resolve(ctx, t.Root)

@@ -213,11 +213,7 @@ func (a *Activities) recipeStore(ctx context.Context, tenant string) (catalog.Re
 	}
 	for _, t := range inv.Tenants {
 		if t.Name == tenant && t.Root != "" {
-			fs, p, err := a.Storage.Resolve(ctx, t.Root)
-			if err != nil {
-				return catalog.RecipeStore{}, classify("resolve tenant root "+t.Root, err)
-			}
-			return catalog.RecipeStore{FS: fs, Root: p}, nil
+			return a.recipesOf(ctx, t)
 		}
 	}
 	return catalog.RecipeStore{}, nonRetryable(ErrTypeInvalidInput, "tenant %q has no root in the inventory: nowhere to record the recipe", tenant)
@@ -237,11 +233,10 @@ func (a *Activities) applyRecordedRecipes(ctx context.Context, inv inventory.Inv
 		if t.Root == "" {
 			continue
 		}
-		fs, p, err := a.Storage.Resolve(ctx, t.Root)
+		store, err := a.recipesOf(ctx, t)
 		if err != nil {
-			return nil, nil, classify("resolve tenant root "+t.Root, err)
+			return nil, nil, err
 		}
-		store := catalog.RecipeStore{FS: fs, Root: p}
 		list, err := store.List(ctx)
 		if errors.Is(err, catalog.ErrInvalid) {
 			return nil, nil, nonRetryable(ErrTypeInventory, "recipe records of tenant %s are not readable (%v): which version of its jobs to restart is unknown; fix or remove the file", t.Name, err)

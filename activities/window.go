@@ -64,14 +64,15 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 			return DiscoverJobsResult{}, classify("list jobs of cluster "+c.ClusterID, err)
 		}
 		targets, skipped := matchJobs(c, jobs, in.Scope, !in.SavepointOnly)
-		targets, conflicts, err := a.applyRecordedRecipes(ctx, inv, targets)
-		if err != nil {
-			return DiscoverJobsResult{}, err
-		}
-		skipped = append(skipped, conflicts...)
 		res.Jobs = append(res.Jobs, targets...)
 		res.Skipped = append(res.Skipped, skipped...)
 	}
+	// The records are read once for all clusters.
+	jobs, conflicts, err := a.applyRecordedRecipes(ctx, inv, res.Jobs)
+	if err != nil {
+		return DiscoverJobsResult{}, err
+	}
+	res.Jobs, res.Skipped = jobs, append(res.Skipped, conflicts...)
 	for _, t := range inv.Tenants {
 		if tenantsInScope[t.Name] {
 			res.Tenants = append(res.Tenants, t)

@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
@@ -126,20 +124,9 @@ func drillStartCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
-				ID: workflows.RestoreDrillWorkflowID(name), TaskQueue: g.taskQueue,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				// Without it a reused name hands back the old run as if started.
-				WorkflowExecutionErrorWhenAlreadyStarted: true,
-				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)),
-			}, wfType, in)
+			run, err := g.startOnce(cmd.Context(), c, "drill", name, workflows.RestoreDrillWorkflowID(name), kind, nil, wfType, in)
 			if err != nil {
-				var started *serviceerror.WorkflowExecutionAlreadyStarted
-				if errors.As(err, &started) {
-					return fmt.Errorf("drill %q was already started once (names are never reused): %w", name, err)
-				}
-				return fmt.Errorf("start drill: %w", err)
+				return err
 			}
 			url := g.conn.ExecutionURL(run.GetID(), run.GetRunID())
 			if !wait {

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"io"
 	"time"
 
@@ -165,4 +168,27 @@ func runOnWorker(cmd *cobra.Command, g *globals, timeout time.Duration, id, wfTy
 			wfType, timeout, g.taskQueue, err, g.conn.ExecutionURL(run.GetID(), run.GetRunID()))}
 	}
 	return nil
+}
+
+// startOnce starts a workflow under a name that is never reused: a name
+// already taken, by a running or a finished run, is an error naming what,
+// not the earlier run handed back as if it had started.
+func (g *globals) startOnce(ctx context.Context, c client.Client, what, name, id, kind string, memo map[string]interface{},
+	wfType string, in interface{}) (client.WorkflowRun, error) {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: g.taskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)),
+		Memo:                                     memo,
+	}, wfType, in)
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return nil, fmt.Errorf("%s %q was already started once (names are never reused): %w", what, name, err)
+		}
+		return nil, fmt.Errorf("start %s: %w", what, err)
+	}
+	return run, nil
 }

@@ -129,20 +129,10 @@ func governanceStartCommand(g *globals, use, short string) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
-				ID: workflows.GovernanceWorkflowID(name), TaskQueue: g.taskQueue,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				// Without it a reused name hands back the old run as if started.
-				WorkflowExecutionErrorWhenAlreadyStarted: true,
-				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindGovernance)),
-			}, workflows.GovernanceWorkflowType, in)
+			run, err := g.startOnce(cmd.Context(), c, "governance run", name, workflows.GovernanceWorkflowID(name), workflows.KindGovernance,
+				nil, workflows.GovernanceWorkflowType, in)
 			if err != nil {
-				var started *serviceerror.WorkflowExecutionAlreadyStarted
-				if errors.As(err, &started) {
-					return fmt.Errorf("governance run %q was already started once (names are never reused): %w", name, err)
-				}
-				return fmt.Errorf("start governance run: %w", err)
+				return err
 			}
 			url := g.conn.ExecutionURL(run.GetID(), run.GetRunID())
 			if use == "run" && !wait {

@@ -81,21 +81,10 @@ func upgradeStartCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
-				ID: workflows.JobUpgradeWorkflowID(in.UpgradeID), TaskQueue: g.taskQueue,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				// Without it the SDK hands back the earlier run as if started.
-				WorkflowExecutionErrorWhenAlreadyStarted: true,
-				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindUpgrade)),
-				Memo:                                     map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket, "job": in.Job},
-			}, workflows.JobUpgradeWorkflowType, in)
+			run, err := g.startOnce(cmd.Context(), c, "upgrade", in.UpgradeID, workflows.JobUpgradeWorkflowID(in.UpgradeID), workflows.KindUpgrade,
+				map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket, "job": in.Job}, workflows.JobUpgradeWorkflowType, in)
 			if err != nil {
-				var started *serviceerror.WorkflowExecutionAlreadyStarted
-				if errors.As(err, &started) {
-					return fmt.Errorf("upgrade %q was already started once (upgrade IDs are never reused): %w", in.UpgradeID, err)
-				}
-				return fmt.Errorf("start upgrade: %w", err)
+				return err
 			}
 			url := g.conn.ExecutionURL(run.GetID(), run.GetRunID())
 			if !wait {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -11,11 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -98,21 +93,10 @@ func windowStartCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
-				ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: g.taskQueue,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				// Without it a reused name hands back the old run as if started.
-				WorkflowExecutionErrorWhenAlreadyStarted: true,
-				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindWindow)),
-				Memo:                                     map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket},
-			}, workflows.MaintenanceWindowWorkflowType, in)
+			run, err := g.startOnce(cmd.Context(), c, "window", in.WindowID, workflows.WindowWorkflowID(in.WindowID), workflows.KindWindow,
+				map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket}, workflows.MaintenanceWindowWorkflowType, in)
 			if err != nil {
-				var started *serviceerror.WorkflowExecutionAlreadyStarted
-				if errors.As(err, &started) {
-					return fmt.Errorf("window %q was already started once (window IDs are never reused): %w", in.WindowID, err)
-				}
-				return fmt.Errorf("start window: %w", err)
+				return err
 			}
 			out := map[string]string{"windowId": in.WindowID, "workflowId": run.GetID(), "runId": run.GetRunID(), "url": g.conn.ExecutionURL(run.GetID(), run.GetRunID())}
 			if g.output == outputJSON {

@@ -198,32 +198,14 @@ func upgradeInput(args ...string) UpgradeInput {
 
 func (f *upgradeFixture) status() UpgradeState {
 	f.t.Helper()
-	v, err := f.env.QueryWorkflow(QueryUpgradeStatus)
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	var st UpgradeState
-	if err := v.Get(&st); err != nil {
-		f.t.Fatal(err)
-	}
+	queryInto(f.t, f.env, QueryUpgradeStatus, &st)
 	return st
 }
 
 func (f *upgradeFixture) update(name string, arg interface{}, wantErr bool) {
 	f.t.Helper()
-	f.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
-		OnReject: func(err error) {
-			if !wantErr {
-				f.t.Errorf("update %s rejected: %v", name, err)
-			}
-		},
-		OnAccept: func() {
-			if wantErr {
-				f.t.Errorf("update %s accepted, want rejection", name)
-			}
-		},
-		OnComplete: func(interface{}, error) {},
-	}, arg)
+	sendUpdate(f.t, f.env, name, arg, wantErr)
 }
 
 // rolledBack returns the state of an upgrade that ended rolled back.

@@ -184,32 +184,14 @@ func windowInput() WindowInput {
 
 func (f *windowFixture) status() WindowState {
 	f.t.Helper()
-	v, err := f.env.QueryWorkflow(QueryStatus)
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	var st WindowState
-	if err := v.Get(&st); err != nil {
-		f.t.Fatal(err)
-	}
+	queryInto(f.t, f.env, QueryStatus, &st)
 	return st
 }
 
 func (f *windowFixture) update(name string, arg interface{}, wantErr bool) {
 	f.t.Helper()
-	f.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
-		OnReject: func(err error) {
-			if !wantErr {
-				f.t.Errorf("update %s rejected: %v", name, err)
-			}
-		},
-		OnAccept: func() {
-			if wantErr {
-				f.t.Errorf("update %s accepted, want rejection", name)
-			}
-		},
-		OnComplete: func(interface{}, error) {},
-	}, arg)
+	sendUpdate(f.t, f.env, name, arg, wantErr)
 }
 
 func (f *windowFixture) result() *WindowReport {
