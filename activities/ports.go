@@ -27,7 +27,10 @@ type FlinkAPI interface {
 	UploadJarBytes(ctx context.Context, name string, jar []byte) (string, error)
 	RunJar(ctx context.Context, jarID string, req flink.RunJarRequest) (flink.RunJarResult, error)
 	DeleteJar(ctx context.Context, jarID string) error
+	ListJars(ctx context.Context) (flink.JarList, error)
 	CancelJob(ctx context.Context, jobID string) error
+	JobMetrics(ctx context.Context, jobID string, names ...string) ([]flink.MetricValue, error)
+	VertexMetrics(ctx context.Context, jobID, vertexID string, names ...string) ([]flink.MetricValue, error)
 }
 
 var _ FlinkAPI = (*flink.Client)(nil)

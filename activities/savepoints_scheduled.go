@@ -23,6 +23,8 @@ type TakeSavepointInput struct {
 	Format string `json:"format,omitempty"`
 	// RunID names the run that asked, recorded in the catalog.
 	RunID string `json:"runId"`
+	// Trigger is the catalog's trigger: scheduled (default) or window.
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // TakeSavepointResult is a verified, catalogued savepoint.
@@ -95,7 +97,11 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 	if err != nil {
 		return TakeSavepointResult{}, err
 	}
-	err = a.putCatalogEntry(ctx, in.Job, catalog.Entry{Path: location, Trigger: catalog.TriggerScheduled, RunID: in.RunID,
+	trigger := catalog.TriggerScheduled
+	if in.Trigger != "" {
+		trigger = in.Trigger
+	}
+	err = a.putCatalogEntry(ctx, in.Job, catalog.Entry{Path: location, Trigger: trigger, RunID: in.RunID,
 		Format: savepointFormat(in.Format), Files: ver.Files, Bytes: ver.Bytes})
 	if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {
 		return TakeSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "savepoint %s of %s not catalogued: %v", location, in.Job.Key, err)

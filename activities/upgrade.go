@@ -29,8 +29,18 @@ func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) err
 	if r.Kind != inventory.RestartRESTJarRun {
 		return nonRetryable(ErrTypeInvalidInput, "job %s restarts with kind %q; an upgrade runs the new version through Flink's REST API (%s)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
 	}
-	if r.Jar == "" || r.EntryClass == "" {
-		return nonRetryable(ErrTypeInvalidInput, "job %s: the new recipe needs a jar (%q) and an entry class (%q)", in.Job.Key, r.Jar, r.EntryClass)
+	if err := inventory.ValidateRecipe("recipe", r); err != nil {
+		return nonRetryable(ErrTypeInvalidInput, "job %s: the new version: %v", in.Job.Key, err)
+	}
+	if r.EntryClass == "" {
+		return nonRetryable(ErrTypeInvalidInput, "job %s: the new recipe needs an entry class (neither the upgrade nor the running recipe names one)", in.Job.Key)
+	}
+	if r.JarID != "" {
+		client, err := a.flinkFor(in.Job.RESTURL)
+		if err != nil {
+			return err
+		}
+		return a.uploadedJar(ctx, client, in.Job, r.JarID)
 	}
 	if !strings.Contains(r.Jar, "://") || strings.HasPrefix(r.Jar, "file://") {
 		fi, err := os.Stat(strings.TrimPrefix(r.Jar, "file://"))
@@ -54,6 +64,26 @@ func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) err
 		return classify("stat new jar "+r.Jar, err)
 	}
 	return nil
+}
+
+// uploadedJar checks a jar id names a jar uploaded to the job's cluster.
+func (a *Activities) uploadedJar(ctx context.Context, client FlinkAPI, job JobTarget, jarID string) error {
+	jars, err := client.ListJars(ctx)
+	if err != nil {
+		return classify("list the jars of "+job.RESTURL, err)
+	}
+	var ids []string
+	for _, f := range jars.Files {
+		if f.ID == jarID {
+			return nil
+		}
+		ids = append(ids, f.ID)
+	}
+	if len(ids) > 10 {
+		ids = append(ids[:10], "...")
+	}
+	return nonRetryable(ErrTypeInvalidInput, "jar id %s of %s is not uploaded to %s (it has: %s); upload it again (uploaded jars are lost when a JobManager restarts without a persistent web.upload.dir), or give the jar's path",
+		jarID, job.Key, job.RESTURL, strings.Join(ids, ", "))
 }
 
 // EndJobInput names a job version to end: Job.JobID is the instance.

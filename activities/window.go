@@ -569,19 +569,31 @@ func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (Restar
 	} else if flink.Reason(err) != flink.ErrorReasonJobNotFound {
 		return RestartJobResult{}, classify("look up job "+in.NewJobID, err)
 	}
-	jarID, err := a.uploadJar(ctx, client, r.Jar)
-	if err != nil {
-		return RestartJobResult{}, classify("upload jar "+r.Jar+" for "+in.Job.Key, err)
+	jarID := r.JarID
+	if jarID != "" {
+		// A jar uploaded by its owners is theirs: run it, never delete it.
+		if err := a.uploadedJar(ctx, client, in.Job, jarID); err != nil {
+			return RestartJobResult{}, err
+		}
+	} else {
+		if jarID, err = a.uploadJar(ctx, client, r.Jar); err != nil {
+			return RestartJobResult{}, classify("upload jar "+r.Jar+" for "+in.Job.Key, err)
+		}
+		defer func() {
+			// The jar is only needed for the submission; leaving it would fill
+			// the JobManager's upload dir over many windows.
+			_ = client.DeleteJar(context.WithoutCancel(ctx), jarID)
+		}()
 	}
-	defer func() {
-		// The jar is only needed for the submission; leaving it would fill
-		// the JobManager's upload dir over many windows.
-		_ = client.DeleteJar(context.WithoutCancel(ctx), jarID)
-	}()
+	for k := range r.FlinkConfiguration {
+		if why := inventory.ReservedConfigKey(k); why != "" {
+			return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: its recipe sets flinkConfiguration %s, which a recipe may not set: %s", in.Job.Key, k, why)
+		}
+	}
 	run, err := client.RunJar(ctx, jarID, flink.RunJarRequest{
 		EntryClass: r.EntryClass, ProgramArgs: r.ProgramArgs, Parallelism: r.Parallelism,
 		JobID: in.NewJobID, SavepointPath: in.SavepointPath, AllowNonRestoredState: r.AllowNonRestoredState,
-		RestoreMode: flink.RestoreMode(r.RestoreMode),
+		RestoreMode: flink.RestoreMode(r.RestoreMode), FlinkConfiguration: r.FlinkConfiguration,
 	})
 	if err != nil {
 		return RestartJobResult{}, classify("run "+in.Job.Key+" from "+in.SavepointPath, err)
@@ -718,7 +730,9 @@ func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (Aw
 			return res, err
 		}
 	}
-	return res, nil
+	// Phase 3: the custom checks, on the job as it runs after the soak.
+	res.Readings, err = a.checkMetrics(ctx, client, in.JobID, in.Checks)
+	return res, err
 }
 
 func (a *Activities) rootCause(ctx context.Context, client FlinkAPI, jobID string) string {

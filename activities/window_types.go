@@ -213,6 +213,8 @@ type AwaitHealthyInput struct {
 	// CheckpointDir, when set, is where the job's checkpoints must land (a
 	// drill's own dir); a checkpoint elsewhere fails the job.
 	CheckpointDir string `json:",omitempty"`
+	// Checks are read at the end of the soak; each must pass.
+	Checks []MetricCheck `json:",omitempty"`
 }
 
 // AwaitHealthyResult is the proof of health.
@@ -222,4 +224,5 @@ type AwaitHealthyResult struct {
 	CheckpointPath string
 	RunningAt      time.Time
 	CheckpointAt   time.Time
+	Readings       []MetricReading `json:",omitempty"`
 }

@@ -274,6 +274,9 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 	ew := &errWriter{w: w}
 	p := ew.printf
 	p("upgrade    %s\nphase      %s\n", st.UpgradeID, st.Phase)
+	if st.Mode == workflows.UpgradeModeParallel {
+		p("mode       parallel (the new version starts beside the running one)\n")
+	}
 	if st.Job.Key != "" {
 		p("job        %s", st.Job.Label())
 		if st.Job.Tenant != "" {
@@ -287,7 +290,7 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 		if st.SpecInverse != nil {
 			p("undone by  %s\n", specChangeText(*st.SpecInverse))
 		}
-	case st.NewRecipe.Kind != "" || st.NewRecipe.Jar != "":
+	case st.NewRecipe.Kind != "":
 		p("new recipe %s\n", recipeText(st.NewRecipe))
 	}
 	p("savepoint  %s\n", dash(st.Savepoint))
@@ -297,6 +300,14 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 			p(", healthy: checkpoint %d after the restore", st.Healthy.CheckpointID)
 		}
 		p("\n")
+		if st.Healthy != nil {
+			for _, r := range st.Healthy.Readings {
+				p("check      %s: %s reported %g\n", r.Check, r.Source, r.Value)
+			}
+		}
+	}
+	if st.Retired {
+		p("retired    previous version %s, stopped with savepoint %s\n", st.Job.JobID, dash(st.RetiredSavepoint))
 	}
 	if st.GateError != "" {
 		p("gate error %s\n", st.GateError)
@@ -384,6 +395,9 @@ func recipeText(r inventory.RestartRecipe) string {
 	if r.Jar != "" {
 		parts = append(parts, "jar "+r.Jar)
 	}
+	if r.JarID != "" {
+		parts = append(parts, "jar id "+r.JarID+" (uploaded)")
+	}
 	if r.EntryClass != "" {
 		parts = append(parts, "entry "+r.EntryClass)
 	}
@@ -393,6 +407,7 @@ func recipeText(r inventory.RestartRecipe) string {
 	if r.Parallelism > 0 {
 		parts = append(parts, fmt.Sprintf("parallelism %d", r.Parallelism))
 	}
+	parts = append(parts, configText(r.FlinkConfiguration, nil)...)
 	if r.AllowNonRestoredState {
 		parts = append(parts, "allowNonRestoredState")
 	}
@@ -534,19 +549,26 @@ func specChangeText(c inventory.JobSpecChange) string {
 	if c.Parallelism != 0 {
 		parts = append(parts, fmt.Sprintf("parallelism %d", c.Parallelism))
 	}
-	keys := make([]string, 0, len(c.FlinkConfiguration))
-	for k := range c.FlinkConfiguration {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+c.FlinkConfiguration[k])
-	}
-	for _, k := range c.Unset {
-		parts = append(parts, "unset "+k)
-	}
+	parts = append(parts, configText(c.FlinkConfiguration, c.Unset)...)
 	if len(parts) == 0 {
 		return "(nothing)"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// configText shows configuration keys set, in key order, and removed.
+func configText(set map[string]string, unset []string) []string {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+set[k])
+	}
+	for _, k := range unset {
+		parts = append(parts, "unset "+k)
+	}
+	return parts
 }

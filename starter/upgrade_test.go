@@ -139,7 +139,8 @@ func TestShippedUpgradeExampleLoads(t *testing.T) {
 		t.Fatalf("example upgrade.yaml: %v", err)
 	}
 	if in.UpgradeID != "orders-2026-12-01" || in.Job != "cluster-a/orders" || in.Recipe.Parallelism != 8 || len(in.Recipe.ProgramArgs) != 4 ||
-		in.Health.Soak.D() != 30*time.Second || in.OnGateFailure != workflows.OnGateFailureRollback {
+		in.Health.Soak.D() != 30*time.Second || in.OnGateFailure != workflows.OnGateFailureRollback || in.Mode != workflows.UpgradeModeStop ||
+		in.Recipe.FlinkConfiguration["pipeline.object-reuse"] != "true" || len(in.Health.Checks) != 2 || in.Health.Checks[1].Min == nil || *in.Health.Checks[1].Min != 1 {
 		t.Fatalf("example upgrade.yaml read wrong: %+v", in)
 	}
 }
@@ -220,6 +221,28 @@ func TestPrintUpgradeState(t *testing.T) {
 	}
 	if text = out.String(); !strings.Contains(text, "new spec   image orders:2, a=1, b=2") || !strings.Contains(text, "undone by  image orders:1, b=1, unset a") {
 		t.Errorf("an operator job's spec change is not shown:\n%s", text)
+	}
+}
+
+func TestPrintParallelUpgradeState(t *testing.T) {
+	st := sampleUpgradeState()
+	st.Pending, st.GateError, st.Unmatched = nil, "", nil
+	st.Phase, st.Mode, st.Retired, st.RetiredSavepoint = workflows.UpgradePhaseCommitted, workflows.UpgradeModeParallel, true, "hdfs://nn/sp/savepoint-aaaa-2"
+	st.NewRecipe = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, JarID: "5c1e_orders.jar", EntryClass: "com.example.Orders",
+		FlinkConfiguration: map[string]string{"pipeline.object-reuse": "true"}}
+	st.Healthy = &workflows.JobRestartResult{JobID: st.NewJobID, CheckpointID: 4,
+		Readings: []activities.MetricReading{{Check: "numRecordsOut (sum over vertices matching \"Sink\") >= 1", Source: "Sink: out", Value: 812}}}
+	var out bytes.Buffer
+	if err := printUpgradeState(&out, &st); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"mode       parallel", "new recipe jar id 5c1e_orders.jar (uploaded), entry com.example.Orders, pipeline.object-reuse=true",
+		`check      numRecordsOut (sum over vertices matching "Sink") >= 1: Sink: out reported 812`,
+		"retired    previous version 0000000000000000000000000000aaaa, stopped with savepoint hdfs://nn/sp/savepoint-aaaa-2"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status does not show %q:\n%s", want, text)
+		}
 	}
 }
 

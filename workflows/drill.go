@@ -178,10 +178,9 @@ func restoreDrill(ctx workflow.Context, in JobDrillInput, jobID, verifyID string
 		return err
 	}
 	var healthy activities.AwaitHealthyResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.AwaitHealthy,
-		activities.AwaitHealthyInput{RESTURL: t.DrillCluster, JobID: started.JobID, SavepointPath: t.Snapshot,
-			RunningTimeout: in.Health.RunningTimeout.D(), CheckpointTimeout: in.Health.CheckpointTimeout.D(), Soak: in.Health.Soak.D(),
-			CheckpointDir: t.DrillDir}).Get(ctx, &healthy); err != nil {
+	gate := in.Health.awaitHealthy(t.DrillCluster, started.JobID, t.Snapshot)
+	gate.CheckpointDir = t.DrillDir
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.AwaitHealthy, gate).Get(ctx, &healthy); err != nil {
 		return err
 	}
 	out.RestoredFrom, out.CheckpointID, out.CheckpointPath = healthy.RestoredFrom, healthy.CheckpointID, healthy.CheckpointPath

@@ -54,7 +54,8 @@ func stopWithSavepointOptions(timeout time.Duration) workflow.ActivityOptions {
 // awaitHealthyOptions covers running + checkpoint + soak, plus slack.
 func awaitHealthyOptions(p RestartPolicy) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: p.RunningTimeout.D() + p.CheckpointTimeout.D() + p.Soak.D() + 2*time.Minute,
+		// Each check may wait for the metric fetcher (activities.metricGrace).
+		StartToCloseTimeout: p.RunningTimeout.D() + p.CheckpointTimeout.D() + p.Soak.D() + 2*time.Minute + time.Duration(len(p.Checks))*time.Minute,
 		HeartbeatTimeout:    30 * time.Second,
 		RetryPolicy:         standardRetry(3),
 	}

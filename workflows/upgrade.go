@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -32,7 +33,7 @@ func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, e
 	}
 	u := &upgradeRun{in: in, wid: JobUpgradeWorkflowID(in.UpgradeID), logger: log.With(workflow.GetLogger(ctx), "upgrade", in.UpgradeID),
 		rollbackCh: workflow.NewBufferedChannel(ctx, 1)}
-	u.st = UpgradeState{UpgradeID: in.UpgradeID, Phase: UpgradePhasePreflight, StartedAt: workflow.Now(ctx),
+	u.st = UpgradeState{UpgradeID: in.UpgradeID, Phase: UpgradePhasePreflight, Mode: in.Mode, StartedAt: workflow.Now(ctx),
 		ManifestPath: strings.TrimRight(in.ManifestDir, "/") + "/" + in.UpgradeID + "/manifest.json"}
 	if err := u.registerHandlers(ctx); err != nil {
 		return nil, err
@@ -186,7 +187,11 @@ func (u *upgradeRun) run(ctx workflow.Context) error {
 		u.setPhase(ctx, UpgradePhaseFailed)
 		return err
 	}
-	if err := u.stop(ctx); err != nil {
+	stop := u.stop
+	if u.parallel() {
+		stop = u.savepointKeepRunning
+	}
+	if err := stop(ctx); err != nil {
 		u.setPhase(ctx, UpgradePhaseFailed)
 		return err
 	}
@@ -273,6 +278,9 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 	}
 }
 
+// parallel says the new version starts beside the running previous one.
+func (u *upgradeRun) parallel() bool { return u.in.Mode == UpgradeModeParallel }
+
 // operator says the job is run by the Flink Kubernetes Operator: its new
 // version is a change to its resource's spec, not a REST recipe.
 func (u *upgradeRun) operator() bool {
@@ -292,6 +300,9 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 		u.st.NewRecipe = u.in.Recipe.apply(u.st.Job.Restart)
 		return workflow.ExecuteActivity(u.short(ctx), a.CheckUpgrade,
 			activities.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil)
+	}
+	if u.parallel() {
+		return newInvalidInputError(fmt.Sprintf("job %s is run by the Flink Kubernetes Operator, which runs one job per resource: upgrade it in mode stop", u.in.Job))
 	}
 	if !hasSpec {
 		return newInvalidInputError(fmt.Sprintf("job %s is run by the Flink Kubernetes Operator: give its new version as spec (image, jarURI, args, parallelism, flinkConfiguration), not recipe", u.in.Job))
@@ -345,6 +356,23 @@ func (u *upgradeRun) stop(ctx workflow.Context) error {
 			still = "the job is no longer running and has no upgrade savepoint: restart it by hand from its latest retained checkpoint with the previous recipe (in the manifest)"
 		}
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("stop with savepoint of %s failed: %s; %s", u.st.Job.Key, errorText(err), still), ErrTypeUpgradeFailed, nil)
+	}
+	u.st.Savepoint = res.SavepointPath
+	return nil
+}
+
+// savepointKeepRunning takes the pre-upgrade savepoint without stopping
+// the job (mode parallel): it is verified and catalogued like a window's.
+func (u *upgradeRun) savepointKeepRunning(ctx workflow.Context) error {
+	var a *activities.Activities
+	u.setPhase(ctx, UpgradePhaseStop)
+	var res activities.TakeSavepointResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, takeSavepointOptions(u.in.SavepointTimeout.D())), a.TakeSavepoint,
+		activities.TakeSavepointInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "upgrade-savepoint", 1), Format: u.in.Format,
+			RunID: u.wid, Trigger: catalog.TriggerWindow}).Get(ctx, &res)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("savepoint of %s failed: %s; the job keeps running the previous version; nothing changed",
+			u.st.Job.Key, errorText(err)), ErrTypeUpgradeFailed, nil)
 	}
 	u.st.Savepoint = res.SavepointPath
 	return nil
@@ -452,6 +480,12 @@ func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
 	// start from the new version's own savepoints, which need no such leave.
 	recipe := u.st.NewRecipe
 	recipe.AllowNonRestoredState = false
+	if u.parallel() {
+		if rollback, err := u.retire(ctx); err != nil || rollback != nil {
+			return rollback, err
+		}
+		u.setPhase(ctx, UpgradePhaseCommit)
+	}
 	for !u.operator() { // an operator job's resource is its recipe of record
 		err := workflow.ExecuteActivity(u.short(ctx), a.RecordRecipe, activities.RecordRecipeInput{Job: u.st.Job, Base: u.st.Job.Restart,
 			Recipe: recipe, UpgradeID: u.in.UpgradeID}).Get(ctx, nil)
@@ -483,6 +517,45 @@ func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
 	return nil, nil
 }
 
+// retire ends the previous version once the new one passed its gate (mode
+// parallel): stopped with a savepoint, from which a later rollback
+// restores it; cancelled when that fails. Until it is done both run.
+func (u *upgradeRun) retire(ctx workflow.Context) (*RollbackRequest, error) {
+	var a *activities.Activities
+	u.setPhase(ctx, UpgradePhaseRetire)
+	for attempt := 1; ; attempt++ {
+		var ended activities.EndJobResult
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(u.in.SavepointTimeout.D()+u.in.Health.RunningTimeout.D())),
+			a.EndJob, activities.EndJobInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "retire", attempt),
+				Format: u.in.Format, RunID: u.wid}).Get(ctx, &ended)
+		if err == nil {
+			u.st.Retired, u.st.RetiredSavepoint = true, ended.Savepoint
+			if ended.Cancelled {
+				u.st.Notes = append(u.st.Notes, fmt.Sprintf("the previous version %s was cancelled, not stopped with a savepoint: a rollback restores it from the pre-upgrade savepoint", u.st.Job.JobID))
+			}
+			return nil, nil
+		}
+		ans, err := u.decide(ctx, DecisionRetireFailed, fmt.Sprintf(
+			"the new version %s is healthy, but the previous version %s could not be ended: %s. Both run. Retry ends the previous version again, rollback ends the new one",
+			u.st.NewJobID, u.st.Job.JobID, errorText(err)), ActionRetry, ActionRollback)
+		if err != nil {
+			return nil, err
+		}
+		if ans.Action == ActionRollback {
+			return &RollbackRequest{By: ans.By, Reason: ans.Reason}, nil
+		}
+	}
+}
+
+// rollbackSavepoint is where a rollback restores the previous version
+// from: the savepoint it was retired with, else the pre-upgrade one.
+func (u *upgradeRun) rollbackSavepoint() string {
+	if u.st.RetiredSavepoint != "" {
+		return u.st.RetiredSavepoint
+	}
+	return u.st.Savepoint
+}
+
 // rollBack ends the new version (a savepoint if it runs, kept but not
 // used), drops its recipe of record, and restores the previous recipe from
 // the pre-upgrade savepoint, gated like the upgrade. It always returns an
@@ -496,7 +569,13 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 		rb.Error = "the new version could not be ended: " + errorText(err)
 		u.setPhase(ctx, UpgradePhaseFailed)
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollback of %s: %s; the previous version was not started (no two versions run at once): end the new version by hand, then restart the previous recipe (the manifest has it) from %s",
-			u.st.Job.Key, rb.Error, u.st.Savepoint), ErrTypeUpgradeFailed, nil)
+			u.st.Job.Key, rb.Error, u.rollbackSavepoint()), ErrTypeUpgradeFailed, nil)
+	}
+	if u.parallel() && !u.st.Retired {
+		// The previous version never stopped: it is the rollback.
+		u.setPhase(ctx, UpgradePhaseRolledBack)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("upgrade of %s rolled back (%s, by %s): the new version is ended; the previous version kept running as job %s",
+			u.st.Job.Key, req.Reason, req.By, u.st.Job.JobID), ErrTypeUpgradeRolledBack, nil)
 	}
 	if u.st.RecipeRecorded {
 		if err := workflow.ExecuteActivity(u.short(ctx), a.ForgetRecipe, activities.ForgetRecipeInput{Job: u.st.Job, UpgradeID: u.in.UpgradeID}).Get(ctx, nil); err != nil {
@@ -516,12 +595,12 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 			rb.Healthy, rb.Error = &res, ""
 			u.setPhase(ctx, UpgradePhaseRolledBack)
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("upgrade of %s rolled back (%s, by %s): the previous version runs as job %s from %s",
-				u.st.Job.Key, req.Reason, req.By, res.JobID, u.st.Savepoint), ErrTypeUpgradeRolledBack, nil)
+				u.st.Job.Key, req.Reason, req.By, res.JobID, u.rollbackSavepoint()), ErrTypeUpgradeRolledBack, nil)
 		}
 		rb.Error = errorText(err)
 		previous = rb.JobID
 		ans, derr := u.decide(ctx, DecisionRollbackFailed, fmt.Sprintf(
-			"the previous version did not come back from %s: %s. Retry, or abort and restart it by hand (the manifest has the recipe)", u.st.Savepoint, rb.Error),
+			"the previous version did not come back from %s: %s. Retry, or abort and restart it by hand (the manifest has the recipe)", u.rollbackSavepoint(), rb.Error),
 			ActionRetry, ActionAbort)
 		if derr != nil {
 			return derr
@@ -529,7 +608,7 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 		if ans.Action == ActionAbort {
 			u.setPhase(ctx, UpgradePhaseFailed)
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollback of %s abandoned by %s: neither version runs; restart the previous recipe from %s by hand",
-				u.st.Job.Key, ans.By, u.st.Savepoint), ErrTypeUpgradeFailed, nil)
+				u.st.Job.Key, ans.By, u.rollbackSavepoint()), ErrTypeUpgradeFailed, nil)
 		}
 	}
 }
@@ -543,6 +622,9 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 	var a *activities.Activities
 	rb := u.st.Rollback
 	if !u.operator() {
+		if u.st.NewJobID == "" {
+			return nil // asked back before the new version was started
+		}
 		newVersion := u.st.Job
 		newVersion.JobID = u.st.NewJobID
 		var ended activities.EndJobResult
@@ -575,11 +657,14 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 // from exactly that savepoint, whatever the operator recorded since.
 func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous string) (JobRestartResult, error) {
 	var a *activities.Activities
+	h := u.in.Health
+	h.Checks = nil // what the new version had to achieve
+	from := u.rollbackSavepoint()
 	if !u.operator() {
 		cctx := workflow.WithChildOptions(ctx, jobChildOptions(withAttempt(u.wid+"/rollback", attempt)))
 		var res JobRestartResult
 		err := workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, JobRestartInput{WindowID: u.wid + "-rollback", Job: u.st.Job,
-			Attempt: attempt, SavepointPath: u.st.Savepoint, PreviousJobID: previous, Health: u.in.Health}).Get(ctx, &res)
+			Attempt: attempt, SavepointPath: from, PreviousJobID: previous, Health: h}).Get(ctx, &res)
 		return res, err
 	}
 	wait := operatorWait(u.in.Health.RunningTimeout.D())
@@ -588,15 +673,12 @@ func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous
 		activities.ResumeJobInput{Job: u.st.Job, SavepointPath: u.st.Savepoint, Timeout: wait}).Get(ctx, &started); err != nil {
 		return JobRestartResult{}, err
 	}
-	h := u.in.Health
 	var healthy activities.AwaitHealthyResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(h)), a.AwaitHealthy, activities.AwaitHealthyInput{
-		RESTURL: u.st.Job.RESTURL, JobID: started.JobID, SavepointPath: u.st.Savepoint,
-		RunningTimeout: h.RunningTimeout.D(), CheckpointTimeout: h.CheckpointTimeout.D(), Soak: h.Soak.D(),
-	}).Get(ctx, &healthy); err != nil {
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(h)), a.AwaitHealthy,
+		h.awaitHealthy(u.st.Job.RESTURL, started.JobID, from)).Get(ctx, &healthy); err != nil {
 		return JobRestartResult{JobID: started.JobID}, err
 	}
-	return JobRestartResult{JobID: started.JobID, RestoredFrom: healthy.RestoredFrom, CheckpointID: healthy.CheckpointID, CheckpointPath: healthy.CheckpointPath}, nil
+	return restartResult(started.JobID, healthy), nil
 }
 
 // UpgradeManifest is the durable record of an upgrade a person can act on
@@ -616,12 +698,15 @@ func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
 	m := UpgradeManifest{UpdatedAt: workflow.Now(ctx), Reason: u.in.Reason, Ticket: u.in.Ticket, State: u.st}
 	switch {
 	case u.st.Savepoint == "":
+	case u.parallel() && !u.st.Retired:
+		m.ByHand = fmt.Sprintf("the previous version still runs as job %s on %s: to roll back, end job %s of the new version (stop with a savepoint) if it runs",
+			u.st.Job.JobID, u.st.Job.RESTURL, u.st.NewJobID)
 	case u.operator():
 		m.ByHand = fmt.Sprintf("suspend the resource (state.job.restart.resource), apply state.specInverse to its spec, then set spec.job.initialSavepointPath to %s, "+
 			"change spec.job.savepointRedeployNonce and set spec.job.state to running", u.st.Savepoint)
 	default:
 		m.ByHand = fmt.Sprintf("end job %s of the new version if it runs (stop with a savepoint), then run the previous recipe (state.job.restart) on %s from %s in NO_CLAIM mode",
-			u.st.NewJobID, u.st.Job.RESTURL, u.st.Savepoint)
+			u.st.NewJobID, u.st.Job.RESTURL, u.rollbackSavepoint())
 	}
 	content, err := json.MarshalIndent(m, "", "  ") //workflowcheck:ignore (deterministic, see WindowReport.Encode)
 	if err != nil {

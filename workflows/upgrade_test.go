@@ -46,7 +46,10 @@ type upgradeFixture struct {
 	specChanges  []inventory.JobSpecChange
 	suspendFails bool
 	failJobs     map[string]bool
+	gates        []activities.AwaitHealthyInput
 }
+
+var previousJobID = strings.Repeat("1", 32)
 
 var previousRecipe = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/jars/orders-v1.jar", EntryClass: "com.example.Orders",
 	ProgramArgs: []string{"--version", "1"}}
@@ -65,7 +68,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		}
 		return activities.DiscoverJobsResult{Tenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
 			Jobs: []activities.JobTarget{{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a",
-				JobName: "orders", JobID: strings.Repeat("1", 32), SavepointDir: "hdfs://nn/sp", Restart: previousRecipe},
+				JobName: "orders", JobID: previousJobID, SavepointDir: "hdfs://nn/sp", Restart: previousRecipe},
 				{Key: "cluster-a/payments", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a", JobName: "payments",
 					JobID: strings.Repeat("2", 32), Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
 						Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-a", Name: "payments"}}}},
@@ -88,6 +91,13 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
 	})
 	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
+	env.OnActivity(a.TakeSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.TakeSavepointInput) (activities.TakeSavepointResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, "savepoint "+in.Job.JobID)
+		f.manifestBeforeStop = len(f.manifests) > 0 && strings.Contains(f.manifests[len(f.manifests)-1], previousRecipe.Jar)
+		return activities.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
+	})
 	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -101,6 +111,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "gate "+in.JobID)
+		f.gates = append(f.gates, in)
 		if f.failJobs[in.JobID] {
 			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", activities.ErrTypeJobUnhealthy, nil)
 		}
@@ -122,12 +133,17 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.ended = append(f.ended, in)
+		f.calls = append(f.calls, "end "+in.Job.JobID)
+		if in.Job.JobID == previousJobID {
+			return activities.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-retired"}, nil
+		}
 		return activities.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-new-version"}, nil
 	})
 	env.OnActivity(a.RecordRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordRecipeInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.recorded = append(f.recorded, in)
+		f.calls = append(f.calls, "record")
 		return nil
 	})
 	env.OnActivity(a.ForgetRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ForgetRecipeInput) error {
@@ -439,5 +455,142 @@ func TestUpgradeRefusesTheWrongKindOfNewVersion(t *testing.T) {
 	in.Spec = &inventory.JobSpecChange{Image: "x"}
 	if err := in.Validate(); err == nil || !strings.Contains(err.Error(), "recipe and spec are both given") {
 		t.Errorf("both: %v", err)
+	}
+}
+
+// In mode parallel the job keeps running through its savepoint; the new
+// version starts beside it, and the previous version is ended only once
+// the new one passed its gate, before its recipe is recorded.
+func TestUpgradeInParallelRetiresThePreviousVersionAfterTheGate(t *testing.T) {
+	f := newUpgradeFixture(t)
+	in := upgradeInput("--version", "2")
+	in.Mode = UpgradeModeParallel
+	in.Recipe.FlinkConfiguration = map[string]string{"pipeline.object-reuse": "true"}
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+	if err := f.env.GetWorkflowError(); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	var st UpgradeState
+	if err := f.env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if f.stops != 0 || !f.manifestBeforeStop {
+		t.Errorf("stops %d, manifest before the savepoint %v; want the job kept running through a savepoint taken after the manifest", f.stops, f.manifestBeforeStop)
+	}
+	want := "savepoint " + previousJobID + " | gate " + st.NewJobID + " | end " + previousJobID + " | record"
+	if got := strings.Join(f.calls, " | "); got != want {
+		t.Errorf("calls %s; want %s", got, want)
+	}
+	if !st.Retired || st.RetiredSavepoint != "hdfs://nn/sp/savepoint-retired" || st.Phase != UpgradePhaseCommitted {
+		t.Errorf("state %+v; want committed with the previous version retired", st)
+	}
+	if len(f.recorded) != 1 || f.recorded[0].Recipe.FlinkConfiguration["pipeline.object-reuse"] != "true" {
+		t.Errorf("recorded %+v; want the new configuration in the recipe of record", f.recorded)
+	}
+}
+
+// A parallel upgrade whose new version fails its gate ends the new version
+// only: the previous one never stopped, so nothing is restored.
+func TestUpgradeInParallelRollsBackByEndingTheNewVersion(t *testing.T) {
+	f := newUpgradeFixture(t)
+	in := upgradeInput("--version", "2", "--fail-on-restore")
+	in.Mode = UpgradeModeParallel
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+	st := f.rolledBack()
+	want := "savepoint " + previousJobID + " | gate " + st.NewJobID + " | end " + st.NewJobID
+	if got := strings.Join(f.calls, " | "); got != want {
+		t.Errorf("calls %s; want %s", got, want)
+	}
+	if len(f.started) != 1 || st.Retired || len(f.recorded) != 0 {
+		t.Errorf("started %d, retired %v, recorded %v; want the previous version left running untouched", len(f.started), st.Retired, f.recorded)
+	}
+}
+
+// A rollback after a parallel upgrade committed restores the previous
+// version from the savepoint it was retired with, gated without the checks
+// the new version had to pass.
+func TestUpgradeInParallelRollsBackFromTheRetiredSavepoint(t *testing.T) {
+	f := newUpgradeFixture(t)
+	in := upgradeInput("--version", "2")
+	in.Mode = UpgradeModeParallel
+	in.HoldAfterCommit = Duration(time.Hour)
+	one := 1.0
+	in.Health.Checks = []activities.MetricCheck{{Metric: "numRecordsOut", Vertex: "Sink", Min: &one}}
+	var gates []activities.AwaitHealthyInput
+	var a *activities.Activities
+	f.env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		gates = append(gates, in)
+		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
+	})
+	f.env.RegisterDelayedCallback(func() {
+		if st := f.status(); st.Phase != UpgradePhaseHold {
+			t.Errorf("phase %s; want hold", st.Phase)
+		}
+		f.update(UpdateRollback, RollbackRequest{By: "op", Reason: "latency"}, false)
+	}, 10*time.Minute)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+	st := f.rolledBack()
+	if len(f.started) != 2 || f.started[1].SavepointPath != "hdfs://nn/sp/savepoint-retired" || f.started[1].Job.Restart.Jar != previousRecipe.Jar {
+		t.Errorf("started %+v; want the previous recipe restored from its retirement savepoint", f.started)
+	}
+	if len(f.gates) != 2 || len(f.gates[0].Checks) != 1 || len(f.gates[1].Checks) != 0 {
+		t.Errorf("gates %+v; want the checks on the new version only", f.gates)
+	}
+	if len(f.forgotten) != 1 || st.RecipeRecorded {
+		t.Errorf("forgotten %v; want the recipe of record dropped", f.forgotten)
+	}
+}
+
+func TestUpgradeRecipeMergesConfiguration(t *testing.T) {
+	prev := previousRecipe
+	prev.FlinkConfiguration = map[string]string{"a": "1", "b": "2"}
+	next := UpgradeRecipe{JarID: "x_orders.jar", FlinkConfiguration: map[string]string{"b": "3", "c": "4"}, Unset: []string{"a"}}.apply(prev)
+	if next.Jar != "" || next.JarID != "x_orders.jar" || len(next.FlinkConfiguration) != 2 || next.FlinkConfiguration["b"] != "3" || next.FlinkConfiguration["c"] != "4" {
+		t.Errorf("recipe %+v; want the jar replaced by the jar id and the configuration merged", next)
+	}
+	if prev.FlinkConfiguration["b"] != "2" {
+		t.Errorf("the previous recipe changed: %v", prev.FlinkConfiguration)
+	}
+}
+
+func TestUpgradeInputRefusesWhatWouldMoveOrDropState(t *testing.T) {
+	one := 1.0
+	for name, tc := range map[string]struct {
+		mut  func(*UpgradeInput)
+		want string
+	}{
+		"checkpoint dir": {func(in *UpgradeInput) {
+			in.Recipe.FlinkConfiguration = map[string]string{"state.checkpoints.dir": "hdfs://nn/elsewhere"}
+		}, "recipe.flinkConfiguration.state.checkpoints.dir"},
+		"ignore unclaimed state": {func(in *UpgradeInput) {
+			in.Recipe.FlinkConfiguration = map[string]string{"execution.savepoint.ignore-unclaimed-state": "true"}
+		}, "a person's decision"},
+		"unset a reserved key": {func(in *UpgradeInput) { in.Recipe.Unset = []string{"execution.checkpointing.dir"} }, "recipe.unset"},
+		"spec checkpoint dir": {func(in *UpgradeInput) {
+			in.Recipe = UpgradeRecipe{}
+			in.Spec = &inventory.JobSpecChange{FlinkConfiguration: map[string]string{"state.savepoints.dir": "x"}}
+		}, "spec.flinkConfiguration.state.savepoints.dir"},
+		"jar and jar id": {func(in *UpgradeInput) { in.Recipe.JarID = "x_orders.jar" }, "recipe.jarId"},
+		"mode":           {func(in *UpgradeInput) { in.Mode = "blue-green" }, `mode="blue-green"`},
+		"parallel operator": {func(in *UpgradeInput) {
+			in.Mode = UpgradeModeParallel
+			in.Recipe = UpgradeRecipe{}
+			in.Spec = &inventory.JobSpecChange{Image: "x"}
+		}, "one job per resource"},
+		"check without bounds": {func(in *UpgradeInput) { in.Health.Checks = []activities.MetricCheck{{Metric: "numRestarts"}} }, "health.checks[0] (numRestarts): give min, max or both"},
+		"check agg on job": {func(in *UpgradeInput) {
+			in.Health.Checks = []activities.MetricCheck{{Metric: "uptime", Agg: "sum", Min: &one}}
+		}, "health.checks[0].agg"},
+		"check metric list": {func(in *UpgradeInput) { in.Health.Checks = []activities.MetricCheck{{Metric: "a,b", Max: &one}} }, "health.checks[0].metric"},
+	} {
+		in := upgradeInput("--version", "2")
+		tc.mut(&in)
+		in.ApplyDefaults()
+		err := in.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error naming %q", name, err, tc.want)
+		}
 	}
 }

@@ -39,6 +39,20 @@ const (
 	DecisionRollbackFailed        = "rollback-failed"             // the previous version did not come back
 	DecisionUpgradeManifestFailed = "upgrade-manifest-unwritable" // nothing stops before the manifest is on storage
 	DecisionRecipeUnrecorded      = "recipe-unrecorded"           // the new version runs but is not yet the recipe of record
+	DecisionRetireFailed          = "retire-failed"               // mode parallel: the previous version could not be ended
+)
+
+// Values of UpgradeInput.Mode.
+const (
+	// UpgradeModeStop stops the job with a savepoint, then starts the new
+	// version from it: one version runs at a time.
+	UpgradeModeStop = "stop"
+	// UpgradeModeParallel takes a savepoint and keeps the job running; the
+	// new version starts from it beside the previous one, which is ended
+	// (stopped with a savepoint) only once the new one is healthy. Both
+	// write to their sinks meanwhile: only for jobs whose sinks tolerate
+	// that (idempotent, or switched by argument).
+	UpgradeModeParallel = "parallel"
 )
 
 // Values of UpgradeInput.OnGateFailure.
@@ -53,6 +67,7 @@ const (
 	UpgradePhaseStop       = "stop"
 	UpgradePhaseStart      = "start"
 	UpgradePhaseCommit     = "commit"
+	UpgradePhaseRetire     = "retire" // mode parallel: the previous version is ended
 	UpgradePhaseHold       = "hold"
 	UpgradePhaseCommitted  = "committed"
 	UpgradePhaseRollback   = "rollback"
@@ -82,11 +97,16 @@ type UpgradeInput struct {
 	// job is stopped: the previous recipe and the savepoint to roll back
 	// to by hand if Temporal is gone. Required.
 	ManifestDir string `json:"manifestDir"`
+	// Mode is stop (default) or parallel (UpgradeModeParallel; REST jobs
+	// only).
+	Mode string `json:"mode,omitempty"`
 	// Savepoint format (CANONICAL default) and timeout (default 15m).
 	Format           string   `json:"format,omitempty"`
 	SavepointTimeout Duration `json:"savepointTimeout,omitempty"`
 	// Health is what healthy means for the new version, and for the old
-	// one after a rollback (defaults 5m, 5m, 30s).
+	// one after a rollback (defaults 5m, 5m, 30s). Its checks are what the
+	// new version must achieve; the previous version, coming back, passes
+	// the gate without them.
 	Health RestartPolicy `json:"health"`
 	// OnGateFailure: rollback (default) goes back at once; pause waits for
 	// a decision (rollback, or retry the gate).
@@ -100,10 +120,23 @@ type UpgradeInput struct {
 // keeps the running recipe's value; ProgramArgs, when given (even empty),
 // replace the old arguments.
 type UpgradeRecipe struct {
+	// Jar is read from storage or the worker's disk and uploaded; JarID
+	// names a jar already uploaded to the cluster. Either replaces both.
 	Jar         string   `json:"jar,omitempty"`
+	JarID       string   `json:"jarId,omitempty"`
 	EntryClass  string   `json:"entryClass,omitempty"`
 	ProgramArgs []string `json:"programArgs"`
 	Parallelism int      `json:"parallelism,omitempty"`
+	// FlinkConfiguration keys are set on the running recipe's; Unset
+	// removes keys from it.
+	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+	Unset              []string          `json:"unset,omitempty"`
+}
+
+// empty says the recipe changes nothing.
+func (u UpgradeRecipe) empty() bool {
+	return u.Jar == "" && u.JarID == "" && u.EntryClass == "" && u.ProgramArgs == nil && u.Parallelism == 0 &&
+		len(u.FlinkConfiguration) == 0 && len(u.Unset) == 0
 }
 
 // apply returns the previous recipe changed by u; allowNonRestored is
@@ -111,8 +144,24 @@ type UpgradeRecipe struct {
 func (u UpgradeRecipe) apply(prev inventory.RestartRecipe) inventory.RestartRecipe {
 	next := prev
 	next.AllowNonRestoredState = false
-	if u.Jar != "" {
-		next.Jar = u.Jar
+	if u.Jar != "" || u.JarID != "" {
+		next.Jar, next.JarID = u.Jar, u.JarID
+	}
+	if len(u.FlinkConfiguration) > 0 || len(u.Unset) > 0 {
+		conf := map[string]string{}
+		for k, v := range prev.FlinkConfiguration {
+			conf[k] = v
+		}
+		for _, k := range u.Unset {
+			delete(conf, k)
+		}
+		for k, v := range u.FlinkConfiguration {
+			conf[k] = v
+		}
+		next.FlinkConfiguration = conf
+		if len(conf) == 0 {
+			next.FlinkConfiguration = nil
+		}
 	}
 	if u.EntryClass != "" {
 		next.EntryClass = u.EntryClass
@@ -128,6 +177,7 @@ func (u UpgradeRecipe) apply(prev inventory.RestartRecipe) inventory.RestartReci
 
 // ApplyDefaults fills unset fields.
 func (in *UpgradeInput) ApplyDefaults() {
+	setStr(&in.Mode, UpgradeModeStop)
 	setStr(&in.Format, FormatCanonical)
 	setDur(&in.SavepointTimeout, 15*time.Minute)
 	setStr(&in.OnGateFailure, OnGateFailureRollback)
@@ -149,13 +199,24 @@ func (in *UpgradeInput) Validate() error {
 		problems = append(problems, fmt.Sprintf("job %q: use cluster/name", in.Job))
 	}
 	r := in.Recipe
-	noRecipe := r.Jar == "" && r.EntryClass == "" && r.ProgramArgs == nil && r.Parallelism == 0
+	noRecipe := r.empty()
 	noSpec := in.Spec == nil || in.Spec.Empty()
 	switch {
 	case noRecipe && noSpec:
-		problems = append(problems, "recipe is empty: give the new version's jar, entryClass, programArgs or parallelism (or, for a job the Flink Kubernetes Operator runs, its spec change)")
+		problems = append(problems, "recipe is empty: give the new version's jar or jarId, entryClass, programArgs, parallelism or flinkConfiguration (or, for a job the Flink Kubernetes Operator runs, its spec change)")
 	case !noRecipe && !noSpec:
 		problems = append(problems, "recipe and spec are both given: recipe is for jobs run through Flink's REST API, spec for jobs the Flink Kubernetes Operator runs; give the one for this job")
+	}
+	if r.Jar != "" && r.JarID != "" {
+		problems = append(problems, fmt.Sprintf("recipe.jarId=%q: leave it out when recipe.jar is given (%s); give the jar or the id of one uploaded to the cluster", r.JarID, r.Jar))
+	}
+	if err := (inventory.JobSpecChange{FlinkConfiguration: r.FlinkConfiguration, Unset: r.Unset}).Validate("recipe"); err != nil {
+		problems = append(problems, fieldProblem(err))
+	}
+	if in.Spec != nil {
+		if err := in.Spec.Validate("spec"); err != nil {
+			problems = append(problems, fieldProblem(err))
+		}
 	}
 	if in.Spec != nil && in.Spec.Parallelism < 0 {
 		problems = append(problems, fmt.Sprintf("spec.parallelism=%d: use a positive number, or leave it out to keep the current one", in.Spec.Parallelism))
@@ -169,6 +230,13 @@ func (in *UpgradeInput) Validate() error {
 	if in.Format != FormatCanonical && in.Format != FormatNative {
 		problems = append(problems, fmt.Sprintf("format=%q: use CANONICAL or NATIVE", in.Format))
 	}
+	if in.Mode != UpgradeModeStop && in.Mode != UpgradeModeParallel {
+		problems = append(problems, fmt.Sprintf("mode=%q: use stop (one version at a time) or parallel (the new version starts beside the running one)", in.Mode))
+	}
+	if in.Mode == UpgradeModeParallel && !noSpec {
+		problems = append(problems, "mode=parallel with spec: the Flink Kubernetes Operator runs one job per resource, so its jobs upgrade in mode stop")
+	}
+	problems = append(problems, in.Health.checkProblems("health")...)
 	if in.OnGateFailure != OnGateFailureRollback && in.OnGateFailure != OnGateFailurePause {
 		problems = append(problems, fmt.Sprintf("onGateFailure=%q: use rollback or pause", in.OnGateFailure))
 	}
@@ -201,6 +269,15 @@ func (in *UpgradeInput) Validate() error {
 	return nil
 }
 
+// fieldProblem words an inventory field error as one of an input's problems.
+func fieldProblem(err error) string {
+	var fe *inventory.FieldError
+	if errors.As(err, &fe) {
+		return fmt.Sprintf("%s=%q: %s", fe.Field, fe.Value, fe.Valid)
+	}
+	return err.Error()
+}
+
 // RollbackRequest asks an upgrade to go back to the previous version.
 type RollbackRequest struct {
 	By     string `json:"by"`
@@ -219,9 +296,15 @@ type UpgradeState struct {
 	// its resource and what undoes it, read before the job is stopped.
 	SpecChange  *inventory.JobSpecChange `json:"specChange,omitempty"`
 	SpecInverse *inventory.JobSpecChange `json:"specInverse,omitempty"`
+	Mode        string                   `json:"mode"`
 	// Savepoint is the pre-upgrade savepoint: the new version starts from
 	// it, and a rollback restores the previous version from it.
 	Savepoint string `json:"savepoint,omitempty"`
+	// Retired says the previous version was ended after the new one passed
+	// its gate (mode parallel); RetiredSavepoint is the savepoint it
+	// stopped with, from which a later rollback restores it.
+	Retired          bool   `json:"retired,omitempty"`
+	RetiredSavepoint string `json:"retiredSavepoint,omitempty"`
 	// StartAttempts counts starts of the new version.
 	StartAttempts int               `json:"startAttempts,omitempty"`
 	NewJobID      string            `json:"newJobId,omitempty"`

@@ -116,6 +116,13 @@ type JobRestartResult struct {
 	RestoredFrom   string `json:"restoredFrom"`
 	CheckpointID   int64  `json:"checkpointId"`
 	CheckpointPath string `json:"checkpointPath"`
+	// Readings are the health checks' metric values.
+	Readings []activities.MetricReading `json:"readings,omitempty"`
+}
+
+// restartResult is a started job's proof of health.
+func restartResult(jobID string, h activities.AwaitHealthyResult) JobRestartResult {
+	return JobRestartResult{JobID: jobID, RestoredFrom: h.RestoredFrom, CheckpointID: h.CheckpointID, CheckpointPath: h.CheckpointPath, Readings: h.Readings}
 }
 
 // JobRestartWorkflow restores a job from exactly its recorded savepoint
@@ -152,11 +159,8 @@ func JobRestartWorkflow(ctx workflow.Context, in JobRestartInput) (JobRestartRes
 	}
 	var healthy activities.AwaitHealthyResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.AwaitHealthy,
-		activities.AwaitHealthyInput{
-			RESTURL: in.Job.RESTURL, JobID: started.JobID, SavepointPath: in.SavepointPath,
-			RunningTimeout: in.Health.RunningTimeout.D(), CheckpointTimeout: in.Health.CheckpointTimeout.D(), Soak: in.Health.Soak.D(),
-		}).Get(ctx, &healthy); err != nil {
+		in.Health.awaitHealthy(in.Job.RESTURL, started.JobID, in.SavepointPath)).Get(ctx, &healthy); err != nil {
 		return JobRestartResult{JobID: started.JobID}, err
 	}
-	return JobRestartResult{JobID: started.JobID, RestoredFrom: healthy.RestoredFrom, CheckpointID: healthy.CheckpointID, CheckpointPath: healthy.CheckpointPath}, nil
+	return restartResult(started.JobID, healthy), nil
 }

@@ -130,6 +130,26 @@ type RestartPolicy struct {
 	RunningTimeout    Duration `json:"runningTimeout"`    // default 5m
 	CheckpointTimeout Duration `json:"checkpointTimeout"` // default 5m
 	Soak              Duration `json:"soak"`              // default 30s
+	// Checks are metric thresholds read from Flink's REST API at the end
+	// of the soak; each must pass for the job to count as healthy.
+	Checks []activities.MetricCheck `json:"checks,omitempty"`
+}
+
+// checkProblems names what is wrong with the policy's checks.
+func (p RestartPolicy) checkProblems(field string) []string {
+	var out []string
+	for i, c := range p.Checks {
+		if err := c.Validate(fmt.Sprintf("%s.checks[%d]", field, i)); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
+}
+
+// awaitHealthy is the health gate of one started job under the policy.
+func (p RestartPolicy) awaitHealthy(restURL, jobID, savepoint string) activities.AwaitHealthyInput {
+	return activities.AwaitHealthyInput{RESTURL: restURL, JobID: jobID, SavepointPath: savepoint,
+		RunningTimeout: p.RunningTimeout.D(), CheckpointTimeout: p.CheckpointTimeout.D(), Soak: p.Soak.D(), Checks: p.Checks}
 }
 
 // Policy values.
@@ -232,6 +252,9 @@ func (in *WindowInput) Validate() error {
 	case ModePlan, ModePlanAndApprove, ModeAuto, CleanupModeSkip:
 	default:
 		bad("policy.cleanup.mode=%q: use %s (default), %s, %s or %s", p.Cleanup.Mode, ModePlanAndApprove, ModePlan, ModeAuto, CleanupModeSkip)
+	}
+	for _, m := range p.Restart.checkProblems("policy.restart") {
+		bad("%s", m)
 	}
 	r := p.Restart
 	if r.CanarySize < 0 || r.WaveSize < 0 || r.FailureBudget < 0 {

@@ -277,3 +277,106 @@ func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 		t.Errorf("worker started %d times; want 5 (4 kills)", w.starts)
 	}
 }
+
+// TestJobUpgradeInParallelOnRealPeers upgrades sample jobs in mode
+// parallel on real Flink and HDFS: the job keeps running through its
+// savepoint, the new version (a jar uploaded to the cluster, named by its
+// id, with a configuration override) starts beside it and passes metric
+// checks read from Flink's REST API, and only then is the previous version
+// stopped with a savepoint. A new version that fails a metric check is
+// ended and the previous version, never stopped, runs on as it was.
+func TestJobUpgradeInParallelOnRealPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	sfx := randomHex(4)
+	commit, failing := "up-par-"+sfx, "up-par-fail-"+sfx
+	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{commit: nil, failing: nil})
+	d.serve(tmp, "upgrade-par-"+sfx)
+	ca := d.peers.Clusters[0]
+	fc := flinkClient(t, ca.RESTURL)
+	ckpts := d.root + "/a/checkpoints"
+	jarID, err := fc.UploadJar(ctx, d.peers.SampleJob.Jar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.DeleteJar(context.Background(), jarID) })
+	zero, one := 0.0, 1.0
+	upgrade := func(name string, checks []activities.MetricCheck, extra ...string) (workflows.UpgradeState, error) {
+		t.Helper()
+		in := workflows.UpgradeInput{UpgradeID: name, Reason: "parallel upgrade test", Job: ca.ClusterID + "/" + name, ManifestDir: d.root + "/upgrades",
+			Mode: workflows.UpgradeModeParallel,
+			Recipe: workflows.UpgradeRecipe{JarID: jarID, FlinkConfiguration: map[string]string{"pipeline.object-reuse": "true"},
+				ProgramArgs: append([]string{"--checkpoint-dir", ckpts, "--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "200"}, extra...)},
+			Health: workflows.RestartPolicy{Soak: workflows.Duration(3 * time.Second), RunningTimeout: workflows.Duration(2 * time.Minute),
+				CheckpointTimeout: workflows.Duration(2 * time.Minute), Checks: checks}}
+		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.JobUpgradeWorkflowID(name), TaskQueue: d.queue},
+			workflows.JobUpgradeWorkflowType, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st workflows.UpgradeState
+		err = run.Get(ctx, &st)
+		return st, err
+	}
+
+	// 1. Side by side, checks pass, then the previous version is retired.
+	_, commitID := d.start(ctx, ca, commit, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, commitID, 1)
+	st, err := upgrade(commit, []activities.MetricCheck{{Metric: "numRestarts", Max: &zero}, {Metric: "numRecordsOut", Vertex: "sequence-source", Min: &one}},
+		"--value-bytes", "300")
+	if err != nil {
+		t.Fatalf("parallel upgrade of %s: %v", commit, err)
+	}
+	t.Cleanup(func() { _ = fc.CancelJob(context.Background(), st.NewJobID) })
+	if st.Phase != workflows.UpgradePhaseCommitted || !st.Retired || st.RetiredSavepoint == "" || st.Healthy == nil ||
+		strings.TrimRight(st.Healthy.RestoredFrom, "/") != strings.TrimRight(st.Savepoint, "/") {
+		t.Fatalf("upgrade %+v; want committed from its savepoint, the previous version retired with a savepoint", st)
+	}
+	if len(st.Healthy.Readings) != 2 || st.Healthy.Readings[1].Value < 1 {
+		t.Errorf("readings %+v; want both checks read, records flowing out of the source", st.Healthy.Readings)
+	}
+	newer, err := fc.JobDetails(ctx, st.NewJobID)
+	if err != nil || newer.State != flink.JobRunning {
+		t.Fatalf("new version %s: %s, %v; want running", st.NewJobID, newer.State, err)
+	}
+	older, err := fc.JobDetails(ctx, commitID)
+	if err != nil || older.State != flink.JobFinished || older.EndTime <= newer.StartTime {
+		t.Errorf("previous version %s: %s, ended at %d, new version started at %d (%v); want it finished by its stop with savepoint, after the new version started",
+			commitID, older.State, older.EndTime, newer.StartTime, err)
+	}
+	if conf := jobUserConfig(t, ctx, ca.RESTURL, st.NewJobID); !strings.Contains(conf, `"object-reuse-mode":true`) || !strings.Contains(conf, "--value-bytes 300") {
+		t.Errorf("new version runs with %s; want object reuse on and the new arguments", conf)
+	}
+	jars, err := fc.ListJars(ctx)
+	listed := false
+	for _, j := range jars.Files {
+		listed = listed || j.ID == jarID
+	}
+	if err != nil || !listed {
+		t.Errorf("jar %s after the upgrade: listed %v (%v); an uploaded jar named by id is never deleted", jarID, listed, err)
+	}
+	var found activities.DiscoverJobsResult
+	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Jobs) != 1 || found.Jobs[0].Restart.JarID != jarID || found.Jobs[0].Restart.FlinkConfiguration["pipeline.object-reuse"] != "true" {
+		t.Errorf("a window now finds %+v; want the recipe of record with the jar id and the configuration", found.Jobs)
+	}
+
+	// 2. A failed check ends the new version; the previous one never stopped.
+	_, failingID := d.start(ctx, ca, failing, ckpts, "", "", nil)
+	d.checkpointed(ctx, fc, failingID, 1)
+	_, err = upgrade(failing, []activities.MetricCheck{{Metric: "uptime", Max: &one}})
+	st = rolledBack(t, err)
+	if st.Rollback == nil || !strings.Contains(st.Rollback.Reason, "health check uptime <= 1 failed") || st.Retired {
+		t.Fatalf("rollback %+v; want the failed check named and the previous version not retired", st.Rollback)
+	}
+	if s, err := fc.JobState(ctx, failingID); err != nil || s != flink.JobRunning {
+		t.Errorf("previous version %s is %s (%v); want it running on, never stopped", failingID, s, err)
+	}
+	if s, err := fc.JobState(ctx, st.NewJobID); err != nil || !s.IsGloballyTerminal() {
+		t.Errorf("new version %s is %s (%v); want it ended", st.NewJobID, s, err)
+	}
+	t.Cleanup(func() { _ = fc.CancelJob(context.Background(), failingID) })
+}

@@ -65,10 +65,14 @@ func SameRecipe(a, b inventory.RestartRecipe) bool {
 	return reflect.DeepEqual(normal(a), normal(b))
 }
 
-// normal makes nil and empty argument lists compare equal.
+// normal makes nil and empty argument lists and configurations compare
+// equal.
 func normal(r inventory.RestartRecipe) inventory.RestartRecipe {
 	if len(r.ProgramArgs) == 0 {
 		r.ProgramArgs = nil
+	}
+	if len(r.FlinkConfiguration) == 0 {
+		r.FlinkConfiguration = nil
 	}
 	return r
 }

@@ -38,6 +38,10 @@ var (
 	epJarList             = endpoint{method: "GET", path: "/jars", response: JarList{}}
 	epJarRun              = endpoint{method: "POST", path: "/jars/{jarid}/run", request: jarRunBody{}, response: jarRunResponse{}}
 	epJarDelete           = endpoint{method: "DELETE", path: "/jars/{jarid}"}
+	// The metric endpoints answer a bare JSON array, not the object their
+	// specs describe; the real-cluster tests check the wire format.
+	epJobMetrics    = endpoint{method: "GET", path: "/jobs/{jobid}/metrics", query: []string{"get"}}
+	epVertexMetrics = endpoint{method: "GET", path: "/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics", query: []string{"get", "agg"}}
 )
 
 // allEndpoints is every endpoint the client uses.
@@ -46,4 +50,5 @@ var allEndpoints = []endpoint{
 	epJobStatus, epJobExceptions, epJobJobManagerConfig, epCheckpoints, epCheckpointConfig,
 	epCheckpointDetails, epTriggerSavepoint, epSavepointStatus, epStopWithSavepoint, epCancelJob,
 	epDisposeSavepoint, epDisposalStatus, epJarUpload, epJarList, epJarRun, epJarDelete,
+	epJobMetrics, epVertexMetrics,
 }

@@ -117,6 +117,14 @@ type RestartRecipe struct {
 	AllowNonRestoredState bool     `json:"allowNonRestoredState,omitempty" yaml:"allowNonRestoredState,omitempty"`
 	// RestoreMode is NO_CLAIM (default), CLAIM or LEGACY.
 	RestoreMode string `json:"restoreMode,omitempty" yaml:"restoreMode,omitempty"`
+	// JarID, instead of Jar, names a jar already uploaded to the cluster
+	// (GET /jars): it is run as it is and never deleted.
+	JarID string `json:"jarId,omitempty" yaml:"jarId,omitempty"`
+	// FlinkConfiguration sets job configuration keys at submission (the jar
+	// run's flinkConfiguration). Keys that move state or decide how it is
+	// restored are refused (ReservedConfigKey): they stay with the cluster
+	// and the recipe's own fields.
+	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty" yaml:"flinkConfiguration,omitempty"`
 	// For operator-resume: the FlinkDeployment or FlinkSessionJob.
 	Resource *ObjectRef `json:"resource,omitempty" yaml:"resource,omitempty"`
 }

@@ -108,6 +108,20 @@ type JobSpecChange struct {
 	Unset              []string          `json:"unset,omitempty"`
 }
 
+// Validate refuses configuration keys a change may not set or remove
+// (ReservedConfigKey): they move state or decide how it is restored.
+func (c JobSpecChange) Validate(field string) error {
+	if err := validateFlinkConfiguration(field+".flinkConfiguration", c.FlinkConfiguration); err != nil {
+		return err
+	}
+	for _, k := range c.Unset {
+		if why := ReservedConfigKey(k); why != "" {
+			return &FieldError{Field: field + ".unset", Value: k, Valid: "not removed by an upgrade: " + why}
+		}
+	}
+	return nil
+}
+
 // Empty says the change changes nothing.
 func (c JobSpecChange) Empty() bool {
 	return c.Image == "" && c.JarURI == "" && c.Args == nil && c.Parallelism == 0 && len(c.FlinkConfiguration) == 0 && len(c.Unset) == 0

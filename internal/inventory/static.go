@@ -333,8 +333,17 @@ func ValidateRecipe(field string, r RestartRecipe) error {
 	}
 	switch r.Kind {
 	case RestartRESTJarRun:
-		if strings.TrimSpace(r.Jar) == "" {
-			return &FieldError{Field: field + ".jar", Value: r.Jar, Valid: "the job jar as a local path or hdfs:// URI (required for rest-jar-run)"}
+		if strings.TrimSpace(r.Jar) == "" && strings.TrimSpace(r.JarID) == "" {
+			return &FieldError{Field: field + ".jar", Value: r.Jar, Valid: "the job jar as a local path or hdfs:// URI, or jarId: a jar uploaded to the cluster (one is required for rest-jar-run)"}
+		}
+		if r.Jar != "" && r.JarID != "" {
+			return &FieldError{Field: field + ".jarId", Value: r.JarID, Valid: "empty when jar is set (" + r.Jar + "): give the jar or the id of one uploaded to the cluster, not both"}
+		}
+		if r.JarID != "" && (strings.ContainsAny(r.JarID, "/ \t\n?#") || !strings.HasSuffix(r.JarID, ".jar")) {
+			return &FieldError{Field: field + ".jarId", Value: r.JarID, Valid: "an id from the cluster's GET /jars, such as 5c1e..._orders.jar"}
+		}
+		if err := validateFlinkConfiguration(field+".flinkConfiguration", r.FlinkConfiguration); err != nil {
+			return err
 		}
 		if r.Resource != nil {
 			return &FieldError{Field: field + ".resource", Value: r.Resource.Kind + "/" + r.Resource.Name, Valid: "empty for rest-jar-run"}
@@ -356,13 +365,59 @@ func ValidateRecipe(field string, r RestartRecipe) error {
 		if r.Resource.Kind != KindFlinkDeployment && r.Resource.Kind != KindFlinkSessionJob {
 			return &FieldError{Field: field + ".resource.kind", Value: r.Resource.Kind, Valid: "FlinkDeployment or FlinkSessionJob"}
 		}
-		if r.Jar != "" || r.EntryClass != "" || len(r.ProgramArgs) > 0 {
-			return &FieldError{Field: field + ".jar", Value: r.Jar, Valid: "empty for operator-resume: the resource's spec.job holds jar, entry class and args"}
+		if r.Jar != "" || r.JarID != "" || r.EntryClass != "" || len(r.ProgramArgs) > 0 || len(r.FlinkConfiguration) > 0 {
+			return &FieldError{Field: field + ".jar", Value: r.Jar + r.JarID, Valid: "empty for operator-resume: the resource's spec holds jar, entry class, args and flinkConfiguration"}
 		}
 	default:
 		return &FieldError{Field: field + ".kind", Value: string(r.Kind), Valid: string(RestartRESTJarRun) + " or " + string(RestartOperatorResume)}
 	}
 	return nil
+}
+
+// ReservedConfigKey says why a job configuration key may not be set by a
+// recipe, or "" when it may. Checkpoint and savepoint directories belong
+// to the cluster: a job that writes its state elsewhere has state no
+// inventory, retention rule or quota knows of. How a savepoint is
+// restored is the recipe's own restoreMode and allowNonRestoredState,
+// which only a person's decision turns on; a configuration key must not
+// turn it on silently.
+func ReservedConfigKey(key string) string {
+	switch key {
+	case "state.checkpoints.dir", "execution.checkpointing.dir", "state.savepoints.dir", "execution.checkpointing.savepoint-dir",
+		"state.backend.forst.primary-dir", "high-availability.storageDir", "high-availability.storage-dir":
+		return "it moves the job's state away from the cluster's configured directories, where retention and quota look"
+	case "execution.savepoint.path", "execution.state-recovery.path":
+		return "the savepoint to restore from is chosen by flinkmaint"
+	case "execution.savepoint.ignore-unclaimed-state", "execution.state-recovery.ignore-unclaimed-state":
+		return "dropping unmatched state is a person's decision (allowNonRestoredState), never a standing setting"
+	case "execution.savepoint-restore-mode", "execution.state-recovery.claim-mode":
+		return "use the recipe's restoreMode"
+	case "$internal.pipeline.job-id", "pipeline.job-id":
+		return "the job id is chosen by flinkmaint, so a retried submission finds its job"
+	}
+	return ""
+}
+
+// validateFlinkConfiguration checks a recipe's configuration overrides.
+func validateFlinkConfiguration(field string, conf map[string]string) error {
+	for _, k := range sortedKeys(conf) {
+		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \t\n") {
+			return &FieldError{Field: field, Value: k, Valid: "Flink configuration keys such as pipeline.object-reuse"}
+		}
+		if why := ReservedConfigKey(k); why != "" {
+			return &FieldError{Field: field + "." + k, Value: conf[k], Valid: "not set by a recipe: " + why}
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func contains(list []string, v string) bool {

@@ -268,3 +268,42 @@ func TestValidateDrillRecipe(t *testing.T) {
 		t.Fatalf("static file with a drill recipe that keeps the sinks: %v; want it refused", err)
 	}
 }
+
+func TestValidateRecipeJarIDAndConfiguration(t *testing.T) {
+	base := RestartRecipe{Kind: RestartRESTJarRun, EntryClass: "com.example.Job"}
+	for name, tc := range map[string]struct {
+		mut   func(*RestartRecipe)
+		field string // "" is valid
+	}{
+		"jar id alone":        {func(r *RestartRecipe) { r.JarID = "5c1e_orders.jar" }, ""},
+		"jar and jar id":      {func(r *RestartRecipe) { r.Jar, r.JarID = "/jars/a.jar", "5c1e_orders.jar" }, "restart.jarId"},
+		"neither":             {func(r *RestartRecipe) {}, "restart.jar"},
+		"jar id with a slash": {func(r *RestartRecipe) { r.JarID = "../x.jar" }, "restart.jarId"},
+		"plain configuration": {func(r *RestartRecipe) {
+			r.Jar, r.FlinkConfiguration = "/j.jar", map[string]string{"pipeline.object-reuse": "true"}
+		}, ""},
+		"checkpoint dir": {func(r *RestartRecipe) {
+			r.Jar, r.FlinkConfiguration = "/j.jar", map[string]string{"execution.checkpointing.dir": "hdfs://x/y"}
+		}, "restart.flinkConfiguration.execution.checkpointing.dir"},
+		"drop unclaimed state": {func(r *RestartRecipe) {
+			r.Jar, r.FlinkConfiguration = "/j.jar", map[string]string{"execution.savepoint.ignore-unclaimed-state": "true"}
+		}, "restart.flinkConfiguration.execution.savepoint.ignore-unclaimed-state"},
+		"restore path": {func(r *RestartRecipe) {
+			r.Jar, r.FlinkConfiguration = "/j.jar", map[string]string{"execution.state-recovery.path": "x"}
+		}, "restart.flinkConfiguration.execution.state-recovery.path"},
+		"operator with a jarId": {func(r *RestartRecipe) {
+			*r = RestartRecipe{Kind: RestartOperatorResume, JarID: "a.jar", Resource: &ObjectRef{Kind: KindFlinkDeployment, Namespace: "n", Name: "x"}}
+		}, "restart.jar"},
+	} {
+		r := base
+		tc.mut(&r)
+		err := ValidateRecipe("restart", r)
+		var fe *FieldError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v; want valid", name, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("%s: %v; want an error on %s", name, err, tc.field)
+		}
+	}
+}
