@@ -28,8 +28,9 @@ import (
 // naming them; allowNonRestoredState is never set otherwise.
 func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, error) {
 	in.ApplyDefaults()
-	if err := in.Validate(); err != nil {
-		return nil, newInvalidInputError("upgrade: " + err.Error())
+	invalid := in.Validate() //workflowcheck:ignore (map keys are sorted before use)
+	if invalid != nil {
+		return nil, newInvalidInputError("upgrade: " + invalid.Error())
 	}
 	u := &upgradeRun{in: in, wid: JobUpgradeWorkflowID(in.UpgradeID), logger: log.With(workflow.GetLogger(ctx), "upgrade", in.UpgradeID),
 		rollbackCh: workflow.NewBufferedChannel(ctx, 1)}
@@ -297,7 +298,7 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 		if hasSpec {
 			return newInvalidInputError(fmt.Sprintf("job %s runs through Flink's REST API: give its new version as recipe, not spec", u.in.Job))
 		}
-		u.st.NewRecipe = u.in.Recipe.apply(u.st.Job.Restart)
+		u.st.NewRecipe = u.in.Recipe.apply(u.st.Job.Restart) //workflowcheck:ignore (the merged map is the same in any order)
 		return workflow.ExecuteActivity(u.short(ctx), a.CheckUpgrade,
 			activities.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil)
 	}

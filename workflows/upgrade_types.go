@@ -148,6 +148,7 @@ func (u UpgradeRecipe) apply(prev inventory.RestartRecipe) inventory.RestartReci
 		next.Jar, next.JarID = u.Jar, u.JarID
 	}
 	if len(u.FlinkConfiguration) > 0 || len(u.Unset) > 0 {
+		// Copying and overriding keys gives the same map in any order.
 		conf := map[string]string{}
 		for k, v := range prev.FlinkConfiguration {
 			conf[k] = v
