@@ -59,21 +59,48 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return exitConfig
 	}
 	if err := serve(ctx, cfg, zl); err != nil {
-		zl.Error().Err(err).Msg("worker stopped with an error")
-		if errors.Is(err, temporalconn.ErrUnreachable) {
+		var cerr *configError
+		switch {
+		case errors.As(err, &cerr):
+			zl.Error().Err(cerr.err).Msg("invalid configuration")
+			return exitConfig
+		case errors.Is(err, temporalconn.ErrUnreachable):
+			zl.Error().Err(err).Msg("worker stopped with an error")
 			return exitUnreachable
 		}
+		zl.Error().Err(err).Msg("worker stopped with an error")
 		return exitFailure
 	}
 	return exitOK
 }
 
+// configError is a setting the worker cannot start with, found while
+// building what the configuration describes (exit code 2).
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
 func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
+	// Everything the configuration alone decides is built before the
+	// worker dials Temporal, so a bad setting stops it naming the setting,
+	// whether Temporal is up or not.
+	acts, closeAdapters, err := app.NewActivities(cfg, workerIdentity())
+	if err != nil {
+		return &configError{err}
+	}
+	defer closeAdapters() //nolint:errcheck // connections close on exit anyway
+	codecToken, err := cfg.HTTP.CodecToken()
+	if err != nil {
+		return &configError{err}
+	}
+
 	m, err := metrics.New(version)
 	if err != nil {
 		return err
 	}
 	defer m.Close() //nolint:errcheck // flushing metrics on exit is best effort
+	acts.Metrics = m.Governance
 
 	c, err := cfg.Temporal.Dial(ctx, cfg.Worker.TemporalConnectTimeout.D(), logging.NewTemporalLogger(zl), m.SDK)
 	if err != nil {
@@ -81,25 +108,26 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 	}
 	defer c.Close()
 
-	identity := workerIdentity()
 	fatal := make(chan error, 1)
 	w := worker.New(c, cfg.Worker.TaskQueue, worker.Options{
-		Identity:                               identity,
+		Identity:                               acts.Identity,
 		MaxConcurrentActivityExecutionSize:     cfg.Worker.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.Worker.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                      cfg.Worker.ShutdownTimeout.D(),
 		OnFatalError:                           func(err error) { fatal <- err },
 	})
-	acts, closeAdapters, err := app.NewActivities(cfg, identity)
-	if err != nil {
-		return err
-	}
-	defer closeAdapters() //nolint:errcheck // connections close on exit anyway
-	acts.Metrics = m.Governance
 	app.Register(w, acts)
 
 	health := &healthState{}
-	srv, err := startHTTP(cfg.HTTP.Listen, m, c, health, zl)
+	routes := httpRoutes{
+		metrics: m.Handler(),
+		health:  health,
+		ready: func(ctx context.Context) error {
+			_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		},
+	}
+	srv, err := startHTTP(cfg.HTTP, codecToken, routes, zl)
 	if err != nil {
 		return err
 	}
@@ -136,41 +164,21 @@ func workerIdentity() string {
 	return fmt.Sprintf("flinkmaint-worker@%s/%d", host, os.Getpid())
 }
 
-// startHTTP serves /healthz (liveness: the worker polls), /readyz (the
-// Temporal frontend answers), /metrics, and /codec/ (the payload codec for
-// the Web UI). An empty address disables it.
-func startHTTP(addr string, m *metrics.Metrics, c client.Client, health *healthState, zl zerolog.Logger) (*http.Server, error) {
-	if addr == "" {
+// startHTTP listens on cfg.Listen and serves the routes there, with
+// /codec/ as codecRoute decides for that listener. An empty address
+// disables it.
+func startHTTP(cfg config.HTTP, codecToken string, routes httpRoutes, zl zerolog.Logger) (*http.Server, error) {
+	if cfg.Listen == "" {
 		return nil, nil
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler())
-	mux.Handle("/codec/", temporalconn.CodecHandler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if !health.running() {
-			http.Error(w, "worker not running", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		defer cancel()
-		if !health.running() {
-			http.Error(w, "worker not running", http.StatusServiceUnavailable)
-			return
-		}
-		if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-			http.Error(w, "temporal frontend: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("http.listen=%q: %w", addr, err)
+		return nil, fmt.Errorf("http.listen=%q: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	codec, how := codecRoute(cfg, codecToken, ln.Addr())
+	routes.codec = codec
+	zl.Info().Str("http", ln.Addr().String()).Str("codec", how).Msg("http listener started")
+	srv := newHTTPServer(routes.handler(), defaultHTTPLimits())
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			zl.Error().Err(err).Msg("http listener failed")

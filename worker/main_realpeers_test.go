@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -17,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -33,8 +36,19 @@ func TestWorkerBinary(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	listen := freeAddr(t)
+	// The codec is served with a token, as it must be on any address
+	// other than loopback.
+	const codecToken = "binary-test-codec-token-0123456789"
+	tokenFile := filepath.Join(t.TempDir(), "codec-token")
+	configFile := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(tokenFile, []byte(codecToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(configFile, []byte("http:\n  codecTokenFile: "+tokenFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var logs syncBuffer
-	cmd := exec.Command(bin, "--temporal-address", tmp.HostPort, "--task-queue", "binary-test", "--http-listen", listen)
+	cmd := exec.Command(bin, "--config", configFile, "--temporal-address", tmp.HostPort, "--task-queue", "binary-test", "--http-listen", listen)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.Env = append(os.Environ(), "FLINKMAINT_LOG_FORMAT=json")
 	if err := cmd.Start(); err != nil {
@@ -71,14 +85,52 @@ func TestWorkerBinary(t *testing.T) {
 		}
 	}
 
-	// The Web UI's codec endpoint: decodes what the worker encodes.
-	resp, err := http.Post("http://"+listen+"/codec/decode", "application/json", strings.NewReader(`{"payloads":[]}`))
+	// The Web UI's codec endpoint: decodes what the worker encodes, for
+	// the UI's origin and with the token only.
+	big := make([]string, 20000)
+	for i := range big {
+		big[i] = "cluster-a/job-" + strings.Repeat("x", i%7)
+	}
+	p, err := temporalconn.DataConverter().ToPayload(big)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") == "" {
-		t.Errorf("/codec/decode: %d, CORS %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	body, err := json.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec := func(origin, auth string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "http://"+listen+"/codec/decode", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", origin)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(out)
+	}
+	const ui = "http://localhost:8233"
+	if resp, out := codec(ui, "Bearer "+codecToken); resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != ui ||
+		!strings.Contains(out, "anNvbi9wbGFpbg==") { // "json/plain"
+		t.Errorf("/codec/decode with the token: %d, CORS %q, %.200s", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), out)
+	}
+	if resp, out := codec(ui, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/codec/decode without the token: %d %.200s; want 401", resp.StatusCode, out)
+	}
+	if resp, out := codec("https://elsewhere.example", "Bearer "+codecToken); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("/codec/decode from another origin: %d %.200s; want 403", resp.StatusCode, out)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -1,10 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/config"
 )
 
 func noEnv(string) string { return "" }
@@ -32,4 +43,185 @@ func TestRunExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunRefusesBadStorageBeforeTemporal gives the worker a Temporal
+// address nothing listens on and a storage setting it cannot use: it must
+// exit 2 naming the setting, not 3 naming Temporal (it never dials).
+func TestRunRefusesBadStorageBeforeTemporal(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	badKubeconfig := write("kubeconfig", "this is not a kubeconfig: [")
+	for name, tc := range map[string]struct {
+		yaml string
+		want []string
+	}{
+		"root of everything": {
+			"storage:\n  writableRoots: [/]\n",
+			[]string{`storage.writableRoots[0]="/"`, "every path"},
+		},
+		"root on an unknown file system": {
+			"storage:\n  writableRoots: [ftp://h/flinkmaint]\n",
+			[]string{`storage.writableRoots[0]="ftp://h/flinkmaint"`, `scheme "ftp"`, "hdfs://"},
+		},
+		"trash outside the roots": {
+			"storage:\n  writableRoots: [/flinkmaint]\ncleanup:\n  trashRoot: /elsewhere/trash\n",
+			[]string{`cleanup.trashRoot="/elsewhere/trash"`, "storage.writableRoots", "add a writable root"},
+		},
+		"defaultFS on ftp": {
+			"storage:\n  defaultFS: ftp://x\n",
+			[]string{`storage.defaultFS="ftp://x"`, "file:///", "hdfs://"},
+		},
+		"unreadable codec token": {
+			"http:\n  codecTokenFile: " + filepath.Join(dir, "absent") + "\n",
+			[]string{"http.codecTokenFile=", "absent", "cannot be read"},
+		},
+		"kubeconfig that does not parse": {
+			"inventory:\n  kubeconfig: " + badKubeconfig + "\n  kubernetes:\n    namespaces: [team-a]\n    tenantRootTemplate: /t/{namespace}\n",
+			[]string{"inventory.kubernetes", badKubeconfig},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := write(strings.ReplaceAll(name, " ", "-")+".yaml", tc.yaml)
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"--config", cfg, "--temporal-address", "127.0.0.1:1",
+				"--temporal-connect-timeout", "30s", "--http-listen", "", "--log-format", "console"}, noEnv, &stderr)
+			out := stderr.String()
+			if code != exitConfig {
+				t.Fatalf("exit code %d, want %d (invalid configuration); stderr:\n%s", code, exitConfig, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stderr does not mention %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "127.0.0.1:1") {
+				t.Errorf("the worker tried Temporal before refusing its configuration:\n%s", out)
+			}
+		})
+	}
+}
+
+// testRoutes are the worker's HTTP routes with the codec as the
+// configuration gives it, listening on addr, without Temporal.
+func testRoutes(t *testing.T, h config.HTTP, token string, addr net.Addr) http.Handler {
+	t.Helper()
+	codec, _ := codecRoute(h, token, addr)
+	health := &healthState{}
+	health.setRunning(true)
+	return httpRoutes{
+		metrics: http.NotFoundHandler(),
+		codec:   codec,
+		health:  health,
+		ready:   func(context.Context) error { return nil },
+	}.handler()
+}
+
+func TestCodecServedOnlyWithATokenOrOnLoopback(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	h := config.Default().HTTP
+	loopback := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9090}
+	everywhere := &net.TCPAddr{IP: net.IPv6unspecified, Port: 9090}
+	for name, tc := range map[string]struct {
+		token string
+		addr  net.Addr
+		auth  string
+		code  int
+		want  string
+	}{
+		"all interfaces without a token":        {"", everywhere, "", http.StatusNotFound, "http.codecTokenFile"},
+		"all interfaces, token not sent":        {token, everywhere, "", http.StatusUnauthorized, "token"},
+		"all interfaces, token sent":            {token, everywhere, "Bearer " + token, http.StatusOK, ""},
+		"loopback without a token":              {"", loopback, "", http.StatusOK, ""},
+		"loopback with a token, token not sent": {token, loopback, "", http.StatusUnauthorized, "token"},
+		"loopback IPv6 without a token":         {"", &net.TCPAddr{IP: net.IPv6loopback, Port: 9090}, "", http.StatusOK, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(testRoutes(t, h, tc.token, tc.addr))
+			defer srv.Close()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/codec/decode", strings.NewReader(`{"payloads":[]}`))
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.code || !strings.Contains(string(body), tc.want) {
+				t.Errorf("POST /codec/decode: %d %q; want %d mentioning %q", resp.StatusCode, body, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+func TestHTTPLimits(t *testing.T) {
+	l := defaultHTTPLimits()
+	srv := newHTTPServer(http.NotFoundHandler(), l)
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
+		t.Fatalf("server without a bound: read header %s, read %s, write %s, idle %s, header bytes %d",
+			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.MaxHeaderBytes)
+	}
+	if srv.ReadTimeout > time.Minute || srv.MaxHeaderBytes > 1<<20 {
+		t.Errorf("bounds too loose to matter: read %s, header bytes %d", srv.ReadTimeout, srv.MaxHeaderBytes)
+	}
+	// /readyz asks Temporal for up to 3 s; answers must have longer.
+	if srv.WriteTimeout < 10*time.Second {
+		t.Errorf("write timeout %s leaves /readyz and /metrics no room", srv.WriteTimeout)
+	}
+}
+
+// TestHTTPServerCutsOffSlowBodies sends a /codec/ body one byte at a time:
+// the server must end the request at its read timeout rather than wait for
+// the whole body.
+func TestHTTPServerCutsOffSlowBodies(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := defaultHTTPLimits()
+	limits.read = 300 * time.Millisecond
+	srv := newHTTPServer(testRoutes(t, config.Default().HTTP, "", ln.Addr()), limits)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const bodyLen = 1000 // at a byte per 20 ms, 20 s to send
+	if _, err := fmt.Fprintf(conn, "POST /codec/decode HTTP/1.1\r\nHost: worker\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", bodyLen); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		answered <- line
+	}()
+	sent := 0
+	for ; sent < bodyLen; sent++ {
+		select {
+		case line := <-answered:
+			if line != "" && !strings.Contains(line, " 408 ") && !strings.Contains(line, " 400 ") {
+				t.Errorf("answer to a slow body: %q; want 408 or a closed connection", line)
+			}
+			t.Logf("cut off after %d of %d body bytes: %q", sent, bodyLen, line)
+			return
+		default:
+		}
+		if _, err := conn.Write([]byte(" ")); err != nil {
+			t.Logf("cut off after %d of %d body bytes: %v", sent, bodyLen, err)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the server read all %d bytes of a body sent a byte per 20 ms; want it cut off at its read timeout", bodyLen)
 }

@@ -143,9 +143,69 @@ type Worker struct {
 	TemporalConnectTimeout     Duration `yaml:"temporalConnectTimeout"`
 }
 
-// HTTP is the listener for /healthz and /metrics.
+// HTTP is the listener for /healthz, /readyz, /metrics and the payload
+// codec of the Web UI, /codec/.
 type HTTP struct {
 	Listen string `yaml:"listen"`
+	// CodecTokenFile holds the token /codec/ requests must present as
+	// "Authorization: Bearer <token>" (a file, so the token stays out of
+	// the configuration). Without it /codec/ is served only on a loopback
+	// listener.
+	CodecTokenFile string `yaml:"codecTokenFile"`
+	// CodecAllowOrigin is the one browser origin allowed to call /codec/
+	// (the Web UI's); empty allows none.
+	CodecAllowOrigin string `yaml:"codecAllowOrigin"`
+}
+
+// DefaultCodecAllowOrigin is the Web UI of the Temporal dev server.
+const DefaultCodecAllowOrigin = "http://localhost:8233"
+
+// minCodecTokenLen keeps a guessable token out of http.codecTokenFile.
+const minCodecTokenLen = 16
+
+// CodecToken reads the token of http.codecTokenFile, without surrounding
+// white space; "" when no file is set. The error names the field and the
+// file, never the token.
+func (h HTTP) CodecToken() (string, error) {
+	if h.CodecTokenFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(h.CodecTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("http.codecTokenFile=%q cannot be read: %v", h.CodecTokenFile, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("http.codecTokenFile=%q is empty: write a token of at least %d characters to it, such as the output of `openssl rand -hex 32`", h.CodecTokenFile, minCodecTokenLen)
+	case strings.IndexFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return "", fmt.Errorf("http.codecTokenFile=%q: the token must be one line without spaces or control characters, such as the output of `openssl rand -hex 32`", h.CodecTokenFile)
+	case len(tok) < minCodecTokenLen:
+		return "", fmt.Errorf("http.codecTokenFile=%q holds a token of %d characters: use at least %d, such as the output of `openssl rand -hex 32`", h.CodecTokenFile, len(tok), minCodecTokenLen)
+	}
+	return tok, nil
+}
+
+func (h HTTP) validate() []error {
+	var errs []error
+	if h.Listen != "" {
+		if _, _, err := net.SplitHostPort(h.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("http.listen=%q: use host:port or :port (empty disables the listener)", h.Listen))
+		}
+	}
+	if _, err := h.CodecToken(); err != nil {
+		errs = append(errs, err)
+	}
+	if o := h.CodecAllowOrigin; o != "" {
+		u, err := url.Parse(o)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
+			errs = append(errs, fmt.Errorf("http.codecAllowOrigin=%q: use the Web UI's origin, scheme://host[:port] such as %s (empty allows no browser)", o, DefaultCodecAllowOrigin))
+		case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#"):
+			errs = append(errs, fmt.Errorf("http.codecAllowOrigin=%q: use the origin without a path, such as %s://%s", o, u.Scheme, u.Host))
+		}
+	}
+	return errs
 }
 
 // Log selects level and format.
@@ -162,7 +222,7 @@ func Default() Config {
 			ShutdownTimeout:        Duration(30 * time.Second),
 			TemporalConnectTimeout: Duration(10 * time.Second),
 		},
-		HTTP:    HTTP{Listen: ":9090"},
+		HTTP:    HTTP{Listen: ":9090", CodecAllowOrigin: DefaultCodecAllowOrigin},
 		Log:     Log{Level: "info", Format: logging.FormatJSON},
 		Storage: Storage{DefaultFS: "file:///", RPCTimeout: Duration(time.Minute)},
 		Flink:   Flink{RequestTimeout: Duration(30 * time.Second)},
@@ -265,11 +325,7 @@ func (c *Config) Validate() error {
 	if c.Worker.TemporalConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("worker.temporalConnectTimeout=%s: use a positive duration such as 10s", c.Worker.TemporalConnectTimeout.D()))
 	}
-	if c.HTTP.Listen != "" {
-		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-			errs = append(errs, fmt.Errorf("http.listen=%q: use host:port or :port (empty disables the listener)", c.HTTP.Listen))
-		}
-	}
+	errs = append(errs, c.HTTP.validate()...)
 	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
 		errs = append(errs, fmt.Errorf("log.level: %v", err))
 	}
@@ -285,11 +341,7 @@ func (c *Config) Validate() error {
 	if err := storage.ValidateAuthorityAliases(c.Storage.AuthorityAliases); err != nil {
 		errs = append(errs, fmt.Errorf("storage.authorityAliases: %v", err))
 	}
-	for i, r := range c.Storage.WritableRoots {
-		if !strings.Contains(r, "://") && !strings.HasPrefix(r, "/") {
-			errs = append(errs, fmt.Errorf("storage.writableRoots[%d]=%q: use an absolute path or a URI such as hdfs://nn:8020/user/app", i, r))
-		}
-	}
+	errs = append(errs, c.Storage.validate()...)
 	if k := c.Inventory.Kubernetes; k != nil {
 		if err := k.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("inventory.kubernetes: %v", err))
@@ -315,6 +367,46 @@ func (c *Config) Validate() error {
 		return &ValidationError{Problems: errs}
 	}
 	return nil
+}
+
+// Schemes of the file systems the worker can reach (storage.Resolver).
+var storageSchemes = map[string]bool{"file": true, "hdfs": true}
+
+// validate checks storage.defaultFS and storage.writableRoots by the rules
+// the worker applies to them when it builds its file systems
+// (storage.ParseURI, storage.NewGuard), so a value they would refuse stops
+// the worker here, before it contacts anything.
+func (s Storage) validate() []error {
+	var errs []error
+	if u, err := storage.ParseURI(s.DefaultFS); err != nil || !storageSchemes[u.Scheme] {
+		reason := "a plain path"
+		switch {
+		case err != nil:
+			reason = "not a URI"
+		case u.Scheme != "":
+			reason = fmt.Sprintf("scheme %q is not supported", u.Scheme)
+		}
+		errs = append(errs, fmt.Errorf("storage.defaultFS=%q: %s; use file:/// or hdfs://<nameservice or namenode:port>", s.DefaultFS, reason))
+	}
+	for i, r := range s.WritableRoots {
+		field := fmt.Sprintf("storage.writableRoots[%d]=%q", i, r)
+		if !strings.Contains(r, "://") && !strings.HasPrefix(r, "/") {
+			errs = append(errs, fmt.Errorf("%s: use an absolute path or a URI such as hdfs://nn:8020/user/app", field))
+			continue
+		}
+		if _, err := storage.NewGuard(r); err != nil {
+			var se *storage.Error
+			if errors.As(err, &se) && se.Cause != nil {
+				err = se.Cause
+			}
+			errs = append(errs, fmt.Errorf("%s: %v; use a directory such as /flinkmaint or hdfs://nn:8020/user/app", field, err))
+			continue
+		}
+		if u, _ := storage.ParseURI(r); u.Scheme != "" && !storageSchemes[u.Scheme] {
+			errs = append(errs, fmt.Errorf("%s: scheme %q is not supported; use a plain /path, file:///path or hdfs://<authority>/path", field, u.Scheme))
+		}
+	}
+	return errs
 }
 
 func (c Cleanup) validate(writable []string) []error {

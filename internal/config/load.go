@@ -18,7 +18,7 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 		address       = fs.String("temporal-address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS, default "+cfg.Temporal.Address+")")
 		namespace     = fs.String("namespace", "", "Temporal namespace (env TEMPORAL_NAMESPACE, default "+cfg.Temporal.Namespace+")")
 		taskQueue     = fs.String("task-queue", "", "task queue to poll (env "+EnvTaskQueue+", default "+cfg.Worker.TaskQueue+")")
-		listen        = fs.String("http-listen", "", "address of /healthz and /metrics (env "+EnvHTTPListen+", default "+cfg.HTTP.Listen+")")
+		listen        = fs.String("http-listen", "", "address of /healthz, /readyz, /metrics and /codec/ (env "+EnvHTTPListen+", default "+cfg.HTTP.Listen+")")
 		logLevel      = fs.String("log-level", "", "trace, debug, info, warn or error (env "+EnvLogLevel+")")
 		logFormat     = fs.String("log-format", "", "json or console (env "+EnvLogFormat+")")
 		shutdown      = fs.Duration("shutdown-timeout", 0, "time running activities get to finish on SIGTERM")
