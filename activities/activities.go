@@ -40,6 +40,8 @@ type Activities struct {
 	// Orphans finds and deletes leftover Flink objects in Kubernetes for
 	// governance cleanup; nil when no Kubernetes inventory is configured.
 	Orphans OrphanControl
+	// Notifier tells the people on call; nil when no sink is configured.
+	Notifier Notifier
 }
 
 // discover reads the inventory: an invalid one is final, an unreachable

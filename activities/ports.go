@@ -7,6 +7,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
@@ -83,6 +84,9 @@ type GovernanceMetrics interface {
 	// per job would grow with every job name.
 	UsageSampled(tenant, kind string, files, bytes int64)
 	UsageNamespaceSampled(tenant, kind string, namespace int64)
+	// Notified counts one delivery of an event to a sink: delivered or
+	// failed after its retries.
+	Notified(sink, kind string, delivered bool)
 	// Succeeded records the time of the last successful operation
 	// (plan, execute, purge, sample).
 	Succeeded(operation string, at time.Time)
@@ -150,4 +154,10 @@ type OrphanControl interface {
 	// DeleteOrphan deletes ref only if its UID and resourceVersion still
 	// match; an object already gone is not an error.
 	DeleteOrphan(ctx context.Context, ref inventory.ObjectRef, uid, resourceVersion string) error
+}
+
+// Notifier delivers events to the configured sinks (internal/notify).
+type Notifier interface {
+	Send(ctx context.Context, ev notify.Event) []notify.Outcome
+	UILink(namespace, workflowID string) string
 }

@@ -12,6 +12,7 @@ if [[ ! -d "$ROOT/../shared/fixtures" ]]; then
 fi
 
 scripts/temporal-dev.sh cli
+scripts/alertmanager.sh build
 sandbox/sandbox.sh up
 trap 'sandbox/sandbox.sh down' EXIT
 

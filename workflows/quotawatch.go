@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 	"github.com/flinkmaint/flinkmaint/internal/quota"
 )
 
@@ -99,6 +100,10 @@ type TenantWatch struct {
 	Level       string    `json:"level"`
 	AlertReason string    `json:"alertReason,omitempty"`
 	AlertSince  time.Time `json:"alertSince,omitempty"`
+	// AlertKind is the notification kind of the alert (quota-watermark or
+	// days-to-full); AlertRepeats counts its repeats.
+	AlertKind    string `json:"alertKind,omitempty"`
+	AlertRepeats int    `json:"alertRepeats,omitempty"`
 }
 
 // QuotaWatchState is the watch's state: the status query returns it and
@@ -136,7 +141,7 @@ func QuotaWatchWorkflow(ctx workflow.Context, in QuotaWatchInput) (*QuotaWatchSt
 	if err := in.Validate(); err != nil {
 		return nil, newInvalidInputError(err.Error())
 	}
-	w := &quotaWatch{in: in, logger: workflow.GetLogger(ctx)}
+	w := &quotaWatch{in: in, logger: workflow.GetLogger(ctx), notes: newNotifier(ctx, KindQuotaWatch, workflow.GetInfo(ctx).WorkflowExecution.ID, nil)}
 	if in.State != nil {
 		w.st = *in.State
 	}
@@ -158,6 +163,7 @@ func QuotaWatchWorkflow(ctx workflow.Context, in QuotaWatchInput) (*QuotaWatchSt
 			w.st.LastError = errorText(err)
 			w.logger.Warn("quota sample failed", "error", w.st.LastError)
 			if in.Iterations > 0 && taken+1 >= in.Iterations {
+				w.notes.flush(ctx)
 				return &w.st, err
 			}
 		} else {
@@ -169,6 +175,7 @@ func QuotaWatchWorkflow(ctx workflow.Context, in QuotaWatchInput) (*QuotaWatchSt
 			break
 		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || taken+1 >= samplesPerRun {
+			w.notes.flush(ctx)
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return nil, err
 			}
@@ -181,6 +188,7 @@ func QuotaWatchWorkflow(ctx workflow.Context, in QuotaWatchInput) (*QuotaWatchSt
 			return nil, err
 		}
 	}
+	w.notes.flush(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil, err
 	}
@@ -191,6 +199,7 @@ type quotaWatch struct {
 	in     QuotaWatchInput
 	st     QuotaWatchState
 	logger log.Logger
+	notes  *notifier
 }
 
 // record adds a sample, recomputes forecasts and alert levels, and
@@ -230,18 +239,29 @@ func (w *quotaWatch) record(ctx workflow.Context, res activities.SampleQuotaResu
 			tagged.Gauge("flinkmaint_quota_watch_days_to_full").Update(t.NamespaceForecast.DaysToFull)
 		}
 		if level != "ok" {
-			if t.Level != level {
-				t.AlertSince = res.At
+			kind := notify.KindQuotaWatermark
+			if q.Level == "ok" {
+				kind = notify.KindDaysToFull
+			}
+			if t.Level != level || t.AlertKind != kind {
+				t.AlertSince, t.AlertRepeats = res.At, 0
 				w.logger.Warn("quota alert", "tenant", q.Tenant, "level", level, "reason", reason)
 				metrics.WithTags(map[string]string{"tenant": q.Tenant, "level": level}).Counter("flinkmaint_quota_watch_alerts").Inc(1)
+			} else {
+				t.AlertRepeats++ // keeps an Alertmanager alert firing
 			}
+			t.AlertKind = kind
+			w.notes.send(ctx, notify.Event{Kind: kind, Tenants: []string{q.Tenant}, Severity: level, Title: fmt.Sprintf("tenant %s quota %s", q.Tenant, level),
+				Text: reason, Reminder: t.AlertRepeats, RepeatEvery: w.in.Interval.D()})
 			alerting = append(alerting, q.Tenant)
 			tagged.Gauge("flinkmaint_quota_watch_alerting").Update(1)
 		} else {
 			if t.Level != "" && t.Level != "ok" {
 				w.logger.Info("quota alert cleared", "tenant", q.Tenant, "was", t.Level)
+				w.notes.send(ctx, notify.Event{Kind: t.AlertKind, Tenants: []string{q.Tenant}, Severity: t.Level, Resolved: true,
+					Title: fmt.Sprintf("tenant %s quota back to ok (was %s)", q.Tenant, t.Level)})
 			}
-			t.AlertSince = time.Time{}
+			t.AlertSince, t.AlertKind, t.AlertRepeats = time.Time{}, "", 0
 			tagged.Gauge("flinkmaint_quota_watch_alerting").Update(0)
 		}
 		t.Level, t.AlertReason = level, reason

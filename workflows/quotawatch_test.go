@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
 // quotaSeries fakes SampleQuota: team-a grows by growth files per sample
@@ -21,6 +23,7 @@ type quotaSeries struct {
 	used   int64
 	limit  int64
 	saved  map[string]string
+	events []notify.Event
 }
 
 func (q *quotaSeries) sample(_ context.Context, in activities.SampleQuotaInput) (activities.SampleQuotaResult, error) {
@@ -56,6 +59,10 @@ func newQuotaEnv(t *testing.T, q *quotaSeries) *testsuite.TestWorkflowEnvironmen
 	env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
 		q.saved[in.Path] = string(in.Content)
 		return activities.WriteDocumentResult{Path: in.Path}, nil
+	})
+	env.OnActivity(a.Notify, mockAny, mockAny).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+		q.events = append(q.events, in.Event)
+		return activities.NotifyResult{}, nil
 	})
 	env.OnActivity(a.LoadQuotaSamples, mockAny, mockAny).Return(activities.LoadQuotaSamplesResult{Found: true, Doc: activities.QuotaSamplesDoc{
 		Tenants: []activities.TenantSeries{{Tenant: "team-b", Samples: []activities.QuotaSample{{At: q.start.Add(-time.Hour), Namespace: 100}}}},
@@ -127,6 +134,16 @@ func TestQuotaWatchAlertsAboveWatermark(t *testing.T) {
 	}
 	if b := st.Tenants[1]; b.Level != "ok" || b.NamespaceForecast == nil || b.NamespaceForecast.Growing {
 		t.Errorf("team-b %+v; want ok and flat", b)
+	}
+	// Warning at 800 (a first notice, then a repeat that keeps the alert
+	// firing), critical at 900 (a new first notice) and its repeat.
+	var got []string
+	for _, e := range q.events {
+		got = append(got, fmt.Sprintf("%s %s %s r%d", e.Kind, strings.Join(e.Tenants, ","), e.Severity, e.Reminder))
+	}
+	want2 := "quota-watermark team-a warning r0 | quota-watermark team-a warning r1 | quota-watermark team-a critical r0 | quota-watermark team-a critical r1"
+	if strings.Join(got, " | ") != want2 {
+		t.Errorf("notifications %s; want %s", strings.Join(got, " | "), want2)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
@@ -50,6 +51,13 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
 		ReferenceRoots: cfg.Cleanup.ReferenceRoots}
 	acts.Drill = activities.DrillSettings{ClusterRESTURL: cfg.Drill.ClusterRESTURL, Root: cfg.Drill.Root}
+	if len(cfg.Notify.Sinks) > 0 {
+		n, err := notify.New(cfg.Notify.Config())
+		if err != nil {
+			return nil, nil, err
+		}
+		acts.Notifier = n
+	}
 	return acts, resolver.Close, nil
 }
 

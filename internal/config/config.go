@@ -20,6 +20,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 
@@ -50,6 +51,30 @@ type Config struct {
 	Flink     Flink                `yaml:"flink"`
 	Cleanup   Cleanup              `yaml:"cleanup"`
 	Drill     Drill                `yaml:"drill"`
+	Notify    Notify               `yaml:"notify"`
+}
+
+// Notify is where the people on call are told about pending decisions,
+// phases, endings and quota (internal/notify).
+type Notify struct {
+	// UIBaseURL is the Temporal Web UI, for links to a run's page.
+	UIBaseURL string `yaml:"uiBaseUrl"`
+	// Timeout of one delivery attempt; default 10s.
+	Timeout Duration            `yaml:"timeout"`
+	Sinks   []notify.SinkConfig `yaml:"sinks"`
+}
+
+// Config is the notifier's configuration.
+func (n Notify) Config() notify.Config {
+	return notify.Config{UIBaseURL: n.UIBaseURL, Timeout: n.Timeout.D(), Sinks: n.Sinks}
+}
+
+func (n Notify) validate() []error {
+	errs := n.Config().Validate()
+	if n.Timeout < 0 || n.Timeout.D() > time.Minute {
+		errs = append(errs, fmt.Errorf("notify.timeout=%s: use 1s..1m (0 means 10s)", n.Timeout.D()))
+	}
+	return errs
 }
 
 // Drill locates where restore drills restore. The storage proof (tier 1)
@@ -326,6 +351,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("worker.temporalConnectTimeout=%s: use a positive duration such as 10s", c.Worker.TemporalConnectTimeout.D()))
 	}
 	errs = append(errs, c.HTTP.validate()...)
+	errs = append(errs, c.Notify.validate()...)
 	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
 		errs = append(errs, fmt.Errorf("log.level: %v", err))
 	}

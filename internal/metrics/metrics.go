@@ -104,6 +104,7 @@ type Governance struct {
 	DrillLastSuccess   *prometheus.GaugeVec
 	DrillPassed        *prometheus.GaugeVec
 	DrillFailed        *prometheus.GaugeVec
+	Notifications      *prometheus.CounterVec
 }
 
 // NewGovernance creates the governance metrics on reg.
@@ -145,15 +146,26 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Snapshots that passed the tenant's latest restore drill run."}, []string{"tenant"}),
 		DrillFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "restore_drill_failed",
 			Help: "Snapshots that failed the tenant's latest restore drill run (missing files, no restore); alert on > 0."}, []string{"tenant"}),
+		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "notifications_total",
+			Help: "Events delivered to a notification sink, by outcome (delivered, failed after its retries); alert on failed."}, []string{"sink", "kind", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
 		g.ReclaimedFiles, g.ReclaimedBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.SavepointsTaken, g.SavepointsFailed,
-		g.UsageFiles, g.UsageBytes, g.UsageNamespace, g.DrillLastSuccess, g.DrillPassed, g.DrillFailed} {
+		g.UsageFiles, g.UsageBytes, g.UsageNamespace, g.DrillLastSuccess, g.DrillPassed, g.DrillFailed, g.Notifications} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: governance: %w", err)
 		}
 	}
 	return g, nil
+}
+
+// Notified counts one delivery of an event to a sink.
+func (g *Governance) Notified(sink, kind string, delivered bool) {
+	outcome := "delivered"
+	if !delivered {
+		outcome = "failed"
+	}
+	g.Notifications.WithLabelValues(sink, kind, outcome).Inc()
 }
 
 // QuotaSampled records a tenant's utilisation of one quota dimension.
