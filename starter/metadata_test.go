@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 )
@@ -75,5 +77,58 @@ func TestMetadataInspect(t *testing.T) {
 	code, _, stderr = runCLI([]string{"metadata", "inspect", "/nonexistent/chk-1"}, nil)
 	if code != exitFailure || !strings.Contains(stderr, "/nonexistent/chk-1/_metadata") {
 		t.Fatalf("missing path: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// Exit codes of metadata inspect follow the README: 2 only for how the
+// command was called (argument count, a path that is no path, a scheme it
+// cannot read), 1 when the storage fails or the file cannot be read.
+func TestMetadataInspectExitCodes(t *testing.T) {
+	t.Setenv("HADOOP_CONF_DIR", t.TempDir()) // no ambient Hadoop configuration
+	pipeDir := filepath.Join(t.TempDir(), "chk-1")
+	if err := os.MkdirAll(pipeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(pipeDir, "_metadata"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		args []string
+		code int
+		want []string
+	}{
+		"no path":             {[]string{"metadata", "inspect"}, exitUsage, []string{"exactly one PATH", "got 0", "usage: flinkmaint metadata inspect PATH"}},
+		"two paths":           {[]string{"metadata", "inspect", "/a/chk-1", "/b/chk-2"}, exitUsage, []string{"exactly one PATH", "got 2", "usage: flinkmaint metadata inspect PATH"}},
+		"unsupported scheme":  {[]string{"metadata", "inspect", "s3://bucket/chk-1"}, exitUsage, []string{`scheme "s3" is not supported`}},
+		"dotdot in uri":       {[]string{"metadata", "inspect", "hdfs://nn:8020/a/../chk-1"}, exitUsage, []string{`".."`}},
+		"namenode refuses":    {[]string{"metadata", "inspect", "hdfs://127.0.0.1:1/x/_metadata"}, exitFailure, []string{"127.0.0.1:1", "storage unavailable"}},
+		"named pipe metadata": {[]string{"metadata", "inspect", pipeDir}, exitFailure, []string{filepath.Join(pipeDir, "_metadata"), "named pipe"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			type result struct {
+				code           int
+				stdout, stderr string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, stdout, stderr := runCLI(tc.args, nil)
+				done <- result{code, stdout, stderr}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%v still running after 30s", tc.args)
+			}
+			if r.code != tc.code {
+				t.Fatalf("%v: exit %d, want %d; stderr %q", tc.args, r.code, tc.code, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Fatalf("%v: stderr %q does not say %q", tc.args, r.stderr, w)
+				}
+			}
+		})
 	}
 }

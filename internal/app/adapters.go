@@ -18,7 +18,9 @@ import (
 // NewActivities builds the adapters the configuration asks for and the
 // Activities struct over them. The returned close releases connections.
 func NewActivities(cfg config.Config, identity string) (*activities.Activities, func() error, error) {
-	guard, err := storage.NewGuard(cfg.Storage.WritableRoots...)
+	// One guard serves every file system the resolver opens: plain roots
+	// are bound to the default one, so they grant nothing on another.
+	guard, err := storage.NewGuardOn(cfg.Storage.DefaultFS, cfg.Storage.WritableRoots...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage.writableRoots: %w", err)
 	}

@@ -404,15 +404,12 @@ var storageSchemes = map[string]bool{"file": true, "hdfs": true}
 // the worker here, before it contacts anything.
 func (s Storage) validate() []error {
 	var errs []error
-	if u, err := storage.ParseURI(s.DefaultFS); err != nil || !storageSchemes[u.Scheme] {
-		reason := "a plain path"
-		switch {
-		case err != nil:
-			reason = "not a URI"
-		case u.Scheme != "":
-			reason = fmt.Sprintf("scheme %q is not supported", u.Scheme)
+	if _, err := storage.NewGuardOn(s.DefaultFS); err != nil {
+		var se *storage.Error
+		if errors.As(err, &se) && se.Cause != nil {
+			err = se.Cause
 		}
-		errs = append(errs, fmt.Errorf("storage.defaultFS=%q: %s; use file:/// or hdfs://<nameservice or namenode:port>", s.DefaultFS, reason))
+		errs = append(errs, fmt.Errorf("storage.defaultFS=%q: %v", s.DefaultFS, err))
 	}
 	for i, r := range s.WritableRoots {
 		field := fmt.Sprintf("storage.writableRoots[%d]=%q", i, r)

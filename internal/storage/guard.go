@@ -18,7 +18,9 @@ type Guard struct {
 // NewGuard validates the roots. A root must be absolute, free of "..", and
 // not "/" (a root of "/" would allow every path and defeat the guard).
 // Plain roots take the scheme and authority of the file system that checks
-// against them.
+// against them, so a guard with plain roots fits one file system only; a
+// guard that several file systems share (a Resolver's: one HDFS client per
+// namenode and the local disk) must come from NewGuardOn.
 func NewGuard(roots ...string) (*Guard, error) {
 	g := &Guard{}
 	for _, r := range roots {
@@ -34,7 +36,57 @@ func NewGuard(roots ...string) (*Guard, error) {
 	return g, nil
 }
 
-// Roots returns the configured roots as given (cleaned).
+// NewGuardOn is NewGuard with plain roots bound to defaultFS, the file
+// system plain paths resolve to (file:/// or hdfs://<authority>, as
+// storage.defaultFS): a plain root then grants paths on that file system
+// only, never on another namenode or the local disk that checks against it.
+func NewGuardOn(defaultFS string, roots ...string) (*Guard, error) {
+	def, err := defaultFileSystem(defaultFS)
+	if err != nil {
+		return nil, err
+	}
+	g, err := NewGuard(roots...)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range g.roots {
+		if r.Scheme == "" {
+			g.roots[i].Scheme, g.roots[i].Authority = def.Scheme, def.Authority
+		}
+	}
+	return g, nil
+}
+
+// defaultFileSystem parses the scheme and authority plain roots are bound
+// to; it must name one file system.
+func defaultFileSystem(s string) (URI, error) {
+	bad := func(why string) (URI, error) {
+		return URI{}, newError("guard", s, ErrInvalidPath, fmt.Errorf("default file system for plain roots: %s; want file:/// or hdfs://<authority>", why))
+	}
+	if s == "" {
+		return bad("empty")
+	}
+	u, err := ParseURI(s)
+	if err != nil {
+		return bad(err.Error())
+	}
+	switch {
+	case u.Scheme == "":
+		return bad("a plain path names no file system")
+	case u.Scheme == "file" && (u.Authority == "" || u.Authority == "localhost"):
+		return localBase, nil
+	case u.Scheme == "file":
+		return bad(fmt.Sprintf("authority %q is not this machine", u.Authority))
+	case u.Scheme == "hdfs" && u.Authority == "":
+		return bad("no namenode or nameservice")
+	case u.Scheme == "hdfs":
+		return u.Base(), nil
+	}
+	return bad(fmt.Sprintf("scheme %q is not supported", u.Scheme))
+}
+
+// Roots returns the configured roots as given (cleaned), plain roots
+// qualified when NewGuardOn bound them.
 func (g *Guard) Roots() []string {
 	if g == nil {
 		return nil

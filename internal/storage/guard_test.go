@@ -68,10 +68,10 @@ func TestGuardRefuses(t *testing.T) {
 		"root trailing sl":  {hdfsBase, "/tenants/a/", "is a root itself"},
 		"sibling prefix":    {hdfsBase, "/tenants/ab/x", "outside every root"},
 		"parent":            {hdfsBase, "/tenants", "outside every root"},
-		"other authority":   {hdfsBase, "hdfs://ns2/tenants/a/x", "belongs to hdfs://ns2"},
-		"other scheme":      {hdfsBase, "file:///tenants/a/x", "belongs to file://"},
+		"other authority":   {hdfsBase, "hdfs://ns2/tenants/a/x", "belongs to hdfs://ns2, this file system is hdfs://ns1"},
+		"other scheme":      {hdfsBase, "file:///tenants/a/x", "belongs to file://, this file system is hdfs://ns1"},
 		"authority w/ port": {URI{Scheme: "hdfs", Authority: "ns1:8020"}, "/tenants/a/x", "outside every root"},
-		"uri w/ port":       {hdfsBase, "hdfs://ns1:8020/tenants/a/x", "belongs to hdfs://ns1:8020"},
+		"uri w/ port":       {hdfsBase, "hdfs://ns1:8020/tenants/a/x", "belongs to hdfs://ns1:8020, this file system is hdfs://ns1"},
 		"fs root":           {hdfsBase, "/", "outside every root"},
 		"local outside":     {fileBase, "/etc/passwd", "outside every root"},
 	}
@@ -165,5 +165,91 @@ func TestErrorKinds(t *testing.T) {
 	}
 	if IsRetryable(err) || !IsRetryable(newError("stat", "/x", ErrUnavailable, nil)) {
 		t.Fatal("IsRetryable wrong")
+	}
+}
+
+// A guard shared by several file systems (the Resolver's: one HDFS client
+// per namenode and the local disk) binds its plain roots to the default file
+// system, so "/data/x" grants hdfs://nn1:8020/data/x and nothing on any
+// other namenode or on the local disk.
+func TestGuardOnBindsPlainRoots(t *testing.T) {
+	g, err := NewGuardOn("hdfs://NN1:8020/", "/data/x", "file:///local/y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nn1 := URI{Scheme: "hdfs", Authority: "nn1:8020"}
+	other := URI{Scheme: "hdfs", Authority: "other:8020"}
+	local := URI{Scheme: "file"}
+	allows := map[string]struct {
+		base   URI
+		target string
+		want   string
+	}{
+		"qualified on default fs": {nn1, "hdfs://nn1:8020/data/x/y", "hdfs://nn1:8020/data/x/y"},
+		"plain on default fs":     {nn1, "/data/x/y", "hdfs://nn1:8020/data/x/y"},
+		"qualified root on local": {local, "/local/y/z", "file:///local/y/z"},
+	}
+	for name, tc := range allows {
+		t.Run("allows/"+name, func(t *testing.T) {
+			got, err := g.Check(tc.base, tc.target)
+			if err != nil || got.String() != tc.want {
+				t.Fatalf("Check(%s, %q) = %v, %v; want %s", tc.base, tc.target, got, err, tc.want)
+			}
+		})
+	}
+	refuses := map[string]struct {
+		base    URI
+		target  string
+		reasons []string
+	}{
+		"same path, other namenode":  {other, "hdfs://other:8020/data/x/y", []string{"hdfs://other:8020 match no root"}},
+		"plain path, other namenode": {other, "/data/x/y", []string{"hdfs://other:8020 match no root"}},
+		"same path, local disk":      {local, "/data/x/y", []string{"outside every root"}},
+		"file uri, local disk":       {local, "file:///data/x/y", []string{"outside every root"}},
+		"target names another fs":    {nn1, "hdfs://other:8020/data/x/y", []string{"belongs to hdfs://other:8020", "this file system is hdfs://nn1:8020"}},
+		"target names local fs":      {nn1, "file:///data/x/y", []string{"belongs to file://", "this file system is hdfs://nn1:8020"}},
+		"local target on hdfs":       {local, "hdfs://nn1:8020/data/x/y", []string{"belongs to hdfs://nn1:8020", "this file system is file://"}},
+	}
+	for name, tc := range refuses {
+		t.Run("refuses/"+name, func(t *testing.T) {
+			_, err := g.Check(tc.base, tc.target)
+			if !errors.Is(err, ErrOutsideRoots) {
+				t.Fatalf("Check(%s, %q) = %v; want ErrOutsideRoots", tc.base, tc.target, err)
+			}
+			for _, r := range tc.reasons {
+				if !strings.Contains(err.Error(), r) {
+					t.Fatalf("error %q does not say %q", err, r)
+				}
+			}
+			if !strings.Contains(err.Error(), "hdfs://nn1:8020/data/x") {
+				t.Fatalf("error %q does not name the bound root", err)
+			}
+		})
+	}
+	if got := strings.Join(g.Roots(), " "); got != "hdfs://nn1:8020/data/x file:///local/y" {
+		t.Fatalf("Roots() = %s", got)
+	}
+}
+
+func TestNewGuardOnRejectsBadDefaultFS(t *testing.T) {
+	for name, def := range map[string]string{
+		"empty":                 "",
+		"plain path":            "/data",
+		"hdfs without namenode": "hdfs:///",
+		"unsupported scheme":    "s3://bucket/",
+		"other machine":         "file://otherhost/",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := NewGuardOn(def, "/data/x"); !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), "default file system") {
+				t.Fatalf("NewGuardOn(%q) = %v; want ErrInvalidPath naming the default file system", def, err)
+			}
+		})
+	}
+	g, err := NewGuardOn("file://localhost/", "/data/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Check(URI{Scheme: "file"}, "/data/x/y"); err != nil {
+		t.Fatalf("file://localhost is this machine: %v", err)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func newLocalForTest(t *testing.T) (*Local, string) {
@@ -287,5 +289,274 @@ func TestLocalCancelledContext(t *testing.T) {
 	}
 	if err := l.Walk(ctx, root, func(FileInfo) error { return nil }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Walk = %v", err)
+	}
+}
+
+// A directory below the root swapped for a symlink between the guard check
+// and the act (by a racing process, or an attacker with write access to the
+// tree) must not redirect the act outside the root: every component below
+// the root is opened without following links at the moment of acting.
+func TestLocalSymlinkSwappedInAfterCheck(t *testing.T) {
+	ctx := context.Background()
+	type op struct {
+		run func(l *Local, root string) error
+		// The path the act names, below the swapped component.
+		target string
+	}
+	ops := map[string]op{
+		"Remove":    {func(l *Local, r string) error { return l.Remove(ctx, filepath.Join(r, "a/b/file")) }, "a/b/file"},
+		"RemoveAll": {func(l *Local, r string) error { return l.RemoveAll(ctx, filepath.Join(r, "a/b")) }, "a/b"},
+		"RenameFrom": {func(l *Local, r string) error {
+			return l.Rename(ctx, filepath.Join(r, "a/b/file"), filepath.Join(r, "moved"))
+		}, "a/b/file"},
+		"RenameTo": {func(l *Local, r string) error {
+			return l.Rename(ctx, filepath.Join(r, "src"), filepath.Join(r, "a/b/planted"))
+		}, "a/b/planted"},
+		"WriteFile": {func(l *Local, r string) error { return l.WriteFile(ctx, filepath.Join(r, "a/b/planted"), []byte("x")) }, "a/b/planted"},
+		"Mkdir":     {func(l *Local, r string) error { return l.Mkdir(ctx, filepath.Join(r, "a/b/planted")) }, "a/b/planted"},
+		"MkdirAll":  {func(l *Local, r string) error { return l.MkdirAll(ctx, filepath.Join(r, "a/b/planted/deeper")) }, "a/b/planted/deeper"},
+	}
+	// The component swapped: the top directory below the root, or the
+	// target's parent.
+	for _, swapped := range []string{"a", "a/b"} {
+		for name, o := range ops {
+			t.Run(swapped+"/"+name, func(t *testing.T) {
+				l, root := newLocalForTest(t)
+				outside := t.TempDir()
+				mustWrite(t, filepath.Join(root, "a/b/file"), "inside")
+				mustWrite(t, filepath.Join(root, "src"), "src")
+				// outside mirrors what lies below the swapped component.
+				below := strings.TrimPrefix("a/b", swapped)
+				mustWrite(t, filepath.Join(outside, below, "file"), "precious")
+				before := treeOf(t, outside)
+				swaps := 0
+				l.afterCheck = func() {
+					swaps++
+					p := filepath.Join(root, swapped)
+					if err := os.Rename(p, p+".orig"); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(outside, p); err != nil {
+						t.Fatal(err)
+					}
+				}
+				err := o.run(l, root)
+				if swaps == 0 {
+					t.Fatal("the act ran without a guard check before it")
+				}
+				if after := treeOf(t, outside); after != before {
+					t.Fatalf("%s acted outside the root:\nbefore %s\nafter  %s", name, before, after)
+				}
+				if o.target == swapped && err == nil {
+					// The target itself became a link: removing the link,
+					// not what it points to, is just as safe.
+					if _, err := os.Lstat(filepath.Join(root, swapped)); !errors.Is(err, os.ErrNotExist) {
+						t.Fatalf("%s returned nil but %s is still there: %v", name, swapped, err)
+					}
+				} else if !errors.Is(err, ErrOutsideRoots) {
+					t.Fatalf("%s after swapping %s for a symlink = %v; want ErrOutsideRoots", name, swapped, err)
+				} else if !strings.Contains(err.Error(), filepath.Join(root, swapped)) || !strings.Contains(err.Error(), "symlink") {
+					t.Fatalf("error %q does not name the symlinked component %s", err, filepath.Join(root, swapped))
+				}
+				if data, err := os.ReadFile(filepath.Join(root, "src")); err != nil || string(data) != "src" {
+					t.Fatalf("rename source changed: %q %v", data, err)
+				}
+			})
+		}
+	}
+}
+
+// A symlinked component that points back inside the root is refused too:
+// the act never resolves a link below the root.
+func TestLocalRefusesSymlinkInsideRootAtAct(t *testing.T) {
+	ctx := context.Background()
+	l, root := newLocalForTest(t)
+	mustWrite(t, filepath.Join(root, "a/b/file"), "a")
+	mustWrite(t, filepath.Join(root, "other/b/file"), "other")
+	l.afterCheck = func() {
+		if err := os.RemoveAll(filepath.Join(root, "a")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(root, "other"), filepath.Join(root, "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.RemoveAll(ctx, filepath.Join(root, "a/b")); !errors.Is(err, ErrOutsideRoots) {
+		t.Fatalf("RemoveAll through an inside symlink = %v; want ErrOutsideRoots", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(root, "other/b/file")); err != nil || string(data) != "other" {
+		t.Fatalf("the symlink's target was touched: %q %v", data, err)
+	}
+}
+
+// Acting on paths without symlinks still works end to end, including
+// RemoveAll of a tree holding symlinks to the outside (removed, not
+// followed) and MkdirAll of several missing levels.
+func TestLocalActsBelowRoot(t *testing.T) {
+	ctx := context.Background()
+	l, root := newLocalForTest(t)
+	outside := t.TempDir()
+	mustWrite(t, filepath.Join(outside, "precious"), "keep")
+	if err := l.MkdirAll(ctx, filepath.Join(root, "t/x/y/z")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MkdirAll(ctx, filepath.Join(root, "t/x/y/z")); err != nil {
+		t.Fatalf("MkdirAll of an existing tree = %v", err)
+	}
+	for i := 0; i < 1500; i++ { // more than one directory read
+		mustWrite(t, filepath.Join(root, "t/x", fmt.Sprintf("f%04d", i)), "")
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "t/x/y/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WriteFile(ctx, filepath.Join(root, "t/x/y/z/f"), []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MkdirAll(ctx, filepath.Join(root, "t/x/y/z/f")); !errors.Is(err, ErrNotDir) {
+		t.Fatalf("MkdirAll over a file = %v; want ErrNotDir", err)
+	}
+	if err := l.Rename(ctx, filepath.Join(root, "t/x/y/z/f"), filepath.Join(root, "t/g")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Rename(ctx, filepath.Join(root, "t/g"), filepath.Join(root, "t/x")); !errors.Is(err, ErrExist) {
+		t.Fatalf("Rename onto existing = %v; want ErrExist", err)
+	}
+	if err := l.Remove(ctx, filepath.Join(root, "t/g")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RemoveAll(ctx, filepath.Join(root, "t")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "t")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("tree still there: %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(outside, "precious")); err != nil || string(data) != "keep" {
+		t.Fatalf("outside file touched: %q %v", data, err)
+	}
+	if err := l.Mkdir(ctx, filepath.Join(root, "t", "u")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Mkdir without parent = %v; want ErrNotFound", err)
+	}
+	if err := l.WriteFile(ctx, filepath.Join(root, "missing", "f"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("WriteFile without parent = %v; want ErrNotFound", err)
+	}
+}
+
+func mustWrite(t *testing.T, p, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// treeOf lists every entry below dir with its type and content, without
+// following symlinks.
+func treeOf(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s:%s", rel, d.Type())
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, "=%q", data)
+		}
+		b.WriteString(" ")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// ReadFile reads regular files only: a named pipe as _metadata would block
+// the read forever, a device such as /dev/zero would feed it up to the
+// limit. Both are refused at once, naming the path and what it is.
+func TestLocalReadFileRefusesNonRegular(t *testing.T) {
+	l, root := newLocalForTest(t)
+	fifo := filepath.Join(root, "chk-1", "_metadata")
+	if err := os.MkdirAll(filepath.Dir(fifo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	linkToFIFO := filepath.Join(root, "link-to-fifo")
+	if err := os.Symlink(fifo, linkToFIFO); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		path, kind string
+	}{
+		"fifo":            {fifo, "named pipe"},
+		"symlink to fifo": {linkToFIFO, "named pipe"},
+		"char device":     {"/dev/zero", "character device"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := os.Stat(tc.path); err != nil {
+				t.Skipf("%s: %v", tc.path, err)
+			}
+			type result struct {
+				data []byte
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				data, err := l.ReadFile(context.Background(), tc.path, 1<<20)
+				done <- result{data, err}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("ReadFile(%s) still blocked after 10s", tc.path)
+			}
+			if r.err == nil {
+				t.Fatalf("ReadFile(%s) read %d bytes; want a refusal", tc.path, len(r.data))
+			}
+			if !strings.Contains(r.err.Error(), tc.path) || !strings.Contains(r.err.Error(), tc.kind) || !strings.Contains(r.err.Error(), "not a regular file") {
+				t.Fatalf("ReadFile(%s) = %v; want an error naming the path and %q", tc.path, r.err, tc.kind)
+			}
+		})
+	}
+	// A regular file swapped for a pipe after the type check: the open
+	// does not block and the opened file is checked again.
+	swapped := filepath.Join(root, "chk-2", "_metadata")
+	mustWrite(t, swapped, "regular at check time")
+	l.afterCheck = func() {
+		if err := os.Remove(swapped); err != nil {
+			t.Error(err)
+		}
+		if err := syscall.Mkfifo(swapped, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.ReadFile(context.Background(), swapped, 1<<20)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Fatalf("ReadFile of a file swapped for a pipe = %v; want a refusal naming the pipe", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadFile of a file swapped for a pipe still blocked after 10s")
+	}
+	l.afterCheck = nil
+	// A directory keeps its own kind.
+	if _, err := l.ReadFile(context.Background(), filepath.Dir(fifo), 0); !errors.Is(err, ErrIsDir) {
+		t.Fatalf("ReadFile(dir) = %v; want ErrIsDir", err)
 	}
 }
