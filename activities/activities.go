@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -42,6 +43,8 @@ type Activities struct {
 	Orphans OrphanControl
 	// Notifier tells the people on call; nil when no sink is configured.
 	Notifier Notifier
+	// Freezes are the blackout periods (worker config); nil: none.
+	Freezes *freeze.Calendar
 }
 
 // discover reads the inventory: an invalid one is final, an unreachable

@@ -9,6 +9,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -53,6 +54,13 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
 		ReferenceRoots: cfg.Cleanup.ReferenceRoots}
 	acts.Drill = activities.DrillSettings{ClusterRESTURL: cfg.Drill.ClusterRESTURL, Root: cfg.Drill.Root}
+	if len(cfg.Freezes) > 0 {
+		c, err := freeze.New(cfg.Freezes)
+		if err != nil {
+			return nil, nil, err
+		}
+		acts.Freezes = c
+	}
 	if len(cfg.Notify.Sinks) > 0 {
 		n, err := notify.New(cfg.Notify.Config())
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -52,6 +53,10 @@ type Config struct {
 	Cleanup   Cleanup              `yaml:"cleanup"`
 	Drill     Drill                `yaml:"drill"`
 	Notify    Notify               `yaml:"notify"`
+	// Freezes are blackout periods in which no window or upgrade starts
+	// and scheduled governance, savepoints and drills skip their run,
+	// unless a person overrides the freeze with a reason.
+	Freezes []freeze.Period `yaml:"freezes"`
 }
 
 // Notify is where the people on call are told about pending decisions,
@@ -352,6 +357,9 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.HTTP.validate()...)
 	errs = append(errs, c.Notify.validate()...)
+	if _, err := freeze.New(c.Freezes); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
 		errs = append(errs, fmt.Errorf("log.level: %v", err))
 	}
