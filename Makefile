@@ -49,6 +49,10 @@ tidy: ## go mod tidy for every module
 temporal-cli: ## build the pinned Temporal CLI into bin/ (first time ~6-7 min)
 	scripts/temporal-dev.sh cli
 
+.PHONY: promtool
+promtool: ## build the pinned promtool into bin/ for the monitoring tests (first time ~5 min)
+	scripts/promtool.sh
+
 .PHONY: temporal
 temporal: ## start the Temporal dev server (UI http://localhost:8233), or reuse it
 	scripts/temporal-dev.sh up
