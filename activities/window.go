@@ -49,6 +49,7 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 	}
 	var res DiscoverJobsResult
 	tenantsInScope := map[string]bool{}
+	var running []string // names of the jobs on the clusters in scope
 	for _, c := range inv.Clusters {
 		if !InScope(in.Scope.Tenants, c.Tenant) || !InScope(in.Scope.Clusters, c.ClusterID) {
 			continue
@@ -66,7 +67,9 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 		targets, skipped := matchJobs(c, jobs, in.Scope, !in.SavepointOnly)
 		res.Jobs = append(res.Jobs, targets...)
 		res.Skipped = append(res.Skipped, skipped...)
+		running = append(running, liveJobNames(jobs)...)
 	}
+	res.Unresolved = unresolvedScope(inv, in.Scope, running)
 	// The records are read once for all clusters.
 	jobs, conflicts, err := a.applyRecordedRecipes(ctx, inv, res.Jobs)
 	if err != nil {

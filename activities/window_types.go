@@ -81,6 +81,10 @@ type DiscoverJobsResult struct {
 	Clusters []inventory.Cluster
 	Jobs     []JobTarget
 	Skipped  []SkippedJob
+	// Unresolved names every entry of the scope that selects nothing (see
+	// unresolvedScope), each with what the inventory has instead. A window
+	// refuses such a scope; other callers may ignore it.
+	Unresolved []string `json:",omitempty"`
 }
 
 // TenantQuota is one tenant root's usage, watermark and, when asked, the

@@ -12,7 +12,11 @@ if [[ ! -d "$ROOT/../shared/fixtures" ]]; then
 fi
 
 scripts/temporal-dev.sh cli
+# promtool checks and unit-tests deploy/monitoring (-tags realpeers).
+scripts/promtool.sh
 scripts/alertmanager.sh build
+# Headless Chromium (Debian's package) reads the Temporal Web UI (-tags realpeers).
+scripts/chromium.sh
 sandbox/sandbox.sh up
 trap 'sandbox/sandbox.sh down' EXIT
 

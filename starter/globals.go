@@ -159,6 +159,7 @@ func runOnWorker(cmd *cobra.Command, g *globals, timeout time.Duration, id, wfTy
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: g.taskQueue, WorkflowExecutionTimeout: timeout,
 		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)),
+		StaticSummary:         workflows.StartSummary(in),
 	}, wfType, in)
 	if err != nil {
 		return fmt.Errorf("start %s workflow: %w", wfType, err)
@@ -182,6 +183,7 @@ func (g *globals) startOnce(ctx context.Context, c client.Client, what, name, id
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)),
 		Memo:                                     memo,
+		StaticSummary:                            workflows.StartSummary(in),
 	}, wfType, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted

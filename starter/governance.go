@@ -44,6 +44,7 @@ type govFlags struct {
 	keepSavepoints                              int
 	operatorSnapshots                           string
 	deleteLatestRetired, ignoreDrills           bool
+	overrideFreeze                              bool
 	warning, critical                           float64
 }
 
@@ -54,6 +55,7 @@ func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
 	fl.StringSliceVar(&f.include, "include-job", nil, "job name globs in scope")
 	fl.StringSliceVar(&f.exclude, "exclude-job", nil, "job name globs out of scope")
 	fl.StringVar(&f.reason, "reason", "", "why this run (recorded in the report)")
+	fl.BoolVar(&f.overrideFreeze, "override-freeze", false, "execute even inside a freeze of the worker's calendar (needs --reason; recorded in the report)")
 	fl.StringVar(&f.action, "action", workflows.CleanupActionTrash, "trash (recoverable) or delete")
 	fl.DurationVar(&f.grace, "grace", 0, "protect anything younger (default 1h)")
 	fl.DurationVar(&f.retiredTTL, "retired-job-ttl", 0, "keep a retired job's checkpoints this long (default 168h)")
@@ -91,6 +93,12 @@ func (f *govFlags) input() (workflows.GovernanceInput, error) {
 		},
 		ApprovalTimeout: workflows.Duration(f.approvalTimeout), ExecuteTimeout: workflows.Duration(f.executeTimeout),
 		PurgeTrashAfter: workflows.Duration(f.purgeAfter), WarningPercent: f.warning, CriticalPercent: f.critical,
+	}
+	if f.overrideFreeze {
+		if f.reason == "" {
+			return in, usageErrorf("--override-freeze needs --reason: why this run may change state during a freeze (recorded in the report)")
+		}
+		in.OverrideFreeze = &workflows.FreezeOverride{By: operator(), Reason: f.reason}
 	}
 	in.ApplyDefaults()
 	if err := in.Validate(); err != nil {
@@ -163,9 +171,12 @@ func governanceStartCommand(g *globals, use, short string) *cobra.Command {
 }
 
 // governanceID accepts a run name or a full workflow ID (runs started by
-// a schedule have IDs of their own).
+// a schedule, and a window's post-restart cleanup, have IDs of their own).
 func governanceID(arg string) string {
 	if strings.HasPrefix(arg, "governance-") || strings.HasPrefix(arg, "flinkmaint-") {
+		return arg
+	}
+	if strings.HasPrefix(arg, "window-") && strings.HasSuffix(arg, "/cleanup") {
 		return arg
 	}
 	return workflows.GovernanceWorkflowID(arg)
@@ -238,6 +249,9 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 			fmt.Fprintf(w, "run      %s\nmode     %s\nphase    %s\n", st.RunID, st.Mode, st.Phase)
 			if st.Phase == workflows.GovernancePhaseAwaitingApproval {
 				fmt.Fprintf(w, "waiting  for approve or reject until %s\n", st.ApprovalDeadline.Format(time.RFC3339))
+			}
+			if st.WaitingFor != "" {
+				fmt.Fprintf(w, "waiting  %s\n", st.WaitingFor)
 			}
 			if p := st.Plan; p != nil {
 				fmt.Fprintf(w, "plan     %s\nsha256   %s\nreclaim  %d items, %d files, %d dirs, %d bytes (%s); %d kept\n",
@@ -419,7 +433,7 @@ func (f *scheduleSpec) build(name, taskQueue string, act scheduleAction) (client
 		return spec, nil, err
 	}
 	return spec, &client.ScheduleWorkflowAction{ID: workflows.ScheduleID(name), TaskQueue: taskQueue, Workflow: wf, Args: []interface{}{in},
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind))}, nil
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)), StaticSummary: workflows.StartSummary(in)}, nil
 }
 
 func scheduleUpsertCommand(g *globals, verb string, what scheduleAction) *cobra.Command {

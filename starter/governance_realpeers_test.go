@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -94,7 +95,8 @@ func TestScheduleCommandsOnDevServer(t *testing.T) {
 
 // TestStartRefusesAReusedNameOnDevServer: names of windows, drills and
 // governance runs are never reused; a second start says so instead of
-// handing back the first run as if it had started.
+// handing back the first run as if it had started. Each run carries the
+// summary the Web UI shows.
 func TestStartRefusesAReusedNameOnDevServer(t *testing.T) {
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	env := map[string]string{"TEMPORAL_ADDRESS": tmp.HostPort, "FLINKMAINT_TASK_QUEUE": "cli-reuse-test"}
@@ -102,16 +104,28 @@ func TestStartRefusesAReusedNameOnDevServer(t *testing.T) {
 	if err := os.WriteFile(window, []byte("windowId: reused\nreason: test\npolicy:\n  manifestDir: hdfs://nn:8020/w\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"window", "start", "-f", window},
-		{"drill", "start", "--name", "reused", "--tier", "1"},
-		{"governance", "run", "--name", "reused", "--reason", "test"},
+	for _, tc := range []struct {
+		args        []string
+		id, summary string
+	}{
+		{[]string{"window", "start", "-f", window}, "window-reused", "window reused: all jobs in every tenant — test"},
+		{[]string{"drill", "start", "--name", "reused", "--tier", "1"}, "drill-reused", "restore drill (tier 1): latest checkpoints of all jobs in every tenant"},
+		{[]string{"governance", "run", "--name", "reused", "--reason", "test"}, "governance-reused", "governance of every tenant (plan-and-approve) — test"},
 	} {
+		args := tc.args
 		if code, _, stderr := runCLI(args, env); code != exitOK {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
 		if code, _, stderr := runCLI(args, env); code == exitOK || !strings.Contains(stderr, "already started once") {
 			t.Errorf("%v again: exit %d, %s; want refused as already started", args, code, stderr)
+		}
+		// The Web UI shows what the run is about.
+		desc, err := tmp.Client.DescribeWorkflow(context.Background(), tc.id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if summary, err := desc.GetStaticSummary(); err != nil || summary != tc.summary {
+			t.Errorf("%s: summary %q (%v), want %q", tc.id, summary, err, tc.summary)
 		}
 	}
 }

@@ -56,6 +56,7 @@ func newPingCommand(g *globals) *cobra.Command {
 				TaskQueue:                g.taskQueue,
 				WorkflowExecutionTimeout: timeout,
 				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindPing)),
+				StaticSummary:            workflows.StartSummary(workflows.PingInput{Message: message}),
 			}, workflows.PingWorkflowType, workflows.PingInput{Message: message})
 			if err != nil {
 				return fmt.Errorf("start ping workflow: %w", err)

@@ -84,6 +84,7 @@ func newQuotaCommand(g *globals) *cobra.Command {
 			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 				ID: "quota-check/" + nonce(), TaskQueue: g.taskQueue, WorkflowExecutionTimeout: timeout,
 				TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindQuotaWatch)),
+				StaticSummary:         workflows.StartSummary(in),
 			}, workflows.QuotaWatchWorkflowType, in)
 			if err != nil {
 				return fmt.Errorf("start quota check: %w", err)

@@ -58,8 +58,8 @@ func upgradeIDArg(cmd *cobra.Command, args []string) error {
 }
 
 func upgradeStartCommand(g *globals) *cobra.Command {
-	var file string
-	var wait bool
+	var file, reason string
+	var wait, overrideFreeze bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "start -f upgrade.yaml",
@@ -75,6 +75,12 @@ func upgradeStartCommand(g *globals) *cobra.Command {
 			in, err := loadUpgradeFile(file)
 			if err != nil {
 				return err
+			}
+			if overrideFreeze {
+				if reason == "" {
+					return usageErrorf("--override-freeze needs --reason: why this upgrade may run during a freeze (recorded in the manifest)")
+				}
+				in.OverrideFreeze = &workflows.FreezeOverride{By: operator(), Reason: reason}
 			}
 			c, err := g.dial(cmd.Context())
 			if err != nil {
@@ -128,6 +134,8 @@ func upgradeStartCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "upgrade file (YAML)")
+	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "run even inside a freeze of the job's tenant (needs --reason; recorded in the manifest)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why the freeze is overridden")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the upgrade to end and print its outcome")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Hour, "how long --wait waits")
 	return cmd
@@ -292,6 +300,9 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 		}
 	case st.NewRecipe.Kind != "":
 		p("new recipe %s\n", recipeText(st.NewRecipe))
+	}
+	if st.WaitingFor != "" {
+		p("lock       %s\n", st.WaitingFor)
 	}
 	p("savepoint  %s\n", dash(st.Savepoint))
 	if st.NewJobID != "" || st.StartAttempts > 0 {

@@ -51,6 +51,8 @@ func TestUpgradeUsageErrors(t *testing.T) {
 		"start window field":      {[]string{"upgrade", "start", "-f", canary}, "health.canarySize"},
 		"start bad timeout":       {[]string{"upgrade", "start", "-f", valid, "--wait", "--timeout", "0s"}, "--timeout=0s"},
 		"start with argument":     {[]string{"upgrade", "start", "-f", valid, "extra"}, "extra"},
+		"override without reason": {[]string{"upgrade", "start", "-f", valid, "--override-freeze"}, "--override-freeze needs --reason"},
+		"governance override":     {[]string{"governance", "run", "--override-freeze"}, "--override-freeze needs --reason"},
 		"status without ID":       {[]string{"upgrade", "status"}, "exactly one UPGRADE-ID"},
 		"status two IDs":          {[]string{"upgrade", "status", "a", "b"}, "exactly one UPGRADE-ID"},
 		"status bad ID":           {[]string{"upgrade", "status", "a/b"}, `upgrade ID "a/b"`},

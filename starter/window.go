@@ -20,6 +20,7 @@ func newWindowCommand(g *globals) *cobra.Command {
 	cmd := newGroupCommand("window", "Plan, run and steer maintenance windows")
 	cmd.AddCommand(
 		windowStartCommand(g),
+		windowPlanCommand(g),
 		windowStatusCommand(g),
 		windowListCommand(g),
 		windowReportCommand(g),
@@ -74,8 +75,8 @@ func loadWindowFile(path string) (workflows.WindowInput, error) {
 }
 
 func windowStartCommand(g *globals) *cobra.Command {
-	var file string
-	var wait bool
+	var file, reason string
+	var wait, overrideFreeze bool
 	cmd := &cobra.Command{
 		Use:   "start -f window.yaml",
 		Short: "Start a maintenance window from a window file",
@@ -87,6 +88,12 @@ func windowStartCommand(g *globals) *cobra.Command {
 			in, err := loadWindowFile(file)
 			if err != nil {
 				return err
+			}
+			if overrideFreeze {
+				if reason == "" {
+					return usageErrorf("--override-freeze needs --reason: why this window may stop jobs during a freeze (recorded in the report)")
+				}
+				in.OverrideFreeze = &workflows.FreezeOverride{By: operator(), Reason: reason}
 			}
 			c, err := g.dial(cmd.Context())
 			if err != nil {
@@ -111,6 +118,9 @@ func windowStartCommand(g *globals) *cobra.Command {
 			}
 			var rep workflows.WindowReport
 			if err := run.Get(cmd.Context(), &rep); err != nil {
+				if msg, refused := refusal(err); refused {
+					return usageErrorf("window %s refused its input, nothing was stopped: %s", in.WindowID, msg)
+				}
 				return workflowFailedError{fmt.Errorf("window %s: %w", in.WindowID, err)}
 			}
 			return printReport(g, cmd, &rep)
@@ -118,6 +128,8 @@ func windowStartCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "window file (YAML)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the window to finish and print its report")
+	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "start even inside a freeze of its tenants (needs --reason; recorded in the report)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why the freeze is overridden")
 	return cmd
 }
 

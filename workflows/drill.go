@@ -30,12 +30,24 @@ func RestoreDrillWorkflow(ctx workflow.Context, in RestoreDrillInput) (*RestoreD
 	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrKind.ValueSet(KindDrill)); err != nil {
 		logger.Warn("search attributes not updated", "error", err)
 	}
+	workflow.SetCurrentDetails(ctx, drillDetails(rep))
+	notes := newNotifier(ctx, KindDrill, runID, in.Scope.Tenants)
+	skip, note, err := checkFreeze(ctx, "restore drill "+runID, in.Scope.Tenants, in.OverrideFreeze, "set overrideFreeze (by, reason) in the drill's input")
+	if err != nil {
+		return nil, err
+	}
+	if rep.Frozen = note; skip {
+		rep.FinishedAt = workflow.Now(ctx)
+		workflow.SetCurrentDetails(ctx, drillDetails(rep))
+		return rep, nil
+	}
 
 	var a *activities.Activities
 	var sel activities.SelectDrillTargetsResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.SelectDrillTargets,
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.SelectDrillTargets,
 		activities.SelectDrillTargetsInput{Scope: in.Scope, Selection: in.Selection, Restore: in.Tier >= 2, RunID: runID}).Get(ctx, &sel)
 	if err != nil {
+		notes.ended(ctx, "failed", "restore drill "+runID+" could not select its snapshots", err)
 		return nil, err
 	}
 	rep.Skipped, rep.Tenants = sel.Skipped, sel.Tenants
@@ -46,10 +58,12 @@ func RestoreDrillWorkflow(ctx workflow.Context, in RestoreDrillInput) (*RestoreD
 	for i, t := range sel.Targets {
 		rep.Jobs[i] = JobDrillResult{Key: t.Key, Tenant: t.Tenant, Snapshot: t.Snapshot, Kind: t.Kind}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: JobDrillWorkflowID(runID, t.Key, i),
+			StaticSummary:         drillChildSummary("", t.Key, t.Snapshot, in.Tier, ""),
 			TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindDrillJob))})
 		f := workflow.ExecuteChildWorkflow(cctx, JobDrillWorkflowType, JobDrillInput{RunID: runID, N: i, Target: t, Tier: in.Tier, Health: health})
 		inflight++
 		rep.Running = inflight
+		workflow.SetCurrentDetails(ctx, drillDetails(rep))
 		s.AddFuture(f, func(f workflow.Future) {
 			inflight--
 			rep.Running = inflight
@@ -61,6 +75,7 @@ func RestoreDrillWorkflow(ctx workflow.Context, in RestoreDrillInput) (*RestoreD
 				res.Outcome, res.Error = catalog.DrillFailed, errorText(err)
 			}
 			rep.Jobs[i] = res
+			workflow.SetCurrentDetails(ctx, drillDetails(rep))
 			if res.Outcome != catalog.DrillPassed {
 				logger.Error("restore drill did not pass", "job", res.Key, "snapshot", res.Snapshot, "outcome", res.Outcome, "error", res.Error)
 			}
@@ -91,11 +106,17 @@ func RestoreDrillWorkflow(ctx workflow.Context, in RestoreDrillInput) (*RestoreD
 		logger.Warn("drill results not recorded", "error", err)
 	}
 	rep.FinishedAt = workflow.Now(ctx)
+	workflow.SetCurrentDetails(ctx, drillDetails(rep))
+	notes.tenants = rep.Tenants
+	title := fmt.Sprintf("restore drill %s: %d passed, %d failed, %d inconclusive", runID, rep.Passed, rep.Failed, rep.Inconclusive)
 	if rep.Failed > 0 {
-		return rep, temporal.NewNonRetryableApplicationError(
+		err := temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%d of %d snapshots failed their restore drill: %s", rep.Failed, len(rep.Jobs), failedDrills(rep.Jobs)),
 			ErrTypeDrillsFailed, nil, rep)
+		notes.ended(ctx, "failed", title, err)
+		return rep, err
 	}
+	notes.ended(ctx, "completed", title, nil)
 	return rep, nil
 }
 

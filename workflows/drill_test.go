@@ -36,6 +36,7 @@ func newDrillTestEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(JobDrillWorkflow, workflow.RegisterOptions{Name: JobDrillWorkflowType})
+	openGates(env)
 	return env
 }
 

@@ -40,9 +40,11 @@ func JobDrillWorkflowID(runID, jobKey string, n int) string {
 // RestoreDrillInput selects the snapshots and how deep the proof goes.
 type RestoreDrillInput struct {
 	// Schedule names the schedule that starts the runs, if any.
-	Schedule  string                    `json:"schedule,omitempty"`
-	Scope     activities.Scope          `json:"scope"`
-	Selection activities.DrillSelection `json:"selection"`
+	Schedule string `json:"schedule,omitempty"`
+	// OverrideFreeze lets the drill run inside a freeze.
+	OverrideFreeze *FreezeOverride           `json:"overrideFreeze,omitempty"`
+	Scope          activities.Scope          `json:"scope"`
+	Selection      activities.DrillSelection `json:"selection"`
 	// Tier is 1 (storage proof only) or 2 (also a real restore of every
 	// job with a drill recipe; default).
 	Tier int `json:"tier,omitempty"`
@@ -154,17 +156,20 @@ type JobDrillResult struct {
 
 // RestoreDrillReport is a drill run's result.
 type RestoreDrillReport struct {
-	RunID        string                  `json:"runId"`
-	Schedule     string                  `json:"schedule,omitempty"`
-	Tier         int                     `json:"tier"`
-	StartedAt    time.Time               `json:"startedAt"`
-	FinishedAt   time.Time               `json:"finishedAt,omitempty"`
-	Jobs         []JobDrillResult        `json:"jobs"`
-	Skipped      []activities.SkippedJob `json:"skipped,omitempty"`
-	Tenants      []string                `json:"tenants,omitempty"`
-	Passed       int                     `json:"passed"`
-	Failed       int                     `json:"failed"`
-	Inconclusive int                     `json:"inconclusive"`
+	RunID      string                  `json:"runId"`
+	Schedule   string                  `json:"schedule,omitempty"`
+	Tier       int                     `json:"tier"`
+	StartedAt  time.Time               `json:"startedAt"`
+	FinishedAt time.Time               `json:"finishedAt,omitempty"`
+	Jobs       []JobDrillResult        `json:"jobs"`
+	Skipped    []activities.SkippedJob `json:"skipped,omitempty"`
+	// Frozen says a freeze was in force: the run skipped, or it was
+	// overridden.
+	Frozen       string   `json:"frozen,omitempty"`
+	Tenants      []string `json:"tenants,omitempty"`
+	Passed       int      `json:"passed"`
+	Failed       int      `json:"failed"`
+	Inconclusive int      `json:"inconclusive"`
 	// Running counts the snapshots still being drilled.
 	Running int `json:"running,omitempty"`
 }

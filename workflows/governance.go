@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
 // GovernanceWorkflow runs one reference-safe cleanup: quota before, plan,
@@ -33,6 +34,9 @@ func GovernanceWorkflow(ctx workflow.Context, in GovernanceInput) (*GovernanceRe
 	if err := r.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
+	r.notes = newNotifier(ctx, KindGovernance, r.st.RunID, in.Scope.Tenants)
+	r.lock = newTenantLock(ctx, false)
+	defer r.lock.release(ctx)
 	return r.run(ctx)
 }
 
@@ -40,6 +44,8 @@ type governanceRun struct {
 	in     GovernanceInput
 	st     GovernanceState
 	logger log.Logger
+	notes  *notifier
+	lock   *tenantLock
 }
 
 func (r *governanceRun) registerHandlers(ctx workflow.Context) error {
@@ -98,6 +104,19 @@ func (r *governanceRun) validateDecision(by string) error {
 
 func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 	r.upsertVisibility(ctx)
+	if r.in.Mode != ModePlan { // a plan changes nothing
+		skip, note, err := checkFreeze(ctx, "governance "+r.st.RunID, r.in.Scope.Tenants, r.in.OverrideFreeze,
+			"start it again with --override-freeze --reason TEXT")
+		if err != nil {
+			return r.fail(ctx, err)
+		}
+		if note != "" {
+			r.st.Notes = append(r.st.Notes, note)
+		}
+		if skip {
+			return r.finish(ctx, GovernancePhaseFrozen)
+		}
+	}
 	r.st.QuotaBefore = r.sampleQuota(ctx, "before")
 	if err := r.plan(ctx); err != nil {
 		return r.fail(ctx, err)
@@ -125,9 +144,17 @@ func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 			return r.finish(ctx, GovernancePhaseRejected)
 		}
 	}
+	done, err := r.lockForExecution(ctx)
+	if err != nil {
+		return r.fail(ctx, err)
+	}
+	if done != "" {
+		return r.finish(ctx, done)
+	}
 	if err := r.execute(ctx); err != nil {
 		return r.fail(ctx, err)
 	}
+	r.lock.release(ctx)
 	if r.in.PurgeTrashAfter > 0 {
 		r.setPhase(ctx, GovernancePhasePurging)
 		var a *activities.Activities
@@ -191,10 +218,67 @@ func (r *governanceRun) awaitApproval(ctx workflow.Context) (bool, error) {
 	r.st.ApprovalDeadline = workflow.Now(ctx).Add(r.in.ApprovalTimeout.D())
 	r.setPhase(ctx, GovernancePhaseAwaitingApproval)
 	r.logger.Info("waiting for approval", "deadline", r.st.ApprovalDeadline)
-	if _, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout.D(), func() bool { return r.st.Approval != nil }); err != nil {
+	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
+	ev := notify.Event{Decision: "approval", Title: fmt.Sprintf("governance %s: a plan of %d items waits for approval", r.st.RunID, r.st.Plan.Items),
+		Text: fmt.Sprintf("until %s; then nothing is touched", r.st.ApprovalDeadline.UTC().Format(time.RFC3339)), Commands: governanceApprovalCommands(wid, r.st.Plan)}
+	for _, t := range r.st.Plan.ScopeTenants { // awaited only once a plan is made
+		ev.Tenants = append(ev.Tenants, t.Name)
+	}
+	if _, err := r.notes.awaitAnswer(ctx, ev, decisionReminderEvery, r.in.ApprovalTimeout.D(), func() bool { return r.st.Approval != nil }); err != nil {
 		return false, err
 	}
 	return r.st.Approval != nil && r.st.Approval.Approved, nil
+}
+
+// lockForExecution takes the tenant lock of the plan's tenants, so no
+// window or upgrade changes them while the cleanup deletes. A plan made
+// before another run held them is made again, and, in plan-and-approve
+// mode, approved again (without the lock held meanwhile). done is the
+// phase to finish in when the run ends instead of executing.
+func (r *governanceRun) lockForExecution(ctx workflow.Context) (done string, err error) {
+	for {
+		var tenants []string
+		for _, t := range r.st.Plan.ScopeTenants {
+			tenants = append(tenants, t.Name)
+		}
+		waited, err := r.lock.acquire(ctx, KindGovernance, "governance "+r.st.RunID+": executing its cleanup plan", tenants, func(h []LockHold) {
+			if h != nil || r.st.Phase != GovernancePhaseWaitingForLock {
+				r.st.WaitingFor = lockWaitText(h)
+				r.setPhase(ctx, GovernancePhaseWaitingForLock)
+			}
+		})
+		if err != nil {
+			return "", err
+		}
+		if !waited {
+			return "", nil
+		}
+		r.st.Notes = append(r.st.Notes, "waited for the tenant lock ("+r.st.WaitingFor+"); the plan was made again, since the held tenants may have changed")
+		r.st.WaitingFor = ""
+		r.setPhase(ctx, GovernancePhasePlanning)
+		if err := r.plan(ctx); err != nil {
+			return "", err
+		}
+		switch {
+		case r.st.Plan.Items == 0:
+			r.st.Notes = append(r.st.Notes, "the new plan is empty: nothing to reclaim")
+			return GovernancePhaseCompleted, nil
+		case r.in.Mode != ModePlanAndApprove:
+			return "", nil
+		}
+		r.lock.release(ctx)
+		r.st.Approval = nil
+		approved, err := r.awaitApproval(ctx)
+		switch {
+		case err != nil:
+			return "", err
+		case r.st.Approval == nil:
+			r.st.Notes = append(r.st.Notes, "nobody approved or rejected the new plan in time; nothing was touched")
+			return GovernancePhaseExpired, nil
+		case !approved:
+			return GovernancePhaseRejected, nil
+		}
+	}
 }
 
 func (r *governanceRun) execute(ctx workflow.Context) error {
@@ -231,6 +315,7 @@ func (r *governanceRun) fail(ctx workflow.Context, err error) (*GovernanceReport
 	r.st.FinishedAt = workflow.Now(ctx)
 	r.setPhase(ctx, GovernancePhaseFailed)
 	r.writeReport(ctx)
+	r.notes.ended(ctx, GovernancePhaseFailed, "governance "+r.st.RunID+" failed", err)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), appErr.Type(), err)
@@ -242,6 +327,7 @@ func (r *governanceRun) finish(ctx workflow.Context, phase string) (*GovernanceR
 	r.st.FinishedAt = workflow.Now(ctx)
 	r.setPhase(ctx, phase)
 	r.writeReport(ctx)
+	r.notes.ended(ctx, phase, "governance "+r.st.RunID+" ended "+phase, nil)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil, err
 	}
@@ -283,11 +369,15 @@ func (r *governanceRun) writeReport(ctx workflow.Context) {
 }
 
 func (r *governanceRun) setPhase(ctx workflow.Context, phase string) {
-	if r.st.Phase != phase {
+	changed := r.st.Phase != phase
+	if changed {
 		r.logger.Info("phase", "from", r.st.Phase, "to", phase)
 	}
 	r.st.Phase = phase
 	r.upsertVisibility(ctx)
+	if changed {
+		r.notes.phase(ctx, phase, "governance "+r.st.RunID+": "+phase)
+	}
 }
 
 func (r *governanceRun) upsertVisibility(ctx workflow.Context) {
@@ -319,4 +409,5 @@ func (r *governanceRun) upsertVisibility(ctx workflow.Context) {
 		summary += "; waiting for approval until " + r.st.ApprovalDeadline.Format(time.RFC3339)
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"summary": summary})
+	workflow.SetCurrentDetails(ctx, governanceDetails(workflow.GetInfo(ctx).WorkflowExecution.ID, &r.st))
 }

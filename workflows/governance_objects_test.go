@@ -19,6 +19,7 @@ import (
 func TestGovernanceKubernetesObjects(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	openGates(env)
 	var a *activities.Activities
 	var planned []activities.PlanCleanupInput
 	executed := 0

@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
@@ -31,8 +34,14 @@ type govFixture struct {
 const testPlanSHA = "5f1e0c3a"
 
 func newGovFixture(t *testing.T) *govFixture {
+	return newGovFixtureLocked(t, func(env *testsuite.TestWorkflowEnvironment) { openGates(env) })
+}
+
+// newGovFixtureLocked is the fixture with its own tenant lock manager.
+func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnvironment)) *govFixture {
 	var s testsuite.WorkflowTestSuite
 	f := &govFixture{t: t, env: s.NewTestWorkflowEnvironment(), documents: map[string]string{}, planItems: 3}
+	locks(f.env)
 	var a *activities.Activities
 	f.env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
 		f.planned = append(f.planned, in)
@@ -269,6 +278,74 @@ func TestGovernanceAutoExecutesAndPurges(t *testing.T) {
 	}
 }
 
+// An execution whose tenant another run holds waits, visibly, until it is
+// released; the plan it made before is made again, since the held tenant
+// changed meanwhile, and the lock is given back once it executed.
+func TestGovernanceWaitsForTheTenantLock(t *testing.T) {
+	released := 0
+	f := newGovFixtureLocked(t, func(env *testsuite.TestWorkflowEnvironment) {
+		var a *activities.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{}, nil)
+		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return([]LockHold{{LockRequest: LockRequest{Owner: "window-wk49", Kind: KindWindow,
+			Tenants: []string{"team-a"}, Reason: "window wk49: savepoint-all until every job is healthy"}}}, nil)
+		env.OnSignalExternalWorkflow(mockAny, TenantLockWorkflowID, "", SignalLockRelease, mockAny).Return(func(_, _, _, _ string, _ interface{}) error {
+			released++
+			return nil
+		})
+	})
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Phase != GovernancePhaseWaitingForLock || !strings.Contains(st.WaitingFor, "window-wk49 holds team-a") || len(f.executed) != 0 {
+			t.Errorf("while the window holds team-a: phase %s, waiting for %q, executed %d; want waiting, naming the window", st.Phase, st.WaitingFor, len(f.executed))
+		}
+		f.env.SignalWorkflow(SignalLockGranted, LockGrant{Tenants: []string{"team-a"}, Waited: true})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g-lock", Mode: ModeAuto})
+	rep := f.report()
+	if rep.Outcome != GovernancePhaseCompleted || len(f.planned) != 2 || len(f.executed) != 1 || released != 1 {
+		t.Fatalf("outcome %s, planned %d, executed %d, released %d; want planned again after the wait, executed once, released once",
+			rep.Outcome, len(f.planned), len(f.executed), released)
+	}
+}
+
+// Inside a freeze a governance execution started by hand is refused,
+// naming the freeze and how to override it; overridden, it runs and says
+// so; a plan (which changes nothing) is not stopped.
+func TestGovernanceRespectsFreezes(t *testing.T) {
+	frozen := func(env *testsuite.TestWorkflowEnvironment) {
+		var a *activities.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "black-friday",
+			Until: time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), Reason: "sales"}}}, nil)
+		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return(nil, nil)
+		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
+			if info.ActivityType.Name == "RequestTenantLock" {
+				_ = env.SignalWorkflowByID(info.WorkflowExecution.ID, SignalLockGranted, LockGrant{})
+			}
+		})
+		env.OnSignalExternalWorkflow(mockAny, TenantLockWorkflowID, "", SignalLockRelease, mockAny).Return(nil)
+	}
+	f := newGovFixtureLocked(t, frozen)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g-frozen", Mode: ModeAuto})
+	err := f.env.GetWorkflowError()
+	if !isFrozen(err) || !strings.Contains(err.Error(), `freeze "black-friday" until 2026-11-30T23:59:00Z`) || !strings.Contains(err.Error(), "--override-freeze") ||
+		len(f.planned) != 0 || len(f.executed) != 0 {
+		t.Fatalf("frozen run: %v, planned %d, executed %d; want refused before planning, naming the freeze and the override", err, len(f.planned), len(f.executed))
+	}
+
+	f = newGovFixtureLocked(t, frozen)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g-override", Mode: ModeAuto, OverrideFreeze: &FreezeOverride{By: "ann", Reason: "quota at 99%"}})
+	rep := f.report()
+	if rep.Outcome != GovernancePhaseCompleted || len(f.executed) != 1 || !strings.Contains(strings.Join(rep.Notes, "\n"), "freeze overridden by ann: quota at 99%") {
+		t.Fatalf("overridden run: %s, executed %d, notes %v; want it executed with the override in the report", rep.Outcome, len(f.executed), rep.Notes)
+	}
+
+	f = newGovFixtureLocked(t, frozen)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g-plan", Mode: ModePlan})
+	if rep := f.report(); rep.Outcome != GovernancePhasePlanned {
+		t.Fatalf("a plan inside a freeze ended %s; want planned", rep.Outcome)
+	}
+}
+
 func TestGovernanceEmptyPlanSkipsApproval(t *testing.T) {
 	f := newGovFixture(t)
 	f.planItems = 0
@@ -282,6 +359,7 @@ func TestGovernanceEmptyPlanSkipsApproval(t *testing.T) {
 func TestGovernancePlanFailureFailsTheRun(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	openGates(env)
 	var a *activities.Activities
 	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
 	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},

@@ -28,12 +28,14 @@ const (
 	GovernancePhasePlanning         = "planning"
 	GovernancePhaseAwaitingApproval = "awaiting-approval"
 	GovernancePhaseExecuting        = "executing"
+	GovernancePhaseWaitingForLock   = "waiting-for-lock" // another run holds a tenant (a window, an upgrade)
 	GovernancePhasePurging          = "purging"
 	GovernancePhaseCompleted        = "completed"
 	GovernancePhasePlanned          = "planned"  // plan mode finished
 	GovernancePhaseRejected         = "rejected" // an operator rejected the plan
 	GovernancePhaseExpired          = "expired"  // nobody decided before the deadline
 	GovernancePhaseFailed           = "failed"
+	GovernancePhaseFrozen           = "frozen" // a scheduled run skipped inside a freeze
 )
 
 // CleanupActions of GovernancePolicy.Action.
@@ -86,6 +88,8 @@ type GovernanceInput struct {
 	Scope  activities.Scope `json:"scope"`
 	Mode   string           `json:"mode"`
 	Policy GovernancePolicy `json:"policy"`
+	// OverrideFreeze lets the run execute inside a freeze.
+	OverrideFreeze *FreezeOverride `json:"overrideFreeze,omitempty"`
 	// ApprovalTimeout is how long plan-and-approve waits; then the run
 	// ends as expired and nothing is touched. Default 24h.
 	ApprovalTimeout Duration `json:"approvalTimeout,omitempty"`
@@ -113,30 +117,44 @@ func (in *GovernanceInput) ApplyDefaults() {
 
 // Validate returns every problem, each naming the field and what is valid.
 func (in *GovernanceInput) Validate() error {
+	return in.validate(func(field string) string { return field })
+}
+
+// validate checks the input, naming each field through name: a window
+// names the fields of its post-restart cleanup run as window.yaml spells
+// them. A field whose name maps to "" is one the caller checks itself.
+func (in *GovernanceInput) validate(name func(field string) string) error {
 	var errs []error
-	bad := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+	bad := func(field, format string, args ...interface{}) {
+		if n := name(field); n != "" {
+			errs = append(errs, errors.New(n+fmt.Sprintf(format, args...)))
+		}
+	}
 	if in.RunID != "" {
 		if err := activities.CheckRunID(in.RunID); err != nil {
-			bad("runId: %v", err)
+			bad("runId", ": %v", err)
 		}
+	}
+	if err := in.OverrideFreeze.validate("overrideFreeze"); err != nil {
+		bad("overrideFreeze", ": %v", err)
 	}
 	switch in.Mode {
 	case ModePlan, ModePlanAndApprove, ModeAuto:
 	default:
-		bad("mode=%q: use %s (dry run, default), %s or %s", in.Mode, ModePlan, ModePlanAndApprove, ModeAuto)
+		bad("mode", "=%q: use %s (dry run, default), %s or %s", in.Mode, ModePlan, ModePlanAndApprove, ModeAuto)
 	}
 	p := in.Policy
 	if p.Action != CleanupActionTrash && p.Action != CleanupActionDelete {
-		bad("policy.action=%q: use %s (default: recoverable) or %s", p.Action, CleanupActionTrash, CleanupActionDelete)
+		bad("policy.action", "=%q: use %s (default: recoverable) or %s", p.Action, CleanupActionTrash, CleanupActionDelete)
 	}
 	switch cleanup.OperatorSnapshots(p.OperatorSnapshots) {
 	case "", cleanup.OperatorSnapshotsDelete, cleanup.OperatorSnapshotsKeep:
 	default:
-		bad("policy.operatorSnapshots=%q: use %s (default: delete a FlinkStateSnapshot with the savepoint it names) or %s (keep such savepoints)",
+		bad("policy.operatorSnapshots", "=%q: use %s (default: delete a FlinkStateSnapshot with the savepoint it names) or %s (keep such savepoints)",
 			p.OperatorSnapshots, cleanup.OperatorSnapshotsDelete, cleanup.OperatorSnapshotsKeep)
 	}
 	if p.KeepSavepoints < 0 {
-		bad("policy.keepSavepoints=%d: use 1 or more (0 takes the default 2)", p.KeepSavepoints)
+		bad("policy.keepSavepoints", "=%d: use 1 or more (0 takes the default 2)", p.KeepSavepoints)
 	}
 	for _, d := range []struct {
 		name string
@@ -147,19 +165,19 @@ func (in *GovernanceInput) Validate() error {
 		{"purgeTrashAfter", in.PurgeTrashAfter},
 	} {
 		if d.v < 0 {
-			bad("%s=%s: use a positive duration such as 1h", d.name, d.v)
+			bad(d.name, "=%s: use a positive duration such as 1h", d.v)
 		}
 	}
 	if p.RetiredJobTTL > 0 && p.Grace > 0 && p.RetiredJobTTL < p.Grace {
-		bad("policy.retiredJobTTL=%s is shorter than policy.grace=%s: a retired job's in-flight files would lose their protection", p.RetiredJobTTL, p.Grace)
+		bad("policy.retiredJobTTL", "=%s is shorter than %s=%s: a retired job's in-flight files would lose their protection", p.RetiredJobTTL, name("policy.grace"), p.Grace)
 	}
 	for i, s := range p.PinnedSavepoints {
 		if !strings.HasPrefix(s, "/") && !strings.Contains(s, "://") {
-			bad("policy.pinnedSavepoints[%d]=%q: use an absolute path or URI of a savepoint directory", i, s)
+			bad(fmt.Sprintf("policy.pinnedSavepoints[%d]", i), "=%q: use an absolute path or URI of a savepoint directory", s)
 		}
 	}
 	if !(in.WarningPercent > 0 && in.WarningPercent <= in.CriticalPercent && in.CriticalPercent <= 100) {
-		bad("warningPercent=%v, criticalPercent=%v: want 0 < warning <= critical <= 100", in.WarningPercent, in.CriticalPercent)
+		bad("warningPercent", "=%v, %s=%v: want 0 < warning <= critical <= 100", in.WarningPercent, name("criticalPercent"), in.CriticalPercent)
 	}
 	return errors.Join(errs...)
 }
@@ -175,11 +193,13 @@ type GovernanceState struct {
 	ApprovalDeadline time.Time                        `json:"approvalDeadline,omitempty"`
 	Approval         *ApprovalRecord                  `json:"approval,omitempty"`
 	Execution        *activities.ExecuteCleanupResult `json:"execution,omitempty"`
-	Purge            *activities.PurgeTrashResult     `json:"purge,omitempty"`
-	QuotaBefore      []activities.TenantQuota         `json:"quotaBefore,omitempty"`
-	QuotaAfter       []activities.TenantQuota         `json:"quotaAfter,omitempty"`
-	ReportPath       string                           `json:"reportPath,omitempty"`
-	Notes            []string                         `json:"notes,omitempty"`
+	// WaitingFor names the runs holding a tenant this run waits for.
+	WaitingFor  string                       `json:"waitingFor,omitempty"`
+	Purge       *activities.PurgeTrashResult `json:"purge,omitempty"`
+	QuotaBefore []activities.TenantQuota     `json:"quotaBefore,omitempty"`
+	QuotaAfter  []activities.TenantQuota     `json:"quotaAfter,omitempty"`
+	ReportPath  string                       `json:"reportPath,omitempty"`
+	Notes       []string                     `json:"notes,omitempty"`
 	// Usage is what fills each tenant's quota, per kind, with the top
 	// offenders (no per-job rows: `flinkmaint usage` has those).
 	Usage []usage.Report `json:"usage,omitempty"`

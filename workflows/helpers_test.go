@@ -1,10 +1,17 @@
 package workflows
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flinkmaint/flinkmaint/activities"
 )
 
 // mockAny matches any argument in OnActivity expectations.
@@ -39,4 +46,45 @@ func sendUpdate(t *testing.T, env *testsuite.TestWorkflowEnvironment, name strin
 		},
 		OnComplete: func(interface{}, error) {},
 	}, arg)
+}
+
+// lockLog records the tenant-lock requests and releases of a test.
+type lockLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *lockLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, s)
+}
+
+func (l *lockLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.calls, " | ")
+}
+
+// openGates stands for a calm fleet: no freeze in force, every
+// tenant-lock request granted at once, every release taken.
+func openGates(env *testsuite.TestWorkflowEnvironment) *lockLog {
+	log := &lockLog{}
+	var a *activities.Activities
+	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(activities.CheckFreezeResult{}, nil)
+	env.OnActivity(a.RequestTenantLock, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.LockRequest) ([]activities.LockHold, error) {
+		log.add("acquire " + req.Owner + " " + strings.Join(req.Tenants, ","))
+		return nil, nil
+	})
+	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
+		if info.ActivityType.Name == "RequestTenantLock" && err == nil {
+			_ = env.SignalWorkflowByID(info.WorkflowExecution.ID, SignalLockGranted, LockGrant{})
+		}
+	})
+	env.OnSignalExternalWorkflow(mock.Anything, TenantLockWorkflowID, "", SignalLockRelease, mock.Anything).Return(
+		func(_, _, _, _ string, arg interface{}) error {
+			log.add("release " + arg.(LockRelease).Owner)
+			return nil
+		})
+	return log
 }

@@ -86,29 +86,73 @@ func (n *notifier) last(ctx workflow.Context, ev notify.Event) {
 	n.flush(ctx)
 }
 
-// awaitAnswer waits until answered holds. The people on call are told at
-// once, reminded every interval until then, and told it was answered.
-func (n *notifier) awaitAnswer(ctx workflow.Context, ev notify.Event, every time.Duration, answered func() bool) error {
+// decisionReminderEvery is how often a pending decision of a run without
+// its own reminder policy is repeated to the people on call.
+const decisionReminderEvery = 30 * time.Minute
+
+// awaitAnswer waits until answered holds, or timeout passes when it is
+// positive; ok says answered held. The people on call are told at once,
+// reminded every interval until then, and told it ended.
+func (n *notifier) awaitAnswer(ctx workflow.Context, ev notify.Event, every, timeout time.Duration, answered func() bool) (bool, error) {
 	if n == nil || !n.on {
-		return workflow.Await(ctx, answered)
+		if timeout > 0 {
+			return workflow.AwaitWithTimeout(ctx, timeout, answered)
+		}
+		return true, workflow.Await(ctx, answered)
 	}
 	ev.Kind, ev.RepeatEvery = notify.KindDecisionPending, every
 	if ev.Severity == "" {
 		ev.Severity = notify.SeverityWarning
 	}
 	n.send(ctx, ev)
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = workflow.Now(ctx).Add(timeout)
+	}
+	ok := false
 	for {
-		ok, err := workflow.AwaitWithTimeout(ctx, every, answered)
-		if err != nil {
-			return err
+		wait := every
+		if timeout > 0 {
+			left := deadline.Sub(workflow.Now(ctx))
+			if left <= 0 {
+				break
+			}
+			wait = min(wait, left)
+		}
+		var err error
+		if ok, err = workflow.AwaitWithTimeout(ctx, wait, answered); err != nil {
+			return false, err
 		}
 		if ok {
+			break
+		}
+		if timeout > 0 && !workflow.Now(ctx).Before(deadline) {
 			break
 		}
 		ev.Reminder++
 		n.send(ctx, ev)
 	}
-	ev.Resolved, ev.Title, ev.Commands = true, "answered: "+ev.Title, nil
+	ev.Resolved, ev.Commands, ev.Reminder = true, nil, 0
+	if ok {
+		ev.Title = "answered: " + ev.Title
+	} else {
+		ev.Title = "no answer in time: " + ev.Title
+	}
 	n.send(ctx, ev)
-	return nil
+	return ok, nil
+}
+
+// phase tells that a run entered a phase.
+func (n *notifier) phase(ctx workflow.Context, phase, title string) {
+	n.send(ctx, notify.Event{Kind: notify.KindPhase, Phase: phase, Title: title})
+}
+
+// ended tells how a run ended and waits until it is told: err nil is
+// finished, anything else failed.
+func (n *notifier) ended(ctx workflow.Context, phase, title string, err error) {
+	ev := notify.Event{Kind: notify.KindFinished, Phase: phase, Title: title}
+	if err != nil {
+		ev.Kind, ev.Severity, ev.Text = notify.KindFailed, notify.SeverityCritical, errorText(err)
+	}
+	n.last(ctx, ev)
 }

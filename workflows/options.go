@@ -75,11 +75,13 @@ func probeOptions(timeout time.Duration) workflow.ActivityOptions {
 	}
 }
 
-// jobChildOptions: per-job children, visible in the UI under readable IDs.
-func jobChildOptions(id string) workflow.ChildWorkflowOptions {
+// jobChildOptions: per-job children, visible in the UI under readable IDs
+// with a summary saying what each does (details.go).
+func jobChildOptions(id, summary string) workflow.ChildWorkflowOptions {
 	return workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
 		TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindJob)),
+		StaticSummary:         summary,
 	}
 }
 

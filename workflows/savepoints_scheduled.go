@@ -29,6 +29,8 @@ type ScheduledSavepointsInput struct {
 	Format string `json:"format,omitempty"`
 	// Timeout bounds one savepoint, verification included (default 30m).
 	Timeout Duration `json:"timeout,omitempty"`
+	// OverrideFreeze lets the run take savepoints inside a freeze.
+	OverrideFreeze *FreezeOverride `json:"overrideFreeze,omitempty"`
 }
 
 // ApplyDefaults fills in unset fields.
@@ -81,6 +83,9 @@ type ScheduledSavepointsReport struct {
 	Tenants    []activities.TenantSavepoints `json:"tenants"`
 	Taken      int                           `json:"taken"`
 	Failed     int                           `json:"failed"`
+	// Frozen says a freeze was in force: the run skipped, or it was
+	// overridden.
+	Frozen string `json:"frozen,omitempty"`
 }
 
 // takeSavepointOptions: one attempt lasts as long as the savepoint; a lost
@@ -109,10 +114,18 @@ func ScheduledSavepointsWorkflow(ctx workflow.Context, in ScheduledSavepointsInp
 	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrKind.ValueSet(KindSavepoints)); err != nil {
 		logger.Warn("search attributes not updated", "error", err)
 	}
+	skip, note, err := checkFreeze(ctx, "savepoint run "+runID, in.Scope.Tenants, in.OverrideFreeze, "set overrideFreeze (by, reason) in the run's input")
+	if err != nil {
+		return nil, err
+	}
+	if rep.Frozen = note; skip {
+		rep.FinishedAt = workflow.Now(ctx)
+		return rep, nil
+	}
 
 	var a *activities.Activities
 	var disc activities.DiscoverJobsResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.DiscoverJobs,
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.DiscoverJobs,
 		activities.DiscoverJobsInput{Scope: in.Scope, SavepointOnly: true}).Get(ctx, &disc)
 	if err != nil {
 		return nil, err

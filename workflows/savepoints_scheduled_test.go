@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -24,6 +25,7 @@ import (
 func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	openGates(env)
 	var a *activities.Activities
 	var jobs []activities.JobTarget
 	for i := range 9 {
@@ -102,6 +104,37 @@ func TestScheduledSavepointsRejectsBadSettings(t *testing.T) {
 		var appErr *temporal.ApplicationError
 		if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrTypeInvalidInput {
 			t.Errorf("%+v: %v; want %s", in, err, ErrTypeInvalidInput)
+		}
+	}
+}
+
+// A run a schedule starts inside a freeze skips, saying why, and takes no
+// savepoint; started by hand it is refused.
+func TestScheduledSavepointsSkipInsideAFreeze(t *testing.T) {
+	for _, scheduled := range []bool{true, false} {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		var a *activities.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "quarter-close",
+			Until: time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)}}}, nil)
+		discovered := false
+		env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(context.Context, activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+			discovered = true
+			return activities.DiscoverJobsResult{}, nil
+		})
+		if scheduled {
+			if err := env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(scheduledBy.ValueSet("nightly-savepoints"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env.ExecuteWorkflow(ScheduledSavepointsWorkflow, ScheduledSavepointsInput{Schedule: "nightly-savepoints"})
+		if scheduled {
+			var rep ScheduledSavepointsReport
+			if err := env.GetWorkflowResult(&rep); err != nil || !strings.Contains(rep.Frozen, `skipped: scheduled inside freeze "quarter-close"`) || discovered {
+				t.Errorf("scheduled run inside a freeze: %v, %+v, discovered %v; want skipped, saying why", err, rep, discovered)
+			}
+		} else if err := env.GetWorkflowError(); !isFrozen(err) || discovered {
+			t.Errorf("run by hand inside a freeze: %v, discovered %v; want refused", err, discovered)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
 // JobUpgradeWorkflow upgrades one REST-run job: preflight (the job runs,
@@ -40,10 +41,14 @@ func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, e
 		return nil, err
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket, "job": in.Job})
+	u.notes = newNotifier(ctx, KindUpgrade, in.UpgradeID, nil)
+	u.lock = newTenantLock(ctx, false)
 	err := u.run(ctx)
+	u.lock.release(ctx)
 	u.st.FinishedAt = workflow.Now(ctx)
 	u.st.Pending = nil
 	_ = u.writeManifest(ctx)
+	u.notes.ended(ctx, u.st.Phase, fmt.Sprintf("upgrade of %s ended %s", in.Job, u.st.Phase), err)
 	if werr := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); werr != nil {
 		return nil, werr
 	}
@@ -66,6 +71,8 @@ type upgradeRun struct {
 	wid    string
 	st     UpgradeState
 	logger log.Logger
+	notes  *notifier
+	lock   *tenantLock
 
 	answer *DecideRequest
 	// rollback is a requested rollback; rollbackCh wakes a waiting start.
@@ -148,6 +155,7 @@ func (u *upgradeRun) setPhase(ctx workflow.Context, phase string) {
 		u.logger.Warn("search attributes not updated", "error", err)
 	}
 	_ = u.writeManifest(ctx)
+	u.notes.phase(ctx, phase, fmt.Sprintf("upgrade of %s: %s", u.in.Job, phase))
 }
 
 // decide waits for an operator's answer to a pending decision; a rollback
@@ -162,11 +170,14 @@ func (u *upgradeRun) decide(ctx workflow.Context, kind, reason string, allowed .
 	for _, a := range allowed {
 		canRollBack = canRollBack || a == ActionRollback
 	}
-	if err := workflow.Await(ctx, func() bool { return u.answer != nil || canRollBack && u.rollback != nil }); err != nil {
+	if _, err := u.notes.awaitAnswer(ctx, notify.Event{Decision: kind, Title: fmt.Sprintf("upgrade of %s waits for %s", u.in.Job, kind), Text: reason,
+		Commands: upgradeCommands(u.in.UpgradeID, u.st.Pending)}, decisionReminderEvery, 0,
+		func() bool { return u.answer != nil || canRollBack && u.rollback != nil }); err != nil {
 		return DecideRequest{}, err
 	}
 	u.st.Pending = nil
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchAttrPausedForDecision.ValueSet(false))
+	workflow.SetCurrentDetails(ctx, upgradeDetails(&u.in, &u.st))
 	if u.answer == nil {
 		return DecideRequest{Action: ActionRollback, By: u.rollback.By, Reason: u.rollback.Reason}, nil
 	}
@@ -185,6 +196,18 @@ func (u *upgradeRun) run(ctx workflow.Context) error {
 			u.setPhase(ctx, UpgradePhaseFailed)
 			return temporal.NewNonRetryableApplicationError("upgrade aborted before the job was stopped; nothing changed", ErrTypeUpgradeFailed, nil)
 		}
+		u.setPhase(ctx, UpgradePhaseFailed)
+		return err
+	}
+	// No window or cleanup changes the tenant while its job changes.
+	if _, err := u.lock.acquire(ctx, KindUpgrade, fmt.Sprintf("upgrade %s of %s", u.in.UpgradeID, u.in.Job), []string{u.st.Job.Tenant},
+		func(h []LockHold) {
+			u.st.WaitingFor = ""
+			if h != nil {
+				u.st.WaitingFor = lockWaitText(h)
+			}
+			_ = u.writeManifest(ctx)
+		}); err != nil {
 		u.setPhase(ctx, UpgradePhaseFailed)
 		return err
 	}
@@ -227,6 +250,7 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 	for _, j := range found.Jobs {
 		if j.Key == u.in.Job {
 			u.st.Job = j
+			u.notes.tenants = []string{j.Tenant}
 		}
 	}
 	if u.st.Job.Key == "" {
@@ -237,6 +261,15 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 			}
 		}
 		return newInvalidInputError(fmt.Sprintf("job %s cannot be upgraded: %s", u.in.Job, why))
+	}
+	if _, note, err := checkFreeze(ctx, "upgrade "+u.in.UpgradeID, []string{u.st.Job.Tenant}, u.in.OverrideFreeze,
+		"flinkmaint upgrade start -f FILE --override-freeze --reason TEXT"); err != nil || note != "" && u.in.OverrideFreeze == nil {
+		if err == nil {
+			err = temporal.NewNonRetryableApplicationError(note, ErrTypeFrozen, nil)
+		}
+		return err
+	} else if note != "" {
+		u.st.Notes = append(u.st.Notes, note)
 	}
 	if err := u.checkNewVersion(ctx); err != nil {
 		return err
@@ -346,7 +379,7 @@ func (u *upgradeRun) quota(ctx workflow.Context, found activities.DiscoverJobsRe
 // stop takes the pre-upgrade savepoint as it stops the job.
 func (u *upgradeRun) stop(ctx workflow.Context) error {
 	u.setPhase(ctx, UpgradePhaseStop)
-	cctx := workflow.WithChildOptions(ctx, jobChildOptions(u.wid+"/savepoint"))
+	cctx := workflow.WithChildOptions(ctx, jobChildOptions(u.wid+"/savepoint", savepointChildSummary(u.st.Job.Key, "upgrade "+u.in.UpgradeID, 1)))
 	var res JobSavepointResult
 	err := workflow.ExecuteChildWorkflow(cctx, JobSavepointWorkflowType, JobSavepointInput{WindowID: u.wid, Job: u.st.Job, Attempt: 1,
 		Format: u.in.Format, Timeout: u.in.SavepointTimeout}).Get(ctx, &res)
@@ -409,7 +442,8 @@ func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
 		}
 		_ = u.writeManifest(ctx)
 		cctx, cancel := workflow.WithCancel(ctx)
-		cctx = workflow.WithChildOptions(cctx, jobChildOptions(withAttempt(u.wid+"/start", u.st.StartAttempts)))
+		cctx = workflow.WithChildOptions(cctx, jobChildOptions(withAttempt(u.wid+"/start", u.st.StartAttempts),
+			restartChildSummary("start the new version of", job.Key, "upgrade "+u.in.UpgradeID, u.st.StartAttempts)))
 		f := workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, JobRestartInput{WindowID: u.wid, Job: job, Attempt: u.st.StartAttempts,
 			SavepointPath: u.st.Savepoint, PreviousJobID: previous, Health: u.in.Health})
 		sel := workflow.NewSelector(ctx)
@@ -635,7 +669,8 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 		rb.NewVersionSavepoint = ended.Savepoint
 		return err
 	}
-	cctx := workflow.WithChildOptions(ctx, jobChildOptions(u.wid+"/rollback-savepoint"))
+	cctx := workflow.WithChildOptions(ctx, jobChildOptions(u.wid+"/rollback-savepoint",
+		savepointChildSummary("the new version of "+u.st.Job.Key, "rollback of upgrade "+u.in.UpgradeID, 1)))
 	var sp JobSavepointResult
 	err := workflow.ExecuteChildWorkflow(cctx, JobSavepointWorkflowType, JobSavepointInput{WindowID: u.wid + "-rollback", Job: u.st.Job, Attempt: 1,
 		Format: u.in.Format, Timeout: u.in.SavepointTimeout}).Get(ctx, &sp)
@@ -662,7 +697,8 @@ func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous
 	h.Checks = nil // what the new version had to achieve
 	from := u.rollbackSavepoint()
 	if !u.operator() {
-		cctx := workflow.WithChildOptions(ctx, jobChildOptions(withAttempt(u.wid+"/rollback", attempt)))
+		cctx := workflow.WithChildOptions(ctx, jobChildOptions(withAttempt(u.wid+"/rollback", attempt),
+			restartChildSummary("restart the previous version of", u.st.Job.Key, "rollback of upgrade "+u.in.UpgradeID, attempt)))
 		var res JobRestartResult
 		err := workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, JobRestartInput{WindowID: u.wid + "-rollback", Job: u.st.Job,
 			Attempt: attempt, SavepointPath: from, PreviousJobID: previous, Health: h}).Get(ctx, &res)
@@ -695,6 +731,7 @@ type UpgradeManifest struct {
 }
 
 func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
+	workflow.SetCurrentDetails(ctx, upgradeDetails(&u.in, &u.st)) // every change is written here
 	var a *activities.Activities
 	m := UpgradeManifest{UpdatedAt: workflow.Now(ctx), Reason: u.in.Reason, Ticket: u.in.Ticket, State: u.st}
 	switch {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
 const unmatchedText = "Failed to rollback to checkpoint/savepoint hdfs://nn/sp/savepoint-orders. Cannot map checkpoint/savepoint state for operator fcfb2cd74328d289a0b17a4030f9cfdc to the new program, because the operator is not available in the new program."
@@ -47,6 +50,8 @@ type upgradeFixture struct {
 	suspendFails bool
 	failJobs     map[string]bool
 	gates        []activities.AwaitHealthyInput
+	events       []notify.Event
+	frozen       bool
 }
 
 var previousJobID = strings.Repeat("1", 32)
@@ -62,6 +67,13 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	var a *activities.Activities
+	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckFreezeInput) (activities.CheckFreezeResult, error) {
+		if f.frozen {
+			return activities.CheckFreezeResult{Active: []freeze.Active{{Name: "trading-hours", Tenants: in.Tenants, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
+		}
+		return activities.CheckFreezeResult{}, nil
+	})
+	openGates(env)
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
 		if len(in.Scope.Clusters) != 1 || in.Scope.Clusters[0] != "cluster-a" {
 			return activities.DiscoverJobsResult{}, nil
@@ -75,6 +87,12 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 			Skipped: []activities.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
 	})
 	env.OnActivity(a.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.events = append(f.events, in.Event)
+		return activities.NotifyResult{}, nil
+	})
 	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(activities.CheckQuotaResult{
 		Tenants: []activities.TenantQuota{{Tenant: "team-a", RestartAllowed: true}}}, nil)
 	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
@@ -311,6 +329,27 @@ func TestUpgradePausesOnUnmatchedState(t *testing.T) {
 	}
 	if !seen || len(f.started) != 2 || f.started[0].Job.Restart.AllowNonRestoredState || !f.started[1].Job.Restart.AllowNonRestoredState {
 		t.Fatalf("seen %v, started %+v; want a pause, then a start allowed to drop the state", seen, f.started)
+	}
+	// The people on call were told of the decision with the commands that
+	// answer it, that it was answered, and how the upgrade ended.
+	var told []string
+	reminders := 0
+	for _, e := range f.events {
+		switch {
+		case e.Kind == notify.KindPhase:
+		case e.Reminder > 0:
+			reminders++
+		default:
+			told = append(told, fmt.Sprintf("%s %s resolved=%v %s", e.Kind, e.Decision, e.Resolved, strings.Join(e.Commands, "; ")))
+		}
+	}
+	want := []string{"decision-pending unmatched-state resolved=false flinkmaint upgrade decide orders-v2 --action allow-non-restored-state --reason TEXT; " +
+		"flinkmaint upgrade decide orders-v2 --action rollback --reason TEXT", "decision-pending unmatched-state resolved=true ", "finished  resolved=false "}
+	if strings.Join(told, " | ") != strings.Join(want, " | ") || reminders != 2 {
+		t.Errorf("notifications (%d reminders in the hour it waited; want 2):\n%s\nwant:\n%s", reminders, strings.Join(told, "\n"), strings.Join(want, "\n"))
+	}
+	if e := f.events[len(f.events)-1]; len(e.Tenants) != 1 || e.Tenants[0] != "team-a" || e.Workflow != KindUpgrade || e.Run != "orders-v2" {
+		t.Errorf("last event %+v; want upgrade orders-v2 about team-a", e)
 	}
 	if len(f.cancelled) != 1 || f.cancelled[0] != f.started[0].NewJobID {
 		t.Errorf("cancelled %v; want the failed first start cancelled before the second", f.cancelled)
@@ -592,5 +631,26 @@ func TestUpgradeInputRefusesWhatWouldMoveOrDropState(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an error naming %q", name, err, tc.want)
 		}
+	}
+}
+
+// Inside a freeze of its tenant an upgrade stops nothing unless a person
+// overrides the freeze, and the override is recorded.
+func TestUpgradeRespectsFreezes(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.frozen = true
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2"))
+	err := f.env.GetWorkflowError()
+	if !isFrozen(err) || !strings.Contains(err.Error(), `freeze "trading-hours" until 2026-12-01T16:30:00Z for team-a`) || f.stops != 0 {
+		t.Fatalf("frozen upgrade: %v, stops %d; want refused before the stop, naming the freeze", err, f.stops)
+	}
+	f = newUpgradeFixture(t)
+	f.frozen = true
+	in := upgradeInput("--version", "2")
+	in.OverrideFreeze = &FreezeOverride{By: "ann", Reason: "hotfix for INC-7"}
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+	var st UpgradeState
+	if err := f.env.GetWorkflowResult(&st); err != nil || st.Phase != UpgradePhaseCommitted || !strings.Contains(strings.Join(st.Notes, "\n"), "freeze overridden by ann: hotfix for INC-7") {
+		t.Fatalf("overridden upgrade: %v, %+v; want committed with the override noted", err, st)
 	}
 }

@@ -114,6 +114,8 @@ type UpgradeInput struct {
 	// HoldAfterCommit keeps the run open this long after commit, so a
 	// rollback is still one command; default 0.
 	HoldAfterCommit Duration `json:"holdAfterCommit,omitempty"`
+	// OverrideFreeze lets the upgrade run inside a freeze.
+	OverrideFreeze *FreezeOverride `json:"overrideFreeze,omitempty"`
 }
 
 // UpgradeRecipe is the new version of a REST-run job. A field left unset
@@ -231,6 +233,9 @@ func (in *UpgradeInput) Validate() error {
 	if in.Format != FormatCanonical && in.Format != FormatNative {
 		problems = append(problems, fmt.Sprintf("format=%q: use CANONICAL or NATIVE", in.Format))
 	}
+	if err := in.OverrideFreeze.validate("overrideFreeze"); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if in.Mode != UpgradeModeStop && in.Mode != UpgradeModeParallel {
 		problems = append(problems, fmt.Sprintf("mode=%q: use stop (one version at a time) or parallel (the new version starts beside the running one)", in.Mode))
 	}
@@ -317,6 +322,9 @@ type UpgradeState struct {
 	Rollback  *UpgradeRollback `json:"rollback,omitempty"`
 	Pending   *PendingDecision `json:"pending,omitempty"`
 	Decisions []DecisionRecord `json:"decisions,omitempty"`
+	// WaitingFor names the runs holding the job's tenant while the upgrade
+	// waits to stop it.
+	WaitingFor string `json:"waitingFor,omitempty"`
 	// RecipeRecorded says the new recipe is the recipe of record.
 	RecipeRecorded bool      `json:"recipeRecorded,omitempty"`
 	ManifestPath   string    `json:"manifestPath"`

@@ -13,6 +13,8 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
 // MaintenanceWindowWorkflow runs a planned maintenance window: preflight,
@@ -21,10 +23,12 @@ import (
 // messages.go; the status query shows every job's progress.
 func MaintenanceWindowWorkflow(ctx workflow.Context, in WindowInput) (*WindowReport, error) {
 	in.Policy.ApplyDefaults()
-	if err := in.Validate(); err != nil {
+	// A run continued as new was checked when its window started.
+	strict := in.Resume == nil && workflow.GetVersion(ctx, changeStrictWindow, workflow.DefaultVersion, 1) >= 1
+	if err := in.validate(strict); err != nil {
 		return nil, newInvalidInputError(err.Error())
 	}
-	r := &windowRun{in: in, logger: log.With(workflow.GetLogger(ctx), "window", in.WindowID)}
+	r := &windowRun{in: in, strict: strict, logger: log.With(workflow.GetLogger(ctx), "window", in.WindowID)}
 	if in.Resume != nil {
 		r.st = *in.Resume
 	} else {
@@ -39,7 +43,45 @@ func MaintenanceWindowWorkflow(ctx workflow.Context, in WindowInput) (*WindowRep
 		r.manifestEvery = boundedManifestInterval
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket})
-	return r.run(ctx)
+	r.notes = newNotifier(ctx, KindWindow, in.WindowID, tenantNames(r.st.Tenants))
+	r.lock = newTenantLock(ctx, r.st.TenantLockHeld)
+	rep, err := r.run(ctx)
+	if !workflow.IsContinueAsNewError(err) {
+		r.releaseTenants(ctx) // whatever ended the window; a next run keeps the lock
+	}
+	return rep, err
+}
+
+func tenantNames(ts []inventory.Tenant) []string {
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// lockTenants holds the window's tenants from savepoint-all until every
+// job is healthy: no governance execution or upgrade changes them between
+// a job's savepoint and its restart.
+func (r *windowRun) lockTenants(ctx workflow.Context) error {
+	_, err := r.lock.acquire(ctx, KindWindow, "window "+r.in.WindowID+": from savepoint-all until every job is healthy", tenantNames(r.st.Tenants),
+		func(h []LockHold) {
+			r.st.WaitingFor = ""
+			if h != nil {
+				r.st.WaitingFor = lockWaitText(h)
+			}
+			r.upsertVisibility(ctx)
+		})
+	if err != nil {
+		return err
+	}
+	r.st.TenantLockHeld = r.lock.held
+	return nil
+}
+
+func (r *windowRun) releaseTenants(ctx workflow.Context) {
+	r.lock.release(ctx)
+	r.st.TenantLockHeld = false
 }
 
 // windowRun is one execution's in-memory state around WindowState.
@@ -47,6 +89,8 @@ type windowRun struct {
 	in     WindowInput
 	st     WindowState
 	logger log.Logger
+	notes  *notifier
+	lock   *tenantLock
 
 	answer         *DecideRequest
 	abortRequested bool
@@ -54,6 +98,9 @@ type windowRun struct {
 
 	// bounded: this run keeps its history bounded (changeBoundedHistory).
 	bounded bool
+	// strict: preflight refuses a scope that does not resolve
+	// (changeStrictWindow).
+	strict bool
 	// handOver is set once this run's history is long enough: no new
 	// child starts, and the phase continues as new once running ones end.
 	handOver bool
@@ -231,7 +278,16 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 			continue
 		}
 		r.setPhase(ctx, p.name)
-		err := p.fn(ctx)
+		var err error
+		switch p.name {
+		case WindowPhaseSavepointAll:
+			err = r.lockTenants(ctx)
+		case WindowPhaseCleanup, WindowPhaseReport:
+			r.releaseTenants(ctx) // every job is back
+		}
+		if err == nil {
+			err = p.fn(ctx)
+		}
 		if errors.Is(err, errAborted) {
 			return r.finishAborted(ctx)
 		}
@@ -242,6 +298,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 			// The window's own failure: keep what is known durable first.
 			r.st.Notes = append(r.st.Notes, fmt.Sprintf("phase %s failed: %v", p.name, err))
 			_ = r.writeManifest(ctx)
+			r.notes.ended(ctx, p.name, fmt.Sprintf("window %s failed in %s", r.in.WindowID, p.name), err)
 			return buildReport(&r.in, &r.st), err
 		}
 		if can := r.continueAsNewIfSuggested(ctx); can != nil {
@@ -251,10 +308,13 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 	r.st.FinishedAt = workflow.Now(ctx)
 	r.setPhase(ctx, WindowPhaseCompleted)
 	_ = r.writeManifest(ctx)
+	rep := buildReport(&r.in, &r.st)
+	total, done, failed := r.st.counts()
+	r.notes.ended(ctx, WindowPhaseCompleted, fmt.Sprintf("window %s completed: %d of %d jobs done, %d failed", r.in.WindowID, done, total, failed), nil)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil, err
 	}
-	return buildReport(&r.in, &r.st), nil
+	return rep, nil
 }
 
 func (r *windowRun) finishAborted(ctx workflow.Context) (*WindowReport, error) {
@@ -264,6 +324,7 @@ func (r *windowRun) finishAborted(ctx workflow.Context) (*WindowReport, error) {
 	_ = r.writeManifest(ctx)
 	rep := buildReport(&r.in, &r.st)
 	r.writeReport(ctx, rep)
+	r.notes.ended(ctx, WindowPhaseAborted, fmt.Sprintf("window %s aborted: %s", r.in.WindowID, r.st.AbortReason), nil)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil, err
 	}
@@ -300,8 +361,13 @@ func (r *windowRun) setPhase(ctx workflow.Context, phase string) {
 	if r.st.Phase != phase {
 		r.logger.Info("phase", "from", r.st.Phase, "to", phase)
 	}
+	changed := r.st.Phase != phase
 	r.st.Phase = phase
 	r.upsertVisibility(ctx)
+	if changed && r.notes != nil {
+		r.notes.tenants = tenantNames(r.st.Tenants)
+		r.notes.phase(ctx, phase, "window "+r.in.WindowID+": "+phase)
+	}
 }
 
 func (r *windowRun) upsertVisibility(ctx workflow.Context) {
@@ -327,6 +393,7 @@ func (r *windowRun) upsertVisibility(ctx workflow.Context) {
 		summary += "; waiting for " + r.st.Pending.Kind + ": " + r.st.Pending.Reason
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"summary": summary})
+	workflow.SetCurrentDetails(ctx, windowDetails(&r.in, &r.st))
 }
 
 // safePoint waits while an operator pause is on; it reports an abort.
@@ -347,7 +414,9 @@ func (r *windowRun) decide(ctx workflow.Context, kind, reason string, jobs []str
 	r.logger.Warn("waiting for an operator decision", "kind", kind, "reason", reason, "jobs", jobs, "allowed", allowed)
 	r.upsertVisibility(ctx)
 	_ = r.writeManifest(ctx)
-	if err := workflow.Await(ctx, func() bool { return r.answer != nil || r.abortRequested }); err != nil {
+	if _, err := r.notes.awaitAnswer(ctx, notify.Event{Decision: kind, Title: fmt.Sprintf("window %s waits for %s", r.in.WindowID, kind), Text: reason,
+		Commands: windowCommands(r.in.WindowID, r.st.Pending)}, r.in.Policy.Network.ReminderInterval.D(), 0,
+		func() bool { return r.answer != nil || r.abortRequested }); err != nil {
 		return DecideRequest{}, err
 	}
 	r.st.Pending = nil
@@ -378,7 +447,22 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 		if err := workflow.ExecuteActivity(r.activity(ctx), a.DiscoverJobs, activities.DiscoverJobsInput{Scope: r.in.Scope}).Get(ctx, &found); err != nil {
 			return fmt.Errorf("inventory: %w", err)
 		}
+		if r.strict {
+			if err := scopeRefusal(found); err != nil {
+				return err
+			}
+		}
 		r.st.Tenants, r.st.Clusters, r.st.Skipped = found.Tenants, found.Clusters, found.Skipped
+		// A window nobody overrode stops nothing inside a freeze.
+		if _, note, err := checkFreeze(ctx, "window "+r.in.WindowID, tenantNames(found.Tenants), r.in.OverrideFreeze,
+			"flinkmaint window start -f FILE --override-freeze --reason TEXT"); err != nil {
+			return err
+		} else if note != "" {
+			if r.in.OverrideFreeze == nil { // a window is never skipped, only refused
+				return temporal.NewNonRetryableApplicationError(note, ErrTypeFrozen, nil)
+			}
+			r.st.Notes = append(r.st.Notes, note)
+		}
 		r.st.Jobs = make([]JobProgress, 0, len(found.Jobs))
 		for _, j := range found.Jobs {
 			r.st.Jobs = append(r.st.Jobs, JobProgress{Target: j, SavepointState: StepPending, RestartState: StepPending})
@@ -439,12 +523,8 @@ const changeManifestBeforeStops = "window-manifest-before-stops-2026-11-30"
 
 func (r *windowRun) checkQuota(ctx workflow.Context, restart []activities.RestartFootprintInput) ([]activities.TenantQuota, error) {
 	var a *activities.Activities
-	q := r.in.Policy.Quota
 	var res activities.CheckQuotaResult
-	err := workflow.ExecuteActivity(r.activity(ctx), a.CheckQuota, activities.CheckQuotaInput{
-		Tenants: r.st.Tenants, WarningPercent: q.WarningPercent, CriticalPercent: q.CriticalPercent,
-		Restart: restart, SafetyMargin: q.SafetyMargin, DefaultRetention: q.DefaultRetention,
-	}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(r.activity(ctx), a.CheckQuota, r.in.Policy.Quota.checkInput(r.st.Tenants, restart)).Get(ctx, &res)
 	if err != nil {
 		return nil, fmt.Errorf("quota check: %w", err)
 	}
@@ -476,7 +556,8 @@ func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bo
 			j.SavepointState = StepRunning
 			j.SavepointAttempts = max(j.SavepointAttempts, 1)
 			in := JobSavepointInput{WindowID: r.in.WindowID, Job: j.Target, Attempt: j.SavepointAttempts, Format: p.Format, Timeout: p.Timeout}
-			cctx := workflow.WithChildOptions(ctx, jobChildOptions(JobSavepointWorkflowID(r.in.WindowID, key, j.SavepointAttempts)))
+			cctx := workflow.WithChildOptions(ctx, jobChildOptions(JobSavepointWorkflowID(r.in.WindowID, key, j.SavepointAttempts),
+				savepointChildSummary(key, "window "+r.in.WindowID, j.SavepointAttempts)))
 			return workflow.ExecuteChildWorkflow(cctx, JobSavepointWorkflowType, in)
 		}, func(ctx workflow.Context, key string, f workflow.ChildWorkflowFuture) {
 			j := r.st.job(key)
@@ -587,6 +668,7 @@ func (r *windowRun) runChildren(ctx workflow.Context, keys []string, limit int,
 				done(ctx, key, f)
 			})
 		}
+		workflow.SetCurrentDetails(ctx, windowDetails(&r.in, &r.st))
 		if inflight == 0 {
 			if r.abortRequested {
 				return errAborted
@@ -654,6 +736,10 @@ func (r *windowRun) networkGate(ctx workflow.Context) error {
 			Reason: "all jobs in scope are stopped with savepoints; confirm the network change is done (flinkmaint window confirm-network-change)",
 			Since:  workflow.Now(ctx)}
 		r.upsertVisibility(ctx)
+		told := notify.Event{Kind: notify.KindDecisionPending, Decision: DecisionNetworkChange, Severity: notify.SeverityWarning,
+			Title:    fmt.Sprintf("window %s: every job is stopped with a savepoint; confirm the network change is done", r.in.WindowID),
+			Commands: windowCommands(r.in.WindowID, r.st.Pending), RepeatEvery: n.ReminderInterval.D()}
+		r.notes.send(ctx, told)
 		begin := workflow.Now(ctx)
 		nextReminder := begin.Add(n.ReminderInterval.D())
 		deadline := begin.Add(n.Deadline.D())
@@ -690,6 +776,8 @@ func (r *windowRun) networkGate(ctx workflow.Context) error {
 				nextReminder = nextReminder.Add(n.ReminderInterval.D())
 				workflow.GetMetricsHandler(ctx).Counter("flinkmaint_window_network_reminders").Inc(1)
 				r.logger.Warn("still waiting for the network change confirmation", "waiting", now.Sub(begin).String(), "reminder", r.reminders)
+				told.Reminder = r.reminders
+				r.notes.send(ctx, told)
 			}
 			if !deadlinePassed && !now.Before(deadline) {
 				deadlinePassed = true
@@ -702,9 +790,13 @@ func (r *windowRun) networkGate(ctx workflow.Context) error {
 			}
 		}
 		r.st.Pending = nil
+		told.Resolved, told.Commands, told.Reminder, told.Title = true, nil, 0, fmt.Sprintf("window %s: network change wait ended", r.in.WindowID)
 		if r.st.Network != nil {
 			r.st.Network.Reminders = r.reminders
+			told.Title = fmt.Sprintf("window %s: network change confirmed by %s", r.in.WindowID, r.st.Network.By)
 		}
+		r.notes.send(ctx, told)
+		workflow.SetCurrentDetails(ctx, windowDetails(&r.in, &r.st))
 		if r.abortRequested {
 			return errAborted
 		}
@@ -747,12 +839,7 @@ func (r *windowRun) quotaGate(ctx workflow.Context) error {
 			if j.SavepointState != StepDone || j.RestartState == StepSkipped {
 				continue
 			}
-			dir := ""
-			if j.Target.CheckpointDir != "" {
-				dir = strings.TrimRight(j.Target.CheckpointDir, "/") + "/" + j.Target.JobID
-			}
-			restart = append(restart, activities.RestartFootprintInput{Key: j.Target.Key, Tenant: j.Target.Tenant,
-				CheckpointDir: dir, SavepointFiles: j.SavepointFiles})
+			restart = append(restart, restartFootprint(j.Target, j.SavepointFiles))
 		}
 		q, err := r.checkQuota(ctx, restart)
 		if err != nil {
@@ -781,31 +868,18 @@ func (r *windowRun) quotaGate(ctx workflow.Context) error {
 	}
 }
 
-// assignWaves gives every restartable job a wave, in job-key order: the
-// canary wave first (CanarySize jobs), then waves of WaveSize (all the
-// remaining jobs when zero). It returns the number of waves.
+// assignWaves gives every restartable job its wave (restartWaves) and
+// returns the number of waves.
 func (r *windowRun) assignWaves() int {
-	p := r.in.Policy.Restart
-	capacity := func(wave int) int {
-		if wave == 0 && p.CanarySize > 0 {
-			return p.CanarySize
-		}
-		return p.WaveSize
-	}
 	keys := r.jobsWhere(func(j *JobProgress) bool { return j.SavepointState == StepDone && j.RestartState != StepSkipped })
 	sort.Strings(keys)
-	wave, inWave := 0, 0
-	for _, k := range keys {
-		if c := capacity(wave); c > 0 && inWave >= c {
-			wave, inWave = wave+1, 0
+	waves := restartWaves(keys, r.in.Policy.Restart)
+	for w, inWave := range waves {
+		for _, k := range inWave {
+			r.st.job(k).RestartWave = w
 		}
-		r.st.job(k).RestartWave = wave
-		inWave++
 	}
-	if len(keys) == 0 {
-		return 0
-	}
-	return wave + 1
+	return len(waves)
 }
 
 func (r *windowRun) restart(ctx workflow.Context) error {
@@ -838,7 +912,8 @@ func (r *windowRun) restart(ctx workflow.Context) error {
 				j.NewJobID = flinkID(r.in.WindowID, key, "restart", j.RestartAttempts)
 				in := JobRestartInput{WindowID: r.in.WindowID, Job: j.Target, Attempt: j.RestartAttempts,
 					SavepointPath: j.SavepointPath, PreviousJobID: previous, Health: p}
-				cctx := workflow.WithChildOptions(ctx, jobChildOptions(JobRestartWorkflowID(r.in.WindowID, key, j.RestartAttempts)))
+				cctx := workflow.WithChildOptions(ctx, jobChildOptions(JobRestartWorkflowID(r.in.WindowID, key, j.RestartAttempts),
+					restartChildSummary("restart", key, "window "+r.in.WindowID+", "+waveText(w), j.RestartAttempts)))
 				return workflow.ExecuteChildWorkflow(cctx, JobRestartWorkflowType, in)
 			}, func(ctx workflow.Context, key string, f workflow.ChildWorkflowFuture) {
 				j := r.st.job(key)
@@ -904,13 +979,11 @@ func (r *windowRun) cleanup(ctx workflow.Context) error {
 	}
 	r.st.Cleanup = &WindowCleanup{WorkflowID: id, RunID: runID, Mode: p.Mode}
 	if p.Mode == ModePlanAndApprove {
-		r.st.Notes = append(r.st.Notes, fmt.Sprintf("post-restart cleanup %s waits for approval: flinkmaint governance approve %s", id, runID))
+		r.st.Notes = append(r.st.Notes, fmt.Sprintf("post-restart cleanup %s waits for approval: flinkmaint governance approve %s", id, id))
 	}
 	r.upsertVisibility(ctx)
-	in := GovernanceInput{RunID: runID, Reason: "post-restart cleanup of maintenance window " + r.in.WindowID,
-		Scope: activities.Scope{Tenants: tenants}, Mode: p.Mode, Policy: p.Policy, ApprovalTimeout: p.ApprovalTimeout,
-		WarningPercent: r.in.Policy.Quota.WarningPercent, CriticalPercent: r.in.Policy.Quota.CriticalPercent}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: id,
+	in := r.in.cleanupInput(tenants)
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: id, StaticSummary: governanceSummary(in),
 		TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindGovernance))})
 	var rep GovernanceReport
 	if err := workflow.ExecuteChildWorkflow(cctx, GovernanceWorkflowType, in).Get(ctx, &rep); err != nil {

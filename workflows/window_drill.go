@@ -20,19 +20,13 @@ const proofBatch = 50
 // run it. It runs in preflight, so a window that cannot drill its canary
 // stops nothing.
 func (r *windowRun) chooseCanary(ctx workflow.Context) error {
-	want := r.in.Policy.Drill.CanaryJob
-	key := ""
+	targets := make([]activities.JobTarget, 0, len(r.st.Jobs))
 	for _, j := range r.st.Jobs {
-		if j.Target.Drillable && (want == "" || j.Target.Key == want) {
-			key = j.Target.Key
-			break
-		}
+		targets = append(targets, j.Target)
 	}
-	if key == "" {
-		if want != "" {
-			return newInvalidInputError(fmt.Sprintf("policy.drill.canaryJob=%q is not a running job of this window with a drill recipe (inventory jobs[].drill); name one, or leave canaryJob empty to take the first", want))
-		}
-		return newInvalidInputError("policy.drill.canary is on, but no job in this window's scope has a drill recipe (inventory jobs[].drill): add one, or turn the canary drill off")
+	key, err := pickDrillCanary(targets, r.in.Policy.Drill.CanaryJob)
+	if err != nil {
+		return err
 	}
 	var a *activities.Activities
 	for {
@@ -143,6 +137,7 @@ func (r *windowRun) drillCanary(ctx workflow.Context, c *CanaryDrill, tenant str
 	d := r.in.Policy.Drill
 	c.WorkflowID = WindowCanaryDrillWorkflowID(r.in.WindowID, c.Attempts)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: c.WorkflowID,
+		StaticSummary:         drillChildSummary("canary ", c.Key, c.Snapshot, 2, "window "+r.in.WindowID+attemptText(c.Attempts)),
 		TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindDrillJob))})
 	err = workflow.ExecuteChildWorkflow(cctx, JobDrillWorkflowType, JobDrillInput{RunID: runID, N: c.Attempts, Target: t, Tier: 2,
 		Health: RestartPolicy{RunningTimeout: d.RunningTimeout, CheckpointTimeout: d.CheckpointTimeout, Soak: d.Soak}}).Get(ctx, &res)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
 // windowFixture fakes the activities of a window over a small fleet and
@@ -51,12 +54,19 @@ type windowFixture struct {
 	// the phase it happened in.
 	stopTakes      time.Duration
 	manifestWrites []string
+	locks          *lockLog
+	events         []notify.Event
 }
 
 func newWindowFixture(t *testing.T, n int) *windowFixture {
 	var s testsuite.WorkflowTestSuite
+	return newWindowFixtureOn(t, s.NewTestWorkflowEnvironment(), n)
+}
+
+// newWindowFixtureOn builds the fixture on env, whose earlier mocks win.
+func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n int) *windowFixture {
 	f := &windowFixture{
-		t: t, env: s.NewTestWorkflowEnvironment(),
+		t: t, env: env,
 		stopped: map[string]int{}, started: map[string][]string{}, failRestart: map[string]bool{}, documents: map[string]string{},
 		failStop: map[string]bool{},
 	}
@@ -72,11 +82,11 @@ func newWindowFixture(t *testing.T, n int) *windowFixture {
 			Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"},
 		})
 	}
-	env := f.env
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	env.RegisterWorkflowWithOptions(GovernanceWorkflow, workflow.RegisterOptions{Name: GovernanceWorkflowType})
 	env.RegisterWorkflowWithOptions(JobDrillWorkflow, workflow.RegisterOptions{Name: JobDrillWorkflowType})
+	f.locks = openGates(env)
 	env.OnWorkflow(GovernanceWorkflowType, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in GovernanceInput) (*GovernanceReport, error) {
 		f.mu.Lock()
 		f.governance = append(f.governance, in)
@@ -376,6 +386,48 @@ func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
 	}
 }
 
+// The people on call hear of the network change the window waits for,
+// with the command that confirms it, every reminder interval until it is
+// confirmed; the window holds its tenants from savepoint-all until every
+// job is back.
+func TestWindowTellsThePeopleOnCallAndHoldsItsTenants(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	var a *activities.Activities
+	f.env.OnActivity(a.Notify, mockAny, mockAny).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.events = append(f.events, in.Event)
+		return activities.NotifyResult{}, nil
+	})
+	in := windowInput()
+	in.Policy.Network.ReminderInterval = Duration(10 * time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		f.env.UpdateWorkflow(UpdateConfirmNetworkChange, "", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) },
+			OnAccept: func() {}, OnComplete: func(interface{}, error) {}}, ConfirmNetworkChangeRequest{By: "ops", Reason: "done"})
+	}, 25*time.Minute)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	f.result()
+	var pending []string
+	for _, e := range f.events {
+		if e.Kind == notify.KindDecisionPending {
+			pending = append(pending, fmt.Sprintf("r%d resolved=%v %s", e.Reminder, e.Resolved, strings.Join(e.Commands, "; ")))
+		}
+	}
+	cmd := "flinkmaint window confirm-network-change " + in.WindowID + " --reason TEXT; flinkmaint window abort " + in.WindowID + " --reason TEXT"
+	want := []string{"r0 resolved=false " + cmd, "r1 resolved=false " + cmd, "r2 resolved=false " + cmd, "r0 resolved=true "}
+	if strings.Join(pending, " | ") != strings.Join(want, " | ") {
+		t.Errorf("decision notifications:\n%s\nwant:\n%s", strings.Join(pending, "\n"), strings.Join(want, "\n"))
+	}
+	if last := f.events[len(f.events)-1]; last.Kind != notify.KindFinished || len(last.Tenants) != 2 {
+		t.Errorf("last event %+v; want the window's end, about its tenants", last)
+	}
+	const wid = "default-test-workflow-id"
+	wantLocks := "acquire " + wid + " team-a,team-b | release " + wid
+	if got := f.locks.String(); got != wantLocks {
+		t.Errorf("tenant locks: %s; want %s", got, wantLocks)
+	}
+}
+
 func TestWindowNetworkGateAutoConfirmAndReminders(t *testing.T) {
 	f := newWindowFixture(t, 1)
 	in := windowInput()
@@ -565,6 +617,37 @@ func TestWindowSpacesManifestRewritesBetweenResults(t *testing.T) {
 	for _, j := range rep.Jobs {
 		if !strings.Contains(atGate, j.SavepointPath) {
 			t.Errorf("manifest at the network gate lacks %s's savepoint %s", j.Target.Key, j.SavepointPath)
+		}
+	}
+}
+
+// Inside a freeze of one of its tenants a window stops nothing unless a
+// person overrides the freeze, and the override is in the report.
+func TestWindowRespectsFreezes(t *testing.T) {
+	for _, override := range []*FreezeOverride{nil, {By: "ann", Reason: "datacenter move cannot wait"}} {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		var a *activities.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(func(_ context.Context, in activities.CheckFreezeInput) (activities.CheckFreezeResult, error) {
+			if strings.Join(in.Tenants, ",") != "team-a,team-b" {
+				t.Errorf("freeze asked about %v; want the window's tenants", in.Tenants)
+			}
+			return activities.CheckFreezeResult{Active: []freeze.Active{{Name: "trading", Tenants: []string{"team-b"}, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
+		})
+		f := newWindowFixtureOn(t, env, 2)
+		in := windowInput()
+		in.Policy.Network.Skip = true
+		in.OverrideFreeze = override
+		env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+		if override == nil {
+			if err := env.GetWorkflowError(); !isFrozen(err) || !strings.Contains(err.Error(), `freeze "trading" until 2026-12-01T16:30:00Z for team-b`) || len(f.stopped) != 0 {
+				t.Fatalf("frozen window: %v, stopped %v; want refused before any stop, naming the freeze", err, f.stopped)
+			}
+			continue
+		}
+		rep := f.result()
+		if rep.Phase != WindowPhaseCompleted || len(f.stopped) != 2 || !strings.Contains(strings.Join(rep.Notes, "\n"), "freeze overridden by ann: datacenter move cannot wait") {
+			t.Fatalf("overridden window: %s, stopped %v, notes %v", rep.Phase, f.stopped, rep.Notes)
 		}
 	}
 }

@@ -20,7 +20,9 @@ type WindowInput struct {
 	Ticket   string           `json:"ticket,omitempty"`
 	Scope    activities.Scope `json:"scope"`
 	Policy   WindowPolicy     `json:"policy"`
-	Resume   *WindowState     `json:"resume,omitempty"`
+	// OverrideFreeze lets the window start inside a freeze.
+	OverrideFreeze *FreezeOverride `json:"overrideFreeze,omitempty"`
+	Resume         *WindowState    `json:"resume,omitempty"`
 }
 
 // WindowPolicy is how a window behaves. Zero values get safe defaults.
@@ -200,8 +202,15 @@ func (p *WindowPolicy) ApplyDefaults() {
 	}
 }
 
-// Validate returns every problem, each naming the field and what is valid.
-func (in *WindowInput) Validate() error {
+// Validate returns every problem, each naming the field and what is valid:
+// the rules of the window and of every policy it hands on (its cleanup
+// run's), as the workflow applies them.
+func (in *WindowInput) Validate() error { return in.validate(true) }
+
+// validate checks the input; strict adds the checks of the scope's
+// patterns and of the cleanup run's input (changeStrictWindow), which
+// windows started before them did not have.
+func (in *WindowInput) validate(strict bool) error {
 	var errs []error
 	bad := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if in.WindowID == "" || strings.ContainsAny(in.WindowID, "/ \t\n") {
@@ -209,6 +218,9 @@ func (in *WindowInput) Validate() error {
 	}
 	if strings.TrimSpace(in.Reason) == "" {
 		bad("reason is empty: say why this window runs (it is recorded in the report)")
+	}
+	if err := in.OverrideFreeze.validate("overrideFreeze"); err != nil {
+		bad("%v", err)
 	}
 	p := in.Policy
 	if p.ManifestDir == "" {
@@ -271,6 +283,9 @@ func (in *WindowInput) Validate() error {
 	if h := p.History.MaxEventsPerRun; h < minEventsPerRun || h > maxEventsPerRun {
 		bad("policy.history.maxEventsPerRun=%d: use %d..%d (a run drains its running children before it hands over, so it needs headroom below Temporal's limit of 51200)",
 			h, minEventsPerRun, maxEventsPerRun)
+	}
+	if strict {
+		errs = append(errs, in.handedOnProblems()...)
 	}
 	if len(errs) == 0 {
 		return nil
@@ -403,19 +418,24 @@ type NetworkConfirmation struct {
 // copy, the manifest and report are built from it, and continue-as-new
 // carries it.
 type WindowState struct {
-	WindowID    string                   `json:"windowId"`
-	Phase       string                   `json:"phase"`
-	StartedAt   time.Time                `json:"startedAt"`
-	FinishedAt  time.Time                `json:"finishedAt,omitempty"`
-	Tenants     []inventory.Tenant       `json:"tenants"`
-	Clusters    []inventory.Cluster      `json:"clusters"`
-	Jobs        []JobProgress            `json:"jobs"`
-	Skipped     []activities.SkippedJob  `json:"skipped,omitempty"`
-	QuotaBefore []activities.TenantQuota `json:"quotaBefore,omitempty"`
-	QuotaGate   []activities.TenantQuota `json:"quotaGate,omitempty"`
-	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
-	Network     *NetworkConfirmation     `json:"network,omitempty"`
-	Wave        int                      `json:"wave"`
+	WindowID   string             `json:"windowId"`
+	Phase      string             `json:"phase"`
+	StartedAt  time.Time          `json:"startedAt"`
+	FinishedAt time.Time          `json:"finishedAt,omitempty"`
+	Tenants    []inventory.Tenant `json:"tenants"`
+	// TenantLockHeld says the window holds its tenants' lock (from
+	// savepoint-all until the restart is done); WaitingFor names the runs
+	// holding one of them while it waits.
+	TenantLockHeld bool                     `json:"tenantLockHeld,omitempty"`
+	WaitingFor     string                   `json:"waitingFor,omitempty"`
+	Clusters       []inventory.Cluster      `json:"clusters"`
+	Jobs           []JobProgress            `json:"jobs"`
+	Skipped        []activities.SkippedJob  `json:"skipped,omitempty"`
+	QuotaBefore    []activities.TenantQuota `json:"quotaBefore,omitempty"`
+	QuotaGate      []activities.TenantQuota `json:"quotaGate,omitempty"`
+	QuotaAfter     []activities.TenantQuota `json:"quotaAfter,omitempty"`
+	Network        *NetworkConfirmation     `json:"network,omitempty"`
+	Wave           int                      `json:"wave"`
 	// Waves is the number of restart waves once they are assigned, so a
 	// run that continues as new mid-restart keeps every job in its wave.
 	Waves        int              `json:"waves,omitempty"`

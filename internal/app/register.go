@@ -25,6 +25,7 @@ type ActivityRegistry interface {
 func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.PingWorkflow, workflow.RegisterOptions{Name: workflows.PingWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.MaintenanceWindowWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWindowWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.WindowPlanWorkflow, workflow.RegisterOptions{Name: workflows.WindowPlanWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobSavepointWorkflow, workflow.RegisterOptions{Name: workflows.JobSavepointWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobRestartWorkflow, workflow.RegisterOptions{Name: workflows.JobRestartWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobUpgradeWorkflow, workflow.RegisterOptions{Name: workflows.JobUpgradeWorkflowType})
@@ -35,6 +36,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.UsageWorkflow, workflow.RegisterOptions{Name: workflows.UsageWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.RestoreDrillWorkflow, workflow.RegisterOptions{Name: workflows.RestoreDrillWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobDrillWorkflow, workflow.RegisterOptions{Name: workflows.JobDrillWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.TenantLockWorkflow, workflow.RegisterOptions{Name: workflows.TenantLockWorkflowType})
 }
 
 // RegisterActivities registers every method of acts as an activity, named
