@@ -1062,13 +1062,3 @@ func (r *windowRun) writeReport(ctx workflow.Context, rep *WindowReport) {
 	}
 	r.st.ReportPath = base + "report.md"
 }
-
-// errorText is the message of the innermost application error, which names
-// the job and what Flink or storage said.
-func errorText(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Error()
-	}
-	return err.Error()
-}
