@@ -25,6 +25,13 @@ const maxErrorText = 400
 // innermost non-retryable application error (the reason an activity or
 // workflow gave) follows in parentheses unless the text names it.
 func errorText(err error) string {
+	return errorTextFor(err, "")
+}
+
+// errorTextFor is errorText for the message of a new application error
+// of type errType, whose own Error() names that type: the text leaves it
+// out.
+func errorTextFor(err error, errType string) string {
 	if err == nil {
 		return ""
 	}
@@ -38,7 +45,7 @@ func errorText(err error) string {
 	if text == "" {
 		text = strings.Join(strings.Fields(err.Error()), " ")
 	}
-	if t := rootErrorType(err); t != "" && !strings.Contains(text, t) {
+	if t := rootErrorType(err); t != "" && t != errType && !strings.Contains(text, t) {
 		suffix := " (" + t + ")"
 		return clip(text, maxErrorText-len(suffix)) + suffix
 	}

@@ -318,7 +318,7 @@ func (r *governanceRun) fail(ctx workflow.Context, err error) (*GovernanceReport
 	r.notes.ended(ctx, GovernancePhaseFailed, "governance "+r.st.RunID+" failed", err)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), appErr.Type(), err)
+		return nil, temporal.NewNonRetryableApplicationError(errorTextFor(err, appErr.Type()), appErr.Type(), err)
 	}
 	return nil, err
 }

@@ -144,7 +144,7 @@ func ScheduledSavepointsWorkflow(ctx workflow.Context, in ScheduledSavepointsInp
 			inflight--
 			var res activities.TakeSavepointResult
 			if err := f.Get(ctx, &res); err != nil {
-				rep.Jobs[i].Error = err.Error()
+				rep.Jobs[i].Error = errorText(err)
 				logger.Error("scheduled savepoint failed; the job keeps running", "job", job.Key, "job_id", job.JobID, "error", err)
 				return
 			}

@@ -60,7 +60,7 @@ func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, e
 		if errors.As(err, &appErr) && appErr.Type() != "" {
 			errType = appErr.Type()
 		}
-		return &u.st, temporal.NewNonRetryableApplicationError(errorText(err), errType, nil, u.st)
+		return &u.st, temporal.NewNonRetryableApplicationError(errorTextFor(err, errType), errType, nil, u.st)
 	}
 	return &u.st, nil
 }

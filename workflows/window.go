@@ -296,7 +296,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		}
 		if err != nil {
 			// The window's own failure: keep what is known durable first.
-			r.st.Notes = append(r.st.Notes, fmt.Sprintf("phase %s failed: %v", p.name, err))
+			r.st.Notes = append(r.st.Notes, fmt.Sprintf("phase %s failed: %s", p.name, errorText(err)))
 			_ = r.writeManifest(ctx)
 			r.notes.ended(ctx, p.name, fmt.Sprintf("window %s failed in %s", r.in.WindowID, p.name), err)
 			return buildReport(&r.in, &r.st), err
@@ -1006,7 +1006,7 @@ const changeCleanupPhase = "window-cleanup-phase-2026-11-30"
 func (r *windowRun) report(ctx workflow.Context) error {
 	q, err := r.checkQuota(ctx, nil)
 	if err != nil {
-		r.st.Notes = append(r.st.Notes, "quota after the window unknown: "+err.Error())
+		r.st.Notes = append(r.st.Notes, "quota after the window unknown: "+errorText(err))
 	} else {
 		r.st.QuotaAfter = q
 	}
