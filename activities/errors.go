@@ -73,6 +73,49 @@ const (
 	ErrTypeKubernetes = "KubernetesFailed"
 )
 
+// What a failed stop (StopWithSavepoint, SuspendJob) tells of its job, so
+// that a workflow says a job keeps running only when it was seen running.
+const (
+	// JobSeenRunning: Flink answered and the job runs: it refused the stop
+	// before it began, or the job was seen RUNNING after the stop failed.
+	JobSeenRunning = "running"
+	// JobSeenStopped: the job no longer runs, and the step has no savepoint
+	// of it to restart from.
+	JobSeenStopped = "stopped"
+	// JobSeenUnanswered: its cluster did not answer, so its state is unknown.
+	JobSeenUnanswered = "unanswered"
+	// JobSeenUnknown: its state was not read after the failure.
+	JobSeenUnknown = "unknown"
+)
+
+// JobSeen is what an activity read of a job after a step on it failed,
+// sent as the failure's details.
+type JobSeen struct {
+	// Seen is one of the JobSeen* values.
+	Seen string `json:"seen"`
+	// State is Flink's job state, when it was read.
+	State string `json:"state,omitempty"`
+}
+
+// JobAfterFailedStop is what the type of a failed stop's error tells of the
+// job: one of the JobSeen* values, JobSeenUnknown when the type says
+// nothing of it.
+func JobAfterFailedStop(errType string) string {
+	switch errType {
+	case ErrTypeJobStoppedWithoutSavepoint, ErrTypeOperatorLastStateFallback:
+		return JobSeenStopped
+	case flink.ErrorReasonUnavailable, flink.ErrorReasonTimeout, ErrTypeUnreachable, ErrTypeOperatorUnavailable:
+		return JobSeenUnanswered
+	case ErrTypeInvalidInput, flink.ErrorReasonCheckpointingDisabled, flink.ErrorReasonInvalidTargetDirectory,
+		flink.ErrorReasonStorageQuotaExceeded, flink.ErrorReasonStorageAccessDenied, flink.ErrorReasonBadRequest,
+		flink.ErrorReasonInvalidArgument, flink.ErrorReasonUnauthorized, flink.ErrorReasonOperationInProgress,
+		flink.ErrorReasonTasksNotReady, ErrTypeOperatorForbidden, ErrTypeOperatorPrecondition:
+		// Refused before the stop began.
+		return JobSeenRunning
+	}
+	return JobSeenUnknown
+}
+
 // errorRule maps an adapter sentinel to the application error a workflow
 // sees: its type, and whether a retry may succeed.
 type errorRule struct {

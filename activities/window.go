@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
@@ -339,8 +340,10 @@ func (a *Activities) stopWithSavepoint(ctx context.Context, in StopWithSavepoint
 				if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
 					return res, ferr
 				}
-				return StopWithSavepointResult{}, nonRetryable(flink.ErrorReasonOperationFailed,
-					"stop-with-savepoint of %s failed; %s: %s", in.Job.Key, a.jobStateNow(ctx, client, in.Job.JobID), failureText(st.Failure))
+				state, seen := a.jobStateNow(ctx, client, in.Job.JobID)
+				return StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("stop-with-savepoint of %s failed; %s: %s", in.Job.Key, state, failureText(st.Failure)),
+					flink.ErrorReasonOperationFailed, nil, seen)
 			}
 			if st.Location == "" {
 				return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "stop-with-savepoint of %s completed without a location", in.Job.Key)
@@ -434,16 +437,23 @@ func underDir(p, dir string) bool {
 	return strings.HasPrefix(pu.Path, strings.TrimRight(du.Path, "/")+"/")
 }
 
-// jobStateNow says, for an error message, whether the job still runs.
-func (a *Activities) jobStateNow(ctx context.Context, client FlinkAPI, jobID string) string {
+// jobStateNow says, for an error message and as the error's details,
+// whether the job still runs.
+func (a *Activities) jobStateNow(ctx context.Context, client FlinkAPI, jobID string) (string, JobSeen) {
 	d, err := client.JobDetails(ctx, jobID)
 	switch {
 	case err != nil:
-		return "its state cannot be read (" + err.Error() + ")"
+		seen := JobSeenUnknown
+		if JobAfterFailedStop(flink.Reason(err)) == JobSeenUnanswered {
+			seen = JobSeenUnanswered
+		}
+		return "its state cannot be read (" + err.Error() + ")", JobSeen{Seen: seen}
 	case d.State == flink.JobRunning:
-		return "the job keeps running"
+		return "the job keeps running", JobSeen{Seen: JobSeenRunning, State: string(d.State)}
+	case d.State.IsGloballyTerminal():
+		return "the job is " + string(d.State) + ", not running", JobSeen{Seen: JobSeenStopped, State: string(d.State)}
 	default:
-		return "the job is " + string(d.State) + ", not running"
+		return "the job is " + string(d.State) + ", not running", JobSeen{Seen: JobSeenUnknown, State: string(d.State)}
 	}
 }
 

@@ -22,8 +22,10 @@ type fakeFlink struct {
 	jobs     []flink.JobOverview
 	statuses []flink.OperationStatus
 	details  []flink.JobDetails
-	stats    flink.CheckpointingStatistics
-	calls    int
+	// detailsErrs, when set, are JobDetails' errors, indexed like details.
+	detailsErrs []error
+	stats       flink.CheckpointingStatistics
+	calls       int
 }
 
 func (f *fakeFlink) ListJobs(context.Context) ([]flink.JobOverview, error) { return f.jobs, nil }
@@ -39,9 +41,14 @@ func (f *fakeFlink) SavepointStatus(context.Context, string, string) (flink.Oper
 }
 
 func (f *fakeFlink) JobDetails(context.Context, string) (flink.JobDetails, error) {
-	d := f.details[min(f.calls, len(f.details)-1)]
+	i := f.calls
 	f.calls++
-	return d, nil
+	if len(f.detailsErrs) > 0 {
+		if err := f.detailsErrs[min(i, len(f.detailsErrs)-1)]; err != nil {
+			return flink.JobDetails{}, err
+		}
+	}
+	return f.details[min(i, len(f.details)-1)], nil
 }
 
 func (f *fakeFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
@@ -141,6 +148,63 @@ func TestStopWithSavepointFailureIsNonRetryable(t *testing.T) {
 	typ, nonRetryable := appErrType(t, err)
 	if typ != flink.ErrorReasonOperationFailed || !nonRetryable || !strings.Contains(err.Error(), "NSQuotaExceededException") || !strings.Contains(err.Error(), "keeps running") {
 		t.Fatalf("error %v (type %s)", err, typ)
+	}
+}
+
+// A stop whose operation failed says, in its details, what the activity
+// read of the job after the failure; the workflow words its decision
+// from it.
+func TestStopWithSavepointFailureSaysWhatItSawOfTheJob(t *testing.T) {
+	failed := []flink.OperationStatus{{State: flink.OperationCompleted, Failure: &flink.FailureCause{StackTrace: "java.io.IOException: declined"}}}
+	down := flink.NewError("job details", flink.ErrorReasonUnavailable, "no response from the REST endpoint", nil)
+	// JobDetails is asked twice: whether the stop finished the job, then
+	// what the job is now; the fake counts SavepointStatus calls too.
+	cases := map[string]struct {
+		details []flink.JobDetails
+		errs    []error
+		want    JobSeen
+	}{
+		"running":          {[]flink.JobDetails{{}, {State: flink.JobRunning}}, nil, JobSeen{Seen: JobSeenRunning, State: "RUNNING"}},
+		"restarting":       {[]flink.JobDetails{{}, {State: flink.JobRunning}, {State: flink.JobRestarting}}, nil, JobSeen{Seen: JobSeenUnknown, State: "RESTARTING"}},
+		"cluster gone now": {[]flink.JobDetails{{}, {State: flink.JobRunning}}, []error{nil, nil, down}, JobSeen{Seen: JobSeenUnanswered}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			ff := &fakeFlink{statuses: failed, details: c.details, detailsErrs: c.errs}
+			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+			var out StopWithSavepointResult
+			err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+				Job: JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != flink.ErrorReasonOperationFailed {
+				t.Fatalf("error %v", err)
+			}
+			var seen JobSeen
+			if err := appErr.Details(&seen); err != nil || seen != c.want {
+				t.Fatalf("details %+v (%v), want %+v", seen, err, c.want)
+			}
+		})
+	}
+}
+
+func TestJobAfterFailedStop(t *testing.T) {
+	for errType, want := range map[string]string{
+		ErrTypeJobStoppedWithoutSavepoint:      JobSeenStopped,
+		ErrTypeOperatorLastStateFallback:       JobSeenStopped,
+		flink.ErrorReasonUnavailable:           JobSeenUnanswered,
+		flink.ErrorReasonTimeout:               JobSeenUnanswered,
+		ErrTypeOperatorUnavailable:             JobSeenUnanswered,
+		flink.ErrorReasonStorageQuotaExceeded:  JobSeenRunning,
+		flink.ErrorReasonCheckpointingDisabled: JobSeenRunning,
+		ErrTypeInvalidInput:                    JobSeenRunning,
+		flink.ErrorReasonOperationFailed:       JobSeenUnknown,
+		flink.ErrorReasonServerError:           JobSeenUnknown,
+		ErrTypeOperatorTimeout:                 JobSeenUnknown,
+		"wrapError":                            JobSeenUnknown,
+	} {
+		if got := JobAfterFailedStop(errType); got != want {
+			t.Errorf("%s: %s, want %s", errType, got, want)
+		}
 	}
 }
 
