@@ -241,7 +241,7 @@ func windowDetails(in *WindowInput, st *WindowState) string {
 		b.WriteString("\n\n")
 	}
 	if p := st.Pending; p != nil {
-		b.WriteString(decisionText(p, windowCommands(id, p)))
+		b.WriteString(decisionText(p, WindowCommands(id, p)))
 		b.WriteString("The CLI records who answers from `FLINKMAINT_OPERATOR`, else the login name.\n\n")
 	} else if st.AbortReason != "" {
 		b.WriteString(fmt.Sprintf("**Abort**: %s\n\n", mdText(clip(st.AbortReason, maxDetailText))))
@@ -275,8 +275,9 @@ func windowWaves(st *WindowState) int {
 	return waves
 }
 
-// windowCommands are the CLI commands that answer a window's decision.
-func windowCommands(id string, p *PendingDecision) []string {
+// WindowCommands are the CLI commands that answer a window's decision
+// (the Web UI's details, notifications and `flinkmaint window status`).
+func WindowCommands(id string, p *PendingDecision) []string {
 	if p.Kind == DecisionNetworkChange {
 		return []string{
 			fmt.Sprintf("flinkmaint window confirm-network-change %s --reason TEXT", id),
@@ -311,11 +312,23 @@ func upgradeCommands(id string, p *PendingDecision) []string {
 	return cmds
 }
 
-// decisionText renders a pending decision: kind, since, reason, the jobs
+// decisionText renders a pending decision: kind, since, reason (its
+// first line, then a list item per further line, one per job), the jobs
 // it is about and the commands.
 func decisionText(p *PendingDecision, cmds []string) string {
 	var b strings.Builder
-	b.WriteString(fmt.Sprintf("### Waiting for a decision: `%s`\n\nSince %s. %s\n\n", p.Kind, timeText(p.Since), mdText(clip(p.Reason, maxDetailText))))
+	head, lines := reasonLines(p.Reason)
+	b.WriteString(fmt.Sprintf("### Waiting for a decision: `%s`\n\nSince %s. %s\n\n", p.Kind, timeText(p.Since), mdText(clip(head, maxDetailText))))
+	for i, l := range lines {
+		if i > maxDetailItems {
+			b.WriteString(fmt.Sprintf("- and %d more lines\n", len(lines)-i))
+			break
+		}
+		b.WriteString("- " + mdText(clip(strings.TrimPrefix(l, "- "), maxDetailText)) + "\n")
+	}
+	if len(lines) > 0 {
+		b.WriteString("\n")
+	}
 	if len(p.Jobs) > 0 {
 		b.WriteString("Jobs: ")
 		for i, j := range p.Jobs {
@@ -336,6 +349,13 @@ func decisionText(p *PendingDecision, cmds []string) string {
 	}
 	b.WriteString("```\n\n")
 	return b.String()
+}
+
+// reasonLines splits a decision's reason into its first line and the
+// lines after it (a decision about failed jobs gives one per job).
+func reasonLines(reason string) (string, []string) {
+	lines := strings.Split(reason, "\n")
+	return lines[0], lines[1:]
 }
 
 type stepCount struct{ pending, running, done, skipped, failed int }

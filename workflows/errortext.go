@@ -11,6 +11,10 @@ import (
 // report or a job's progress.
 const maxErrorText = 400
 
+// maxFailureText bounds the message a workflow fails with: it may say
+// what became of a job beside a cause errorText bounded.
+const maxFailureText = 2 * maxErrorText
+
 // errorText is the one place workflow code turns an error into text a
 // person reads: what went wrong, said once, in at most maxErrorText bytes.
 //
@@ -25,13 +29,18 @@ const maxErrorText = 400
 // innermost non-retryable application error (the reason an activity or
 // workflow gave) follows in parentheses unless the text names it.
 func errorText(err error) string {
-	return errorTextFor(err, "")
+	return boundedErrorText(err, "", maxErrorText)
 }
 
 // errorTextFor is errorText for the message of a new application error
-// of type errType, whose own Error() names that type: the text leaves it
-// out.
+// of type errType, which a workflow fails with: the text leaves out the
+// type, which the error's own Error() names, and is bounded by
+// maxFailureText.
 func errorTextFor(err error, errType string) string {
+	return boundedErrorText(err, errType, maxFailureText)
+}
+
+func boundedErrorText(err error, errType string, limit int) string {
 	if err == nil {
 		return ""
 	}
@@ -47,9 +56,9 @@ func errorTextFor(err error, errType string) string {
 	}
 	if t := rootErrorType(err); t != "" && t != errType && !strings.Contains(text, t) {
 		suffix := " (" + t + ")"
-		return clip(text, maxErrorText-len(suffix)) + suffix
+		return clip(text, limit-len(suffix)) + suffix
 	}
-	return clip(text, maxErrorText)
+	return clip(text, limit)
 }
 
 // ownMessage is what one layer of an error chain says beyond its cause.

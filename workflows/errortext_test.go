@@ -23,8 +23,9 @@ import (
 // clusterDownError is what StopWithSavepoint returns when the JobManager
 // of the job's cluster is gone: the Flink client's error, classified the
 // way activities classify it (message "what: cause", the cause kept).
-func clusterDownError(key, jobID string) error {
-	u := "http://cluster-a:8081/jobs/" + jobID + "/stop"
+func clusterDownError(job activities.JobTarget) error {
+	key, jobID := job.Key, job.JobID
+	u := job.RESTURL + "/jobs/" + jobID + "/stop"
 	fe := &flink.Error{Op: "stop with savepoint", Reason: flink.ErrorReasonUnavailable, Retryable: true, Method: "POST", URL: u,
 		Message: "no response from the REST endpoint",
 		Err: &url.Error{Op: "Post", URL: u, Err: &net.OpError{Op: "dial", Net: "tcp",
@@ -96,7 +97,7 @@ func TestErrorTextSaysTheRootCauseOnce(t *testing.T) {
 				env := s.NewTestWorkflowEnvironment()
 				env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 				var a *activities.Activities
-				env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(activities.StopWithSavepointResult{}, clusterDownError(job.Key, job.JobID))
+				env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(activities.StopWithSavepointResult{}, clusterDownError(job))
 				return runTexts(t, env, savepointFailureTexts, JobSavepointInput{WindowID: "w1", Job: job, Attempt: 1, Timeout: Duration(10 * time.Minute)})
 			},
 			once: []string{"stop job cluster-a/job-a", "FlinkUnavailable", "no response from the REST endpoint", "connection refused"},

@@ -384,12 +384,16 @@ func (u *upgradeRun) stop(ctx workflow.Context) error {
 	err := workflow.ExecuteChildWorkflow(cctx, JobSavepointWorkflowType, JobSavepointInput{WindowID: u.wid, Job: u.st.Job, Attempt: 1,
 		Format: u.in.Format, Timeout: u.in.SavepointTimeout}).Get(ctx, &res)
 	if err != nil {
-		var appErr *temporal.ApplicationError
-		still := "the job keeps running the previous version; nothing changed"
-		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeJobStoppedWithoutSavepoint {
+		var still string
+		switch seen := seenAfterStop(err); seen.Seen {
+		case activities.JobSeenRunning:
+			still = "the job keeps running the previous version; nothing changed"
+		case activities.JobSeenStopped:
 			still = "the job is no longer running and has no upgrade savepoint: restart it by hand from its latest retained checkpoint with the previous recipe (in the manifest)"
+		default:
+			still = unknownStateText(seen, u.st.Job) + "; nothing else changed"
 		}
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("stop with savepoint of %s failed: %s; %s", u.st.Job.Key, errorText(err), still), ErrTypeUpgradeFailed, nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("stop with savepoint of %s failed: %s; cause: %s", u.st.Job.Key, still, errorText(err)), ErrTypeUpgradeFailed, nil)
 	}
 	u.st.Savepoint = res.SavepointPath
 	return nil
@@ -405,8 +409,14 @@ func (u *upgradeRun) savepointKeepRunning(ctx workflow.Context) error {
 		activities.TakeSavepointInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "upgrade-savepoint", 1), Format: u.in.Format,
 			RunID: u.wid, Trigger: catalog.TriggerWindow}).Get(ctx, &res)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("savepoint of %s failed: %s; the job keeps running the previous version; nothing changed",
-			u.st.Job.Key, errorText(err)), ErrTypeUpgradeFailed, nil)
+		// A savepoint never stops the job: it runs unless its cluster did
+		// not answer.
+		still := "the job keeps running the previous version; nothing changed"
+		if seen := seenAfterStop(err); seen.Seen == activities.JobSeenUnanswered {
+			still = unknownStateText(seen, u.st.Job) + "; nothing else changed"
+		}
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("savepoint of %s failed: %s; cause: %s",
+			u.st.Job.Key, still, errorText(err)), ErrTypeUpgradeFailed, nil)
 	}
 	u.st.Savepoint = res.SavepointPath
 	return nil

@@ -52,6 +52,8 @@ type upgradeFixture struct {
 	gates        []activities.AwaitHealthyInput
 	events       []notify.Event
 	frozen       bool
+	// stopErr, when set, is what StopWithSavepoint fails with.
+	stopErr error
 }
 
 var previousJobID = strings.Repeat("1", 32)
@@ -106,6 +108,9 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		defer f.mu.Unlock()
 		f.stops++
 		f.manifestBeforeStop = len(f.manifests) > 0 && strings.Contains(f.manifests[len(f.manifests)-1], previousRecipe.Jar)
+		if f.stopErr != nil {
+			return activities.StopWithSavepointResult{}, f.stopErr
+		}
 		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
 	})
 	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)

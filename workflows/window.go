@@ -390,7 +390,8 @@ func (r *windowRun) upsertVisibility(ctx workflow.Context) {
 	}
 	summary := fmt.Sprintf("%s: %d/%d jobs done, %d failed", r.st.Phase, done, total, failed)
 	if r.st.Pending != nil {
-		summary += "; waiting for " + r.st.Pending.Kind + ": " + r.st.Pending.Reason
+		head, _ := reasonLines(r.st.Pending.Reason)
+		summary += "; waiting for " + r.st.Pending.Kind + ": " + head
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"summary": summary})
 	workflow.SetCurrentDetails(ctx, windowDetails(&r.in, &r.st))
@@ -415,7 +416,7 @@ func (r *windowRun) decide(ctx workflow.Context, kind, reason string, jobs []str
 	r.upsertVisibility(ctx)
 	_ = r.writeManifest(ctx)
 	if _, err := r.notes.awaitAnswer(ctx, notify.Event{Decision: kind, Title: fmt.Sprintf("window %s waits for %s", r.in.WindowID, kind), Text: reason,
-		Commands: windowCommands(r.in.WindowID, r.st.Pending)}, r.in.Policy.Network.ReminderInterval.D(), 0,
+		Commands: WindowCommands(r.in.WindowID, r.st.Pending)}, r.in.Policy.Network.ReminderInterval.D(), 0,
 		func() bool { return r.answer != nil || r.abortRequested }); err != nil {
 		return DecideRequest{}, err
 	}
@@ -563,14 +564,15 @@ func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bo
 			j := r.st.job(key)
 			var res JobSavepointResult
 			if err := f.Get(ctx, &res); err != nil {
+				seen := seenAfterStop(err)
 				j.SavepointState, j.SavepointError = StepFailed, errorText(err)
-				var appErr *temporal.ApplicationError
-				j.StoppedWithoutSavepoint = errors.As(err, &appErr) &&
-					(appErr.Type() == activities.ErrTypeJobStoppedWithoutSavepoint || appErr.Type() == activities.ErrTypeOperatorLastStateFallback)
-				r.logger.Warn("savepoint failed", "job", key, "error", j.SavepointError)
+				j.Seen, j.SeenState = seen.Seen, seen.State
+				j.StoppedWithoutSavepoint = seen.Seen == activities.JobSeenStopped
+				r.logger.Warn("savepoint failed", "job", key, "error", j.SavepointError, "seen", j.Seen)
 				return
 			}
 			j.SavepointState, j.SavepointPath, j.SavepointFiles, j.SavepointError = StepDone, res.SavepointPath, res.Files, ""
+			j.Seen, j.SeenState, j.StoppedWithoutSavepoint = "", "", false
 			j.SavepointRecovered = res.Recovered
 			j.StoppedAt = workflow.Now(ctx)
 		})
@@ -590,7 +592,10 @@ func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bo
 			return nil
 		}
 		ans, err := r.decide(ctx, DecisionSavepointFailures,
-			fmt.Sprintf("%d job(s) could not be stopped with a savepoint (each error says whether the job still runs): %s", len(failed), r.errorsOf(failed, true)),
+			fmt.Sprintf("%d job(s) could not be stopped with a savepoint:", len(failed))+failureLines(r.in.WindowID, failed, func(k string) (string, string) {
+				j := r.st.job(k)
+				return afterStopText(jobSeen(j), j.Target), j.SavepointError
+			}),
 			failed, ActionRetryJob, ActionSkipJob, ActionResume, ActionAbort)
 		if err != nil {
 			return err
@@ -612,10 +617,8 @@ func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bo
 // stillRuns says, for a skip reason, what became of a job whose savepoint
 // failed.
 func (r *windowRun) stillRuns(key string) string {
-	if r.st.job(key).StoppedWithoutSavepoint {
-		return "the job is no longer running and this window has no savepoint of it: restart it by hand from its latest savepoint or retained checkpoint"
-	}
-	return "the job keeps running"
+	j := r.st.job(key)
+	return afterStopText(jobSeen(j), j.Target)
 }
 
 func (r *windowRun) skip(key, reason string) {
@@ -634,19 +637,6 @@ func (r *windowRun) jobsWhere(pred func(*JobProgress) bool) []string {
 		}
 	}
 	return keys
-}
-
-func (r *windowRun) errorsOf(keys []string, savepoint bool) string {
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		j := r.st.job(k)
-		e := j.RestartError
-		if savepoint {
-			e = j.SavepointError
-		}
-		parts = append(parts, k+": "+e)
-	}
-	return strings.Join(parts, "; ")
 }
 
 // runChildren starts a child per key, at most limit at once (a sliding
@@ -738,7 +728,7 @@ func (r *windowRun) networkGate(ctx workflow.Context) error {
 		r.upsertVisibility(ctx)
 		told := notify.Event{Kind: notify.KindDecisionPending, Decision: DecisionNetworkChange, Severity: notify.SeverityWarning,
 			Title:    fmt.Sprintf("window %s: every job is stopped with a savepoint; confirm the network change is done", r.in.WindowID),
-			Commands: windowCommands(r.in.WindowID, r.st.Pending), RepeatEvery: n.ReminderInterval.D()}
+			Commands: WindowCommands(r.in.WindowID, r.st.Pending), RepeatEvery: n.ReminderInterval.D()}
 		r.notes.send(ctx, told)
 		begin := workflow.Now(ctx)
 		nextReminder := begin.Add(n.ReminderInterval.D())
@@ -919,11 +909,14 @@ func (r *windowRun) restart(ctx workflow.Context) error {
 				j := r.st.job(key)
 				var res JobRestartResult
 				if err := f.Get(ctx, &res); err != nil {
+					seen := seenAfterRestart(err)
 					j.RestartState, j.RestartError = StepFailed, errorText(err)
-					r.logger.Warn("restart failed", "job", key, "error", j.RestartError)
+					j.Seen, j.SeenState = seen.Seen, seen.State
+					r.logger.Warn("restart failed", "job", key, "error", j.RestartError, "seen", j.Seen)
 					return
 				}
 				j.RestartState, j.RestartError = StepDone, ""
+				j.Seen, j.SeenState = "", ""
 				j.NewJobID, j.RestoredFrom, j.CheckpointID, j.CheckpointPath = res.JobID, res.RestoredFrom, res.CheckpointID, res.CheckpointPath
 				j.HealthyAt = workflow.Now(ctx)
 			})
@@ -939,7 +932,10 @@ func (r *windowRun) restart(ctx workflow.Context) error {
 				label = "canary wave"
 			}
 			ans, err := r.decide(ctx, DecisionRestartFailures,
-				fmt.Sprintf("%s: %d job(s) did not become healthy (budget %d): %s", label, len(failed), p.FailureBudget, r.errorsOf(failed, false)),
+				fmt.Sprintf("%s: %d job(s) did not become healthy (budget %d):", label, len(failed), p.FailureBudget)+failureLines(r.in.WindowID, failed, func(k string) (string, string) {
+					j := r.st.job(k)
+					return afterRestartText(jobSeen(j), j), j.RestartError
+				}),
 				failed, ActionRetryJob, ActionSkipJob, ActionResume, ActionAbort)
 			if err != nil {
 				return err
@@ -949,7 +945,7 @@ func (r *windowRun) restart(ctx workflow.Context) error {
 				r.st.job(ans.Job).RestartState = StepPending
 			case ActionSkipJob:
 				j := r.st.job(ans.Job)
-				j.RestartState, j.SkipReason = StepSkipped, fmt.Sprintf("operator skipped it after its restart failed (%s): %s", ans.By, j.RestartError)
+				j.RestartState, j.SkipReason = StepSkipped, fmt.Sprintf("operator skipped it after its restart failed (%s): %s; cause: %s", ans.By, afterRestartText(jobSeen(j), j), j.RestartError)
 			case ActionResume:
 				r.st.Notes = append(r.st.Notes, fmt.Sprintf("%s: %s resumed with %d failed job(s)", label, ans.By, len(failed)))
 			}

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -216,14 +215,13 @@ func (r *windowRun) proveSavepoints(ctx workflow.Context) error {
 		if len(failed) == 0 {
 			return nil
 		}
-		parts := make([]string, len(failed))
-		for i, k := range failed {
-			parts[i] = k + ": " + r.st.job(k).ProofError
-		}
 		ans, err := r.decide(ctx, DecisionSavepointProof,
-			fmt.Sprintf("%d savepoint(s) fail the storage proof, so their jobs would not restore from them: %s. "+
-				"skip-job leaves a job stopped, retry-job proves its savepoint again, resume restarts them anyway, or abort",
-				len(failed), strings.Join(parts, "; ")),
+			fmt.Sprintf("%d savepoint(s) fail the storage proof, so their jobs would not restore from them. "+
+				"skip-job leaves a job stopped, retry-job proves its savepoint again, resume restarts them anyway, or abort:", len(failed))+
+				failureLines(r.in.WindowID, failed, func(k string) (string, string) {
+					j := r.st.job(k)
+					return "the job is stopped with savepoint " + j.SavepointPath, clip(j.ProofError, maxErrorText)
+				}),
 			failed, ActionRetryJob, ActionSkipJob, ActionResume, ActionAbort)
 		if err != nil {
 			return err

@@ -359,6 +359,12 @@ type JobProgress struct {
 	// StoppedWithoutSavepoint: the savepoint failed and the job is no longer
 	// running (it finished or was cancelled without one this window knows).
 	StoppedWithoutSavepoint bool `json:"stoppedWithoutSavepoint,omitempty"`
+	// Seen is what the window last learned of the job when its savepoint
+	// or restart failed: running, stopped, unanswered (its cluster did not
+	// answer) or unknown (activities.JobSeen*); SeenState is Flink's job
+	// state when it was read. Cleared when the step succeeds.
+	Seen      string `json:"seen,omitempty"`
+	SeenState string `json:"seenState,omitempty"`
 	// SavepointRecovered says how the savepoint was found when Flink had
 	// forgotten the stop operation.
 	SavepointRecovered string    `json:"savepointRecovered,omitempty"`
