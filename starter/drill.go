@@ -181,7 +181,7 @@ func drillStatusCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show a drill's progress and outcomes so far (asks the worker)",
-		Args:  nameArg,
+		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var rep workflows.RestoreDrillReport
 			if err := g.query(cmd.Context(), drillID(args[0]), workflows.DrillStatusQuery, &rep); err != nil {
@@ -196,7 +196,7 @@ func drillReportCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "report NAME",
 		Short: "Print a finished drill's report (from Temporal; no worker needed)",
-		Args:  nameArg,
+		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.dial(cmd.Context())
 			if err != nil {

@@ -187,7 +187,7 @@ func governanceDecisionCommand(g *globals, name, short string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   name + " NAME",
 		Short: short,
-		Args:  nameArg,
+		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var arg interface{}
 			update := workflows.UpdateApprove
@@ -236,7 +236,7 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show a governance run's phase, plan summary and outcome",
-		Args:  nameArg,
+		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var st workflows.GovernanceState
 			if err := g.query(cmd.Context(), governanceID(args[0]), workflows.QueryStatus, &st); err != nil {
@@ -315,7 +315,7 @@ func governanceReportCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "report NAME",
 		Short: "Print a governance run's report (per tenant: planned, reclaimed, quota before/after)",
-		Args:  nameArg,
+		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var rep workflows.GovernanceReport
 			if err := g.query(cmd.Context(), governanceID(args[0]), workflows.QueryReport, &rep); err != nil {
@@ -441,7 +441,7 @@ func scheduleUpsertCommand(g *globals, verb string, what scheduleAction) *cobra.
 	cmd := &cobra.Command{
 		Use:   verb + " NAME",
 		Short: map[string]string{"create": "Create a schedule", "update": "Replace a schedule's spec and action"}[verb],
-		Args:  nameArg,
+		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, act, err := f.build(args[0], g.taskQueue, what)
 			if err != nil {
@@ -513,7 +513,7 @@ func scheduleDeleteCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a schedule (runs already started go on)",
-		Args:  nameArg,
+		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.dial(cmd.Context())
 			if err != nil {
@@ -533,7 +533,7 @@ func scheduleTriggerCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "trigger NAME",
 		Short: "Start a schedule's action now",
-		Args:  nameArg,
+		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.dial(cmd.Context())
 			if err != nil {
@@ -622,12 +622,4 @@ func scheduleListCommand(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-}
-
-// nameArg requires exactly one NAME argument, as a usage error.
-func nameArg(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return usageErrorf("%s takes exactly one NAME argument, got %d: usage: %s", cmd.CommandPath(), len(args), cmd.UseLine())
-	}
-	return nil
 }

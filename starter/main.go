@@ -63,6 +63,17 @@ func usageErrorf(format string, args ...interface{}) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// oneArg requires exactly one positional argument, named what (PATH, NAME,
+// WINDOW-ID, ...) in the usage error a wrong count gives.
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf("%s takes exactly one %s argument, got %d: usage: %s", cmd.CommandPath(), what, len(args), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
 // workflowFailedError marks a workflow that ran and failed or timed out.
 type workflowFailedError struct{ err error }
 

@@ -27,7 +27,7 @@ func newMetadataCommand(g *globals) *cobra.Command {
 		Long: "inspect parses a _metadata file (Flink 1.3 to 2.3, format versions 2 to 6) and prints its version, checkpoint id, " +
 			"operators and every file it references as an absolute path with its kind and scope. It never guesses: an unknown " +
 			"version or handle, or a truncated file, is an error naming the byte offset.",
-		Args: pathArg,
+		Args: oneArg("PATH"),
 		// inspect talks to storage, not Temporal: skip the connection checks.
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if g.output != outputTable && g.output != outputJSON {
@@ -88,12 +88,4 @@ func newMetadataCommand(g *globals) *cobra.Command {
 	inspect.Flags().StringVar(&hdfsUser, "hdfs-user", os.Getenv("HADOOP_USER_NAME"), "HDFS user for hdfs:// paths (env HADOOP_USER_NAME)")
 	cmd.AddCommand(inspect)
 	return cmd
-}
-
-// pathArg requires exactly one PATH argument, as a usage error.
-func pathArg(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return usageErrorf("%s takes exactly one PATH argument, got %d: usage: %s", cmd.CommandPath(), len(args), cmd.UseLine())
-	}
-	return nil
 }

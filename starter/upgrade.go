@@ -48,8 +48,8 @@ func loadUpgradeFile(path string) (workflows.UpgradeInput, error) {
 
 // upgradeIDArg takes exactly one UPGRADE-ID: the upgradeId of the file.
 func upgradeIDArg(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return usageErrorf("%s takes exactly one UPGRADE-ID argument, got %d: usage: %s", cmd.CommandPath(), len(args), cmd.UseLine())
+	if err := oneArg("UPGRADE-ID")(cmd, args); err != nil {
+		return err
 	}
 	if args[0] == "" || strings.ContainsAny(args[0], "/ \t\n") {
 		return usageErrorf("upgrade ID %q is not valid: use the upgradeId of the upgrade file", args[0])

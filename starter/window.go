@@ -137,7 +137,7 @@ func windowStatusCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status WINDOW-ID",
 		Short: "Show a window's phase, pending decision and every job's state",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("WINDOW-ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var st workflows.WindowState
 			if err := g.query(cmd.Context(), workflows.WindowWorkflowID(args[0]), workflows.QueryStatus, &st); err != nil {
@@ -238,7 +238,7 @@ func windowReportCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "report WINDOW-ID",
 		Short: "Print a window's report (per job and per tenant)",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("WINDOW-ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var rep workflows.WindowReport
 			if err := g.query(cmd.Context(), workflows.WindowWorkflowID(args[0]), workflows.QueryReport, &rep); err != nil {
@@ -264,7 +264,7 @@ func windowSignalCommand(g *globals, use, short, signal string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use + " WINDOW-ID",
 		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("WINDOW-ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.dial(cmd.Context())
 			if err != nil {
@@ -292,7 +292,7 @@ func windowUpdateCommand(g *globals, name, short string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("WINDOW-ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var arg interface{}
 			var update string

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every window subcommand refuses a wrong number of arguments as a usage
+// error (exit 2) before it dials Temporal, naming what it takes.
+func TestWindowSubcommandsRefuseWrongArgumentCounts(t *testing.T) {
+	// flags each subcommand needs past its arguments, so only the count is
+	// wrong.
+	oneID := map[string][]string{
+		"status": nil, "report": nil, "pause": nil, "resume": nil,
+		"confirm-network-change": {"--reason", "done"},
+		"decide":                 {"--action", "resume"},
+		"abort":                  {"--reason", "outage"},
+	}
+	noArgs := map[string][]string{"start": {"-f", "window.yaml"}, "list": nil, "plan": {"-f", "window.yaml"}}
+	for _, sub := range newWindowCommand(&globals{}).Commands() {
+		name := sub.Name()
+		if _, ok := oneID[name]; !ok {
+			if _, ok := noArgs[name]; !ok {
+				t.Errorf("window %s is not covered by this test", name)
+			}
+		}
+	}
+	for name, flags := range oneID {
+		for _, ids := range [][]string{nil, {"w1", "w2"}} {
+			args := append(append([]string{"window", name}, ids...), flags...)
+			code, _, stderr := runCLI(args, nil)
+			want := []string{"flinkmaint window " + name + " takes exactly one WINDOW-ID argument, got " + string(rune('0'+len(ids))),
+				"usage: flinkmaint window " + name + " WINDOW-ID"}
+			if code != exitUsage {
+				t.Errorf("%v: exit %d, want %d; stderr %q", args, code, exitUsage, stderr)
+			}
+			for _, w := range want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("%v: stderr %q does not say %q", args, stderr, w)
+				}
+			}
+		}
+	}
+	for name, flags := range noArgs {
+		args := append([]string{"window", name, "extra"}, flags...)
+		if code, _, stderr := runCLI(args, nil); code != exitUsage || !strings.Contains(stderr, `"extra"`) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming the extra argument", args, code, stderr, exitUsage)
+		}
+	}
+}
