@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strings"
@@ -146,47 +147,57 @@ func windowStatusCommand(g *globals) *cobra.Command {
 			if g.output == outputJSON {
 				return printJSON(cmd.OutOrStdout(), st)
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "window  %s\nphase   %s\n", st.WindowID, st.Phase)
-			if st.Paused {
-				fmt.Fprintf(w, "paused  by %s\n", st.PausedBy)
-			}
-			if p := st.Pending; p != nil {
-				fmt.Fprintf(w, "waiting %s since %s\n        %s\n        allowed: %s\n", p.Kind, p.Since.Format("15:04:05"), p.Reason, strings.Join(p.Allowed, ", "))
-				if len(p.Jobs) > 0 {
-					fmt.Fprintf(w, "        jobs: %s\n", strings.Join(p.Jobs, ", "))
-				}
-			}
-			if c := st.Canary; c != nil {
-				outcome := c.Outcome
-				if outcome == "" {
-					outcome = "not run yet"
-				}
-				fmt.Fprintf(w, "canary  %s drill %s (attempts %d)", c.Key, outcome, c.Attempts)
-				if c.WaivedBy != "" {
-					fmt.Fprintf(w, ", waived by %s", c.WaivedBy)
-				}
-				fmt.Fprintln(w)
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "\nJOB\tSAVEPOINT\tRESTART\tWAVE\tNOTE")
-			for _, j := range st.Jobs {
-				note := j.SkipReason
-				if note == "" {
-					note = j.RestartError + j.SavepointError + j.ProofError
-				}
-				sp := j.SavepointState
-				if j.ProofState != "" {
-					sp += ", proof " + j.ProofState
-				}
-				if len(note) > 100 {
-					note = note[:100] + "..."
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.Target.Label(), sp, j.RestartState, j.RestartWave, note)
-			}
-			return tw.Flush()
+			return printWindowState(cmd.OutOrStdout(), &st)
 		},
 	}
+}
+
+// printWindowState is `window status` as text: phase, the pending decision
+// with the commands that answer it, the canary and every job.
+func printWindowState(w io.Writer, st *workflows.WindowState) error {
+	fmt.Fprintf(w, "window  %s\nphase   %s\n", st.WindowID, st.Phase)
+	if st.Paused {
+		fmt.Fprintf(w, "paused  by %s\n", st.PausedBy)
+	}
+	if p := st.Pending; p != nil {
+		// A decision about failed jobs has a line per job after its first.
+		fmt.Fprintf(w, "waiting %s since %s\n        %s\n        allowed: %s\n", p.Kind, p.Since.Format("15:04:05"),
+			strings.ReplaceAll(p.Reason, "\n", "\n        "), strings.Join(p.Allowed, ", "))
+		if len(p.Jobs) > 0 {
+			fmt.Fprintf(w, "        jobs: %s\n", strings.Join(p.Jobs, ", "))
+		}
+		for _, c := range workflows.WindowCommands(st.WindowID, p) {
+			fmt.Fprintf(w, "        answer: %s\n", c)
+		}
+	}
+	if c := st.Canary; c != nil {
+		outcome := c.Outcome
+		if outcome == "" {
+			outcome = "not run yet"
+		}
+		fmt.Fprintf(w, "canary  %s drill %s (attempts %d)", c.Key, outcome, c.Attempts)
+		if c.WaivedBy != "" {
+			fmt.Fprintf(w, ", waived by %s", c.WaivedBy)
+		}
+		fmt.Fprintln(w)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nJOB\tSAVEPOINT\tRESTART\tWAVE\tNOTE")
+	for _, j := range st.Jobs {
+		note := j.SkipReason
+		if note == "" {
+			note = j.RestartError + j.SavepointError + j.ProofError
+		}
+		sp := j.SavepointState
+		if j.ProofState != "" {
+			sp += ", proof " + j.ProofState
+		}
+		if len(note) > 100 {
+			note = note[:100] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.Target.Label(), sp, j.RestartState, j.RestartWave, note)
+	}
+	return tw.Flush()
 }
 
 func windowListCommand(g *globals) *cobra.Command {

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
 // Every window subcommand refuses a wrong number of arguments as a usage
@@ -45,6 +50,33 @@ func TestWindowSubcommandsRefuseWrongArgumentCounts(t *testing.T) {
 		args := append([]string{"window", name, "extra"}, flags...)
 		if code, _, stderr := runCLI(args, nil); code != exitUsage || !strings.Contains(stderr, `"extra"`) {
 			t.Errorf("%v: exit %d, stderr %q; want %d naming the extra argument", args, code, stderr, exitUsage)
+		}
+	}
+}
+
+// `window status` shows a decision about failed jobs a line per job, and
+// the commands that answer it.
+func TestPrintWindowStateShowsEachFailedJobAndTheCommands(t *testing.T) {
+	st := workflows.WindowState{WindowID: "w1", Phase: workflows.WindowPhaseSavepointAll,
+		Jobs: []workflows.JobProgress{{Target: activities.JobTarget{Key: "cluster-b/job-b"}, SavepointState: workflows.StepFailed,
+			Seen: activities.JobSeenUnanswered, SavepointError: "connection refused"}},
+		Pending: &workflows.PendingDecision{Kind: workflows.DecisionSavepointFailures, Since: time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC),
+			Reason: "1 job(s) could not be stopped with a savepoint:\n- cluster-b/job-b: its state is unknown because its cluster did not answer; cause: connection refused",
+			Jobs:   []string{"cluster-b/job-b"}, Allowed: []string{workflows.ActionRetryJob, workflows.ActionSkipJob, workflows.ActionResume, workflows.ActionAbort}}}
+	var out bytes.Buffer
+	if err := printWindowState(&out, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"waiting savepoint-failures since 06:00:00\n        1 job(s) could not be stopped with a savepoint:\n" +
+			"        - cluster-b/job-b: its state is unknown because its cluster did not answer; cause: connection refused\n",
+		"answer: flinkmaint window decide w1 --action retry-job --job cluster-b/job-b --reason TEXT",
+		"answer: flinkmaint window decide w1 --action skip-job --job cluster-b/job-b --reason TEXT",
+		"answer: flinkmaint window decide w1 --action resume --reason TEXT",
+		"answer: flinkmaint window decide w1 --action abort --reason TEXT",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status does not show %q:\n%s", want, out.String())
 		}
 	}
 }
