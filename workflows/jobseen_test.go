@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -125,6 +126,18 @@ func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 		if j.Target.Key == "cluster-a/job-c" && (j.Seen != activities.JobSeenStopped || !j.StoppedWithoutSavepoint) {
 			t.Errorf("job stopped without a savepoint: %+v", j)
 		}
+	}
+	// The manifest, for a person restarting jobs without Temporal, says it too.
+	var m Manifest
+	if err := json.Unmarshal([]byte(f.documents["hdfs://nn/flinkmaint/windows/w1/manifest.json"]), &m); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, mj := range m.Jobs {
+		seen[mj.Key] = mj.Seen
+	}
+	if seen["cluster-b/job-b"] != activities.JobSeenUnanswered || seen["cluster-a/job-c"] != activities.JobSeenStopped || seen["cluster-a/job-a"] != activities.JobSeenRunning {
+		t.Errorf("the manifest says %v of the jobs", seen)
 	}
 }
 

@@ -187,6 +187,9 @@ type ManifestJob struct {
 	NewJobID       string      `json:"newJobId,omitempty"`
 	Restart        interface{} `json:"restart"`
 	Note           string      `json:"note,omitempty"`
+	// Seen is what the window last learned of the job when a step on it
+	// failed (running, stopped, unanswered, unknown).
+	Seen string `json:"seen,omitempty"`
 }
 
 func manifestJSON(in *WindowInput, st *WindowState, now time.Time) ([]byte, error) {
@@ -196,7 +199,7 @@ func manifestJSON(in *WindowInput, st *WindowState, now time.Time) ([]byte, erro
 			Key: j.Target.Key, Tenant: j.Target.Tenant, ClusterID: j.Target.ClusterID, KubeCluster: j.Target.KubeCluster, RESTURL: j.Target.RESTURL,
 			JobName: j.Target.JobName, OldJobID: j.Target.JobID, SavepointState: j.SavepointState, SavepointPath: j.SavepointPath,
 			SavepointProof: j.ProofState, RestartState: j.RestartState, NewJobID: j.NewJobID, Restart: j.Target.Restart,
-			Note: firstNonEmpty(j.SkipReason, j.RestartError, j.SavepointError, j.ProofError),
+			Note: firstNonEmpty(j.SkipReason, j.RestartError, j.SavepointError, j.ProofError), Seen: j.Seen,
 		})
 	}
 	return json.MarshalIndent(m, "", "  ") //workflowcheck:ignore (deterministic, see Encode)
