@@ -478,7 +478,9 @@ func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
 		previous = u.st.NewJobID
 		// An operator job's resource says whether state may be dropped
 		// (spec.job.allowNonRestoredState): a person sets it there.
-		if ops := unmatchedOperator.FindAllStringSubmatch(u.st.GateError, -1); len(ops) > 0 && !u.st.NewRecipe.AllowNonRestoredState && !u.operator() {
+		// The operators are read from the whole error chain: the text a
+		// person reads is shortened.
+		if ops := unmatchedOperator.FindAllStringSubmatch(err.Error(), -1); len(ops) > 0 && !u.st.NewRecipe.AllowNonRestoredState && !u.operator() {
 			u.st.Unmatched = nil
 			seen := map[string]bool{} // errors repeat their causes
 			for _, m := range ops {

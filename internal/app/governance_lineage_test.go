@@ -55,6 +55,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	fc, ordersID := e.start(ctx, ca, ordersName, ckpts, "", "", nil)
 	_, paymentsID := e.start(ctx, ca, paymentsName, ckpts, "", "", nil)
 	e.checkpointed(ctx, fc, ordersID, 1)
+	e.checkpointed(ctx, fc, paymentsID, 1) // its tasks run: a savepoint can be triggered
 	// Two savepoints of payments, taken without stopping it.
 	var paymentsSPs []string
 	for range 2 {
