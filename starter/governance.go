@@ -94,11 +94,9 @@ func (f *govFlags) input() (workflows.GovernanceInput, error) {
 		ApprovalTimeout: workflows.Duration(f.approvalTimeout), ExecuteTimeout: workflows.Duration(f.executeTimeout),
 		PurgeTrashAfter: workflows.Duration(f.purgeAfter), WarningPercent: f.warning, CriticalPercent: f.critical,
 	}
-	if f.overrideFreeze {
-		if f.reason == "" {
-			return in, usageErrorf("--override-freeze needs --reason: why this run may change state during a freeze (recorded in the report)")
-		}
-		in.OverrideFreeze = &workflows.FreezeOverride{By: operator(), Reason: f.reason}
+	var err error
+	if in.OverrideFreeze, err = freezeOverride(f.overrideFreeze, f.reason, "this run may change state"); err != nil {
+		return in, err
 	}
 	in.ApplyDefaults()
 	if err := in.Validate(); err != nil {

@@ -76,11 +76,8 @@ func upgradeStartCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if overrideFreeze {
-				if reason == "" {
-					return usageErrorf("--override-freeze needs --reason: why this upgrade may run during a freeze (recorded in the manifest)")
-				}
-				in.OverrideFreeze = &workflows.FreezeOverride{By: operator(), Reason: reason}
+			if in.OverrideFreeze, err = freezeOverride(overrideFreeze, reason, "this upgrade may run"); err != nil {
+				return err
 			}
 			c, err := g.dial(cmd.Context())
 			if err != nil {

@@ -90,11 +90,8 @@ func windowStartCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if overrideFreeze {
-				if reason == "" {
-					return usageErrorf("--override-freeze needs --reason: why this window may stop jobs during a freeze (recorded in the report)")
-				}
-				in.OverrideFreeze = &workflows.FreezeOverride{By: operator(), Reason: reason}
+			if in.OverrideFreeze, err = freezeOverride(overrideFreeze, reason, "this window may stop jobs"); err != nil {
+				return err
 			}
 			c, err := g.dial(cmd.Context())
 			if err != nil {
@@ -341,6 +338,18 @@ func windowUpdateCommand(g *globals, name, short string) *cobra.Command {
 }
 
 // operator names who sends a command: FLINKMAINT_OPERATOR, else the login.
+// freezeOverride is what --override-freeze and --reason ask for: nil
+// without the flag; with it, the reason is required (it is recorded).
+func freezeOverride(override bool, reason, what string) (*workflows.FreezeOverride, error) {
+	if !override {
+		return nil, nil
+	}
+	if reason == "" {
+		return nil, usageErrorf("--override-freeze needs --reason: why %s during a freeze (it is recorded)", what)
+	}
+	return &workflows.FreezeOverride{By: operator(), Reason: reason}, nil
+}
+
 func operator() string {
 	if v := os.Getenv("FLINKMAINT_OPERATOR"); v != "" {
 		return v
