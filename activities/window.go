@@ -14,6 +14,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
@@ -180,6 +181,7 @@ func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQ
 		return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
 	}
 	byTenant := map[string][]quota.JobFootprint{}
+	var footprints []Footprint
 	scans := map[string]*layout.Report{} // one scan per checkpoint root
 	for _, r := range in.Restart {
 		fp, err := a.footprint(ctx, r, in.DefaultRetention, scans)
@@ -187,8 +189,9 @@ func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQ
 			return CheckQuotaResult{}, err
 		}
 		byTenant[r.Tenant] = append(byTenant[r.Tenant], fp)
+		footprints = append(footprints, Footprint{Key: r.Key, FilesPerCheckpoint: fp.FilesPerCheckpoint, FullCheckpointFiles: fp.FullCheckpointFiles})
 	}
-	var res CheckQuotaResult
+	res := CheckQuotaResult{Footprints: footprints}
 	for _, t := range in.Tenants {
 		fs, p, err := a.Storage.Resolve(ctx, t.Root)
 		if err != nil {
@@ -233,13 +236,21 @@ func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQ
 
 // footprint measures an old job's checkpoint dir: files per checkpoint
 // (its chk-N dir plus the shared files one checkpoint adds on average) and
-// the files of a full checkpoint (all shared files plus one chk-N).
+// the files of a full checkpoint (the shared files its newest checkpoint
+// references plus one chk-N). Shared files no checkpoint references
+// (uploads of checkpoints that never completed) are not state a restart
+// uploads again; they count only when the newest _metadata cannot be
+// read, which overestimates, as a gate should.
 func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, defaultRetention int, scans map[string]*layout.Report) (quota.JobFootprint, error) {
 	retained := r.NumRetained
 	if retained < 1 {
 		retained = max(defaultRetention, 1)
 	}
 	fp := quota.JobFootprint{JobID: r.Key, NumRetained: int64(retained), SavepointFiles: r.SavepointFiles, FilesPerCheckpoint: 1}
+	if m := r.Measured; m != nil && m.FilesPerCheckpoint >= 1 {
+		fp.FilesPerCheckpoint, fp.FullCheckpointFiles = m.FilesPerCheckpoint, m.FullCheckpointFiles
+		return fp, nil
+	}
 	if r.CheckpointDir == "" {
 		return fp, nil
 	}
@@ -262,23 +273,53 @@ func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, def
 		if baseName(j.Path) != baseName(p) {
 			continue
 		}
-		var chkNS int64
-		var completed int64
+		var chkNS, completed, latestID int64
+		latest := ""
 		for _, c := range j.Checkpoints {
 			if c.Completed {
 				chkNS += c.Usage.Namespace()
 				completed++
+				if latest == "" || c.ID > latestID {
+					latest, latestID = c.Path, c.ID
+				}
 			}
 		}
 		if completed == 0 {
 			return fp, nil
 		}
+		shared := j.Shared.Files
+		if n, err := referencedShared(ctx, fs, latest, baseName(j.Path)); err == nil {
+			shared = min(shared, n)
+		} else {
+			activity.GetLogger(ctx).Warn("newest checkpoint unreadable: its job's shared files count whole", "checkpoint", latest, "error", err)
+		}
 		perChk := (chkNS + completed - 1) / completed
-		newShared := (j.Shared.Files + completed - 1) / completed
+		newShared := (shared + completed - 1) / completed
 		fp.FilesPerCheckpoint = max(perChk+newShared, 1)
-		fp.FullCheckpointFiles = perChk + j.Shared.Files
+		fp.FullCheckpointFiles = perChk + shared
 	}
 	return fp, nil
+}
+
+// referencedShared counts the files under <jobID>/shared/ that the
+// _metadata of the checkpoint dir chk references.
+func referencedShared(ctx context.Context, fs storage.FileSystem, chk, jobID string) (int64, error) {
+	md, found, err := cleanup.ReadMetadata(ctx, fs, strings.TrimRight(chk, "/")+"/"+layout.MetadataFileName)
+	switch {
+	case err != nil:
+		return 0, err
+	case !found:
+		return 0, fmt.Errorf("%s: no %s", chk, layout.MetadataFileName)
+	case md.Refs == nil:
+		return 0, fmt.Errorf("%s: %s", chk, md.Error)
+	}
+	var n int64
+	for _, f := range md.Refs.Files {
+		if strings.Contains(f, "/"+jobID+"/shared/") {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // StopWithSavepoint stops a job with a savepoint and waits for it,

@@ -118,18 +118,34 @@ type CheckQuotaInput struct {
 }
 
 // RestartFootprintInput is a job whose restart is projected: its old job's
-// checkpoint dir is measured; its savepoint's file count is known.
+// checkpoint dir is measured, unless Measured says what an earlier
+// measurement found; its savepoint's file count is known.
 type RestartFootprintInput struct {
 	Key            string
 	Tenant         string
 	CheckpointDir  string // <checkpoint root>/<old job id>
 	NumRetained    int
 	SavepointFiles int64
+	// Measured is the footprint measured while the job ran. A job stopped
+	// with a savepoint has FINISHED, and Flink discards a finished job's
+	// checkpoints: measured after the stop, its dir tells nothing.
+	Measured *Footprint `json:",omitempty"`
 }
 
-// CheckQuotaResult has one entry per tenant, in input order.
+// Footprint is what one checkpoint of a job costs in namespace: on
+// average (FilesPerCheckpoint), and when it is a full one
+// (FullCheckpointFiles), as the first after a NO_CLAIM restore is.
+type Footprint struct {
+	Key                 string
+	FilesPerCheckpoint  int64
+	FullCheckpointFiles int64
+}
+
+// CheckQuotaResult has one entry per tenant, in input order, and the
+// footprint of every job in CheckQuotaInput.Restart, in input order.
 type CheckQuotaResult struct {
-	Tenants []TenantQuota
+	Tenants    []TenantQuota
+	Footprints []Footprint `json:",omitempty"`
 }
 
 // StopWithSavepointInput stops one job. TriggerID is chosen by the workflow

@@ -32,6 +32,10 @@ type GovernanceTenantReport struct {
 	// PlannedItems and ReclaimedItems).
 	PlannedObjects int64 `json:"plannedObjects,omitempty"`
 	RemovedObjects int64 `json:"removedObjects,omitempty"`
+	// ByRule is what the plan deletes, per rule; Kept what it keeps, per
+	// reason.
+	ByRule []activities.RuleTotals `json:"byRule,omitempty"`
+	Kept   []activities.RuleTotals `json:"kept,omitempty"`
 }
 
 // GovernanceReport is the run's result and the report query's answer; it
@@ -80,6 +84,7 @@ func buildGovernanceReport(in *GovernanceInput, st *GovernanceState) *Governance
 			t := get(tp.Tenant)
 			t.PlannedItems, t.PlannedFiles, t.PlannedBytes, t.Unparseable = tp.Items, tp.Files, tp.Bytes, tp.Unparseable
 			t.PlannedObjects = tp.Objects
+			t.ByRule, t.Kept = tp.ByRule, tp.Kept
 		}
 		rep.Objects = append(rep.Objects, p.ObjectSample...)
 	}
@@ -156,14 +161,11 @@ func (rep *GovernanceReport) Markdown() string {
 	}
 	b.WriteString("\n## Tenants\n\n| tenant | planned files | planned bytes | reclaimed files | reclaimed bytes | namespace before | namespace after | quota | kept (unparseable) | Kubernetes objects planned / removed |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range rep.Tenants {
-		name := t.Tenant
-		if name == "" {
-			name = "(no tenant)"
-		}
-		b.WriteString(fmt.Sprintf("| %s | %d | %d | %d | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %d | %d / %d |\n", name, t.PlannedFiles, t.PlannedBytes,
+		b.WriteString(fmt.Sprintf("| %s | %d | %d | %d | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %d | %d / %d |\n", orNoTenant(t.Tenant), t.PlannedFiles, t.PlannedBytes,
 			t.ReclaimedFiles, t.ReclaimedBytes, t.NamespaceBefore, t.PercentBefore, t.NamespaceAfter, t.PercentAfter, t.NamespaceQuota, t.Unparseable,
 			t.PlannedObjects, t.RemovedObjects))
 	}
+	writeRuleTotals(&b, "\n## Planned by rule, kept by reason\n\n", rep.Tenants)
 	if len(rep.Usage) > 0 {
 		b.WriteString("\n## Storage usage\n")
 		for _, u := range rep.Usage {
@@ -208,4 +210,32 @@ func (rep *GovernanceReport) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// writeRuleTotals writes, under heading, what each tenant's plan deletes
+// per rule and keeps per reason; nothing when no plan was made.
+func writeRuleTotals(b *strings.Builder, heading string, tenants []GovernanceTenantReport) {
+	var rows []string
+	for _, t := range tenants {
+		for _, r := range t.ByRule {
+			rows = append(rows, fmt.Sprintf("| %s | delete: %s | %d | %d | %d | %d |\n", orNoTenant(t.Tenant), r.Rule, r.Items, r.Files, r.Dirs, r.Bytes))
+		}
+		for _, r := range t.Kept {
+			rows = append(rows, fmt.Sprintf("| %s | keep: %s | %d | %d | %d | %d |\n", orNoTenant(t.Tenant), r.Rule, r.Items, r.Files, r.Dirs, r.Bytes))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString(heading + "| tenant | rule or reason | items | files | dirs | bytes |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		b.WriteString(r)
+	}
+}
+
+func orNoTenant(name string) string {
+	if name == "" {
+		return "(no tenant)"
+	}
+	return name
 }

@@ -470,23 +470,44 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 		}
 		r.upsertVisibility(ctx)
 	}
+	// Runs started before the footprint was measured here measure it at the
+	// gate, after the stop, when Flink has discarded the checkpoints.
+	measure := workflow.GetVersion(ctx, changeFootprintInPreflight, workflow.DefaultVersion, 1) >= 1
 	for {
-		q, err := r.checkQuota(ctx, nil)
+		var restart []activities.RestartFootprintInput
+		if measure {
+			for _, j := range r.st.Jobs {
+				restart = append(restart, restartFootprint(j.Target, 0, nil))
+			}
+		}
+		res, err := r.checkQuotaResult(ctx, restart)
 		if err != nil {
 			return err
 		}
-		r.st.QuotaBefore = q
+		r.st.QuotaBefore = res.Tenants
+		index := make(map[string]int, len(r.st.Jobs))
+		for i, j := range r.st.Jobs {
+			index[j.Target.Key] = i
+		}
+		for _, fp := range res.Footprints {
+			if i, ok := index[fp.Key]; ok {
+				r.st.Jobs[i].Footprint = &fp
+			}
+		}
 		var over []string
-		for _, t := range q {
-			if t.Level == "critical" {
+		for _, t := range res.Tenants {
+			switch {
+			case t.Level == "critical":
 				over = append(over, t.Reason)
+			case !t.RestartAllowed:
+				over = append(over, "restart would not fit: "+t.GateReason)
 			}
 		}
 		if len(over) == 0 || r.in.Policy.Quota.IgnorePreflightWatermark {
 			break
 		}
 		ans, err := r.decide(ctx, DecisionPreflightWatermark,
-			"tenants above the critical watermark before any job is stopped: "+strings.Join(over, "; ")+
+			"tenants too full before any job is stopped: "+strings.Join(over, "; ")+
 				". retry after cleanup or a quota raise, resume to go on anyway, or abort",
 			nil, ActionRetry, ActionResume, ActionAbort)
 		if err != nil {
@@ -522,14 +543,23 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 // written manifest before savepoint-all.
 const changeManifestBeforeStops = "window-manifest-before-stops-2026-11-30"
 
+// changeFootprintInPreflight versions measuring each job's checkpoint
+// footprint in preflight, and pausing there when the restart would not fit.
+const changeFootprintInPreflight = "window-footprint-in-preflight-2026-12-01"
+
 func (r *windowRun) checkQuota(ctx workflow.Context, restart []activities.RestartFootprintInput) ([]activities.TenantQuota, error) {
+	res, err := r.checkQuotaResult(ctx, restart)
+	return res.Tenants, err
+}
+
+func (r *windowRun) checkQuotaResult(ctx workflow.Context, restart []activities.RestartFootprintInput) (activities.CheckQuotaResult, error) {
 	var a *activities.Activities
 	var res activities.CheckQuotaResult
 	err := workflow.ExecuteActivity(r.activity(ctx), a.CheckQuota, r.in.Policy.Quota.checkInput(r.st.Tenants, restart)).Get(ctx, &res)
 	if err != nil {
-		return nil, fmt.Errorf("quota check: %w", err)
+		return activities.CheckQuotaResult{}, fmt.Errorf("quota check: %w", err)
 	}
-	return res.Tenants, nil
+	return res, nil
 }
 
 func (r *windowRun) savepointAll(ctx workflow.Context) error {
@@ -829,7 +859,7 @@ func (r *windowRun) quotaGate(ctx workflow.Context) error {
 			if j.SavepointState != StepDone || j.RestartState == StepSkipped {
 				continue
 			}
-			restart = append(restart, restartFootprint(j.Target, j.SavepointFiles))
+			restart = append(restart, restartFootprint(j.Target, j.SavepointFiles, j.Footprint))
 		}
 		q, err := r.checkQuota(ctx, restart)
 		if err != nil {
@@ -988,7 +1018,7 @@ func (r *windowRun) cleanup(ctx workflow.Context) error {
 		return nil
 	}
 	c := r.st.Cleanup
-	c.Outcome, c.ReclaimedFiles, c.ReclaimedBytes = rep.Outcome, rep.ReclaimedFiles, rep.ReclaimedBytes
+	c.Outcome, c.ReclaimedFiles, c.ReclaimedBytes, c.Tenants = rep.Outcome, rep.ReclaimedFiles, rep.ReclaimedBytes, rep.Tenants
 	for _, t := range rep.Tenants {
 		c.PlannedItems += t.PlannedItems
 		c.PlannedFiles += t.PlannedFiles

@@ -139,12 +139,12 @@ func pickDrillCanary(jobs []activities.JobTarget, want string) (string, error) {
 // restartFootprint is what the quota projection needs of a job to restart:
 // its old job's checkpoint dir, measured, and its savepoint's files, when
 // known.
-func restartFootprint(t activities.JobTarget, savepointFiles int64) activities.RestartFootprintInput {
+func restartFootprint(t activities.JobTarget, savepointFiles int64, measured *activities.Footprint) activities.RestartFootprintInput {
 	dir := ""
 	if t.CheckpointDir != "" {
 		dir = strings.TrimRight(t.CheckpointDir, "/") + "/" + t.JobID
 	}
-	return activities.RestartFootprintInput{Key: t.Key, Tenant: t.Tenant, CheckpointDir: dir, SavepointFiles: savepointFiles}
+	return activities.RestartFootprintInput{Key: t.Key, Tenant: t.Tenant, CheckpointDir: dir, SavepointFiles: savepointFiles, Measured: measured}
 }
 
 // checkInput asks CheckQuota for the tenants' quota under the policy and,

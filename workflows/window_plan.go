@@ -197,7 +197,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 
 	restart := make([]activities.RestartFootprintInput, 0, len(found.Jobs))
 	for _, j := range found.Jobs {
-		restart = append(restart, restartFootprint(j, 0))
+		restart = append(restart, restartFootprint(j, 0, nil))
 	}
 	var q activities.CheckQuotaResult
 	if err := workflow.ExecuteActivity(actx, a.CheckQuota, w.Policy.Quota.checkInput(found.Tenants, restart)).Get(ctx, &q); err != nil {

@@ -25,18 +25,20 @@ type WindowReport struct {
 	Skipped     []activities.SkippedJob  `json:"skipped,omitempty"`
 	QuotaBefore []activities.TenantQuota `json:"quotaBefore,omitempty"`
 	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
-	Cleanup     *WindowCleanup           `json:"cleanup,omitempty"`
-	Canary      *CanaryDrill             `json:"canary,omitempty"`
-	Decisions   []DecisionRecord         `json:"decisions,omitempty"`
-	Notes       []string                 `json:"notes,omitempty"`
-	Manifest    string                   `json:"manifest"`
+	// QuotaGate is what the restart gate measured and projected.
+	QuotaGate []activities.TenantQuota `json:"quotaGate,omitempty"`
+	Cleanup   *WindowCleanup           `json:"cleanup,omitempty"`
+	Canary    *CanaryDrill             `json:"canary,omitempty"`
+	Decisions []DecisionRecord         `json:"decisions,omitempty"`
+	Notes     []string                 `json:"notes,omitempty"`
+	Manifest  string                   `json:"manifest"`
 }
 
 func buildReport(in *WindowInput, st *WindowState) *WindowReport {
 	return &WindowReport{
 		WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Phase: st.Phase,
 		StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, AbortReason: st.AbortReason, Network: st.Network,
-		Jobs: st.Jobs, Skipped: st.Skipped, QuotaBefore: st.QuotaBefore, QuotaAfter: st.QuotaAfter,
+		Jobs: st.Jobs, Skipped: st.Skipped, QuotaBefore: st.QuotaBefore, QuotaAfter: st.QuotaAfter, QuotaGate: st.QuotaGate,
 		Cleanup: st.Cleanup, Canary: st.Canary, Decisions: st.Decisions, Notes: st.Notes, Manifest: st.ManifestPath,
 	}
 }
@@ -109,19 +111,7 @@ func (rep *WindowReport) Markdown() string {
 			b.WriteString(fmt.Sprintf("- %s (%s): %s\n", s.Key, s.JobID, s.Reason))
 		}
 	}
-	b.WriteString("\n## Quota per tenant\n\n| tenant | root | before | after | quota |\n|---|---|---|---|---|\n")
-	after := map[string]activities.TenantQuota{}
-	for _, q := range rep.QuotaAfter {
-		after[q.Tenant] = q
-	}
-	for _, q := range rep.QuotaBefore {
-		a, ok := after[q.Tenant]
-		afterUsed := "?"
-		if ok {
-			afterUsed = fmt.Sprintf("%d", a.NamespaceUsed)
-		}
-		b.WriteString(fmt.Sprintf("| %s | %s | %d | %s | %d |\n", q.Tenant, q.Root, q.NamespaceUsed, afterUsed, q.NamespaceQuota))
-	}
+	writeQuotaTable(&b, rep)
 	if c := rep.Cleanup; c != nil {
 		b.WriteString("\n## Post-restart cleanup\n\n")
 		b.WriteString(fmt.Sprintf("- Governance run `%s` (%s): %s\n", c.WorkflowID, c.Mode, firstNonEmpty(c.Outcome, "failed")))
@@ -129,6 +119,7 @@ func (rep *WindowReport) Markdown() string {
 		if c.Error != "" {
 			b.WriteString("- Error: " + mdEscape(c.Error) + "\n")
 		}
+		writeRuleTotals(&b, "\n", c.Tenants)
 	}
 	if len(rep.Decisions) > 0 {
 		b.WriteString("\n## Operator actions\n\n")
@@ -143,6 +134,47 @@ func (rep *WindowReport) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// writeQuotaTable shows each tenant's namespace use before the window, at
+// the restart gate (with the projected restart files against the
+// headroom) and after it, cleanup included.
+func writeQuotaTable(b *strings.Builder, rep *WindowReport) {
+	b.WriteString("\n## Quota per tenant\n\n| tenant | quota | before | restart gate | after |\n|---|---|---|---|---|\n")
+	after := map[string]activities.TenantQuota{}
+	for _, q := range rep.QuotaAfter {
+		after[q.Tenant] = q
+	}
+	gate := map[string]activities.TenantQuota{}
+	for _, q := range rep.QuotaGate {
+		gate[q.Tenant] = q
+	}
+	for _, q := range rep.QuotaBefore {
+		quota := "none"
+		if q.NamespaceQuota >= 0 {
+			quota = fmt.Sprintf("%d", q.NamespaceQuota)
+		}
+		gateCell, afterCell := "-", "?"
+		if g, ok := gate[q.Tenant]; ok {
+			verdict := "fits"
+			if !g.RestartAllowed {
+				verdict = "does not fit: " + g.GateReason
+			}
+			gateCell = fmt.Sprintf("%d used + %d projected for the restart, headroom %d: %s", g.NamespaceUsed, g.ProjectedFiles, g.Headroom, verdict)
+		}
+		if a, ok := after[q.Tenant]; ok {
+			afterCell = usedCell(a)
+		}
+		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s |\n", q.Tenant, quota, usedCell(q), mdEscape(gateCell), afterCell))
+	}
+}
+
+// usedCell is "2557 (85.3%, warning)".
+func usedCell(q activities.TenantQuota) string {
+	if q.NamespaceQuota < 0 {
+		return fmt.Sprintf("%d", q.NamespaceUsed)
+	}
+	return fmt.Sprintf("%d (%.1f%%, %s)", q.NamespaceUsed, q.Percent, q.Level)
 }
 
 func firstNonEmpty(s ...string) string {

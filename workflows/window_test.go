@@ -38,11 +38,15 @@ type windowFixture struct {
 	// failRestart makes RestartJob's health check fail for these keys
 	// until cleared.
 	failRestart map[string]bool
-	quotaShort  bool
-	documents   map[string]string
-	cancelled   []string
-	failStop    map[string]bool
-	failWrites  bool
+	// quotaShort makes the restart gate find team-a short of quota,
+	// quotaShortBefore makes preflight find it so; gateRestarts records
+	// what the gate was asked to project.
+	quotaShort, quotaShortBefore bool
+	gateRestarts                 []activities.RestartFootprintInput
+	documents                    map[string]string
+	cancelled                    []string
+	failStop                     map[string]bool
+	failWrites                   bool
 	// stoppedAnyway makes failStop jobs end without a savepoint.
 	stoppedAnyway bool
 	// recovered is what StopWithSavepoint says of how it found a savepoint.
@@ -96,7 +100,9 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 			return nil, temporal.NewNonRetryableApplicationError("cleanup.trashRoot is empty", "CleanupNotConfigured", nil)
 		}
 		return &GovernanceReport{RunID: in.RunID, Mode: in.Mode, Outcome: GovernancePhaseCompleted, ReclaimedFiles: 3, ReclaimedBytes: 300,
-			Tenants: []GovernanceTenantReport{{Tenant: "team-a", PlannedItems: 2, PlannedFiles: 3}}}, nil
+			Tenants: []GovernanceTenantReport{{Tenant: "team-a", PlannedItems: 2, PlannedFiles: 3,
+				ByRule: []activities.RuleTotals{{Rule: "retired-job", Items: 2, Files: 3, Dirs: 2, Bytes: 300}},
+				Kept:   []activities.RuleTotals{{Rule: "latest-checkpoint-of-retired-job", Items: 1, Files: 1, Dirs: 1, Bytes: 10}}}}}, nil
 	})
 	var a *activities.Activities
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
@@ -113,9 +119,23 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		var res activities.CheckQuotaResult
+		// Preflight measures each job's footprint; the gate, after the
+		// stops, is handed it back.
+		atGate := len(in.Restart) > 0 && in.Restart[0].Measured != nil
+		if atGate {
+			f.gateRestarts = append(f.gateRestarts, in.Restart...)
+		}
+		for _, r := range in.Restart {
+			if !atGate {
+				res.Footprints = append(res.Footprints, activities.Footprint{Key: r.Key, FilesPerCheckpoint: 5, FullCheckpointFiles: 9})
+			}
+		}
 		for _, t := range in.Tenants {
-			q := activities.TenantQuota{Tenant: t.Name, Root: t.Root, NamespaceUsed: 100, NamespaceQuota: 1000, Level: "ok", RestartAllowed: true, Headroom: 900}
-			if len(in.Restart) > 0 && f.quotaShort && t.Name == "team-a" {
+			q := activities.TenantQuota{Tenant: t.Name, Root: t.Root, NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", RestartAllowed: true, Headroom: 900}
+			if len(in.Restart) > 0 {
+				q.ProjectedFiles = 40
+			}
+			if t.Name == "team-a" && (atGate && f.quotaShort || len(in.Restart) > 0 && !atGate && f.quotaShortBefore) {
 				q.RestartAllowed, q.ProjectedFiles, q.GateReason = false, 5000, "needs 5000"
 			}
 			res.Tenants = append(res.Tenants, q)
@@ -272,8 +292,15 @@ func TestWindowHappyPath(t *testing.T) {
 	if rep.Cleanup == nil || rep.Cleanup.Outcome != GovernancePhaseCompleted || rep.Cleanup.ReclaimedFiles != 3 || rep.Cleanup.PlannedItems != 2 {
 		t.Errorf("report cleanup %+v", rep.Cleanup)
 	}
-	if md := f.documents["hdfs://nn/flinkmaint/windows/w1/report.md"]; !strings.Contains(md, "cluster-a/no-recipe") || !strings.Contains(md, "alice") || !strings.Contains(md, "Post-restart cleanup") {
-		t.Errorf("markdown report incomplete:\n%s", md)
+	md := f.documents["hdfs://nn/flinkmaint/windows/w1/report.md"]
+	for _, want := range []string{"cluster-a/no-recipe", "alice", "Post-restart cleanup",
+		// The quota before, at the restart gate with its projection, and after.
+		"| team-a | 1000 | 100 (10.0%, ok) | 100 used + 40 projected for the restart, headroom 900: fits | 100 (10.0%, ok) |",
+		// What the cleanup deleted by rule and kept by reason.
+		"| team-a | delete: retired-job | 2 | 3 | 2 | 300 |", "| team-a | keep: latest-checkpoint-of-retired-job | 1 | 1 | 1 | 10 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown report lacks %q:\n%s", want, md)
+		}
 	}
 }
 
@@ -363,6 +390,44 @@ func TestWindowQuotaGatePausesUntilRetry(t *testing.T) {
 			t.Errorf("%s: restart %s", j.Target.Key, j.RestartState)
 		}
 	}
+	// The gate projects from what preflight measured while the jobs ran,
+	// not from their stopped jobs' dirs, which Flink has emptied.
+	if len(f.gateRestarts) != 4 {
+		t.Fatalf("gate asked %d times per job, want 2 checks of 2 jobs: %+v", len(f.gateRestarts), f.gateRestarts)
+	}
+	for _, r := range f.gateRestarts {
+		if m := r.Measured; m == nil || m.Key != r.Key || m.FilesPerCheckpoint != 5 || m.FullCheckpointFiles != 9 || r.SavepointFiles == 0 {
+			t.Errorf("gate input %+v; want preflight's footprint and the savepoint's files", r)
+		}
+	}
+}
+
+// A window whose jobs' restart would not fit their tenant's quota stops
+// no job: it pauses in preflight until the quota is raised.
+func TestWindowPreflightPausesWhenTheRestartWouldNotFit(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.quotaShortBefore = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	f.env.RegisterDelayedCallback(func() {
+		st := f.status()
+		if st.Phase != WindowPhasePreflight || st.Pending == nil || st.Pending.Kind != DecisionPreflightWatermark ||
+			!strings.Contains(st.Pending.Reason, "restart would not fit: needs 5000") {
+			t.Errorf("want a preflight pause saying the restart would not fit, got phase %s pending %+v", st.Phase, st.Pending)
+		}
+		f.mu.Lock()
+		stopped := len(f.stopped)
+		f.quotaShortBefore = false
+		f.mu.Unlock()
+		if stopped != 0 {
+			t.Errorf("%d jobs stopped before the quota allowed their restart", stopped)
+		}
+		f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "dave", Reason: "quota raised"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	if rep := f.result(); rep.Phase != WindowPhaseCompleted {
+		t.Fatalf("phase %s", rep.Phase)
+	}
 }
 
 func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
@@ -418,8 +483,15 @@ func TestWindowTellsThePeopleOnCallAndHoldsItsTenants(t *testing.T) {
 	if strings.Join(pending, " | ") != strings.Join(want, " | ") {
 		t.Errorf("decision notifications:\n%s\nwant:\n%s", strings.Join(pending, "\n"), strings.Join(want, "\n"))
 	}
-	if last := f.events[len(f.events)-1]; last.Kind != notify.KindFinished || len(last.Tenants) != 2 {
-		t.Errorf("last event %+v; want the window's end, about its tenants", last)
+	// Notifications are not awaited, so they may run in any order.
+	var finished []notify.Event
+	for _, e := range f.events {
+		if e.Kind == notify.KindFinished {
+			finished = append(finished, e)
+		}
+	}
+	if len(finished) != 1 || len(finished[0].Tenants) != 2 {
+		t.Errorf("end events %+v; want one, about the window's two tenants", finished)
 	}
 	const wid = "default-test-workflow-id"
 	wantLocks := "acquire " + wid + " team-a,team-b | release " + wid

@@ -351,11 +351,14 @@ const (
 type JobProgress struct {
 	Target activities.JobTarget `json:"target"`
 
-	SavepointState    string `json:"savepointState"`
-	SavepointPath     string `json:"savepointPath,omitempty"`
-	SavepointFiles    int64  `json:"savepointFiles,omitempty"`
-	SavepointAttempts int    `json:"savepointAttempts,omitempty"`
-	SavepointError    string `json:"savepointError,omitempty"`
+	SavepointState string `json:"savepointState"`
+	SavepointPath  string `json:"savepointPath,omitempty"`
+	SavepointFiles int64  `json:"savepointFiles,omitempty"`
+	// Footprint is what the job's checkpoints cost, measured in preflight
+	// while it ran; the restart gate projects from it.
+	Footprint         *activities.Footprint `json:"footprint,omitempty"`
+	SavepointAttempts int                   `json:"savepointAttempts,omitempty"`
+	SavepointError    string                `json:"savepointError,omitempty"`
 	// StoppedWithoutSavepoint: the savepoint failed and the job is no longer
 	// running (it finished or was cancelled without one this window knows).
 	StoppedWithoutSavepoint bool `json:"stoppedWithoutSavepoint,omitempty"`
@@ -492,6 +495,9 @@ type WindowCleanup struct {
 	ReclaimedFiles int64  `json:"reclaimedFiles,omitempty"`
 	ReclaimedBytes int64  `json:"reclaimedBytes,omitempty"`
 	Error          string `json:"error,omitempty"`
+	// Tenants is the cleanup's report per tenant: quota before and after
+	// it, what its plan deleted by rule and kept by reason.
+	Tenants []GovernanceTenantReport `json:"tenants,omitempty"`
 }
 
 // CanaryDrill is the restore drill of the canary's savepoint, run before

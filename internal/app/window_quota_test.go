@@ -1,0 +1,108 @@
+//go:build realpeers
+
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+)
+
+// TestRestartFootprintCountsOnlyReferencedSharedFiles measures a real
+// RocksDB job's checkpoint footprint, then buries its shared/ dir in
+// orphaned uploads: the full checkpoint a restart uploads again is what
+// the newest _metadata references, so the orphans do not make the quota
+// gate refuse a restart that fits. Once the job stops with a savepoint,
+// Flink discards its checkpoints and its dir tells nothing: the gate
+// needs the footprint measured while the job ran.
+func TestRestartFootprintCountsOnlyReferencedSharedFiles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := newGovEnv(t, ctx)
+	c := e.peers.Clusters[0]
+	fc := flinkClient(t, c.RESTURL)
+	jarID, err := fc.UploadJar(ctx, e.peers.SampleJob.Jar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.DeleteJar(context.Background(), jarID) })
+	ckptRoot := e.root + "/tenant/checkpoints"
+	run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: e.peers.SampleJob.EntryClass,
+		ProgramArgs: []string{"--checkpoint-dir", ckptRoot, "--job-name", "footprint-" + e.tenant, "--keys", "4000", "--value-bytes", "256", "--rate", "800"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobID := run.JobID
+	t.Cleanup(func() { _ = fc.CancelJob(context.Background(), jobID) })
+	for ctx.Err() == nil {
+		if stats, err := fc.Checkpoints(ctx, jobID); err == nil && stats.Counts.Completed >= 3 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+
+	tenant := inventory.Tenant{Name: e.tenant, Root: e.root + "/tenant"}
+	in := activities.CheckQuotaInput{Tenants: []inventory.Tenant{tenant}, WarningPercent: 80, CriticalPercent: 90, SafetyMargin: 0.2,
+		Restart: []activities.RestartFootprintInput{{Key: "cluster-a/footprint", Tenant: e.tenant, CheckpointDir: ckptRoot + "/" + jobID}}}
+	measure := func() activities.Footprint {
+		t.Helper()
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(e.acts)
+		v, err := env.ExecuteActivity(e.acts.CheckQuota, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res activities.CheckQuotaResult
+		if err := v.Get(&res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Footprints) != 1 || len(res.Tenants) != 1 {
+			t.Fatalf("result %+v; want one footprint and one tenant", res)
+		}
+		t.Logf("footprint %+v, tenant %+v", res.Footprints[0], res.Tenants[0])
+		return res.Footprints[0]
+	}
+	before := measure()
+	if before.FullCheckpointFiles < 3 || before.FilesPerCheckpoint < 2 {
+		t.Fatalf("footprint %+v of a RocksDB job with incremental checkpoints; want its SST files counted", before)
+	}
+
+	const orphans = 300
+	files := map[string]int{}
+	for i := 0; i < orphans; i++ {
+		files[fmt.Sprintf("%08x-orphan-%04d", i, i)] = 64
+	}
+	e.put(t, e.plain+"/tenant/checkpoints/"+jobID+"/shared", files, time.Now().Add(-30*24*time.Hour))
+	after := measure()
+	// The job goes on checkpointing, so its own files may change a little;
+	// 300 orphans may not show.
+	if after.FullCheckpointFiles >= before.FullCheckpointFiles+orphans/2 || after.FilesPerCheckpoint >= before.FilesPerCheckpoint+orphans/6 {
+		t.Fatalf("footprint %+v after %d orphans, %+v before: the orphans were counted as state", after, orphans, before)
+	}
+
+	// Stopped with a savepoint, the job's checkpoints are gone: only what
+	// was measured before can be projected.
+	trig, err := fc.StopWithSavepoint(ctx, jobID, flink.StopRequest{TargetDirectory: e.root + "/tenant/savepoints"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.AwaitSavepoint(ctx, jobID, trig.TriggerID); err != nil {
+		t.Fatal(err)
+	}
+	stopped := measure()
+	if stopped.FullCheckpointFiles >= after.FullCheckpointFiles {
+		t.Logf("the finished job's dir still shows its checkpoints (%+v)", stopped)
+	}
+	in.Restart[0].Measured = &after
+	if got := measure(); got.FilesPerCheckpoint != after.FilesPerCheckpoint || got.FullCheckpointFiles != after.FullCheckpointFiles {
+		t.Fatalf("with the preflight footprint %+v the gate measured %+v", after, got)
+	}
+}
