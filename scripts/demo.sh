@@ -2,12 +2,17 @@
 # `make demo`: a maintenance window on the sandbox, end to end.
 #
 # Starts the embedded Temporal dev server and the real peers (HDFS + two
-# Flink clusters), submits sample stateful jobs, starts a worker, checks it
-# with `flinkmaint ping`, then runs a maintenance window over the jobs:
-# savepoint-all, network gate (confirmed automatically after 20 s, for the
-# demo only), quota gate, canary + wave restart, report. Temporal, the
-# worker and the sandbox keep running so the UI can be explored; `make stop`
-# ends everything.
+# Flink clusters), submits sample stateful jobs for two tenants and leaves
+# the first one (payments) near its namespace quota with the debris of
+# months: retired jobs' checkpoints, orphaned shared/ files, old savepoints,
+# the HA dir of a deleted cluster. It starts a worker, checks it with
+# `flinkmaint ping`, adopts the old savepoints for their jobs, shows the
+# quota, then runs a maintenance window over the jobs: savepoint-all,
+# network gate (confirmed automatically after 20 s, for the demo only),
+# quota gate with its projection, canary + wave restart, post-restart
+# cleanup into the trash, report with the quota before and after.
+# Temporal, the worker and the sandbox keep running so the UI can be
+# explored; `make stop` ends everything.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,12 +41,26 @@ echo "worker up: health http://127.0.0.1:9090/healthz, metrics http://127.0.0.1:
 echo
 bin/flinkmaint ping --message "hello from make demo"
 echo
+echo "The payments jobs took savepoints before flinkmaint ran; adopt them for their jobs, so"
+echo "retention counts them (until then they are kept as lineage-unknown):"
+for job in $(cut -d' ' -f1 "$STATE/adopt.txt" | sort -u); do
+  mapfile -t paths < <(awk -v j="$job" '$1 == j {print $2}' "$STATE/adopt.txt")
+  bin/flinkmaint savepoints adopt --job "$job" "${paths[@]}"
+done
+echo
+echo "Quota before the window (payments is past its warning watermark):"
+bin/flinkmaint quota --watch ""
+echo
 cat <<'MSG'
 Starting a maintenance window over the demo jobs. Watch it in the Temporal Web UI (link below):
 the window's phase and job counts are its search attributes, each job has a savepoint and a
 restart child workflow, and `bin/flinkmaint window status <id>` shows every job's state.
 The network change is confirmed automatically after 20 s (policy.network.autoConfirmAfter,
 demo only); in a real window an operator runs `flinkmaint window confirm-network-change <id>`.
+After the restart, the cleanup moves what no restore can need into the trash at once
+(policy.cleanup.mode: auto, demo only; the default, plan-and-approve, waits for
+`flinkmaint governance approve`). The report ends with the quota before, at the restart gate
+and after, and what the cleanup deleted by rule and kept by reason.
 MSG
 echo
 bin/flinkmaint window start -f "$STATE/window.yaml" --wait
