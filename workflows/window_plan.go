@@ -93,8 +93,9 @@ type PlanQuota struct {
 	// ProjectedUsed is the namespace in use once the restarts wrote what
 	// they are projected to write: used now plus ProjectedFiles.
 	ProjectedUsed int64 `json:"projectedUsed"`
-	// PreflightPause: the tenant is above the critical watermark now, so
-	// the window's preflight pauses for a decision before any job stops.
+	// PreflightPause: the tenant is above the critical watermark now, or
+	// its jobs' restart would not fit its quota, so the window's preflight
+	// pauses for a decision before any job stops.
 	PreflightPause bool `json:"preflightPause,omitempty"`
 }
 
@@ -205,7 +206,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 	}
 	for _, t := range q.Tenants {
 		pq := PlanQuota{TenantQuota: t, ProjectedUsed: t.NamespaceUsed + t.ProjectedFiles,
-			PreflightPause: t.Level == "critical" && !w.Policy.Quota.IgnorePreflightWatermark}
+			PreflightPause: (t.Level == "critical" || !t.RestartAllowed) && !w.Policy.Quota.IgnorePreflightWatermark}
 		plan.Quota = append(plan.Quota, pq)
 	}
 	plan.Notes = append(plan.Notes, "the quota projection counts the files the restarted jobs write (policy.quota.safetyMargin included), "+
@@ -293,7 +294,7 @@ func planDuration(w *WindowInput, jobs int, waves [][]string, drillCanary bool, 
 		}
 	}
 	if len(critical) > 0 {
-		pre.Wait = "a decision: tenants above the critical watermark before any job stops (" + strings.Join(critical, ", ") +
+		pre.Wait = "a decision: tenants above the critical watermark or too full for the restart before any job stops (" + strings.Join(critical, ", ") +
 			"); policy.quota.ignorePreflightWatermark goes on without one"
 		pre.Until = "decided"
 	}

@@ -197,7 +197,7 @@ func TestWindowPlanLaysOutJobsWavesQuotaAndDuration(t *testing.T) {
 		t.Fatalf("bound %s", d.Bound)
 	}
 	waits := strings.Join(d.Waits, "\n")
-	for _, w := range []string{"preflight: a decision: tenants above the critical watermark before any job stops (team-b)", "network-gate: the network change",
+	for _, w := range []string{"preflight: a decision: tenants above the critical watermark or too full for the restart before any job stops (team-b)", "network-gate: the network change",
 		"quota-gate: a decision: the restart does not fit the namespace quota of team-b", "cleanup: the cleanup approval: flinkmaint governance approve window-w1/cleanup"} {
 		if !strings.Contains(waits, w) {
 			t.Errorf("waits lack %q:\n%s", w, waits)
