@@ -101,8 +101,8 @@ func drillID(arg string) string {
 
 func drillStartCommand(g *globals) *cobra.Command {
 	f := &drillFlags{}
-	var name string
-	var wait bool
+	var name, reason string
+	var wait, overrideFreeze bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -116,6 +116,10 @@ func drillStartCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			drill := in.(workflows.RestoreDrillInput)
+			if drill.OverrideFreeze, err = freezeOverride(overrideFreeze, reason, "this drill may run jobs on the drill cluster"); err != nil {
+				return err
+			}
 			if name == "" {
 				name = nonce()
 			}
@@ -124,7 +128,7 @@ func drillStartCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			run, err := g.startOnce(cmd.Context(), c, "drill", name, workflows.RestoreDrillWorkflowID(name), kind, nil, wfType, in)
+			run, err := g.startOnce(cmd.Context(), c, "drill", name, workflows.RestoreDrillWorkflowID(name), kind, nil, wfType, drill)
 			if err != nil {
 				return err
 			}
@@ -154,6 +158,8 @@ func drillStartCommand(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "name of the drill (default: a timestamp)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the drill to finish and print its report")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Hour, "how long --wait waits")
+	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "run even inside a freeze of its tenants (needs --reason; recorded in the report)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why the freeze is overridden")
 	return cmd
 }
 

@@ -129,3 +129,51 @@ func TestStartRefusesAReusedNameOnDevServer(t *testing.T) {
 		}
 	}
 }
+
+// TestOverrideFreezeIsRecordedOnDevServer: --override-freeze with its
+// reason reaches the workflow's input, where the freeze check reads it
+// and the report records who overrode the freeze and why.
+func TestOverrideFreezeIsRecordedOnDevServer(t *testing.T) {
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	env := map[string]string{"TEMPORAL_ADDRESS": tmp.HostPort, "FLINKMAINT_TASK_QUEUE": "cli-freeze-test"}
+	t.Setenv("FLINKMAINT_OPERATOR", "carol")
+	window := filepath.Join(t.TempDir(), "window.yaml")
+	if err := os.WriteFile(window, []byte("windowId: frozen\nreason: test\npolicy:\n  manifestDir: hdfs://nn:8020/w\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const why = "restore test agreed with the business"
+	for _, tc := range []struct {
+		args []string
+		id   string
+	}{
+		{[]string{"window", "start", "-f", window}, "window-frozen"},
+		{[]string{"drill", "start", "--name", "frozen", "--tier", "1"}, "drill-frozen"},
+		{[]string{"governance", "run", "--name", "frozen", "--reason", "test"}, "governance-frozen"},
+	} {
+		args := append(tc.args, "--override-freeze", "--reason", why)
+		if tc.args[0] == "governance" {
+			args = append(tc.args[:len(tc.args)-2], "--override-freeze", "--reason", why)
+		}
+		if code, _, stderr := runCLI(args, env); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		it := tmp.Client.GetWorkflowHistory(context.Background(), tc.id, "", false, 0)
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
+		if len(payloads) != 1 {
+			t.Fatalf("%s: %d input payloads", tc.id, len(payloads))
+		}
+		var in struct {
+			OverrideFreeze *workflows.FreezeOverride `json:"overrideFreeze"`
+		}
+		if err := json.Unmarshal(payloads[0].GetData(), &in); err != nil {
+			t.Fatal(err)
+		}
+		if o := in.OverrideFreeze; o == nil || o.By != "carol" || o.Reason != why {
+			t.Errorf("%s: overrideFreeze %+v; want carol's, with the reason", tc.id, o)
+		}
+	}
+}

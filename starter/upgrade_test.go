@@ -53,6 +53,7 @@ func TestUpgradeUsageErrors(t *testing.T) {
 		"start with argument":     {[]string{"upgrade", "start", "-f", valid, "extra"}, "extra"},
 		"override without reason": {[]string{"upgrade", "start", "-f", valid, "--override-freeze"}, "--override-freeze needs --reason"},
 		"governance override":     {[]string{"governance", "run", "--override-freeze"}, "--override-freeze needs --reason"},
+		"drill override":          {[]string{"drill", "start", "--override-freeze"}, "--override-freeze needs --reason"},
 		"status without ID":       {[]string{"upgrade", "status"}, "exactly one UPGRADE-ID"},
 		"status two IDs":          {[]string{"upgrade", "status", "a", "b"}, "exactly one UPGRADE-ID"},
 		"status bad ID":           {[]string{"upgrade", "status", "a/b"}, `upgrade ID "a/b"`},
