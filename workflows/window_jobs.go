@@ -98,6 +98,32 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 		Recovered: stopped.Recovered}, nil
 }
 
+// changeCancelEveryEarlierAttempt versions cancelling the job of every
+// earlier attempt before a restart, not only PreviousJobID.
+const changeCancelEveryEarlierAttempt = "restart-cancels-every-earlier-attempt-2026-12-01"
+
+// earlierAttempts are the jobs to cancel before this attempt starts its
+// own, so that two instances never run: PreviousJobID, and the job of
+// every earlier attempt of this restart. An attempt whose cancel failed
+// never started a job, and the one it was to cancel may still run: the
+// caller's PreviousJobID then names the attempt that started nothing.
+// Cancelling a job Flink does not know is a no-op.
+func earlierAttempts(ctx workflow.Context, in JobRestartInput) []string {
+	var ids []string
+	if in.PreviousJobID != "" {
+		ids = append(ids, in.PreviousJobID)
+	}
+	if workflow.GetVersion(ctx, changeCancelEveryEarlierAttempt, workflow.DefaultVersion, 1) < 1 {
+		return ids
+	}
+	for n := 1; n < in.Attempt; n++ {
+		if id := flinkID(in.WindowID, in.Job.Key, "restart", n); id != in.PreviousJobID {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // JobRestartInput restores one job from its savepoint.
 type JobRestartInput struct {
 	WindowID      string               `json:"windowId"`
@@ -144,9 +170,9 @@ func JobRestartWorkflow(ctx workflow.Context, in JobRestartInput) (JobRestartRes
 		}
 	} else {
 		short := workflow.WithActivityOptions(ctx, shortActivityOptions())
-		if in.PreviousJobID != "" {
+		for _, id := range earlierAttempts(ctx, in) {
 			if err := workflow.ExecuteActivity(short, a.CancelJob,
-				activities.CancelJobInput{RESTURL: in.Job.RESTURL, JobID: in.PreviousJobID}).Get(ctx, nil); err != nil {
+				activities.CancelJobInput{RESTURL: in.Job.RESTURL, JobID: id}).Get(ctx, nil); err != nil {
 				return JobRestartResult{}, err
 			}
 		}

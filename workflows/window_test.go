@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,7 @@ type windowFixture struct {
 	// quotaShortBefore makes preflight find it so; gateRestarts records
 	// what the gate was asked to project.
 	quotaShort, quotaShortBefore bool
+	failCancel                   bool
 	gateRestarts                 []activities.RestartFootprintInput
 	documents                    map[string]string
 	cancelled                    []string
@@ -186,6 +188,9 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CancelJobInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.failCancel {
+			return temporal.NewNonRetryableApplicationError("JobManager unreachable", "FlinkUnavailable", nil)
+		}
 		f.cancelled = append(f.cancelled, in.JobID)
 		return nil
 	})
@@ -360,6 +365,39 @@ func TestWindowRetryJobCancelsFailedAttemptFirst(t *testing.T) {
 	}
 	if j.NewJobID != flinkID("w1", "cluster-a/job-a", "restart", 2) {
 		t.Fatalf("new job id %s is not attempt 2's", j.NewJobID)
+	}
+}
+
+// A retry whose cancel of the failed attempt failed never started its
+// job: the next retry must still cancel the attempt that did start, or
+// two instances of the job would run.
+func TestWindowRetryAfterAFailedCancelCancelsEveryEarlierAttempt(t *testing.T) {
+	f := newWindowFixture(t, 1)
+	f.failRestart["cluster-a/job-a"] = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	retry := func(failCancel, failRestart bool) func() {
+		return func() {
+			f.mu.Lock()
+			f.failCancel, f.failRestart["cluster-a/job-a"] = failCancel, failRestart
+			f.mu.Unlock()
+			f.update(UpdateDecide, DecideRequest{Action: ActionRetryJob, Job: "cluster-a/job-a", By: "carol"}, false)
+		}
+	}
+	f.env.RegisterDelayedCallback(retry(true, false), time.Hour)    // attempt 2: its cancel of attempt 1 fails
+	f.env.RegisterDelayedCallback(retry(false, false), 2*time.Hour) // attempt 3
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	j := rep.Jobs[0]
+	first := flinkID("w1", "cluster-a/job-a", "restart", 1)
+	if j.RestartState != StepDone || j.RestartAttempts != 3 {
+		t.Fatalf("job %+v; want attempt 3 done", j)
+	}
+	if !slices.Contains(f.cancelled, first) {
+		t.Fatalf("cancelled %v; attempt 1 (%s), which started, was never cancelled", f.cancelled, first)
+	}
+	if got := f.started["cluster-a/job-a"]; len(got) != 2 {
+		t.Fatalf("started %v; want attempts 1 and 3 only", got)
 	}
 }
 
