@@ -96,8 +96,12 @@ bench-metadata: ## _metadata parse throughput beside Flink's Java loader (prints
 	scripts/bench-metadata.sh
 
 .PHONY: bench-window
-bench-window: ## a window over 5000 simulated jobs: time, runs, history per run (prints figures)
+bench-window: ## a window over 5000 simulated jobs: time, runs, history per run, peak RSS (prints figures)
 	scripts/bench-window.sh
+
+.PHONY: bench-savepoints
+bench-savepoints: ## savepoint-all makespan, 1000 simulated jobs at concurrency 50, 2 s per savepoint, against ceil(N/C)*T
+	FLINKMAINT_SCALE_CONCURRENCY=50 FLINKMAINT_SCALE_SAVEPOINT_DELAY=2s scripts/bench-window.sh 1000
 
 .PHONY: image
 image: ## build the worker container image (needs a Docker engine)

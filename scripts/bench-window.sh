@@ -6,6 +6,9 @@
 # only checks are the scale test's own (every job stopped once, restarted
 # from its savepoint, each run's history within its budget).
 #   scripts/bench-window.sh [jobs]   default 5000
+# FLINKMAINT_SCALE_CONCURRENCY and FLINKMAINT_SCALE_SAVEPOINT_DELAY set the
+# savepoint concurrency (default 40) and each simulated savepoint's time
+# (default 20ms); `make bench-savepoints` uses them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

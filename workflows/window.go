@@ -362,6 +362,9 @@ func (r *windowRun) setPhase(ctx workflow.Context, phase string) {
 		r.logger.Info("phase", "from", r.st.Phase, "to", phase)
 	}
 	changed := r.st.Phase != phase
+	if changed || len(r.st.PhaseStarts) == 0 {
+		r.st.PhaseStarts = append(r.st.PhaseStarts, PhaseStart{Phase: phase, At: workflow.Now(ctx)})
+	}
 	r.st.Phase = phase
 	r.upsertVisibility(ctx)
 	if changed && r.notes != nil {

@@ -27,18 +27,20 @@ type WindowReport struct {
 	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
 	// QuotaGate is what the restart gate measured and projected.
 	QuotaGate []activities.TenantQuota `json:"quotaGate,omitempty"`
-	Cleanup   *WindowCleanup           `json:"cleanup,omitempty"`
-	Canary    *CanaryDrill             `json:"canary,omitempty"`
-	Decisions []DecisionRecord         `json:"decisions,omitempty"`
-	Notes     []string                 `json:"notes,omitempty"`
-	Manifest  string                   `json:"manifest"`
+	// Phases is when each phase began.
+	Phases    []PhaseStart     `json:"phases,omitempty"`
+	Cleanup   *WindowCleanup   `json:"cleanup,omitempty"`
+	Canary    *CanaryDrill     `json:"canary,omitempty"`
+	Decisions []DecisionRecord `json:"decisions,omitempty"`
+	Notes     []string         `json:"notes,omitempty"`
+	Manifest  string           `json:"manifest"`
 }
 
 func buildReport(in *WindowInput, st *WindowState) *WindowReport {
 	return &WindowReport{
 		WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Phase: st.Phase,
 		StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, AbortReason: st.AbortReason, Network: st.Network,
-		Jobs: st.Jobs, Skipped: st.Skipped, QuotaBefore: st.QuotaBefore, QuotaAfter: st.QuotaAfter, QuotaGate: st.QuotaGate,
+		Jobs: st.Jobs, Skipped: st.Skipped, QuotaBefore: st.QuotaBefore, QuotaAfter: st.QuotaAfter, QuotaGate: st.QuotaGate, Phases: st.PhaseStarts,
 		Cleanup: st.Cleanup, Canary: st.Canary, Decisions: st.Decisions, Notes: st.Notes, Manifest: st.ManifestPath,
 	}
 }
@@ -74,7 +76,11 @@ func (rep *WindowReport) Markdown() string {
 	if n := rep.Network; n != nil {
 		b.WriteString(fmt.Sprintf("- Network change confirmed by %s at %s (%s)\n", n.By, n.At.Format(time.RFC3339), n.Reason))
 	}
-	b.WriteString(fmt.Sprintf("- Manifest: `%s`\n\n", rep.Manifest))
+	b.WriteString(fmt.Sprintf("- Manifest: `%s`\n", rep.Manifest))
+	if len(rep.Phases) > 0 {
+		b.WriteString("- Phases: " + phaseDurations(rep) + "\n")
+	}
+	b.WriteString("\n")
 
 	b.WriteString("## Jobs\n\n| job | old job id | savepoint | restart | new job id | checkpoint after restore | note |\n|---|---|---|---|---|---|---|\n")
 	for _, j := range rep.Jobs {
@@ -167,6 +173,35 @@ func writeQuotaTable(b *strings.Builder, rep *WindowReport) {
 		}
 		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s |\n", q.Tenant, quota, usedCell(q), mdEscape(gateCell), afterCell))
 	}
+}
+
+// phaseDurations is "preflight 2s, savepoint-all 1m4s, ...": each phase
+// until the next began, the last until the window finished (or "running").
+func phaseDurations(rep *WindowReport) string {
+	parts := make([]string, 0, len(rep.Phases))
+	for i, p := range rep.Phases {
+		switch {
+		case i+1 < len(rep.Phases):
+			parts = append(parts, fmt.Sprintf("%s %s", p.Phase, rep.Phases[i+1].At.Sub(p.At).Round(time.Second)))
+		case p.Phase == WindowPhaseCompleted || p.Phase == WindowPhaseAborted:
+			parts = append(parts, p.Phase)
+		case !rep.FinishedAt.IsZero():
+			parts = append(parts, fmt.Sprintf("%s %s", p.Phase, rep.FinishedAt.Sub(p.At).Round(time.Second)))
+		default:
+			parts = append(parts, p.Phase+" running")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PhaseDuration is how long phase took, and whether the window left it.
+func (rep *WindowReport) PhaseDuration(phase string) (time.Duration, bool) {
+	for i, p := range rep.Phases {
+		if p.Phase == phase && i+1 < len(rep.Phases) {
+			return rep.Phases[i+1].At.Sub(p.At), true
+		}
+	}
+	return 0, false
 }
 
 // usedCell is "2557 (85.3%, warning)".

@@ -297,8 +297,18 @@ func TestWindowHappyPath(t *testing.T) {
 	if rep.Cleanup == nil || rep.Cleanup.Outcome != GovernancePhaseCompleted || rep.Cleanup.ReclaimedFiles != 3 || rep.Cleanup.PlannedItems != 2 {
 		t.Errorf("report cleanup %+v", rep.Cleanup)
 	}
+	var phases []string
+	for _, p := range rep.Phases {
+		phases = append(phases, p.Phase)
+	}
+	if got, want := strings.Join(phases, " "), "preflight savepoint-all network-gate quota-gate restart cleanup report completed"; got != want {
+		t.Errorf("phases %s; want %s", got, want)
+	}
+	if d, ok := rep.PhaseDuration(WindowPhaseNetworkGate); !ok || d < time.Minute {
+		t.Errorf("network gate took %s (%v); the confirmation came after a minute", d, ok)
+	}
 	md := f.documents["hdfs://nn/flinkmaint/windows/w1/report.md"]
-	for _, want := range []string{"cluster-a/no-recipe", "alice", "Post-restart cleanup",
+	for _, want := range []string{"cluster-a/no-recipe", "alice", "Post-restart cleanup", "- Phases: preflight 0s, savepoint-all ",
 		// The quota before, at the restart gate with its projection, and after.
 		"| team-a | 1000 | 100 (10.0%, ok) | 100 used + 40 projected for the restart, headroom 900: fits | 100 (10.0%, ok) |",
 		// What the cleanup deleted by rule and kept by reason.

@@ -427,11 +427,13 @@ type NetworkConfirmation struct {
 // copy, the manifest and report are built from it, and continue-as-new
 // carries it.
 type WindowState struct {
-	WindowID   string             `json:"windowId"`
-	Phase      string             `json:"phase"`
-	StartedAt  time.Time          `json:"startedAt"`
-	FinishedAt time.Time          `json:"finishedAt,omitempty"`
-	Tenants    []inventory.Tenant `json:"tenants"`
+	WindowID string `json:"windowId"`
+	Phase    string `json:"phase"`
+	// PhaseStarts is when each phase began, in order: how long each took.
+	PhaseStarts []PhaseStart       `json:"phaseStarts,omitempty"`
+	StartedAt   time.Time          `json:"startedAt"`
+	FinishedAt  time.Time          `json:"finishedAt,omitempty"`
+	Tenants     []inventory.Tenant `json:"tenants"`
 	// TenantLockHeld says the window holds its tenants' lock (from
 	// savepoint-all until the restart is done); WaitingFor names the runs
 	// holding one of them while it waits.
@@ -461,6 +463,12 @@ type WindowState struct {
 }
 
 // job returns the progress entry of key, or nil.
+// PhaseStart is when a window entered a phase.
+type PhaseStart struct {
+	Phase string    `json:"phase"`
+	At    time.Time `json:"at"`
+}
+
 func (s *WindowState) job(key string) *JobProgress {
 	for i := range s.Jobs {
 		if s.Jobs[i].Target.Key == key {

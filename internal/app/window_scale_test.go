@@ -28,9 +28,43 @@ import (
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
-// EnvScaleJobs sets the number of jobs of the fleet-scale window test
-// (default 1000); scripts/bench-window.sh runs it with more.
-const EnvScaleJobs = "FLINKMAINT_SCALE_JOBS"
+// Settings of the fleet-scale window test, for the benchmarks
+// (scripts/bench-window.sh): the number of jobs (default 1000), the
+// savepoint concurrency (default 40) and how long each simulated savepoint
+// takes (default 20ms).
+const (
+	EnvScaleJobs           = "FLINKMAINT_SCALE_JOBS"
+	EnvScaleConcurrency    = "FLINKMAINT_SCALE_CONCURRENCY"
+	EnvScaleSavepointDelay = "FLINKMAINT_SCALE_SAVEPOINT_DELAY"
+)
+
+// scaleSetting reads a positive integer setting, or def.
+func scaleSetting(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: use a positive number", env, v)
+	}
+	return n
+}
+
+// peakRSS is this process's peak resident set (VmHWM), or "unknown".
+func peakRSS() string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
 
 // TestMaintenanceWindowHistoryStaysBoundedAtFleetScale runs a window over a
 // simulated fleet of a thousand jobs (Flink's REST API simulated; Temporal,
@@ -40,23 +74,25 @@ const EnvScaleJobs = "FLINKMAINT_SCALE_JOBS"
 // the children running at the handover, and every job must still be
 // stopped once and restarted once from exactly its recorded savepoint.
 func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
-	n := 1000
-	if v := os.Getenv(EnvScaleJobs); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("%s=%q: use a positive number of jobs", EnvScaleJobs, v)
+	n := scaleSetting(t, EnvScaleJobs, 1000)
+	concurrency := scaleSetting(t, EnvScaleConcurrency, 40)
+	savepointDelay := 20 * time.Millisecond
+	if v := os.Getenv(EnvScaleSavepointDelay); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: use a positive duration such as 2s", EnvScaleSavepointDelay, v)
 		}
+		savepointDelay = d
 	}
 	const (
 		clusters        = 4
-		concurrency     = 40
 		maxEventsPerRun = 2000
 	)
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
-	sim, err := flinksim.Start(flinksim.Options{SavepointDelay: 20 * time.Millisecond, CheckpointDelay: 20 * time.Millisecond})
+	sim, err := flinksim.Start(flinksim.Options{SavepointDelay: savepointDelay, CheckpointDelay: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +250,14 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 	if dir := os.Getenv(sandbox.EnvCaptureHistory); dir != "" && len(runs) > 1 {
 		sandbox.CaptureHistory(t, tmp.Client, run.GetID(), runs[1].runID, dir+"/window-handover.json.gz")
 	}
+	// Savepoint-all against its ideal: ceil(N/C) rounds of one savepoint.
+	if d, ok := rep.PhaseDuration(workflows.WindowPhaseSavepointAll); ok {
+		ideal := time.Duration((n+concurrency-1)/concurrency) * savepointDelay
+		t.Logf("savepoint-all: %d jobs at concurrency %d, %s per simulated savepoint: makespan %s, ideal ceil(N/C)*T %s, ratio %.2f",
+			n, concurrency, savepointDelay, d.Round(time.Millisecond), ideal, float64(d)/float64(ideal))
+	}
+	restart, _ := rep.PhaseDuration(workflows.WindowPhaseRestart)
+	t.Logf("restart phase %s; peak RSS of this process (worker, simulated Flink and test together) %s", restart.Round(time.Millisecond), peakRSS())
 	t.Logf("%d jobs, %d clusters, concurrency %d: window completed in %s over %d runs (hand-overs by phase %v); "+
 		"history: %d events / %.1f MiB in total, largest run %d events / %.2f MiB, largest carried state %.1f KiB as stored; manifest %.1f KiB",
 		n, clusters, concurrency, elapsed.Round(time.Second), len(runs), handovers,
