@@ -148,6 +148,25 @@ func (e *govEnv) put(t *testing.T, dir string, files map[string]int, when time.T
 	}
 }
 
+// runJob runs the sample job on the first sandbox cluster, checkpointing
+// into the test's tenant tree, and cancels it when the test ends.
+func (e *govEnv) runJob(t *testing.T, ctx context.Context, name string, args ...string) (*flink.Client, string) {
+	t.Helper()
+	fc := flinkClient(t, e.peers.Clusters[0].RESTURL)
+	jarID, err := fc.UploadJar(ctx, e.peers.SampleJob.Jar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.DeleteJar(context.Background(), jarID) })
+	run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: e.peers.SampleJob.EntryClass,
+		ProgramArgs: append([]string{"--checkpoint-dir", e.root + "/tenant/checkpoints", "--job-name", name}, args...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.CancelJob(context.Background(), run.JobID) })
+	return fc, run.JobID
+}
+
 func (e *govEnv) exists(t *testing.T, plainPath string) bool {
 	t.Helper()
 	_, err := e.raw.Stat(plainPath)
@@ -167,21 +186,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := newGovEnv(t, ctx)
-	c := e.peers.Clusters[0]
-	fc := flinkClient(t, c.RESTURL)
-	jarID, err := fc.UploadJar(ctx, e.peers.SampleJob.Jar)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fc.DeleteJar(context.Background(), jarID) })
-	ckptRoot := e.root + "/tenant/checkpoints"
-	run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: e.peers.SampleJob.EntryClass,
-		ProgramArgs: []string{"--checkpoint-dir", ckptRoot, "--job-name", "gov-" + e.tenant, "--keys", "2000", "--value-bytes", "256", "--rate", "400"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobID := run.JobID
-	t.Cleanup(func() { _ = fc.CancelJob(context.Background(), jobID) })
+	fc, jobID := e.runJob(t, ctx, "gov-"+e.tenant, "--keys", "2000", "--value-bytes", "256", "--rate", "400")
 	waitForCheckpoint(t, ctx, fc, jobID)
 
 	// Garbage: an incomplete checkpoint of the live job and the dir of a

@@ -26,21 +26,8 @@ func TestRestartFootprintCountsOnlyReferencedSharedFiles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := newGovEnv(t, ctx)
-	c := e.peers.Clusters[0]
-	fc := flinkClient(t, c.RESTURL)
-	jarID, err := fc.UploadJar(ctx, e.peers.SampleJob.Jar)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fc.DeleteJar(context.Background(), jarID) })
+	fc, jobID := e.runJob(t, ctx, "footprint-"+e.tenant, "--keys", "4000", "--value-bytes", "256", "--rate", "800")
 	ckptRoot := e.root + "/tenant/checkpoints"
-	run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: e.peers.SampleJob.EntryClass,
-		ProgramArgs: []string{"--checkpoint-dir", ckptRoot, "--job-name", "footprint-" + e.tenant, "--keys", "4000", "--value-bytes", "256", "--rate", "800"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobID := run.JobID
-	t.Cleanup(func() { _ = fc.CancelJob(context.Background(), jobID) })
 	for ctx.Err() == nil {
 		if stats, err := fc.Checkpoints(ctx, jobID); err == nil && stats.Counts.Completed >= 3 {
 			break
