@@ -190,6 +190,7 @@ func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQ
 		}
 		byTenant[r.Tenant] = append(byTenant[r.Tenant], fp)
 		footprints = append(footprints, Footprint{Key: r.Key, FilesPerCheckpoint: fp.FilesPerCheckpoint, FullCheckpointFiles: fp.FullCheckpointFiles})
+		activity.RecordHeartbeat(ctx, r.Key) // one _metadata read per job
 	}
 	res := CheckQuotaResult{Footprints: footprints}
 	for _, t := range in.Tenants {

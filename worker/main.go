@@ -21,10 +21,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
@@ -90,6 +92,7 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		return &configError{err}
 	}
 	defer closeAdapters() //nolint:errcheck // connections close on exit anyway
+	warnMissingCleanupDirs(ctx, cfg.Cleanup, acts.Storage, zl)
 	codecToken, err := cfg.HTTP.CodecToken()
 	if err != nil {
 		return &configError{err}
@@ -185,4 +188,32 @@ func startHTTP(cfg config.HTTP, codecToken string, routes httpRoutes, zl zerolog
 		}
 	}()
 	return srv, nil
+}
+
+// warnMissingCleanupDirs says at startup which cleanup directories do not
+// exist: an approved cleanup would fail at its first step. The worker does
+// not create them; where state may be moved is for people to decide. A
+// storage that does not answer within a few seconds is left to the runs.
+func warnMissingCleanupDirs(ctx context.Context, c config.Cleanup, fs activities.Storage, zl zerolog.Logger) {
+	if fs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, d := range []struct{ setting, path string }{{"cleanup.trashRoot", c.TrashRoot}, {"cleanup.planDir", c.PlanDir}, {"cleanup.auditRoot", c.AuditRoot}} {
+		if d.path == "" {
+			continue
+		}
+		rfs, p, err := fs.Resolve(ctx, d.path)
+		if err == nil {
+			_, err = rfs.Stat(ctx, p)
+		}
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			zl.Warn().Str("setting", d.setting).Str("path", d.path).
+				Msg("does not exist: cleanup runs will fail until it is created (create it under storage.writableRoots)")
+		case err != nil:
+			zl.Warn().Err(err).Str("setting", d.setting).Str("path", d.path).Msg("could not be checked at startup")
+		}
+	}
 }

@@ -225,3 +225,32 @@ func TestHTTPServerCutsOffSlowBodies(t *testing.T) {
 	}
 	t.Fatalf("the server read all %d bytes of a body sent a byte per 20 ms; want it cut off at its read timeout", bodyLen)
 }
+
+// TestRunWarnsOfMissingCleanupDirs: a trash root that does not exist is
+// named at startup, before Temporal is dialled, instead of failing the
+// first approved cleanup at "stat trash root".
+func TestRunWarnsOfMissingCleanupDirs(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "plans"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "worker.yaml")
+	body := "storage:\n  writableRoots: [file://" + dir + "]\ncleanup:\n  trashRoot: file://" + dir + "/trash\n  planDir: file://" + dir + "/plans\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--config", cfg, "--temporal-address", "127.0.0.1:1", "--temporal-connect-timeout", "1s",
+		"--http-listen", "", "--log-format", "console"}, noEnv, &stderr)
+	out := stderr.String()
+	if code != exitUnreachable {
+		t.Fatalf("exit code %d, want %d (Temporal unreachable); stderr:\n%s", code, exitUnreachable, out)
+	}
+	warn := strings.Index(out, "cleanup.trashRoot")
+	if warn < 0 || !strings.Contains(out, "does not exist") || strings.Contains(out, "cleanup.planDir") {
+		t.Fatalf("stderr does not warn of the missing trash root alone:\n%s", out)
+	}
+	if dial := strings.Index(out, "127.0.0.1:1"); dial >= 0 && dial < warn {
+		t.Errorf("the warning came after the Temporal attempt:\n%s", out)
+	}
+}
