@@ -122,9 +122,11 @@ func matchesAny(patterns []string, name string) bool {
 // knows, by job name; a job without one is skipped when needRecipe.
 func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope, needRecipe bool) ([]JobTarget, []SkippedJob) {
 	recipes := map[string]inventory.RestartRecipe{}
+	drain := map[string]*bool{}
 	drillable := map[string]bool{}
 	for _, js := range c.Jobs {
 		recipes[js.Name] = js.Restart
+		drain[js.Name] = js.DrainOnStop
 		drillable[js.Name] = js.Drill != nil
 	}
 	running := map[string][]flink.JobOverview{}
@@ -163,7 +165,7 @@ func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope, needR
 			targets = append(targets, JobTarget{
 				Key: key, Tenant: c.Tenant, ClusterID: c.ClusterID, KubeCluster: c.KubeCluster, RESTURL: c.RESTURL,
 				JobName: name, JobID: js[0].ID, CheckpointDir: c.CheckpointDir, SavepointDir: c.SavepointDir,
-				Restart: recipe, Drillable: drillable[name],
+				Restart: recipe, Drillable: drillable[name], DrainOnStop: drain[name],
 			})
 		}
 	}
@@ -349,7 +351,7 @@ func (a *Activities) stopWithSavepoint(ctx context.Context, in StopWithSavepoint
 		return StopWithSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: no savepoint directory configured for cluster %s", in.Job.Key, in.Job.ClusterID)
 	}
 	trig, err := client.StopWithSavepoint(ctx, in.Job.JobID, flink.StopRequest{
-		TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: in.TriggerID,
+		TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: in.TriggerID, Drain: in.Drain,
 	})
 	if err != nil {
 		if !flink.IsRetryable(err) {

@@ -48,6 +48,8 @@ type JobTarget struct {
 	// Drillable says the inventory has a drill recipe for the job, so a
 	// window can drill its savepoint as the canary.
 	Drillable bool `json:"drillable,omitempty"`
+	// DrainOnStop is the inventory's per-job drain setting, if any.
+	DrainOnStop *bool `json:"drainOnStop,omitempty"`
 }
 
 // Label is the job's key, prefixed by its Kubernetes cluster when the
@@ -156,6 +158,9 @@ type StopWithSavepointInput struct {
 	// TargetDir overrides the job's savepoint dir.
 	TargetDir string
 	Format    string // CANONICAL or NATIVE
+	// Drain stops the job with drain: sources end, MAX_WATERMARK fires
+	// every event-time timer, then the savepoint is taken.
+	Drain bool `json:",omitempty"`
 	// RunID names the window, recorded in the savepoint catalog.
 	RunID string `json:",omitempty"`
 }

@@ -456,6 +456,9 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 				return err
 			}
 		}
+		if err := drainRefusal(found.Jobs, r.in.Policy.Savepoint); err != nil {
+			return err
+		}
 		r.st.Tenants, r.st.Clusters, r.st.Skipped = found.Tenants, found.Clusters, found.Skipped
 		// A window nobody overrode stops nothing inside a freeze.
 		if _, note, err := checkFreeze(ctx, "window "+r.in.WindowID, tenantNames(found.Tenants), r.in.OverrideFreeze,
@@ -589,7 +592,8 @@ func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bo
 			j := r.st.job(key)
 			j.SavepointState = StepRunning
 			j.SavepointAttempts = max(j.SavepointAttempts, 1)
-			in := JobSavepointInput{WindowID: r.in.WindowID, Job: j.Target, Attempt: j.SavepointAttempts, Format: p.Format, Timeout: p.Timeout}
+			in := JobSavepointInput{WindowID: r.in.WindowID, Job: j.Target, Attempt: j.SavepointAttempts, Format: p.Format, Timeout: p.Timeout,
+				Drain: p.drains(j.Target)}
 			cctx := workflow.WithChildOptions(ctx, jobChildOptions(JobSavepointWorkflowID(r.in.WindowID, key, j.SavepointAttempts),
 				savepointChildSummary(key, "window "+r.in.WindowID, j.SavepointAttempts)))
 			return workflow.ExecuteChildWorkflow(cctx, JobSavepointWorkflowType, in)

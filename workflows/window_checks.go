@@ -65,6 +65,25 @@ func (in *WindowInput) cleanupInput(tenants []string) GovernanceInput {
 		WarningPercent: p.Quota.WarningPercent, CriticalPercent: p.Quota.CriticalPercent}
 }
 
+// drainRefusal refuses a window that would drain a job the Flink
+// Kubernetes Operator runs: such a job is suspended through its resource,
+// which takes a savepoint without draining, so the drain asked for would
+// silently not happen.
+func drainRefusal(jobs []activities.JobTarget, p SavepointPolicy) error {
+	var keys []string
+	for _, j := range jobs {
+		if j.Restart.Kind == inventory.RestartOperatorResume && p.drains(j) {
+			keys = append(keys, j.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return newInvalidInputError("drain is asked for (policy.savepoint.drain or drainOnStop) for jobs the Flink Kubernetes Operator runs, " +
+		"which are suspended through their resource without draining, so no job is stopped: " + strings.Join(keys, ", ") +
+		". Set drainOnStop: false on them in the inventory, or leave policy.savepoint.drain off")
+}
+
 // scopeRefusal is the non-retryable error a window, and its plan, fail
 // with when the scope does not resolve (found.Unresolved names what) or
 // selects no job the window could stop and bring back; nil otherwise.

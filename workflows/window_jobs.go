@@ -41,6 +41,8 @@ type JobSavepointInput struct {
 	Format    string               `json:"format"`
 	Timeout   Duration             `json:"timeout"`
 	TargetDir string               `json:"targetDir,omitempty"`
+	// Drain stops the job with drain (REST jobs only).
+	Drain bool `json:"drain,omitempty"`
 }
 
 // JobSavepointResult is the verified savepoint.
@@ -82,7 +84,7 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 	} else {
 		stop := activities.StopWithSavepointInput{
 			Job: in.Job, TriggerID: flinkID(in.WindowID, in.Job.Key, "stop-with-savepoint", in.Attempt),
-			TargetDir: in.TargetDir, Format: in.Format, RunID: in.WindowID,
+			TargetDir: in.TargetDir, Format: in.Format, RunID: in.WindowID, Drain: in.Drain,
 		}
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(in.Timeout.D())),
 			a.StopWithSavepoint, stop).Get(ctx, &stopped); err != nil {

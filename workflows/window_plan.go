@@ -194,6 +194,9 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 	if err := scopeRefusal(found); err != nil {
 		return nil, err
 	}
+	if err := drainRefusal(found.Jobs, w.Policy.Savepoint); err != nil {
+		return nil, err
+	}
 	plan := &WindowPlan{WindowID: w.WindowID, Reason: w.Reason, Ticket: w.Ticket, Scope: w.Scope, Policy: w.Policy, Skipped: found.Skipped}
 
 	restart := make([]activities.RestartFootprintInput, 0, len(found.Jobs))

@@ -44,6 +44,7 @@ type windowFixture struct {
 	// what the gate was asked to project.
 	quotaShort, quotaShortBefore bool
 	failCancel                   bool
+	drained                      []string // jobs stopped with drain
 	gateRestarts                 []activities.RestartFootprintInput
 	documents                    map[string]string
 	cancelled                    []string
@@ -148,6 +149,9 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.stopped[in.Job.Key]++
+		if in.Drain {
+			f.drained = append(f.drained, in.Job.Key)
+		}
 		recorded := false
 		for path, doc := range f.documents {
 			recorded = recorded || strings.HasSuffix(path, "manifest.json") && strings.Contains(doc, in.Job.Key)
@@ -769,5 +773,51 @@ func TestWindowRespectsFreezes(t *testing.T) {
 		if rep.Phase != WindowPhaseCompleted || len(f.stopped) != 2 || !strings.Contains(strings.Join(rep.Notes, "\n"), "freeze overridden by ann: datacenter move cannot wait") {
 			t.Fatalf("overridden window: %s, stopped %v, notes %v", rep.Phase, f.stopped, rep.Notes)
 		}
+	}
+}
+
+// Drain is off unless asked for; the window's policy drains every job but
+// those whose inventory entry says drainOnStop: false.
+func TestWindowDrainsOnlyWhenAsked(t *testing.T) {
+	no := false
+	for name, tc := range map[string]struct {
+		drain bool
+		want  string
+	}{"off by default": {false, ""}, "policy, job opted out": {true, "cluster-a/job-a"}} {
+		t.Run(name, func(t *testing.T) {
+			f := newWindowFixture(t, 2)
+			f.jobs[1].DrainOnStop = &no
+			in := windowInput()
+			in.Policy.Network.Skip = true
+			in.Policy.Savepoint.Drain = tc.drain
+			f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+			if rep := f.result(); rep.Phase != WindowPhaseCompleted {
+				t.Fatalf("phase %s", rep.Phase)
+			}
+			if got := strings.Join(f.drained, ","); got != tc.want {
+				t.Errorf("drained %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// An operator-run job is suspended through its resource, which does not
+// drain: a window asked to drain it refuses before stopping anything.
+func TestDrainRefusedForOperatorJobs(t *testing.T) {
+	yes := true
+	jobs := []activities.JobTarget{
+		{Key: "c/rest", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
+		{Key: "c/op", Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume}},
+	}
+	if err := drainRefusal(jobs, SavepointPolicy{}); err != nil {
+		t.Fatalf("no drain asked: %v", err)
+	}
+	err := drainRefusal(jobs, SavepointPolicy{Drain: true})
+	if err == nil || !strings.Contains(err.Error(), "c/op") || strings.Contains(err.Error(), "c/rest") || !strings.Contains(err.Error(), "drainOnStop: false") {
+		t.Fatalf("drain of an operator job: %v", err)
+	}
+	jobs[0].DrainOnStop, jobs[1].DrainOnStop = &yes, nil
+	if err := drainRefusal(jobs, SavepointPolicy{}); err != nil {
+		t.Fatalf("drain asked for the REST job only: %v", err)
 	}
 }

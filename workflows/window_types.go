@@ -91,6 +91,22 @@ type SavepointPolicy struct {
 	// leaves the job running and goes on. A job is never cancelled
 	// without a savepoint.
 	OnFailure string `json:"onFailure"`
+	// Drain stops jobs with drain (default false): the sources end and
+	// Flink emits MAX_WATERMARK before the savepoint, so every event-time
+	// window and timer fires now, on incomplete data, and after the
+	// restart the events of those windows arrive late. For jobs being
+	// retired or moved whose results tolerate that; a job's drainOnStop in
+	// the inventory overrides it.
+	Drain bool `json:"drain,omitempty"`
+}
+
+// drains says whether the job is stopped with drain: its inventory
+// setting, else the policy's.
+func (p SavepointPolicy) drains(t activities.JobTarget) bool {
+	if t.DrainOnStop != nil {
+		return *t.DrainOnStop
+	}
+	return p.Drain
 }
 
 // NetworkPolicy governs the wait for the infrastructure change.

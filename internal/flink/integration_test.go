@@ -404,3 +404,28 @@ func TestIntegrationUnknownJob(t *testing.T) {
 		t.Errorf("wrong base URL: want %s, got %v", ErrorReasonEndpointNotFound, err)
 	}
 }
+
+// TestIntegrationStopWithDrain: a stop with drain (MAX_WATERMARK before the
+// savepoint) is accepted by real Flink, ends the job FINISHED, and its
+// savepoint restores.
+func TestIntegrationStopWithDrain(t *testing.T) {
+	e := newITEnv(t)
+	ctx := itContext(t, 5*time.Minute)
+	jarID := e.uploadSampleJar(t, ctx)
+	run := e.runSample(t, ctx, jarID, "flink-client-it-drain", RunJarRequest{})
+	e.waitRunning(t, ctx, run.JobID)
+	tr, err := e.client.StopWithSavepoint(ctx, run.JobID, StopRequest{TargetDirectory: e.rootURI + "/savepoints", Drain: true})
+	if err != nil {
+		t.Fatalf("stop with drain: %v", err)
+	}
+	loc, err := e.client.AwaitSavepoint(ctx, run.JobID, tr.TriggerID)
+	if err != nil {
+		t.Fatalf("await drained stop: %v", err)
+	}
+	e.waitState(t, ctx, run.JobID, JobFinished)
+	restored := e.runSample(t, ctx, jarID, "flink-client-it-drain-restored", RunJarRequest{SavepointPath: loc, RestoreMode: RestoreNoClaim})
+	e.waitRunning(t, ctx, restored.JobID)
+	if err := e.client.CancelJob(ctx, restored.JobID); err != nil {
+		t.Fatalf("cancel restored job: %v", err)
+	}
+}

@@ -138,6 +138,10 @@ type JobSpec struct {
 	// Drill is how a restore drill starts a copy of the job; nil means the
 	// job gets the storage proof only, never a real restore.
 	Drill *DrillRecipe `json:"drill,omitempty" yaml:"drill,omitempty"`
+	// DrainOnStop overrides the window's policy.savepoint.drain for this
+	// job: true stops it with drain (MAX_WATERMARK first, every event-time
+	// timer fires), false never drains it; unset follows the window.
+	DrainOnStop *bool `json:"drainOnStop,omitempty" yaml:"drainOnStop,omitempty"`
 }
 
 // DrillRecipe starts a copy of a job on the drill cluster, from one of its
