@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Real-peer sandbox: HDFS (MiniDFSCluster) + ZooKeeper in one JVM, and two Flink session clusters
-# (cluster-a for tenant team-a, cluster-b for team-b), one JVM each, all on 127.0.0.1.
+# Real-peer sandbox: HDFS (MiniDFSCluster) + ZooKeeper in one JVM, and three Flink session clusters
+# (cluster-a for tenant team-a and cluster-b for team-b on Flink 1.20, cluster-c for team-c on
+# Flink 2.x), one JVM each, all on 127.0.0.1.
 #
 #   sandbox/java/run.sh build    mvn package (skipped when up to date) + runtime classpath file
 #   sandbox/java/run.sh up       start or reuse the JVMs, wait until they answer, write peers.json
@@ -19,6 +20,8 @@ JAVA_STATE="$STATE/java"
 LOGS="$STATE/logs"
 PEERS_JSON="$STATE/peers.json"
 CLASSPATH_FILE="$STATE/java-classpath.txt"
+# Flink 1.20 and 2.x jars cannot share a JVM: the 2.x clusters run on their own classpath.
+CLASSPATH_FILE_FLINK2="$STATE/java-classpath-flink2.txt"
 BUILD_ENV="$JAVA_STATE/build.env"
 BUILD_STAMP="$JAVA_STATE/build.stamp"
 JAVA_BIN="${JAVA_HOME:+$JAVA_HOME/bin/}java"
@@ -29,13 +32,45 @@ export HADOOP_USER_NAME="${FLINKMAINT_HDFS_USER:-flink}"
 
 NAMESPACE_QUOTA="${FLINKMAINT_NAMESPACE_QUOTA:-15000}"
 TASK_SLOTS="${FLINKMAINT_TASK_SLOTS:-8}"
-CLUSTERS=("cluster-a:team-a" "cluster-b:team-b")
-TENANTS=("team-a" "team-b")
+# id:tenant:line. The line picks the classpath, the sample job jar and peers.json flinkVersion:
+# 1 = Flink 1.20 (modules peers, sample-job), 2 = Flink 2.x (peers-flink2, sample-job-flink2).
+CLUSTERS=("cluster-a:team-a:1" "cluster-b:team-b:1" "cluster-c:team-c:2")
+TENANTS=("team-a" "team-b" "team-c")
 STORAGE_MAIN="io.github.flinkmaint.sandbox.peers.StoragePeers"
 CLUSTER_MAIN="io.github.flinkmaint.sandbox.peers.FlinkSessionCluster"
 SAMPLE_ENTRY="io.github.flinkmaint.sandbox.job.StatefulSampleJob"
 # Marks our JVMs on their command line, so a reused pid is never mistaken for one of ours.
 MARKER="-Dflinkmaint.sandbox.home=$STATE"
+
+# cluster_field ENTRY N: field N (1 id, 2 tenant, 3 line) of a CLUSTERS entry.
+cluster_field() { cut -d: -f"$2" <<<"$1"; }
+
+# line_version LINE: the Flink version the build made for a line.
+line_version() {
+    case "$1" in
+        1) env_value "$BUILD_ENV" FLINK_VERSION ;;
+        2) env_value "$BUILD_ENV" FLINK_VERSION_2 ;;
+        *) die "unknown Flink line '$1' in CLUSTERS (valid: 1, 2)" ;;
+    esac
+}
+
+# line_sample_jar LINE: the sample job jar built against a line.
+line_sample_jar() {
+    case "$1" in
+        1) env_value "$BUILD_ENV" SAMPLE_JAR ;;
+        2) env_value "$BUILD_ENV" SAMPLE_JAR_2 ;;
+        *) die "unknown Flink line '$1' in CLUSTERS (valid: 1, 2)" ;;
+    esac
+}
+
+# line_classpath LINE: the runtime classpath file of a Flink line (see CLUSTERS).
+line_classpath() {
+    case "$1" in
+        1) echo "$CLASSPATH_FILE" ;;
+        2) echo "$CLASSPATH_FILE_FLINK2" ;;
+        *) die "unknown Flink line '$1' in CLUSTERS (valid: 1, 2)" ;;
+    esac
+}
 
 log() { printf '[java-sandbox] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -54,8 +89,9 @@ take_lock() {
 # ---------------------------------------------------------------- build
 
 needs_build() {
-    [[ -f "$BUILD_STAMP" && -f "$CLASSPATH_FILE" && -f "$BUILD_ENV" ]] || return 0
+    [[ -f "$BUILD_STAMP" && -f "$CLASSPATH_FILE" && -f "$CLASSPATH_FILE_FLINK2" && -f "$BUILD_ENV" ]] || return 0
     [[ -f "$HERE/peers/target/peers-0.1.0.jar" && -f "$HERE/sample-job/target/sample-job-0.1.0.jar" ]] || return 0
+    [[ -f "$HERE/peers-flink2/target/peers-flink2-0.1.0.jar" && -f "$HERE/sample-job-flink2/target/sample-job-flink2-0.1.0.jar" ]] || return 0
     local newer
     newer="$(find "$HERE" -path '*/target' -prune -o -type f \( -name '*.java' -o -name '*.xml' -o -name '*.properties' \) -newer "$BUILD_STAMP" -print -quit)"
     [[ -n "$newer" ]]
@@ -70,10 +106,14 @@ cmd_build() {
     fi
     command -v mvn >/dev/null || die "mvn not found on PATH (Maven 3.8+ and a Java 17 JDK are needed)"
     local m2="${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}"
-    local flink_version
+    local flink_version flink2_version
     flink_version="$(sed -n 's:.*<flink.version>\(.*\)</flink.version>.*:\1:p' "$HERE/pom.xml" | head -1)"
+    flink2_version="$(sed -n 's:.*<flink2.version>\(.*\)</flink2.version>.*:\1:p' "$HERE/pom.xml" | head -1)"
     if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink_version" ]]; then
         log "first run downloads ~230 MB of Maven artifacts (Flink $flink_version, Hadoop, RocksDB), takes a few minutes"
+    fi
+    if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink2_version" ]]; then
+        log "downloading Flink $flink2_version (RocksDB, ForSt) for the 2.x clusters, ~200 MB more"
     fi
     log "building (mvn package), log: $LOGS/maven-build.log"
     local start=$SECONDS
@@ -85,12 +125,19 @@ cmd_build() {
     fi
     local peers_jar="$HERE/peers/target/peers-0.1.0.jar"
     local sample_jar="$HERE/sample-job/target/sample-job-0.1.0.jar"
+    local peers2_jar="$HERE/peers-flink2/target/peers-flink2-0.1.0.jar"
+    local sample2_jar="$HERE/sample-job-flink2/target/sample-job-flink2-0.1.0.jar"
     printf '%s:%s\n' "$peers_jar" "$(cat "$HERE/peers/target/runtime-classpath.txt")" >"$CLASSPATH_FILE.tmp"
     mv "$CLASSPATH_FILE.tmp" "$CLASSPATH_FILE"
+    printf '%s:%s\n' "$peers2_jar" "$(cat "$HERE/peers-flink2/target/runtime-classpath.txt")" >"$CLASSPATH_FILE_FLINK2.tmp"
+    mv "$CLASSPATH_FILE_FLINK2.tmp" "$CLASSPATH_FILE_FLINK2"
     cat >"$BUILD_ENV" <<EOF
 FLINK_VERSION=$flink_version
 SAMPLE_JAR=$sample_jar
 PEERS_JAR=$peers_jar
+FLINK_VERSION_2=$flink2_version
+SAMPLE_JAR_2=$sample2_jar
+PEERS_JAR_2=$peers2_jar
 EOF
     touch "$BUILD_STAMP"
     log "built in $((SECONDS - start)) s; classpath: $CLASSPATH_FILE"
@@ -143,10 +190,10 @@ stop_peer() {
     rm -f "$JAVA_STATE/$name.pid" "$JAVA_STATE/$name.ready"
 }
 
-# start_peer NAME MAIN_CLASS HEAP -- ARGS...
+# start_peer NAME MAIN_CLASS HEAP CLASSPATH_FILE -- ARGS...
 start_peer() {
-    local name="$1" main="$2" heap="$3"
-    shift 4
+    local name="$1" main="$2" heap="$3" cpfile="$4"
+    shift 5
     local logfile="$LOGS/$name.log"
     [[ -f "$logfile" ]] && mv -f "$logfile" "$logfile.1"
     # setsid: the JVM outlives this script and its caller's process group (go test, make).
@@ -155,7 +202,7 @@ start_peer() {
         -Xms64m "-Xmx$heap" -XX:+UseSerialGC -XX:MaxMetaspaceSize=256m -Xss512k \
         "-Dlog4j2.configurationFile=$HERE/conf/log4j2-server.properties" \
         "-Djava.io.tmpdir=$JAVA_STATE/tmp" \
-        -cp "$(cat "$CLASSPATH_FILE")" "$main" "$@" \
+        -cp "$(cat "$cpfile")" "$main" "$@" \
         </dev/null >"$logfile" 2>&1 9>&- &
     echo $! >"$JAVA_STATE/$name.pid"
 }
@@ -262,11 +309,10 @@ EOF
 json_str() { local s="${1//\\/\\\\}"; s="${s//\"/\\\"}"; printf '"%s"' "$s"; }
 
 write_peers_json() {
-    local nn zk user flink_version sample_jar i id tenant root rest sep
+    local nn zk user sample_jar i id tenant line root rest sep
     nn="$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)"
     zk="$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)"
     user="$(env_value "$JAVA_STATE/storage.ready" HDFS_USER)"
-    flink_version="$(env_value "$BUILD_ENV" FLINK_VERSION)"
     sample_jar="$(env_value "$BUILD_ENV" SAMPLE_JAR)"
     {
         printf '{\n  "hdfs": {"uri": %s, "namenode": %s, "user": %s},\n' \
@@ -281,12 +327,14 @@ write_peers_json() {
         printf '\n  ],\n  "clusters": [\n'
         sep=""
         for i in "${CLUSTERS[@]}"; do
-            id="${i%%:*}"; tenant="${i##*:}"; root="hdfs://127.0.0.1:$nn/user/app/$tenant"
+            id="$(cluster_field "$i" 1)"; tenant="$(cluster_field "$i" 2)"; line="$(cluster_field "$i" 3)"
+            root="hdfs://127.0.0.1:$nn/user/app/$tenant"
             rest="$(env_value "$JAVA_STATE/$id.ready" REST_URL)"
-            printf '%s    {"clusterId": %s, "tenant": %s, "restUrl": %s, "checkpointDir": %s, "savepointDir": %s, "haStorageDir": %s, "flinkVersion": %s}' \
+            printf '%s    {"clusterId": %s, "tenant": %s, "restUrl": %s, "checkpointDir": %s, "savepointDir": %s, "haStorageDir": %s, "flinkVersion": %s, "sampleJobJar": %s, "javaClasspathFile": %s}' \
                 "$sep" "$(json_str "$id")" "$(json_str "$tenant")" "$(json_str "$rest")" \
                 "$(json_str "$root/checkpoints")" "$(json_str "$root/savepoints")" "$(json_str "$root/ha")" \
-                "$(json_str "$flink_version")"
+                "$(json_str "$(line_version "$line")")" "$(json_str "$(line_sample_jar "$line")")" \
+                "$(json_str "$(line_classpath "$line")")"
             sep=$',\n'
         done
         printf '\n  ],\n  "sampleJob": {"jar": %s, "entryClass": %s},\n' "$(json_str "$sample_jar")" "$(json_str "$SAMPLE_ENTRY")"
@@ -305,11 +353,11 @@ cmd_up() {
         log "reusing storage peers (pid $(peer_pid storage))"
     else
         log "starting storage peers (HDFS + ZooKeeper), log: $LOGS/storage.log"
-        for i in "${CLUSTERS[@]}"; do stop_peer "${i%%:*}"; done
+        for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
         stop_peer storage
         local tenant_args=()
         for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
-        start_peer storage "$STORAGE_MAIN" 512m -- \
+        start_peer storage "$STORAGE_MAIN" 512m "$CLASSPATH_FILE" -- \
             --data-dir "$JAVA_STATE/storage-data" --ready-file "$JAVA_STATE/storage.ready" \
             --namenode-port "${FLINKMAINT_NAMENODE_PORT:-0}" --zookeeper-port "${FLINKMAINT_ZOOKEEPER_PORT:-0}" \
             --namespace-quota "$NAMESPACE_QUOTA" "${tenant_args[@]}"
@@ -322,7 +370,8 @@ cmd_up() {
 
     local started=()
     for i in "${CLUSTERS[@]}"; do
-        local id="${i%%:*}" tenant="${i##*:}"
+        local id tenant line
+        id="$(cluster_field "$i" 1)"; tenant="$(cluster_field "$i" 2)"; line="$(cluster_field "$i" 3)"
         write_cluster_conf "$id" "$tenant" "$nn" "$zk"
         if cluster_healthy "$id"; then
             log "reusing $id (pid $(peer_pid "$id"))"
@@ -330,8 +379,8 @@ cmd_up() {
         fi
         stop_peer "$id"
         cp "$JAVA_STATE/$id/conf.next/config.yaml" "$JAVA_STATE/$id/conf/config.yaml"
-        log "starting $id (tenant $tenant), log: $LOGS/$id.log"
-        start_peer "$id" "$CLUSTER_MAIN" 640m -- \
+        log "starting $id (tenant $tenant, Flink $(line_version "$line")), log: $LOGS/$id.log"
+        start_peer "$id" "$CLUSTER_MAIN" 640m "$(line_classpath "$line")" -- \
             --conf-dir "$JAVA_STATE/$id/conf" --ready-file "$JAVA_STATE/$id.ready"
         started+=("$id")
     done
@@ -349,7 +398,7 @@ cmd_up() {
 
 cmd_down() {
     take_lock
-    for i in "${CLUSTERS[@]}"; do stop_peer "${i%%:*}"; done
+    for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
     stop_peer storage
     # Anything of ours left behind (a lost pid file), found by its marker.
     local pid
@@ -374,12 +423,13 @@ cmd_status() {
         printf 'storage    stopped\n'
     fi
     for i in "${CLUSTERS[@]}"; do
-        local id="${i%%:*}"
+        local id
+        id="$(cluster_field "$i" 1)"
         pid="$(peer_pid "$id")"
         if [[ -n "$pid" && ! -f "$JAVA_STATE/$id.ready" ]]; then
             printf '%-10s starting pid %s\n' "$id" "$pid"
         elif [[ -n "$pid" ]]; then
-            printf '%-10s running pid %-7s %s (tenant %s)\n' "$id" "$pid" "$(env_value "$JAVA_STATE/$id.ready" REST_URL)" "${i##*:}"
+            printf '%-10s running pid %-7s %s (tenant %s)\n' "$id" "$pid" "$(env_value "$JAVA_STATE/$id.ready" REST_URL)" "$(cluster_field "$i" 2)"
         else
             printf '%-10s stopped\n' "$id"
         fi
