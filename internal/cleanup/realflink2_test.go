@@ -19,11 +19,12 @@ import (
 // TestRealForStWorkingFilesNeverPlannedWhileLive plans a cleanup over a
 // real Flink 2.3 ForSt job whose working files live on HDFS under
 // <job>/shared/op_…__attempt_<n>/ (primary dir default), with the planner's
-// clock a quarter year ahead so every file is past every grace period. A
-// failover (a canonical savepoint, which ForSt refuses by failing the task)
-// leaves the first attempt's files behind. While the job runs nothing in
-// its working dirs is planned; once it is gone the usual rules apply and
-// nothing its retained checkpoints reference is planned.
+// clock a quarter year ahead so every file is past every grace period.
+// While the job runs nothing in its working dir is planned; once it is gone
+// the usual rules apply and nothing its retained checkpoints reference is
+// planned. (No failover here: on 2.3.0 a DFS-resident ForSt job that failed
+// over could hang when cancelled, see sandbox/java/README.md; the planner
+// test covers an old attempt's dir.)
 func TestRealForStWorkingFilesNeverPlannedWhileLive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -74,16 +75,7 @@ func TestRealForStWorkingFilesNeverPlannedWhileLive(t *testing.T) {
 		t.Fatalf("start ForSt job: %v", err)
 	}
 	jobID = run.JobID
-	awaitCompleted(ctx, t, fl, jobID, 3)
-	// The failover: attempt_0's files stay on HDFS, attempt_1 takes over.
-	if tr, err := fl.TriggerSavepoint(ctx, jobID, flink.SavepointRequest{TargetDirectory: peers.HDFS.URI + base + "/savepoints",
-		FormatType: flink.SavepointFormatCanonical}); err == nil {
-		if _, err := fl.AwaitSavepoint(ctx, jobID, tr.TriggerID); err == nil {
-			t.Fatal("a canonical savepoint of a ForSt job completed; Flink 2.3 was seen to refuse it")
-		}
-	}
-	before := awaitCompleted(ctx, t, fl, jobID, 0)
-	awaitCompleted(ctx, t, fl, jobID, before+3)
+	awaitCompleted(ctx, t, fl, jobID, 5)
 
 	roots := []layout.Root{{Path: ckptRoot, Kind: layout.CheckpointRoot}}
 	jobDir := ckptRoot + "/" + jobID
@@ -127,8 +119,8 @@ func TestRealForStWorkingFilesNeverPlannedWhileLive(t *testing.T) {
 			t.Errorf("live ForSt job %s: planned %s (%s: %s)", jobID, d.Path, d.Rule, d.Detail)
 		}
 	}
-	if len(attempts) < 2 {
-		t.Errorf("want working dirs of two attempts (before and after the failover), saw %v", attempts)
+	if len(attempts) == 0 {
+		t.Errorf("no ForSt working dir under %s/shared among the kept files", jobDir)
 	}
 	t.Logf("live: %d deletions, %d kept; %d working files kept as %s (unreferenced by any checkpoint); attempts %v",
 		len(p.Delete), len(p.Keep), keptForSt, cleanup.KeepForStWorkingState, attempts)

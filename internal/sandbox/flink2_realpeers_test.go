@@ -105,7 +105,10 @@ func TestFlink2RocksDBSnapshotsAndRestores(t *testing.T) {
 // under <checkpoint-dir>/<job>/shared/ (primary-dir default) or <primary-dir>/<job>/ (explicit);
 // with --forst-local (sync state API) on local disk. Checkpoints, native savepoints,
 // stop-with-savepoint and restores in NO_CLAIM and CLAIM work in every variant; a canonical
-// savepoint fails the job over instead (Flink 2.3 ForSt takes native savepoints only).
+// savepoint fails the job over instead (Flink 2.3 ForSt takes native savepoints only). That
+// failover is shown on the local variant only: on 2.3.0 a DFS-resident (async) ForSt job that
+// failed over then failed its stop-with-savepoint under load (FileNotFoundException for one of
+// its own working files, attempt_1/db/<uuid>) and hung in CANCELLING, 3 runs out of 3.
 func TestFlink2ForStOnHDFS(t *testing.T) {
 	t.Parallel()
 	p := RequirePeersLine(t, Line2)
@@ -142,7 +145,7 @@ func TestFlink2ForStOnHDFS(t *testing.T) {
 				})
 			}
 
-			if variant == "primary-dir-default" {
+			if variant == "local" {
 				// Not refused up front: the task throws, the job fails over (restarts from its
 				// latest checkpoint) and the savepoint ends with "Checkpoint Coordinator is suspending".
 				var trigger struct {
