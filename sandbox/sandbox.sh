@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole real-peer sandbox: HDFS + ZooKeeper + two Flink session clusters
-# (sandbox/java) and a kube-apiserver + etcd (sandbox/kube).
+# The whole real-peer sandbox: HDFS + ZooKeeper + three Flink session clusters (two on
+# Flink 1.20, one on 2.3; sandbox/java) and a kube-apiserver + etcd (sandbox/kube).
 #
 #   sandbox/sandbox.sh build   build everything once (cached afterwards)
 #   sandbox/sandbox.sh up      start or reuse every peer, print the endpoints

@@ -214,6 +214,7 @@ const (
 	KeepInFlight            Reason = "in-flight-checkpoint"
 	KeepPendingUpload       Reason = "pending-checkpoint-upload"
 	KeepNewerThanCheckpoint Reason = "newer-than-latest-checkpoint"
+	KeepForStWorkingState   Reason = "forst-working-state-of-live-job"
 	KeepLiveJob             Reason = "live-job-checkpoint"
 	KeepWithinTTL           Reason = "within-ttl"
 	KeepLatestRetired       Reason = "latest-checkpoint-of-retired-job"

@@ -577,9 +577,15 @@ func (p *planner) planStateFiles(jobs []layout.JobCheckpoints, whole map[string]
 		for _, f := range byJob[jobPath] {
 			fp := p.norm(f.Path)
 			k := Kept{Path: fp, Kind: f.Kind, JobID: j.JobID, Files: 1, Bytes: f.Size}
+			forst, isForSt := forStWorkingDir(jobPath, fp, f.Kind)
 			switch by, ok := ix.find(fp); {
 			case ok:
 				k.Reason, k.By = KeepReferenced, by
+			case isForSt && isLive:
+				// However old: ForSt reuses these files across checkpoints and keeps an
+				// old attempt's files after a failover; only the instance knows which
+				// it still reads. The normal rules apply once the job is gone.
+				k.Reason, k.By = KeepForStWorkingState, "live job "+j.JobID+" owns ForSt working dir "+forst
 			case !p.old(f.ModTime, p.pol.Grace):
 				k.Reason, k.By = KeepWithinGrace, "possibly uploaded for a checkpoint not completed yet"
 			case isLive && !f.ModTime.Before(newestMeta):
@@ -600,6 +606,27 @@ func (p *planner) planStateFiles(jobs []layout.JobCheckpoints, whole map[string]
 			p.addKeep(k)
 		}
 	}
+}
+
+// forStWorkingDir reports whether a shared/ state file lies in a ForSt
+// working dir (<job>/shared/op_…__attempt_<n>/…, Flink 2.x with the primary
+// dir defaulting to the checkpoint dir), and returns that dir's name.
+func forStWorkingDir(jobPath, file string, kind ItemKind) (string, bool) {
+	if kind != KindSharedFile {
+		return "", false
+	}
+	rel, ok := strings.CutPrefix(file, strings.TrimSuffix(jobPath, "/")+"/shared/")
+	if !ok {
+		return "", false
+	}
+	first, _, nested := strings.Cut(rel, "/")
+	if !nested {
+		return "", false
+	}
+	if _, ok := layout.ParseForStWorkingDir(first); !ok {
+		return "", false
+	}
+	return first, true
 }
 
 // collapseRetiredJobs replaces the items of a retired job dir by the dir

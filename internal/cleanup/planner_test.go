@@ -365,6 +365,24 @@ func TestPlanRules(t *testing.T) {
 			return expect{del: map[string]Rule{before: RuleUnreferencedState},
 				keep: map[string]Reason{after: KeepNewerThanCheckpoint, fresh: KeepWithinGrace}}
 		}},
+		"ForSt working files: kept however old while the job runs, normal rules once it is gone": {func(f *fixture) expect {
+			// Flink 2.x ForSt with the primary dir defaulting to the checkpoint dir: the
+			// running instance's files under shared/op_…__attempt_<n>/, an old attempt's
+			// left behind by a failover, none referenced by the latest checkpoint.
+			const op = "op_AsyncKeyedProcessOperator_fcfb2cd74328d289a0b17a4030f9cfdc__1_1__attempt_"
+			f.liveJob(LiveJob{JobID: jobA})
+			f.job(jobA, recent)
+			f.chk(jobA, 9, true, now.Add(-time.Hour))
+			liveOld := f.state(jobA, "shared", op+"0/db/0a1b2c3d-old-attempt", 1, old)
+			liveCur := f.state(jobA, "shared", op+"1/db/4e5f6a7b-current", 1, now.Add(-3*time.Hour))
+			// Not a working dir: the normal rule for an unreferenced shared file.
+			flat := f.state(jobA, "shared", "9c8d7e6f-flat", 1, now.Add(-3*time.Hour))
+			f.job(jobB, old)
+			f.chk(jobB, 3, true, old)
+			gone := f.state(jobB, "shared", op+"0/db/1234abcd-gone", 1, old)
+			return expect{del: map[string]Rule{flat: RuleUnreferencedState, gone: RuleRetiredJob},
+				keep: map[string]Reason{liveOld: KeepForStWorkingState, liveCur: KeepForStWorkingState}}
+		}},
 		"live job without any completed checkpoint keeps its state files": {func(f *fixture) expect {
 			f.liveJob(LiveJob{JobID: jobA})
 			f.job(jobA, recent)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,18 @@ import (
 )
 
 // These tests run against the real Flink clusters and HDFS of the
-// sandbox (sandbox/java/run.sh up). A missing sandbox fails them.
+// sandbox (sandbox/java/run.sh up), each on every Flink line the sandbox
+// runs (1.20 and 2.3): the client is proven on the real servers, not only
+// on their OpenAPI specs. A missing sandbox fails them.
+
+// onEachLine runs test once per Flink line of the sandbox, as a subtest
+// named after the line.
+func onEachLine(t *testing.T, test func(t *testing.T, line string)) {
+	t.Helper()
+	for _, line := range sandbox.Lines() {
+		t.Run("flink-"+line, func(t *testing.T) { test(t, line) })
+	}
+}
 
 type itEnv struct {
 	peers   *sandbox.Peers
@@ -25,9 +37,9 @@ type itEnv struct {
 	root, rootURI string
 }
 
-func newITEnv(t *testing.T) *itEnv {
+func newITEnv(t *testing.T, line string) *itEnv {
 	t.Helper()
-	p := sandbox.RequirePeers(t)
+	p := sandbox.RequirePeersLine(t, line)
 	cl := p.Clusters[0]
 	c, err := New(Options{BaseURL: cl.RESTURL, RequestTimeout: 20 * time.Second, PollInterval: 300 * time.Millisecond})
 	if err != nil {
@@ -42,7 +54,7 @@ func newITEnv(t *testing.T) *itEnv {
 	if tenantRoot == "" {
 		t.Fatalf("cluster %s: tenant %q not in peers.Tenants", cl.ClusterID, cl.Tenant)
 	}
-	root := fmt.Sprintf("%s/flink-client-it/%s-%s", tenantRoot, strings.ToLower(t.Name()), NewTriggerID()[:8])
+	root := fmt.Sprintf("%s/flink-client-it/%s-%s", tenantRoot, strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-"), NewTriggerID()[:8])
 	// Registered first, so it runs last: after the jobs are cancelled.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -147,7 +159,11 @@ func (e *itEnv) waitState(t *testing.T, ctx context.Context, jobID string, want 
 }
 
 func TestIntegrationClusterAndJobListing(t *testing.T) {
-	e := newITEnv(t)
+	onEachLine(t, testIntegrationClusterAndJobListing)
+}
+
+func testIntegrationClusterAndJobListing(t *testing.T, line string) {
+	e := newITEnv(t, line)
 	ctx := itContext(t, 2*time.Minute)
 
 	ov, err := e.client.ClusterOverview(ctx)
@@ -214,7 +230,11 @@ func TestIntegrationClusterAndJobListing(t *testing.T) {
 }
 
 func TestIntegrationSavepointStopRestore(t *testing.T) {
-	e := newITEnv(t)
+	onEachLine(t, testIntegrationSavepointStopRestore)
+}
+
+func testIntegrationSavepointStopRestore(t *testing.T, line string) {
+	e := newITEnv(t, line)
 	ctx := itContext(t, 8*time.Minute)
 	jarID := e.uploadSampleJar(t, ctx)
 	run := e.runSample(t, ctx, jarID, "flink-client-it-lifecycle", RunJarRequest{})
@@ -360,8 +380,10 @@ func TestIntegrationSavepointStopRestore(t *testing.T) {
 	}
 }
 
-func TestIntegrationUnknownJob(t *testing.T) {
-	e := newITEnv(t)
+func TestIntegrationUnknownJob(t *testing.T) { onEachLine(t, testIntegrationUnknownJob) }
+
+func testIntegrationUnknownJob(t *testing.T, line string) {
+	e := newITEnv(t, line)
 	ctx := itContext(t, time.Minute)
 	unknown := NewTriggerID()
 	check := func(what string, err error) {
@@ -408,8 +430,10 @@ func TestIntegrationUnknownJob(t *testing.T) {
 // TestIntegrationStopWithDrain: a stop with drain (MAX_WATERMARK before the
 // savepoint) is accepted by real Flink, ends the job FINISHED, and its
 // savepoint restores.
-func TestIntegrationStopWithDrain(t *testing.T) {
-	e := newITEnv(t)
+func TestIntegrationStopWithDrain(t *testing.T) { onEachLine(t, testIntegrationStopWithDrain) }
+
+func testIntegrationStopWithDrain(t *testing.T, line string) {
+	e := newITEnv(t, line)
 	ctx := itContext(t, 5*time.Minute)
 	jarID := e.uploadSampleJar(t, ctx)
 	run := e.runSample(t, ctx, jarID, "flink-client-it-drain", RunJarRequest{})
@@ -427,5 +451,81 @@ func TestIntegrationStopWithDrain(t *testing.T) {
 	e.waitRunning(t, ctx, restored.JobID)
 	if err := e.client.CancelJob(ctx, restored.JobID); err != nil {
 		t.Fatalf("cancel restored job: %v", err)
+	}
+}
+
+// The metrics the health checks read (activities/health_checks.go): job
+// metrics by id, and aggregated subtask metrics per vertex.
+func TestIntegrationMetrics(t *testing.T) { onEachLine(t, testIntegrationMetrics) }
+
+func testIntegrationMetrics(t *testing.T, line string) {
+	e := newITEnv(t, line)
+	ctx := itContext(t, 3*time.Minute)
+	jarID := e.uploadSampleJar(t, ctx)
+	run := e.runSample(t, ctx, jarID, "flink-client-it-metrics", RunJarRequest{})
+	d := e.waitRunning(t, ctx, run.JobID)
+
+	all, err := e.client.JobMetrics(ctx, run.JobID)
+	if err != nil {
+		t.Fatalf("job metric ids: %v", err)
+	}
+	ids := map[string]bool{}
+	for _, m := range all {
+		ids[m.ID] = true
+	}
+	for _, want := range []string{"numRestarts", "lastCheckpointDuration"} {
+		if !ids[want] {
+			t.Errorf("Flink %s: job metric %s not listed; job metrics: %v", e.cluster.FlinkVersion, want, all)
+		}
+	}
+	// Numbers, once the JobManager's metric fetcher has them.
+	for {
+		ms, err := e.client.JobMetrics(ctx, run.JobID, "numRestarts")
+		if err != nil {
+			t.Fatalf("job metric numRestarts: %v", err)
+		}
+		if len(ms) == 1 {
+			if v, ok := ms[0].Number(""); !ok || v != 0 {
+				t.Fatalf("numRestarts = %+v, want 0 for a job that never restarted", ms[0])
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("numRestarts of job %s not reported", run.JobID)
+		case <-time.After(time.Second):
+		}
+	}
+	// A subtask metric summed over the sink's subtasks grows as records flow.
+	var sink JobVertex
+	for _, v := range d.Vertices {
+		if strings.Contains(v.Name, "sink") {
+			sink = v
+		}
+	}
+	if sink.ID == "" {
+		t.Fatalf("no sink vertex among %+v", d.Vertices)
+	}
+	for {
+		ms, err := e.client.VertexMetrics(ctx, run.JobID, sink.ID, "numRecordsIn")
+		if err != nil {
+			t.Fatalf("vertex metric numRecordsIn of %s: %v", sink.Name, err)
+		}
+		if len(ms) == 1 {
+			if v, ok := ms[0].Number("sum"); ok && v > 0 {
+				names := make([]string, 0, len(ids))
+				for id := range ids {
+					names = append(names, id)
+				}
+				sort.Strings(names)
+				t.Logf("Flink %s: %s numRecordsIn sum %v; job metrics: %s", e.cluster.FlinkVersion, sink.Name, v, strings.Join(names, " "))
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("numRecordsIn of %s never above 0 (last %+v)", sink.Name, ms)
+		case <-time.After(time.Second):
+		}
 	}
 }

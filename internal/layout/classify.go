@@ -8,6 +8,12 @@
 //	                        submittedExecutionPlan*, submittedApplication*}
 //	<ha root>/job-result-store/<cluster-id>/<jobId>[_DIRTY].json
 //
+// Flink 2.x's ForSt backend keeps a running job's working state on the DFS,
+// one dir per operator subtask and attempt (ParseForStWorkingDir):
+//
+//	<checkpoint root>/<jobId>/shared/op_<operator>_<id>__<i>_<n>__attempt_<a>/db/…   (primary-dir default)
+//	<primary-dir>/<jobId>/op_<operator>_<id>__<i>_<n>__attempt_<a>/db/…              (primary-dir set)
+//
 // The Classify* functions are pure and look at one directory level. Anything
 // they do not recognise is KindUnknown with a reason; nothing is guessed.
 package layout
@@ -134,6 +140,9 @@ func ClassifyJobDirEntry(name string, isDir bool) Class {
 	if !isDir {
 		return unknown("a file directly in a job dir; Flink writes only chk-N, shared and taskowned there")
 	}
+	if _, ok := ParseForStWorkingDir(name); ok {
+		return unknown("a ForSt working dir directly in a job dir (state.backend.forst.primary-dir is this checkpoint root): the job's live state")
+	}
 	switch name {
 	case sharedDirName:
 		return Class{Kind: KindSharedDir}
@@ -144,6 +153,70 @@ func ClassifyJobDirEntry(name string, isDir bool) Class {
 		return Class{Kind: KindCheckpoint, CheckpointID: n}
 	}
 	return unknown("not chk-<N>, shared or taskowned")
+}
+
+// ForStWorkingDir is the name of a ForSt working dir:
+// op_<operator class>_<operator id>__<subtask>_<parallelism>__attempt_<attempt>.
+type ForStWorkingDir struct {
+	Operator    string // e.g. AsyncKeyedProcessOperator
+	OperatorID  string // 32 hex
+	Subtask     int    // as Flink writes it (1-based)
+	Parallelism int
+	Attempt     int
+}
+
+// ParseForStWorkingDir parses the name of a dir ForSt (Flink 2.x) creates for
+// one operator subtask's working state, e.g.
+// op_AsyncKeyedProcessOperator_fcfb2cd74328d289a0b17a4030f9cfdc__1_1__attempt_0.
+// Everything under it belongs to that ForSt instance while the job runs.
+func ParseForStWorkingDir(name string) (ForStWorkingDir, bool) {
+	rest, ok := strings.CutPrefix(name, "op_")
+	if !ok {
+		return ForStWorkingDir{}, false
+	}
+	parts := strings.Split(rest, "__")
+	if len(parts) != 3 {
+		return ForStWorkingDir{}, false
+	}
+	cut := strings.LastIndexByte(parts[0], '_')
+	if cut < 1 {
+		return ForStWorkingDir{}, false
+	}
+	w := ForStWorkingDir{Operator: parts[0][:cut], OperatorID: parts[0][cut+1:]}
+	if len(w.OperatorID) != 32 || !isLowerHex(w.OperatorID) {
+		return ForStWorkingDir{}, false
+	}
+	sub, par, ok := strings.Cut(parts[1], "_")
+	if !ok {
+		return ForStWorkingDir{}, false
+	}
+	var okS, okP, okA bool
+	w.Subtask, okS = decimal(sub)
+	w.Parallelism, okP = decimal(par)
+	attempt, ok := strings.CutPrefix(parts[2], "attempt_")
+	if !ok {
+		return ForStWorkingDir{}, false
+	}
+	w.Attempt, okA = decimal(attempt)
+	if !okS || !okP || !okA {
+		return ForStWorkingDir{}, false
+	}
+	return w, true
+}
+
+// decimal parses a non-negative int without sign or leading zeros.
+func decimal(s string) (int, bool) {
+	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
 }
 
 // checkpointID parses chk-<N>: decimal, no sign, no leading zeros.

@@ -1,6 +1,9 @@
 package layout
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 const job = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 
@@ -143,5 +146,39 @@ func TestClassifyHA(t *testing.T) {
 func TestKindString(t *testing.T) {
 	if KindCheckpoint.String() != "checkpoint" || Kind(99).String() != "kind(99)" {
 		t.Fatal("Kind.String")
+	}
+}
+
+func TestParseForStWorkingDir(t *testing.T) {
+	t.Parallel()
+	const id = "fcfb2cd74328d289a0b17a4030f9cfdc"
+	good := map[string]ForStWorkingDir{
+		"op_AsyncKeyedProcessOperator_" + id + "__1_1__attempt_0": {Operator: "AsyncKeyedProcessOperator", OperatorID: id, Subtask: 1, Parallelism: 1},
+		"op_KeyedProcessOperator_" + id + "__3_12__attempt_17":    {Operator: "KeyedProcessOperator", OperatorID: id, Subtask: 3, Parallelism: 12, Attempt: 17},
+		"op_My_Window_Operator_" + id + "__2_4__attempt_1":        {Operator: "My_Window_Operator", OperatorID: id, Subtask: 2, Parallelism: 4, Attempt: 1},
+	}
+	for name, want := range good {
+		if got, ok := ParseForStWorkingDir(name); !ok || got != want {
+			t.Errorf("ParseForStWorkingDir(%q) = %+v, %v; want %+v", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{
+		"", "op_", "shared", "chk-3",
+		"op_KeyedProcessOperator_" + id + "__1_1",                 // no attempt
+		"op_KeyedProcessOperator_" + id[:31] + "__1_1__attempt_0", // short id
+		"op_KeyedProcessOperator_" + strings.ToUpper(id) + "__1_1__attempt_0",
+		"op_" + id + "__1_1__attempt_0",                       // no operator name
+		"op_KeyedProcessOperator_" + id + "__1__attempt_0",    // no parallelism
+		"op_KeyedProcessOperator_" + id + "__01_1__attempt_0", // leading zero
+		"op_KeyedProcessOperator_" + id + "__1_1__attempt_x",
+		"op_KeyedProcessOperator_" + id + "__1_1__attempt_0__extra",
+	} {
+		if got, ok := ParseForStWorkingDir(name); ok {
+			t.Errorf("ParseForStWorkingDir(%q) = %+v, want no match", name, got)
+		}
+	}
+	// Directly in a job dir (primary dir = checkpoint root): kept and reported, never guessed.
+	if c := ClassifyJobDirEntry("op_KeyedProcessOperator_"+id+"__1_1__attempt_0", true); c.Kind != KindUnknown || !strings.Contains(c.Reason, "ForSt working dir") {
+		t.Errorf("ForSt dir in a job dir = %+v, want unknown naming the ForSt working dir", c)
 	}
 }

@@ -50,7 +50,38 @@ type FlinkCluster struct {
 	CheckpointDir string `json:"checkpointDir"`
 	SavepointDir  string `json:"savepointDir"`
 	HAStorageDir  string `json:"haStorageDir"`
-	FlinkVersion  string `json:"flinkVersion"`
+	FlinkVersion  string `json:"flinkVersion"` // e.g. 1.20.3, 2.3.0
+	// SampleJobJar is the sample job built against this cluster's Flink line: a jar built for
+	// one line does not run on the other.
+	SampleJobJar string `json:"sampleJobJar"`
+	// JavaClasspathFile holds this cluster's runtime classpath (its Flink line's jars), for
+	// Flink tools such as the Checkpoints loader run against what this line writes.
+	JavaClasspathFile string `json:"javaClasspathFile"`
+}
+
+// Line is the cluster's Flink line, major.minor of FlinkVersion ("1.20", "2.3").
+func (c FlinkCluster) Line() string {
+	return flinkLine(c.FlinkVersion)
+}
+
+// The sandbox's Flink lines. LineDefault is the one RequirePeers and LoadPeers describe, so
+// tests written before a second line existed keep running on the clusters they always had;
+// a test runs on another line through RequirePeersLine.
+const (
+	Line120     = "1.20"
+	Line2       = "2.3"
+	LineDefault = Line120
+)
+
+// Lines lists every Flink line the sandbox runs, for tests that run on each.
+func Lines() []string { return []string{Line120, Line2} }
+
+func flinkLine(version string) string {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return version
+	}
+	return parts[0] + "." + parts[1]
 }
 
 // SampleJob is the stateful job jar users upload (see sandbox/java/README.md for its arguments).
@@ -70,6 +101,15 @@ type Peers struct {
 	JavaClasspathFile string         `json:"javaClasspathFile"`
 	LogDir            string         `json:"logDir"`
 
+	// Line is the Flink line this view describes (Clusters, Tenants and SampleJob are that
+	// line's); Cluster and Tenant still find every cluster and tenant of the sandbox.
+	Line string `json:"-"`
+	// LineClasspathFile is the runtime classpath of this view's Flink line (JavaClasspathFile
+	// is the tools' classpath: Hadoop shell, quotas, Flink 1.20).
+	LineClasspathFile string `json:"-"`
+
+	allClusters []FlinkCluster
+	allTenants  []Tenant
 	jvmOptsFile string
 }
 
@@ -105,9 +145,17 @@ var (
 // RequirePeers returns the running Java sandbox, starting it (once per test process) when it is
 // not up. It fails the test, with the tail of the start log, when the sandbox cannot be had:
 // the tests that use it prove behaviour against real HDFS and Flink and never skip.
+// It describes the default Flink line (LineDefault); RequirePeersLine describes another.
 func RequirePeers(t testing.TB) *Peers {
 	t.Helper()
-	p, err := LoadPeers()
+	return RequirePeersLine(t, LineDefault)
+}
+
+// RequirePeersLine is RequirePeers for the clusters of one Flink line (see Lines): Clusters,
+// Tenants and SampleJob are that line's.
+func RequirePeersLine(t testing.TB, line string) *Peers {
+	t.Helper()
+	p, err := LoadPeersLine(line)
 	if err != nil {
 		t.Fatalf("real HDFS/Flink peers are required: %v", err)
 	}
@@ -116,8 +164,63 @@ func RequirePeers(t testing.TB) *Peers {
 
 // LoadPeers returns the running Java sandbox, starting it with sandbox/java/run.sh up when
 // peers.json is missing or a peer does not answer. Only one start is attempted per process;
-// a file lock keeps parallel processes from starting it twice.
+// a file lock keeps parallel processes from starting it twice. It describes the default
+// Flink line (LineDefault).
 func LoadPeers() (*Peers, error) {
+	return LoadPeersLine(LineDefault)
+}
+
+// LoadPeersLine is LoadPeers for the clusters of one Flink line (see Lines).
+func LoadPeersLine(line string) (*Peers, error) {
+	p, err := loadPeersAll()
+	if err != nil {
+		return nil, err
+	}
+	return p.view(line)
+}
+
+// view narrows the whole sandbox to one Flink line.
+func (p *Peers) view(line string) (*Peers, error) {
+	v := *p
+	v.Line = line
+	v.Clusters, v.Tenants = nil, nil
+	tenants := map[string]bool{}
+	var versions []string
+	for _, c := range p.allClusters {
+		versions = append(versions, c.ClusterID+"="+c.FlinkVersion)
+		if c.Line() != line {
+			continue
+		}
+		v.Clusters = append(v.Clusters, c)
+		tenants[c.Tenant] = true
+	}
+	if len(v.Clusters) == 0 {
+		return nil, fmt.Errorf("%w: no cluster runs Flink line %q (valid: %s; peers.json has %s)",
+			ErrInvalidArgument, line, strings.Join(Lines(), ", "), strings.Join(versions, ", "))
+	}
+	for _, tn := range p.allTenants {
+		if tenants[tn.Name] {
+			v.Tenants = append(v.Tenants, tn)
+		}
+	}
+	first := v.Clusters[0]
+	if first.SampleJobJar != "" {
+		v.SampleJob.Jar = first.SampleJobJar
+	}
+	v.LineClasspathFile = first.JavaClasspathFile
+	if v.LineClasspathFile == "" {
+		v.LineClasspathFile = p.JavaClasspathFile
+	}
+	for _, c := range v.Clusters[1:] {
+		if c.SampleJobJar != first.SampleJobJar || c.JavaClasspathFile != first.JavaClasspathFile {
+			return nil, fmt.Errorf("%w: clusters %s and %s of line %s name different sample jars or classpaths",
+				ErrPeersUnavailable, first.ClusterID, c.ClusterID, line)
+		}
+	}
+	return &v, nil
+}
+
+func loadPeersAll() (*Peers, error) {
 	if p, err := loadHealthy(); err == nil {
 		return p, nil
 	}
@@ -142,14 +245,33 @@ func LoadPeers() (*Peers, error) {
 	return p, nil
 }
 
-// Cluster returns the session cluster with the given high-availability.cluster-id.
+// Cluster returns the session cluster with the given high-availability.cluster-id, of any
+// Flink line.
 func (p *Peers) Cluster(id string) (FlinkCluster, bool) {
-	for _, c := range p.Clusters {
+	all := p.allClusters
+	if all == nil {
+		all = p.Clusters
+	}
+	for _, c := range all {
 		if c.ClusterID == id {
 			return c, true
 		}
 	}
 	return FlinkCluster{}, false
+}
+
+// Tenant returns the tenant with the given name, of any Flink line.
+func (p *Peers) Tenant(name string) (Tenant, bool) {
+	all := p.allTenants
+	if all == nil {
+		all = p.Tenants
+	}
+	for _, tn := range all {
+		if tn.Name == name {
+			return tn, true
+		}
+	}
+	return Tenant{}, false
 }
 
 // HadoopShell runs Hadoop's FsShell against the sandbox HDFS ("-ls", "-R", "/user/app", ...)
@@ -189,13 +311,27 @@ var javaClassName = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A
 // sandbox's own mains) with the JVM options Flink and Hadoop need on Java 17, as the sandbox
 // HDFS user. It returns standard output; a non-zero exit is a *JavaError carrying stderr.
 func (p *Peers) JavaMain(ctx context.Context, mainClass string, args ...string) (string, error) {
-	if !javaClassName.MatchString(mainClass) {
-		return "", fmt.Errorf("%w: main class %q is not a fully qualified Java class name", ErrInvalidArgument, mainClass)
-	}
 	if p.JavaClasspathFile == "" {
 		return "", fmt.Errorf("%w: Peers.JavaClasspathFile is empty (load Peers with LoadPeers)", ErrInvalidArgument)
 	}
-	cp, err := os.ReadFile(p.JavaClasspathFile)
+	return p.javaMain(ctx, p.JavaClasspathFile, mainClass, args...)
+}
+
+// LineJavaMain is JavaMain on the runtime classpath of this view's Flink line (Flink and the
+// Hadoop client, no minicluster and none of the sandbox's tools), e.g. to load with Flink 2.x
+// classes a _metadata file that Flink 2.x wrote.
+func (p *Peers) LineJavaMain(ctx context.Context, mainClass string, args ...string) (string, error) {
+	if p.LineClasspathFile == "" {
+		return "", fmt.Errorf("%w: Peers.LineClasspathFile is empty (load Peers with LoadPeersLine)", ErrInvalidArgument)
+	}
+	return p.javaMain(ctx, p.LineClasspathFile, mainClass, args...)
+}
+
+func (p *Peers) javaMain(ctx context.Context, classpathFile, mainClass string, args ...string) (string, error) {
+	if !javaClassName.MatchString(mainClass) {
+		return "", fmt.Errorf("%w: main class %q is not a fully qualified Java class name", ErrInvalidArgument, mainClass)
+	}
+	cp, err := os.ReadFile(classpathFile)
 	if err != nil {
 		return "", fmt.Errorf("sandbox: java classpath: %w", err)
 	}
@@ -261,6 +397,7 @@ func loadHealthy() (*Peers, error) {
 	if root, err := RepoRoot(); err == nil {
 		p.jvmOptsFile = filepath.Join(root, jvmOptsRelPath)
 	}
+	p.allClusters, p.allTenants = p.Clusters, p.Tenants
 	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
 	defer cancel()
 	if err := p.checkHealth(ctx); err != nil {
@@ -357,7 +494,7 @@ func startPeers() error {
 // peerLogTails returns the end of each sandbox JVM log, for a failed start's error.
 func peerLogTails(state string) string {
 	var b strings.Builder
-	for _, name := range []string{"storage", "cluster-a", "cluster-b", "maven-build"} {
+	for _, name := range []string{"storage", "cluster-a", "cluster-b", "cluster-c", "maven-build"} {
 		data, err := os.ReadFile(filepath.Join(state, "logs", name+".log"))
 		if err != nil {
 			continue

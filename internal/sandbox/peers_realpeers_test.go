@@ -324,14 +324,27 @@ func submitSampleJob(t *testing.T, c FlinkCluster, args ...string) (string, erro
 func submitSampleJobFrom(t *testing.T, c FlinkCluster, savepointPath, restoreMode string, args ...string) (string, error) {
 	t.Helper()
 	p := RequirePeers(t)
-	jar, err := os.Open(p.SampleJob.Jar)
+	jobName := fmt.Sprintf("%s-%d-%d", strings.ToLower(t.Name()), os.Getpid(), jobSeq.Add(1))
+	return submitJar(t, p, c, p.SampleJob.EntryClass, jobName, savepointPath, restoreMode, append([]string{"--job-name", jobName}, args...)...)
+}
+
+// submitJar uploads the sample jar built for c's Flink line and runs entryClass with args. The
+// job is looked up by jobName when the run request fails, and cancelled at test end.
+func submitJar(t *testing.T, p *Peers, c FlinkCluster, entryClass, jobName, savepointPath, restoreMode string, args ...string) (string, error) {
+	t.Helper()
+	// The jar built against the cluster's own Flink line.
+	jarPath := c.SampleJobJar
+	if jarPath == "" {
+		jarPath = p.SampleJob.Jar
+	}
+	jar, err := os.Open(jarPath)
 	if err != nil {
 		t.Fatalf("sample job jar: %v", err)
 	}
 	defer jar.Close()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
-	part, err := mw.CreateFormFile("jarfile", filepath.Base(p.SampleJob.Jar))
+	part, err := mw.CreateFormFile("jarfile", filepath.Base(jarPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,13 +370,12 @@ func submitSampleJobFrom(t *testing.T, c FlinkCluster, savepointPath, restoreMod
 	jarID := path.Base(upload.Filename)
 	t.Cleanup(func() { _, _ = flinkDo(http.MethodDelete, c.RESTURL+"/jars/"+url.PathEscape(jarID), nil) })
 
-	jobName := fmt.Sprintf("%s-%d-%d", strings.ToLower(t.Name()), os.Getpid(), jobSeq.Add(1))
 	var run struct {
 		JobID string `json:"jobid"`
 	}
 	request := map[string]any{
-		"entryClass":      p.SampleJob.EntryClass,
-		"programArgsList": append([]string{"--job-name", jobName}, args...),
+		"entryClass":      entryClass,
+		"programArgsList": args,
 	}
 	if savepointPath != "" {
 		request["savepointPath"] = savepointPath
@@ -403,15 +415,37 @@ func jobIDByName(t *testing.T, c FlinkCluster, name string) string {
 // triggerSavepoint takes a canonical savepoint of a running job into target and returns its path.
 func triggerSavepoint(t *testing.T, c FlinkCluster, job, target string) string {
 	t.Helper()
+	return triggerSavepointFormat(t, c, job, target, "CANONICAL")
+}
+
+// triggerSavepointFormat takes a savepoint in format (CANONICAL or NATIVE) and returns its path.
+func triggerSavepointFormat(t *testing.T, c FlinkCluster, job, target, format string) string {
+	t.Helper()
 	var trigger struct {
 		RequestID string `json:"request-id"`
 	}
 	flinkJSON(t, http.MethodPost, c.RESTURL+"/jobs/"+job+"/savepoints",
-		map[string]any{"target-directory": target, "cancel-job": false, "formatType": "CANONICAL"}, &trigger)
+		map[string]any{"target-directory": target, "cancel-job": false, "formatType": format}, &trigger)
 	if trigger.RequestID == "" {
 		t.Fatal("savepoint trigger returned no request-id")
 	}
-	var location string
+	return awaitSavepoint(t, c, job, trigger.RequestID)
+}
+
+// awaitSavepoint waits for a savepoint (or stop-with-savepoint) operation and returns its path.
+func awaitSavepoint(t *testing.T, c FlinkCluster, job, requestID string) string {
+	t.Helper()
+	location, failure := awaitSavepointResult(t, c, job, requestID)
+	if failure != "" {
+		t.Fatalf("savepoint of job %s failed: %s", job, lastLines(failure, 15))
+	}
+	return location
+}
+
+// awaitSavepointResult waits for a savepoint operation to end and returns its path, or the
+// stack trace of its failure.
+func awaitSavepointResult(t *testing.T, c FlinkCluster, job, requestID string) (location, failure string) {
+	t.Helper()
 	waitFor(t, 3*time.Minute, "savepoint of job "+job+" to complete", func() (bool, string) {
 		var st struct {
 			Status struct {
@@ -424,14 +458,15 @@ func triggerSavepoint(t *testing.T, c FlinkCluster, job, target string) string {
 				} `json:"failure-cause"`
 			} `json:"operation"`
 		}
-		flinkJSON(t, http.MethodGet, c.RESTURL+"/jobs/"+job+"/savepoints/"+trigger.RequestID, nil, &st)
+		flinkJSON(t, http.MethodGet, c.RESTURL+"/jobs/"+job+"/savepoints/"+requestID, nil, &st)
 		if st.Status.ID == "COMPLETED" && st.Operation.Location == "" {
-			t.Fatalf("savepoint of job %s failed: %s", job, lastLines(st.Operation.FailureCause.StackTrace, 15))
+			failure = st.Operation.FailureCause.StackTrace
+			return true, st.Status.ID
 		}
 		location = st.Operation.Location
 		return location != "", st.Status.ID
 	})
-	return location
+	return location, failure
 }
 
 func cancelJob(t *testing.T, c FlinkCluster, job string) {

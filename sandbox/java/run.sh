@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Real-peer sandbox: HDFS (MiniDFSCluster) + ZooKeeper in one JVM, and two Flink session clusters
-# (cluster-a for tenant team-a, cluster-b for team-b), one JVM each, all on 127.0.0.1.
+# Real-peer sandbox: HDFS (MiniDFSCluster) + ZooKeeper in one JVM, and three Flink session clusters
+# (cluster-a for tenant team-a and cluster-b for team-b on Flink 1.20, cluster-c for team-c on
+# Flink 2.x), one JVM each, all on 127.0.0.1.
 #
 #   sandbox/java/run.sh build    mvn package (skipped when up to date) + runtime classpath file
 #   sandbox/java/run.sh up       start or reuse the JVMs, wait until they answer, write peers.json
@@ -19,6 +20,8 @@ JAVA_STATE="$STATE/java"
 LOGS="$STATE/logs"
 PEERS_JSON="$STATE/peers.json"
 CLASSPATH_FILE="$STATE/java-classpath.txt"
+# Flink 1.20 and 2.x jars cannot share a JVM: the 2.x clusters run on their own classpath.
+CLASSPATH_FILE_FLINK2="$STATE/java-classpath-flink2.txt"
 BUILD_ENV="$JAVA_STATE/build.env"
 BUILD_STAMP="$JAVA_STATE/build.stamp"
 JAVA_BIN="${JAVA_HOME:+$JAVA_HOME/bin/}java"
@@ -29,13 +32,45 @@ export HADOOP_USER_NAME="${FLINKMAINT_HDFS_USER:-flink}"
 
 NAMESPACE_QUOTA="${FLINKMAINT_NAMESPACE_QUOTA:-15000}"
 TASK_SLOTS="${FLINKMAINT_TASK_SLOTS:-8}"
-CLUSTERS=("cluster-a:team-a" "cluster-b:team-b")
-TENANTS=("team-a" "team-b")
+# id:tenant:line. The line picks the classpath, the sample job jar and peers.json flinkVersion:
+# 1 = Flink 1.20 (modules peers, sample-job), 2 = Flink 2.x (peers-flink2, sample-job-flink2).
+CLUSTERS=("cluster-a:team-a:1" "cluster-b:team-b:1" "cluster-c:team-c:2")
+TENANTS=("team-a" "team-b" "team-c")
 STORAGE_MAIN="io.github.flinkmaint.sandbox.peers.StoragePeers"
 CLUSTER_MAIN="io.github.flinkmaint.sandbox.peers.FlinkSessionCluster"
 SAMPLE_ENTRY="io.github.flinkmaint.sandbox.job.StatefulSampleJob"
 # Marks our JVMs on their command line, so a reused pid is never mistaken for one of ours.
 MARKER="-Dflinkmaint.sandbox.home=$STATE"
+
+# cluster_field ENTRY N: field N (1 id, 2 tenant, 3 line) of a CLUSTERS entry.
+cluster_field() { cut -d: -f"$2" <<<"$1"; }
+
+# line_version LINE: the Flink version the build made for a line.
+line_version() {
+    case "$1" in
+        1) env_value "$BUILD_ENV" FLINK_VERSION ;;
+        2) env_value "$BUILD_ENV" FLINK_VERSION_2 ;;
+        *) die "unknown Flink line '$1' in CLUSTERS (valid: 1, 2)" ;;
+    esac
+}
+
+# line_sample_jar LINE: the sample job jar built against a line.
+line_sample_jar() {
+    case "$1" in
+        1) env_value "$BUILD_ENV" SAMPLE_JAR ;;
+        2) env_value "$BUILD_ENV" SAMPLE_JAR_2 ;;
+        *) die "unknown Flink line '$1' in CLUSTERS (valid: 1, 2)" ;;
+    esac
+}
+
+# line_classpath LINE: the runtime classpath file of a Flink line (see CLUSTERS).
+line_classpath() {
+    case "$1" in
+        1) echo "$CLASSPATH_FILE" ;;
+        2) echo "$CLASSPATH_FILE_FLINK2" ;;
+        *) die "unknown Flink line '$1' in CLUSTERS (valid: 1, 2)" ;;
+    esac
+}
 
 log() { printf '[java-sandbox] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -54,8 +89,9 @@ take_lock() {
 # ---------------------------------------------------------------- build
 
 needs_build() {
-    [[ -f "$BUILD_STAMP" && -f "$CLASSPATH_FILE" && -f "$BUILD_ENV" ]] || return 0
+    [[ -f "$BUILD_STAMP" && -f "$CLASSPATH_FILE" && -f "$CLASSPATH_FILE_FLINK2" && -f "$BUILD_ENV" ]] || return 0
     [[ -f "$HERE/peers/target/peers-0.1.0.jar" && -f "$HERE/sample-job/target/sample-job-0.1.0.jar" ]] || return 0
+    [[ -f "$HERE/peers-flink2/target/peers-flink2-0.1.0.jar" && -f "$HERE/sample-job-flink2/target/sample-job-flink2-0.1.0.jar" ]] || return 0
     local newer
     newer="$(find "$HERE" -path '*/target' -prune -o -type f \( -name '*.java' -o -name '*.xml' -o -name '*.properties' \) -newer "$BUILD_STAMP" -print -quit)"
     [[ -n "$newer" ]]
@@ -70,10 +106,14 @@ cmd_build() {
     fi
     command -v mvn >/dev/null || die "mvn not found on PATH (Maven 3.8+ and a Java 17 JDK are needed)"
     local m2="${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}"
-    local flink_version
+    local flink_version flink2_version
     flink_version="$(sed -n 's:.*<flink.version>\(.*\)</flink.version>.*:\1:p' "$HERE/pom.xml" | head -1)"
+    flink2_version="$(sed -n 's:.*<flink2.version>\(.*\)</flink2.version>.*:\1:p' "$HERE/pom.xml" | head -1)"
     if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink_version" ]]; then
         log "first run downloads ~230 MB of Maven artifacts (Flink $flink_version, Hadoop, RocksDB), takes a few minutes"
+    fi
+    if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink2_version" ]]; then
+        log "downloading Flink $flink2_version (RocksDB, ForSt) for the 2.x clusters, ~200 MB more"
     fi
     log "building (mvn package), log: $LOGS/maven-build.log"
     local start=$SECONDS
@@ -85,12 +125,19 @@ cmd_build() {
     fi
     local peers_jar="$HERE/peers/target/peers-0.1.0.jar"
     local sample_jar="$HERE/sample-job/target/sample-job-0.1.0.jar"
+    local peers2_jar="$HERE/peers-flink2/target/peers-flink2-0.1.0.jar"
+    local sample2_jar="$HERE/sample-job-flink2/target/sample-job-flink2-0.1.0.jar"
     printf '%s:%s\n' "$peers_jar" "$(cat "$HERE/peers/target/runtime-classpath.txt")" >"$CLASSPATH_FILE.tmp"
     mv "$CLASSPATH_FILE.tmp" "$CLASSPATH_FILE"
+    printf '%s:%s\n' "$peers2_jar" "$(cat "$HERE/peers-flink2/target/runtime-classpath.txt")" >"$CLASSPATH_FILE_FLINK2.tmp"
+    mv "$CLASSPATH_FILE_FLINK2.tmp" "$CLASSPATH_FILE_FLINK2"
     cat >"$BUILD_ENV" <<EOF
 FLINK_VERSION=$flink_version
 SAMPLE_JAR=$sample_jar
 PEERS_JAR=$peers_jar
+FLINK_VERSION_2=$flink2_version
+SAMPLE_JAR_2=$sample2_jar
+PEERS_JAR_2=$peers2_jar
 EOF
     touch "$BUILD_STAMP"
     log "built in $((SECONDS - start)) s; classpath: $CLASSPATH_FILE"
@@ -143,10 +190,10 @@ stop_peer() {
     rm -f "$JAVA_STATE/$name.pid" "$JAVA_STATE/$name.ready"
 }
 
-# start_peer NAME MAIN_CLASS HEAP -- ARGS...
+# start_peer NAME MAIN_CLASS HEAP CLASSPATH_FILE -- ARGS...
 start_peer() {
-    local name="$1" main="$2" heap="$3"
-    shift 4
+    local name="$1" main="$2" heap="$3" cpfile="$4"
+    shift 5
     local logfile="$LOGS/$name.log"
     [[ -f "$logfile" ]] && mv -f "$logfile" "$logfile.1"
     # setsid: the JVM outlives this script and its caller's process group (go test, make).
@@ -155,7 +202,7 @@ start_peer() {
         -Xms64m "-Xmx$heap" -XX:+UseSerialGC -XX:MaxMetaspaceSize=256m -Xss512k \
         "-Dlog4j2.configurationFile=$HERE/conf/log4j2-server.properties" \
         "-Djava.io.tmpdir=$JAVA_STATE/tmp" \
-        -cp "$(cat "$CLASSPATH_FILE")" "$main" "$@" \
+        -cp "$(cat "$cpfile")" "$main" "$@" \
         </dev/null >"$logfile" 2>&1 9>&- &
     echo $! >"$JAVA_STATE/$name.pid"
 }
@@ -183,10 +230,12 @@ tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 rest_answers() { curl -fsS --max-time 5 "$1/overview" >/dev/null 2>&1; }
 
-# The REST endpoint answers 503 until the HA leader election has settled.
+# The REST endpoint answers 503 until the HA leader election has settled. After a crash that
+# takes until ZooKeeper expires the dead JobManager's session (60 s by default).
+REST_WAIT_SECONDS=150
 wait_rest() {
     local i
-    for ((i = 0; i < 120; i++)); do
+    for ((i = 0; i < REST_WAIT_SECONDS * 2; i++)); do
         rest_answers "$1" && return 0
         sleep 0.5
     done
@@ -205,14 +254,46 @@ cluster_healthy() {
     local id="$1" ready="$JAVA_STATE/$id.ready"
     [[ -n "$(peer_pid "$id")" && -f "$ready" ]] || return 1
     [[ "$JAVA_STATE/$id.pid" -nt "$BUILD_STAMP" ]] || return 1
-    cmp -s "$JAVA_STATE/$id/conf/config.yaml" "$JAVA_STATE/$id/conf.next/config.yaml" || return 1
+    same_conf "$JAVA_STATE/$id/conf/config.yaml" "$JAVA_STATE/$id/conf.next/config.yaml" || return 1
     rest_answers "$(env_value "$ready" REST_URL)"
+}
+
+# Two cluster configs are the same but for rest.bind-port: a cluster started on any free port
+# and the one generated afterwards with that port pinned are the same cluster.
+same_conf() {
+    cmp -s <(grep -v '^rest.bind-port:' "$1") <(grep -v '^rest.bind-port:' "$2")
+}
+
+# rest_port ID: the REST port the cluster had against the running storage JVM (kept in
+# <id>/rest-port with that JVM's pid), so a cluster restarted after a crash answers where
+# peers.json and every client already point. Empty for a fresh storage JVM, or when another
+# process took the port meanwhile (the cluster then starts on a new one, said in the log).
+rest_port() {
+    local file="$JAVA_STATE/$1/rest-port" port pid
+    [[ -f "$file" ]] || return 0
+    read -r port pid <"$file" || return 0
+    [[ "$port" =~ ^[0-9]+$ && "$pid" == "$(env_value "$JAVA_STATE/storage.ready" PID)" ]] || return 0
+    if [[ -z "$(peer_pid "$1")" ]] && tcp_open "$port"; then
+        log "$1: its REST port $port is taken by another process; it starts on a new port"
+        return 0
+    fi
+    echo "$port"
+}
+
+# remember_rest_port ID: records the port of a cluster that answers (see rest_port).
+remember_rest_port() {
+    local url port
+    url="$(env_value "$JAVA_STATE/$1.ready" REST_URL)"
+    port="${url##*:}"
+    [[ "$port" =~ ^[0-9]+$ ]] || die "$1 ready file names REST_URL '$url' without a port"
+    printf '%s %s\n' "$port" "$(env_value "$JAVA_STATE/storage.ready" PID)" >"$JAVA_STATE/$1/rest-port"
 }
 
 write_cluster_conf() {
     local id="$1" tenant="$2" nn="$3" zk="$4"
-    local dir="$JAVA_STATE/$id" root="hdfs://127.0.0.1:$nn/user/app/$tenant"
+    local dir="$JAVA_STATE/$id" root="hdfs://127.0.0.1:$nn/user/app/$tenant" port
     mkdir -p "$dir/conf" "$dir/conf.next" "$dir/tmp" "$dir/web-upload"
+    port="$(rest_port "$id")"
     cat >"$dir/conf.next/config.yaml" <<EOF
 # Generated by sandbox/java/run.sh for $id (tenant $tenant); rewritten on every start.
 # Storage JVM pid $(env_value "$JAVA_STATE/storage.ready" PID) (a new storage JVM means fresh HDFS/ZooKeeper and a restart here).
@@ -244,7 +325,7 @@ taskmanager.memory.network.min: 64m
 taskmanager.memory.network.max: 64m
 rest.address: 127.0.0.1
 rest.bind-address: 127.0.0.1
-rest.bind-port: "0"
+rest.bind-port: "${port:-0}"
 jobmanager.rpc.address: 127.0.0.1
 jobmanager.bind-host: 127.0.0.1
 taskmanager.host: 127.0.0.1
@@ -262,11 +343,10 @@ EOF
 json_str() { local s="${1//\\/\\\\}"; s="${s//\"/\\\"}"; printf '"%s"' "$s"; }
 
 write_peers_json() {
-    local nn zk user flink_version sample_jar i id tenant root rest sep
+    local nn zk user sample_jar i id tenant line root rest sep
     nn="$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)"
     zk="$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)"
     user="$(env_value "$JAVA_STATE/storage.ready" HDFS_USER)"
-    flink_version="$(env_value "$BUILD_ENV" FLINK_VERSION)"
     sample_jar="$(env_value "$BUILD_ENV" SAMPLE_JAR)"
     {
         printf '{\n  "hdfs": {"uri": %s, "namenode": %s, "user": %s},\n' \
@@ -281,12 +361,14 @@ write_peers_json() {
         printf '\n  ],\n  "clusters": [\n'
         sep=""
         for i in "${CLUSTERS[@]}"; do
-            id="${i%%:*}"; tenant="${i##*:}"; root="hdfs://127.0.0.1:$nn/user/app/$tenant"
+            id="$(cluster_field "$i" 1)"; tenant="$(cluster_field "$i" 2)"; line="$(cluster_field "$i" 3)"
+            root="hdfs://127.0.0.1:$nn/user/app/$tenant"
             rest="$(env_value "$JAVA_STATE/$id.ready" REST_URL)"
-            printf '%s    {"clusterId": %s, "tenant": %s, "restUrl": %s, "checkpointDir": %s, "savepointDir": %s, "haStorageDir": %s, "flinkVersion": %s}' \
+            printf '%s    {"clusterId": %s, "tenant": %s, "restUrl": %s, "checkpointDir": %s, "savepointDir": %s, "haStorageDir": %s, "flinkVersion": %s, "sampleJobJar": %s, "javaClasspathFile": %s}' \
                 "$sep" "$(json_str "$id")" "$(json_str "$tenant")" "$(json_str "$rest")" \
                 "$(json_str "$root/checkpoints")" "$(json_str "$root/savepoints")" "$(json_str "$root/ha")" \
-                "$(json_str "$flink_version")"
+                "$(json_str "$(line_version "$line")")" "$(json_str "$(line_sample_jar "$line")")" \
+                "$(json_str "$(line_classpath "$line")")"
             sep=$',\n'
         done
         printf '\n  ],\n  "sampleJob": {"jar": %s, "entryClass": %s},\n' "$(json_str "$sample_jar")" "$(json_str "$SAMPLE_ENTRY")"
@@ -305,11 +387,11 @@ cmd_up() {
         log "reusing storage peers (pid $(peer_pid storage))"
     else
         log "starting storage peers (HDFS + ZooKeeper), log: $LOGS/storage.log"
-        for i in "${CLUSTERS[@]}"; do stop_peer "${i%%:*}"; done
+        for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
         stop_peer storage
         local tenant_args=()
         for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
-        start_peer storage "$STORAGE_MAIN" 512m -- \
+        start_peer storage "$STORAGE_MAIN" 512m "$CLASSPATH_FILE" -- \
             --data-dir "$JAVA_STATE/storage-data" --ready-file "$JAVA_STATE/storage.ready" \
             --namenode-port "${FLINKMAINT_NAMENODE_PORT:-0}" --zookeeper-port "${FLINKMAINT_ZOOKEEPER_PORT:-0}" \
             --namespace-quota "$NAMESPACE_QUOTA" "${tenant_args[@]}"
@@ -322,16 +404,18 @@ cmd_up() {
 
     local started=()
     for i in "${CLUSTERS[@]}"; do
-        local id="${i%%:*}" tenant="${i##*:}"
+        local id tenant line
+        id="$(cluster_field "$i" 1)"; tenant="$(cluster_field "$i" 2)"; line="$(cluster_field "$i" 3)"
         write_cluster_conf "$id" "$tenant" "$nn" "$zk"
         if cluster_healthy "$id"; then
             log "reusing $id (pid $(peer_pid "$id"))"
+            remember_rest_port "$id"
             continue
         fi
         stop_peer "$id"
         cp "$JAVA_STATE/$id/conf.next/config.yaml" "$JAVA_STATE/$id/conf/config.yaml"
-        log "starting $id (tenant $tenant), log: $LOGS/$id.log"
-        start_peer "$id" "$CLUSTER_MAIN" 640m -- \
+        log "starting $id (tenant $tenant, Flink $(line_version "$line")), log: $LOGS/$id.log"
+        start_peer "$id" "$CLUSTER_MAIN" 640m "$(line_classpath "$line")" -- \
             --conf-dir "$JAVA_STATE/$id/conf" --ready-file "$JAVA_STATE/$id.ready"
         started+=("$id")
     done
@@ -339,7 +423,8 @@ cmd_up() {
         wait_ready "$id" 240
         local rest
         rest="$(env_value "$JAVA_STATE/$id.ready" REST_URL)"
-        wait_rest "$rest" || die "$id REST endpoint $rest does not answer within 60 s, see $LOGS/$id.log"
+        wait_rest "$rest" || die "$id REST endpoint $rest does not answer within $REST_WAIT_SECONDS s, see $LOGS/$id.log"
+        remember_rest_port "$id"
     done
 
     write_peers_json
@@ -349,7 +434,7 @@ cmd_up() {
 
 cmd_down() {
     take_lock
-    for i in "${CLUSTERS[@]}"; do stop_peer "${i%%:*}"; done
+    for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
     stop_peer storage
     # Anything of ours left behind (a lost pid file), found by its marker.
     local pid
@@ -374,12 +459,13 @@ cmd_status() {
         printf 'storage    stopped\n'
     fi
     for i in "${CLUSTERS[@]}"; do
-        local id="${i%%:*}"
+        local id
+        id="$(cluster_field "$i" 1)"
         pid="$(peer_pid "$id")"
         if [[ -n "$pid" && ! -f "$JAVA_STATE/$id.ready" ]]; then
             printf '%-10s starting pid %s\n' "$id" "$pid"
         elif [[ -n "$pid" ]]; then
-            printf '%-10s running pid %-7s %s (tenant %s)\n' "$id" "$pid" "$(env_value "$JAVA_STATE/$id.ready" REST_URL)" "${i##*:}"
+            printf '%-10s running pid %-7s %s (tenant %s)\n' "$id" "$pid" "$(env_value "$JAVA_STATE/$id.ready" REST_URL)" "$(cluster_field "$i" 2)"
         else
             printf '%-10s stopped\n' "$id"
         fi

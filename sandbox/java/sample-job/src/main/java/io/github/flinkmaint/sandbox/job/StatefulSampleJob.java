@@ -13,6 +13,8 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.PrintSink;
@@ -40,20 +42,26 @@ public final class StatefulSampleJob {
             // Job-level setting: overrides the cluster's execution.checkpointing.dir for this job only.
             conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, options.checkpointDir);
         }
+        if (options.stateBackend != null) {
+            configureStateBackend(conf, options);
+        }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         // The arguments as global job parameters: GET /jobs/<id>/config shows which version runs.
         Configuration params = new Configuration();
         params.set(ConfigOptions.key("program-args").stringType().noDefaultValue(), String.join(" ", args));
         env.getConfig().setGlobalJobParameters(params);
 
-        env.fromSequence(0, Long.MAX_VALUE)
+        KeyedStream<Long, Long> keyed = env.fromSequence(0, Long.MAX_VALUE)
                 .uid("sequence-source")
                 .name("sequence-source")
                 .map(new Throttle(options.rate))
                 .uid("throttle")
                 .name("throttle")
-                .keyBy(new ModuloKey(options.keys))
-                .process(new PayloadState(options.valueBytes, options.failOnRestore))
+                .keyBy(new ModuloKey(options.keys));
+        SingleOutputStreamOperator<Long> stateful = options.asyncState()
+                ? asyncPayloadState(keyed, options)
+                : keyed.process(new PayloadState(options.valueBytes, options.failOnRestore));
+        stateful
                 // "keyed-payload-state" unless --state-uid says otherwise; the name stays.
                 .uid(options.stateUid)
                 .name("keyed-payload-state")
@@ -63,6 +71,55 @@ public final class StatefulSampleJob {
                 .name(options.sink + "-sink");
         env.execute(options.jobName);
     }
+
+    /**
+     * Job-level state backend (--state-backend), by config keys so the class builds against both
+     * Flink lines. ForSt exists only on 2.x clusters: asking for it elsewhere fails the submission.
+     */
+    static void configureStateBackend(Configuration conf, JobOptions options) {
+        conf.setString("state.backend.type", options.stateBackend);
+        if (!"forst".equals(options.stateBackend)) {
+            return;
+        }
+        try {
+            Class.forName(FORST_BACKEND, false, StatefulSampleJob.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            throw new IllegalArgumentException("--state-backend forst needs a Flink 2.x cluster: "
+                    + FORST_BACKEND + " is not on this cluster's classpath (valid here: rocksdb)", e);
+        }
+        // Without --forst-local the keyed operator uses the asynchronous state API (see
+        // JobOptions#asyncState), with which ForSt keeps its working state on the DFS under the
+        // primary dir while the job runs. --forst-local keeps the synchronous API, whose working
+        // state ForSt keeps on local disk (state.backend.forst.sync.enforce-local, default true;
+        // with it false, Flink 2.3.0 was seen to hang cancelling such a task until the
+        // TaskManager's 180 s cancellation watchdog killed the TaskManager).
+        if (options.forstPrimaryDir != null) {
+            conf.setString("state.backend.forst.primary-dir", options.forstPrimaryDir);
+        }
+    }
+
+    private static final String ASYNC_PAYLOAD_STATE = "io.github.flinkmaint.sandbox.job.AsyncPayloadState";
+
+    /** The 2.x-only async-state operator (sample-job-flink2), by reflection. */
+    @SuppressWarnings("unchecked")
+    static SingleOutputStreamOperator<Long> asyncPayloadState(KeyedStream<Long, Long> keyed, JobOptions options) {
+        if (options.failOnRestore) {
+            throw new IllegalArgumentException("--fail-on-restore works with the synchronous state API only:"
+                    + " use it with --state-backend rocksdb, or forst with --forst-local");
+        }
+        try {
+            Class<?> c = Class.forName(ASYNC_PAYLOAD_STATE, true, StatefulSampleJob.class.getClassLoader());
+            return (SingleOutputStreamOperator<Long>) c.getMethod("apply", KeyedStream.class, int.class)
+                    .invoke(null, keyed, options.valueBytes);
+        } catch (ClassNotFoundException e) {
+            throw new IllegalArgumentException("--state-backend forst needs the sample job built for Flink 2.x ("
+                    + ASYNC_PAYLOAD_STATE + " is not in this jar)", e);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot build the async-state operator: " + e, e);
+        }
+    }
+
+    private static final String FORST_BACKEND = "org.apache.flink.state.forst.ForStStateBackend";
 
     /** The sink named by --sink (see {@link JobOptions#SINKS}); both are state-less. */
     static Sink<Long> sink(String name) {

@@ -2,6 +2,7 @@ package io.github.flinkmaint.sandbox.job;
 
 import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
@@ -142,9 +143,18 @@ public final class VerifyState {
             this.wantBytes = wantBytes;
         }
 
-        // 1.20's KeyedStateReaderFunction declares open(Configuration) abstract.
-        @Override
+        // One source for both Flink lines, so neither method says @Override: 1.20's
+        // KeyedStateReaderFunction declares open(Configuration) abstract, 2.x removed it and
+        // calls open(OpenContext). Whichever the runtime calls binds the state; both may run.
         public void open(Configuration parameters) {
+            bindState();
+        }
+
+        public void open(OpenContext openContext) {
+            bindState();
+        }
+
+        private void bindState() {
             payload = getRuntimeContext().getState(
                     new ValueStateDescriptor<>(STATE_NAME, PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
         }
