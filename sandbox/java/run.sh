@@ -43,7 +43,7 @@ SECURE_JSON="$STATE/secure.json"
 # Kerberos ticket lifetime of the secure sandbox: short, so that tests outlive tickets.
 SECURE_TICKET_LIFETIME="${FLINKMAINT_SECURE_TICKET_LIFETIME:-120}"
 SECURE_RPC_PROTECTION="${FLINKMAINT_SECURE_RPC_PROTECTION:-privacy}"
-SECURE_DATA_PROTECTION="${FLINKMAINT_SECURE_DATA_TRANSFER_PROTECTION:-privacy}"
+SECURE_DATA_PROTECTION="${FLINKMAINT_SECURE_DATA_TRANSFER_PROTECTION:-authentication}"
 CLUSTER_MAIN="io.github.flinkmaint.sandbox.peers.FlinkSessionCluster"
 SAMPLE_ENTRY="io.github.flinkmaint.sandbox.job.StatefulSampleJob"
 # Marks our JVMs on their command line, so a reused pid is never mistaken for one of ours.

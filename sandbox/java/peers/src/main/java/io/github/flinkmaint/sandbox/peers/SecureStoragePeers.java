@@ -71,7 +71,7 @@ public final class SecureStoragePeers {
         long quota = args.longValue("namespace-quota", 15000, 1);
         int lifetime = args.intValue("ticket-lifetime", 120, 60, 86400);
         String rpcProtection = oneOf("rpc-protection", args.get("rpc-protection", "privacy"));
-        String dataProtection = oneOf("data-transfer-protection", args.get("data-transfer-protection", "privacy"));
+        String dataProtection = oneOf("data-transfer-protection", args.get("data-transfer-protection", "authentication"));
         List<String> tenants = args.all("tenant");
         for (String t : tenants) {
             if (!t.matches("[a-z0-9][a-z0-9-]*")) {
@@ -419,6 +419,8 @@ public final class SecureStoragePeers {
             if (stopped[to]) {
                 throw new IllegalStateException(NN_IDS[to] + " is stopped; POST /restart?nn=" + NN_IDS[to] + " first");
             }
+            // Tickets are short; the admin login must be fresh for the clients the cluster makes.
+            admin.checkTGTAndReloginFromKeytab();
             admin.doAs((PrivilegedExceptionAction<Void>) () -> {
                 if (stop) {
                     hdfs.shutdownNameNode(from);
@@ -443,6 +445,7 @@ public final class SecureStoragePeers {
             if (!stopped[i]) {
                 throw new IllegalStateException(id + " is running");
             }
+            admin.checkTGTAndReloginFromKeytab();
             admin.doAs((PrivilegedExceptionAction<Void>) () -> {
                 hdfs.restartNameNode(i, true);
                 return null;
