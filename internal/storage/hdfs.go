@@ -362,6 +362,10 @@ func preferFirst(addrs []string, preferred string) []string {
 // request: a standby or a starting namenode refused it, or no namenode
 // could be reached or authenticated to before it was sent.
 func notExecuted(err error) bool {
+	var ae *afterEffect
+	if errors.As(err, &ae) {
+		return false
+	}
 	var remote gohdfs.Error
 	if errors.As(err, &remote) {
 		switch remote.Exception() {
@@ -693,6 +697,11 @@ func (h *HDFS) MkdirAll(ctx context.Context, p string) error {
 }
 
 // WriteFile creates a new file holding data.
+//
+// Once the namenode created the file, a failure is not tried again as a
+// whole (that would find the file existing); the steps after it (block
+// allocation, completing the file) are themselves asked again while no
+// namenode acted on them, e.g. both were standby during a failover.
 func (h *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
 	u, err := h.guarded("write", p)
 	if err != nil {
@@ -705,16 +714,44 @@ func (h *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
 		}
 		if err := w.SetDeadline(deadline); err != nil {
 			_ = w.Close()
-			return err
+			return &afterEffect{err}
 		}
 		if len(data) > 0 {
-			if _, err := w.Write(data); err != nil {
-				_ = w.Close()
+			err := retryNotExecuted(deadline, func() error {
+				_, err := w.Write(data)
 				return err
+			})
+			if err != nil {
+				_ = w.Close()
+				return &afterEffect{err}
 			}
 		}
-		return closeReplicated(w, deadline)
+		if err := retryNotExecuted(deadline, func() error { return closeReplicated(w, deadline) }); err != nil {
+			return &afterEffect{err}
+		}
+		return nil
 	})
+}
+
+// afterEffect marks an error that came after the call changed something on
+// the namenode, so the call must not be run again as a whole.
+type afterEffect struct{ err error }
+
+func (e *afterEffect) Error() string { return e.err.Error() }
+func (e *afterEffect) Unwrap() error { return e.err }
+
+// retryNotExecuted runs step again while it fails in a way no namenode
+// acted on, until deadline.
+func retryNotExecuted(deadline time.Time, step func() error) error {
+	wait := 50 * time.Millisecond
+	for {
+		err := step()
+		if err == nil || !notExecuted(err) || !time.Now().Add(wait).Before(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // closeReplicated closes a written file. The namenode answers "replication

@@ -36,8 +36,9 @@ import java.util.concurrent.CountDownLatch;
  * The production-shaped storage peer of the sandbox, in one JVM: a Kerberos KDC (Apache Kerby via
  * hadoop-minikdc), and a kerberized HDFS with two NameNodes behind the nameservice {@code ns1}
  * (MiniDFSCluster, shared-edits HA) and one DataNode. RPC and block transfer are SASL-protected
- * the way production clusters set them ({@code hadoop.rpc.protection},
- * {@code dfs.data.transfer.protection}, block access tokens), the client protocol is limited by a
+ * the way production clusters set them ({@code hadoop.rpc.protection} privacy,
+ * {@code dfs.data.transfer.protection} authentication, block access tokens; see the README for
+ * why not privacy on data transfer), the client protocol is limited by a
  * service-level ACL, and tickets live only {@code --ticket-lifetime} seconds.
  *
  * <p>Principals (realm EXAMPLE.COM), each with its own keytab under {@code <work-dir>/keytabs}:
