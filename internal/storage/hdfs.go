@@ -45,6 +45,9 @@ type HDFS struct {
 	who string
 	// ha is set when there are several namenodes to fail over between.
 	ha bool
+	// afterReplicating, if set, runs when a file's first completion is
+	// answered "replication in progress" (tests).
+	afterReplicating func()
 
 	mu      sync.Mutex // guards the fields below
 	client  *gohdfs.Client
@@ -701,36 +704,57 @@ func (h *HDFS) MkdirAll(ctx context.Context, p string) error {
 // Once the namenode created the file, a failure is not tried again as a
 // whole (that would find the file existing); the steps after it (block
 // allocation, completing the file) are themselves asked again while no
-// namenode acted on them, e.g. both were standby during a failover.
+// namenode acted on them, e.g. both were standby during a failover. One
+// case is written again: a file whose completion a failover lost (see
+// closeReplicated) is removed, still open and ours, and written anew.
 func (h *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
 	u, err := h.guarded("write", p)
 	if err != nil {
 		return err
 	}
 	return h.do(ctx, "write", u.String(), func(c *gohdfs.Client, deadline time.Time) error {
-		w, err := c.Create(u.Path)
-		if err != nil {
-			return err
+		for rewrites := 0; ; rewrites++ {
+			err := writeOnce(c, u.Path, data, deadline, h.afterReplicating)
+			if !errors.Is(err, errCompletionLost) || rewrites >= maxRewrites {
+				return err
+			}
+			// The file is ours (this call created it) and was never
+			// completed: nobody has read a whole of it. Remove it and
+			// write it again.
+			if err := retryNotExecuted(deadline, func() error { return c.Remove(u.Path) }); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return &afterEffect{fmt.Errorf("remove %s, whose completion a failover lost, to write it again: %w", u.Path, err)}
+			}
 		}
-		if err := w.SetDeadline(deadline); err != nil {
+	})
+}
+
+// maxRewrites bounds how often WriteFile writes a file again whose
+// completion was lost.
+const maxRewrites = 2
+
+func writeOnce(c *gohdfs.Client, p string, data []byte, deadline time.Time, afterReplicating func()) error {
+	w, err := c.Create(p)
+	if err != nil {
+		return err
+	}
+	if err := w.SetDeadline(deadline); err != nil {
+		_ = w.Close()
+		return &afterEffect{err}
+	}
+	if len(data) > 0 {
+		err := retryNotExecuted(deadline, func() error {
+			_, err := w.Write(data)
+			return err
+		})
+		if err != nil {
 			_ = w.Close()
 			return &afterEffect{err}
 		}
-		if len(data) > 0 {
-			err := retryNotExecuted(deadline, func() error {
-				_, err := w.Write(data)
-				return err
-			})
-			if err != nil {
-				_ = w.Close()
-				return &afterEffect{err}
-			}
-		}
-		if err := retryNotExecuted(deadline, func() error { return closeReplicated(w, deadline) }); err != nil {
-			return &afterEffect{err}
-		}
-		return nil
-	})
+	}
+	if err := retryNotExecuted(deadline, func() error { return closeReplicated(w, deadline, afterReplicating) }); err != nil {
+		return &afterEffect{err}
+	}
+	return nil
 }
 
 // afterEffect marks an error that came after the call changed something on
@@ -754,15 +778,38 @@ func retryNotExecuted(deadline time.Time, step func() error) error {
 	}
 }
 
+// errCompletionLost: the namenode kept answering "replication in progress"
+// for longer than a datanode takes to report a block.
+var errCompletionLost = errors.New("the file was not completed although its block was written: a NameNode failover may have lost the commit of its last block")
+
+// completionLostAfter is how long "replication in progress" may last
+// before closeReplicated gives up on the file; a datanode reports a
+// written block within a second or two.
+const completionLostAfter = 10 * time.Second
+
 // closeReplicated closes a written file. The namenode answers "replication
 // in progress" while the datanode has not yet reported the last block;
 // like the Java client, ask again with backoff. The first Close committed
-// the block, so a repeated Close only asks the namenode to complete the
-// file.
-func closeReplicated(w *gohdfs.FileWriter, deadline time.Time) error {
+// the block, so the library's repeated Close only asks the namenode to
+// complete the file, without naming the block. That commit lives in the
+// memory of the namenode that took it until the file completes: after a
+// failover the new active namenode holds the block under construction, and
+// a completion that does not name it never succeeds. The Java client names
+// the block on every retry; this library cannot, so after
+// completionLostAfter it returns errCompletionLost and WriteFile writes the
+// file again. afterReplicating, if set, is called on the first "replication
+// in progress" (tests fail the namenodes over there).
+func closeReplicated(w *gohdfs.FileWriter, deadline time.Time, afterReplicating func()) error {
 	err := w.Close()
+	if errors.Is(err, gohdfs.ErrReplicating) && afterReplicating != nil {
+		afterReplicating()
+	}
+	start := time.Now()
 	wait := 100 * time.Millisecond
 	for errors.Is(err, gohdfs.ErrReplicating) && time.Now().Add(wait).Before(deadline) {
+		if time.Since(start) > completionLostAfter {
+			return fmt.Errorf("%w (%w for %v)", errCompletionLost, err, time.Since(start).Round(time.Second))
+		}
 		time.Sleep(wait)
 		wait = min(2*wait, 2*time.Second)
 		err = w.Close()

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,6 +337,65 @@ func TestSecureHDFSFailoverDuringWork(t *testing.T) {
 	}
 	if _, err := r.s.RestartStopped(ctx); err != nil {
 		t.Fatalf("restart the NameNode stopped at %+v: %v", st, err)
+	}
+}
+
+// TestSecureHDFSWriteAcrossLostCompletion fails the NameNodes over right
+// after a file's first completion was answered "replication in progress".
+// The old active NameNode had committed the file's last block in memory
+// only, so the new one holds it under construction, and the library's
+// retried completion does not name the block: it would never complete.
+// The write succeeds anyway (the file is written again) and every file
+// holds its data.
+func TestSecureHDFSWriteAcrossLostCompletion(t *testing.T) {
+	r := newSecureHDFS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var fired atomic.Int32
+	var failedOver string
+	storage.SetAfterReplicating(r.fs, func() {
+		if fired.Add(1) != 1 {
+			return
+		}
+		st, err := r.s.Failover(ctx)
+		if err != nil {
+			t.Errorf("failover: %v", err)
+			return
+		}
+		a, _ := st.Active()
+		failedOver = a.ID
+	})
+	written := 0
+	var took time.Duration
+	for written < 300 && fired.Load() == 0 {
+		p := fmt.Sprintf("%s/f%03d", r.dir, written)
+		start := time.Now()
+		if err := r.fs.WriteFile(ctx, p, []byte(p)); err != nil {
+			t.Fatalf("write %s (failover after replication in progress: %v): %v", p, fired.Load() > 0, err)
+		}
+		took = time.Since(start)
+		written++
+	}
+	if fired.Load() == 0 {
+		t.Fatalf("none of %d writes was answered replication in progress; nothing was tested", written)
+	}
+	t.Logf("write %d was answered replication in progress; failed over to %s; the write took %v", written, failedOver, took.Round(time.Millisecond))
+	n := 0
+	err := r.fs.List(ctx, r.dir, 0, func(batch []storage.FileInfo) error {
+		for _, fi := range batch {
+			data, err := r.fs.ReadFile(ctx, r.dir+"/"+fi.Name, 0)
+			if err != nil {
+				return err
+			}
+			if string(data) != r.dir+"/"+fi.Name {
+				return fmt.Errorf("%s holds %q", fi.Name, data)
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil || n != written {
+		t.Fatalf("read back %d of %d files: %v", n, written, err)
 	}
 }
 
