@@ -85,8 +85,9 @@ func (s HAState) Active() (NameNodeState, bool) {
 }
 
 const (
-	secureFile      = "secure.json"
-	secureLockPath  = "java/secure-start.lock"
+	secureFile         = "secure.json"
+	secureLockPath     = "java/secure-start.lock"
+	secureFailoverLock = "java/secure-failover.lock"
 	secureShellMain = "io.github.flinkmaint.sandbox.peers.SecureShell"
 )
 
@@ -244,6 +245,34 @@ func (s *SecureStorage) control(ctx context.Context, method, path string) (HASta
 		return HAState{}, fmt.Errorf("sandbox: control %s %s: %w: %s", method, path, err, body)
 	}
 	return st, nil
+}
+
+// HoldFailovers takes, until t ends, the lock every test that fails the NameNodes over holds, so
+// that of test binaries running at once (go test -p) one fails them over at a time: a test that
+// stopped the active NameNode is not refused a failover by another's, nor finds it restarted
+// under it. Tests that only use the HDFS need not take it; their calls ride failovers out.
+func (s *SecureStorage) HoldFailovers(t testing.TB) {
+	t.Helper()
+	state, err := StateDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(state, secureFailoverLock)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		t.Fatalf("lock %s: %v", p, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	})
 }
 
 // HadoopShell runs "hdfs dfs ARGS..." against the secure HDFS (through its nameservice, with

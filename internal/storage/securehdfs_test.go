@@ -237,6 +237,7 @@ func TestSecureHDFSQuotaMatchesShell(t *testing.T) {
 // (connection refused, a connection cut mid-call). Every call succeeds and
 // every file is there exactly once with its content.
 func TestSecureHDFSFailoverDuringWork(t *testing.T) {
+	sandbox.RequireSecureStorage(t).HoldFailovers(t)
 	r := newSecureHDFS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -348,6 +349,7 @@ func TestSecureHDFSFailoverDuringWork(t *testing.T) {
 // The write succeeds anyway (the file is written again) and every file
 // holds its data.
 func TestSecureHDFSWriteAcrossLostCompletion(t *testing.T) {
+	sandbox.RequireSecureStorage(t).HoldFailovers(t)
 	r := newSecureHDFS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -403,6 +405,7 @@ func TestSecureHDFSWriteAcrossLostCompletion(t *testing.T) {
 // KDC's ticket lifetime, reconnecting (a failover) after the first tickets
 // expired: the keytab login renews and logs in again by itself.
 func TestSecureHDFSOutlivesTicket(t *testing.T) {
+	sandbox.RequireSecureStorage(t).HoldFailovers(t)
 	r := newSecureHDFS(t)
 	lifetime := time.Duration(r.s.TicketLifetimeSeconds) * time.Second
 	if lifetime <= 0 || lifetime > 5*time.Minute {
