@@ -88,7 +88,7 @@ const (
 	secureFile         = "secure.json"
 	secureLockPath     = "java/secure-start.lock"
 	secureFailoverLock = "java/secure-failover.lock"
-	secureShellMain = "io.github.flinkmaint.sandbox.peers.SecureShell"
+	secureShellMain    = "io.github.flinkmaint.sandbox.peers.SecureShell"
 )
 
 var (
