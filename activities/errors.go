@@ -25,9 +25,13 @@ const (
 	ErrTypeStorage           = "StorageFailed"
 	ErrTypeStorageQuota      = "StorageQuotaExceeded"
 	ErrTypeStoragePermission = "StoragePermissionDenied"
-	ErrTypeStorageNotFound   = "StorageNotFound"
-	ErrTypeOutsideRoots      = "OutsideRoots"
-	ErrTypeUnreachable       = "EndpointUnreachable"
+	// ErrTypeStorageAuthentication: the storage did not accept the
+	// worker's credentials (Kerberos login, ticket, a refused user); new
+	// credentials are needed, a retry does not help.
+	ErrTypeStorageAuthentication = "StorageAuthenticationFailed"
+	ErrTypeStorageNotFound       = "StorageNotFound"
+	ErrTypeOutsideRoots          = "OutsideRoots"
+	ErrTypeUnreachable           = "EndpointUnreachable"
 	// ErrTypeJobStoppedWithoutSavepoint: the job is no longer running, but
 	// no savepoint it stopped with can be found; a person must decide.
 	ErrTypeJobStoppedWithoutSavepoint = "JobStoppedWithoutSavepoint"
@@ -132,6 +136,7 @@ var errorTable = []errorRule{
 	{cleanup.ErrStorageUnavailable, ErrTypeStorage, true},
 	{cleanup.ErrObjectsUnavailable, ErrTypeKubernetes, true},
 	{storage.ErrQuotaExceeded, ErrTypeStorageQuota, false},
+	{storage.ErrAuthentication, ErrTypeStorageAuthentication, false},
 	{storage.ErrPermission, ErrTypeStoragePermission, false},
 	{storage.ErrNotFound, ErrTypeStorageNotFound, false},
 	{storage.ErrOutsideRoots, ErrTypeOutsideRoots, false},

@@ -30,6 +30,7 @@ func TestClassify(t *testing.T) {
 		"storage quota":            {fmt.Errorf("w: %w", storage.ErrNamespaceQuotaExceeded), ErrTypeStorageQuota, false},
 		"storage unavailable":      {fmt.Errorf("w: %w", storage.ErrUnavailable), ErrTypeStorage, true},
 		"storage permission":       {fmt.Errorf("w: %w", storage.ErrPermission), ErrTypeStoragePermission, false},
+		"storage authentication":   {fmt.Errorf("w: %w", storage.ErrAuthentication), ErrTypeStorageAuthentication, false},
 		"storage not found":        {fmt.Errorf("w: %w", storage.ErrNotFound), ErrTypeStorageNotFound, false},
 		"outside roots":            {fmt.Errorf("w: %w", storage.ErrOutsideRoots), ErrTypeOutsideRoots, false},
 		"cleanup storage down":     {cleanupErr(cleanup.ErrStorageUnavailable, true, storage.ErrUnavailable), ErrTypeStorage, true},

@@ -6,6 +6,8 @@
 #   sandbox/sandbox.sh up      start or reuse every peer, print the endpoints
 #   sandbox/sandbox.sh down    stop every peer; no process is left running
 #   sandbox/sandbox.sh status  what runs
+#   sandbox/sandbox.sh secure-up  also start the secure storage JVM (KDC + kerberized HA HDFS,
+#                                 var/sandbox/secure.json); tests start it on demand
 #
 # Endpoints: var/sandbox/peers.json (HDFS, Flink) and var/sandbox/kube.json
 # (a second control plane, started on demand: var/sandbox/kube-second/kube.json).
@@ -51,5 +53,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 build|up|down|status" >&2; exit 2 ;;
+  secure-up) "$HERE/java/run.sh" secure-up ;;
+  *) echo "usage: $0 build|up|down|status|secure-up" >&2; exit 2 ;;
 esac

@@ -1,7 +1,8 @@
 // Command flinkmaint-worker runs flinkmaint's workflows and activities.
 //
 // Exit codes: 0 clean shutdown, 1 runtime failure, 2 invalid configuration
-// or flags, 3 Temporal frontend unreachable at start.
+// or flags (storage credentials refused at start included), 3 Temporal
+// frontend unreachable at start.
 package main
 
 import (
@@ -92,6 +93,15 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		return &configError{err}
 	}
 	defer closeAdapters() //nolint:errcheck // connections close on exit anyway
+	// Log in to storage and reach it now: credentials the KDC or the
+	// cluster refuses stop the worker here, naming principal and realm.
+	// Storage that does not answer yet does not: activities retry it.
+	if err := app.ConnectStorage(ctx, cfg, acts.Storage); err != nil {
+		if !storage.IsRetryable(err) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return &configError{err}
+		}
+		zl.Warn().Err(err).Msg("storage did not answer at start; activities retry it")
+	}
 	warnMissingCleanupDirs(ctx, cfg.Cleanup, acts.Storage, zl)
 	codecToken, err := cfg.HTTP.CodecToken()
 	if err != nil {

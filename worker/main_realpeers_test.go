@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -213,4 +214,102 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestWorkerKerberosAtStart runs flinkmaint-worker against the secure
+// sandbox (KDC, kerberized HA HDFS ns1). With credentials the KDC or the
+// cluster refuses it exits 2 at start, before dialing Temporal, naming
+// principal and realm; with the keytab of flinkmaint it logs in, reaches
+// ns1 and serves.
+func TestWorkerKerberosAtStart(t *testing.T) {
+	s := sandbox.RequireSecureStorage(t)
+	bin := filepath.Join(t.TempDir(), "flinkmaint-worker")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	config := func(name, kerberos string) string {
+		p := filepath.Join(dir, name+".yaml")
+		body := "storage:\n  hadoopConfDir: " + s.HadoopConfDir + "\n  writableRoots: [" + s.URI + s.Tenants[0].Root + "]\n" +
+			"  kerberos:\n    krb5Conf: " + s.Krb5Conf + "\n" + kerberos
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	realm := s.Realm
+	for name, tc := range map[string]struct {
+		kerberos string
+		want     []string
+	}{
+		"keytab without the principal": {
+			"    principal: " + s.Principals.Worker.Principal + "\n    keytab: " + s.Principals.Flink.Keytab + "\n",
+			[]string{s.Principals.Worker.Principal, "realm " + realm, "flink.keytab"},
+		},
+		"principal the KDC does not know": {
+			"    principal: ghost@" + realm + "\n    keytab: " + s.Principals.Worker.Keytab + "\n",
+			[]string{"ghost@" + realm, "realm " + realm},
+		},
+		"user the cluster refuses": {
+			"    principal: " + s.Principals.Denied.Principal + "\n    keytab: " + s.Principals.Denied.Keytab + "\n",
+			[]string{s.Principals.Denied.Principal, "refuses this user"},
+		},
+		"no ticket": {
+			"    ccache: " + filepath.Join(dir, "krb5cc_none") + "\n",
+			[]string{"no ticket", "krb5cc_none"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var logs syncBuffer
+			cmd := exec.CommandContext(ctx, bin, "--config", config(strings.ReplaceAll(name, " ", "-"), tc.kerberos),
+				"--temporal-address", "127.0.0.1:1", "--http-listen", "")
+			cmd.Stdout, cmd.Stderr = &logs, &logs
+			err := cmd.Run()
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) || exitErr.ExitCode() != 2 {
+				t.Fatalf("worker exited with %v; want exit code 2 (invalid configuration)\n%s", err, logs.String())
+			}
+			out := logs.String()
+			for _, w := range append(tc.want, "invalid configuration", "authentication failed") {
+				if !strings.Contains(out, w) {
+					t.Errorf("output does not mention %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "127.0.0.1:1") {
+				t.Errorf("the worker dialed Temporal before refusing its credentials:\n%s", out)
+			}
+		})
+	}
+
+	t.Run("keytab of the worker", func(t *testing.T) {
+		tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+		listen := freeAddr(t)
+		var logs syncBuffer
+		cmd := exec.Command(bin, "--config", config("worker", "    principal: "+s.Principals.Worker.Principal+"\n    keytab: "+s.Principals.Worker.Keytab+"\n"),
+			"--temporal-address", tmp.HostPort, "--task-queue", "kerberos-start", "--http-listen", listen)
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		waitHTTP(t, "http://"+listen+"/healthz", exited, &logs)
+		if out := logs.String(); strings.Contains(out, "storage did not answer") {
+			t.Errorf("the worker did not reach %s at start:\n%s", s.URI, out)
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("worker exited with %v after SIGTERM\n%s", err, logs.String())
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("worker did not stop within a minute of SIGTERM\n%s", logs.String())
+		}
+	})
 }

@@ -108,6 +108,28 @@ func TestRunRefusesBadStorageBeforeTemporal(t *testing.T) {
 	}
 }
 
+// TestRunGoesOnWhenStorageDoesNotAnswer: a NameNode that does not answer
+// at start is not a configuration error (activities retry storage); the
+// worker warns, goes on and here stops at Temporal (exit 3).
+func TestRunGoesOnWhenStorageDoesNotAnswer(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(cfg, []byte("storage:\n  hdfsUser: flinkmaint\n  rpcTimeout: 2s\n  writableRoots: [hdfs://127.0.0.1:1/flinkmaint]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--config", cfg, "--temporal-address", "127.0.0.1:1",
+		"--temporal-connect-timeout", "2s", "--http-listen", "", "--log-format", "console"}, noEnv, &stderr)
+	out := stderr.String()
+	if code != exitUnreachable {
+		t.Fatalf("exit code %d, want %d (Temporal unreachable); stderr:\n%s", code, exitUnreachable, out)
+	}
+	for _, w := range []string{"storage did not answer at start", "storage.writableRoots[0]=", "hdfs://127.0.0.1:1", "storage unavailable"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("stderr does not mention %q:\n%s", w, out)
+		}
+	}
+}
+
 // testRoutes are the worker's HTTP routes with the codec as the
 // configuration gives it, listening on addr, without Temporal.
 func testRoutes(t *testing.T, h config.HTTP, token string, addr net.Addr) http.Handler {

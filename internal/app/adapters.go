@@ -30,7 +30,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		Guard:            guard,
 		AuthorityAliases: cfg.Storage.AuthorityAliases,
 		HDFS: storage.HDFSOptions{
-			User: cfg.Storage.HDFSUser, HadoopConfDir: cfg.Storage.HadoopConfDir,
+			User: cfg.Storage.HDFSUser, HadoopConfDir: cfg.Storage.HadoopConfDir, Kerberos: cfg.Storage.Kerberos.Options(),
 			RPCTimeout: cfg.Storage.RPCTimeout.D(), Guard: guard,
 		},
 	}

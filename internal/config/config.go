@@ -126,6 +126,61 @@ type Storage struct {
 	// system, e.g. [[nn1.corp:8020, 10.1.2.3:8020, ns1]], for names that
 	// DNS and the Hadoop configuration do not tie together.
 	AuthorityAliases [][]string `yaml:"authorityAliases"`
+	// Kerberos, if set, authenticates to HDFS with a keytab (or a ticket
+	// cache); secrets come from those files, never from this text.
+	Kerberos *Kerberos `yaml:"kerberos"`
+}
+
+// Kerberos selects the worker's Kerberos credentials for HDFS.
+type Kerberos struct {
+	// Krb5Conf is the krb5.conf path; empty means $KRB5_CONFIG, then
+	// /etc/krb5.conf.
+	Krb5Conf string `yaml:"krb5Conf"`
+	// Principal is user@REALM; required with Keytab.
+	Principal string `yaml:"principal"`
+	// Keytab is the keytab file; the worker logs in from it and renews by
+	// itself. Empty means the ticket cache (CCache).
+	Keytab string `yaml:"keytab"`
+	// CCache is a FILE: ticket cache; empty means $KRB5CCNAME.
+	CCache string `yaml:"ccache"`
+	// ServicePrincipal is the NameNode's principal (nn/_HOST); empty means
+	// dfs.namenode.kerberos.principal from hadoopConfDir.
+	ServicePrincipal string `yaml:"servicePrincipal"`
+}
+
+// Options returns the storage layer's Kerberos options, nil when unset.
+func (k *Kerberos) Options() *storage.KerberosOptions {
+	if k == nil {
+		return nil
+	}
+	return &storage.KerberosOptions{Krb5Conf: k.Krb5Conf, Principal: k.Principal, Keytab: k.Keytab, CCache: k.CCache, ServicePrincipal: k.ServicePrincipal}
+}
+
+func (k *Kerberos) validate(hdfsUser string) []error {
+	if k == nil {
+		return nil
+	}
+	var errs []error
+	if hdfsUser != "" {
+		errs = append(errs, fmt.Errorf("storage.hdfsUser=%q with storage.kerberos: with Kerberos the principal is the user; remove storage.hdfsUser", hdfsUser))
+	}
+	if k.Keytab != "" {
+		if k.Principal == "" {
+			errs = append(errs, fmt.Errorf("storage.kerberos.principal is empty with storage.kerberos.keytab=%q: set the keytab's principal, user@REALM", k.Keytab))
+		}
+		if fi, err := os.Stat(k.Keytab); err != nil || !fi.Mode().IsRegular() {
+			errs = append(errs, fmt.Errorf("storage.kerberos.keytab=%q: want a readable keytab file (%v)", k.Keytab, err))
+		}
+	}
+	if k.Keytab == "" && k.Principal != "" {
+		errs = append(errs, fmt.Errorf("storage.kerberos.principal=%q without storage.kerberos.keytab: a principal is logged in from a keytab; set keytab, or remove principal to use the ticket cache", k.Principal))
+	}
+	if k.Krb5Conf != "" {
+		if _, err := os.Stat(k.Krb5Conf); err != nil {
+			errs = append(errs, fmt.Errorf("storage.kerberos.krb5Conf=%q: %v", k.Krb5Conf, err))
+		}
+	}
+	return errs
 }
 
 // Inventory says where clusters are discovered.
@@ -376,6 +431,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("storage.authorityAliases: %v", err))
 	}
 	errs = append(errs, c.Storage.validate()...)
+	errs = append(errs, c.Storage.Kerberos.validate(c.Storage.HDFSUser)...)
 	if k := c.Inventory.Kubernetes; k != nil {
 		if err := k.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("inventory.kubernetes: %v", err))

@@ -79,6 +79,18 @@ func TestLoadRejects(t *testing.T) {
 			args: []string{"--log-level", "loud", "--log-format", "xml"},
 			want: []string{`"loud"`, "log.format=\"xml\"", "json"},
 		},
+		"kerberos keytab without principal, missing file": {
+			file: "storage:\n  kerberos:\n    keytab: /nonexistent/worker.keytab\n",
+			want: []string{"storage.kerberos.principal is empty", `storage.kerberos.keytab="/nonexistent/worker.keytab"`, "readable keytab"},
+		},
+		"kerberos with hdfsUser": {
+			file: "storage:\n  hdfsUser: flink\n  kerberos:\n    ccache: /tmp/krb5cc_0\n",
+			want: []string{`storage.hdfsUser="flink" with storage.kerberos`, "principal is the user"},
+		},
+		"kerberos principal without keytab": {
+			file: "storage:\n  kerberos:\n    principal: flinkmaint@EXAMPLE.COM\n",
+			want: []string{`storage.kerberos.principal="flinkmaint@EXAMPLE.COM" without storage.kerberos.keytab`},
+		},
 		"empty namespace": {
 			file: "temporal:\n  namespace: \"\"\n",
 			want: []string{"temporal.namespace is empty"},

@@ -37,10 +37,14 @@ var (
 	ErrNamespaceQuotaExceeded error = &kindError{msg: "namespace quota (files and directories) exceeded", parents: []error{ErrQuotaExceeded}}
 	ErrSpaceQuotaExceeded     error = &kindError{msg: "space quota exceeded", parents: []error{ErrQuotaExceeded}}
 	ErrUnavailable            error = &kindError{msg: "storage unavailable"}
-	ErrOutsideRoots           error = &kindError{msg: "path is not strictly under a configured root"}
-	ErrInvalidPath            error = &kindError{msg: "invalid path", parents: []error{fs.ErrInvalid}}
-	ErrTooLarge               error = &kindError{msg: "file larger than the read limit"}
-	ErrWrongFileSystem        error = &kindError{msg: "path belongs to another file system"}
+	// ErrAuthentication: the cluster did not accept who we are (no or an
+	// expired ticket, a keytab without the principal, a user the cluster
+	// refuses). Retrying does not help; the credentials must change.
+	ErrAuthentication  error = &kindError{msg: "authentication failed", parents: []error{fs.ErrPermission}}
+	ErrOutsideRoots    error = &kindError{msg: "path is not strictly under a configured root"}
+	ErrInvalidPath     error = &kindError{msg: "invalid path", parents: []error{fs.ErrInvalid}}
+	ErrTooLarge        error = &kindError{msg: "file larger than the read limit"}
+	ErrWrongFileSystem error = &kindError{msg: "path belongs to another file system"}
 )
 
 // Error describes a failed operation on one path. Kind is one of the Err*

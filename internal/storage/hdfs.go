@@ -40,12 +40,24 @@ type HDFS struct {
 
 	sem  chan struct{} // one call at a time
 	rpcs atomic.Uint64
+	// who names the Kerberos principal (user@REALM) or the simple user,
+	// for errors about who the cluster refused.
+	who string
+	// ha is set when there are several namenodes to fail over between.
+	ha bool
+	// afterReplicating, if set, runs when a file's first completion is
+	// answered "replication in progress" (tests).
+	afterReplicating func()
 
 	mu      sync.Mutex // guards the fields below
 	client  *gohdfs.Client
 	conn    *deadlineConn
 	dialCtx context.Context
 	closed  bool
+	// preferred is the namenode that answered last; a new connection
+	// tries it first, so that after a failover every reconnect does not
+	// ask the standby first.
+	preferred string
 }
 
 var _ FileSystem = (*HDFS)(nil)
@@ -78,8 +90,12 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 			return nil, fmt.Errorf("storage: %w", err)
 		}
 	}
+	if err := checkDataTransferProtection(conf); err != nil {
+		return nil, newError("connect", base.String(), ErrInvalidPath, err)
+	}
 	copts := gohdfs.ClientOptionsFromConf(conf)
 	copts.Addresses = addrs
+	who := ""
 	kerberosByConf := copts.KerberosClient != nil
 	copts.KerberosClient = nil
 	switch {
@@ -89,9 +105,15 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 		}
 		cl, err := kerberosClient(opts.Kerberos)
 		if err != nil {
+			var se *Error
+			if errors.As(err, &se) {
+				se.Path = base.String()
+				return nil, se
+			}
 			return nil, fmt.Errorf("storage: %w", err)
 		}
 		copts.KerberosClient = cl
+		who = cl.Credentials.UserName() + "@" + cl.Credentials.Realm()
 		if opts.Kerberos.ServicePrincipal != "" {
 			copts.KerberosServicePrincipleName = opts.Kerberos.ServicePrincipal
 		}
@@ -105,6 +127,7 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("storage: %w", err)
 		}
+		who = copts.User + " (simple authentication, no Kerberos)"
 	}
 	h := &HDFS{
 		base:        base,
@@ -113,6 +136,8 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 		rpcTimeout:  opts.RPCTimeout,
 		batch:       opts.ListBatchSize,
 		sem:         make(chan struct{}, 1),
+		who:         who,
+		ha:          len(addrs) > 1,
 	}
 	if h.dialTimeout <= 0 {
 		h.dialTimeout = defaultDialTimeout
@@ -126,9 +151,18 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 	copts.NamenodeDialFunc = h.dialNamenode
 	copts.DatanodeDialFunc = (&net.Dialer{Timeout: h.dialTimeout}).DialContext
 	h.clientOpts = copts
-	// Connect now so that bad addresses or credentials fail at startup.
-	if err := h.do(ctx, "connect", base.String(), func(*gohdfs.Client, time.Time) error { return nil }); err != nil {
-		return nil, err
+	// Connect and ask the namenode something now, so that bad addresses,
+	// credentials or a user the cluster refuses fail at startup.
+	err = h.do(ctx, "connect", base.String(), func(c *gohdfs.Client, _ time.Time) error {
+		if opts.connectOnly {
+			return nil
+		}
+		_, err := c.Stat("/")
+		return err
+	})
+	if err != nil {
+		_ = h.Close()
+		return nil, h.connectError(base.String(), err)
 	}
 	return h, nil
 }
@@ -168,7 +202,7 @@ func (h *HDFS) dialNamenode(_ context.Context, network, addr string) (net.Conn, 
 	if err != nil {
 		return nil, err
 	}
-	dc := &deadlineConn{Conn: conn, idle: h.rpcTimeout, rpcs: &h.rpcs}
+	dc := &deadlineConn{Conn: conn, idle: h.rpcTimeout, rpcs: &h.rpcs, addr: addr, kerberos: h.clientOpts.KerberosClient != nil}
 	h.mu.Lock()
 	h.conn = dc
 	h.mu.Unlock()
@@ -177,6 +211,14 @@ func (h *HDFS) dialNamenode(_ context.Context, network, addr string) (net.Conn, 
 
 // do runs one library call under the call discipline described on HDFS.
 // fn receives the client and the deadline to put on datanode streams.
+//
+// With several namenodes, a call that failed before any namenode acted on
+// it (a standby answered, none was reachable) is tried again, on a new
+// connection when the old one broke, until it succeeds or the call's
+// deadline passes: the library moves to the next namenode only within one
+// request and gives up when both are briefly standby during a failover.
+// Read-only calls are also tried again after a connection broke mid-call;
+// a write whose fate is unknown is not, and returns ErrUnavailable.
 func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, deadline time.Time) error) error {
 	select {
 	case h.sem <- struct{}{}:
@@ -192,7 +234,49 @@ func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, d
 	if hasCtxDeadline && ctxDeadline.Before(deadline) {
 		deadline = ctxDeadline
 	}
+	wait := 50 * time.Millisecond
+	for {
+		err := h.once(ctx, op, p, deadline, fn)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return newError(op, p, nil, ctx.Err())
+		}
+		// The socket deadline may fire a moment before the context's timer.
+		if hasCtxDeadline && !time.Now().Before(ctxDeadline) {
+			return newError(op, p, nil, context.DeadlineExceeded)
+		}
+		if !h.ha || !(notExecuted(err) || (readOnly[op] && connectionLost(err))) || !time.Now().Add(wait).Before(deadline) {
+			if authFailure(err) {
+				return newError(op, p, ErrAuthentication, fmt.Errorf("the namenode did not accept %s: %w", h.who, err))
+			}
+			return mapHDFSError(op, p, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return newError(op, p, nil, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
 
+// connectionLost reports a connection that broke mid-call (the namenode
+// went away), as opposed to one the namenode refused to serve.
+func connectionLost(err error) bool {
+	return brokenConnection(err) && !authFailure(err) && !strings.Contains(err.Error(), "unexpected sequence number")
+}
+
+// readOnly are the operations that change nothing, so running one again
+// after a connection broke mid-call is harmless.
+var readOnly = map[string]bool{"connect": true, "stat": true, "list": true, "read": true, "content-summary": true}
+
+// once is one attempt of do: connect if needed, run fn, and drop the
+// connection if fn left it in an unknown state. It returns fn's error as is.
+func (h *HDFS) once(ctx context.Context, op, p string, deadline time.Time, fn func(c *gohdfs.Client, deadline time.Time) error) error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -201,18 +285,20 @@ func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, d
 	client := h.client
 	if client == nil {
 		h.dialCtx = ctx
+		opts := h.clientOpts
+		opts.Addresses = preferFirst(opts.Addresses, h.preferred)
 		h.mu.Unlock()
-		// NewClient dials and writes the preamble only; the dial is bounded
-		// by DialTimeout and ctx.
-		c, err := gohdfs.NewClient(h.clientOpts)
+		// NewClient dials and writes the preamble (and, with Kerberos,
+		// authenticates); the dial is bounded by DialTimeout and ctx.
+		c, err := gohdfs.NewClient(opts)
 		h.mu.Lock()
 		h.dialCtx = nil
 		if err != nil {
 			h.mu.Unlock()
 			if ctx.Err() != nil {
-				return newError(op, p, nil, ctx.Err())
+				return ctx.Err()
 			}
-			return newError(op, p, ErrUnavailable, fmt.Errorf("connect to namenode %s: %w", strings.Join(h.clientOpts.Addresses, ","), err))
+			return &connectError{addrs: opts.Addresses, err: err}
 		}
 		h.client, client = c, c
 	}
@@ -236,23 +322,114 @@ func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, d
 	h.mu.Lock()
 	if h.conn != nil {
 		interrupted = h.conn.end()
+		if err == nil {
+			h.preferred = h.conn.addr
+		}
 	}
 	if interrupted || (err != nil && brokenConnection(err)) {
 		_ = h.resetLocked()
 	}
 	h.mu.Unlock()
+	return err
+}
 
-	if err == nil {
-		return nil
+// connectError is a failed connection to every namenode: nothing was sent.
+type connectError struct {
+	addrs []string
+	err   error
+}
+
+func (e *connectError) Error() string {
+	return "connect to namenode " + strings.Join(e.addrs, ",") + ": " + e.err.Error()
+}
+
+func (e *connectError) Unwrap() error { return e.err }
+
+// preferFirst returns addrs with preferred moved to the front.
+func preferFirst(addrs []string, preferred string) []string {
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if a == preferred {
+			out = append(out, a)
+		}
 	}
-	if ctx.Err() != nil {
-		return newError(op, p, nil, ctx.Err())
+	for _, a := range addrs {
+		if a != preferred {
+			out = append(out, a)
+		}
 	}
-	// The socket deadline may fire a moment before the context's timer.
-	if hasCtxDeadline && !time.Now().Before(ctxDeadline) {
-		return newError(op, p, nil, context.DeadlineExceeded)
+	return out
+}
+
+// notExecuted reports whether err shows that no namenode acted on the
+// request: a standby or a starting namenode refused it, or no namenode
+// could be reached or authenticated to before it was sent.
+func notExecuted(err error) bool {
+	var ae *afterEffect
+	if errors.As(err, &ae) {
+		return false
 	}
-	return mapHDFSError(op, p, err)
+	var remote gohdfs.Error
+	if errors.As(err, &remote) {
+		switch remote.Exception() {
+		case "org.apache.hadoop.ipc.StandbyException", "org.apache.hadoop.ipc.RetriableException":
+			return true
+		}
+		return false
+	}
+	if authFailure(err) {
+		return false
+	}
+	var ce *connectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	// The library names the last error of each namenode it gave up on.
+	return strings.Contains(err.Error(), "no available namenodes")
+}
+
+// authFailure recognises a namenode that did not accept our credentials.
+func authFailure(err error) bool {
+	msg := err.Error()
+	if strings.Contains(msg, "SASL handshake") && !unavailableText(msg) {
+		return true
+	}
+	return strings.Contains(msg, "authentication is not enabled") ||
+		strings.Contains(msg, "kerberos authentication not supported by namenode") ||
+		strings.Contains(msg, "AccessControlException") && strings.Contains(msg, "SASL")
+}
+
+func unavailableText(msg string) bool {
+	for _, s := range []string{"EOF", "connection reset", "connection refused", "broken pipe", "i/o timeout", "StandbyException"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectError explains a failure of the startup check: authentication
+// failures, and a namenode that hangs up on an authenticated user (a
+// service-level ACL or proxy-user rule refused it: the library then reads
+// the refusal as a reply out of sequence), are ErrAuthentication naming the
+// principal and realm; the rest keep their kind.
+func (h *HDFS) connectError(p string, err error) error {
+	var se *Error
+	if !errors.As(err, &se) || se.Kind == ErrAuthentication {
+		return err
+	}
+	cause := se.Cause
+	switch {
+	case cause != nil && authFailure(cause):
+		return newError("connect", p, ErrAuthentication, fmt.Errorf("the namenode did not accept %s: %w", h.who, cause))
+	case cause != nil && strings.Contains(cause.Error(), "unexpected sequence number"):
+		return newError("connect", p, ErrAuthentication, fmt.Errorf("the namenode hung up on %s before answering its first request: the cluster refuses this user or this authentication method (Kerberos required, service-level ACL security.client.protocol.acl, or a proxy-user rule): %w", h.who, cause))
+	}
+	return err
 }
 
 // brokenConnection reports whether err may have left the RPC stream
@@ -313,7 +490,10 @@ func (h *HDFS) Stat(ctx context.Context, p string) (FileInfo, error) {
 }
 
 // List streams a directory in batches, sorted by name (namenode order).
-// Each batch is one getListing call; the first call also stats dir.
+// Each batch is one getListing call; the first call also stats dir. When
+// the connection was replaced between batches (a namenode went away), the
+// listing is opened again on the new one and continues after the last
+// name delivered.
 func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc) error {
 	if batchSize <= 0 {
 		batchSize = h.batch
@@ -322,44 +502,85 @@ func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc)
 	if err != nil {
 		return err
 	}
-	var f *gohdfs.FileReader
-	err = h.do(ctx, "list", u.String(), func(c *gohdfs.Client, _ time.Time) error {
-		var err error
-		f, err = c.Open(u.Path)
+	var (
+		f        *gohdfs.FileReader
+		openedOn *gohdfs.Client
+		last     string // the last name delivered to fn
+		started  bool
+	)
+	open := func(c *gohdfs.Client) error {
+		if f != nil {
+			_ = f.Close()
+			f = nil
+		}
+		nf, err := c.Open(u.Path)
 		if err != nil {
 			return err
 		}
-		if !f.Stat().IsDir() {
+		if !nf.Stat().IsDir() {
+			_ = nf.Close()
 			return newError("list", u.String(), ErrNotDir, nil)
 		}
+		f, openedOn = nf, c
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	defer f.Close()
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
 	batch := make([]FileInfo, 0, batchSize)
 	for {
 		var (
 			infos []os.FileInfo
 			eof   bool
 		)
-		err := h.do(ctx, "list", u.String(), func(*gohdfs.Client, time.Time) error {
-			var err error
-			infos, err = f.Readdir(batchSize)
-			if err == io.EOF {
-				eof, err = true, nil
+		err := h.do(ctx, "list", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+			if f == nil || c != openedOn {
+				if err := open(c); err != nil {
+					return err
+				}
 			}
-			return err
+			for {
+				var err error
+				infos, err = f.Readdir(batchSize)
+				if err == io.EOF {
+					eof, err = true, nil
+				}
+				if err != nil {
+					return err
+				}
+				// Readdir returns fewer than asked only when the namenode
+				// reported no remaining entries, so this saves the final
+				// empty call.
+				eof = eof || len(infos) < batchSize
+				if !started || last == "" {
+					return nil
+				}
+				// Reopened: skip what was delivered before.
+				i := 0
+				for i < len(infos) && infos[i].Name() <= last {
+					i++
+				}
+				if i == 0 {
+					return nil
+				}
+				infos = infos[i:]
+				if len(infos) > 0 || eof {
+					return nil
+				}
+			}
 		})
 		if err != nil {
 			return err
 		}
+		started = true
 		batch = batch[:0]
 		for _, fi := range infos {
 			batch = append(batch, hdfsInfo(u.Join(fi.Name()), fi))
 		}
 		if len(batch) > 0 {
+			last = batch[len(batch)-1].Name
 			if err := fn(batch); err != nil {
 				if errors.Is(err, ErrStopListing) {
 					return nil
@@ -367,9 +588,7 @@ func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc)
 				return err
 			}
 		}
-		// Readdir returns fewer than asked only when the namenode reported
-		// no remaining entries, so this saves the final empty call.
-		if eof || len(infos) < batchSize {
+		if eof {
 			return nil
 		}
 	}
@@ -481,39 +700,116 @@ func (h *HDFS) MkdirAll(ctx context.Context, p string) error {
 }
 
 // WriteFile creates a new file holding data.
+//
+// Once the namenode created the file, a failure is not tried again as a
+// whole (that would find the file existing); the steps after it (block
+// allocation, completing the file) are themselves asked again while no
+// namenode acted on them, e.g. both were standby during a failover. One
+// case is written again: a file whose completion a failover lost (see
+// closeReplicated) is removed, still open and ours, and written anew.
 func (h *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
 	u, err := h.guarded("write", p)
 	if err != nil {
 		return err
 	}
 	return h.do(ctx, "write", u.String(), func(c *gohdfs.Client, deadline time.Time) error {
-		w, err := c.Create(u.Path)
-		if err != nil {
-			return err
-		}
-		if err := w.SetDeadline(deadline); err != nil {
-			_ = w.Close()
-			return err
-		}
-		if len(data) > 0 {
-			if _, err := w.Write(data); err != nil {
-				_ = w.Close()
+		for rewrites := 0; ; rewrites++ {
+			err := writeOnce(c, u.Path, data, deadline, h.afterReplicating)
+			if !errors.Is(err, errCompletionLost) || rewrites >= maxRewrites {
 				return err
 			}
+			// The file is ours (this call created it) and was never
+			// completed: nobody has read a whole of it. Remove it and
+			// write it again.
+			if err := retryNotExecuted(deadline, func() error { return c.Remove(u.Path) }); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return &afterEffect{fmt.Errorf("remove %s, whose completion a failover lost, to write it again: %w", u.Path, err)}
+			}
 		}
-		return closeReplicated(w, deadline)
 	})
 }
+
+// maxRewrites bounds how often WriteFile writes a file again whose
+// completion was lost.
+const maxRewrites = 2
+
+func writeOnce(c *gohdfs.Client, p string, data []byte, deadline time.Time, afterReplicating func()) error {
+	w, err := c.Create(p)
+	if err != nil {
+		return err
+	}
+	if err := w.SetDeadline(deadline); err != nil {
+		_ = w.Close()
+		return &afterEffect{err}
+	}
+	if len(data) > 0 {
+		err := retryNotExecuted(deadline, func() error {
+			_, err := w.Write(data)
+			return err
+		})
+		if err != nil {
+			_ = w.Close()
+			return &afterEffect{err}
+		}
+	}
+	if err := retryNotExecuted(deadline, func() error { return closeReplicated(w, deadline, afterReplicating) }); err != nil {
+		return &afterEffect{err}
+	}
+	return nil
+}
+
+// afterEffect marks an error that came after the call changed something on
+// the namenode, so the call must not be run again as a whole.
+type afterEffect struct{ err error }
+
+func (e *afterEffect) Error() string { return e.err.Error() }
+func (e *afterEffect) Unwrap() error { return e.err }
+
+// retryNotExecuted runs step again while it fails in a way no namenode
+// acted on, until deadline.
+func retryNotExecuted(deadline time.Time, step func() error) error {
+	wait := 50 * time.Millisecond
+	for {
+		err := step()
+		if err == nil || !notExecuted(err) || !time.Now().Add(wait).Before(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// errCompletionLost: the namenode kept answering "replication in progress"
+// for longer than a datanode takes to report a block.
+var errCompletionLost = errors.New("the file was not completed although its block was written: a NameNode failover may have lost the commit of its last block")
+
+// completionLostAfter is how long "replication in progress" may last
+// before closeReplicated gives up on the file; a datanode reports a
+// written block within a second or two.
+const completionLostAfter = 10 * time.Second
 
 // closeReplicated closes a written file. The namenode answers "replication
 // in progress" while the datanode has not yet reported the last block;
 // like the Java client, ask again with backoff. The first Close committed
-// the block, so a repeated Close only asks the namenode to complete the
-// file.
-func closeReplicated(w *gohdfs.FileWriter, deadline time.Time) error {
+// the block, so the library's repeated Close only asks the namenode to
+// complete the file, without naming the block. That commit lives in the
+// memory of the namenode that took it until the file completes: after a
+// failover the new active namenode holds the block under construction, and
+// a completion that does not name it never succeeds. The Java client names
+// the block on every retry; this library cannot, so after
+// completionLostAfter it returns errCompletionLost and WriteFile writes the
+// file again. afterReplicating, if set, is called on the first "replication
+// in progress" (tests fail the namenodes over there).
+func closeReplicated(w *gohdfs.FileWriter, deadline time.Time, afterReplicating func()) error {
 	err := w.Close()
+	if errors.Is(err, gohdfs.ErrReplicating) && afterReplicating != nil {
+		afterReplicating()
+	}
+	start := time.Now()
 	wait := 100 * time.Millisecond
 	for errors.Is(err, gohdfs.ErrReplicating) && time.Now().Add(wait).Before(deadline) {
+		if time.Since(start) > completionLostAfter {
+			return fmt.Errorf("%w (%w for %v)", errCompletionLost, err, time.Since(start).Round(time.Second))
+		}
 		time.Sleep(wait)
 		wait = min(2*wait, 2*time.Second)
 		err = w.Close()

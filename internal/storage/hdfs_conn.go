@@ -16,6 +16,11 @@ type deadlineConn struct {
 	net.Conn
 	idle time.Duration
 	rpcs *atomic.Uint64
+	// addr is the namenode address as configured (host:port).
+	addr string
+	// kerberos: the SASL negotiation writes before the first RPC are not
+	// counted either.
+	kerberos bool
 
 	mu          sync.Mutex
 	opDeadline  time.Time
@@ -26,8 +31,12 @@ type deadlineConn struct {
 }
 
 // preambleWrites is the number of writes the library makes to open a
-// connection without Kerberos (header, then connection context).
-const preambleWrites = 2
+// connection without Kerberos (header, then connection context); with
+// Kerberos the SASL negotiate, initiate and response messages come between.
+const (
+	preambleWrites         = 2
+	kerberosPreambleWrites = 5
+)
 
 func (c *deadlineConn) deadline() time.Time {
 	c.mu.Lock()
@@ -54,7 +63,11 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	c.mu.Lock()
-	if c.handshake < preambleWrites {
+	limit := preambleWrites
+	if c.kerberos {
+		limit = kerberosPreambleWrites
+	}
+	if c.handshake < limit {
 		c.handshake++
 	} else {
 		c.rpcs.Add(1)

@@ -201,7 +201,13 @@ func TestHDFSStalledNamenodeTimesOut(t *testing.T) {
 			go func() { _, _ = io.Copy(io.Discard, c) }()
 		}
 	}()
-	h, err := NewHDFS(context.Background(), HDFSOptions{URI: "hdfs://" + ln.Addr().String(), HadoopConfDir: t.TempDir(), User: "u", RPCTimeout: 5 * time.Second})
+	// The startup check asks the namenode something, so it times out too.
+	sctx, scancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer scancel()
+	if _, err := NewHDFS(sctx, HDFSOptions{URI: "hdfs://" + ln.Addr().String(), HadoopConfDir: t.TempDir(), User: "u"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("NewHDFS against a stalled namenode = %v; want DeadlineExceeded", err)
+	}
+	h, err := NewHDFS(context.Background(), HDFSOptions{URI: "hdfs://" + ln.Addr().String(), HadoopConfDir: t.TempDir(), User: "u", RPCTimeout: 5 * time.Second, connectOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,11 @@
 #   sandbox/java/run.sh down     stop every JVM this script started (logs are kept)
 #   sandbox/java/run.sh status   show what runs
 #
+#   sandbox/java/run.sh secure-up      start or reuse the secure storage JVM (KDC + kerberized HA HDFS,
+#                                      nameservice ns1), write secure.json; opt-in, independent of up
+#   sandbox/java/run.sh secure-down    stop it (down stops it too)
+#   sandbox/java/run.sh secure-status  show it
+#
 # State, pid files and logs live under <repo>/var/sandbox (override: FLINKMAINT_SANDBOX_DIR).
 # HDFS and ZooKeeper data are fresh whenever the storage JVM starts; a Flink cluster started
 # against an older storage JVM is restarted with it.
@@ -37,6 +42,13 @@ TASK_SLOTS="${FLINKMAINT_TASK_SLOTS:-8}"
 CLUSTERS=("cluster-a:team-a:1" "cluster-b:team-b:1" "cluster-c:team-c:2")
 TENANTS=("team-a" "team-b" "team-c")
 STORAGE_MAIN="io.github.flinkmaint.sandbox.peers.StoragePeers"
+SECURE_MAIN="io.github.flinkmaint.sandbox.peers.SecureStoragePeers"
+SECURE_DIR="$STATE/secure"
+SECURE_JSON="$STATE/secure.json"
+# Kerberos ticket lifetime of the secure sandbox: short, so that tests outlive tickets.
+SECURE_TICKET_LIFETIME="${FLINKMAINT_SECURE_TICKET_LIFETIME:-120}"
+SECURE_RPC_PROTECTION="${FLINKMAINT_SECURE_RPC_PROTECTION:-privacy}"
+SECURE_DATA_PROTECTION="${FLINKMAINT_SECURE_DATA_TRANSFER_PROTECTION:-authentication}"
 CLUSTER_MAIN="io.github.flinkmaint.sandbox.peers.FlinkSessionCluster"
 SAMPLE_ENTRY="io.github.flinkmaint.sandbox.job.StatefulSampleJob"
 # Marks our JVMs on their command line, so a reused pid is never mistaken for one of ours.
@@ -436,6 +448,8 @@ cmd_down() {
     take_lock
     for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
     stop_peer storage
+    stop_peer secure-storage
+    rm -f "$SECURE_JSON"
     # Anything of ours left behind (a lost pid file), found by its marker.
     local pid
     for pid in $(marked_pids); do stop_pid "$pid" "leftover sandbox JVM"; done
@@ -474,10 +488,108 @@ cmd_status() {
     return 0
 }
 
+# ---------------------------------------------------------------- secure storage (opt-in)
+
+secure_healthy() {
+    local ready="$JAVA_STATE/secure-storage.ready"
+    [[ -n "$(peer_pid secure-storage)" && -f "$ready" ]] || return 1
+    [[ "$JAVA_STATE/secure-storage.pid" -nt "$BUILD_STAMP" ]] || return 1
+    local addr
+    for addr in "$(env_value "$ready" NN1_ADDRESS)" "$(env_value "$ready" NN2_ADDRESS)" "$(env_value "$ready" KDC_ADDRESS)"; do
+        tcp_open "${addr##*:}" || return 1
+    done
+    curl -fsS --max-time 5 "$(env_value "$ready" CONTROL_URL)/state" >/dev/null 2>&1
+}
+
+write_secure_json() {
+    local r="$JAVA_STATE/secure-storage.ready" tenant sep u
+    {
+        printf '{\n  "nameservice": %s,\n  "uri": %s,\n' "$(json_str "$(env_value "$r" NAMESERVICE)")" \
+            "$(json_str "hdfs://$(env_value "$r" NAMESERVICE)")"
+        printf '  "namenodes": [%s, %s],\n' "$(json_str "$(env_value "$r" NN1_ADDRESS)")" "$(json_str "$(env_value "$r" NN2_ADDRESS)")"
+        printf '  "controlUrl": %s,\n  "realm": %s,\n  "kdc": %s,\n' "$(json_str "$(env_value "$r" CONTROL_URL)")" \
+            "$(json_str "$(env_value "$r" REALM)")" "$(json_str "$(env_value "$r" KDC_ADDRESS)")"
+        printf '  "krb5Conf": %s,\n  "hadoopConfDir": %s,\n' "$(json_str "$(env_value "$r" KRB5_CONF)")" \
+            "$(json_str "$(env_value "$r" HADOOP_CONF_DIR)")"
+        printf '  "servicePrincipal": %s,\n' "$(json_str "$(env_value "$r" SERVICE_PRINCIPAL)")"
+        printf '  "ticketLifetimeSeconds": %s,\n' "$(env_value "$r" TICKET_LIFETIME_SECONDS)"
+        printf '  "rpcProtection": %s,\n  "dataTransferProtection": %s,\n' "$(json_str "$(env_value "$r" RPC_PROTECTION)")" \
+            "$(json_str "$(env_value "$r" DATA_TRANSFER_PROTECTION)")"
+        printf '  "principals": {\n'
+        sep=""
+        for u in worker:FLINKMAINT flink:FLINK denied:INTRUDER service:SERVICE; do
+            printf '%s    %s: {"principal": %s, "keytab": %s}' "$sep" "$(json_str "${u%%:*}")" \
+                "$(json_str "$(env_value "$r" "${u##*:}_PRINCIPAL")")" "$(json_str "$(env_value "$r" "${u##*:}_KEYTAB")")"
+            sep=$',\n'
+        done
+        printf '\n  },\n  "tenants": [\n'
+        sep=""
+        for tenant in "${TENANTS[@]}"; do
+            printf '%s    {"name": %s, "root": %s, "namespaceQuota": %s}' "$sep" \
+                "$(json_str "$tenant")" "$(json_str "/user/app/$tenant")" "$NAMESPACE_QUOTA"
+            sep=$',\n'
+        done
+        printf '\n  ],\n  "javaClasspathFile": %s,\n  "logDir": %s\n}\n' "$(json_str "$CLASSPATH_FILE")" "$(json_str "$LOGS")"
+    } >"$SECURE_JSON.tmp"
+    mv "$SECURE_JSON.tmp" "$SECURE_JSON"
+}
+
+cmd_secure_up() {
+    local start=$SECONDS
+    take_lock
+    cmd_build
+    mkdir -p "$JAVA_STATE/tmp" "$LOGS"
+    if secure_healthy; then
+        log "reusing secure storage peers (pid $(peer_pid secure-storage))"
+    else
+        log "starting secure storage peers (KDC + kerberized HA HDFS), log: $LOGS/secure-storage.log"
+        stop_peer secure-storage
+        rm -f "$SECURE_JSON"
+        local tenant_args=()
+        for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
+        start_peer secure-storage "$SECURE_MAIN" 640m -- \
+            --work-dir "$SECURE_DIR" --ready-file "$JAVA_STATE/secure-storage.ready" \
+            --namespace-quota "$NAMESPACE_QUOTA" --ticket-lifetime "$SECURE_TICKET_LIFETIME" \
+            --rpc-protection "$SECURE_RPC_PROTECTION" --data-transfer-protection "$SECURE_DATA_PROTECTION" \
+            "${tenant_args[@]}"
+        wait_ready secure-storage 240
+        secure_healthy || die "secure storage peers wrote their ready file but do not answer, see $LOGS/secure-storage.log"
+    fi
+    write_secure_json
+    log "secure storage up in $((SECONDS - start)) s"
+    cmd_secure_status
+}
+
+cmd_secure_down() {
+    take_lock
+    stop_peer secure-storage
+    rm -f "$SECURE_JSON"
+}
+
+cmd_secure_status() {
+    local pid r
+    pid="$(peer_pid secure-storage)"
+    r="$JAVA_STATE/secure-storage.ready"
+    if [[ -n "$pid" && ! -f "$r" ]]; then
+        printf 'secure     starting pid %s\n' "$pid"
+    elif [[ -n "$pid" ]]; then
+        printf 'secure     running pid %-7s hdfs://%s (%s, %s) realm %s kdc %s control %s\n' "$pid" \
+            "$(env_value "$r" NAMESERVICE)" "$(env_value "$r" NN1_ADDRESS)" "$(env_value "$r" NN2_ADDRESS)" \
+            "$(env_value "$r" REALM)" "$(env_value "$r" KDC_ADDRESS)" "$(env_value "$r" CONTROL_URL)"
+    else
+        printf 'secure     stopped\n'
+    fi
+    [[ -f "$SECURE_JSON" ]] && printf 'secure.json %s\n' "$SECURE_JSON"
+    return 0
+}
+
 case "${1:-}" in
     build) cmd_build ;;
     up) cmd_up ;;
     down) cmd_down ;;
-    status) cmd_status ;;
-    *) echo "usage: $0 build|up|down|status" >&2; exit 2 ;;
+    status) cmd_status; cmd_secure_status ;;
+    secure-up) cmd_secure_up ;;
+    secure-down) cmd_secure_down ;;
+    secure-status) cmd_secure_status ;;
+    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status" >&2; exit 2 ;;
 esac
