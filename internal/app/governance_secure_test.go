@@ -623,3 +623,74 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 		t.Errorf("checkpoints left: %v; want only %s", got, young)
 	}
 }
+
+// TestQuotaWatchOutlivesTicketOnSecureHAHDFS keeps a quota watch sampling
+// ns1 through the worker for longer than the KDC's ticket lifetime, and
+// fails the NameNodes over after every sample, so that each sample
+// connects anew: past the first lifetime only tickets the keytab login
+// renewed are accepted. Every sample succeeds and is saved on ns1.
+func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
+	sandbox.RequireSecureStorage(t).HoldFailovers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := newSecureGovEnv(t, ctx)
+	lifetime := time.Duration(e.s.TicketLifetimeSeconds) * time.Second
+	if lifetime <= 0 || lifetime > 5*time.Minute {
+		t.Fatalf("ticket lifetime %v: the secure sandbox must run with short tickets (FLINKMAINT_SECURE_TICKET_LIFETIME)", lifetime)
+	}
+	const samples = 4 // at 0, 1/2, 1 and 3/2 lifetimes
+	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: samples,
+		Interval: workflows.Duration(lifetime / 2), SamplesPath: e.root + "/plans/quota-samples.json"}
+	start := time.Now()
+	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "quota-ticket-" + e.tenant, TaskQueue: e.queue},
+		workflows.QuotaWatchWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st workflows.QuotaWatchState
+	ended := make(chan error, 1)
+	go func() { ended <- wf.Get(ctx, &st) }()
+	var failedOver int64
+	var failovers []string
+	for done := false; !done; {
+		select {
+		case err := <-ended:
+			if err != nil {
+				t.Fatalf("quota watch after %v (%v): %v", time.Since(start).Round(time.Second), failovers, err)
+			}
+			done = true
+			continue
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+		v, err := e.tmp.Client.QueryWorkflow(ctx, wf.GetID(), "", workflows.QueryStatus)
+		var cur workflows.QuotaWatchState
+		if err != nil || v.Get(&cur) != nil || cur.SamplesTaken <= failedOver || cur.SamplesTaken >= samples {
+			continue
+		}
+		hs, err := e.s.Failover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := hs.Active()
+		failedOver = cur.SamplesTaken
+		failovers = append(failovers, fmt.Sprintf("after sample %d at %v: %s active", cur.SamplesTaken, time.Since(start).Round(time.Second), a.ID))
+	}
+	took := time.Since(start)
+	if st.SamplesTaken != samples || len(st.Tenants) != 1 || len(st.Tenants[0].Samples) != samples || st.LastError != "" {
+		t.Fatalf("quota watch took %d samples %+v (last error %q); want %d", st.SamplesTaken, st.Tenants, st.LastError, samples)
+	}
+	if took <= lifetime || len(failovers) != samples-1 {
+		t.Fatalf("the watch took %v with failovers %v; want longer than the %v tickets and %d failovers", took, failovers, lifetime, samples-1)
+	}
+	data, err := e.check.ReadFile(ctx, in.SamplesPath, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc activities.QuotaSamplesDoc
+	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Tenants) != 1 || len(doc.Tenants[0].Samples) != samples {
+		t.Fatalf("samples on ns1: %v %s", err, data)
+	}
+	t.Logf("%d samples over %v with %v tickets; failovers %s", samples, took.Round(time.Second), lifetime, strings.Join(failovers, "; "))
+}
