@@ -151,12 +151,22 @@ func (d *debris) retiredJobs(ctx context.Context, rep *debrisReport) error {
 	if err != nil {
 		return err
 	}
+	// The newest completed checkpoint: a cancel can leave the dir of one
+	// in flight, without _metadata, which is no way back.
 	var newest int64 = -1
 	for _, c := range chks {
 		var n int64
-		if _, err := fmt.Sscanf(c.Name(), "chk-%d", &n); err == nil && n > newest {
-			newest, rep.KeptCheckpoint = n, path.Join(rep.RetiredNoSavepoint, c.Name())
+		if _, err := fmt.Sscanf(c.Name(), "chk-%d", &n); err != nil || n <= newest {
+			continue
 		}
+		dir := path.Join(rep.RetiredNoSavepoint, c.Name())
+		if _, err := d.hc.Stat(path.Join(dir, "_metadata")); err != nil {
+			continue
+		}
+		newest, rep.KeptCheckpoint = n, dir
+	}
+	if rep.KeptCheckpoint == "" {
+		return fmt.Errorf("retired job %s left no completed checkpoint in %s", fraud, rep.RetiredNoSavepoint)
 	}
 	d.log("retired jobs: %s (%s days ago, a newer savepoint exists), %s (%s days ago, no savepoint: its newest checkpoint %s must stay)",
 		ledger, days(ageRetiredCheckpoints), fraud, days(ageRetiredNoSavepoint), path.Base(rep.KeptCheckpoint))

@@ -113,9 +113,10 @@ func run(out string, perCluster int, temporalAddr string) error {
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", c.ClusterID, err)
 		}
-		// The demo's tenants keep their state in their own trees; the
-		// cluster's HA dir stays where the sandbox put it (the planner
-		// finds it from the cluster's configuration and keeps it).
+		// The demo's tenants keep their state in their own trees. Their HA
+		// root holds only the debris of a deleted cluster: the live
+		// cluster's HA dir stays where the sandbox put it, and the planner
+		// keeps it by the cluster's configured high-availability.cluster-id.
 		cl := inventory.Cluster{Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
 			CheckpointDir: peers.HDFS.URI + root + "/checkpoints", SavepointDir: peers.HDFS.URI + root + "/savepoints",
 			HAStorageDir: peers.HDFS.URI + root + "/ha"}
