@@ -166,16 +166,34 @@ func TestScanRealFlinkCheckpointDir(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	rest.do(ctx, http.MethodGet, "/jobs/"+run.JobID+"/checkpoints", nil, "", &stats)
-	latest := stats.Latest.Completed
-	if latest == nil {
-		t.Fatal("no latest completed checkpoint after cancel")
-	}
 
 	s := &layout.Scanner{FS: fs}
 	rep, err := s.Scan(ctx, []layout.Root{{Path: ckptRoot, Kind: layout.CheckpointRoot}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The REST checkpoint stats are served from a cache refreshed every few
+	// seconds: wait until they name the newest checkpoint on storage (or
+	// differ for good, which fails below).
+	var latest *struct {
+		ID           int64  `json:"id"`
+		ExternalPath string `json:"external_path"`
+	}
+	var newestOnStorage int64 = -1
+	if len(rep.Jobs) == 1 {
+		if c := rep.Jobs[0].CompletedCheckpoints(); len(c) > 0 {
+			newestOnStorage = c[len(c)-1]
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		rest.do(ctx, http.MethodGet, "/jobs/"+run.JobID+"/checkpoints", nil, "", &stats)
+		latest = stats.Latest.Completed
+		if (latest != nil && latest.ID == newestOnStorage) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if latest == nil {
+		t.Fatal("no latest completed checkpoint after cancel")
 	}
 	if len(rep.Unknown) != 0 {
 		t.Fatalf("unknown entries in a Flink-written dir: %+v", rep.Unknown)

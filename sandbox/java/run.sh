@@ -104,9 +104,15 @@ needs_build() {
     [[ -f "$BUILD_STAMP" && -f "$CLASSPATH_FILE" && -f "$CLASSPATH_FILE_FLINK2" && -f "$BUILD_ENV" ]] || return 0
     [[ -f "$HERE/peers/target/peers-0.1.0.jar" && -f "$HERE/sample-job/target/sample-job-0.1.0.jar" ]] || return 0
     [[ -f "$HERE/peers-flink2/target/peers-flink2-0.1.0.jar" && -f "$HERE/sample-job-flink2/target/sample-job-flink2-0.1.0.jar" ]] || return 0
-    local newer
-    newer="$(find "$HERE" -path '*/target' -prune -o -type f \( -name '*.java' -o -name '*.xml' -o -name '*.properties' \) -newer "$BUILD_STAMP" -print -quit)"
-    [[ -n "$newer" ]]
+    # By content, not mtime: a branch switch or a checkout during a build
+    # can leave sources older than the stamp yet different from the jars.
+    [[ "$(cat "$BUILD_STAMP")" != "$(source_digest)" ]]
+}
+
+# One digest over every source the Maven build reads.
+source_digest() {
+    (cd "$HERE" && find . -path '*/target' -prune -o -type f \( -name '*.java' -o -name '*.xml' -o -name '*.properties' \) -print \
+        | LC_ALL=C sort | xargs -d '\n' sha256sum | sha256sum | cut -d' ' -f1)
 }
 
 cmd_build() {
@@ -128,7 +134,8 @@ cmd_build() {
         log "downloading Flink $flink2_version (RocksDB, ForSt) for the 2.x clusters, ~200 MB more"
     fi
     log "building (mvn package), log: $LOGS/maven-build.log"
-    local start=$SECONDS
+    local start=$SECONDS digest
+    digest="$(source_digest)"
     local repo_opt=()
     [[ -n "${MAVEN_REPO_LOCAL:-}" ]] && repo_opt=("-Dmaven.repo.local=$MAVEN_REPO_LOCAL")
     if ! (cd "$HERE" && mvn -B -ntp "${repo_opt[@]}" package -DskipTests >"$LOGS/maven-build.log" 2>&1); then
@@ -151,7 +158,7 @@ FLINK_VERSION_2=$flink2_version
 SAMPLE_JAR_2=$sample2_jar
 PEERS_JAR_2=$peers2_jar
 EOF
-    touch "$BUILD_STAMP"
+    echo "$digest" >"$BUILD_STAMP"
     log "built in $((SECONDS - start)) s; classpath: $CLASSPATH_FILE"
 }
 
