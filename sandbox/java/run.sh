@@ -329,6 +329,9 @@ execution.checkpointing.savepoint-dir: "$root/savepoints"
 execution.checkpointing.num-retained: 3
 execution.checkpointing.interval: 2s
 execution.checkpointing.externalized-checkpoint-retention: RETAIN_ON_CANCELLATION
+# A task that does not cancel within this fails its TaskManager (the cluster then starts a new
+# one); the default 180 s would keep a hung task's slot, and its test, waiting 3 minutes.
+task.cancellation.timeout: 60000
 restart-strategy.type: fixed-delay
 restart-strategy.fixed-delay.attempts: 3
 restart-strategy.fixed-delay.delay: 2s
@@ -554,7 +557,7 @@ cmd_secure_up() {
         rm -f "$SECURE_JSON"
         local tenant_args=()
         for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
-        start_peer secure-storage "$SECURE_MAIN" 640m -- \
+        start_peer secure-storage "$SECURE_MAIN" 640m "$CLASSPATH_FILE" -- \
             --work-dir "$SECURE_DIR" --ready-file "$JAVA_STATE/secure-storage.ready" \
             --namespace-quota "$NAMESPACE_QUOTA" --ticket-lifetime "$SECURE_TICKET_LIFETIME" \
             --rpc-protection "$SECURE_RPC_PROTECTION" --data-transfer-protection "$SECURE_DATA_PROTECTION" \

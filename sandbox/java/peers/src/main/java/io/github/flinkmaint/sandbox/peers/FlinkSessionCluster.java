@@ -74,6 +74,39 @@ public final class FlinkSessionCluster {
                 List.of("REST_URL=" + rest.toString().replaceAll("/+$", ""), "PID=" + ProcessHandle.current().pid()),
                 StandardCharsets.UTF_8);
         Files.move(tmp.toPath(), readyFile.toPath(), StandardCopyOption.ATOMIC_MOVE);
+        Thread keeper = new Thread(() -> keepTaskManager(cluster, stopped), "flink-session-cluster-taskmanager-keeper");
+        keeper.setDaemon(true);
+        keeper.start();
         stopped.await();
+    }
+
+    /**
+     * Starts a new TaskManager when the cluster has none, as Kubernetes restarts a crashed
+     * TaskManager pod. A MiniCluster does not: a TaskManager that fails fatally (e.g. a task that
+     * does not cancel within task.cancellation.timeout) leaves every later job of this shared
+     * cluster without slots.
+     */
+    private static void keepTaskManager(MiniCluster cluster, CountDownLatch stopped) {
+        int missing = 0;
+        while (stopped.getCount() > 0) {
+            try {
+                if (stopped.await(2, TimeUnit.SECONDS)) {
+                    return;
+                }
+                int connected = cluster.requestClusterOverview().get(10, TimeUnit.SECONDS).getNumTaskManagersConnected();
+                missing = connected == 0 ? missing + 1 : 0;
+                // Two checks in a row: a TaskManager that just started may not have registered yet.
+                if (missing >= 2 && stopped.getCount() > 0) {
+                    System.out.println("no TaskManager is connected; starting a new one");
+                    cluster.startTaskManager();
+                    missing = 0;
+                }
+            } catch (InterruptedException e) {
+                return;
+            } catch (Exception e) {
+                // No leader yet (HA election after a restart) or shutting down: ask again.
+                missing = 0;
+            }
+        }
     }
 }
