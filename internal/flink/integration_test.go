@@ -465,9 +465,18 @@ func testIntegrationMetrics(t *testing.T, line string) {
 	run := e.runSample(t, ctx, jarID, "flink-client-it-metrics", RunJarRequest{})
 	d := e.waitRunning(t, ctx, run.JobID)
 
-	all, err := e.client.JobMetrics(ctx, run.JobID)
-	if err != nil {
-		t.Fatalf("job metric ids: %v", err)
+	// The JobManager lists a job's metrics once its metric fetcher has run for the job
+	// (metrics.fetcher.update-interval, 10 s): until then the list is empty.
+	var all []MetricValue
+	for deadline := time.Now().Add(35 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		var err error
+		all, err = e.client.JobMetrics(ctx, run.JobID)
+		if err != nil {
+			t.Fatalf("job metric ids: %v", err)
+		}
+		if len(all) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	ids := map[string]bool{}
 	for _, m := range all {

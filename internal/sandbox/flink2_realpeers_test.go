@@ -104,7 +104,8 @@ func TestFlink2RocksDBSnapshotsAndRestores(t *testing.T) {
 // ForSt on 2.x: with the async state API its working files live on HDFS while the job runs,
 // under <checkpoint-dir>/<job>/shared/ (primary-dir default) or <primary-dir>/<job>/ (explicit);
 // with --forst-local (sync state API) on local disk. Checkpoints, native savepoints,
-// stop-with-savepoint and restores in NO_CLAIM and CLAIM work in every variant; a canonical
+// stop-with-savepoint and restores in NO_CLAIM and CLAIM work in every variant (a snapshot that
+// fails inside ForSt is taken again, see forStSnapshot); a canonical
 // savepoint fails the job over instead (Flink 2.3 ForSt takes native savepoints only). That
 // failover is shown on the local variant only: on 2.3.0 a DFS-resident (async) ForSt job that
 // failed over then failed its stop-with-savepoint under load (FileNotFoundException for one of
@@ -162,12 +163,12 @@ func TestFlink2ForStOnHDFS(t *testing.T) {
 				})
 				waitRunning(t, c, job)
 			}
-			native := nativeSavepointOfForSt(t, c, job, p.HDFS.URI+dir+"/savepoints")
+			native := forStSnapshot(t, c, job, p.HDFS.URI+dir+"/savepoints", false)
 			if st := jobState(t, c, job); st != "RUNNING" {
 				t.Fatalf("ForSt job %s is %s after its native savepoint, want RUNNING", job, st)
 			}
 			tree := listTree(fs, dir)
-			stopped := stopWithSavepoint(t, c, job, p.HDFS.URI+dir+"/savepoints", "NATIVE")
+			stopped := forStSnapshot(t, c, job, p.HDFS.URI+dir+"/savepoints", true)
 			waitFor(t, time.Minute, "job "+job+" FINISHED after stop-with-savepoint", func() (bool, string) {
 				st := jobState(t, c, job)
 				return st == "FINISHED", st
@@ -192,27 +193,32 @@ func TestFlink2ForStOnHDFS(t *testing.T) {
 	}
 }
 
-// nativeSavepointOfForSt takes a native savepoint of a ForSt job. On 2.3.0 a
-// DFS-resident ForSt job under load may fail one when ForSt re-enables file deletions
-// and lists a working file it just deleted (FileNotFoundException from
-// ForStFlinkFileSystem.getFileStatus); the job keeps running, and a second savepoint
-// is what any operator (and flinkmaint's retry) does. Any other failure fails the test.
-func nativeSavepointOfForSt(t *testing.T, c FlinkCluster, job, target string) string {
+// forStSnapshot takes a native savepoint of a ForSt job (stop: a stop-with-savepoint). On
+// 2.3.0 a DFS-resident ForSt job may fail one when ForSt re-enables file deletions and lists
+// a working file that is gone (FileNotFoundException from ForStFlinkFileSystem.getFileStatus,
+// cf. FLINK-37437); the job keeps running, and taking another is what any operator (and
+// flinkmaint's window retry) does. Any other failure fails the test.
+func forStSnapshot(t *testing.T, c FlinkCluster, job, target string, stop bool) string {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		var trigger struct {
 			RequestID string `json:"request-id"`
 		}
-		flinkJSON(t, http.MethodPost, c.RESTURL+"/jobs/"+job+"/savepoints",
-			map[string]any{"target-directory": target, "cancel-job": false, "formatType": "NATIVE"}, &trigger)
+		if stop {
+			flinkJSON(t, http.MethodPost, c.RESTURL+"/jobs/"+job+"/stop",
+				map[string]any{"targetDirectory": target, "drain": false, "formatType": "NATIVE"}, &trigger)
+		} else {
+			flinkJSON(t, http.MethodPost, c.RESTURL+"/jobs/"+job+"/savepoints",
+				map[string]any{"target-directory": target, "cancel-job": false, "formatType": "NATIVE"}, &trigger)
+		}
 		loc, failure := awaitSavepointResult(t, c, job, trigger.RequestID)
 		if failure == "" {
 			return loc
 		}
 		if attempt == 3 || !strings.Contains(failure, "ForStFlinkFileSystem") {
-			t.Fatalf("native savepoint of ForSt job %s failed (attempt %d): %s", job, attempt, lastLines(failure, 15))
+			t.Fatalf("native savepoint (stop %v) of ForSt job %s failed (attempt %d): %s", stop, job, attempt, lastLines(failure, 15))
 		}
-		t.Logf("native savepoint of ForSt job %s failed inside ForSt (attempt %d), taking another: %s", job, attempt, lastLines(failure, 3))
+		t.Logf("native savepoint (stop %v) of ForSt job %s failed inside ForSt (attempt %d), taking another: %s", stop, job, attempt, lastLines(failure, 3))
 		waitRunning(t, c, job)
 	}
 }
