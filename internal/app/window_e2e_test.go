@@ -181,6 +181,9 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 		want := "CANONICAL" // the window's default format
 		if strings.HasSuffix(j.Target.Key, forStSuffix) {
 			want = "NATIVE"
+			if !strings.Contains(j.SavepointFormatNote, "ForSt") {
+				t.Errorf("%s: the window does not say why its savepoint is NATIVE (note %q)", j.Target.Key, j.SavepointFormatNote)
+			}
 		}
 		if got := savepointFormatOf(t, ctx, acts, j.SavepointPath); got != want {
 			t.Errorf("%s: savepoint %s is %s, want %s", j.Target.Key, j.SavepointPath, got, want)
