@@ -17,15 +17,6 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 )
 
-// savepointFormat is the format a savepoint was asked for: Flink's
-// default, CANONICAL, when unset.
-func savepointFormat(f string) string {
-	if f == "" {
-		return string(flink.SavepointFormatCanonical)
-	}
-	return f
-}
-
 // savepointLineage tells, for the completed savepoints of the listing, the
 // logical job each belongs to: from the tenants' savepoint catalogs first,
 // then from the operator records whose owner resource is an inventory job

@@ -33,6 +33,10 @@ type TakeSavepointResult struct {
 	CheckpointID  int64  `json:"checkpointId"`
 	Files         int64  `json:"files"`
 	Bytes         int64  `json:"bytes"`
+	// Format is the savepoint's format; FormatNote says why it is not the
+	// one asked for (a ForSt job takes NATIVE only).
+	Format     string `json:"format,omitempty"`
+	FormatNote string `json:"formatNote,omitempty"`
 }
 
 // TakeSavepoint takes a savepoint without stopping the job, verifies it
@@ -55,8 +59,12 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 	if err != nil {
 		return TakeSavepointResult{}, err
 	}
+	format, note, err := a.savepointFormatFor(ctx, client, in.Job, in.Format)
+	if err != nil {
+		return TakeSavepointResult{}, classify("state backend of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+	}
 	trig, err := client.TriggerSavepoint(ctx, in.Job.JobID, flink.SavepointRequest{
-		TargetDirectory: in.Job.SavepointDir, FormatType: flink.SavepointFormat(in.Format), TriggerID: in.TriggerID,
+		TargetDirectory: in.Job.SavepointDir, FormatType: flink.SavepointFormat(format), TriggerID: in.TriggerID,
 	})
 	if err != nil {
 		return TakeSavepointResult{}, classify("trigger savepoint of "+in.Job.Key+" ("+in.Job.JobID+")", err)
@@ -102,7 +110,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 		trigger = in.Trigger
 	}
 	err = a.putCatalogEntry(ctx, in.Job, catalog.Entry{Path: location, Trigger: trigger, RunID: in.RunID,
-		Format: savepointFormat(in.Format), Files: ver.Files, Bytes: ver.Bytes})
+		Format: format, Files: ver.Files, Bytes: ver.Bytes})
 	if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {
 		return TakeSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "savepoint %s of %s not catalogued: %v", location, in.Job.Key, err)
 	}
@@ -110,7 +118,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 		return TakeSavepointResult{}, classify(fmt.Sprintf("catalog savepoint %s of %s", location, in.Job.Key), err)
 	}
 	logger.Info("savepoint taken, verified and catalogued", "job", in.Job.Key, "savepoint", location, "files", ver.Files, "bytes", ver.Bytes)
-	return TakeSavepointResult{SavepointPath: location, CheckpointID: ver.CheckpointID, Files: ver.Files, Bytes: ver.Bytes}, nil
+	return TakeSavepointResult{SavepointPath: location, CheckpointID: ver.CheckpointID, Files: ver.Files, Bytes: ver.Bytes, Format: format, FormatNote: note}, nil
 }
 
 // TenantSavepoints is one tenant's outcome of a scheduled savepoint run.

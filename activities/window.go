@@ -331,14 +331,6 @@ func referencedShared(ctx context.Context, fs storage.FileSystem, chk, jobID str
 // re-attach to the operation already running instead of stopping the job
 // twice.
 func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
-	res, err := a.stopWithSavepoint(ctx, in)
-	if err == nil {
-		a.catalogSavepoint(ctx, in.Job, catalog.Entry{Path: res.SavepointPath, Trigger: catalog.TriggerWindow, RunID: in.RunID, Format: savepointFormat(in.Format)})
-	}
-	return res, err
-}
-
-func (a *Activities) stopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
 	client, err := a.flinkFor(in.Job.RESTURL)
 	if err != nil {
 		return StopWithSavepointResult{}, err
@@ -350,6 +342,22 @@ func (a *Activities) stopWithSavepoint(ctx context.Context, in StopWithSavepoint
 	if target == "" {
 		return StopWithSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: no savepoint directory configured for cluster %s", in.Job.Key, in.Job.ClusterID)
 	}
+	format, note, err := a.savepointFormatFor(ctx, client, in.Job, in.Format)
+	if err != nil {
+		return StopWithSavepointResult{}, classify("state backend of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+	}
+	in.Format = format
+	res, err := a.stopWithSavepoint(ctx, client, in, target)
+	if err == nil {
+		res.Format, res.FormatNote = format, note
+		a.catalogSavepoint(ctx, in.Job, catalog.Entry{Path: res.SavepointPath, Trigger: catalog.TriggerWindow, RunID: in.RunID, Format: res.Format})
+	}
+	return res, err
+}
+
+// stopWithSavepoint stops the job with a savepoint of in.Format into
+// target.
+func (a *Activities) stopWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, error) {
 	trig, err := client.StopWithSavepoint(ctx, in.Job.JobID, flink.StopRequest{
 		TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: in.TriggerID, Drain: in.Drain,
 	})

@@ -26,11 +26,27 @@ type fakeFlink struct {
 	detailsErrs []error
 	stats       flink.CheckpointingStatistics
 	calls       int
+	// stateBackend is what the job's checkpoint config names;
+	// configErr, when set, is the config endpoint's error.
+	stateBackend string
+	configErr    error
+	configCalls  int
+	// stopFormats are the formats stop-with-savepoint was asked for.
+	stopFormats []flink.SavepointFormat
+}
+
+func (f *fakeFlink) CheckpointConfig(context.Context, string) (flink.CheckpointConfig, error) {
+	f.configCalls++
+	if f.configErr != nil {
+		return flink.CheckpointConfig{}, f.configErr
+	}
+	return flink.CheckpointConfig{StateBackend: f.stateBackend}, nil
 }
 
 func (f *fakeFlink) ListJobs(context.Context) ([]flink.JobOverview, error) { return f.jobs, nil }
 
 func (f *fakeFlink) StopWithSavepoint(_ context.Context, jobID string, req flink.StopRequest) (flink.Trigger, error) {
+	f.stopFormats = append(f.stopFormats, req.FormatType)
 	return flink.Trigger{JobID: jobID, TriggerID: req.TriggerID}, nil
 }
 

@@ -173,6 +173,10 @@ type StopWithSavepointResult struct {
 	// the stop operation (its cache expired, its JobManager failed over)
 	// but the job had finished with it; empty when Flink reported it.
 	Recovered string `json:",omitempty"`
+	// Format is the savepoint's format, CANONICAL or NATIVE; FormatNote
+	// says why it is not the one asked for (a ForSt job takes NATIVE only).
+	Format     string `json:",omitempty"`
+	FormatNote string `json:",omitempty"`
 }
 
 // VerifySavepointInput names a savepoint to check.

@@ -610,7 +610,7 @@ func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bo
 			}
 			j.SavepointState, j.SavepointPath, j.SavepointFiles, j.SavepointError = StepDone, res.SavepointPath, res.Files, ""
 			j.Seen, j.SeenState, j.StoppedWithoutSavepoint = "", "", false
-			j.SavepointRecovered = res.Recovered
+			j.SavepointRecovered, j.SavepointFormatNote = res.Recovered, res.FormatNote
 			j.StoppedAt = workflow.Now(ctx)
 		})
 		if err != nil {

@@ -53,6 +53,9 @@ type JobSavepointResult struct {
 	// Recovered says how the savepoint was found when Flink had forgotten
 	// the stop operation; empty when Flink reported it.
 	Recovered string `json:"recovered,omitempty"`
+	// FormatNote says why the savepoint's format is not the one asked for
+	// (a ForSt job takes NATIVE only).
+	FormatNote string `json:"formatNote,omitempty"`
 }
 
 // JobSavepointWorkflow stops a job with a savepoint (re-attaching on
@@ -97,7 +100,7 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 		return JobSavepointResult{SavepointPath: stopped.SavepointPath}, err
 	}
 	return JobSavepointResult{SavepointPath: stopped.SavepointPath, Files: verified.Files, CheckpointID: verified.CheckpointID,
-		Recovered: stopped.Recovered}, nil
+		Recovered: stopped.Recovered, FormatNote: stopped.FormatNote}, nil
 }
 
 // changeCancelEveryEarlierAttempt versions cancelling the job of every

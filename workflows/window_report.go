@@ -86,7 +86,7 @@ func (rep *WindowReport) Markdown() string {
 	for _, j := range rep.Jobs {
 		note := j.SkipReason
 		if note == "" {
-			note = firstNonEmpty(j.RestartError, j.SavepointError, j.ProofError, j.SavepointRecovered)
+			note = firstNonEmpty(j.RestartError, j.SavepointError, j.ProofError, j.SavepointRecovered, j.SavepointFormatNote)
 		}
 		sp := j.SavepointState
 		if j.ProofState != "" {

@@ -386,8 +386,11 @@ type JobProgress struct {
 	SeenState string `json:"seenState,omitempty"`
 	// SavepointRecovered says how the savepoint was found when Flink had
 	// forgotten the stop operation.
-	SavepointRecovered string    `json:"savepointRecovered,omitempty"`
-	StoppedAt          time.Time `json:"stoppedAt,omitempty"`
+	SavepointRecovered string `json:"savepointRecovered,omitempty"`
+	// SavepointFormatNote says why the savepoint is not in the format the
+	// policy asked for (a ForSt job takes NATIVE only).
+	SavepointFormatNote string    `json:"savepointFormatNote,omitempty"`
+	StoppedAt           time.Time `json:"stoppedAt,omitempty"`
 	// ProofState is the storage proof of the savepoint
 	// (policy.drill.proveSavepoints): done when it passed, failed with
 	// ProofError saying which files fail, or waived by an operator.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -28,14 +29,16 @@ import (
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
-// TestMaintenanceWindowOnRealPeers runs a whole window on the sandbox's two
+// TestMaintenanceWindowOnRealPeers runs a whole window on the sandbox's
 // real Flink clusters and HDFS through a real Temporal dev server: every job
 // is stopped with a savepoint recorded in the manifest, the network change
 // is confirmed, jobs restart in waves, each restored from exactly its own
 // savepoint; one job that fails on restore pauses its wave until an
-// operator skips it, and the report names it.
+// operator skips it, and the report names it. The fleet mixes Flink lines
+// (two 1.20 clusters and a 2.3 one) in one window, as a fleet mid-migration
+// does.
 func TestMaintenanceWindowOnRealPeers(t *testing.T) {
-	peers := sandbox.RequirePeers(t)
+	peers := sandbox.RequireMixedFleet(t)
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -175,6 +178,16 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 		if err != nil || d.State != flink.JobRunning {
 			t.Errorf("%s: new job %s state %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
 		}
+		want := "CANONICAL" // the window's default format
+		if strings.HasSuffix(j.Target.Key, forStSuffix) {
+			want = "NATIVE"
+			if !strings.Contains(j.SavepointFormatNote, "ForSt") {
+				t.Errorf("%s: the window does not say why its savepoint is NATIVE (note %q)", j.Target.Key, j.SavepointFormatNote)
+			}
+		}
+		if got := savepointFormatOf(t, ctx, acts, j.SavepointPath); got != want {
+			t.Errorf("%s: savepoint %s is %s, want %s", j.Target.Key, j.SavepointPath, got, want)
+		}
 	}
 	// The manifest on HDFS lets a person restart jobs without Temporal.
 	fs, p, err := acts.Storage.Resolve(ctx, rep.Manifest)
@@ -194,6 +207,10 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 		sandbox.CaptureHistory(t, tmp.Client, run.GetID(), run.GetRunID(), os.Getenv(sandbox.EnvCaptureHistory)+"/window.json.gz")
 	}
 }
+
+// forStSuffix ends the name of a fleet job that runs the ForSt state
+// backend: its savepoints must be NATIVE (a CANONICAL one fails it over).
+const forStSuffix = "-forst"
 
 // fleetJob is a sample job the test submitted.
 type fleetJob struct {
@@ -234,26 +251,33 @@ func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix,
 			CheckpointDir: tenantRoot + "/checkpoints", SavepointDir: tenantRoot + "/savepoints", HAStorageDir: c.HAStorageDir}
 		var names []string
 		for i := 1; i <= perCluster; i++ {
-			names = append(names, fmt.Sprintf("win-%s-%s-%d", suffix, c.ClusterID, i))
+			n := fmt.Sprintf("win-%s-%s-%d", suffix, c.ClusterID, i)
+			if i == 1 && c.Line() == sandbox.Line2 {
+				n += forStSuffix // the ForSt state backend, Flink 2.x only
+			}
+			names = append(names, n)
 		}
 		if broken && c.ClusterID == peers.Clusters[len(peers.Clusters)-1].ClusterID {
 			names = append(names, "win-"+suffix+"-"+c.ClusterID+"-broken")
 		}
 		for _, n := range names {
 			args := []string{"--job-name", n, "--keys", "2000", "--value-bytes", "256", "--rate", "500", "--checkpoint-dir", cl.CheckpointDir}
+			if strings.HasSuffix(n, forStSuffix) {
+				args = append(args, "--state-backend", "forst", "--forst-local")
+			}
 			restartArgs := args
 			if strings.HasSuffix(n, "-broken") {
 				restartArgs = append(append([]string{}, args...), "--fail-on-restore")
 			}
 			cl.Jobs = append(cl.Jobs, inventory.JobSpec{Name: n, Restart: inventory.RestartRecipe{
-				Kind: inventory.RestartRESTJarRun, Jar: peers.SampleJob.Jar, EntryClass: peers.SampleJob.EntryClass, ProgramArgs: restartArgs}})
+				Kind: inventory.RestartRESTJarRun, Jar: peers.SampleJar(c), EntryClass: peers.SampleJob.EntryClass, ProgramArgs: restartArgs}})
 			f.jobs = append(f.jobs, fleetJob{cluster: c, name: n, args: args})
 		}
 		f.static.Clusters = append(f.static.Clusters, cl)
 	}
 	for i := range f.jobs {
 		fc := flinkClient(t, f.jobs[i].cluster.RESTURL)
-		jarID, err := fc.UploadJar(ctx, peers.SampleJob.Jar)
+		jarID, err := fc.UploadJar(ctx, peers.SampleJar(f.jobs[i].cluster))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,6 +294,27 @@ func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix,
 		waitForCheckpoint(t, ctx, flinkClient(t, j.cluster.RESTURL), j.id)
 	}
 	return f
+}
+
+// savepointFormatOf reads the formatType a savepoint's _metadata records.
+func savepointFormatOf(t *testing.T, ctx context.Context, acts *activities.Activities, savepoint string) string {
+	t.Helper()
+	fs, p, err := acts.Storage.Resolve(ctx, strings.TrimRight(savepoint, "/")+"/_metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := fs.ReadFile(ctx, p, checkpoint.MaxMetadataSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := checkpoint.ParseBytes(data, savepoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.Properties == nil {
+		t.Fatalf("%s: _metadata has no properties", savepoint)
+	}
+	return md.Properties.FormatType
 }
 
 // writeInventory writes the static inventory file a worker reads.

@@ -47,9 +47,9 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func newRealEnv(t *testing.T, ctx context.Context) *realEnv {
+func newRealEnv(t *testing.T, ctx context.Context, line string) *realEnv {
 	t.Helper()
-	peers := sandbox.RequirePeers(t)
+	peers := sandbox.RequirePeersLine(t, line)
 	e := &realEnv{t: t, peers: peers, nnURI: peers.HDFS.URI, base: realTestBase + "/" + randHex(6)}
 	if _, err := peers.HadoopShell(ctx, "-mkdir", "-p", e.base+"/tenant/checkpoints", e.base+"/tenant/savepoints",
 		e.base+"/tenant/ha", e.base+"/live/checkpoints", e.base+"/trash", e.base+"/restore/checkpoints"); err != nil {
@@ -264,11 +264,19 @@ func (e *realEnv) retainedReferences(ctx context.Context, roots []layout.Root) m
 // TestRealSandboxCleanup proves the rules on real Flink and HDFS: cleanup
 // removes exactly the garbage, every kept checkpoint and savepoint still
 // restores, the quota gets headroom, a job checkpointing during the run
-// loses nothing, and the naive age-based deletion breaks a restore.
+// loses nothing, and the naive age-based deletion breaks a restore. It
+// runs on every Flink line of the sandbox (1.20 and 2.3, RocksDB
+// incremental).
 func TestRealSandboxCleanup(t *testing.T) {
+	for _, line := range sandbox.Lines() {
+		t.Run("flink-"+line, func(t *testing.T) { testRealSandboxCleanup(t, line) })
+	}
+}
+
+func testRealSandboxCleanup(t *testing.T, line string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	e := newRealEnv(t, ctx)
+	e := newRealEnv(t, ctx, line)
 	tenantRoot := e.base + "/tenant"
 	ckptRoot := e.uri(tenantRoot + "/checkpoints")
 	spRoot := e.uri(tenantRoot + "/savepoints")

@@ -263,6 +263,9 @@ func (c *Client) Suspend(ctx context.Context, ref inventory.ObjectRef, opts Wait
 			res.AlreadySuspended = true
 			return false, nil
 		}
+		if err := forStSavepointFormat(u); err != nil {
+			return false, kindError("suspend", describe(ref), ErrPrecondition, "%v", err)
+		}
 		if opts.Known == nil {
 			marks = savepointMarks{upgrade: st.UpgradeSavepointPath, last: st.LastSavepoint, lastMillis: st.LastSavepointMillis,
 				snapshotNames: map[string]bool{}}

@@ -263,3 +263,28 @@ func TestSuspendDetectsLastStateFallback(t *testing.T) {
 		t.Fatalf("the spec format before resource_metadata: %q %q", m, s)
 	}
 }
+
+// TestSuspendRefusesForStWithCanonicalSavepoints: a FlinkDeployment whose
+// spec.flinkConfiguration runs ForSt while the operator would take its
+// default CANONICAL savepoint is not suspended (ForSt fails the job over
+// on a canonical savepoint, so none would come); the spec stays running
+// and the error says what to set.
+func TestSuspendRefusesForStWithCanonicalSavepoints(t *testing.T) {
+	e := newEnv(t)
+	ns := e.ns("ctl-forst", nil)
+	e.flinkDeployment(ns, "forst", map[string]any{"state.backend.type": "forst"}, appJob())
+	e.setStatus(ns, "forst", map[string]any{"lifecycleState": "STABLE", "jobStatus": map[string]any{"state": "RUNNING"}})
+	c := e.client(Config{Namespaces: []string{ns}, TenantRootTemplate: "/t/{namespace}"}, nil)
+	r := ref(KindFlinkDeployment, ns, "forst")
+	_, err := c.Suspend(e.ctx, r, fastWait)
+	if !errors.Is(err, ErrPrecondition) || IsRetryable(err) || !strings.Contains(err.Error(), operatorSavepointFormatKey+": NATIVE") {
+		t.Fatalf("want non-retryable ErrPrecondition saying to set %s: NATIVE, got %v", operatorSavepointFormatKey, err)
+	}
+	st, err := c.OperatorStatus(e.ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.SpecState == SpecStateSuspended {
+		t.Fatalf("spec suspended despite the refusal: %+v", st)
+	}
+}

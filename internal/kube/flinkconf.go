@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Flink configuration keys, newest name first (Flink 1.20 renamed the
@@ -22,6 +23,38 @@ const (
 	flinkLegacyConfigFile = "flink-conf.yaml" // older versions
 	defaultRESTPort       = 8081
 )
+
+// Keys that decide a ForSt job's savepoint format.
+var stateBackendKeys = []string{"state.backend.type", "state.backend"}
+
+const operatorSavepointFormatKey = "kubernetes.operator.savepoint.format.type"
+
+// forStSavepointFormat refuses to suspend a resource whose job runs the
+// ForSt state backend while the operator would take a CANONICAL savepoint
+// (its default): Flink 2.x's ForSt fails the job over on one, so the
+// suspend would take no savepoint. Only spec.flinkConfiguration is read; a
+// job that sets ForSt in its code is not seen here.
+func forStSavepointFormat(u *unstructured.Unstructured) error {
+	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "flinkConfiguration")
+	if err != nil || !found {
+		return nil
+	}
+	conf := flinkConf{}
+	if err := flatten("", raw, conf); err != nil {
+		return fmt.Errorf("spec.flinkConfiguration: %v", err)
+	}
+	if !strings.EqualFold(conf.first(stateBackendKeys), "forst") {
+		return nil
+	}
+	if f := strings.TrimSpace(conf[operatorSavepointFormatKey]); !strings.EqualFold(f, "NATIVE") {
+		if f == "" {
+			f = "unset, so the operator's default CANONICAL"
+		}
+		return fmt.Errorf("spec.flinkConfiguration sets state.backend.type forst and %s is %s: ForSt takes native savepoints only (a canonical one fails the job over and no savepoint is taken); set %s: NATIVE in spec.flinkConfiguration",
+			operatorSavepointFormatKey, f, operatorSavepointFormatKey)
+	}
+	return nil
+}
 
 // flinkConf is a flattened Flink configuration.
 type flinkConf map[string]string

@@ -266,3 +266,36 @@ func refOf(apiVersion, kind, name string) inventory.ObjectRef {
 
 // The worker wires Client in as the activities' inventory port.
 var _ activities.InventorySource = (*Client)(nil)
+
+// A ForSt job is suspended only when the operator takes a NATIVE
+// savepoint; the nested and flattened spellings of the keys read alike.
+func TestForStSavepointFormat(t *testing.T) {
+	res := func(conf map[string]any) *unstructured.Unstructured {
+		spec := map[string]any{}
+		if conf != nil {
+			spec["flinkConfiguration"] = conf
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	}
+	for name, tc := range map[string]struct {
+		conf   map[string]any
+		refuse bool
+	}{
+		"no configuration":   {nil, false},
+		"rocksdb":            {map[string]any{"state.backend.type": "rocksdb"}, false},
+		"forst, default":     {map[string]any{"state.backend.type": "forst"}, true},
+		"forst, canonical":   {map[string]any{"state.backend.type": "ForSt", operatorSavepointFormatKey: "CANONICAL"}, true},
+		"forst, native":      {map[string]any{"state.backend.type": "forst", operatorSavepointFormatKey: "native"}, false},
+		"legacy key forst":   {map[string]any{"state.backend": "forst"}, true},
+		"nested forst":       {map[string]any{"state": map[string]any{"backend": map[string]any{"type": "forst"}}}, true},
+		"nested, native set": {map[string]any{"state": map[string]any{"backend": map[string]any{"type": "forst"}}, "kubernetes": map[string]any{"operator": map[string]any{"savepoint": map[string]any{"format": map[string]any{"type": "NATIVE"}}}}}, false},
+	} {
+		err := forStSavepointFormat(res(tc.conf))
+		if (err != nil) != tc.refuse {
+			t.Errorf("%s: %v; want refused %v", name, err, tc.refuse)
+		}
+		if err != nil && !strings.Contains(err.Error(), operatorSavepointFormatKey+": NATIVE") {
+			t.Errorf("%s: %v does not say what to set", name, err)
+		}
+	}
+}

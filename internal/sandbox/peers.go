@@ -220,6 +220,44 @@ func (p *Peers) view(line string) (*Peers, error) {
 	return &v, nil
 }
 
+// RequireMixedFleet is RequirePeers for every cluster of every Flink line, as a fleet that
+// runs several Flink versions at once: Clusters lists them all (default line first), each
+// with its own SampleJobJar; SampleJob and Tenants describe the default line.
+func RequireMixedFleet(t testing.TB) *Peers {
+	t.Helper()
+	p, err := loadPeersAll()
+	if err == nil {
+		var v *Peers
+		if v, err = p.view(LineDefault); err == nil {
+			v.Line = ""
+			v.Clusters = nil
+			for _, line := range Lines() {
+				for _, c := range p.allClusters {
+					if c.Line() == line {
+						v.Clusters = append(v.Clusters, c)
+					}
+				}
+			}
+			if len(v.Clusters) != len(p.allClusters) {
+				err = fmt.Errorf("%w: peers.json has clusters of lines other than %s", ErrPeersUnavailable, strings.Join(Lines(), ", "))
+			}
+		}
+		if err == nil {
+			return v
+		}
+	}
+	t.Fatalf("real HDFS/Flink peers of every Flink line are required: %v", err)
+	return nil
+}
+
+// SampleJar is the sample job jar built for cluster c's Flink line.
+func (p *Peers) SampleJar(c FlinkCluster) string {
+	if c.SampleJobJar != "" {
+		return c.SampleJobJar
+	}
+	return p.SampleJob.Jar
+}
+
 func loadPeersAll() (*Peers, error) {
 	if p, err := loadHealthy(); err == nil {
 		return p, nil
