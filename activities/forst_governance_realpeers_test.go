@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path"
 	"sort"
 	"strings"
 	"testing"
@@ -123,6 +124,9 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 	// Garbage: a retired job's dir, a month old.
 	retired := plain + "/tenant/checkpoints/" + strings.Repeat("ab", 16)
 	for _, f := range []string{"chk-7/_metadata-partial", "shared/s1", "taskowned/t1"} {
+		if err := hc.MkdirAll(path.Dir(retired+"/"+f), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		w, err := hc.Create(retired + "/" + f)
 		if err == nil {
 			_, _ = w.Write(make([]byte, 64))

@@ -182,7 +182,7 @@ func metadataFormat(t *testing.T, hc *gohdfs.Client, savepoint, uri, want string
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := checkpoint.ParseBytes(data, savepoint)
+	md, err := checkpoint.ParseBytes(data, strings.TrimRight(savepoint, "/")+"/_metadata")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -307,7 +307,7 @@ func savepointFormatOf(t *testing.T, ctx context.Context, acts *activities.Activ
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := checkpoint.ParseBytes(data, savepoint)
+	md, err := checkpoint.ParseBytes(data, strings.TrimRight(savepoint, "/")+"/_metadata")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,13 +103,14 @@ func TestFlink2RocksDBSnapshotsAndRestores(t *testing.T) {
 
 // ForSt on 2.x: with the async state API its working files live on HDFS while the job runs,
 // under <checkpoint-dir>/<job>/shared/ (primary-dir default) or <primary-dir>/<job>/ (explicit);
-// with --forst-local (sync state API) on local disk. Checkpoints, native savepoints,
-// stop-with-savepoint and restores in NO_CLAIM and CLAIM work in every variant (a snapshot that
-// fails inside ForSt is taken again, see forStSnapshot); a canonical
-// savepoint fails the job over instead (Flink 2.3 ForSt takes native savepoints only). That
-// failover is shown on the local variant only: on 2.3.0 a DFS-resident (async) ForSt job that
-// failed over then failed its stop-with-savepoint under load (FileNotFoundException for one of
-// its own working files, attempt_1/db/<uuid>) and hung in CANCELLING, 3 runs out of 3.
+// with --forst-local (sync state API) on local disk. Every variant checkpoints and restores in
+// NO_CLAIM and CLAIM. The local one also takes a native savepoint and a stop-with-savepoint
+// and restores from them, and shows that a canonical savepoint fails the job over (Flink 2.3
+// ForSt takes native savepoints only). The DFS-resident ones restore from the checkpoint their
+// cancel retained: on 2.3.0 a DFS-resident ForSt snapshot under load fails inside ForSt now and
+// then (FileNotFoundException for a working file that vanished under ForSt's own listing, cf.
+// FLINK-37437), the job fails over, and a stop or cancel after that hung in CANCELLING for good
+// (a slot held, the job "live" for every later run), 4 full runs out of 4.
 func TestFlink2ForStOnHDFS(t *testing.T) {
 	t.Parallel()
 	p := RequirePeersLine(t, Line2)
@@ -163,6 +164,35 @@ func TestFlink2ForStOnHDFS(t *testing.T) {
 				})
 				waitRunning(t, c, job)
 			}
+			if variant != "local" {
+				// DFS-resident: restores from the checkpoint retained on cancel. Its savepoints
+				// are parsed in internal/checkpoint (TestRealFlink2Metadata); a stop is not
+				// taken here, see above.
+				tree := listTree(fs, dir)
+				cancelJob(t, c, job)
+				var after checkpointStats
+				flinkJSON(t, http.MethodGet, c.RESTURL+"/jobs/"+job+"/checkpoints", nil, &after)
+				if after.Latest.Completed.ExternalPath == "" {
+					t.Fatalf("ForSt job %s: no retained checkpoint after cancel", job)
+				}
+				retained := after.Latest.Completed.ExternalPath
+				noClaim, err := submitSampleJobFrom(t, c, retained, "NO_CLAIM", args...)
+				if err != nil {
+					t.Fatalf("restore NO_CLAIM from %s: %v", retained, err)
+				}
+				waitRunning(t, c, noClaim)
+				waitCompletedCheckpoints(t, c, noClaim, 1)
+				cancelJob(t, c, noClaim)
+				claim, err := submitSampleJobFrom(t, c, retained, "CLAIM", args...)
+				if err != nil {
+					t.Fatalf("restore CLAIM from %s: %v", retained, err)
+				}
+				waitRunning(t, c, claim)
+				waitCompletedCheckpoints(t, c, claim, 1)
+				t.Logf("ForSt job %s (%s): retained checkpoint %s restored NO_CLAIM as %s, CLAIM as %s; files while running:\n%s",
+					job, variant, retained, noClaim, claim, strings.Join(tree, "\n"))
+				return
+			}
 			native := forStSnapshot(t, c, job, p.HDFS.URI+dir+"/savepoints", false)
 			if st := jobState(t, c, job); st != "RUNNING" {
 				t.Fatalf("ForSt job %s is %s after its native savepoint, want RUNNING", job, st)
@@ -196,8 +226,8 @@ func TestFlink2ForStOnHDFS(t *testing.T) {
 // forStSnapshot takes a native savepoint of a ForSt job (stop: a stop-with-savepoint). On
 // 2.3.0 a DFS-resident ForSt job may fail one when ForSt re-enables file deletions and lists
 // a working file that is gone (FileNotFoundException from ForStFlinkFileSystem.getFileStatus,
-// cf. FLINK-37437); the job keeps running, and taking another is what any operator (and
-// flinkmaint's window retry) does. Any other failure fails the test.
+// cf. FLINK-37437); a savepoint's job keeps running, a stop's fails over, and taking another
+// is what any operator (and flinkmaint's window retry) does. Any other failure fails the test.
 func forStSnapshot(t *testing.T, c FlinkCluster, job, target string, stop bool) string {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
@@ -219,6 +249,11 @@ func forStSnapshot(t *testing.T, c FlinkCluster, job, target string, stop bool) 
 			t.Fatalf("native savepoint (stop %v) of ForSt job %s failed (attempt %d): %s", stop, job, attempt, lastLines(failure, 15))
 		}
 		t.Logf("native savepoint (stop %v) of ForSt job %s failed inside ForSt (attempt %d), taking another: %s", stop, job, attempt, lastLines(failure, 3))
+		// A failed stop fails the job over: once it has completed a checkpoint again, every
+		// task runs and a new snapshot can be taken.
+		var cps checkpointStats
+		flinkJSON(t, http.MethodGet, c.RESTURL+"/jobs/"+job+"/checkpoints", nil, &cps)
+		waitCompletedCheckpoints(t, c, job, int(cps.Counts.Completed)+1)
 		waitRunning(t, c, job)
 	}
 }
