@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -363,6 +365,12 @@ func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepoint
 func (a *Activities) stopWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, error) {
 	logger := activity.GetLogger(ctx)
 	var unanswered time.Time // since when Flink has not answered
+	// A declined stop is asked again under the next trigger ID derived
+	// from in.TriggerID (see nextTriggerID); notReady is since when.
+	triggerID, asked := in.TriggerID, 0
+	var notReady time.Time
+	// recovered says, for the result, how the stop got past a failover.
+	var recovered []string
 	// waitOut reports whether err is Flink not answering for less than
 	// jobManagerFailoverWait, after one poll interval.
 	waitOut := func(err error) (bool, error) {
@@ -385,7 +393,7 @@ func (a *Activities) stopWithSavepoint(ctx context.Context, client FlinkAPI, in 
 trigger:
 	for {
 		trig, err := client.StopWithSavepoint(ctx, in.Job.JobID, flink.StopRequest{
-			TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: in.TriggerID, Drain: in.Drain,
+			TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: triggerID, Drain: in.Drain,
 		})
 		if again, werr := waitOut(err); werr != nil || again {
 			if werr != nil {
@@ -430,6 +438,7 @@ trigger:
 				// old one took it, was not the job's last.
 				logger.Warn("Flink lost the stop operation of a running job (JobManager failover); stopping it again",
 					"job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID)
+				recovered = append(recovered, "a JobManager that took over recovered the job RUNNING and knew no stop; stopped it again")
 				continue trigger
 			}
 			if err != nil {
@@ -444,6 +453,26 @@ trigger:
 					if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
 						return res, ferr
 					}
+					// The job runs but not all of its tasks do yet: a job a
+					// JobManager has just recovered deploys them first.
+					// Flink keeps the failed operation under its trigger
+					// ID, so ask again under the next one.
+					if st.Failure.Reason() == flink.ErrorReasonTasksNotReady {
+						if notReady.IsZero() {
+							notReady = time.Now()
+						}
+						if time.Since(notReady) < a.failoverWait() {
+							asked++
+							triggerID = nextTriggerID(in.TriggerID, asked)
+							logger.Warn("the job's tasks are not all running yet; asking for the stop again",
+								"job", in.Job.Key, "job_id", in.Job.JobID, "trigger", triggerID)
+							activity.RecordHeartbeat(ctx, "tasks not all running since "+notReady.UTC().Format(time.RFC3339))
+							if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+								return StopWithSavepointResult{}, err
+							}
+							continue trigger
+						}
+					}
 					state, seen := a.jobStateNow(ctx, client, in.Job.JobID)
 					return StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
 						fmt.Sprintf("stop-with-savepoint of %s failed; %s: %s", in.Job.Key, state, failureText(st.Failure)),
@@ -452,7 +481,10 @@ trigger:
 				if st.Location == "" {
 					return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "stop-with-savepoint of %s completed without a location", in.Job.Key)
 				}
-				return StopWithSavepointResult{SavepointPath: st.Location, Reattached: trig.Reattached}, nil
+				if asked > 0 {
+					recovered = append(recovered, fmt.Sprintf("asked %d more time(s) while the job's tasks were not all running", asked))
+				}
+				return StopWithSavepointResult{SavepointPath: st.Location, Reattached: trig.Reattached, Recovered: strings.Join(recovered, "; ")}, nil
 			}
 			activity.RecordHeartbeat(ctx, "savepoint in progress")
 			if err := sleepCtx(ctx, a.pollInterval()); err != nil {
@@ -460,6 +492,14 @@ trigger:
 			}
 		}
 	}
+}
+
+// nextTriggerID is the n-th trigger ID after first: the same on every
+// activity attempt, so a retry re-attaches to the stop asked last (a
+// retry begins at first, whose failure Flink keeps, and steps on).
+func nextTriggerID(first string, n int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", first, n)))
+	return hex.EncodeToString(sum[:16])
 }
 
 // jobManagerFailoverWait is how long a stop waits for a Flink cluster that
@@ -496,6 +536,15 @@ const statsCacheWait = 15 * time.Second
 // found, is an error that says the truth: it is not running.
 func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, bool, error) {
 	d, err := client.JobDetails(ctx, in.Job.JobID)
+	if errors.Is(err, flink.ErrServerError) {
+		// A JobManager that took over while the job's end was being
+		// recorded cleans the job up, and meanwhile fails its details with
+		// an internal error (Flink 1.20: a NullPointerException); the jobs
+		// overview still names its state.
+		if o, ok := jobInOverview(ctx, client, in.Job.JobID); ok {
+			d, err = flink.JobDetails{ID: o.ID, Name: o.Name, State: o.State}, nil
+		}
+	}
 	if errors.Is(err, flink.ErrJobNotFound) {
 		return a.stoppedBeforeFailover(ctx, in, target, "Flink no longer knows the job (its JobManager restarted after the job had finished)")
 	}
@@ -514,10 +563,10 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 	var found *flink.CheckpointStatistics
 	for deadline := time.Now().Add(statsCacheWait); ; {
 		st, err := client.Checkpoints(ctx, in.Job.JobID)
-		if errors.Is(err, flink.ErrJobNotFound) || errors.Is(err, flink.ErrCheckpointingDisabled) {
+		if errors.Is(err, flink.ErrJobNotFound) || errors.Is(err, flink.ErrCheckpointingDisabled) || errors.Is(err, flink.ErrServerError) {
 			// A JobManager that recovered the job's result after a failover
 			// knows its end state but none of its checkpoints (Flink then
-			// says checkpointing is not enabled).
+			// says checkpointing is not enabled, or fails internally).
 			return a.stoppedBeforeFailover(ctx, in, target, "Flink knows the job FINISHED but none of its checkpoints (its JobManager restarted after the job had finished)")
 		}
 		if err != nil {
@@ -551,6 +600,21 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 		"job", in.Job.Key, "job_id", in.Job.JobID, "savepoint", found.ExternalPath, "checkpoint", found.ID)
 	return StopWithSavepointResult{SavepointPath: strings.TrimRight(found.ExternalPath, "/"), Reattached: true,
 		Recovered: fmt.Sprintf("Flink no longer knew the stop operation; savepoint %d from the finished job's checkpoint history", found.ID)}, true, nil
+}
+
+// jobInOverview is the job's line in Flink's jobs overview; ok false when
+// the overview cannot be read or lacks the job.
+func jobInOverview(ctx context.Context, client FlinkAPI, jobID string) (flink.JobOverview, bool) {
+	jobs, err := client.ListJobs(ctx)
+	if err != nil {
+		return flink.JobOverview{}, false
+	}
+	for _, o := range jobs {
+		if o.ID == jobID {
+			return o, true
+		}
+	}
+	return flink.JobOverview{}, false
 }
 
 // stoppedBeforeFailover is stoppedWithSavepoint for a job whose end Flink

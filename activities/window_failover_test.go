@@ -19,8 +19,11 @@ type failoverFlink struct {
 	stops    []error
 	statuses []statusAnswer
 	details  []detailsAnswer
-	// stopCalls counts stop-with-savepoint requests.
+	overview []flink.JobOverview
+	// stopCalls counts stop-with-savepoint requests; triggers are their
+	// trigger IDs.
 	stopCalls int
+	triggers  []string
 }
 
 type statusAnswer struct {
@@ -47,6 +50,7 @@ func (f *failoverFlink) CheckpointConfig(context.Context, string) (flink.Checkpo
 
 func (f *failoverFlink) StopWithSavepoint(_ context.Context, jobID string, req flink.StopRequest) (flink.Trigger, error) {
 	f.stopCalls++
+	f.triggers = append(f.triggers, req.TriggerID)
 	if err := next(&f.stops); err != nil {
 		return flink.Trigger{}, err
 	}
@@ -61,6 +65,10 @@ func (f *failoverFlink) SavepointStatus(context.Context, string, string) (flink.
 func (f *failoverFlink) JobDetails(context.Context, string) (flink.JobDetails, error) {
 	a := next(&f.details)
 	return a.d, a.err
+}
+
+func (f *failoverFlink) ListJobs(context.Context) ([]flink.JobOverview, error) {
+	return f.overview, nil
 }
 
 func (f *failoverFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
@@ -117,21 +125,26 @@ func TestStopWithSavepointGivesUpOnAClusterThatStaysDown(t *testing.T) {
 // directory, the newest complete one of that job written since the stop
 // began, and nothing else.
 func TestStopWithSavepointFindsTheSavepointOfAJobTheNewJobManagerForgot(t *testing.T) {
+	cleaning := detailsAnswer{err: flink.NewError("job details", flink.ErrorReasonServerError, "Internal server error.; java.lang.NullPointerException", nil)}
 	for name, c := range map[string]struct {
-		details detailsAnswer
-		dirs    map[string]time.Duration // savepoint dir -> age of its _metadata; <0: none
-		want    string
+		details  detailsAnswer
+		overview []flink.JobOverview
+		dirs     map[string]time.Duration // savepoint dir -> age of its _metadata; <0: none
+		want     string
 	}{
-		"job unknown": {detailsAnswer{err: jobUnknown}, map[string]time.Duration{
+		"job unknown": {detailsAnswer{err: jobUnknown}, nil, map[string]time.Duration{
 			"savepoint-j1abcd-old": 3 * time.Hour, "savepoint-j1abcd-new": 0, "savepoint-j1abcd-cut": -1, "savepoint-ffffff-other": 0,
 		}, "savepoint-j1abcd-new"},
-		"job known FINISHED, checkpoints not": {detailsAnswer{d: flink.JobDetails{State: flink.JobFinished}}, map[string]time.Duration{
+		"job known FINISHED, checkpoints not": {detailsAnswer{d: flink.JobDetails{State: flink.JobFinished}}, nil, map[string]time.Duration{
 			"savepoint-j1abcd-new": 0,
 		}, "savepoint-j1abcd-new"},
-		"only an older savepoint": {detailsAnswer{err: jobUnknown}, map[string]time.Duration{
+		"job being cleaned up: details fail, overview says FINISHED": {cleaning, []flink.JobOverview{{ID: failoverJobID, State: flink.JobFinished}}, map[string]time.Duration{
+			"savepoint-j1abcd-new": 0,
+		}, "savepoint-j1abcd-new"},
+		"only an older savepoint": {detailsAnswer{err: jobUnknown}, nil, map[string]time.Duration{
 			"savepoint-j1abcd-old": 3 * time.Hour, "savepoint-j1abcd-cut": -1,
 		}, ""},
-		"no savepoint dir": {detailsAnswer{err: jobUnknown}, nil, ""},
+		"no savepoint dir": {detailsAnswer{err: jobUnknown}, nil, nil, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
@@ -157,7 +170,7 @@ func TestStopWithSavepointFindsTheSavepointOfAJobTheNewJobManagerForgot(t *testi
 				t.Fatal(err)
 			}
 			ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: jmDown}, {err: opUnknown}},
-				details: []detailsAnswer{c.details}}
+				details: []detailsAnswer{c.details}, overview: c.overview}
 			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 			var out StopWithSavepointResult
 			err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
@@ -176,5 +189,34 @@ func TestStopWithSavepointFindsTheSavepointOfAJobTheNewJobManagerForgot(t *testi
 				t.Fatalf("savepoint %q (recovered %q) after %d stops; want %s after 1", out.SavepointPath, out.Recovered, ff.stopCalls, want)
 			}
 		})
+	}
+}
+
+// A job a JobManager has just recovered declines a savepoint until all of
+// its tasks run; Flink keeps that failure under the trigger ID, so the
+// stop is asked again under the next ID, the same on every attempt.
+func TestStopWithSavepointAsksAgainWhileTasksDeploy(t *testing.T) {
+	declined := statusAnswer{st: flink.OperationStatus{State: flink.OperationCompleted, Failure: &flink.FailureCause{
+		StackTrace: "java.util.concurrent.CompletionException: org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint triggering task Source (1/1) " +
+			"of job j1 is not being executed at the moment. Aborting checkpoint. Failure reason: Not all required tasks are currently running.",
+	}}}
+	ff := &failoverFlink{
+		stops:    []error{nil},
+		statuses: []statusAnswer{declined, declined, stopInProgress, stopCompleted},
+		details:  []detailsAnswer{{d: flink.JobDetails{State: flink.JobRunning}}},
+	}
+	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	var out StopWithSavepointResult
+	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{failoverTrigger, nextTriggerID(failoverTrigger, 1), nextTriggerID(failoverTrigger, 2)}
+	if strings.Join(ff.triggers, ",") != strings.Join(want, ",") || out.SavepointPath != "hdfs://nn/sp/savepoint-j1abcd-2" || out.Recovered == "" {
+		t.Fatalf("triggers %v, savepoint %q (%q); want triggers %v and the last stop's savepoint", ff.triggers, out.SavepointPath, out.Recovered, want)
+	}
+	if id := want[1]; len(id) != 32 || id == want[2] {
+		t.Fatalf("derived trigger ID %q: want 32 hex characters, one per step", id)
 	}
 }

@@ -35,12 +35,33 @@ const failoverJobs = 3
 
 // TestMaintenanceWindowSurvivesJobManagerFailover kills the JobManager of a
 // real Flink session cluster (ZooKeeper HA) with SIGKILL while the window
-// stops its jobs with savepoints: the first job has finished with its
-// savepoint in Flink, but the window has not learned it yet. The cluster
-// restarts on the same REST port and recovers the jobs still running from
-// ZooKeeper; the window goes on. Every job ends the window RUNNING once,
-// restored from the savepoint the manifest names; none was stopped twice.
+// stops its jobs with savepoints, one at a time: the first job has
+// finished with its savepoint in Flink, but the window has not learned it
+// yet. The cluster restarts on the same REST port and recovers from
+// ZooKeeper the jobs it still holds; the window goes on. Every job ends the
+// window RUNNING once, restored from the savepoint the manifest names; none
+// was stopped twice by the window.
+//
+// Where the kill lands decides what the new JobManager knows of the
+// finished job; both cases run:
+//   - at once: Flink has not yet recorded the job's end (its JobGraph is
+//     still in HA), so the new JobManager runs it again from its latest
+//     checkpoint and knows no stop: the window stops it again.
+//   - after Flink removed the job from HA: the new JobManager does not know
+//     it; the window finds its savepoint in the target directory.
 func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
+	t.Run("before Flink recorded the job's end", func(t *testing.T) {
+		windowAcrossFailover(t, false)
+	})
+	t.Run("after Flink removed the finished job from HA", func(t *testing.T) {
+		windowAcrossFailover(t, true)
+	})
+}
+
+// windowAcrossFailover runs the window and kills the JobManager once the
+// first job has stopped: at once, or (afterCleanup) once Flink has removed
+// that job's JobGraph from HA storage.
+func windowAcrossFailover(t *testing.T, afterCleanup bool) {
 	peers := sandbox.RequirePeers(t)
 	fc := sandbox.StartFailoverCluster(t)
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
@@ -99,7 +120,11 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 
 	// Kill once Flink has finished one job's stop-with-savepoint while the
 	// window still waits for that stop and the other jobs still run.
-	first := waitForStopInFlight(t, ctx, tmp.Client, run, flinkAPI, jobs)
+	var settled func() bool
+	if afterCleanup {
+		settled = haJobGraphsBelow(t, peers, fc, failoverJobs)
+	}
+	first := waitForStopInFlight(t, ctx, tmp.Client, run, flinkAPI, jobs, settled)
 	if err := fc.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +165,9 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 		}
 		if j.SavepointRecovered != "" {
 			t.Logf("%s: %s", j.Target.Key, j.SavepointRecovered)
+		}
+		if afterCleanup && j.Target.Key == first && !strings.Contains(j.SavepointRecovered, "savepoint found in") {
+			t.Errorf("%s: the new JobManager never knew it, yet its savepoint was not found in the target directory: %q", first, j.SavepointRecovered)
 		}
 		// The manifest names exactly this job's savepoint, and it exists.
 		var named []string
@@ -202,18 +230,19 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 }
 
 // waitForStopInFlight waits until one of the jobs is FINISHED in Flink
-// (its stop-with-savepoint done) while the window still reports that
-// job's savepoint step running and no other job has stopped, and returns
-// the job's key.
-func waitForStopInFlight(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun, api *flink.Client, jobs submitted) string {
+// (its stop-with-savepoint done) and, when settled is set, until settled
+// holds too, while the window still reports that job's savepoint step
+// running and no other job has stopped; it returns the job's key.
+func waitForStopInFlight(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun, api *flink.Client, jobs submitted, settled func() bool) string {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	finished := ""
+	for finished == "" && time.Now().Before(deadline) && ctx.Err() == nil {
 		overview, err := api.ListJobs(ctx)
 		if err != nil {
 			t.Fatalf("list jobs: %v", err)
 		}
-		finished, running := "", 0
+		running := 0
 		for _, o := range overview {
 			name, ours := jobs.names[o.ID]
 			switch {
@@ -224,25 +253,60 @@ func waitForStopInFlight(t *testing.T, ctx context.Context, c client.Client, run
 				running++
 			}
 		}
-		if finished != "" {
-			if running != failoverJobs-1 {
-				t.Fatalf("%s finished but only %d other jobs run: the stops did not go one at a time", finished, running)
-			}
-			st := queryState(t, ctx, c, run)
-			for _, j := range st.Jobs {
-				if j.Target.JobName == finished {
-					if j.SavepointState != workflows.StepRunning {
-						t.Fatalf("the window learned of %s's stop (%s) before the kill; its stop activity polls too often", finished, j.SavepointState)
-					}
-					return j.Target.Key
-				}
-			}
-			t.Fatalf("window has no job named %s", finished)
+		if finished != "" && running != failoverJobs-1 {
+			t.Fatalf("%s finished but only %d other jobs run: the stops did not go one at a time", finished, running)
 		}
-		time.Sleep(50 * time.Millisecond)
+		if finished == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
-	t.Fatal("no job stopped with a savepoint within 5 minutes")
+	if finished == "" {
+		t.Fatal("no job stopped with a savepoint within 5 minutes")
+	}
+	// The stop activity looks again within its poll interval (5 s).
+	for until := time.Now().Add(3 * time.Second); settled != nil && !settled(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(until) {
+			t.Fatalf("%s finished, but Flink did not clean it up from HA within 3 s", finished)
+		}
+	}
+	st := queryState(t, ctx, c, run)
+	for _, j := range st.Jobs {
+		if j.Target.JobName == finished {
+			if j.SavepointState != workflows.StepRunning {
+				t.Fatalf("the window learned of %s's stop (%s) before the kill; its stop activity polls too often", finished, j.SavepointState)
+			}
+			return j.Target.Key
+		}
+	}
+	t.Fatalf("window has no job named %s", finished)
 	return ""
+}
+
+// haJobGraphsBelow reports, when called, whether the cluster's HA storage
+// holds fewer than n JobGraphs: Flink removes a finished job's JobGraph
+// from HA once it has recorded the job's end, and a JobManager taking over
+// then no longer recovers it.
+func haJobGraphsBelow(t *testing.T, peers *sandbox.Peers, fc *sandbox.FailoverCluster, n int) func() bool {
+	t.Helper()
+	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hc.Close() })
+	dir := strings.TrimPrefix(fc.HAStorageDir, peers.HDFS.URI) + "/" + fc.ClusterID
+	return func() bool {
+		entries, err := hc.ReadDir(dir)
+		if err != nil {
+			t.Fatalf("HA storage %s: %v", dir, err)
+		}
+		graphs := 0
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "submittedJobGraph") {
+				graphs++
+			}
+		}
+		return graphs < n
+	}
 }
 
 // submitted are the sample jobs the test started.

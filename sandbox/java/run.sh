@@ -642,6 +642,12 @@ write_failover_json() {
 
 # start_failover: starts the failover JVM with the conf in place and waits until REST answers.
 start_failover() {
+    # Keep the logs of the last starts (a test kills and restarts it; each
+    # start would otherwise rotate away the log of the crash before).
+    if [[ -f "$LOGS/$FAILOVER.log" ]]; then
+        mv -f "$LOGS/$FAILOVER.log" "$LOGS/$FAILOVER.$(date +%Y%m%dT%H%M%S.%N).log"
+    fi
+    ls -1t "$LOGS/$FAILOVER".2*.log 2>/dev/null | tail -n +9 | xargs -r rm -f
     log "starting $FAILOVER (HA cluster-id $(failover_ha_id), Flink $(line_version 1)), log: $LOGS/$FAILOVER.log"
     start_peer "$FAILOVER" "$CLUSTER_MAIN" 640m "$(line_classpath 1)" -- \
         --conf-dir "$JAVA_STATE/$FAILOVER/conf" --ready-file "$JAVA_STATE/$FAILOVER.ready"
