@@ -647,7 +647,7 @@ start_failover() {
     if [[ -f "$LOGS/$FAILOVER.log" ]]; then
         mv -f "$LOGS/$FAILOVER.log" "$LOGS/$FAILOVER.$(date +%Y%m%dT%H%M%S.%N).log"
     fi
-    ls -1t "$LOGS/$FAILOVER".2*.log 2>/dev/null | tail -n +9 | xargs -r rm -f
+    ls -1t "$LOGS/$FAILOVER".2*.log 2>/dev/null | tail -n +41 | xargs -r rm -f
     log "starting $FAILOVER (HA cluster-id $(failover_ha_id), Flink $(line_version 1)), log: $LOGS/$FAILOVER.log"
     start_peer "$FAILOVER" "$CLUSTER_MAIN" 640m "$(line_classpath 1)" -- \
         --conf-dir "$JAVA_STATE/$FAILOVER/conf" --ready-file "$JAVA_STATE/$FAILOVER.ready"
