@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -356,59 +358,168 @@ func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepoint
 }
 
 // stopWithSavepoint stops the job with a savepoint of in.Format into
-// target.
+// target. It rides out a JobManager failover (see jobManagerFailoverWait):
+// while Flink does not answer it keeps looking; a new JobManager that
+// recovered the job running knows no operation of the old one, so the
+// stop is asked again under the same trigger ID.
 func (a *Activities) stopWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, error) {
-	trig, err := client.StopWithSavepoint(ctx, in.Job.JobID, flink.StopRequest{
-		TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: in.TriggerID, Drain: in.Drain,
-	})
-	if err != nil {
-		if !flink.IsRetryable(err) {
-			// A retry after Flink forgot our trigger finds the job already
-			// stopped: find the savepoint it stopped with.
-			if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
-				return res, ferr
-			}
-		}
-		return StopWithSavepointResult{}, classify("stop job "+in.Job.Key+" ("+in.Job.JobID+") with savepoint", err)
-	}
 	logger := activity.GetLogger(ctx)
-	logger.Info("stop-with-savepoint triggered", "job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID, "reattached", trig.Reattached)
+	var unanswered time.Time // since when Flink has not answered
+	// A declined stop is asked again under the next trigger ID derived
+	// from in.TriggerID (see nextTriggerID); notReady is since when.
+	triggerID, asked := in.TriggerID, 0
+	var notReady time.Time
+	// recovered says, for the result, how the stop got past a failover.
+	var recovered []string
+	// waitOut reports whether err is Flink not answering for less than
+	// jobManagerFailoverWait, after one poll interval.
+	waitOut := func(err error) (bool, error) {
+		if !flinkUnanswered(err) {
+			return false, nil
+		}
+		if unanswered.IsZero() {
+			unanswered = time.Now()
+			logger.Warn("Flink does not answer during a stop; waiting for its JobManager", "job", in.Job.Key, "job_id", in.Job.JobID, "error", err)
+		}
+		if time.Since(unanswered) >= a.failoverWait() {
+			return false, nil
+		}
+		activity.RecordHeartbeat(ctx, "Flink unanswered since "+unanswered.UTC().Format(time.RFC3339))
+		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+trigger:
 	for {
-		st, err := client.SavepointStatus(ctx, in.Job.JobID, trig.TriggerID)
-		if errors.Is(err, flink.ErrOperationNotFound) {
-			// Forgotten while we waited (cache expiry, JobManager failover).
-			if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
-				return res, ferr
+		trig, err := client.StopWithSavepoint(ctx, in.Job.JobID, flink.StopRequest{
+			TargetDirectory: target, FormatType: flink.SavepointFormat(in.Format), TriggerID: triggerID, Drain: in.Drain,
+		})
+		if again, werr := waitOut(err); werr != nil || again {
+			if werr != nil {
+				return StopWithSavepointResult{}, werr
 			}
+			continue
 		}
 		if err != nil {
-			return StopWithSavepointResult{}, classify("savepoint status of "+in.Job.Key, err)
-		}
-		if st.Done() {
-			if st.Failure != nil {
-				// Flink accepts a stop of a job that already finished and
-				// fails the operation ("Could not find Flink job"): a retry
-				// after it forgot the first trigger.
+			if !flink.IsRetryable(err) {
+				// A retry after Flink forgot our trigger finds the job already
+				// stopped: find the savepoint it stopped with.
 				if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
 					return res, ferr
 				}
-				state, seen := a.jobStateNow(ctx, client, in.Job.JobID)
-				return StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
-					fmt.Sprintf("stop-with-savepoint of %s failed; %s: %s", in.Job.Key, state, failureText(st.Failure)),
-					flink.ErrorReasonOperationFailed, nil, seen)
 			}
-			if st.Location == "" {
-				return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "stop-with-savepoint of %s completed without a location", in.Job.Key)
-			}
-			return StopWithSavepointResult{SavepointPath: st.Location, Reattached: trig.Reattached}, nil
+			return StopWithSavepointResult{}, classify("stop job "+in.Job.Key+" ("+in.Job.JobID+") with savepoint", err)
 		}
-		activity.RecordHeartbeat(ctx, "savepoint in progress")
-		select {
-		case <-ctx.Done():
-			return StopWithSavepointResult{}, ctx.Err()
-		case <-time.After(a.pollInterval()):
+		unanswered = time.Time{}
+		logger.Info("stop-with-savepoint triggered", "job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID, "reattached", trig.Reattached)
+		for {
+			st, err := client.SavepointStatus(ctx, in.Job.JobID, trig.TriggerID)
+			if again, werr := waitOut(err); werr != nil || again {
+				if werr != nil {
+					return StopWithSavepointResult{}, werr
+				}
+				continue
+			}
+			if errors.Is(err, flink.ErrOperationNotFound) {
+				// Forgotten while we waited (cache expiry, JobManager failover).
+				res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target)
+				if again, werr := waitOut(ferr); werr != nil || again {
+					if werr != nil {
+						return StopWithSavepointResult{}, werr
+					}
+					continue
+				}
+				if ferr != nil || ok {
+					return res, ferr
+				}
+				// The job runs: a JobManager that took over recovered it
+				// and never saw our stop. Ask again; the savepoint, if the
+				// old one took it, was not the job's last.
+				logger.Warn("Flink lost the stop operation of a running job (JobManager failover); stopping it again",
+					"job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID)
+				recovered = append(recovered, "a JobManager that took over recovered the job RUNNING and knew no stop; stopped it again")
+				continue trigger
+			}
+			if err != nil {
+				return StopWithSavepointResult{}, classify("savepoint status of "+in.Job.Key, err)
+			}
+			unanswered = time.Time{}
+			if st.Done() {
+				if st.Failure != nil {
+					// Flink accepts a stop of a job that already finished and
+					// fails the operation ("Could not find Flink job"): a retry
+					// after it forgot the first trigger.
+					if res, ok, ferr := a.stoppedWithSavepoint(ctx, client, in, target); ferr != nil || ok {
+						return res, ferr
+					}
+					// The job runs but not all of its tasks do yet: a job a
+					// JobManager has just recovered deploys them first.
+					// Flink keeps the failed operation under its trigger
+					// ID, so ask again under the next one.
+					if st.Failure.Reason() == flink.ErrorReasonTasksNotReady {
+						if notReady.IsZero() {
+							notReady = time.Now()
+						}
+						if time.Since(notReady) < a.failoverWait() {
+							asked++
+							triggerID = nextTriggerID(in.TriggerID, asked)
+							logger.Warn("the job's tasks are not all running yet; asking for the stop again",
+								"job", in.Job.Key, "job_id", in.Job.JobID, "trigger", triggerID)
+							activity.RecordHeartbeat(ctx, "tasks not all running since "+notReady.UTC().Format(time.RFC3339))
+							if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+								return StopWithSavepointResult{}, err
+							}
+							continue trigger
+						}
+					}
+					state, seen := a.jobStateNow(ctx, client, in.Job.JobID)
+					return StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
+						fmt.Sprintf("stop-with-savepoint of %s failed; %s: %s", in.Job.Key, state, failureText(st.Failure)),
+						flink.ErrorReasonOperationFailed, nil, seen)
+				}
+				if st.Location == "" {
+					return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "stop-with-savepoint of %s completed without a location", in.Job.Key)
+				}
+				if asked > 0 {
+					recovered = append(recovered, fmt.Sprintf("asked %d more time(s) while the job's tasks were not all running", asked))
+				}
+				return StopWithSavepointResult{SavepointPath: st.Location, Reattached: trig.Reattached, Recovered: strings.Join(recovered, "; ")}, nil
+			}
+			activity.RecordHeartbeat(ctx, "savepoint in progress")
+			if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+				return StopWithSavepointResult{}, err
+			}
 		}
 	}
+}
+
+// nextTriggerID is the n-th trigger ID after first: the same on every
+// activity attempt, so a retry re-attaches to the stop asked last (a
+// retry begins at first, whose failure Flink keeps, and steps on).
+func nextTriggerID(first string, n int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", first, n)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// jobManagerFailoverWait is how long a stop waits for a Flink cluster that
+// does not answer before the attempt fails: a JobManager failover lasts
+// until ZooKeeper expires the dead leader's session (60 s by default) and
+// the new leader serves REST.
+const jobManagerFailoverWait = 3 * time.Minute
+
+func (a *Activities) failoverWait() time.Duration {
+	if a.FailoverWait > 0 {
+		return a.FailoverWait
+	}
+	return jobManagerFailoverWait
+}
+
+// flinkUnanswered reports an error of a Flink cluster that did not answer
+// or answered that it cannot serve yet (no connection, 503 during leader
+// election, a timeout).
+func flinkUnanswered(err error) bool {
+	return errors.Is(err, flink.ErrUnavailable) || errors.Is(err, flink.ErrTimeout)
 }
 
 // statsCacheWait covers Flink's cache of checkpoint statistics.
@@ -417,11 +528,26 @@ const statsCacheWait = 15 * time.Second
 // stoppedWithSavepoint handles a stop whose operation Flink no longer
 // knows. A job that FINISHED stopped with a savepoint: its checkpoint
 // statistics name it, and it must lie in the target directory; ok reports
-// it was found. A job still running is left to the caller (ok false, no
-// error); one that ended otherwise, or whose savepoint cannot be found, is
-// an error that says the truth: it is not running.
+// it was found. A job Flink no longer knows at all finished before its
+// JobManager failed over (a new JobManager recovers only the jobs still
+// running from HA): its savepoint is looked for in the target directory
+// (see savepointOnStorage). A job still running is left to the caller (ok
+// false, no error); one that ended otherwise, or whose savepoint cannot be
+// found, is an error that says the truth: it is not running.
 func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, bool, error) {
 	d, err := client.JobDetails(ctx, in.Job.JobID)
+	if errors.Is(err, flink.ErrServerError) {
+		// A JobManager that took over while the job's end was being
+		// recorded cleans the job up, and meanwhile fails its details with
+		// an internal error (Flink 1.20: a NullPointerException); the jobs
+		// overview still names its state.
+		if o, ok := jobInOverview(ctx, client, in.Job.JobID); ok {
+			d, err = flink.JobDetails{ID: o.ID, Name: o.Name, State: o.State}, nil
+		}
+	}
+	if errors.Is(err, flink.ErrJobNotFound) {
+		return a.stoppedBeforeFailover(ctx, in, target, "Flink no longer knows the job (its JobManager restarted after the job had finished)")
+	}
 	if err != nil {
 		return StopWithSavepointResult{}, false, classify("state of "+in.Job.Key+" ("+in.Job.JobID+")", err)
 	}
@@ -437,6 +563,12 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 	var found *flink.CheckpointStatistics
 	for deadline := time.Now().Add(statsCacheWait); ; {
 		st, err := client.Checkpoints(ctx, in.Job.JobID)
+		if errors.Is(err, flink.ErrJobNotFound) || errors.Is(err, flink.ErrCheckpointingDisabled) || errors.Is(err, flink.ErrServerError) {
+			// A JobManager that recovered the job's result after a failover
+			// knows its end state but none of its checkpoints (Flink then
+			// says checkpointing is not enabled, or fails internally).
+			return a.stoppedBeforeFailover(ctx, in, target, "Flink knows the job FINISHED but none of its checkpoints (its JobManager restarted after the job had finished)")
+		}
 		if err != nil {
 			return StopWithSavepointResult{}, false, classify("checkpoints of "+in.Job.Key+" ("+in.Job.JobID+")", err)
 		}
@@ -456,19 +588,117 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 		case <-time.After(a.pollInterval()):
 		}
 	}
-	if found == nil || !underDir(found.ExternalPath, target) {
-		where := "none"
-		if found != nil {
-			where = found.ExternalPath
-		}
+	if found == nil {
+		return a.stoppedBeforeFailover(ctx, in, target, "Flink knows the job FINISHED but names no savepoint of it (its JobManager restarted after the job had finished)")
+	}
+	if !underDir(found.ExternalPath, target) {
 		return StopWithSavepointResult{}, false, nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
 			"job %s (%s) is FINISHED, so it stopped, but Flink no longer knows the stop operation and its latest savepoint (%s) is not in %s; "+
-				"it does not run: find its savepoint there, then retry the job or restart it by hand", in.Job.Key, in.Job.JobID, where, target)
+				"it does not run: find its savepoint there, then retry the job or restart it by hand", in.Job.Key, in.Job.JobID, found.ExternalPath, target)
 	}
 	activity.GetLogger(ctx).Warn("stop operation unknown to Flink; the finished job's savepoint taken from its checkpoint history",
 		"job", in.Job.Key, "job_id", in.Job.JobID, "savepoint", found.ExternalPath, "checkpoint", found.ID)
 	return StopWithSavepointResult{SavepointPath: strings.TrimRight(found.ExternalPath, "/"), Reattached: true,
 		Recovered: fmt.Sprintf("Flink no longer knew the stop operation; savepoint %d from the finished job's checkpoint history", found.ID)}, true, nil
+}
+
+// jobInOverview is the job's line in Flink's jobs overview; ok false when
+// the overview cannot be read or lacks the job.
+func jobInOverview(ctx context.Context, client FlinkAPI, jobID string) (flink.JobOverview, bool) {
+	jobs, err := client.ListJobs(ctx)
+	if err != nil {
+		return flink.JobOverview{}, false
+	}
+	for _, o := range jobs {
+		if o.ID == jobID {
+			return o, true
+		}
+	}
+	return flink.JobOverview{}, false
+}
+
+// stoppedBeforeFailover is stoppedWithSavepoint for a job whose end Flink
+// cannot tell in full (why says what it showed): the savepoint this stop
+// left in target, or an error that the job is not running and has none.
+func (a *Activities) stoppedBeforeFailover(ctx context.Context, in StopWithSavepointInput, target, why string) (StopWithSavepointResult, bool, error) {
+	since := activity.GetInfo(ctx).ScheduledTime.Add(-storageClockSkew)
+	path, err := a.savepointOnStorage(ctx, in.Job.JobID, target, since)
+	if err != nil {
+		return StopWithSavepointResult{}, false, err
+	}
+	if path == "" {
+		return StopWithSavepointResult{}, false, nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
+			"job %s (%s) does not run: %s, and %s holds no savepoint-%s-* with a _metadata written since this stop began (%s); "+
+				"find its savepoint, then retry the job or restart it by hand", in.Job.Key, in.Job.JobID, why, target,
+			savepointDirPrefix(in.Job.JobID), since.UTC().Format(time.RFC3339))
+	}
+	activity.GetLogger(ctx).Warn("stop operation unknown to Flink; the finished job's savepoint found in its target directory",
+		"job", in.Job.Key, "job_id", in.Job.JobID, "savepoint", path, "why", why)
+	return StopWithSavepointResult{SavepointPath: path, Reattached: true,
+		Recovered: why + "; savepoint found in " + target}, true, nil
+}
+
+// storageClockSkew allows for the storage's clock (HDFS modification
+// times) running behind the worker's.
+const storageClockSkew = 30 * time.Second
+
+// savepointDirPrefix is how Flink begins the name of a job's savepoint
+// directory: savepoint-<first 6 characters of the job ID>-<random>.
+func savepointDirPrefix(jobID string) string {
+	return jobID[:min(6, len(jobID))]
+}
+
+// savepointOnStorage returns the savepoint of job jobID in target whose
+// _metadata was written last, at or after since; "" when none was. The
+// newest is the one the job finished with: a stop-with-savepoint is a
+// job's last snapshot. Directories without _metadata are savepoints a
+// crash cut short.
+func (a *Activities) savepointOnStorage(ctx context.Context, jobID, target string, since time.Time) (string, error) {
+	if a.Storage == nil {
+		return "", nonRetryable(ErrTypeStorage, "worker has no storage configured to look for the savepoint of job %s in %s", jobID, target)
+	}
+	fs, dir, err := a.Storage.Resolve(ctx, target)
+	if err != nil {
+		return "", classify("resolve savepoint directory "+target, err)
+	}
+	prefix := "savepoint-" + savepointDirPrefix(jobID) + "-"
+	var candidates []string
+	err = fs.List(ctx, dir, 0, func(batch []storage.FileInfo) error {
+		for _, fi := range batch {
+			if fi.IsDir && strings.HasPrefix(fi.Name, prefix) {
+				candidates = append(candidates, strings.TrimRight(fi.Path, "/"))
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", classify("list savepoint directory "+target, err)
+	}
+	var best string
+	var bestTime time.Time
+	for _, c := range candidates {
+		fi, err := fs.Stat(ctx, c+"/"+layout.MetadataFileName)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", classify("stat "+c+"/"+layout.MetadataFileName, err)
+		}
+		if fi.ModTime.Before(since) {
+			continue
+		}
+		if best != "" && fi.ModTime.Equal(bestTime) {
+			return "", nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
+				"job %s: savepoints %s and %s in %s were written at the same time; which one the job stopped with is not clear", jobID, best, c, target)
+		}
+		if best == "" || fi.ModTime.After(bestTime) {
+			best, bestTime = c, fi.ModTime
+		}
+	}
+	return best, nil
 }
 
 func derefStats(c *flink.CheckpointStatistics) flink.CheckpointStatistics {

@@ -324,3 +324,14 @@ func (c *Client) AwaitDisposal(ctx context.Context, triggerID string) error {
 	}
 	return nil
 }
+
+// Reason classifies a failed operation's cause as the client classifies
+// error responses: one of the ErrorReason… constants, or "" when no rule
+// names it (e.g. ErrorReasonTasksNotReady for a savepoint declined because
+// not all of the job's tasks run yet).
+func (f *FailureCause) Reason() string {
+	if f == nil {
+		return ""
+	}
+	return classifyText(f.Class + "\n" + f.StackTrace)
+}

@@ -13,6 +13,14 @@
 #   sandbox/java/run.sh secure-down    stop it (down stops it too)
 #   sandbox/java/run.sh secure-status  show it
 #
+#   sandbox/java/run.sh failover-up       start a fresh killable Flink 1.20 session cluster that no
+#                                         other test uses (tenant team-failover, a new HA cluster-id
+#                                         each time, the same ZooKeeper), write failover.json; needs up
+#   sandbox/java/run.sh failover-kill     SIGKILL its JVM, as a crashed JobManager host
+#   sandbox/java/run.sh failover-restart  start it again on the same REST port and HA cluster-id; its
+#                                         jobs recover from ZooKeeper HA
+#   sandbox/java/run.sh failover-down     stop it (down stops it too)
+#
 # State, pid files and logs live under <repo>/var/sandbox (override: FLINKMAINT_SANDBOX_DIR).
 # HDFS and ZooKeeper data are fresh whenever the storage JVM starts; a Flink cluster started
 # against an older storage JVM is restarted with it.
@@ -51,6 +59,17 @@ SECURE_RPC_PROTECTION="${FLINKMAINT_SECURE_RPC_PROTECTION:-privacy}"
 SECURE_DATA_PROTECTION="${FLINKMAINT_SECURE_DATA_TRANSFER_PROTECTION:-authentication}"
 CLUSTER_MAIN="io.github.flinkmaint.sandbox.peers.FlinkSessionCluster"
 SAMPLE_ENTRY="io.github.flinkmaint.sandbox.job.StatefulSampleJob"
+# One more Flink 1.20 session cluster, for tests that kill a JobManager: the shared clusters
+# serve tests running in parallel, so none of them may be killed. Every failover-up starts it
+# fresh under a new HA cluster-id, so no job of an earlier test recovers into it; a restart
+# keeps the cluster-id (its jobs recover from ZooKeeper) and the REST port.
+FAILOVER="failover"
+FAILOVER_TENANT="team-failover"
+FAILOVER_JSON="$STATE/failover.json"
+# ZooKeeper session timeout of the failover cluster: a restarted JobManager answers 503 until
+# ZooKeeper expires the dead one's session. Flink's default is 60 s; shorter keeps tests short.
+FAILOVER_ZK_SESSION_MS="${FLINKMAINT_FAILOVER_ZK_SESSION_MS:-20000}"
+
 # Marks our JVMs on their command line, so a reused pid is never mistaken for one of ours.
 MARKER="-Dflinkmaint.sandbox.home=$STATE"
 
@@ -308,8 +327,9 @@ remember_rest_port() {
     printf '%s %s\n' "$port" "$(env_value "$JAVA_STATE/storage.ready" PID)" >"$JAVA_STATE/$1/rest-port"
 }
 
+# write_cluster_conf ID TENANT NAMENODE_PORT ZOOKEEPER_PORT [HA_CLUSTER_ID [ZK_SESSION_MS]]
 write_cluster_conf() {
-    local id="$1" tenant="$2" nn="$3" zk="$4"
+    local id="$1" tenant="$2" nn="$3" zk="$4" ha_id="${5:-$1}" zk_session="${6:-}"
     local dir="$JAVA_STATE/$id" root="hdfs://127.0.0.1:$nn/user/app/$tenant" port
     mkdir -p "$dir/conf" "$dir/conf.next" "$dir/tmp" "$dir/web-upload"
     port="$(rest_port "$id")"
@@ -319,7 +339,7 @@ write_cluster_conf() {
 high-availability.type: zookeeper
 high-availability.zookeeper.quorum: "127.0.0.1:$zk"
 high-availability.zookeeper.path.root: /flink
-high-availability.cluster-id: $id
+high-availability.cluster-id: $ha_id
 high-availability.storageDir: "$root/ha"
 state.backend.type: rocksdb
 execution.checkpointing.incremental: true
@@ -360,6 +380,9 @@ io.tmp.dirs: "$dir/tmp"
 classloader.check-leaked-classloader: false
 web.log.path: "$LOGS/$id.log"
 EOF
+    if [[ -n "$zk_session" ]]; then
+        printf 'high-availability.zookeeper.client.session-timeout: %s\n' "$zk_session" >>"$dir/conf.next/config.yaml"
+    fi
 }
 
 json_str() { local s="${1//\\/\\\\}"; s="${s//\"/\\\"}"; printf '"%s"' "$s"; }
@@ -410,6 +433,8 @@ cmd_up() {
     else
         log "starting storage peers (HDFS + ZooKeeper), log: $LOGS/storage.log"
         for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
+        stop_peer "$FAILOVER"
+        rm -f "$FAILOVER_JSON"
         stop_peer storage
         local tenant_args=()
         for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
@@ -457,6 +482,8 @@ cmd_up() {
 cmd_down() {
     take_lock
     for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
+    stop_peer "$FAILOVER"
+    rm -f "$FAILOVER_JSON"
     stop_peer storage
     stop_peer secure-storage
     rm -f "$SECURE_JSON"
@@ -593,13 +620,135 @@ cmd_secure_status() {
     return 0
 }
 
+# ---------------------------------------------------------------- failover cluster (opt-in)
+
+failover_ha_id() { env_value "$JAVA_STATE/$FAILOVER/ha-cluster-id" ID; }
+
+write_failover_json() {
+    local nn user root rest pid
+    nn="$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)"
+    user="$(env_value "$JAVA_STATE/storage.ready" HDFS_USER)"
+    root="hdfs://127.0.0.1:$nn/user/app/$FAILOVER_TENANT"
+    rest="$(env_value "$JAVA_STATE/$FAILOVER.ready" REST_URL)"
+    pid="$(env_value "$JAVA_STATE/$FAILOVER.ready" PID)"
+    {
+        printf '{\n  "clusterId": %s, "tenant": %s, "restUrl": %s,\n' "$(json_str "$(failover_ha_id)")" \
+            "$(json_str "$FAILOVER_TENANT")" "$(json_str "$rest")"
+        printf '  "checkpointDir": %s, "savepointDir": %s, "haStorageDir": %s,\n' \
+            "$(json_str "$root/checkpoints")" "$(json_str "$root/savepoints")" "$(json_str "$root/ha")"
+        printf '  "flinkVersion": %s, "sampleJobJar": %s, "javaClasspathFile": %s,\n' \
+            "$(json_str "$(line_version 1)")" "$(json_str "$(line_sample_jar 1)")" "$(json_str "$(line_classpath 1)")"
+        printf '  "pid": %s, "hdfsUser": %s, "log": %s\n}\n' "$pid" "$(json_str "$user")" "$(json_str "$LOGS/$FAILOVER.log")"
+    } >"$FAILOVER_JSON.tmp"
+    mv "$FAILOVER_JSON.tmp" "$FAILOVER_JSON"
+}
+
+# start_failover: starts the failover JVM with the conf in place and waits until REST answers.
+start_failover() {
+    # Keep the logs of the last starts (a test kills and restarts it; each
+    # start would otherwise rotate away the log of the crash before).
+    if [[ -f "$LOGS/$FAILOVER.log" ]]; then
+        mv -f "$LOGS/$FAILOVER.log" "$LOGS/$FAILOVER.$(date +%Y%m%dT%H%M%S.%N).log"
+    fi
+    ls -1t "$LOGS/$FAILOVER".2*.log 2>/dev/null | tail -n +41 | xargs -r rm -f
+    log "starting $FAILOVER (HA cluster-id $(failover_ha_id), Flink $(line_version 1)), log: $LOGS/$FAILOVER.log"
+    start_peer "$FAILOVER" "$CLUSTER_MAIN" 640m "$(line_classpath 1)" -- \
+        --conf-dir "$JAVA_STATE/$FAILOVER/conf" --ready-file "$JAVA_STATE/$FAILOVER.ready"
+    wait_ready "$FAILOVER" 240
+    local rest
+    rest="$(env_value "$JAVA_STATE/$FAILOVER.ready" REST_URL)"
+    wait_rest "$rest" || die "$FAILOVER REST endpoint $rest does not answer within $REST_WAIT_SECONDS s, see $LOGS/$FAILOVER.log"
+    remember_rest_port "$FAILOVER"
+    write_failover_json
+}
+
+failover_conf() {
+    write_cluster_conf "$FAILOVER" "$FAILOVER_TENANT" "$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)" \
+        "$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)" "$(failover_ha_id)" "$FAILOVER_ZK_SESSION_MS"
+    cp "$JAVA_STATE/$FAILOVER/conf.next/config.yaml" "$JAVA_STATE/$FAILOVER/conf/config.yaml"
+}
+
+cmd_failover_up() {
+    local start=$SECONDS
+    take_lock
+    storage_healthy || die "storage peers do not run: run '$0 up' first"
+    [[ "$JAVA_STATE/storage.pid" -nt "$BUILD_STAMP" ]] || die "storage peers predate the build: run '$0 up' first"
+    stop_peer "$FAILOVER"
+    rm -f "$FAILOVER_JSON"
+    mkdir -p "$JAVA_STATE/$FAILOVER"
+    # The REST port of an earlier failover-up is no one's: a fresh cluster takes a free one.
+    rm -f "$JAVA_STATE/$FAILOVER/rest-port"
+    printf 'ID=failover-%s-%s\n' "$(date +%s)" "$RANDOM" >"$JAVA_STATE/$FAILOVER/ha-cluster-id"
+    failover_conf
+    start_failover
+    log "$FAILOVER up in $((SECONDS - start)) s"
+    cmd_failover_status
+}
+
+# No lock: a kill must land at the moment the caller chose, not after another run.sh.
+cmd_failover_kill() {
+    local pid i
+    pid="$(peer_pid "$FAILOVER")"
+    [[ -n "$pid" ]] || die "$FAILOVER does not run (no live JVM in $JAVA_STATE/$FAILOVER.pid)"
+    kill -KILL "$pid"
+    for ((i = 0; i < 300; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && die "$FAILOVER (pid $pid) still lives 30 s after SIGKILL"
+    # The pid file stays: its JVM is gone, so peer_pid no longer names it.
+    rm -f "$JAVA_STATE/$FAILOVER.ready"
+    log "killed $FAILOVER (pid $pid) with SIGKILL"
+}
+
+cmd_failover_restart() {
+    local start=$SECONDS want got
+    take_lock
+    storage_healthy || die "storage peers do not run: run '$0 up' first"
+    [[ -f "$JAVA_STATE/$FAILOVER/ha-cluster-id" ]] || die "$FAILOVER was never started: run '$0 failover-up' first"
+    [[ -z "$(peer_pid "$FAILOVER")" ]] || die "$FAILOVER still runs (pid $(peer_pid "$FAILOVER")): kill it first"
+    want="$(rest_port "$FAILOVER")"
+    [[ -n "$want" ]] || die "$FAILOVER has no REST port to keep (another process took it, or the storage JVM restarted)"
+    failover_conf
+    start_failover
+    got="$(env_value "$JAVA_STATE/$FAILOVER.ready" REST_URL)"
+    [[ "${got##*:}" == "$want" ]] || die "$FAILOVER restarted on $got, not on its port $want"
+    log "$FAILOVER restarted in $((SECONDS - start)) s"
+    cmd_failover_status
+}
+
+cmd_failover_down() {
+    take_lock
+    stop_peer "$FAILOVER"
+    rm -f "$FAILOVER_JSON"
+}
+
+cmd_failover_status() {
+    local pid
+    pid="$(peer_pid "$FAILOVER")"
+    if [[ -n "$pid" && ! -f "$JAVA_STATE/$FAILOVER.ready" ]]; then
+        printf 'failover   starting pid %s\n' "$pid"
+    elif [[ -n "$pid" ]]; then
+        printf 'failover   running pid %-7s %s (HA cluster-id %s)\n' "$pid" "$(env_value "$JAVA_STATE/$FAILOVER.ready" REST_URL)" "$(failover_ha_id)"
+    else
+        printf 'failover   stopped\n'
+    fi
+    [[ -f "$FAILOVER_JSON" ]] && printf 'failover.json %s\n' "$FAILOVER_JSON"
+    return 0
+}
+
 case "${1:-}" in
     build) cmd_build ;;
     up) cmd_up ;;
     down) cmd_down ;;
-    status) cmd_status; cmd_secure_status ;;
+    status) cmd_status; cmd_secure_status; cmd_failover_status ;;
     secure-up) cmd_secure_up ;;
     secure-down) cmd_secure_down ;;
     secure-status) cmd_secure_status ;;
-    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status" >&2; exit 2 ;;
+    failover-up) cmd_failover_up ;;
+    failover-kill) cmd_failover_kill ;;
+    failover-restart) cmd_failover_restart ;;
+    failover-down) cmd_failover_down ;;
+    failover-status) cmd_failover_status ;;
+    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status|failover-up|failover-kill|failover-restart|failover-down|failover-status" >&2; exit 2 ;;
 esac
