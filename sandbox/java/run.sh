@@ -650,7 +650,8 @@ start_failover() {
     if [[ -f "$LOGS/$FAILOVER.log" ]]; then
         mv -f "$LOGS/$FAILOVER.log" "$LOGS/$FAILOVER.$(date +%Y%m%dT%H%M%S.%N).log"
     fi
-    ls -1t "$LOGS/$FAILOVER".2*.log 2>/dev/null | tail -n +41 | xargs -r rm -f
+    # find, not ls: no such log yet (a fresh clone) is no error under pipefail.
+    find "$LOGS" -maxdepth 1 -name "$FAILOVER.2*.log" -printf '%T@ %p\n' | sort -rn | tail -n +41 | cut -d' ' -f2- | xargs -r rm -f
     log "starting $FAILOVER (HA cluster-id $(failover_ha_id), Flink $(line_version 1)), log: $LOGS/$FAILOVER.log"
     start_peer "$FAILOVER" "$CLUSTER_MAIN" 640m "$(line_classpath 1)" -- \
         --conf-dir "$JAVA_STATE/$FAILOVER/conf" --ready-file "$JAVA_STATE/$FAILOVER.ready"
