@@ -4,8 +4,6 @@ package activities_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path"
@@ -39,59 +37,12 @@ import (
 func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	p := sandbox.RequirePeersLine(t, sandbox.Line2)
-	c := p.Clusters[0]
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	sfx := hex.EncodeToString(b)
-	plain := "/flinkmaint-test/forst-gov-" + sfx
-	root := p.HDFS.URI + plain
+	e := newForStEnv(t, ctx, "forst-gov", "/tenant/checkpoints", "/tenant/savepoints", "/trash", "/plans")
+	p, c, hc, fc, sfx, plain, root := e.p, e.c, e.hc, e.fc, e.sfx, e.plain, e.root
 	ckpt := root + "/tenant/checkpoints"
-	hc, err := gohdfs.NewClient(gohdfs.ClientOptions{Addresses: []string{p.HDFS.NameNode}, User: p.HDFS.User})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"/tenant/checkpoints", "/tenant/savepoints", "/trash", "/plans"} {
-		if err := hc.MkdirAll(plain+d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fc, err := flink.New(flink.Options{BaseURL: c.RESTURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jarID, err := fc.UploadJar(ctx, p.SampleJob.Jar)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var jobs []string
-	// One cleanup, in order: the jobs end before their tree goes (ForSt
-	// writes there until its task is gone).
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		for _, id := range jobs {
-			_ = fc.CancelJob(ctx, id)
-			for ctx.Err() == nil {
-				if s, err := fc.JobState(ctx, id); err != nil || s.IsGloballyTerminal() {
-					break
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-		_ = fc.DeleteJar(ctx, jarID)
-		if os.Getenv("FLINKMAINT_KEEP_TEST_TREE") == "" {
-			_ = hc.RemoveAll(plain)
-		}
-		_ = hc.Close()
-	})
 	args := []string{"--job-name", "forst-gov", "--checkpoint-dir", ckpt, "--keys", "2000", "--value-bytes", "256", "--rate", "300",
 		"--state-backend", "forst"}
-	run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: p.SampleJob.EntryClass, ProgramArgs: args})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs = append(jobs, run.JobID)
+	jobID := e.run(t, ctx, flink.RunJarRequest{EntryClass: p.SampleJob.EntryClass, ProgramArgs: args})
 	completed := func(id string) int64 {
 		st, err := fc.Checkpoints(ctx, id)
 		if err != nil {
@@ -99,13 +50,13 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 		}
 		return st.Counts.Completed
 	}
-	waitFor(t, ctx, 3*time.Minute, "5 completed checkpoints of ForSt job "+run.JobID, func() (bool, string) {
-		n := completed(run.JobID)
+	waitFor(t, ctx, 3*time.Minute, "5 completed checkpoints of ForSt job "+jobID, func() (bool, string) {
+		n := completed(jobID)
 		return n >= 5, "completed " + jsonString(n)
 	})
 
 	// Age the ForSt working files (op_* dirs in shared/) a quarter year.
-	jobDir := plain + "/tenant/checkpoints/" + run.JobID
+	jobDir := plain + "/tenant/checkpoints/" + jobID
 	longAgo := time.Now().Add(-90 * 24 * time.Hour)
 	var working []string
 	entries, err := hc.ReadDir(jobDir + "/shared")
@@ -137,8 +88,8 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 		}
 	}
 	ageTree(t, hc, []string{retired}, time.Now().Add(-30*24*time.Hour))
-	before := completed(run.JobID)
-	t.Logf("ForSt job %s: %d working dirs, %d files aged to %s; %d checkpoints so far", run.JobID, len(working), aged, longAgo.Format(time.DateOnly), before)
+	before := completed(jobID)
+	t.Logf("ForSt job %s: %d working dirs, %d files aged to %s; %d checkpoints so far", jobID, len(working), aged, longAgo.Format(time.DateOnly), before)
 
 	tenant := "forst-gov-" + sfx
 	static := inventory.Static{Tenants: []inventory.Tenant{{Name: tenant, Root: root + "/tenant"}}, Clusters: []inventory.Cluster{{
@@ -186,7 +137,7 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 		path := strings.TrimPrefix(it.Path, p.HDFS.URI)
 		planned = append(planned, path)
 		if path == jobDir || strings.HasPrefix(path, jobDir+"/") {
-			t.Errorf("live ForSt job %s: planned %s (%s: %s)", run.JobID, path, it.Rule, it.Detail)
+			t.Errorf("live ForSt job %s: planned %s (%s: %s)", jobID, path, it.Rule, it.Detail)
 		}
 	}
 	sort.Strings(planned)
@@ -212,52 +163,48 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 	}
 
 	// The job keeps running and checkpointing.
-	waitFor(t, ctx, 3*time.Minute, "2 more checkpoints of ForSt job "+run.JobID+" after the run", func() (bool, string) {
-		n := completed(run.JobID)
+	waitFor(t, ctx, 3*time.Minute, "2 more checkpoints of ForSt job "+jobID+" after the run", func() (bool, string) {
+		n := completed(jobID)
 		return n >= before+2, "completed " + jsonString(n)
 	})
-	if s, err := fc.JobState(ctx, run.JobID); err != nil || s != flink.JobRunning {
+	if s, err := fc.JobState(ctx, jobID); err != nil || s != flink.JobRunning {
 		t.Fatalf("ForSt job after governance: %s, %v", s, err)
 	}
 	// A failover may come from Flink itself (2.3.0 ForSt may fail a snapshot when a working
 	// file vanishes under its listing, cf. FLINK-37437), never from a file the run moved.
-	exc, err := fc.JobExceptions(ctx, run.JobID, 10)
+	exc, err := fc.JobExceptions(ctx, jobID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range exc.History.Entries {
-		t.Logf("ForSt job %s failed over: %s", run.JobID, firstLine(x.Stacktrace))
+		t.Logf("ForSt job %s failed over: %s", jobID, firstLine(x.Stacktrace))
 		for _, moved := range planned {
 			if strings.Contains(x.Stacktrace, moved) {
-				t.Fatalf("ForSt job %s failed over on a path the run moved (%s): %s", run.JobID, moved, x.Stacktrace)
+				t.Fatalf("ForSt job %s failed over on a path the run moved (%s): %s", jobID, moved, x.Stacktrace)
 			}
 		}
 	}
 
 	// Cancelled, it restores from its latest checkpoint.
-	if err := fc.CancelJob(ctx, run.JobID); err != nil {
+	if err := fc.CancelJob(ctx, jobID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, time.Minute, "ForSt job "+run.JobID+" CANCELED", func() (bool, string) {
-		s, err := fc.JobState(ctx, run.JobID)
+	waitFor(t, ctx, time.Minute, "ForSt job "+jobID+" CANCELED", func() (bool, string) {
+		s, err := fc.JobState(ctx, jobID)
 		return err == nil && s == flink.JobCanceled, string(s)
 	})
-	stats, err := fc.Checkpoints(ctx, run.JobID)
+	stats, err := fc.Checkpoints(ctx, jobID)
 	if err != nil || stats.Latest.Completed == nil {
-		t.Fatalf("checkpoints of %s: %+v %v", run.JobID, stats, err)
+		t.Fatalf("checkpoints of %s: %+v %v", jobID, stats, err)
 	}
 	latest := strings.TrimRight(stats.Latest.Completed.ExternalPath, "/")
-	restored, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: p.SampleJob.EntryClass, ProgramArgs: args, SavepointPath: latest})
-	if err != nil {
-		t.Fatalf("restore from %s: %v", latest, err)
-	}
-	jobs = append(jobs, restored.JobID)
-	waitFor(t, ctx, 3*time.Minute, "a checkpoint of the restored job "+restored.JobID, func() (bool, string) {
-		st, err := fc.Checkpoints(ctx, restored.JobID)
+	restoredID := e.run(t, ctx, flink.RunJarRequest{EntryClass: p.SampleJob.EntryClass, ProgramArgs: args, SavepointPath: latest})
+	waitFor(t, ctx, 3*time.Minute, "a checkpoint of the restored job "+restoredID, func() (bool, string) {
+		st, err := fc.Checkpoints(ctx, restoredID)
 		if err != nil {
 			return false, err.Error()
 		}
-		s, _ := fc.JobState(ctx, restored.JobID)
+		s, _ := fc.JobState(ctx, restoredID)
 		if s.IsGloballyTerminal() {
 			t.Fatalf("job restored from %s ended %s", latest, s)
 		}

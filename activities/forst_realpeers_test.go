@@ -37,72 +37,31 @@ import (
 func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	p := sandbox.RequirePeersLine(t, sandbox.Line2)
-	c := p.Clusters[0]
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	plain := "/flinkmaint-test/forst-native-" + hex.EncodeToString(b)
-	root := p.HDFS.URI + plain
-	hc, err := gohdfs.NewClient(gohdfs.ClientOptions{Addresses: []string{p.HDFS.NameNode}, User: p.HDFS.User})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"/checkpoints", "/savepoints", "/trash", "/plans"} {
-		if err := hc.MkdirAll(plain+d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fc, err := flink.New(flink.Options{BaseURL: c.RESTURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jarID, err := fc.UploadJar(ctx, p.SampleJob.Jar)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := fc.RunJar(ctx, jarID, flink.RunJarRequest{EntryClass: p.SampleJob.EntryClass, ProgramArgs: []string{
+	e := newForStEnv(t, ctx, "forst-native", "/checkpoints", "/savepoints", "/trash", "/plans")
+	p, c, hc, fc, root := e.p, e.c, e.hc, e.fc, e.root
+	jobID := e.run(t, ctx, flink.RunJarRequest{EntryClass: p.SampleJob.EntryClass, ProgramArgs: []string{
 		"--job-name", "forst-native", "--checkpoint-dir", root + "/checkpoints", "--keys", "2000", "--value-bytes", "256", "--rate", "300",
 		"--state-backend", "forst", "--forst-local"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Removed once the job has ended, so nothing writes into a removed tree.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = fc.CancelJob(ctx, run.JobID)
-		for ctx.Err() == nil {
-			if s, err := fc.JobState(ctx, run.JobID); err != nil || s.IsGloballyTerminal() {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		_ = fc.DeleteJar(ctx, jarID)
-		if os.Getenv("FLINKMAINT_KEEP_TEST_TREE") == "" {
-			_ = hc.RemoveAll(plain)
-		}
-		_ = hc.Close()
-	})
-	waitFor(t, ctx, 3*time.Minute, "a completed checkpoint of ForSt job "+run.JobID, func() (bool, string) {
-		st, err := fc.Checkpoints(ctx, run.JobID)
+	waitFor(t, ctx, 3*time.Minute, "a completed checkpoint of ForSt job "+jobID, func() (bool, string) {
+		st, err := fc.Checkpoints(ctx, jobID)
 		if err != nil {
 			return false, err.Error()
 		}
 		return st.Counts.Completed > 0, fmt.Sprintf("completed %d", st.Counts.Completed)
 	})
-	cc, err := fc.CheckpointConfig(ctx, run.JobID)
+	cc, err := fc.CheckpointConfig(ctx, jobID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("ForSt job %s: state backend %q", run.JobID, cc.StateBackend)
+	t.Logf("ForSt job %s: state backend %q", jobID, cc.StateBackend)
 
-	tenant := "forst-" + hex.EncodeToString(b)
+	tenant := "forst-" + e.sfx
 	static := inventory.Static{Tenants: []inventory.Tenant{{Name: tenant, Root: root}}, Clusters: []inventory.Cluster{{
 		Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
 		CheckpointDir: root + "/checkpoints", SavepointDir: root + "/savepoints"}}}
 	acts := forStActivities(t, p, static, root)
 	job := activities.JobTarget{Key: c.ClusterID + "/forst-native", ClusterID: c.ClusterID, Tenant: tenant, JobName: "forst-native",
-		JobID: run.JobID, RESTURL: c.RESTURL, SavepointDir: root + "/savepoints"}
+		JobID: jobID, RESTURL: c.RESTURL, SavepointDir: root + "/savepoints"}
 
 	var taken activities.TakeSavepointResult
 	runRealActivity(t, acts, acts.TakeSavepoint, activities.TakeSavepointInput{Job: job, TriggerID: strings.Repeat("c", 32), RunID: "forst-scheduled"}, &taken)
@@ -110,10 +69,10 @@ func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 		t.Fatalf("scheduled savepoint %+v; want NATIVE with a note naming ForSt", taken)
 	}
 	metadataFormat(t, hc, taken.SavepointPath, p.HDFS.URI, "NATIVE")
-	if s, err := fc.JobState(ctx, run.JobID); err != nil || s != flink.JobRunning {
+	if s, err := fc.JobState(ctx, jobID); err != nil || s != flink.JobRunning {
 		t.Fatalf("ForSt job after its savepoint: %s, %v; want RUNNING", s, err)
 	}
-	exc, err := fc.JobExceptions(ctx, run.JobID, 5)
+	exc, err := fc.JobExceptions(ctx, jobID, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +87,81 @@ func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 		t.Fatalf("stop %+v; want NATIVE with a note that CANONICAL was asked", stopped)
 	}
 	metadataFormat(t, hc, stopped.SavepointPath, p.HDFS.URI, "NATIVE")
-	waitFor(t, ctx, time.Minute, "ForSt job "+run.JobID+" FINISHED after its stop", func() (bool, string) {
-		s, err := fc.JobState(ctx, run.JobID)
+	waitFor(t, ctx, time.Minute, "ForSt job "+jobID+" FINISHED after its stop", func() (bool, string) {
+		s, err := fc.JobState(ctx, jobID)
 		return err == nil && s == flink.JobFinished, string(s)
 	})
+}
+
+// forStEnv is one ForSt test's private tree on the sandbox HDFS and the
+// Flink 2.3 cluster it runs the sample job on. Its cleanup ends every job
+// it started before it removes the tree: ForSt writes there until its task
+// is gone.
+type forStEnv struct {
+	p           *sandbox.Peers
+	c           sandbox.FlinkCluster
+	hc          *gohdfs.Client
+	fc          *flink.Client
+	jarID       string
+	sfx         string // random, names the tree, tenant and runs
+	plain, root string // /flinkmaint-test/<name>-<sfx>, and as an hdfs:// URI
+	jobs        []string
+}
+
+func newForStEnv(t *testing.T, ctx context.Context, name string, dirs ...string) *forStEnv {
+	t.Helper()
+	e := &forStEnv{p: sandbox.RequirePeersLine(t, sandbox.Line2)}
+	e.c = e.p.Clusters[0]
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	e.sfx = hex.EncodeToString(b)
+	e.plain = "/flinkmaint-test/" + name + "-" + e.sfx
+	e.root = e.p.HDFS.URI + e.plain
+	var err error
+	if e.hc, err = gohdfs.NewClient(gohdfs.ClientOptions{Addresses: []string{e.p.HDFS.NameNode}, User: e.p.HDFS.User}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if err := e.hc.MkdirAll(e.plain+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.fc, err = flink.New(flink.Options{BaseURL: e.c.RESTURL}); err != nil {
+		t.Fatal(err)
+	}
+	if e.jarID, err = e.fc.UploadJar(ctx, e.p.SampleJob.Jar); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for _, id := range e.jobs {
+			_ = e.fc.CancelJob(ctx, id)
+			for ctx.Err() == nil {
+				if s, err := e.fc.JobState(ctx, id); err != nil || s.IsGloballyTerminal() {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		_ = e.fc.DeleteJar(ctx, e.jarID)
+		if os.Getenv("FLINKMAINT_KEEP_TEST_TREE") == "" {
+			_ = e.hc.RemoveAll(e.plain)
+		}
+		_ = e.hc.Close()
+	})
+	return e
+}
+
+// run submits the uploaded sample jar and returns the job's ID.
+func (e *forStEnv) run(t *testing.T, ctx context.Context, req flink.RunJarRequest) string {
+	t.Helper()
+	res, err := e.fc.RunJar(ctx, e.jarID, req)
+	if err != nil {
+		t.Fatalf("run %v from %q: %v", req.ProgramArgs, req.SavepointPath, err)
+	}
+	e.jobs = append(e.jobs, res.JobID)
+	return res.JobID
 }
 
 func forStActivities(t *testing.T, p *sandbox.Peers, static inventory.Static, base string) *activities.Activities {
