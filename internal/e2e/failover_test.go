@@ -52,7 +52,16 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 
 	suffix := randomHex(4)
 	testRoot := peers.HDFS.URI + "/flinkmaint-test/failover-" + suffix
-	jobs := startJobs(t, ctx, peers, fc.FlinkCluster, suffix, testRoot)
+	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	// Roots exist before anything is written under them, as in production.
+	if err := hc.MkdirAll(strings.TrimPrefix(testRoot, peers.HDFS.URI)+"/checkpoints", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	jobs := startJobs(t, ctx, peers, fc.FlinkCluster, "fo-"+suffix, failoverJobs, testRoot)
 	static := inventory.Static{
 		Tenants: []inventory.Tenant{{Name: "failover-" + suffix, Root: testRoot}},
 		Clusters: []inventory.Cluster{{Tenant: "failover-" + suffix, ClusterID: fc.ClusterID, Mode: inventory.ModeSession,
@@ -294,19 +303,11 @@ type submitted struct {
 	names map[string]string // job ID -> job name
 }
 
-// startJobs submits the sample jobs to the failover cluster, each with its
-// checkpoints under testRoot, and waits until each has checkpointed.
-func startJobs(t *testing.T, ctx context.Context, peers *sandbox.Peers, c sandbox.FlinkCluster, suffix, testRoot string) submitted {
+// startJobs submits n sample jobs named prefix-1..n to cluster c, each with
+// its checkpoints under testRoot (which must exist), and waits until each
+// has checkpointed.
+func startJobs(t *testing.T, ctx context.Context, peers *sandbox.Peers, c sandbox.FlinkCluster, prefix string, n int, testRoot string) submitted {
 	t.Helper()
-	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hc.Close()
-	// Roots exist before anything is written under them, as in production.
-	if err := hc.MkdirAll(strings.TrimPrefix(testRoot, peers.HDFS.URI)+"/checkpoints", 0o755); err != nil {
-		t.Fatal(err)
-	}
 	api := flinkClient(t, c.RESTURL)
 	jarID, err := api.UploadJar(ctx, peers.SampleJar(c))
 	if err != nil {
@@ -314,8 +315,8 @@ func startJobs(t *testing.T, ctx context.Context, peers *sandbox.Peers, c sandbo
 	}
 	defer func() { _ = api.DeleteJar(context.Background(), jarID) }()
 	s := submitted{names: map[string]string{}}
-	for i := 1; i <= failoverJobs; i++ {
-		name := fmt.Sprintf("fo-%s-%d", suffix, i)
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
 		args := []string{"--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "500", "--checkpoint-dir", testRoot + "/checkpoints"}
 		s.specs = append(s.specs, inventory.JobSpec{Name: name, Restart: inventory.RestartRecipe{
 			Kind: inventory.RestartRESTJarRun, Jar: peers.SampleJar(c), EntryClass: peers.SampleJob.EntryClass, ProgramArgs: args}})

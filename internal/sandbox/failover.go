@@ -19,10 +19,16 @@ import (
 // the sandbox HDFS and a fresh HA cluster-id per start, on the sandbox
 // ZooKeeper, so a restart recovers its jobs as a crashed JobManager does.
 type FailoverCluster struct {
+	singleCluster
+}
+
+// singleCluster is a Flink 1.20 session cluster run.sh starts on its own
+// (failover, secure-flink), as its JSON file describes it.
+type singleCluster struct {
 	FlinkCluster
 	// PID is the cluster's JVM (JobManager and TaskManager in one).
 	PID int `json:"pid"`
-	// Log is the JVM's log file; a restart rotates it to Log.1.
+	// Log is the JVM's log file.
 	Log string `json:"log"`
 }
 
@@ -50,13 +56,13 @@ func StartFailoverCluster(t testing.TB) *FailoverCluster {
 		defer failoverMu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if out, err := runFailover(ctx, "failover-down"); err != nil {
+		if out, err := runSandboxCommand(ctx, "failover-down"); err != nil {
 			t.Errorf("stop the failover cluster: %v\n%s", err, out)
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
 	defer cancel()
-	if out, err := runFailover(ctx, "failover-up"); err != nil {
+	if out, err := runSandboxCommand(ctx, "failover-up"); err != nil {
 		t.Fatalf("the failover Flink cluster is required: %v\n%s", err, out)
 	}
 	if err := c.load(); err != nil {
@@ -68,7 +74,7 @@ func StartFailoverCluster(t testing.TB) *FailoverCluster {
 // Kill ends the cluster's JVM with SIGKILL, as a crashed JobManager host:
 // no shutdown hook runs, its HA data stays in ZooKeeper and on HDFS.
 func (c *FailoverCluster) Kill(ctx context.Context) error {
-	if out, err := runFailover(ctx, "failover-kill"); err != nil {
+	if out, err := runSandboxCommand(ctx, "failover-kill"); err != nil {
 		return fmt.Errorf("kill failover cluster %s (pid %d): %w\n%s", c.ClusterID, c.PID, err, out)
 	}
 	return nil
@@ -79,7 +85,7 @@ func (c *FailoverCluster) Kill(ctx context.Context) error {
 // expired the dead JobManager's session); its jobs then recover from HA.
 func (c *FailoverCluster) Restart(ctx context.Context) error {
 	before := c.FlinkCluster
-	if out, err := runFailover(ctx, "failover-restart"); err != nil {
+	if out, err := runSandboxCommand(ctx, "failover-restart"); err != nil {
 		return fmt.Errorf("restart failover cluster %s: %w\n%s", c.ClusterID, err, out)
 	}
 	if err := c.load(); err != nil {
@@ -92,27 +98,39 @@ func (c *FailoverCluster) Restart(ctx context.Context) error {
 }
 
 func (c *FailoverCluster) load() error {
-	dir, err := StateDir()
+	next, err := loadSingleCluster(failoverFile)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, failoverFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPeersUnavailable, err)
-	}
-	var next FailoverCluster
-	if err := json.Unmarshal(data, &next); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrPeersUnavailable, path, err)
-	}
-	if next.ClusterID == "" || next.RESTURL == "" || next.PID <= 0 {
-		return fmt.Errorf("%w: %s: clusterId, restUrl and pid are required, got %q, %q, %d", ErrPeersUnavailable, path, next.ClusterID, next.RESTURL, next.PID)
-	}
-	*c = next
+	c.singleCluster = next
 	return nil
 }
 
-func runFailover(ctx context.Context, command string) (string, error) {
+// loadSingleCluster reads the JSON file run.sh wrote for a cluster it
+// started on its own.
+func loadSingleCluster(file string) (singleCluster, error) {
+	dir, err := StateDir()
+	if err != nil {
+		return singleCluster{}, err
+	}
+	path := filepath.Join(dir, file)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return singleCluster{}, fmt.Errorf("%w: %w", ErrPeersUnavailable, err)
+	}
+	var c singleCluster
+	if err := json.Unmarshal(data, &c); err != nil {
+		return singleCluster{}, fmt.Errorf("%w: %s: %w", ErrPeersUnavailable, path, err)
+	}
+	if c.ClusterID == "" || c.RESTURL == "" || c.PID <= 0 {
+		return singleCluster{}, fmt.Errorf("%w: %s: clusterId, restUrl and pid are required, got %q, %q, %d", ErrPeersUnavailable, path, c.ClusterID, c.RESTURL, c.PID)
+	}
+	return c, nil
+}
+
+// runSandboxCommand runs sandbox/java/run.sh COMMAND and returns the tail
+// of its output.
+func runSandboxCommand(ctx context.Context, command string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err

@@ -21,6 +21,13 @@
 #                                         jobs recover from ZooKeeper HA
 #   sandbox/java/run.sh failover-down     stop it (down stops it too)
 #
+#   sandbox/java/run.sh secure-flink-up    start a fresh Flink 1.20 session cluster on the secure
+#                                          HDFS (tenant team-a under hdfs://ns1, logged in from the
+#                                          flink principal's keytab, a new HA cluster-id each time,
+#                                          the sandbox ZooKeeper), write secure-flink.json; needs up
+#                                          and secure-up
+#   sandbox/java/run.sh secure-flink-down  stop it (down and secure-down stop it too)
+#
 # State, pid files and logs live under <repo>/var/sandbox (override: FLINKMAINT_SANDBOX_DIR).
 # HDFS and ZooKeeper data are fresh whenever the storage JVM starts; a Flink cluster started
 # against an older storage JVM is restarted with it.
@@ -69,6 +76,13 @@ FAILOVER_JSON="$STATE/failover.json"
 # ZooKeeper session timeout of the failover cluster: a restarted JobManager answers 503 until
 # ZooKeeper expires the dead one's session. Flink's default is 60 s; shorter keeps tests short.
 FAILOVER_ZK_SESSION_MS="${FLINKMAINT_FAILOVER_ZK_SESSION_MS:-20000}"
+# A Flink 1.20 session cluster whose checkpoints, savepoints and HA data live on the kerberized
+# nameservice of the secure storage JVM: production's shape, for tests of a window there.
+SECURE_FLINK="secure-flink"
+SECURE_FLINK_TENANT="team-a"
+SECURE_FLINK_JSON="$STATE/secure-flink.json"
+# Extra JVM options for the next start_peer (the secure cluster's krb5.conf).
+PEER_JVM_OPTS=()
 
 # Marks our JVMs on their command line, so a reused pid is never mistaken for one of ours.
 MARKER="-Dflinkmaint.sandbox.home=$STATE"
@@ -236,7 +250,7 @@ start_peer() {
     [[ -f "$logfile" ]] && mv -f "$logfile" "$logfile.1"
     # setsid: the JVM outlives this script and its caller's process group (go test, make).
     setsid "$JAVA_BIN" "$MARKER" "-Dflinkmaint.sandbox.peer=$name" \
-        "@$HERE/conf/jvm-opts.txt" \
+        "@$HERE/conf/jvm-opts.txt" "${PEER_JVM_OPTS[@]}" \
         -Xms64m "-Xmx$heap" -XX:+UseSerialGC -XX:MaxMetaspaceSize=256m -Xss512k \
         "-Dlog4j2.configurationFile=$HERE/conf/log4j2-server.properties" \
         "-Djava.io.tmpdir=$JAVA_STATE/tmp" \
@@ -327,10 +341,10 @@ remember_rest_port() {
     printf '%s %s\n' "$port" "$(env_value "$JAVA_STATE/storage.ready" PID)" >"$JAVA_STATE/$1/rest-port"
 }
 
-# write_cluster_conf ID TENANT NAMENODE_PORT ZOOKEEPER_PORT [HA_CLUSTER_ID [ZK_SESSION_MS]]
+# write_cluster_conf ID TENANT TENANT_ROOT_URI ZOOKEEPER_PORT [HA_CLUSTER_ID [ZK_SESSION_MS]]
 write_cluster_conf() {
-    local id="$1" tenant="$2" nn="$3" zk="$4" ha_id="${5:-$1}" zk_session="${6:-}"
-    local dir="$JAVA_STATE/$id" root="hdfs://127.0.0.1:$nn/user/app/$tenant" port
+    local id="$1" tenant="$2" root="$3" zk="$4" ha_id="${5:-$1}" zk_session="${6:-}"
+    local dir="$JAVA_STATE/$id" port
     mkdir -p "$dir/conf" "$dir/conf.next" "$dir/tmp" "$dir/web-upload"
     port="$(rest_port "$id")"
     cat >"$dir/conf.next/config.yaml" <<EOF
@@ -435,6 +449,8 @@ cmd_up() {
         for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
         stop_peer "$FAILOVER"
         rm -f "$FAILOVER_JSON"
+        stop_peer "$SECURE_FLINK"
+        rm -f "$SECURE_FLINK_JSON"
         stop_peer storage
         local tenant_args=()
         for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
@@ -453,7 +469,7 @@ cmd_up() {
     for i in "${CLUSTERS[@]}"; do
         local id tenant line
         id="$(cluster_field "$i" 1)"; tenant="$(cluster_field "$i" 2)"; line="$(cluster_field "$i" 3)"
-        write_cluster_conf "$id" "$tenant" "$nn" "$zk"
+        write_cluster_conf "$id" "$tenant" "hdfs://127.0.0.1:$nn/user/app/$tenant" "$zk"
         if cluster_healthy "$id"; then
             log "reusing $id (pid $(peer_pid "$id"))"
             remember_rest_port "$id"
@@ -484,6 +500,8 @@ cmd_down() {
     for i in "${CLUSTERS[@]}"; do stop_peer "$(cluster_field "$i" 1)"; done
     stop_peer "$FAILOVER"
     rm -f "$FAILOVER_JSON"
+    stop_peer "$SECURE_FLINK"
+    rm -f "$SECURE_FLINK_JSON"
     stop_peer storage
     stop_peer secure-storage
     rm -f "$SECURE_JSON"
@@ -580,6 +598,8 @@ cmd_secure_up() {
         log "reusing secure storage peers (pid $(peer_pid secure-storage))"
     else
         log "starting secure storage peers (KDC + kerberized HA HDFS), log: $LOGS/secure-storage.log"
+        stop_peer "$SECURE_FLINK"
+        rm -f "$SECURE_FLINK_JSON"
         stop_peer secure-storage
         rm -f "$SECURE_JSON"
         local tenant_args=()
@@ -599,6 +619,8 @@ cmd_secure_up() {
 
 cmd_secure_down() {
     take_lock
+    stop_peer "$SECURE_FLINK"
+    rm -f "$SECURE_FLINK_JSON"
     stop_peer secure-storage
     rm -f "$SECURE_JSON"
 }
@@ -624,23 +646,28 @@ cmd_secure_status() {
 
 failover_ha_id() { env_value "$JAVA_STATE/$FAILOVER/ha-cluster-id" ID; }
 
-write_failover_json() {
-    local nn user root rest pid
-    nn="$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)"
-    user="$(env_value "$JAVA_STATE/storage.ready" HDFS_USER)"
-    root="hdfs://127.0.0.1:$nn/user/app/$FAILOVER_TENANT"
-    rest="$(env_value "$JAVA_STATE/$FAILOVER.ready" REST_URL)"
-    pid="$(env_value "$JAVA_STATE/$FAILOVER.ready" PID)"
+# write_single_cluster_json ID TENANT TENANT_ROOT_URI HA_CLUSTER_ID HDFS_USER OUT: the description
+# of a Flink 1.20 cluster started on its own (failover, secure-flink), for tests.
+write_single_cluster_json() {
+    local id="$1" tenant="$2" root="$3" ha_id="$4" user="$5" out="$6" rest pid
+    rest="$(env_value "$JAVA_STATE/$id.ready" REST_URL)"
+    pid="$(env_value "$JAVA_STATE/$id.ready" PID)"
     {
-        printf '{\n  "clusterId": %s, "tenant": %s, "restUrl": %s,\n' "$(json_str "$(failover_ha_id)")" \
-            "$(json_str "$FAILOVER_TENANT")" "$(json_str "$rest")"
+        printf '{\n  "clusterId": %s, "tenant": %s, "restUrl": %s,\n' "$(json_str "$ha_id")" \
+            "$(json_str "$tenant")" "$(json_str "$rest")"
         printf '  "checkpointDir": %s, "savepointDir": %s, "haStorageDir": %s,\n' \
             "$(json_str "$root/checkpoints")" "$(json_str "$root/savepoints")" "$(json_str "$root/ha")"
         printf '  "flinkVersion": %s, "sampleJobJar": %s, "javaClasspathFile": %s,\n' \
             "$(json_str "$(line_version 1)")" "$(json_str "$(line_sample_jar 1)")" "$(json_str "$(line_classpath 1)")"
-        printf '  "pid": %s, "hdfsUser": %s, "log": %s\n}\n' "$pid" "$(json_str "$user")" "$(json_str "$LOGS/$FAILOVER.log")"
-    } >"$FAILOVER_JSON.tmp"
-    mv "$FAILOVER_JSON.tmp" "$FAILOVER_JSON"
+        printf '  "pid": %s, "hdfsUser": %s, "log": %s\n}\n' "$pid" "$(json_str "$user")" "$(json_str "$LOGS/$id.log")"
+    } >"$out.tmp"
+    mv "$out.tmp" "$out"
+}
+
+write_failover_json() {
+    write_single_cluster_json "$FAILOVER" "$FAILOVER_TENANT" \
+        "hdfs://127.0.0.1:$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)/user/app/$FAILOVER_TENANT" \
+        "$(failover_ha_id)" "$(env_value "$JAVA_STATE/storage.ready" HDFS_USER)" "$FAILOVER_JSON"
 }
 
 # start_failover: starts the failover JVM with the conf in place and waits until REST answers.
@@ -664,7 +691,8 @@ start_failover() {
 }
 
 failover_conf() {
-    write_cluster_conf "$FAILOVER" "$FAILOVER_TENANT" "$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)" \
+    write_cluster_conf "$FAILOVER" "$FAILOVER_TENANT" \
+        "hdfs://127.0.0.1:$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)/user/app/$FAILOVER_TENANT" \
         "$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)" "$(failover_ha_id)" "$FAILOVER_ZK_SESSION_MS"
     cp "$JAVA_STATE/$FAILOVER/conf.next/config.yaml" "$JAVA_STATE/$FAILOVER/conf/config.yaml"
 }
@@ -738,11 +766,79 @@ cmd_failover_status() {
     return 0
 }
 
+# ---------------------------------------------------------------- secure Flink cluster (opt-in)
+
+cmd_secure_flink_up() {
+    local start=$SECONDS r="$JAVA_STATE/secure-storage.ready" dir="$JAVA_STATE/$SECURE_FLINK" ha_id root
+    take_lock
+    storage_healthy || die "storage peers do not run (the cluster's ZooKeeper): run '$0 up' first"
+    secure_healthy || die "secure storage peers do not run: run '$0 secure-up' first"
+    stop_peer "$SECURE_FLINK"
+    rm -f "$SECURE_FLINK_JSON"
+    mkdir -p "$dir"
+    # Fresh every time: the HA data of an earlier start may name files of an earlier secure HDFS.
+    rm -f "$dir/rest-port"
+    ha_id="secure-flink-$(date +%s)-$RANDOM"
+    root="hdfs://$(env_value "$r" NAMESERVICE)/user/app/$SECURE_FLINK_TENANT"
+    write_cluster_conf "$SECURE_FLINK" "$SECURE_FLINK_TENANT" "$root" "$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)" "$ha_id"
+    cat >>"$dir/conf.next/config.yaml" <<EOF
+# Kerberos, as a production JobManager on a kerberized HDFS: log in from the flink principal's
+# keytab (the Hadoop client config comes from HADOOP_CONF_DIR, the realm from the JVM's krb5.conf).
+security.kerberos.login.keytab: "$(env_value "$r" FLINK_KEYTAB)"
+security.kerberos.login.principal: "$(env_value "$r" FLINK_PRINCIPAL)"
+security.kerberos.login.use-ticket-cache: false
+# One JVM holds JobManager and TaskManager, both logged in: no tokens to hand around.
+security.delegation.tokens.enabled: false
+# The sandbox ZooKeeper is not kerberized.
+zookeeper.sasl.disable: true
+# Tickets live minutes here; log in again from the keytab before they run out.
+flink.hadoop.hadoop.kerberos.keytab.login.autorenewal.enabled: true
+flink.hadoop.hadoop.kerberos.min.seconds.before.relogin: 10
+EOF
+    cp "$dir/conf.next/config.yaml" "$dir/conf/config.yaml"
+    log "starting $SECURE_FLINK (tenant $SECURE_FLINK_TENANT on $root, HA cluster-id $ha_id, Flink $(line_version 1)), log: $LOGS/$SECURE_FLINK.log"
+    (
+        HADOOP_CONF_DIR="$(env_value "$r" HADOOP_CONF_DIR)"
+        export HADOOP_CONF_DIR
+        unset HADOOP_USER_NAME
+        PEER_JVM_OPTS=("-Djava.security.krb5.conf=$(env_value "$r" KRB5_CONF)")
+        start_peer "$SECURE_FLINK" "$CLUSTER_MAIN" 640m "$(line_classpath 1)" -- \
+            --conf-dir "$dir/conf" --ready-file "$JAVA_STATE/$SECURE_FLINK.ready"
+    )
+    wait_ready "$SECURE_FLINK" 240
+    local rest
+    rest="$(env_value "$JAVA_STATE/$SECURE_FLINK.ready" REST_URL)"
+    wait_rest "$rest" || die "$SECURE_FLINK REST endpoint $rest does not answer within $REST_WAIT_SECONDS s, see $LOGS/$SECURE_FLINK.log"
+    write_single_cluster_json "$SECURE_FLINK" "$SECURE_FLINK_TENANT" "$root" "$ha_id" flink "$SECURE_FLINK_JSON"
+    log "$SECURE_FLINK up in $((SECONDS - start)) s"
+    cmd_secure_flink_status
+}
+
+cmd_secure_flink_down() {
+    take_lock
+    stop_peer "$SECURE_FLINK"
+    rm -f "$SECURE_FLINK_JSON"
+}
+
+cmd_secure_flink_status() {
+    local pid
+    pid="$(peer_pid "$SECURE_FLINK")"
+    if [[ -n "$pid" && ! -f "$JAVA_STATE/$SECURE_FLINK.ready" ]]; then
+        printf 'secure-flink starting pid %s\n' "$pid"
+    elif [[ -n "$pid" ]]; then
+        printf 'secure-flink running pid %-7s %s\n' "$pid" "$(env_value "$JAVA_STATE/$SECURE_FLINK.ready" REST_URL)"
+    else
+        printf 'secure-flink stopped\n'
+    fi
+    [[ -f "$SECURE_FLINK_JSON" ]] && printf 'secure-flink.json %s\n' "$SECURE_FLINK_JSON"
+    return 0
+}
+
 case "${1:-}" in
     build) cmd_build ;;
     up) cmd_up ;;
     down) cmd_down ;;
-    status) cmd_status; cmd_secure_status; cmd_failover_status ;;
+    status) cmd_status; cmd_secure_status; cmd_failover_status; cmd_secure_flink_status ;;
     secure-up) cmd_secure_up ;;
     secure-down) cmd_secure_down ;;
     secure-status) cmd_secure_status ;;
@@ -751,5 +847,8 @@ case "${1:-}" in
     failover-restart) cmd_failover_restart ;;
     failover-down) cmd_failover_down ;;
     failover-status) cmd_failover_status ;;
-    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status|failover-up|failover-kill|failover-restart|failover-down|failover-status" >&2; exit 2 ;;
+    secure-flink-up) cmd_secure_flink_up ;;
+    secure-flink-down) cmd_secure_flink_down ;;
+    secure-flink-status) cmd_secure_flink_status ;;
+    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status|failover-up|failover-kill|failover-restart|failover-down|failover-status|secure-flink-up|secure-flink-down|secure-flink-status" >&2; exit 2 ;;
 esac

@@ -2,12 +2,15 @@ package io.github.flinkmaint.sandbox.peers;
 
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.GlobalConfiguration;
+import org.apache.flink.configuration.SecurityOptions;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.plugin.PluginUtils;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.runtime.minicluster.RpcServiceSharing;
+import org.apache.flink.runtime.security.SecurityConfiguration;
+import org.apache.flink.runtime.security.SecurityUtils;
 
 import java.io.File;
 import java.net.URI;
@@ -23,6 +26,9 @@ import java.util.concurrent.TimeUnit;
  * One Flink session cluster (JobManager with REST endpoint and web submission, plus one
  * TaskManager) in this JVM, configured from a Flink config dir (config.yaml). HA services come
  * from that config (ZooKeeper + HDFS storage), so the HA layout on HDFS is the production one.
+ * A config that names a Kerberos keytab ({@code security.kerberos.login.keytab}) gets Flink's
+ * security modules, as a packaged JobManager does: the JVM logs in from the keytab and every
+ * HDFS call (checkpoints, savepoints, HA) is made as that principal.
  *
  * <p>Writes REST_URL=... to the ready file once the REST endpoint answers, then runs until SIGTERM.
  */
@@ -41,6 +47,13 @@ public final class FlinkSessionCluster {
         Configuration conf = GlobalConfiguration.loadConfiguration(confDir.getPath());
         // Done by ClusterEntrypoint in a packaged Flink; without it hdfs:// is not resolvable.
         FileSystem.initialize(conf, PluginUtils.createPluginManagerFromRootFolder(conf));
+        if (conf.contains(SecurityOptions.KERBEROS_LOGIN_KEYTAB)) {
+            // ClusterEntrypoint does this after the file systems; the Hadoop module reads
+            // HADOOP_CONF_DIR and logs in from the keytab.
+            SecurityUtils.install(new SecurityConfiguration(conf));
+            System.out.println("Kerberos login as " + conf.get(SecurityOptions.KERBEROS_LOGIN_PRINCIPAL)
+                    + " from " + conf.get(SecurityOptions.KERBEROS_LOGIN_KEYTAB));
+        }
 
         int slots = conf.get(TaskManagerOptions.NUM_TASK_SLOTS);
         MiniClusterConfiguration mcc = new MiniClusterConfiguration.Builder()
