@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +27,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -91,13 +91,10 @@ func (d *drillEnv) serve(tmp *sandbox.Temporal, queue string) {
 // workerProcess builds the worker binary and starts it on queue with the
 // env's inventory, storage and drill settings, to be killed and started
 // again; it is stopped when the test ends.
-func (d *drillEnv) workerProcess(tmp *sandbox.Temporal, queue string) *workerProcess {
+func (d *drillEnv) workerProcess(tmp *sandbox.Temporal, queue string) *workerproc.Process {
 	d.t.Helper()
 	dir := d.t.TempDir()
-	bin := filepath.Join(dir, "flinkmaint-worker")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
-		d.t.Fatalf("go build worker: %v\n%s", err, out)
-	}
+	bin := workerproc.Build(d.t)
 	cfgPath := filepath.Join(dir, "worker.yaml")
 	cfg := fmt.Sprintf(`temporal:
   address: %s
@@ -119,9 +116,8 @@ drill:
 		d.t.Fatal(err)
 	}
 	d.queue = queue
-	w := &workerProcess{t: d.t, bin: bin, config: cfgPath, log: filepath.Join(dir, "worker.log")}
-	w.start()
-	d.t.Cleanup(w.stop)
+	w := workerproc.New(d.t, bin, cfgPath, filepath.Join(dir, "worker.log"))
+	w.Start()
 	return w
 }
 
@@ -473,15 +469,15 @@ func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
 		}
 		return false, "not running yet"
 	})
-	w.kill()
-	w.start()
+	w.Kill()
+	w.Start()
 
 	var rep workflows.RestoreDrillReport
 	if err := run.Get(ctx, &rep); err != nil {
-		t.Fatalf("drill: %v\nworker log:\n%s", err, w.tail())
+		t.Fatalf("drill: %v\nworker log:\n%s", err, w.Tail())
 	}
-	if w.starts != 2 || rep.Passed != 1 || rep.Jobs[0].Restore == nil || rep.Jobs[0].Restore.JobID != copyID {
-		t.Fatalf("report %+v after %d worker starts; want the one drill passed, by the copy %s", rep, w.starts, copyID)
+	if w.Starts() != 2 || rep.Passed != 1 || rep.Jobs[0].Restore == nil || rep.Jobs[0].Restore.JobID != copyID {
+		t.Fatalf("report %+v after %d worker starts; want the one drill passed, by the copy %s", rep, w.Starts(), copyID)
 	}
 	d.noDrillJobRunning(ctx, copyID)
 	jobs, err := drillFC.ListJobs(ctx)

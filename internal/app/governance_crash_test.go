@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -39,10 +39,7 @@ func TestGovernanceSurvivesWorkerKill(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "flinkmaint-worker")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
-		t.Fatalf("go build worker: %v\n%s", err, out)
-	}
+	bin := workerproc.Build(t)
 	invPath := filepath.Join(dir, "inventory.yaml")
 	inv, err := os.ReadFile(e.acts.Inventory.(app.StaticInventory).Path)
 	if err != nil {
@@ -72,9 +69,8 @@ cleanup:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w := &workerProcess{t: t, bin: bin, config: cfgPath, log: filepath.Join(dir, "worker.log")}
-	w.start()
-	t.Cleanup(w.stop)
+	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log"))
+	w.Start()
 
 	in := workflows.GovernanceInput{RunID: "crash-" + e.tenant, Reason: "crash-safety test", Mode: workflows.ModeAuto,
 		Scope: activities.Scope{Tenants: []string{e.tenant}}}
@@ -94,7 +90,7 @@ cleanup:
 	for ctx.Err() == nil && killedAt < 0 {
 		recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
 		if err == nil && len(recs) > 0 {
-			w.kill()
+			w.Kill()
 			killedAt = len(recs)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -103,11 +99,11 @@ cleanup:
 		t.Fatalf("the run finished (%d records) before the worker could be killed; make it longer", killedAt)
 	}
 	t.Logf("worker killed with %d of %d items recorded", killedAt, items)
-	w.start()
+	w.Start()
 
 	var rep workflows.GovernanceReport
 	if err := wf.Get(ctx, &rep); err != nil {
-		t.Fatalf("governance run: %v\nworker log:\n%s", err, w.tail())
+		t.Fatalf("governance run: %v\nworker log:\n%s", err, w.Tail())
 	}
 	if rep.Outcome != workflows.GovernancePhaseCompleted || rep.Execution == nil || rep.Execution.Items != items {
 		t.Fatalf("report outcome %s execution %+v", rep.Outcome, rep.Execution)

@@ -212,8 +212,8 @@ func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 			}
 			return cond(st), st.Phase
 		})
-		w.kill()
-		w.start()
+		w.Kill()
+		w.Start()
 	}
 	// versions lists the jobs of name on the cluster that are not over, and
 	// counts the upgrade savepoints taken of the original job.
@@ -255,7 +255,7 @@ func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 	})
 	var st workflows.UpgradeState
 	if err := run.Get(ctx, &st); err != nil {
-		t.Fatalf("upgrade of %s: %v\nworker log:\n%s", commit, err, w.tail())
+		t.Fatalf("upgrade of %s: %v\nworker log:\n%s", commit, err, w.Tail())
 	}
 	running, savepoints := versions(commit, commitID)
 	if st.Phase != workflows.UpgradePhaseCommitted || st.NewJobID != newID || len(running) != 1 || running[0] != newID || savepoints != 1 {
@@ -273,8 +273,8 @@ func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 	if len(running) != 1 || running[0] != st.Rollback.JobID || savepoints != 1 {
 		t.Fatalf("after the rollback running %v, %d upgrade savepoints; want the previous version %s alone, one stop", running, savepoints, st.Rollback.JobID)
 	}
-	if w.starts != 5 {
-		t.Errorf("worker started %d times; want 5 (4 kills)", w.starts)
+	if w.Starts() != 5 {
+		t.Errorf("worker started %d times; want 5 (4 kills)", w.Starts())
 	}
 }
 

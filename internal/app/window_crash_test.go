@@ -6,11 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -40,10 +38,7 @@ func TestMaintenanceWindowSurvivesWorkerKills(t *testing.T) {
 	fl := startFleet(t, ctx, peers, suffix, testRoot, 2, false)
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "flinkmaint-worker")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
-		t.Fatalf("go build worker: %v\n%s", err, out)
-	}
+	bin := workerproc.Build(t)
 	cfgPath := filepath.Join(dir, "worker.yaml")
 	cfg := fmt.Sprintf(`temporal:
   address: %s
@@ -63,9 +58,8 @@ inventory:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w := &workerProcess{t: t, bin: bin, config: cfgPath, log: filepath.Join(dir, "worker.log")}
-	w.start()
-	t.Cleanup(w.stop)
+	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log"))
+	w.Start()
 
 	in := workflows.WindowInput{
 		WindowID: "crash-" + suffix, Reason: "crash-safety test",
@@ -88,24 +82,24 @@ inventory:
 
 	// Kill during savepoint-all: one savepoint done, another in flight.
 	waitForState(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.SavepointState }))
-	w.kill()
-	w.start()
+	w.Kill()
+	w.Start()
 
 	// Kill during the staged restart: the canary healthy, the next job in
 	// flight.
 	waitForState(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.RestartState }))
-	w.kill()
-	w.start()
+	w.Kill()
+	w.Start()
 
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {
-		t.Fatalf("window: %v\nworker log:\n%s", err, w.tail())
+		t.Fatalf("window: %v\nworker log:\n%s", err, w.Tail())
 	}
 	if rep.Phase != workflows.WindowPhaseCompleted {
 		t.Fatalf("window ended in %s", rep.Phase)
 	}
-	if w.starts != 3 {
-		t.Fatalf("worker started %d times, want 3 (two kills)", w.starts)
+	if w.Starts() != 3 {
+		t.Fatalf("worker started %d times, want 3 (two kills)", w.Starts())
 	}
 
 	// Exactly one savepoint per job on HDFS: nobody was stopped twice.
@@ -166,60 +160,6 @@ inventory:
 			t.Errorf("%s: job %s is %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
 		}
 	}
-}
-
-// workerProcess runs the worker binary and kills it without warning.
-type workerProcess struct {
-	t      *testing.T
-	bin    string
-	config string
-	log    string
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	starts int
-}
-
-func (w *workerProcess) start() {
-	w.t.Helper()
-	f, err := os.OpenFile(w.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	cmd := exec.Command(w.bin, "--config", w.config)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	w.mu.Lock()
-	w.cmd = cmd
-	w.starts++
-	w.mu.Unlock()
-	go func() { _ = cmd.Wait(); _ = f.Close() }()
-}
-
-func (w *workerProcess) kill() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cmd != nil && w.cmd.Process != nil {
-		_ = w.cmd.Process.Signal(syscall.SIGKILL)
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func (w *workerProcess) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cmd != nil && w.cmd.Process != nil {
-		_ = w.cmd.Process.Signal(syscall.SIGTERM)
-	}
-}
-
-func (w *workerProcess) tail() string {
-	data, _ := os.ReadFile(w.log)
-	if len(data) > 8000 {
-		data = data[len(data)-8000:]
-	}
-	return string(data)
 }
 
 // oneDoneOneRunning is a window state in which, by step, one job is done

@@ -1,0 +1,416 @@
+//go:build realpeers
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/workerproc"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// fleetWorkers is how many worker processes poll the one task queue.
+const fleetWorkers = 3
+
+// workerFleet is several real worker processes on one task queue, as
+// replicas of the worker Deployment are.
+type workerFleet []*workerproc.Process
+
+// startWorkerFleet writes config (the worker's YAML) and starts
+// fleetWorkers processes with it, each with its own log.
+func startWorkerFleet(t *testing.T, config string) workerFleet {
+	t.Helper()
+	bin := workerproc.Build(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "worker.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var f workerFleet
+	for i := range fleetWorkers {
+		p := workerproc.New(t, bin, path, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
+		p.Start()
+		f = append(f, p)
+	}
+	return f
+}
+
+// byIdentity returns the fleet's process with the given Temporal identity.
+func (f workerFleet) byIdentity(id string) *workerproc.Process {
+	for _, p := range f {
+		if p.Identity() == id {
+			return p
+		}
+	}
+	return nil
+}
+
+func (f workerFleet) tails() string {
+	var b strings.Builder
+	for i, p := range f {
+		fmt.Fprintf(&b, "--- worker %d (pid %d) ---\n%s\n", i, p.PID(), p.Tail())
+	}
+	return b.String()
+}
+
+// killWhileRunning waits until workflow wfID has a started activity of
+// type activityType that ran on one of the fleet's workers and, when ready
+// is set, ready holds; it then kills that worker with SIGKILL and returns
+// it.
+func (f workerFleet) killWhileRunning(t *testing.T, ctx context.Context, c client.Client, wfID func() string, activityType string, ready func() bool) *workerproc.Process {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		id := wfID()
+		if id == "" {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		d, err := c.DescribeWorkflow(ctx, id, "")
+		if err == nil {
+			for _, a := range d.RawResponse.GetPendingActivities() {
+				if a.GetActivityType().GetName() != activityType || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+					continue
+				}
+				p := f.byIdentity(a.GetLastWorkerIdentity())
+				if p == nil || (ready != nil && !ready()) {
+					continue
+				}
+				p.Kill()
+				t.Logf("killed worker %s with SIGKILL while it ran %s of %s", a.GetLastWorkerIdentity(), activityType, id)
+				return p
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no %s of the fleet started within 5 minutes\n%s", activityType, f.tails())
+	return nil
+}
+
+// retriedElsewhere checks in wfID's history that activityType completed on
+// a worker other than the killed one, in a later attempt.
+func retriedElsewhere(t *testing.T, ctx context.Context, c client.Client, wfID, activityType, killed string) {
+	t.Helper()
+	scheduled := map[int64]bool{}
+	it := c.GetWorkflowHistory(ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	found := false
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
+			scheduled[e.GetEventId()] = true
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] && a.GetAttempt() > 1 {
+			if a.GetIdentity() == killed {
+				t.Errorf("%s attempt %d of %s ran on the killed worker %s", activityType, a.GetAttempt(), wfID, killed)
+			}
+			found = true
+			t.Logf("%s of %s: attempt %d on %s", activityType, wfID, a.GetAttempt(), a.GetIdentity())
+		}
+	}
+	if !found {
+		t.Errorf("%s of %s has no second attempt: the kill did not land while it ran", activityType, wfID)
+	}
+}
+
+// TestGovernanceWithThreeWorkersOneKilled executes an approved cleanup of
+// 600 retired checkpoint dirs with three worker processes on one task
+// queue and kills, with SIGKILL, the one executing it once items are being
+// moved. Another worker takes the execution over when its heartbeat times
+// out and resumes from the audit manifest: every planned item ends in the
+// trash exactly once, none is left in place, nothing else is touched.
+func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
+	peers := sandbox.RequirePeers(t)
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	suffix := randomHex(4)
+	plain := "/flinkmaint-test/multiworker-gov-" + suffix
+	root := peers.HDFS.URI + plain
+	tenant := "mw-" + suffix
+	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if os.Getenv("FLINKMAINT_KEEP_TEST_TREE") == "" {
+			_ = hc.RemoveAll(plain)
+		}
+		_ = hc.Close()
+	})
+	for _, d := range []string{"/tenant/checkpoints", "/tenant/savepoints", "/trash", "/plans"} {
+		if err := hc.MkdirAll(plain+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Retired job dirs: a checkpoint each, untouched for 30 days, no job
+	// and no retained _metadata refers to them.
+	const items = 600
+	garbage := map[string]bool{}
+	longAgo := time.Now().Add(-30 * 24 * time.Hour)
+	for i := range items {
+		dir := fmt.Sprintf("%s/tenant/checkpoints/%032x", plain, i+1)
+		if err := hc.MkdirAll(dir+"/chk-1", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := hc.CreateEmptyFile(dir + "/chk-1/state"); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{dir + "/chk-1/state", dir + "/chk-1", dir} {
+			if err := hc.Chtimes(p, longAgo, longAgo); err != nil {
+				t.Fatal(err)
+			}
+		}
+		garbage[peers.HDFS.URI+dir] = true
+	}
+	// One real cluster whose dirs are this test's own: nothing of other
+	// tests is in scope.
+	c := peers.Clusters[0]
+	invPath := writeInventory(t, inventory.Static{
+		Tenants: []inventory.Tenant{{Name: tenant, Root: root + "/tenant"}},
+		Clusters: []inventory.Cluster{{Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
+			CheckpointDir: root + "/tenant/checkpoints", SavepointDir: root + "/tenant/savepoints"}},
+	})
+	queue := "multiworker-gov-" + suffix
+	fleet := startWorkerFleet(t, fmt.Sprintf(`temporal:
+  address: %s
+worker:
+  taskQueue: %s
+  shutdownTimeout: 5s
+http:
+  listen: ""
+storage:
+  hdfsUser: %s
+  writableRoots: [%q]
+inventory:
+  staticFile: %s
+cleanup:
+  trashRoot: %s
+  planDir: %s
+`, tmp.HostPort, queue, peers.HDFS.User, root, invPath, root+"/trash", root+"/plans"))
+
+	in := workflows.GovernanceInput{RunID: "mw-" + suffix, Reason: "multi-worker test", Mode: workflows.ModeAuto,
+		Scope: activities.Scope{Tenants: []string{tenant}}}
+	wfID := workflows.GovernanceWorkflowID(in.RunID)
+	wf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: queue}, workflows.GovernanceWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	resolver := &storage.Resolver{HDFS: storage.HDFSOptions{User: peers.HDFS.User}}
+	t.Cleanup(func() { _ = resolver.Close() })
+	fs, _, err := resolver.Resolve(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := root + "/trash/_audit"
+	recorded := func() int {
+		recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
+		if err != nil {
+			return 0
+		}
+		return len(recs)
+	}
+	// Kill the executing worker once the manifest shows items moving.
+	killed := fleet.killWhileRunning(t, ctx, tmp.Client, func() string { return wfID }, "ExecuteCleanup", func() bool { return recorded() > 0 })
+	killedID := killed.Identity()
+	if n := recorded(); n >= items {
+		t.Fatalf("the execution recorded all %d items before the kill; make it longer", n)
+	}
+
+	var rep workflows.GovernanceReport
+	if err := wf.Get(ctx, &rep); err != nil {
+		t.Fatalf("governance run: %v\n%s", err, fleet.tails())
+	}
+	if rep.Outcome != workflows.GovernancePhaseCompleted || rep.Execution == nil || rep.Execution.Items != items {
+		t.Fatalf("report outcome %s execution %+v", rep.Outcome, rep.Execution)
+	}
+	retriedElsewhere(t, ctx, tmp.Client, wfID, "ExecuteCleanup", killedID)
+
+	recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trashed := map[string]int{}
+	for _, r := range recs {
+		if !garbage[r.Path] {
+			t.Errorf("manifest records %s, which was not garbage", r.Path)
+		}
+		if r.Outcome == cleanup.OutcomeTrashed {
+			trashed[r.Path]++
+		}
+	}
+	for g := range garbage {
+		if trashed[g] != 1 {
+			t.Errorf("%s has %d trashed records, want exactly 1", g, trashed[g])
+		}
+		p := strings.TrimPrefix(g, peers.HDFS.URI)
+		if _, err := hc.Stat(p); err == nil {
+			t.Errorf("%s still in place", p)
+		}
+		if _, err := hc.Stat(plain + "/trash/" + in.RunID + p); err != nil {
+			t.Errorf("%s not in trash: %v", p, err)
+		}
+	}
+}
+
+// TestMaintenanceWindowWithThreeWorkersOneKilled runs a window over three
+// real jobs with three worker processes on one task queue and kills, with
+// SIGKILL, a worker while it stops a job with a savepoint. The stop is
+// taken over by another worker (it re-attaches to the savepoint Flink is
+// taking) and the window completes: one savepoint per job, every job
+// RUNNING once, restored from the savepoint the window recorded.
+func TestMaintenanceWindowWithThreeWorkersOneKilled(t *testing.T) {
+	peers := sandbox.RequirePeers(t)
+	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	suffix := randomHex(4)
+	plain := "/flinkmaint-test/multiworker-window-" + suffix
+	testRoot := peers.HDFS.URI + plain
+	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	if err := hc.MkdirAll(plain+"/checkpoints", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := peers.Clusters[0]
+	const jobs = 3
+	prefix := "mw-" + suffix
+	started := startJobs(t, ctx, peers, c, prefix, jobs, testRoot)
+	tenant := "mw-" + suffix
+	invPath := writeInventory(t, inventory.Static{
+		Tenants: []inventory.Tenant{{Name: tenant, Root: testRoot}},
+		Clusters: []inventory.Cluster{{Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
+			CheckpointDir: testRoot + "/checkpoints", SavepointDir: testRoot + "/savepoints", Jobs: started.specs}},
+	})
+	queue := "multiworker-window-" + suffix
+	fleet := startWorkerFleet(t, fmt.Sprintf(`temporal:
+  address: %s
+worker:
+  taskQueue: %s
+  shutdownTimeout: 5s
+http:
+  listen: ""
+storage:
+  hdfsUser: %s
+  writableRoots: [%q]
+inventory:
+  staticFile: %s
+`, tmp.HostPort, queue, peers.HDFS.User, testRoot, invPath))
+
+	in := workflows.WindowInput{
+		WindowID: "mw-" + suffix, Reason: "multi-worker test",
+		Scope: activities.Scope{IncludeJobs: []string{prefix + "-*"}},
+		Policy: workflows.WindowPolicy{
+			ManifestDir: testRoot + "/windows",
+			Savepoint:   workflows.SavepointPolicy{Concurrency: jobs},
+			Network:     workflows.NetworkPolicy{Skip: true},
+			Cleanup:     workflows.CleanupPolicy{Mode: workflows.CleanupModeSkip},
+			Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: jobs, Soak: workflows.Duration(3 * time.Second),
+				RunningTimeout: workflows.Duration(3 * time.Minute), CheckpointTimeout: workflows.Duration(2 * time.Minute)},
+		},
+	}
+	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: queue},
+		workflows.MaintenanceWindowWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child workflow of a job whose stop the window reports running.
+	var child string
+	stopping := func() string {
+		v, err := tmp.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus)
+		var st workflows.WindowState
+		if err != nil || v.Get(&st) != nil {
+			return ""
+		}
+		for _, j := range st.Jobs {
+			if j.SavepointState == workflows.StepRunning {
+				child = workflows.JobSavepointWorkflowID(in.WindowID, j.Target.Key, 1)
+				return child
+			}
+		}
+		return ""
+	}
+	killed := fleet.killWhileRunning(t, ctx, tmp.Client, stopping, "StopWithSavepoint", nil)
+	killedID, stopChild := killed.Identity(), child
+
+	var rep workflows.WindowReport
+	if err := run.Get(ctx, &rep); err != nil {
+		t.Fatalf("window: %v\n%s", err, fleet.tails())
+	}
+	if rep.Phase != workflows.WindowPhaseCompleted || len(rep.Jobs) != jobs {
+		t.Fatalf("window ended in %s with %d jobs", rep.Phase, len(rep.Jobs))
+	}
+	retriedElsewhere(t, ctx, tmp.Client, stopChild, "StopWithSavepoint", killedID)
+
+	// One savepoint per job on HDFS: nobody was stopped twice.
+	var savepoints []string
+	if err := hc.Walk(plain+"/savepoints", func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.IsDir() && strings.HasPrefix(fi.Name(), "savepoint-") {
+			savepoints = append(savepoints, p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(savepoints) != jobs {
+		t.Errorf("%d savepoint dirs for %d jobs: %v", len(savepoints), jobs, savepoints)
+	}
+	api := flinkClient(t, c.RESTURL)
+	overview, err := api.ListJobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range rep.Jobs {
+		newID := j.NewJobID
+		t.Cleanup(func() { _ = api.CancelJob(context.Background(), newID) })
+		if j.SavepointAttempts != 1 || j.RestartAttempts != 1 || j.RestartState != workflows.StepDone {
+			t.Errorf("%s: savepoint attempts %d, restart attempts %d, restart %s %s", j.Target.Key, j.SavepointAttempts, j.RestartAttempts, j.RestartState, j.RestartError)
+		}
+		live := 0
+		for _, o := range overview {
+			if o.Name == j.Target.JobName && !o.State.IsGloballyTerminal() {
+				live++
+				if o.ID != j.NewJobID {
+					t.Errorf("%s: live job %s is not the window's %s", j.Target.Key, o.ID, j.NewJobID)
+				}
+			}
+		}
+		if live != 1 {
+			t.Errorf("%s: %d live instances, want exactly 1", j.Target.Key, live)
+		}
+		stats, err := api.Checkpoints(ctx, j.NewJobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Latest.Restored == nil || strings.TrimRight(stats.Latest.Restored.ExternalPath, "/") != strings.TrimRight(j.SavepointPath, "/") {
+			t.Errorf("%s: restored from %+v, recorded savepoint %s", j.Target.Key, stats.Latest.Restored, j.SavepointPath)
+		}
+		if d, err := api.JobDetails(ctx, j.NewJobID); err != nil || d.State != flink.JobRunning {
+			t.Errorf("%s: job %s is %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+// Package workerproc runs the real worker binary (./worker) as a child
+// process for tests and benchmarks that need what only a process gives: a
+// SIGKILL that loses everything in memory, several workers on one task
+// queue, a resident set of the worker alone.
+package workerproc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+)
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// Build compiles ./worker once per test binary and returns its path.
+func Build(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := sandbox.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "flinkmaint-worker-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		bin := filepath.Join(dir, "flinkmaint-worker")
+		cmd := exec.Command("go", "build", "-o", bin, "./worker")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./worker: %w\n%s", err, out)
+			return
+		}
+		buildBin = bin
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// Process is one worker process; Start it again after Kill to restart it.
+type Process struct {
+	t      testing.TB
+	bin    string
+	config string
+	log    string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	starts int
+}
+
+// New returns a worker that runs bin --config config, appending its output
+// to log; it is stopped (SIGTERM, then SIGKILL) when the test ends.
+func New(t testing.TB, bin, config, log string) *Process {
+	p := &Process{t: t, bin: bin, config: config, log: log}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// Start starts the process.
+func (p *Process) Start() {
+	p.t.Helper()
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	cmd := exec.Command(p.bin, "--config", p.config)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		p.t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); _ = f.Close(); close(exited) }()
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.starts++
+	p.mu.Unlock()
+}
+
+// PID is the running process's pid, 0 before the first start.
+func (p *Process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Starts is how many times the process was started.
+func (p *Process) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}
+
+// Kill ends the process with SIGKILL, as a crashed host or an OOM kill:
+// nothing in memory survives, no activity is handed back. It returns once
+// the process is gone.
+func (p *Process) Kill() {
+	p.signalAndWait(syscall.SIGKILL, time.Minute)
+}
+
+// Stop asks the process to stop (SIGTERM) and kills it if it is still
+// there after 30 s.
+func (p *Process) Stop() {
+	if !p.signalAndWait(syscall.SIGTERM, 30*time.Second) {
+		p.Kill()
+	}
+}
+
+func (p *Process) signalAndWait(sig syscall.Signal, wait time.Duration) bool {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return true
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// Identity is the Temporal identity the worker gives itself
+// (worker/main.go): activities it ran name it as their last worker.
+func (p *Process) Identity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("flinkmaint-worker@%s/%d", host, p.PID())
+}
+
+// PeakRSS is the running process's peak resident set in bytes (VmHWM).
+func (p *Process) PeakRSS() (int64, error) {
+	pid := p.PID()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+				return 0, fmt.Errorf("VmHWM %q: %w", v, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
+}
+
+// Tail is the last 8000 bytes of the log, for failure messages.
+func (p *Process) Tail() string {
+	data, _ := os.ReadFile(p.log)
+	if len(data) > 8000 {
+		data = data[len(data)-8000:]
+	}
+	return string(data)
+}
