@@ -25,6 +25,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+	"github.com/flinkmaint/flinkmaint/internal/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -36,6 +37,9 @@ const (
 	EnvScaleJobs           = "FLINKMAINT_SCALE_JOBS"
 	EnvScaleConcurrency    = "FLINKMAINT_SCALE_CONCURRENCY"
 	EnvScaleSavepointDelay = "FLINKMAINT_SCALE_SAVEPOINT_DELAY"
+	// EnvScaleWorkerProcess=1 runs the worker as its own process (the
+	// worker binary), so that its resident set is measured alone.
+	EnvScaleWorkerProcess = "FLINKMAINT_SCALE_WORKER_PROCESS"
 )
 
 // scaleSetting reads a positive integer setting, or def.
@@ -122,28 +126,58 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 		static.Clusters = append(static.Clusters, cl)
 	}
 
-	cfg := config.Default()
-	cfg.Storage.WritableRoots = []string{"file://" + root}
-	cfg.Inventory.StaticFile = writeInventory(t, static)
-	acts, closeAdapters, err := app.NewActivities(cfg, "window-scale")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
 	const queue = "window-scale"
-	// The SDK fails a workflow task whose coroutine has not yielded within
-	// the deadlock timeout (1s) of wall time. Under the race detector, on
-	// two cores shared with the other packages' tests, a task that encodes
-	// a thousand jobs' manifest can be descheduled that long without
-	// blocking anything; the SDK then goes on beside the coroutine and the
-	// race detector reports the SDK. This test bounds history, not latency.
-	w := worker.New(tmp.Client, queue, worker.Options{MaxConcurrentActivityExecutionSize: 2 * concurrency,
-		DeadlockDetectionTimeout: 30 * time.Second})
-	app.Register(w, acts)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
+	invPath := writeInventory(t, static)
+	var workerProc *workerproc.Process
+	switch v := os.Getenv(EnvScaleWorkerProcess); v {
+	case "1":
+		dir := t.TempDir()
+		cfgPath := filepath.Join(dir, "worker.yaml")
+		cfgText := fmt.Sprintf(`temporal:
+  address: %s
+worker:
+  taskQueue: %s
+  maxConcurrentActivities: %d
+  shutdownTimeout: 5s
+http:
+  listen: ""
+log:
+  level: warn
+storage:
+  writableRoots: [%q]
+inventory:
+  staticFile: %s
+`, tmp.HostPort, queue, 2*concurrency, "file://"+root, invPath)
+		if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		workerProc = workerproc.New(t, workerproc.Build(t), cfgPath, filepath.Join(dir, "worker.log"))
+		workerProc.Start()
+	case "", "0":
+		cfg := config.Default()
+		cfg.Storage.WritableRoots = []string{"file://" + root}
+		cfg.Inventory.StaticFile = invPath
+		acts, closeAdapters, err := app.NewActivities(cfg, "window-scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = closeAdapters() })
+		// The SDK fails a workflow task whose coroutine has not yielded within
+		// the deadlock timeout (1s) of wall time. Under the race detector, on
+		// two cores shared with the other packages' tests, a task that encodes
+		// a thousand jobs' manifest can be descheduled that long without
+		// blocking anything; the SDK then goes on beside the coroutine and the
+		// race detector reports the SDK. This test bounds history, not latency.
+		w := worker.New(tmp.Client, queue, worker.Options{MaxConcurrentActivityExecutionSize: 2 * concurrency,
+			DeadlockDetectionTimeout: 30 * time.Second})
+		app.Register(w, acts)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+	default:
+		t.Fatalf("%s=%q: use 1 (worker process) or 0 (in this process)", EnvScaleWorkerProcess, v)
 	}
-	t.Cleanup(w.Stop)
 
 	in := workflows.WindowInput{
 		WindowID: "scale-" + randomHex(4), Reason: "fleet-scale history test",
@@ -167,9 +201,20 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 	firstRunID := run.GetRunID() // Get follows the chain and moves the run ID along
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {
+		if workerProc != nil {
+			t.Fatalf("%v\nworker log:\n%s", err, workerProc.Tail())
+		}
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
+	workerRSS := "in this process"
+	if workerProc != nil {
+		b, err := workerProc.PeakRSS()
+		if err != nil {
+			t.Fatalf("worker RSS: %v", err)
+		}
+		workerRSS = fmt.Sprintf("%.0f MiB (worker process alone)", float64(b)/(1<<20))
+	}
 	if rep.Phase != workflows.WindowPhaseCompleted || len(rep.Jobs) != n {
 		t.Fatalf("window ended %s with %d of %d jobs", rep.Phase, len(rep.Jobs), n)
 	}
@@ -257,7 +302,7 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 			n, concurrency, savepointDelay, d.Round(time.Millisecond), ideal, float64(d)/float64(ideal))
 	}
 	restart, _ := rep.PhaseDuration(workflows.WindowPhaseRestart)
-	t.Logf("restart phase %s; peak RSS of this process (worker, simulated Flink and test together) %s", restart.Round(time.Millisecond), peakRSS())
+	t.Logf("restart phase %s; peak RSS of the worker %s; of this test process %s", restart.Round(time.Millisecond), workerRSS, peakRSS())
 	t.Logf("%d jobs, %d clusters, concurrency %d: window completed in %s over %d runs (hand-overs by phase %v); "+
 		"history: %d events / %.1f MiB in total, largest run %d events / %.2f MiB, largest carried state %.1f KiB as stored; manifest %.1f KiB",
 		n, clusters, concurrency, elapsed.Round(time.Second), len(runs), handovers,

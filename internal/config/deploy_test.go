@@ -43,3 +43,73 @@ func TestDeployConfigMapParses(t *testing.T) {
 		t.Fatalf("shipped inventory.kubernetes: %v", err)
 	}
 }
+
+// TestDeployWorkerReplicasSurviveADrain keeps the base's disruption budget
+// in step with its Deployment: the budget must select the worker pods
+// (the kustomization's labels, which it also puts on the pods) and leave
+// fewer pods required than run, or a drain could never evict one.
+func TestDeployWorkerReplicasSurviveADrain(t *testing.T) {
+	base := "../../deploy/kustomize/base/"
+	var kust struct {
+		Resources []string `yaml:"resources"`
+		Labels    []struct {
+			Pairs            map[string]string `yaml:"pairs"`
+			IncludeSelectors bool              `yaml:"includeSelectors"`
+		} `yaml:"labels"`
+	}
+	readDeployYAML(t, base+"kustomization.yaml", &kust)
+	podLabels := map[string]string{}
+	for _, l := range kust.Labels {
+		if !l.IncludeSelectors {
+			t.Fatalf("kustomization labels %v do not reach the selectors: the pods would not carry them", l.Pairs)
+		}
+		for k, v := range l.Pairs {
+			podLabels[k] = v
+		}
+	}
+	listed := map[string]bool{}
+	for _, r := range kust.Resources {
+		listed[r] = true
+	}
+	if !listed["pdb.yaml"] || !listed["deployment.yaml"] {
+		t.Fatalf("kustomization resources %v: want deployment.yaml and pdb.yaml", kust.Resources)
+	}
+	var dep struct {
+		Spec struct {
+			Replicas int `yaml:"replicas"`
+		} `yaml:"spec"`
+	}
+	readDeployYAML(t, base+"deployment.yaml", &dep)
+	var pdb struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			MinAvailable int `yaml:"minAvailable"`
+			Selector     struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+		} `yaml:"spec"`
+	}
+	readDeployYAML(t, base+"pdb.yaml", &pdb)
+	if pdb.Kind != "PodDisruptionBudget" || len(pdb.Spec.Selector.MatchLabels) == 0 {
+		t.Fatalf("pdb.yaml: kind %q selector %v: want a PodDisruptionBudget with matchLabels", pdb.Kind, pdb.Spec.Selector.MatchLabels)
+	}
+	for k, v := range pdb.Spec.Selector.MatchLabels {
+		if podLabels[k] != v {
+			t.Errorf("the budget selects %s=%s, which the worker pods do not carry (%v)", k, v, podLabels)
+		}
+	}
+	if pdb.Spec.MinAvailable < 1 || pdb.Spec.MinAvailable >= dep.Spec.Replicas {
+		t.Errorf("minAvailable %d with %d replicas: want at least 1 and fewer than the replicas", pdb.Spec.MinAvailable, dep.Spec.Replicas)
+	}
+}
+
+func readDeployYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
