@@ -75,7 +75,6 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 	if _, err := s.RestartStopped(ctx); err != nil {
 		t.Fatalf("two NameNodes are needed: %v", err)
 	}
-	peers := sandbox.RequirePeers(t)
 	suffix := randomHex(4)
 	e := &secureGovEnv{s: s, plain: "/flinkmaint-test/secure-gov-" + suffix, tenant: "sec-" + suffix,
 		clusterID: "ns1-session-" + suffix, queue: "governance-secure-" + suffix}
@@ -88,7 +87,11 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 	}
 	t.Cleanup(func() { _ = e.raw.Close() })
 
-	c := peers.Clusters[0]
+	// A real cluster on ns1 that runs no job of another test: the jobs of
+	// the shared clusters write to the plain HDFS, which this worker's
+	// Kerberos login cannot read, and a governance run fails closed on a
+	// live job whose state it cannot resolve.
+	_, c := sandbox.StartSecureFlinkCluster(t)
 	static := inventory.Static{
 		Tenants: []inventory.Tenant{{Name: e.tenant, Root: e.root + "/tenant"}},
 		Clusters: []inventory.Cluster{{Tenant: e.tenant, ClusterID: e.clusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,

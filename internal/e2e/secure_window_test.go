@@ -39,9 +39,10 @@ const secureWindowJobs = 3
 // each job runs again, restored from it, and checkpoints.
 func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T) {
 	peers := sandbox.RequirePeers(t)
+	// The failover lock first, then the cluster's (the order every test keeps).
+	sandbox.RequireSecureStorage(t).HoldFailovers(t)
 	s, fc := sandbox.StartSecureFlinkCluster(t)
 	loggedIn := time.Now() // the cluster's login; the worker's comes later
-	s.HoldFailovers(t)
 	lifetime := time.Duration(s.TicketLifetimeSeconds) * time.Second
 	if lifetime <= 0 || lifetime > 5*time.Minute {
 		t.Fatalf("ticket lifetime %v: the secure sandbox must run with short tickets (FLINKMAINT_SECURE_TICKET_LIFETIME)", lifetime)
