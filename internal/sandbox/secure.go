@@ -253,26 +253,7 @@ func (s *SecureStorage) control(ctx context.Context, method, path string) (HASta
 // under it. Tests that only use the HDFS need not take it; their calls ride failovers out.
 func (s *SecureStorage) HoldFailovers(t testing.TB) {
 	t.Helper()
-	state, err := StateDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(state, secureFailoverLock)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		t.Fatalf("lock %s: %v", p, err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		_ = f.Close()
-	})
+	t.Cleanup(lockFile(t, secureFailoverLock))
 }
 
 // HadoopShell runs "hdfs dfs ARGS..." against the secure HDFS (through its nameservice, with
