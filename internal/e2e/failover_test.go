@@ -192,17 +192,7 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 		if live != 1 || finished > 1 {
 			t.Errorf("%s: %d live and %d finished instances, want 1 live and at most 1 finished", j.Target.Key, live, finished)
 		}
-		d, err := flinkAPI.JobDetails(ctx, j.NewJobID)
-		if err != nil || d.State != flink.JobRunning {
-			t.Errorf("%s: new job %s is %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
-		}
-		stats, err := flinkAPI.Checkpoints(ctx, j.NewJobID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stats.Latest.Restored == nil || strings.TrimRight(stats.Latest.Restored.ExternalPath, "/") != strings.TrimRight(j.SavepointPath, "/") {
-			t.Errorf("%s: Flink says restored from %+v, the manifest names %s", j.Target.Key, stats.Latest.Restored, j.SavepointPath)
-		}
+		runsFromItsSavepoint(t, ctx, flinkAPI, j)
 	}
 	// The old job IDs are no instance any more: a recovered job the window
 	// did not stop again would run beside its restarted self.
@@ -468,5 +458,23 @@ func update(t *testing.T, ctx context.Context, c client.Client, run client.Workf
 	}
 	if err := h.Get(ctx, nil); err != nil {
 		t.Fatalf("update %s: %v", name, err)
+	}
+}
+
+// runsFromItsSavepoint checks that the window's new job for j is RUNNING
+// and that Flink says it was restored from the savepoint the window
+// recorded for it.
+func runsFromItsSavepoint(t *testing.T, ctx context.Context, api *flink.Client, j workflows.JobProgress) {
+	t.Helper()
+	d, err := api.JobDetails(ctx, j.NewJobID)
+	if err != nil || d.State != flink.JobRunning {
+		t.Errorf("%s: new job %s is %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
+	}
+	stats, err := api.Checkpoints(ctx, j.NewJobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Latest.Restored == nil || strings.TrimRight(stats.Latest.Restored.ExternalPath, "/") != strings.TrimRight(j.SavepointPath, "/") {
+		t.Errorf("%s: Flink says restored from %+v, the window recorded %s", j.Target.Key, stats.Latest.Restored, j.SavepointPath)
 	}
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
-	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -402,15 +401,6 @@ inventory:
 		if live != 1 {
 			t.Errorf("%s: %d live instances, want exactly 1", j.Target.Key, live)
 		}
-		stats, err := api.Checkpoints(ctx, j.NewJobID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stats.Latest.Restored == nil || strings.TrimRight(stats.Latest.Restored.ExternalPath, "/") != strings.TrimRight(j.SavepointPath, "/") {
-			t.Errorf("%s: restored from %+v, recorded savepoint %s", j.Target.Key, stats.Latest.Restored, j.SavepointPath)
-		}
-		if d, err := api.JobDetails(ctx, j.NewJobID); err != nil || d.State != flink.JobRunning {
-			t.Errorf("%s: job %s is %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
-		}
+		runsFromItsSavepoint(t, ctx, api, j)
 	}
 }

@@ -189,17 +189,7 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 		if !exists(t, ctx, acts, strings.TrimRight(j.SavepointPath, "/")+"/_metadata") {
 			t.Errorf("%s: savepoint %s has no _metadata", j.Target.Key, j.SavepointPath)
 		}
-		d, err := flinkAPI.JobDetails(ctx, j.NewJobID)
-		if err != nil || d.State != flink.JobRunning {
-			t.Errorf("%s: new job %s is %s (%v)", j.Target.Key, j.NewJobID, d.State, err)
-		}
-		stats, err := flinkAPI.Checkpoints(ctx, j.NewJobID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stats.Latest.Restored == nil || strings.TrimRight(stats.Latest.Restored.ExternalPath, "/") != strings.TrimRight(j.SavepointPath, "/") {
-			t.Errorf("%s: Flink says restored from %+v, the manifest names %s", j.Target.Key, stats.Latest.Restored, j.SavepointPath)
-		}
+		runsFromItsSavepoint(t, ctx, flinkAPI, j)
 		// Checkpoints on ns1 after the tickets' expiry: Flink renewed its login.
 		waitForCheckpoint(t, ctx, flinkAPI, j.NewJobID)
 	}
