@@ -146,6 +146,7 @@ var errorTable = []errorRule{
 	{cleanup.ErrInvalidInput, ErrTypeInvalidInput, false},
 	{cleanup.ErrInvalidConfig, ErrTypeCleanupNotConfigured, false},
 	{cleanup.ErrInvalidPlan, ErrTypeCleanupPlanInvalid, false},
+	{cleanup.ErrPlanChanged, ErrTypeCleanupPlanChanged, false},
 	{cleanup.ErrManifestCorrupt, ErrTypeCleanupPlanInvalid, false},
 }
 

@@ -124,12 +124,8 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := fs.ReadFile(ctx, pp, 64<<20)
+	plan, err := cleanup.ReadPlan(ctx, fs, pp)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var plan cleanup.Plan
-	if err := json.Unmarshal(data, &plan); err != nil {
 		t.Fatal(err)
 	}
 	var planned []string

@@ -130,17 +130,12 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, classify("plan", err)
 	}
-	data, err := json.Marshal(plan)
+	s := summarizePlan(plan)
+	planPath, sum, shards, err := a.writePlan(ctx, in, plan)
 	if err != nil {
-		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "encode plan: %v", err)
-	}
-	sum := sha256.Sum256(data)
-	planPath := strings.TrimRight(a.Cleanup.PlanDir, "/") + "/" + in.RunID + "/plan.json"
-	if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: planPath, Content: data}); err != nil {
 		return PlanCleanupResult{}, err
 	}
-	s := summarizePlan(plan)
-	s.RunID, s.PlanPath, s.PlanSHA256, s.Notes, s.ScopeTenants = in.RunID, planPath, hex.EncodeToString(sum[:]), notes, tenants
+	s.RunID, s.PlanPath, s.PlanSHA256, s.Notes, s.ScopeTenants, s.Shards = in.RunID, planPath, sum, notes, tenants, shards
 	if a.Metrics != nil {
 		for _, t := range s.Tenants {
 			a.Metrics.CleanupPlanned(t.Tenant, t.Files, t.Bytes, t.Unparseable)
@@ -150,6 +145,41 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	}
 	activity.GetLogger(ctx).Info("cleanup planned", "run", in.RunID, "plan", planPath, "items", s.Items, "files", s.Files, "bytes", s.Bytes, "objects", s.Objects)
 	return PlanCleanupResult{Summary: s}, nil
+}
+
+// writePlan writes plan under the plan dir: as one plan.json, or, with
+// in.ShardItems set, as a header plan.json that names and hashes the
+// shards written beside it first. It returns the path and hash of
+// plan.json, which cover the whole plan, and the number of shards.
+func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cleanup.Plan) (string, string, int, error) {
+	if in.ShardItems < 0 {
+		return "", "", 0, nonRetryable(ErrTypeInvalidInput, "shard size %d: want 0 (one plan document) or more", in.ShardItems)
+	}
+	dir := strings.TrimRight(a.Cleanup.PlanDir, "/") + "/" + in.RunID
+	header := plan
+	if in.ShardItems > 0 {
+		var files []cleanup.ShardFile
+		var err error
+		if header, files, err = cleanup.Shard(plan, in.ShardItems); err != nil {
+			return "", "", 0, classify("shard plan", err)
+		}
+		for _, f := range files {
+			if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: dir + "/" + f.Name, Content: f.Content}); err != nil {
+				return "", "", 0, err
+			}
+			activity.RecordHeartbeat(ctx, "plan "+f.Name)
+		}
+	}
+	data, err := json.Marshal(header)
+	if err != nil {
+		return "", "", 0, nonRetryable(ErrTypeInvalidInput, "encode plan: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	planPath := dir + "/plan.json"
+	if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: planPath, Content: data}); err != nil {
+		return "", "", 0, err
+	}
+	return planPath, hex.EncodeToString(sum[:]), len(header.Shards), nil
 }
 
 // scopeRoots returns the storage roots of the clusters in scope, the file
@@ -227,106 +257,6 @@ func summarizePlan(plan cleanup.Plan) PlanSummary {
 	s.KeptObjects = len(plan.KeepObjects)
 	s.ObjectSample, s.ObjectSampleTruncated = objectSample(plan)
 	return s
-}
-
-// ExecuteCleanup carries out a plan written by PlanCleanup, after checking
-// it is byte for byte the plan that was approved. Every item is
-// re-verified right before it is moved to the trash (or deleted); progress
-// goes into heartbeats and the audit manifest, and a retried attempt
-// resumes from the manifest without redoing or skipping items.
-func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput) (ExecuteCleanupResult, error) {
-	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
-		return ExecuteCleanupResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
-	}
-	if err := CheckRunID(in.RunID); err != nil {
-		return ExecuteCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
-	}
-	pfs, pp, err := a.Storage.Resolve(ctx, in.PlanPath)
-	if err != nil {
-		return ExecuteCleanupResult{}, classify("resolve plan "+in.PlanPath, err)
-	}
-	data, err := pfs.ReadFile(ctx, pp, maxPlanBytes)
-	if err != nil {
-		return ExecuteCleanupResult{}, classify("read plan "+in.PlanPath, err)
-	}
-	sum := sha256.Sum256(data)
-	if got := hex.EncodeToString(sum[:]); got != in.PlanSHA256 {
-		return ExecuteCleanupResult{}, nonRetryable(ErrTypeCleanupPlanChanged, "plan %s has sha256 %s, the approved plan had %s; plan again", in.PlanPath, got, in.PlanSHA256)
-	}
-	var plan cleanup.Plan
-	if err := json.Unmarshal(data, &plan); err != nil {
-		return ExecuteCleanupResult{}, nonRetryable(ErrTypeCleanupPlanInvalid, "plan %s does not decode: %v", in.PlanPath, err)
-	}
-	res := ExecuteCleanupResult{RunID: in.RunID, Total: len(plan.Delete) + len(plan.Objects)}
-	if res.Total == 0 {
-		return res, nil
-	}
-	if len(plan.Objects) > 0 && a.Orphans == nil {
-		return res, nonRetryable(ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects but this worker has no Kubernetes access (inventory.kubernetes is not configured)", len(plan.Objects))
-	}
-	dest, err := cleanup.ResolveDestinations(ctx, a.Storage.Resolve, plan, a.Cleanup.TrashRoot, a.Cleanup.AuditRoot)
-	if err != nil {
-		return res, classify("prepare execution of "+in.PlanPath, err)
-	}
-	res.Resumed = activity.HasHeartbeatDetails(ctx)
-	var objects cleanup.ObjectStore
-	if len(plan.Objects) > 0 {
-		objects = &objectStore{a: a}
-	}
-	var snapshots cleanup.SnapshotStore
-	if a.Operator != nil {
-		snapshots = a.Operator
-	}
-	ex, err := cleanup.NewExecutor(cleanup.ExecutorConfig{
-		FS: dest.FS, Guard: dest.Guard, TrashRoot: dest.Trash, AuditRoot: dest.Audit, RunID: in.RunID, Objects: objects, Snapshots: snapshots,
-		Live: func(ctx context.Context) (cleanup.Live, error) {
-			inv, err := a.Inventory.Discover(ctx)
-			if err != nil {
-				return cleanup.Live{}, err
-			}
-			live, _, err := a.liveInventory(ctx, inv)
-			return live, err
-		},
-		Progress: func(p cleanup.Progress) {
-			activity.RecordHeartbeat(ctx, ExecuteProgress{RunID: p.RunID, Done: p.Done, Total: p.Total, Last: p.Last.Path})
-		},
-		Now: a.now,
-	})
-	if err != nil {
-		return res, classify("configure executor", err)
-	}
-	out, runErr := ex.Run(ctx, plan)
-	res.ManifestDir, res.TrashRoot = out.ManifestDir, dest.Trash
-	if runErr != nil {
-		return res, classify("execute plan "+in.PlanPath, runErr)
-	}
-	recs, err := cleanup.ReadManifest(ctx, dest.FS, dest.ManifestRoot(), in.RunID)
-	if err != nil {
-		return res, classify("read audit manifest", err)
-	}
-	tally := cleanup.TallyManifest(plan, recs)
-	res.Items, res.Files, res.Dirs, res.Bytes, res.Objects = tally.Reclaimed.Items, tally.Reclaimed.Files, tally.Reclaimed.Dirs, tally.Reclaimed.Bytes, tally.Reclaimed.Objects
-	res.Tenants, res.Outcomes = tally.Tenants, tally.Outcomes
-	for _, r := range tally.Unfinished[:min(len(tally.Unfinished), MaxPlanSample)] {
-		res.Refused = append(res.Refused, RecordBrief{Path: r.Path, Outcome: string(r.Outcome), Detail: r.Detail})
-	}
-	res.ObjectOutcomes = objectOutcomes(plan, tally.Last)
-	for _, it := range plan.Delete {
-		for _, r := range tally.Last[it.Path].Resources {
-			if len(res.SnapshotResources) < MaxPlanSample {
-				res.SnapshotResources = append(res.SnapshotResources, it.Path+": "+r)
-			}
-		}
-	}
-	if a.Metrics != nil {
-		for _, t := range res.Tenants {
-			a.Metrics.CleanupReclaimed(t.Tenant, t.Files, t.Bytes)
-			a.Metrics.CleanupObjectsRemoved(t.Tenant, t.Objects)
-		}
-		a.Metrics.Succeeded(OpExecuteCleanup, a.now())
-	}
-	activity.GetLogger(ctx).Info("cleanup executed", "run", in.RunID, "items", res.Items, "files", res.Files, "bytes", res.Bytes, "objects", res.Objects, "manifest", res.ManifestDir)
-	return res, nil
 }
 
 // PurgeTrash removes trash runs older than the TTL from the worker's trash

@@ -34,6 +34,11 @@ type PlanCleanupInput struct {
 	RunID  string
 	Scope  Scope
 	Policy CleanupPolicy
+	// ShardItems, when > 0, writes the plan sharded: a header and shards
+	// of at most this many items, which ExecuteCleanupPart runs one at a
+	// time on any worker. 0 writes one plan.json (the format before
+	// sharding).
+	ShardItems int
 }
 
 // RuleTotals counts the items one rule selects (or one keep reason keeps).
@@ -130,6 +135,9 @@ type PlanSummary struct {
 	ObjectSampleTruncated bool          `json:"objectSampleTruncated,omitempty"`
 	// ScopeTenants are the tenants the plan covers, with their roots.
 	ScopeTenants []inventory.Tenant `json:"scopeTenants,omitempty"`
+	// Shards is how many shards of items a sharded plan has (0: the plan
+	// is one document); its Kubernetes objects are one more part.
+	Shards int `json:"shards,omitempty"`
 }
 
 // PlanCleanupResult is the summary of the plan written to storage.
@@ -145,9 +153,33 @@ type ExecuteCleanupInput struct {
 	PlanSHA256 string
 }
 
-// ExecuteProgress is the heartbeat of ExecuteCleanup.
+// ExecuteCleanupPartInput carries out one part of a sharded plan: shard
+// Shard (0-based) of its items, or, with Objects set, its Kubernetes
+// objects. Parts act on disjoint items and keep their own manifest
+// segments, so they can run at once on several workers.
+type ExecuteCleanupPartInput struct {
+	RunID      string
+	PlanPath   string
+	PlanSHA256 string
+	Shard      int
+	Objects    bool
+}
+
+// ExecuteCleanupPartResult counts one part's items by how they ended.
+type ExecuteCleanupPartResult struct {
+	Part    string `json:"part"`
+	Total   int    `json:"total"`
+	Removed int    `json:"removed"`
+	Refused int    `json:"refused,omitempty"`
+	Gone    int    `json:"gone,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
+}
+
+// ExecuteProgress is the heartbeat of ExecuteCleanup and
+// ExecuteCleanupPart.
 type ExecuteProgress struct {
 	RunID string `json:"runId"`
+	Part  string `json:"part,omitempty"`
 	Done  int    `json:"done"`
 	Total int    `json:"total"`
 	Last  string `json:"last,omitempty"`

@@ -41,6 +41,7 @@ type govFlags struct {
 	grace, retiredTTL, savepointMaxAge, haTTL   time.Duration
 	orphanTTL                                   time.Duration
 	approvalTimeout, executeTimeout, purgeAfter time.Duration
+	shardItems, executeParallelism              int
 	keepSavepoints                              int
 	operatorSnapshots                           string
 	deleteLatestRetired, ignoreDrills           bool
@@ -68,7 +69,9 @@ func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
 	fl.BoolVar(&f.deleteLatestRetired, "delete-latest-retired-checkpoint", false, "also delete a retired job's latest checkpoint when no newer savepoint exists")
 	fl.BoolVar(&f.ignoreDrills, "ignore-drills", false, "let retention delete the newest savepoint of a job that passed a restore drill (default: kept)")
 	fl.DurationVar(&f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
-	fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt (default 2h)")
+	fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt, of one plan shard (default 2h)")
+	fl.IntVar(&f.shardItems, "shard-items", 0, "items per plan shard; each shard is executed as its own activity, on any worker (default 10000)")
+	fl.IntVar(&f.executeParallelism, "execute-parallelism", 0, "plan shards executed at once across the workers (default 4)")
 	fl.StringVar(&f.reportDir, "report-dir", "", "where reports go (default next to the plan)")
 	fl.Float64Var(&f.warning, "warning-percent", 0, "quota warning watermark (default 80)")
 	fl.Float64Var(&f.critical, "critical-percent", 0, "quota critical watermark (default 90)")
@@ -93,6 +96,7 @@ func (f *govFlags) input() (workflows.GovernanceInput, error) {
 		},
 		ApprovalTimeout: workflows.Duration(f.approvalTimeout), ExecuteTimeout: workflows.Duration(f.executeTimeout),
 		PurgeTrashAfter: workflows.Duration(f.purgeAfter), WarningPercent: f.warning, CriticalPercent: f.critical,
+		ShardItems: f.shardItems, ExecuteParallelism: f.executeParallelism,
 	}
 	var err error
 	if in.OverrideFreeze, err = freezeOverride(f.overrideFreeze, f.reason, "this run may change state"); err != nil {

@@ -170,11 +170,18 @@ func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 	return r.finish(ctx, GovernancePhaseCompleted)
 }
 
+// changeShardedPlan writes the plan in shards that several workers
+// execute at once; a run planned before it executes its one plan.json.
+const changeShardedPlan = "governance-sharded-plan-2026-12-02"
+
 func (r *governanceRun) plan(ctx workflow.Context) error {
 	var a *activities.Activities
 	var res activities.PlanCleanupResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, planCleanupOptions()), a.PlanCleanup,
-		activities.PlanCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Policy: r.in.Policy.activityPolicy()}).Get(ctx, &res)
+	in := activities.PlanCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Policy: r.in.Policy.activityPolicy()}
+	if workflow.GetVersion(ctx, changeShardedPlan, workflow.DefaultVersion, 1) >= 1 {
+		in.ShardItems = r.in.ShardItems
+	}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, planCleanupOptions()), a.PlanCleanup, in).Get(ctx, &res)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
@@ -285,13 +292,68 @@ func (r *governanceRun) execute(ctx workflow.Context) error {
 	r.setPhase(ctx, GovernancePhaseExecuting)
 	var a *activities.Activities
 	var res activities.ExecuteCleanupResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeCleanupOptions(r.in.ExecuteTimeout.D())), a.ExecuteCleanup,
-		activities.ExecuteCleanupInput{RunID: r.st.RunID, PlanPath: r.st.Plan.PlanPath, PlanSHA256: r.st.Plan.PlanSHA256}).Get(ctx, &res)
-	if err != nil {
+	in := activities.ExecuteCleanupInput{RunID: r.st.RunID, PlanPath: r.st.Plan.PlanPath, PlanSHA256: r.st.Plan.PlanSHA256}
+	actx := workflow.WithActivityOptions(ctx, executeCleanupOptions(r.in.ExecuteTimeout.D()))
+	if r.st.Plan.Shards > 0 {
+		if err := r.executeShards(ctx, in); err != nil {
+			return err
+		}
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, tallyCleanupOptions()), a.TallyCleanup, in).Get(ctx, &res); err != nil {
+			return fmt.Errorf("tally the executed plan: %w", err)
+		}
+	} else if err := workflow.ExecuteActivity(actx, a.ExecuteCleanup, in).Get(ctx, &res); err != nil {
 		return fmt.Errorf("execute: %w", err)
 	}
 	r.st.Execution = &res
 	r.logger.Info("cleanup executed", "items", res.Items, "files", res.Files, "bytes", res.Bytes)
+	return nil
+}
+
+// executeShards runs the plan's shards as separate activities, at most
+// ExecuteParallelism at once, so the workers polling the queue share them;
+// then its Kubernetes objects, after every path. Once a shard fails no
+// other is started; those running are let finish (each item is atomic and
+// recorded), and the first failure is returned.
+func (r *governanceRun) executeShards(ctx workflow.Context, in activities.ExecuteCleanupInput) error {
+	var a *activities.Activities
+	actx := workflow.WithActivityOptions(ctx, executeCleanupOptions(r.in.ExecuteTimeout.D()))
+	part := func(shard int, objects bool) workflow.Future {
+		return workflow.ExecuteActivity(actx, a.ExecuteCleanupPart, activities.ExecuteCleanupPartInput{
+			RunID: in.RunID, PlanPath: in.PlanPath, PlanSHA256: in.PlanSHA256, Shard: shard, Objects: objects})
+	}
+	shards := r.st.Plan.Shards
+	sel := workflow.NewSelector(ctx)
+	var failed error
+	next, running := 0, 0
+	for {
+		for failed == nil && next < shards && running < r.in.ExecuteParallelism {
+			i := next
+			next++
+			running++
+			sel.AddFuture(part(i, false), func(f workflow.Future) {
+				running--
+				if err := f.Get(ctx, nil); err != nil {
+					if failed == nil {
+						failed = fmt.Errorf("execute shard %d of %d: %w", i+1, shards, err)
+					}
+					return
+				}
+				r.st.ShardsExecuted++
+			})
+		}
+		if running == 0 {
+			break
+		}
+		sel.Select(ctx)
+	}
+	if failed != nil {
+		return failed
+	}
+	if r.st.Plan.Objects > 0 {
+		if err := part(0, true).Get(ctx, nil); err != nil {
+			return fmt.Errorf("execute the plan's Kubernetes objects: %w", err)
+		}
+	}
 	return nil
 }
 

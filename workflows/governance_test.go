@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
@@ -27,8 +29,13 @@ type govFixture struct {
 	samples   int
 	documents map[string]string
 	planItems int64
-	usage     []activities.TenantUsageInput
-	usageErr  error
+	// shards, when set, makes the plan sharded; partErr fails one part.
+	shards   int
+	parts    []activities.ExecuteCleanupPartInput
+	partErr  func(activities.ExecuteCleanupPartInput) error
+	tallies  int
+	usage    []activities.TenantUsageInput
+	usageErr error
 }
 
 const testPlanSHA = "5f1e0c3a"
@@ -49,8 +56,24 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 			RunID: in.RunID, PlanPath: "hdfs://nn/flinkmaint/plans/" + in.RunID + "/plan.json", PlanSHA256: testPlanSHA,
 			Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems, Action: string(in.Policy.Action),
 			Tenants:      []activities.TenantPlan{{Tenant: "team-a", Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems}},
-			ScopeTenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
+			ScopeTenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}}, Shards: f.shards, Objects: int64(min(f.shards, 1)),
 		}}, nil
+	})
+	var mu sync.Mutex
+	f.env.OnActivity(a.ExecuteCleanupPart, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupPartInput) (activities.ExecuteCleanupPartResult, error) {
+		mu.Lock()
+		f.parts = append(f.parts, in)
+		mu.Unlock()
+		if f.partErr != nil {
+			if err := f.partErr(in); err != nil {
+				return activities.ExecuteCleanupPartResult{}, err
+			}
+		}
+		return activities.ExecuteCleanupPartResult{Total: 1, Removed: 1}, nil
+	})
+	f.env.OnActivity(a.TallyCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
+		f.tallies++
+		return activities.ExecuteCleanupResult{RunID: in.RunID, Total: f.shards + 1, Items: int64(f.shards + 1)}, nil
 	})
 	f.env.OnActivity(a.ExecuteCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
 		f.executed = append(f.executed, in)
@@ -278,6 +301,68 @@ func TestGovernanceAutoExecutesAndPurges(t *testing.T) {
 	}
 }
 
+// A sharded plan is executed shard by shard as separate activities, each
+// exactly once, then its Kubernetes objects, then tallied; the plan was
+// asked for in shards of the default size.
+func TestGovernanceExecutesAShardedPlanPartByPart(t *testing.T) {
+	f := newGovFixture(t)
+	f.shards = 7
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto, ExecuteParallelism: 3})
+	rep := f.report()
+	if len(f.planned) != 1 || f.planned[0].ShardItems != cleanup.DefaultShardItems {
+		t.Fatalf("plan requests %+v; want one with shards of %d items", f.planned, cleanup.DefaultShardItems)
+	}
+	if len(f.executed) != 0 || f.tallies != 1 || rep.Execution == nil || rep.Execution.Items != 8 {
+		t.Fatalf("whole-plan executions %d, tallies %d, execution %+v", len(f.executed), f.tallies, rep.Execution)
+	}
+	seen := map[int]int{}
+	for i, p := range f.parts {
+		if p.Objects {
+			if i != len(f.parts)-1 {
+				t.Fatalf("objects executed as part %d of %d: want them after every shard", i+1, len(f.parts))
+			}
+			continue
+		}
+		seen[p.Shard]++
+	}
+	for i := range f.shards {
+		if seen[i] != 1 {
+			t.Fatalf("shard %d executed %d times; parts %+v", i, seen[i], f.parts)
+		}
+	}
+	if st := f.status(); st.ShardsExecuted != 7 {
+		t.Fatalf("status counts %d shards executed; want 7", st.ShardsExecuted)
+	}
+}
+
+// A shard that fails stops the run: no shard is started after it, the
+// objects are not touched, nothing is tallied as if complete.
+func TestGovernanceShardFailureStopsTheRun(t *testing.T) {
+	f := newGovFixture(t)
+	f.shards = 9
+	f.partErr = func(in activities.ExecuteCleanupPartInput) error {
+		if in.Shard == 1 && !in.Objects {
+			return temporal.NewNonRetryableApplicationError("plan shard changed", activities.ErrTypeCleanupPlanChanged, nil)
+		}
+		return nil
+	}
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto, ExecuteParallelism: 2})
+	if !f.env.IsWorkflowCompleted() || f.env.GetWorkflowError() == nil {
+		t.Fatal("the run did not fail")
+	}
+	if !strings.Contains(f.env.GetWorkflowError().Error(), "execute shard 2 of 9") {
+		t.Fatalf("error %v; want it to name the shard", f.env.GetWorkflowError())
+	}
+	if len(f.parts) > 3 || f.tallies != 0 {
+		t.Fatalf("%d parts run, %d tallies after shard 2 failed with 2 at once: %+v", len(f.parts), f.tallies, f.parts)
+	}
+	for _, p := range f.parts {
+		if p.Objects {
+			t.Fatal("the plan's objects were executed after a shard failed")
+		}
+	}
+}
+
 // An execution whose tenant another run holds waits, visibly, until it is
 // released; the plan it made before is made again, since the held tenant
 // changed meanwhile, and the lock is given back once it executed.
@@ -384,6 +469,9 @@ func TestGovernanceInputValidation(t *testing.T) {
 		"ttl < grace":    {GovernanceInput{Policy: GovernancePolicy{Grace: Duration(2 * time.Hour), RetiredJobTTL: Duration(time.Hour)}}, "policy.retiredJobTTL"},
 		"bad pin":        {GovernanceInput{Policy: GovernancePolicy{PinnedSavepoints: []string{"relative/sp"}}}, "policy.pinnedSavepoints[0]"},
 		"bad watermark":  {GovernanceInput{WarningPercent: 95, CriticalPercent: 90}, "warningPercent=95"},
+		"negative shard": {GovernanceInput{ShardItems: -1}, "shardItems=-1: use 1 to 100000"},
+		"huge shard":     {GovernanceInput{ShardItems: 100_001}, "shardItems=100001"},
+		"parallelism":    {GovernanceInput{ExecuteParallelism: 65}, "executeParallelism=65: use 1 to 64"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var s testsuite.WorkflowTestSuite

@@ -93,8 +93,15 @@ type GovernanceInput struct {
 	// ApprovalTimeout is how long plan-and-approve waits; then the run
 	// ends as expired and nothing is touched. Default 24h.
 	ApprovalTimeout Duration `json:"approvalTimeout,omitempty"`
-	// ExecuteTimeout bounds one attempt of the executor. Default 2h.
+	// ExecuteTimeout bounds one attempt of the executor (of one shard of
+	// a sharded plan). Default 2h.
 	ExecuteTimeout Duration `json:"executeTimeout,omitempty"`
+	// ShardItems is how many items one shard of the plan holds; shards are
+	// executed as separate activities, on any worker. Default 10000.
+	ShardItems int `json:"shardItems,omitempty"`
+	// ExecuteParallelism is how many shards are executed at once (across
+	// the workers polling the queue). Default 4.
+	ExecuteParallelism int `json:"executeParallelism,omitempty"`
 	// PurgeTrashAfter, when set, purges trash runs unchanged for this long
 	// after executing.
 	PurgeTrashAfter Duration `json:"purgeTrashAfter,omitempty"`
@@ -105,12 +112,22 @@ type GovernanceInput struct {
 	CriticalPercent float64 `json:"criticalPercent,omitempty"`
 }
 
+// Bounds of a governance run's sharded execution.
+const (
+	defaultExecuteParallelism = 4
+	maxExecuteParallelism     = 64
+	// maxShardItems keeps a shard well under what an executor reads at once.
+	maxShardItems = 100_000
+)
+
 // ApplyDefaults fills zero values.
 func (in *GovernanceInput) ApplyDefaults() {
 	setStr(&in.Mode, ModePlan)
 	setStr(&in.Policy.Action, CleanupActionTrash)
 	setDur(&in.ApprovalTimeout, 24*time.Hour)
 	setDur(&in.ExecuteTimeout, 2*time.Hour)
+	setInt(&in.ShardItems, cleanup.DefaultShardItems)
+	setInt(&in.ExecuteParallelism, defaultExecuteParallelism)
 	setFloat(&in.WarningPercent, 80)
 	setFloat(&in.CriticalPercent, 90)
 }
@@ -153,6 +170,12 @@ func (in *GovernanceInput) validate(name func(field string) string) error {
 		bad("policy.operatorSnapshots", "=%q: use %s (default: delete a FlinkStateSnapshot with the savepoint it names) or %s (keep such savepoints)",
 			p.OperatorSnapshots, cleanup.OperatorSnapshotsDelete, cleanup.OperatorSnapshotsKeep)
 	}
+	if in.ShardItems < 1 || in.ShardItems > maxShardItems {
+		bad("shardItems", "=%d: use 1 to %d (0 takes the default %d)", in.ShardItems, maxShardItems, cleanup.DefaultShardItems)
+	}
+	if in.ExecuteParallelism < 1 || in.ExecuteParallelism > maxExecuteParallelism {
+		bad("executeParallelism", "=%d: use 1 to %d (0 takes the default %d)", in.ExecuteParallelism, maxExecuteParallelism, defaultExecuteParallelism)
+	}
 	if p.KeepSavepoints < 0 {
 		bad("policy.keepSavepoints", "=%d: use 1 or more (0 takes the default 2)", p.KeepSavepoints)
 	}
@@ -184,12 +207,14 @@ func (in *GovernanceInput) validate(name func(field string) string) error {
 
 // GovernanceState is a run's progress: the status query returns it.
 type GovernanceState struct {
-	RunID            string                           `json:"runId"`
-	Mode             string                           `json:"mode"`
-	Phase            string                           `json:"phase"`
-	StartedAt        time.Time                        `json:"startedAt"`
-	FinishedAt       time.Time                        `json:"finishedAt,omitempty"`
-	Plan             *activities.PlanSummary          `json:"plan,omitempty"`
+	RunID      string                  `json:"runId"`
+	Mode       string                  `json:"mode"`
+	Phase      string                  `json:"phase"`
+	StartedAt  time.Time               `json:"startedAt"`
+	FinishedAt time.Time               `json:"finishedAt,omitempty"`
+	Plan       *activities.PlanSummary `json:"plan,omitempty"`
+	// ShardsExecuted counts the plan's shards done so far.
+	ShardsExecuted   int                              `json:"shardsExecuted,omitempty"`
 	ApprovalDeadline time.Time                        `json:"approvalDeadline,omitempty"`
 	Approval         *ApprovalRecord                  `json:"approval,omitempty"`
 	Execution        *activities.ExecuteCleanupResult `json:"execution,omitempty"`

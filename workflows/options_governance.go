@@ -27,6 +27,15 @@ func executeCleanupOptions(timeout time.Duration) workflow.ActivityOptions {
 	}
 }
 
+// tallyCleanupOptions: reading a run's plan shards and manifests back.
+func tallyCleanupOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    5 * time.Minute,
+		RetryPolicy:         standardRetry(10),
+	}
+}
+
 // purgeOptions: walking trash runs; bounded, few retries.
 func purgeOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{

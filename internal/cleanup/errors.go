@@ -14,6 +14,9 @@ var (
 	// ErrInvalidPlan: a plan handed to the executor is malformed or does
 	// not fit the executor's configuration. Not retryable.
 	ErrInvalidPlan = errors.New("cleanup: invalid plan")
+	// ErrPlanChanged: a shard on storage is not the one the approved
+	// header names. Not retryable: plan again.
+	ErrPlanChanged = errors.New("cleanup: plan changed since approval")
 	// ErrInvalidConfig: the executor configuration is unusable.
 	ErrInvalidConfig = errors.New("cleanup: invalid executor configuration")
 	// ErrOutsideRoots: a destructive path is not under the configured

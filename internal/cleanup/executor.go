@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +38,10 @@ type ExecutorConfig struct {
 	AuditRoot string
 	// RunID names the run; a second Run with the same id resumes it.
 	RunID string
+	// Part names this executor's share of a sharded run (see ShardPart);
+	// its manifest segments are its own, so parts can run at once on
+	// several workers. Empty for a whole plan.
+	Part string
 	// Concurrency bounds items acted on at once (default 4).
 	Concurrency int
 	// BatchSize is the number of items between manifest writes and
@@ -113,6 +116,9 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if err := checkRunID(cfg.RunID); err != nil {
 		return nil, err
 	}
+	if err := checkPart(cfg.Part); err != nil {
+		return nil, err
+	}
 	base := cfg.FS.URI().String()
 	for _, f := range []struct {
 		name string
@@ -159,7 +165,7 @@ func (e *Executor) trashPath(item string) string {
 // item makes the plan invalid, never a partial run.
 func (e *Executor) validate(plan Plan) error {
 	if plan.Version < oldestPlanVersion || plan.Version > PlanVersion {
-		return invalidPlan("version %d; this executor reads versions %d to %d", plan.Version, oldestPlanVersion, PlanVersion)
+		return invalidPlan("version %d; this executor reads versions %d to %d (a sharded plan runs part by part, see PartPlan)", plan.Version, oldestPlanVersion, PlanVersion)
 	}
 	if plan.Version < 2 && len(plan.Objects) > 0 {
 		return invalidPlan("version %d cannot hold Kubernetes objects, yet it lists %d", plan.Version, len(plan.Objects))
@@ -210,11 +216,8 @@ func (e *Executor) validate(plan Plan) error {
 			}
 		}
 	}
-	sort.Strings(paths)
-	for i := 1; i < len(paths); i++ {
-		if under(paths[i], paths[i-1]) {
-			return invalidPlan("item %s lies inside item %s", paths[i], paths[i-1])
-		}
+	if err := checkNesting(paths); err != nil {
+		return err
 	}
 	if err := e.validateObjects(plan, check); err != nil {
 		return err
@@ -222,7 +225,7 @@ func (e *Executor) validate(plan Plan) error {
 	if err := e.validateSnapshots(plan, check); err != nil {
 		return err
 	}
-	return check(e.ManifestDir() + "/" + segmentName(1))
+	return check(e.ManifestDir() + "/" + segmentName(e.cfg.Part, 1))
 }
 
 // Run carries out plan. It is safe to call again with the same RunID after
@@ -244,7 +247,7 @@ func (e *Executor) Run(ctx context.Context, plan Plan) (Result, error) {
 			return Result{}, &Error{Op: "stat trash root", Path: e.cfg.TrashRoot, Kind: ErrInvalidConfig, Err: errors.New("not a directory")}
 		}
 	}
-	man, last, err := loadManifest(ctx, e.cfg.FS, e.ManifestDir())
+	man, last, err := loadManifest(ctx, e.cfg.FS, e.ManifestDir(), e.cfg.Part)
 	if err != nil {
 		return Result{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,27 +62,57 @@ type Record struct {
 
 const manifestPrefix = "manifest-"
 
-// manifest is the audit log of one run: append-only segments
-// manifest-000001.jsonl, manifest-000002.jsonl, ... The storage port
+// manifest is the audit log of one run, or of one part of a sharded run:
+// append-only segments manifest-000001.jsonl, manifest-000002.jsonl, ...
+// (a part's are manifest-<part>-000001.jsonl, ...). The storage port
 // creates files but never appends or overwrites, so each batch writes a new
 // segment; a crash can at worst leave the last line of a segment cut.
+// Parts of one run act on disjoint items, so they can be written by
+// several workers at once.
 type manifest struct {
 	fs   storage.FileSystem
 	dir  string
+	part string
 	next int
 }
 
-func segmentName(seq int) string { return fmt.Sprintf("%s%06d.jsonl", manifestPrefix, seq) }
+var partPattern = regexp.MustCompile(`^[a-z0-9]{1,16}$`)
 
-// loadManifest reads every segment of dir (missing dir: empty run) and
-// returns the last record per path.
-func loadManifest(ctx context.Context, fsys storage.FileSystem, dir string) (*manifest, map[string]Record, error) {
-	m := &manifest{fs: fsys, dir: dir, next: 1}
+func segmentName(part string, seq int) string {
+	if part == "" {
+		return fmt.Sprintf("%s%06d.jsonl", manifestPrefix, seq)
+	}
+	return fmt.Sprintf("%s%s-%06d.jsonl", manifestPrefix, part, seq)
+}
+
+// segmentSeq returns the sequence number of a segment of part, or false
+// when name is not one.
+func segmentSeq(name, part string) (int, bool) {
+	prefix := manifestPrefix
+	if part != "" {
+		prefix += part + "-"
+	}
+	num, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return 0, false
+	}
+	num, ok = strings.CutSuffix(num, ".jsonl")
+	if !ok || len(num) != 6 {
+		return 0, false
+	}
+	seq, err := strconv.Atoi(num)
+	return seq, err == nil && seq > 0
+}
+
+// loadManifest reads every segment of part in dir (missing dir: empty run)
+// and returns the last record per path.
+func loadManifest(ctx context.Context, fsys storage.FileSystem, dir, part string) (*manifest, map[string]Record, error) {
+	m := &manifest{fs: fsys, dir: dir, part: part, next: 1}
 	last := map[string]Record{}
 	var segs []string
 	err := fsys.List(ctx, dir, 0, func(batch []storage.FileInfo) error {
 		for _, fi := range batch {
-			if !fi.IsDir && strings.HasPrefix(fi.Name, manifestPrefix) && strings.HasSuffix(fi.Name, ".jsonl") {
+			if _, ok := segmentSeq(fi.Name, part); ok && !fi.IsDir {
 				segs = append(segs, fi.Name)
 			}
 		}
@@ -95,10 +126,7 @@ func loadManifest(ctx context.Context, fsys storage.FileSystem, dir string) (*ma
 	}
 	sort.Strings(segs)
 	for _, name := range segs {
-		seq, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, manifestPrefix), ".jsonl"))
-		if err != nil {
-			return nil, nil, &Error{Op: "load manifest", Path: dir + "/" + name, Kind: ErrManifestCorrupt, Err: fmt.Errorf("segment name: %w", err)}
-		}
+		seq, _ := segmentSeq(name, part)
 		if seq >= m.next {
 			m.next = seq + 1
 		}
@@ -132,7 +160,7 @@ func (m *manifest) append(ctx context.Context, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if err := writeRecords(ctx, m, segmentName(m.next), recs); err != nil {
+	if err := writeRecords(ctx, m, segmentName(m.part, m.next), recs); err != nil {
 		return err
 	}
 	m.next++
@@ -154,10 +182,19 @@ func encodeRecords(recs []Record) ([]byte, error) {
 
 // ReadManifest returns the final state of every item of a run, sorted by path.
 func ReadManifest(ctx context.Context, fsys storage.FileSystem, auditRoot, runID string) ([]Record, error) {
+	return ReadManifestPart(ctx, fsys, auditRoot, runID, "")
+}
+
+// ReadManifestPart returns the final state of every item of one part of a
+// sharded run (see ShardPart), sorted by path.
+func ReadManifestPart(ctx context.Context, fsys storage.FileSystem, auditRoot, runID, part string) ([]Record, error) {
 	if err := checkRunID(runID); err != nil {
 		return nil, err
 	}
-	_, last, err := loadManifest(ctx, fsys, strings.TrimSuffix(auditRoot, "/")+"/"+runID)
+	if err := checkPart(part); err != nil {
+		return nil, err
+	}
+	_, last, err := loadManifest(ctx, fsys, strings.TrimSuffix(auditRoot, "/")+"/"+runID, part)
 	if err != nil {
 		return nil, err
 	}
@@ -167,4 +204,11 @@ func ReadManifest(ctx context.Context, fsys storage.FileSystem, auditRoot, runID
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+func checkPart(part string) error {
+	if part != "" && !partPattern.MatchString(part) {
+		return &Error{Op: "configure", Kind: ErrInvalidConfig, Err: fmt.Errorf("manifest part %q: want 1-16 characters of a-z 0-9", part)}
+	}
+	return nil
 }

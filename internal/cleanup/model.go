@@ -304,7 +304,9 @@ type TenantSummary struct {
 // PlanVersion is the current plan format. Version 2 added Kubernetes
 // objects, version 3 the FlinkStateSnapshot resources deleted with a
 // savepoint: an executor that reads only an older version refuses such a
-// plan rather than silently leaving them out.
+// plan rather than silently leaving them out. Version 4
+// (ShardedPlanVersion) is a version 3 plan whose items are in shards; see
+// Shard. BuildPlan makes version 3, Shard turns it into 4.
 const PlanVersion = 3
 
 // oldestPlanVersion is the oldest plan format the executor still runs (a
@@ -336,4 +338,7 @@ type Plan struct {
 	Spellings Spellings `json:"spellings,omitempty"`
 	// RetiredClusters are the clusters the inventory declared gone.
 	RetiredClusters []string `json:"retiredClusters,omitempty"`
+	// Shards and KeptShards hold a sharded plan's Delete and Keep.
+	Shards     []PlanShard `json:"shards,omitempty"`
+	KeptShards []PlanShard `json:"keptShards,omitempty"`
 }

@@ -82,3 +82,37 @@ func TallyManifest(plan Plan, recs []Record) Tally {
 	sort.Slice(t.Tenants, func(i, j int) bool { return t.Tenants[i].Tenant < t.Tenants[j].Tenant })
 	return t
 }
+
+// Merge adds o, the tally of another part of the same run (disjoint
+// items), to t. Last and Unfinished are appended as they are.
+func (t *Tally) Merge(o Tally) {
+	add := func(dst *TenantReclaim, src TenantReclaim) {
+		dst.Items += src.Items
+		dst.Files += src.Files
+		dst.Dirs += src.Dirs
+		dst.Bytes += src.Bytes
+		dst.Objects += src.Objects
+	}
+	add(&t.Reclaimed, o.Reclaimed)
+	for _, ot := range o.Tenants {
+		i := sort.Search(len(t.Tenants), func(i int) bool { return t.Tenants[i].Tenant >= ot.Tenant })
+		if i == len(t.Tenants) || t.Tenants[i].Tenant != ot.Tenant {
+			t.Tenants = append(t.Tenants[:i], append([]TenantReclaim{{Tenant: ot.Tenant}}, t.Tenants[i:]...)...)
+		}
+		add(&t.Tenants[i], ot)
+	}
+	for _, oc := range o.Outcomes {
+		i := sort.Search(len(t.Outcomes), func(i int) bool { return t.Outcomes[i].Outcome >= oc.Outcome })
+		if i == len(t.Outcomes) || t.Outcomes[i].Outcome != oc.Outcome {
+			t.Outcomes = append(t.Outcomes[:i], append([]OutcomeCount{{Outcome: oc.Outcome}}, t.Outcomes[i:]...)...)
+		}
+		t.Outcomes[i].Items += oc.Items
+	}
+	t.Unfinished = append(t.Unfinished, o.Unfinished...)
+	if len(o.Last) > 0 && t.Last == nil {
+		t.Last = map[string]Record{}
+	}
+	for p, r := range o.Last {
+		t.Last[p] = r
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -130,16 +132,18 @@ func retriedElsewhere(t *testing.T, ctx context.Context, c client.Client, wfID, 
 	}
 }
 
-// TestGovernanceWithThreeWorkersOneKilled executes an approved cleanup of
-// 600 retired checkpoint dirs with three worker processes on one task
-// queue and kills, with SIGKILL, the one executing it once items are being
-// moved. Another worker takes the execution over when its heartbeat times
-// out and resumes from the audit manifest: every planned item ends in the
+// TestGovernanceWithThreeWorkersOneKilled cleans up 50,000 files (2,000
+// retired job dirs of 25 files each) with three worker processes on one
+// task queue. The plan, in shards of 250 items, holds exactly what a plan
+// in one shard holds. Its shards are executed at once on several workers,
+// and the worker executing one is killed with SIGKILL once items are
+// being moved: another takes that shard over when its heartbeat times out
+// and resumes from the shard's manifest. Every planned item ends in the
 // trash exactly once, none is left in place, nothing else is touched.
 func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 	peers := sandbox.RequirePeers(t)
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
 	suffix := randomHex(4)
@@ -161,25 +165,17 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Retired job dirs: a checkpoint each, untouched for 30 days, no job
-	// and no retained _metadata refers to them.
-	const items = 600
+	// Retired job dirs: no job and no retired _metadata refers to them.
+	tree := sandbox.RetiredJobTree{Dir: plain + "/tenant/checkpoints", Jobs: 2000, FilesPerJob: 25}
+	start := time.Now()
+	if err := tree.Write(ctx, peers, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %d files in %d job dirs in %s", tree.Files(), tree.Jobs, time.Since(start).Round(time.Millisecond))
+	items := tree.Jobs
 	garbage := map[string]bool{}
-	longAgo := time.Now().Add(-30 * 24 * time.Hour)
 	for i := range items {
-		dir := fmt.Sprintf("%s/tenant/checkpoints/%032x", plain, i+1)
-		if err := hc.MkdirAll(dir+"/chk-1", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := hc.CreateEmptyFile(dir + "/chk-1/state"); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []string{dir + "/chk-1/state", dir + "/chk-1", dir} {
-			if err := hc.Chtimes(p, longAgo, longAgo); err != nil {
-				t.Fatal(err)
-			}
-		}
-		garbage[peers.HDFS.URI+dir] = true
+		garbage[peers.HDFS.URI+tree.JobDir(i)] = true
 	}
 	// One real cluster whose dirs are this test's own: nothing of other
 	// tests is in scope.
@@ -207,30 +203,63 @@ cleanup:
   planDir: %s
 `, tmp.HostPort, queue, peers.HDFS.User, root, invPath, root+"/trash", root+"/plans"))
 
-	in := workflows.GovernanceInput{RunID: "mw-" + suffix, Reason: "multi-worker test", Mode: workflows.ModeAuto,
-		Scope: activities.Scope{Tenants: []string{tenant}}}
-	wfID := workflows.GovernanceWorkflowID(in.RunID)
-	wf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: queue}, workflows.GovernanceWorkflowType, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	resolver := &storage.Resolver{HDFS: storage.HDFSOptions{User: peers.HDFS.User}}
 	t.Cleanup(func() { _ = resolver.Close() })
 	fs, _, err := resolver.Resolve(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := root + "/trash/_audit"
-	recorded := func() int {
-		recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
+	// The files only just written are old enough for this policy.
+	policy := workflows.GovernancePolicy{Grace: workflows.Duration(time.Second), RetiredJobTTL: workflows.Duration(time.Second)}
+	govern := func(runID, mode string, shardItems int) (string, client.WorkflowRun) {
+		in := workflows.GovernanceInput{RunID: runID, Reason: "multi-worker test", Mode: mode, Policy: policy,
+			Scope: activities.Scope{Tenants: []string{tenant}}, ShardItems: shardItems, ExecuteParallelism: 3}
+		id := workflows.GovernanceWorkflowID(in.RunID)
+		wf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.GovernanceWorkflowType, in)
 		if err != nil {
-			return 0
+			t.Fatal(err)
 		}
-		return len(recs)
+		return id, wf
 	}
-	// Kill the executing worker once the manifest shows items moving.
-	killed := fleet.killWhileRunning(t, ctx, tmp.Client, func() string { return wfID }, "ExecuteCleanup", func() bool { return recorded() > 0 })
+	planOf := func(rep workflows.GovernanceReport) cleanup.Plan {
+		t.Helper()
+		_, pp, err := resolver.Resolve(ctx, rep.PlanPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cleanup.ReadPlan(ctx, fs, pp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// The plan in one shard, as one worker makes and reads it whole.
+	time.Sleep(time.Until(start.Add(2 * time.Second))) // the files must be older than the 1 s TTL
+	_, single := govern("mw-single-"+suffix, workflows.ModePlan, 100_000)
+	var singleRep workflows.GovernanceReport
+	if err := single.Get(ctx, &singleRep); err != nil {
+		t.Fatalf("single-shard plan: %v\n%s", err, fleet.tails())
+	}
+	whole := planOf(singleRep)
+	if len(whole.Shards) != 1 || len(whole.Delete) != items {
+		t.Fatalf("single-shard plan has %d shards and %d items; want 1 and %d", len(whole.Shards), len(whole.Delete), items)
+	}
+
+	runID := "mw-" + suffix
+	wfID, wf := govern(runID, workflows.ModeAuto, 250)
+	audit := root + "/trash/_audit"
+	shards := (items + 249) / 250
+	recorded := func() int {
+		n := 0
+		for i := range shards {
+			recs, _ := cleanup.ReadManifestPart(ctx, fs, audit, runID, cleanup.ShardPart(i))
+			n += len(recs)
+		}
+		return n
+	}
+	// Kill a worker executing a shard once the manifests show items moving.
+	killed := fleet.killWhileRunning(t, ctx, tmp.Client, func() string { return wfID }, "ExecuteCleanupPart", func() bool { return recorded() > 0 })
 	killedID := killed.Identity()
 	if n := recorded(); n >= items {
 		t.Fatalf("the execution recorded all %d items before the kill; make it longer", n)
@@ -240,22 +269,47 @@ cleanup:
 	if err := wf.Get(ctx, &rep); err != nil {
 		t.Fatalf("governance run: %v\n%s", err, fleet.tails())
 	}
-	if rep.Outcome != workflows.GovernancePhaseCompleted || rep.Execution == nil || rep.Execution.Items != items {
+	if rep.Outcome != workflows.GovernancePhaseCompleted || rep.Execution == nil || rep.Execution.Items != int64(items) || rep.Execution.Files != int64(tree.Files()) {
 		t.Fatalf("report outcome %s execution %+v", rep.Outcome, rep.Execution)
 	}
-	retriedElsewhere(t, ctx, tmp.Client, wfID, "ExecuteCleanup", killedID)
-
-	recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
-	if err != nil {
-		t.Fatal(err)
+	retriedElsewhere(t, ctx, tmp.Client, wfID, "ExecuteCleanupPart", killedID)
+	if ids := activityWorkers(t, ctx, tmp.Client, wfID, "ExecuteCleanupPart"); len(ids) < 2 {
+		t.Errorf("the shards ran on %v; want several workers", ids)
 	}
-	trashed := map[string]int{}
-	for _, r := range recs {
-		if !garbage[r.Path] {
-			t.Errorf("manifest records %s, which was not garbage", r.Path)
+
+	// The sharded plan is the single-shard plan.
+	sharded := planOf(rep)
+	if len(sharded.Shards) != shards {
+		t.Fatalf("sharded plan has %d shards; want %d", len(sharded.Shards), shards)
+	}
+	brief := func(p cleanup.Plan) []string {
+		var out []string
+		for _, it := range p.Delete {
+			out = append(out, fmt.Sprintf("%s %s %s %s %d/%d/%d", it.Path, it.Kind, it.Rule, it.Tenant, it.Files, it.Dirs, it.Bytes))
 		}
-		if r.Outcome == cleanup.OutcomeTrashed {
-			trashed[r.Path]++
+		for _, k := range p.Keep {
+			out = append(out, fmt.Sprintf("keep %s %s", k.Path, k.Reason))
+		}
+		sort.Strings(out)
+		return out
+	}
+	if a, b := brief(whole), brief(sharded); !slices.Equal(a, b) {
+		t.Fatalf("the sharded plan differs from the single-shard plan: %d vs %d entries", len(b), len(a))
+	}
+
+	trashed := map[string]int{}
+	for i := range shards {
+		recs, err := cleanup.ReadManifestPart(ctx, fs, audit, runID, cleanup.ShardPart(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if !garbage[r.Path] {
+				t.Errorf("manifest records %s, which was not garbage", r.Path)
+			}
+			if r.Outcome == cleanup.OutcomeTrashed {
+				trashed[r.Path]++
+			}
 		}
 	}
 	for g := range garbage {
@@ -266,10 +320,39 @@ cleanup:
 		if _, err := hc.Stat(p); err == nil {
 			t.Errorf("%s still in place", p)
 		}
-		if _, err := hc.Stat(plain + "/trash/" + in.RunID + p); err != nil {
-			t.Errorf("%s not in trash: %v", p, err)
+	}
+	// Everything is in the trash, file for file.
+	cs, err := hc.GetContentSummary(plain + "/trash/" + runID)
+	if err != nil || cs.FileCount() != tree.Files() {
+		t.Fatalf("trash of run %s holds %v files (%v); want %d", runID, cs, err, tree.Files())
+	}
+}
+
+// activityWorkers returns the identities of the workers that started
+// activityType in wfID's history.
+func activityWorkers(t *testing.T, ctx context.Context, c client.Client, wfID, activityType string) []string {
+	t.Helper()
+	scheduled := map[int64]bool{}
+	ids := map[string]bool{}
+	it := c.GetWorkflowHistory(ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
+			scheduled[e.GetEventId()] = true
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
+			ids[a.GetIdentity()] = true
 		}
 	}
+	out := make([]string, 0, len(ids))
+	for id := range ids {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // TestMaintenanceWindowWithThreeWorkersOneKilled runs a window over three

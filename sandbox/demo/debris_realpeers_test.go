@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,12 +102,8 @@ func TestDebrisIsWhatTheDemoCleanupReclaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := fs.ReadFile(ctx, p, 64<<20)
+	plan, err := cleanup.ReadPlan(ctx, fs, p)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var plan cleanup.Plan
-	if err := json.Unmarshal(data, &plan); err != nil {
 		t.Fatal(err)
 	}
 	planned := map[string]cleanup.Rule{}

@@ -1,0 +1,163 @@
+package cleanup
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// shardedFixture plans the usual garbage plus retired job dirs, enough for
+// several shards.
+func shardedFixture(t *testing.T, retired int) (*localEnv, Plan) {
+	t.Helper()
+	e := newLocalEnv(t)
+	e.garbage()
+	for i := range retired {
+		e.file(fmt.Sprintf("checkpoints/%032x/chk-1/state", i+1), 3, e.past)
+	}
+	return e, e.plan(liveWith(LiveJob{JobID: "fedcba9876543210fedcba9876543210"}), Policy{})
+}
+
+func readAllShards(t *testing.T, h Plan, files []ShardFile) []Item {
+	t.Helper()
+	var all []Item
+	for i := range h.Shards {
+		items, err := ReadShard(h, i, files[i].Content)
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		all = append(all, items...)
+	}
+	return all
+}
+
+// Every item of a plan is in exactly one shard, and executing the shards
+// as separate parts (as several workers do) removes exactly the plan's
+// items, each recorded once in its own part's manifest; a part run again
+// does nothing more.
+func TestShardedPlanRunsPartByPart(t *testing.T) {
+	e, plan := shardedFixture(t, 23)
+	h, files, err := Shard(plan, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckShardedHeader(h); err != nil {
+		t.Fatal(err)
+	}
+	if want := (len(plan.Delete) + 4) / 5; len(h.Shards) != want || len(h.KeptShards) == 0 {
+		t.Fatalf("%d shards, %d kept shards for %d items, %d kept; want %d shards and some kept", len(h.Shards), len(h.KeptShards), len(plan.Delete), len(plan.Keep), want)
+	}
+	all := readAllShards(t, h, files)
+	got := make([]string, 0, len(all))
+	for _, it := range all {
+		got = append(got, it.Path)
+	}
+	var want []string
+	for _, it := range plan.Delete {
+		want = append(want, it.Path)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("shards hold\n%v\nthe plan\n%v", got, want)
+	}
+	ctx := context.Background()
+	for i := range h.Shards {
+		items, _ := ReadShard(h, i, files[i].Content)
+		for range 2 { // the second run of a part finds it done
+			res, err := e.executor("sharded", func(c *ExecutorConfig) { c.Part = ShardPart(i) }).Run(ctx, PartPlan(h, items, false))
+			if err != nil || res.Counts[OutcomeTrashed] != len(items) {
+				t.Fatalf("part %d: %+v %v", i, res, err)
+			}
+		}
+		recs, err := ReadManifestPart(ctx, e.fs, "file://"+e.trash+"/_audit", "sharded", ShardPart(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != len(items) {
+			t.Fatalf("part %d manifest has %d items; want %d", i, len(recs), len(items))
+		}
+	}
+	for _, p := range want {
+		if e.exists(p) {
+			t.Errorf("%s still exists", p)
+		}
+	}
+	if recs, err := ReadManifest(ctx, e.fs, "file://"+e.trash+"/_audit", "sharded"); err != nil || len(recs) != 0 {
+		t.Fatalf("the whole-plan manifest of a sharded run: %d records, %v; want none", len(recs), err)
+	}
+}
+
+// A shard changed after approval, or a header whose shards would hide an
+// item listed twice or one inside another, is refused before anything is
+// touched.
+func TestShardedPlanRefusesWhatTheHeaderDoesNotVouchFor(t *testing.T) {
+	_, plan := shardedFixture(t, 12)
+	h, files, err := Shard(plan, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := slices.Clone(files[1].Content)
+	tampered[len(tampered)-3] ^= 1
+	if _, err := ReadShard(h, 1, tampered); !errors.Is(err, ErrPlanChanged) {
+		t.Fatalf("tampered shard: %v; want ErrPlanChanged", err)
+	}
+	swapped := h
+	swapped.Shards = slices.Clone(h.Shards)
+	swapped.Shards[1].Name, swapped.Shards[2].Name = swapped.Shards[2].Name, swapped.Shards[1].Name
+	swapped.Shards[1], swapped.Shards[2] = swapped.Shards[2], swapped.Shards[1]
+	for name, mod := range map[string]func(p *Plan){
+		"shards out of order": func(p *Plan) { *p = swapped },
+		"item in two shards": func(p *Plan) {
+			p.Shards[1].First = p.Shards[0].Last
+		},
+		"item inside the previous shard's last": func(p *Plan) {
+			p.Shards[1].First = p.Shards[0].Last + "/chk-1"
+		},
+		"items in the header": func(p *Plan) { p.Delete = plan.Delete[:1] },
+		"unexpected name":     func(p *Plan) { p.Shards[0].Name = "../x.jsonl" },
+	} {
+		bad := h
+		bad.Shards = slices.Clone(h.Shards)
+		mod(&bad)
+		if err := CheckShardedHeader(bad); !errors.Is(err, ErrInvalidPlan) {
+			t.Errorf("%s: %v; want ErrInvalidPlan", name, err)
+		}
+	}
+	// A shard whose lines are not in path order is refused even when its
+	// hash matches a header that says so.
+	lines := strings.SplitAfter(string(files[0].Content), "\n")
+	lines[0], lines[1] = lines[1], lines[0]
+	reordered := h
+	reordered.Shards = slices.Clone(h.Shards)
+	reordered.Shards[0] = shardOf(strings.Join(lines, ""), h.Shards[0])
+	if _, err := ReadShard(reordered, 0, []byte(strings.Join(lines, ""))); !errors.Is(err, ErrInvalidPlan) {
+		t.Fatalf("reordered shard: %v; want ErrInvalidPlan", err)
+	}
+}
+
+func shardOf(content string, s PlanShard) PlanShard {
+	sum := sha256.Sum256([]byte(content))
+	s.SHA256 = hex.EncodeToString(sum[:])
+	return s
+}
+
+// With plain sorting, "x", "x-1", "x/y" would put "x-1" between "x" and
+// its descendant and hide the nesting; path order does not.
+func TestNestingSeenWhateverSitsBetween(t *testing.T) {
+	for _, paths := range [][]string{
+		{"hdfs://nn/t/x", "hdfs://nn/t/x-1", "hdfs://nn/t/x/y"},
+		{"hdfs://nn/t/x/y", "hdfs://nn/t/x.old", "hdfs://nn/t/x"},
+	} {
+		if err := checkNesting(slices.Clone(paths)); !errors.Is(err, ErrInvalidPlan) {
+			t.Errorf("%v: %v; want ErrInvalidPlan", paths, err)
+		}
+	}
+	if err := checkNesting([]string{"hdfs://nn/t/x", "hdfs://nn/t/x-1", "hdfs://nn/t/xy"}); err != nil {
+		t.Fatal(err)
+	}
+}
