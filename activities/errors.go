@@ -64,6 +64,10 @@ const (
 	ErrTypeCleanupPlanInvalid = "CleanupPlanInvalid"
 	// ErrTypeCleanupPlanChanged: the plan on storage is not the one approved.
 	ErrTypeCleanupPlanChanged = "CleanupPlanChanged"
+	// ErrTypeCleanupScopeChanged: the parts of a plan's listing were
+	// gathered over other roots than the plan's (the inventory changed
+	// meanwhile); the plan is refused.
+	ErrTypeCleanupScopeChanged = "CleanupScopeChanged"
 	// ErrTypeCleanupItemsFailed: some items failed for a reason no retry fixes.
 	ErrTypeCleanupItemsFailed = "CleanupItemsFailed"
 	// ErrTypeCleanupSourceUnknown: a restore source the plan must see

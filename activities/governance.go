@@ -82,7 +82,14 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	activity.RecordHeartbeat(ctx, "inventory")
 
 	var listing cleanup.Listing
-	if len(roots) > 0 {
+	switch {
+	case len(in.Listings) > 0:
+		// Gathered in parts by GatherCleanup, maybe on other workers.
+		if listing, err = a.loadListing(ctx, in.RunID, in.Listings, roots); err != nil {
+			return PlanCleanupResult{}, err
+		}
+		activity.RecordHeartbeat(ctx, "listing read")
+	case len(roots) > 0:
 		listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{})
 		if err != nil {
 			return PlanCleanupResult{}, classify("list the roots in scope", err)

@@ -39,6 +39,11 @@ type PlanCleanupInput struct {
 	// time on any worker. 0 writes one plan.json (the format before
 	// sharding).
 	ShardItems int
+	// Listings, when set, are the parts of the listing GatherCleanup
+	// gathered for this run; the plan is made from them instead of
+	// listing the roots itself. They must cover the scope's roots as the
+	// plan sees them.
+	Listings []ListingPart
 }
 
 // RuleTotals counts the items one rule selects (or one keep reason keeps).

@@ -41,7 +41,7 @@ type govFlags struct {
 	grace, retiredTTL, savepointMaxAge, haTTL   time.Duration
 	orphanTTL                                   time.Duration
 	approvalTimeout, executeTimeout, purgeAfter time.Duration
-	shardItems, executeParallelism              int
+	shardItems, executeParallelism, gatherParts int
 	keepSavepoints                              int
 	operatorSnapshots                           string
 	deleteLatestRetired, ignoreDrills           bool
@@ -72,6 +72,7 @@ func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
 	fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt, of one plan shard (default 2h)")
 	fl.IntVar(&f.shardItems, "shard-items", 0, "items per plan shard; each shard is executed as its own activity, on any worker (default 10000)")
 	fl.IntVar(&f.executeParallelism, "execute-parallelism", 0, "plan shards executed at once across the workers (default 4)")
+	fl.IntVar(&f.gatherParts, "gather-parts", 0, "parts the scope is listed in at once across the workers before planning; 1 lists it in the plan activity (default 4)")
 	fl.StringVar(&f.reportDir, "report-dir", "", "where reports go (default next to the plan)")
 	fl.Float64Var(&f.warning, "warning-percent", 0, "quota warning watermark (default 80)")
 	fl.Float64Var(&f.critical, "critical-percent", 0, "quota critical watermark (default 90)")
@@ -96,7 +97,7 @@ func (f *govFlags) input() (workflows.GovernanceInput, error) {
 		},
 		ApprovalTimeout: workflows.Duration(f.approvalTimeout), ExecuteTimeout: workflows.Duration(f.executeTimeout),
 		PurgeTrashAfter: workflows.Duration(f.purgeAfter), WarningPercent: f.warning, CriticalPercent: f.critical,
-		ShardItems: f.shardItems, ExecuteParallelism: f.executeParallelism,
+		ShardItems: f.shardItems, ExecuteParallelism: f.executeParallelism, GatherParts: f.gatherParts,
 	}
 	var err error
 	if in.OverrideFreeze, err = freezeOverride(f.overrideFreeze, f.reason, "this run may change state"); err != nil {

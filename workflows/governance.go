@@ -180,6 +180,13 @@ func (r *governanceRun) plan(ctx workflow.Context) error {
 	in := activities.PlanCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Policy: r.in.Policy.activityPolicy()}
 	if workflow.GetVersion(ctx, changeShardedPlan, workflow.DefaultVersion, 1) >= 1 {
 		in.ShardItems = r.in.ShardItems
+		if r.in.GatherParts > 1 {
+			listings, err := r.gather(ctx)
+			if err != nil {
+				return err
+			}
+			in.Listings = listings
+		}
 	}
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, planCleanupOptions()), a.PlanCleanup, in).Get(ctx, &res)
 	if err != nil {
@@ -189,6 +196,26 @@ func (r *governanceRun) plan(ctx workflow.Context) error {
 	r.logger.Info("plan ready", "items", res.Summary.Items, "files", res.Summary.Files, "bytes", res.Summary.Bytes, "plan", res.Summary.PlanPath)
 	r.upsertVisibility(ctx)
 	return nil
+}
+
+// gather lists the scope in GatherParts parts at once, on whichever
+// workers poll the queue, and returns the parts for the plan to merge.
+func (r *governanceRun) gather(ctx workflow.Context) ([]activities.ListingPart, error) {
+	var a *activities.Activities
+	actx := workflow.WithActivityOptions(ctx, planCleanupOptions())
+	futures := make([]workflow.Future, r.in.GatherParts)
+	for i := range futures {
+		futures[i] = workflow.ExecuteActivity(actx, a.GatherCleanup,
+			activities.GatherCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Part: i, Parts: r.in.GatherParts})
+	}
+	parts := make([]activities.ListingPart, len(futures))
+	var failed error
+	for i, f := range futures {
+		if err := f.Get(ctx, &parts[i]); err != nil && failed == nil {
+			failed = fmt.Errorf("gather part %d of %d: %w", i+1, len(futures), err)
+		}
+	}
+	return parts, failed
 }
 
 // changeGovernanceUsage adds the storage usage of the plan's tenants to

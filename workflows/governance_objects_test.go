@@ -32,6 +32,7 @@ func TestGovernanceKubernetesObjects(t *testing.T) {
 	young := activities.ObjectBrief{Path: "kubernetes://team-a/pod/new-taskmanager-1-1", Kind: "taskmanager-pod", Namespace: "team-a",
 		Name: "new-taskmanager-1-1", ClusterID: "new", Kept: "within-ttl", Age: "1h0m0s", Detail: "a leftover for 1h0m0s, within orphanTTL 48h0m0s"}
 	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	gatherInParts(env)
 	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
 		planned = append(planned, in)
 		return activities.PlanCleanupResult{Summary: activities.PlanSummary{RunID: in.RunID, PlanPath: "hdfs://nn/plans/" + in.RunID + "/plan.json",

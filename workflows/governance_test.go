@@ -49,6 +49,7 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 	var s testsuite.WorkflowTestSuite
 	f := &govFixture{t: t, env: s.NewTestWorkflowEnvironment(), documents: map[string]string{}, planItems: 3}
 	locks(f.env)
+	gatherInParts(f.env)
 	var a *activities.Activities
 	f.env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
 		f.planned = append(f.planned, in)
@@ -312,6 +313,10 @@ func TestGovernanceExecutesAShardedPlanPartByPart(t *testing.T) {
 	if len(f.planned) != 1 || f.planned[0].ShardItems != cleanup.DefaultShardItems {
 		t.Fatalf("plan requests %+v; want one with shards of %d items", f.planned, cleanup.DefaultShardItems)
 	}
+	// The scope was listed in the default 4 parts, each handed to the plan.
+	if got := f.planned[0].Listings; len(got) != 4 || got[0].Part != 0 || got[3].Part != 3 || got[3].Parts != 4 {
+		t.Fatalf("plan got listing parts %+v; want parts 0 to 3 of 4", got)
+	}
 	if len(f.executed) != 0 || f.tallies != 1 || rep.Execution == nil || rep.Execution.Items != 8 {
 		t.Fatalf("whole-plan executions %d, tallies %d, execution %+v", len(f.executed), f.tallies, rep.Execution)
 	}
@@ -360,6 +365,26 @@ func TestGovernanceShardFailureStopsTheRun(t *testing.T) {
 		if p.Objects {
 			t.Fatal("the plan's objects were executed after a shard failed")
 		}
+	}
+}
+
+// A part of the listing that cannot be gathered fails the run before
+// anything is planned.
+func TestGovernanceGatherFailureFailsThePlan(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	openGates(env)
+	var a *activities.Activities
+	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	gatherInParts(env, func(part int) error {
+		if part == 2 {
+			return temporal.NewNonRetryableApplicationError("namenode refused", activities.ErrTypeStoragePermission, nil)
+		}
+		return nil
+	})
+	env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto})
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "gather part 3 of 4") {
+		t.Fatalf("error %v; want the failed gather part named", err)
 	}
 }
 
@@ -447,6 +472,7 @@ func TestGovernancePlanFailureFailsTheRun(t *testing.T) {
 	openGates(env)
 	var a *activities.Activities
 	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	gatherInParts(env)
 	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},
 		temporal.NewNonRetryableApplicationError("scope spans two file systems", activities.ErrTypeInvalidInput, nil))
 	env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g6", Mode: ModeAuto})

@@ -102,6 +102,10 @@ type GovernanceInput struct {
 	// ExecuteParallelism is how many shards are executed at once (across
 	// the workers polling the queue). Default 4.
 	ExecuteParallelism int `json:"executeParallelism,omitempty"`
+	// GatherParts is how many parts the scope is listed in at once, across
+	// the workers, before the plan merges them; 1 lists it within the
+	// plan activity. Default 4.
+	GatherParts int `json:"gatherParts,omitempty"`
 	// PurgeTrashAfter, when set, purges trash runs unchanged for this long
 	// after executing.
 	PurgeTrashAfter Duration `json:"purgeTrashAfter,omitempty"`
@@ -116,6 +120,8 @@ type GovernanceInput struct {
 const (
 	defaultExecuteParallelism = 4
 	maxExecuteParallelism     = 64
+	defaultGatherParts        = 4
+	maxGatherParts            = 64
 	// maxShardItems keeps a shard well under what an executor reads at once.
 	maxShardItems = 100_000
 )
@@ -128,6 +134,7 @@ func (in *GovernanceInput) ApplyDefaults() {
 	setDur(&in.ExecuteTimeout, 2*time.Hour)
 	setInt(&in.ShardItems, cleanup.DefaultShardItems)
 	setInt(&in.ExecuteParallelism, defaultExecuteParallelism)
+	setInt(&in.GatherParts, defaultGatherParts)
 	setFloat(&in.WarningPercent, 80)
 	setFloat(&in.CriticalPercent, 90)
 }
@@ -172,6 +179,9 @@ func (in *GovernanceInput) validate(name func(field string) string) error {
 	}
 	if in.ShardItems < 1 || in.ShardItems > maxShardItems {
 		bad("shardItems", "=%d: use 1 to %d (0 takes the default %d)", in.ShardItems, maxShardItems, cleanup.DefaultShardItems)
+	}
+	if in.GatherParts < 1 || in.GatherParts > maxGatherParts {
+		bad("gatherParts", "=%d: use 1 to %d (0 takes the default %d)", in.GatherParts, maxGatherParts, defaultGatherParts)
 	}
 	if in.ExecuteParallelism < 1 || in.ExecuteParallelism > maxExecuteParallelism {
 		bad("executeParallelism", "=%d: use 1 to %d (0 takes the default %d)", in.ExecuteParallelism, maxExecuteParallelism, defaultExecuteParallelism)

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -87,4 +88,20 @@ func openGates(env *testsuite.TestWorkflowEnvironment) *lockLog {
 			return nil
 		})
 	return log
+}
+
+// gatherInParts fakes GatherCleanup: each part is written where the real
+// activity writes it, with a hash derived from its number; fail, if set,
+// may fail a part.
+func gatherInParts(env *testsuite.TestWorkflowEnvironment, fail ...func(part int) error) {
+	var a *activities.Activities
+	env.OnActivity(a.GatherCleanup, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GatherCleanupInput) (activities.ListingPart, error) {
+		for _, f := range fail {
+			if err := f(in.Part); err != nil {
+				return activities.ListingPart{}, err
+			}
+		}
+		return activities.ListingPart{Path: fmt.Sprintf("hdfs://nn/flinkmaint/plans/%s/listing-%02d-of-%02d.json.gz", in.RunID, in.Part+1, in.Parts),
+			SHA256: fmt.Sprintf("%064d", in.Part), Part: in.Part, Parts: in.Parts}, nil
+	})
 }

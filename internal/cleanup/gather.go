@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +21,64 @@ type GatherOptions struct {
 	// ReferencesOnly reads just the _metadata (a reference root, scanned
 	// read-only): no state files, no pin markers.
 	ReferencesOnly bool
+	// Part, if set, gathers only the root entries (job dirs, savepoints,
+	// HA cluster dirs) it accepts; see GatherPart and MergeListings.
+	Part func(name string) bool
+}
+
+// GatherPart accepts the root entries of part shard of shards: each name
+// belongs to exactly one part, whichever worker gathers it.
+func GatherPart(shard, shards int) func(name string) bool {
+	return func(name string) bool {
+		h := fnv.New32a()
+		h.Write([]byte(name))
+		return int(h.Sum32()%uint32(shards)) == shard
+	}
+}
+
+// MergeListings merges the listings of every part of roots into the
+// listing one Gather of roots makes. Each part must have gathered exactly
+// roots.
+func MergeListings(roots []layout.Root, parts ...Listing) (Listing, error) {
+	l := Listing{Roots: append([]layout.Root(nil), roots...), Metadata: map[string]MetadataResult{}}
+	reports := make([]layout.Report, 0, len(parts))
+	for i, p := range parts {
+		if !slices.Equal(p.Roots, roots) {
+			return Listing{}, invalidInput("listing part %d covers roots %v; the plan's roots are %v", i+1, p.Roots, roots)
+		}
+		reports = append(reports, p.Report)
+		l.StateFiles = append(l.StateFiles, p.StateFiles...)
+		l.PinMarkers = append(l.PinMarkers, p.PinMarkers...)
+		for k, v := range p.Metadata {
+			if _, dup := l.Metadata[k]; dup {
+				return Listing{}, invalidInput("listing parts overlap: %s is in two", k)
+			}
+			l.Metadata[k] = v
+		}
+	}
+	l.Report = layout.MergeReports(reports...)
+	sort.Slice(l.StateFiles, func(i, k int) bool { return l.StateFiles[i].Path < l.StateFiles[k].Path })
+	sort.Strings(l.PinMarkers)
+	var paths []string
+	for _, j := range l.Report.Jobs {
+		paths = append(paths, j.Path)
+	}
+	for _, sp := range l.Report.Savepoints {
+		paths = append(paths, sp.Path)
+	}
+	for _, c := range l.Report.HAClusters {
+		paths = append(paths, c.Path)
+	}
+	for _, u := range l.Report.Unknown {
+		paths = append(paths, u.Path)
+	}
+	slices.Sort(paths)
+	for i := 1; i < len(paths); i++ {
+		if paths[i] == paths[i-1] {
+			return Listing{}, invalidInput("listing parts overlap: %s is in two", paths[i])
+		}
+	}
+	return l, nil
 }
 
 // Gather reads everything BuildPlan needs from storage. It only reads.
@@ -32,7 +92,7 @@ func Gather(ctx context.Context, fsys storage.FileSystem, roots []layout.Root, o
 	if len(roots) == 0 {
 		return Listing{}, invalidInput("gather: no roots; name the checkpoint, savepoint and HA roots in scope")
 	}
-	sc := &layout.Scanner{FS: fsys, BatchSize: opts.BatchSize}
+	sc := &layout.Scanner{FS: fsys, BatchSize: opts.BatchSize, Part: opts.Part}
 	rep, err := sc.Scan(ctx, roots)
 	if err != nil {
 		return Listing{}, classify("scan", "", err)
@@ -91,6 +151,7 @@ func Gather(ctx context.Context, fsys storage.FileSystem, roots []layout.Root, o
 		}
 	}
 	sort.Slice(l.StateFiles, func(i, k int) bool { return l.StateFiles[i].Path < l.StateFiles[k].Path })
+	sort.Strings(l.PinMarkers)
 	l.Report = rep
 	return l, nil
 }

@@ -2,11 +2,14 @@ package cleanup
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
@@ -73,5 +76,92 @@ func TestGatherReadsMetadataPinsAndStateFiles(t *testing.T) {
 	missing[0].Path += "-missing"
 	if _, err := Gather(context.Background(), e.fs, missing, GatherOptions{}); err == nil {
 		t.Fatal("a missing root gathered as empty")
+	}
+}
+
+// Gathering a tree in parts, on different workers, and merging the parts
+// read back from JSON gives exactly the listing one Gather makes, and so
+// exactly its plan.
+func TestGatherInPartsMergesToTheWhole(t *testing.T) {
+	shared := sandbox.RequireShared(t)
+	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newLocalEnv(t)
+	e.garbage()
+	for i := range 40 {
+		job := fmt.Sprintf("%032x", i+100)
+		e.file("checkpoints/"+job+"/shared/s-"+job[28:], 4, e.past)
+		e.file("checkpoints/"+job+"/chk-9/_metadata", 0, e.past)
+		if err := os.WriteFile(filepath.Join(e.tenant, "checkpoints", job, "chk-9", "_metadata"), md, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.file(fmt.Sprintf("savepoints/savepoint-%s-%012x/%s", job[:6], i, PinMarkerName), 0, e.past)
+		e.file(fmt.Sprintf("ha/cluster-%d/completedCheckpoint%012x", i, i), 2, e.past)
+	}
+	e.file("checkpoints/stray-file", 1, e.past)
+	ctx := context.Background()
+	whole, err := Gather(ctx, e.fs, e.roots(), GatherOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const shards = 3
+	var parts []Listing
+	for i := range shards {
+		l, err := Gather(ctx, e.fs, e.roots(), GatherOptions{Part: GatherPart(i, shards)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Report.Jobs) == 0 || len(l.Report.Jobs) == len(whole.Report.Jobs) {
+			t.Fatalf("part %d holds %d of %d job dirs; want a share", i, len(l.Report.Jobs), len(whole.Report.Jobs))
+		}
+		data, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Listing
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, back)
+	}
+	merged, err := MergeListings(e.roots(), parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(whole)
+	b, _ := json.Marshal(merged)
+	if string(a) != string(b) {
+		t.Fatalf("merged listing differs from the whole:\n%s\n%s", a, b)
+	}
+	live := liveWith(LiveJob{JobID: "fedcba9876543210fedcba9876543210"})
+	now := time.Now()
+	pw, err := BuildPlan(Input{Now: now, Listing: whole, Live: live, Lineage: byPrefix(whole)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := BuildPlan(Input{Now: now, Listing: merged, Live: live, Lineage: byPrefix(merged)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ = json.Marshal(pw)
+	b, _ = json.Marshal(pm)
+	if string(a) != string(b) || len(pw.Delete) == 0 {
+		t.Fatalf("plans differ (%d and %d items)", len(pw.Delete), len(pm.Delete))
+	}
+
+	// A part gathered over other roots (the inventory changed meanwhile)
+	// is refused, and so are two parts that overlap.
+	if _, err := MergeListings(e.roots()[:2], parts...); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("parts over other roots: %v", err)
+	}
+	if _, err := MergeListings(e.roots(), parts[0], parts[0]); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("overlapping parts: %v", err)
+	}
+	noMeta := parts[1]
+	noMeta.Metadata = nil
+	if _, err := MergeListings(e.roots(), parts[1], noMeta); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "is in two") {
+		t.Fatalf("parts overlapping in job dirs only: %v", err)
 	}
 }

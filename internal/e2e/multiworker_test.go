@@ -134,8 +134,9 @@ func retriedElsewhere(t *testing.T, ctx context.Context, c client.Client, wfID, 
 
 // TestGovernanceWithThreeWorkersOneKilled cleans up 50,000 files (2,000
 // retired job dirs of 25 files each) with three worker processes on one
-// task queue. The plan, in shards of 250 items, holds exactly what a plan
-// in one shard holds. Its shards are executed at once on several workers,
+// task queue. The plan, from a listing gathered in three parts across the
+// workers and written in shards of 250 items, holds exactly what the plan
+// one worker lists and writes whole holds. Its shards are executed at once on several workers,
 // and the worker executing one is killed with SIGKILL once items are
 // being moved: another takes that shard over when its heartbeat times out
 // and resumes from the shard's manifest. Every planned item ends in the
@@ -211,9 +212,9 @@ cleanup:
 	}
 	// The files only just written are old enough for this policy.
 	policy := workflows.GovernancePolicy{Grace: workflows.Duration(time.Second), RetiredJobTTL: workflows.Duration(time.Second)}
-	govern := func(runID, mode string, shardItems int) (string, client.WorkflowRun) {
+	govern := func(runID, mode string, gatherParts, shardItems int) (string, client.WorkflowRun) {
 		in := workflows.GovernanceInput{RunID: runID, Reason: "multi-worker test", Mode: mode, Policy: policy,
-			Scope: activities.Scope{Tenants: []string{tenant}}, ShardItems: shardItems, ExecuteParallelism: 3}
+			Scope: activities.Scope{Tenants: []string{tenant}}, GatherParts: gatherParts, ShardItems: shardItems, ExecuteParallelism: 3}
 		id := workflows.GovernanceWorkflowID(in.RunID)
 		wf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.GovernanceWorkflowType, in)
 		if err != nil {
@@ -234,9 +235,10 @@ cleanup:
 		return p
 	}
 
-	// The plan in one shard, as one worker makes and reads it whole.
+	// The plan as one worker makes it: listed by the plan activity itself,
+	// in one shard.
 	time.Sleep(time.Until(start.Add(2 * time.Second))) // the files must be older than the 1 s TTL
-	_, single := govern("mw-single-"+suffix, workflows.ModePlan, 100_000)
+	_, single := govern("mw-single-"+suffix, workflows.ModePlan, 1, 100_000)
 	var singleRep workflows.GovernanceReport
 	if err := single.Get(ctx, &singleRep); err != nil {
 		t.Fatalf("single-shard plan: %v\n%s", err, fleet.tails())
@@ -247,7 +249,7 @@ cleanup:
 	}
 
 	runID := "mw-" + suffix
-	wfID, wf := govern(runID, workflows.ModeAuto, 250)
+	wfID, wf := govern(runID, workflows.ModeAuto, 3, 250)
 	audit := root + "/trash/_audit"
 	shards := (items + 249) / 250
 	recorded := func() int {
@@ -277,7 +279,8 @@ cleanup:
 		t.Errorf("the shards ran on %v; want several workers", ids)
 	}
 
-	// The sharded plan is the single-shard plan.
+	t.Logf("the listing was gathered in 3 parts on %v", activityWorkers(t, ctx, tmp.Client, wfID, "GatherCleanup"))
+	// The plan gathered in parts, in shards, is the one-worker plan.
 	sharded := planOf(rep)
 	if len(sharded.Shards) != shards {
 		t.Fatalf("sharded plan has %d shards; want %d", len(sharded.Shards), shards)

@@ -159,6 +159,10 @@ type Scanner struct {
 	FS storage.FileSystem
 	// BatchSize is passed to List; <= 0 uses the file system's default.
 	BatchSize int
+	// Part, if set, restricts the scan to the entries of each root whose
+	// name it accepts: scans with parts that together accept every name
+	// once merge (MergeReports) into the report of one whole scan.
+	Part func(name string) bool
 }
 
 // Scan classifies everything under the roots. A missing root is an error
@@ -218,6 +222,9 @@ func (s *Scanner) unknown(ctx context.Context, r *Report, fi storage.FileInfo, c
 
 func (s *Scanner) scanCheckpointRoot(ctx context.Context, root string, r *Report) error {
 	return s.list(ctx, root, func(fi storage.FileInfo) error {
+		if s.Part != nil && !s.Part(fi.Name) {
+			return nil
+		}
 		c := ClassifyCheckpointRootEntry(fi.Name, fi.IsDir)
 		if c.Kind != KindCheckpointJobDir {
 			_, err := s.unknown(ctx, r, fi, c)
@@ -280,6 +287,9 @@ func (s *Scanner) scanJobDir(ctx context.Context, r *Report, dir storage.FileInf
 
 func (s *Scanner) scanSavepointRoot(ctx context.Context, root string, r *Report) error {
 	return s.list(ctx, root, func(fi storage.FileInfo) error {
+		if s.Part != nil && !s.Part(fi.Name) {
+			return nil
+		}
 		c := ClassifySavepointRootEntry(fi.Name, fi.IsDir)
 		if c.Kind != KindSavepoint {
 			_, err := s.unknown(ctx, r, fi, c)
@@ -304,6 +314,9 @@ func (s *Scanner) scanSavepointRoot(ctx context.Context, root string, r *Report)
 
 func (s *Scanner) scanHARoot(ctx context.Context, root string, r *Report) error {
 	return s.list(ctx, root, func(fi storage.FileInfo) error {
+		if s.Part != nil && !s.Part(fi.Name) {
+			return nil
+		}
 		c := ClassifyHARootEntry(fi.Name, fi.IsDir)
 		switch c.Kind {
 		case KindHACluster:
@@ -388,6 +401,21 @@ func (s *Scanner) scanJobResultStore(ctx context.Context, r *Report, dir storage
 			return nil
 		})
 	})
+}
+
+// MergeReports merges the reports of scans of disjoint parts (see
+// Scanner.Part) into the report of the whole.
+func MergeReports(parts ...Report) Report {
+	var r Report
+	for _, p := range parts {
+		r.Jobs = append(r.Jobs, p.Jobs...)
+		r.Savepoints = append(r.Savepoints, p.Savepoints...)
+		r.HAClusters = append(r.HAClusters, p.HAClusters...)
+		r.JobResults = append(r.JobResults, p.JobResults...)
+		r.Unknown = append(r.Unknown, p.Unknown...)
+	}
+	r.sort()
+	return r
 }
 
 func (r *Report) sort() {
