@@ -259,9 +259,10 @@ func (e *Executor) Run(ctx context.Context, plan Plan) (Result, error) {
 	if err != nil {
 		return Result{}, invalidPlan("spellings: %v", err)
 	}
-	r := &run{e: e, plan: plan, man: man, last: last, seen: map[string]bool{}, canon: cn}
+	r := &run{e: e, plan: plan, man: man, last: last, seen: map[string]bool{}, planned: map[string]bool{}, canon: cn}
 	for _, m := range plan.SeenMetadata {
 		r.seen[m] = true
+		r.planned[m] = true
 	}
 	for _, it := range plan.Delete {
 		if rec, ok := last[it.Path]; ok && rec.Outcome.final() {
@@ -295,11 +296,20 @@ type run struct {
 	mu sync.Mutex
 
 	canon canon
+	// planned are the _metadata known at planning; a _metadata found
+	// inside an item that is not among them refuses the item.
+	planned map[string]bool
+	// sinceRescan counts items done since the roots were last re-listed,
+	// rescanEvery how many may be done between two re-listings.
+	sinceRescan, rescanEvery int
 	// References found since planning.
 	seen     map[string]bool
 	fresh    []*References
 	freshBad string
 	live     *Live
+	// liveJobs and liveClusters index live, from the same refresh.
+	liveJobs     map[string]LiveJob
+	liveClusters map[string]bool
 	// What the live jobs need now, from the latest refresh.
 	liveRefs *refIndex
 	liveDirs map[string]need // snapshot dirs live jobs and records need
@@ -316,6 +326,7 @@ func (r *run) loop(ctx context.Context) error {
 		if err := r.refresh(ctx); err != nil {
 			return err
 		}
+		r.sinceRescan += len(batch)
 		intent := make([]Record, 0, len(batch))
 		for _, it := range batch {
 			intent = append(intent, r.record(it, OutcomeStarted, "", ""))
@@ -494,7 +505,7 @@ func (r *run) process(ctx context.Context, it Item) Record {
 // must not be touched, or "" if it may.
 func (r *run) verify(ctx context.Context, it Item) string {
 	r.mu.Lock()
-	bad, fresh, live := r.freshBad, r.fresh, r.live
+	bad, fresh, live, liveJobs, liveClusters := r.freshBad, r.fresh, r.live, r.liveJobs, r.liveClusters
 	r.mu.Unlock()
 	if bad != "" {
 		return "a _metadata completed since planning cannot be parsed (" + bad + "); its references are unknown"
@@ -520,11 +531,11 @@ func (r *run) verify(ctx context.Context, it Item) string {
 	}
 	if live != nil {
 		if it.JobID != "" && (it.Rule == RuleRetiredJob) {
-			if _, ok := live.jobs()[it.JobID]; ok {
+			if _, ok := liveJobs[it.JobID]; ok {
 				return "job " + it.JobID + " is live again"
 			}
 		}
-		if it.ClusterID != "" && live.clusterIDs()[it.ClusterID] {
+		if it.ClusterID != "" && liveClusters[it.ClusterID] {
 			return "cluster " + it.ClusterID + " is live again"
 		}
 		if it.Kind == KindHAClusterDir {
@@ -539,14 +550,24 @@ func (r *run) verify(ctx context.Context, it Item) string {
 		}
 	}
 	var newest time.Time
+	var completed string
+	base := r.e.cfg.FS.URI().String()
 	err := r.e.cfg.FS.Walk(ctx, it.Path, func(fi storage.FileInfo) error {
 		if fi.ModTime.After(newest) {
 			newest = fi.ModTime
+		}
+		if !fi.IsDir && fi.Name == layout.MetadataFileName && completed == "" {
+			if key, err := normPath(fi.Path, base); err != nil || !r.planned[key] {
+				completed = fi.Path
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return "error: walk: " + err.Error()
+	}
+	if completed != "" {
+		return "holds " + completed + ", a checkpoint or savepoint completed since planning"
 	}
 	if newest.After(it.Newest) {
 		return fmt.Sprintf("modified since planning (newest %s, planned %s)", newest.UTC().Format(time.RFC3339Nano), it.Newest.UTC().Format(time.RFC3339Nano))
@@ -554,14 +575,39 @@ func (r *run) verify(ctx context.Context, it Item) string {
 	return ""
 }
 
-// refresh parses every _metadata completed since planning and reloads the
-// live inventory, before each batch.
+// rescanShare bounds the cost of re-listing the roots: they are re-listed
+// at most once every (entries listed last time)/rescanShare items, and
+// before every batch while they are small.
+const rescanShare = 64
+
+// refresh reloads the live inventory before each batch and parses the
+// _metadata completed since planning: it re-lists the roots, and the job
+// dirs and savepoints touched since a grace before planning (a checkpoint
+// or savepoint started later made its dir's entry newer; one older than
+// that is abandoned by the planner's own rule, and a _metadata completed
+// inside an item refuses the item, see verify).
 func (r *run) refresh(ctx context.Context) error {
+	if r.sinceRescan >= r.rescanEvery {
+		if err := r.rescan(ctx); err != nil {
+			return err
+		}
+	}
+	return r.reloadLive(ctx)
+}
+
+func (r *run) rescan(ctx context.Context) error {
 	fsys := r.e.cfg.FS
 	base := fsys.URI().String()
+	var cutoff time.Time
+	if !r.plan.CreatedAt.IsZero() {
+		cutoff = r.plan.CreatedAt.Add(-r.plan.Policy.ApplyDefaults().Grace)
+	}
+	touched := func(fi storage.FileInfo) bool { return !fi.ModTime.Before(cutoff) }
+	entries := 0
 	var found []string
 	list := func(dir string, fn func(storage.FileInfo)) error {
 		err := fsys.List(ctx, dir, 0, func(b []storage.FileInfo) error {
+			entries += len(b)
 			for _, fi := range b {
 				fn(fi)
 			}
@@ -577,7 +623,7 @@ func (r *run) refresh(ctx context.Context) error {
 		switch root.Kind {
 		case layout.CheckpointRoot:
 			if err := list(root.Path, func(fi storage.FileInfo) {
-				if fi.IsDir && layout.IsJobID(fi.Name) {
+				if fi.IsDir && layout.IsJobID(fi.Name) && touched(fi) {
 					dirs = append(dirs, fi.Path)
 				}
 			}); err != nil {
@@ -594,7 +640,7 @@ func (r *run) refresh(ctx context.Context) error {
 			}
 		case layout.SavepointRoot:
 			if err := list(root.Path, func(fi storage.FileInfo) {
-				if fi.IsDir && layout.ClassifySavepointRootEntry(fi.Name, true).Kind == layout.KindSavepoint {
+				if fi.IsDir && layout.ClassifySavepointRootEntry(fi.Name, true).Kind == layout.KindSavepoint && touched(fi) {
 					found = append(found, fi.Path+"/"+layout.MetadataFileName)
 				}
 			}); err != nil {
@@ -627,6 +673,12 @@ func (r *run) refresh(ctx context.Context) error {
 		}
 		r.seen[key] = true
 	}
+	r.sinceRescan, r.rescanEvery = 0, entries/rescanShare
+	return nil
+}
+
+// reloadLive reads what the live jobs and records need now.
+func (r *run) reloadLive(ctx context.Context) error {
 	if r.e.cfg.Live != nil {
 		l, err := r.e.cfg.Live(ctx)
 		if err != nil {
@@ -650,6 +702,7 @@ func (r *run) refresh(ctx context.Context) error {
 		}
 		r.mu.Lock()
 		r.live = &l
+		r.liveJobs, r.liveClusters = l.jobs(), l.clusterIDs()
 		r.liveRefs, r.liveDirs, r.liveBad = newRefIndex(refs), dirs, bad
 		r.mu.Unlock()
 	}

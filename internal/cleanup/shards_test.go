@@ -6,9 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
 // shardedFixture plans the usual garbage plus retired job dirs, enough for
@@ -159,5 +164,88 @@ func TestNestingSeenWhateverSitsBetween(t *testing.T) {
 	}
 	if err := checkNesting([]string{"hdfs://nn/t/x", "hdfs://nn/t/x-1", "hdfs://nn/t/xy"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// listCounter counts the executor's own listings of each directory (a
+// verify's walk of an item goes to the wrapped file system directly).
+type listCounter struct {
+	storage.FileSystem
+	mu    sync.Mutex
+	lists map[string]int
+}
+
+func (c *listCounter) List(ctx context.Context, dir string, batch int, fn storage.ListFunc) error {
+	c.mu.Lock()
+	c.lists[dir]++
+	c.mu.Unlock()
+	return c.FileSystem.List(ctx, dir, batch, fn)
+}
+
+// Re-reading the roots for checkpoints completed since planning costs a
+// bounded share of the work: job dirs untouched since well before
+// planning are not listed again, and a large root is re-listed once every
+// so many items, not before every batch.
+func TestExecutorRescansWhatChanged(t *testing.T) {
+	e := newLocalEnv(t)
+	const items = 300
+	for i := range items {
+		e.file(fmt.Sprintf("checkpoints/%032x/chk-1/state", i+1), 1, e.past)
+	}
+	plan := e.plan(Live{}, Policy{})
+	if len(plan.Delete) != items {
+		t.Fatalf("planned %d items; want %d", len(plan.Delete), items)
+	}
+	// A job started since planning, outside the inventory, is writing a
+	// checkpoint: its dir is new, so it is listed each time.
+	young := fmt.Sprintf("%032x", 99999)
+	if err := os.MkdirAll(filepath.Join(e.tenant, "checkpoints", young, "chk-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lc := &listCounter{FileSystem: e.fs, lists: map[string]int{}}
+	res, err := e.executor("rescan", func(c *ExecutorConfig) { c.FS = lc; c.BatchSize = 2 }).Run(context.Background(), plan)
+	if err != nil || res.Counts[OutcomeTrashed] != items {
+		t.Fatalf("result %+v err %v", res, err)
+	}
+	root := strings.TrimSuffix(e.uri("checkpoints"), "/")
+	batches := items / 2
+	rootLists, youngLists, oldLists := lc.lists[root], lc.lists[root+"/"+young], 0
+	for dir, n := range lc.lists {
+		if strings.HasPrefix(dir, root+"/") && dir != root+"/"+young {
+			oldLists += n
+		}
+	}
+	t.Logf("%d batches: root listed %d times, the new job dir %d, the old job dirs %d", batches, rootLists, youngLists, oldLists)
+	if oldLists != 0 {
+		t.Errorf("job dirs untouched since before planning listed %d times; want 0", oldLists)
+	}
+	// 302 entries at first: re-listed once every 4 items (2 batches), more
+	// often as the items leave the root.
+	if rootLists == 0 || rootLists >= batches || youngLists != rootLists {
+		t.Errorf("root listed %d times and the new job dir %d in %d batches; want both fewer than once a batch", rootLists, youngLists, batches)
+	}
+}
+
+// A checkpoint started since planning in a job dir the plan saw old is
+// still read before anything is touched: its dir made the job dir's entry
+// new again. An unparseable one stops every item.
+func TestExecutorReadsCheckpointsStartedSincePlanning(t *testing.T) {
+	e := newLocalEnv(t)
+	e.garbage()
+	const live = "fedcba9876543210fedcba9876543210"
+	plan := e.plan(liveWith(LiveJob{JobID: live}), Policy{})
+	chk := filepath.Join(e.tenant, "checkpoints", live, "chk-10")
+	if err := os.MkdirAll(chk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(chk, "_metadata"), make([]byte, 5), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.executor("late", nil).Run(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts[OutcomeRefused] != len(plan.Delete) || !strings.Contains(res.Refused[0].Detail, "cannot be parsed") {
+		t.Fatalf("result %+v; want every item refused for the unreadable new checkpoint", res)
 	}
 }
