@@ -37,6 +37,12 @@ type workerFleet []*workerproc.Process
 // fleetWorkers processes with it, each with its own log.
 func startWorkerFleet(t *testing.T, config string) workerFleet {
 	t.Helper()
+	return startWorkers(t, config, fleetWorkers)
+}
+
+// startWorkers starts n worker processes with config.
+func startWorkers(t *testing.T, config string, n int) workerFleet {
+	t.Helper()
 	bin := workerproc.Build(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "worker.yaml")
@@ -44,7 +50,7 @@ func startWorkerFleet(t *testing.T, config string) workerFleet {
 		t.Fatal(err)
 	}
 	var f workerFleet
-	for i := range fleetWorkers {
+	for i := range n {
 		p := workerproc.New(t, bin, path, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
 		p.Start()
 		f = append(f, p)
