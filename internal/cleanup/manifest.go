@@ -85,19 +85,28 @@ func segmentName(part string, seq int) string {
 	return fmt.Sprintf("%s%s-%06d.jsonl", manifestPrefix, part, seq)
 }
 
-// segmentSeq returns the sequence number of a segment of part, or false
-// when name is not one.
+// allParts selects the segments of every part of a run (ReadManifest).
+const allParts = "*"
+
+// segmentSeq returns the sequence number of a segment of part (allParts:
+// of any part), or false when name is not one.
 func segmentSeq(name, part string) (int, bool) {
-	prefix := manifestPrefix
-	if part != "" {
-		prefix += part + "-"
-	}
-	num, ok := strings.CutPrefix(name, prefix)
+	rest, ok := strings.CutPrefix(name, manifestPrefix)
 	if !ok {
 		return 0, false
 	}
-	num, ok = strings.CutSuffix(num, ".jsonl")
-	if !ok || len(num) != 6 {
+	rest, ok = strings.CutSuffix(rest, ".jsonl")
+	if !ok {
+		return 0, false
+	}
+	got, num := "", rest
+	if i := strings.LastIndexByte(rest, '-'); i >= 0 {
+		got, num = rest[:i], rest[i+1:]
+		if !partPattern.MatchString(got) {
+			return 0, false
+		}
+	}
+	if len(num) != 6 || (part != allParts && got != part) {
 		return 0, false
 	}
 	seq, err := strconv.Atoi(num)
@@ -105,15 +114,19 @@ func segmentSeq(name, part string) (int, bool) {
 }
 
 // loadManifest reads every segment of part in dir (missing dir: empty run)
-// and returns the last record per path.
+// and returns the last record per path. Parts hold disjoint items, so with
+// allParts the segments, in name order, still give each item's last record.
 func loadManifest(ctx context.Context, fsys storage.FileSystem, dir, part string) (*manifest, map[string]Record, error) {
 	m := &manifest{fs: fsys, dir: dir, part: part, next: 1}
 	last := map[string]Record{}
 	var segs []string
+	var odd string
 	err := fsys.List(ctx, dir, 0, func(batch []storage.FileInfo) error {
 		for _, fi := range batch {
 			if _, ok := segmentSeq(fi.Name, part); ok && !fi.IsDir {
 				segs = append(segs, fi.Name)
+			} else if _, any := segmentSeq(fi.Name, allParts); !any && strings.HasPrefix(fi.Name, manifestPrefix) && strings.HasSuffix(fi.Name, ".jsonl") {
+				odd = fi.Name
 			}
 		}
 		return nil
@@ -123,6 +136,11 @@ func loadManifest(ctx context.Context, fsys storage.FileSystem, dir, part string
 	}
 	if err != nil {
 		return nil, nil, classify("list manifest", dir, err)
+	}
+	if odd != "" {
+		// Not a segment this version writes: resuming without it could
+		// redo or skip what it records.
+		return nil, nil, &Error{Op: "load manifest", Path: dir + "/" + odd, Kind: ErrManifestCorrupt, Err: errors.New("not a manifest segment name (manifest-[<part>-]NNNNNN.jsonl)")}
 	}
 	sort.Strings(segs)
 	for _, name := range segs {
@@ -180,9 +198,10 @@ func encodeRecords(recs []Record) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ReadManifest returns the final state of every item of a run, sorted by path.
+// ReadManifest returns the final state of every item of a run, of every
+// part of a sharded one, sorted by path.
 func ReadManifest(ctx context.Context, fsys storage.FileSystem, auditRoot, runID string) ([]Record, error) {
-	return ReadManifestPart(ctx, fsys, auditRoot, runID, "")
+	return ReadManifestPart(ctx, fsys, auditRoot, runID, allParts)
 }
 
 // ReadManifestPart returns the final state of every item of one part of a
@@ -191,8 +210,10 @@ func ReadManifestPart(ctx context.Context, fsys storage.FileSystem, auditRoot, r
 	if err := checkRunID(runID); err != nil {
 		return nil, err
 	}
-	if err := checkPart(part); err != nil {
-		return nil, err
+	if part != allParts {
+		if err := checkPart(part); err != nil {
+			return nil, err
+		}
 	}
 	_, last, err := loadManifest(ctx, fsys, strings.TrimSuffix(auditRoot, "/")+"/"+runID, part)
 	if err != nil {

@@ -51,6 +51,9 @@ JAVA_BIN="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 export HADOOP_USER_NAME="${FLINKMAINT_HDFS_USER:-flink}"
 
 NAMESPACE_QUOTA="${FLINKMAINT_NAMESPACE_QUOTA:-15000}"
+# The storage JVM (NameNode, DataNode, ZooKeeper) grows to this heap; the benchmark trees it keeps
+# (make bench-storage, bench-governance: up to 1.5M namespace objects) need well over 512m.
+STORAGE_HEAP="${FLINKMAINT_STORAGE_HEAP:-2g}"
 TASK_SLOTS="${FLINKMAINT_TASK_SLOTS:-8}"
 # id:tenant:line. The line picks the classpath, the sample job jar and peers.json flinkVersion:
 # 1 = Flink 1.20 (modules peers, sample-job), 2 = Flink 2.x (peers-flink2, sample-job-flink2).
@@ -454,7 +457,7 @@ cmd_up() {
         stop_peer storage
         local tenant_args=()
         for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
-        start_peer storage "$STORAGE_MAIN" 512m "$CLASSPATH_FILE" -- \
+        start_peer storage "$STORAGE_MAIN" "$STORAGE_HEAP" "$CLASSPATH_FILE" -- \
             --data-dir "$JAVA_STATE/storage-data" --ready-file "$JAVA_STATE/storage.ready" \
             --namenode-port "${FLINKMAINT_NAMENODE_PORT:-0}" --zookeeper-port "${FLINKMAINT_ZOOKEEPER_PORT:-0}" \
             --namespace-quota "$NAMESPACE_QUOTA" "${tenant_args[@]}"
