@@ -58,7 +58,7 @@ func TestGovernanceBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hc.Close()
-	tree := sandbox.RetiredJobTree{Dir: base + "/tenant/checkpoints", Jobs: items, FilesPerJob: filesPer, Clients: 8}
+	tree := sandbox.RetiredJobTree{Dir: base + "/tenant/checkpoints", Jobs: items, FilesPerJob: filesPer, Clients: 8, ModTime: time.Now().Add(-30 * 24 * time.Hour)}
 	if cs, err := hc.GetContentSummary(tree.Dir); err != nil || cs.FileCount() != tree.Files() || cs.DirectoryCount() != 2*items+1 {
 		_ = hc.RemoveAll(base)
 		if err := hc.MkdirAll(tree.Dir, 0o755); err != nil {
@@ -110,7 +110,6 @@ cleanup:
   planDir: %s
 `, tmp.HostPort, queue, peers.HDFS.User, root, invPath, root+"/trash", root+"/plans"), n)
 		in := workflows.GovernanceInput{RunID: runID, Reason: "governance bench", Mode: workflows.ModeAuto,
-			Policy:      workflows.GovernancePolicy{Grace: workflows.Duration(time.Second), RetiredJobTTL: workflows.Duration(time.Second)},
 			Scope:       activities.Scope{Tenants: []string{"bench"}},
 			GatherParts: max(n, 2), ExecuteParallelism: 2 * n}
 		wfID := workflows.GovernanceWorkflowID(runID)

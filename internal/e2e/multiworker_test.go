@@ -173,7 +173,7 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 		}
 	}
 	// Retired job dirs: no job and no retired _metadata refers to them.
-	tree := sandbox.RetiredJobTree{Dir: plain + "/tenant/checkpoints", Jobs: 2000, FilesPerJob: 25}
+	tree := sandbox.RetiredJobTree{Dir: plain + "/tenant/checkpoints", Jobs: 2000, FilesPerJob: 25, ModTime: time.Now().Add(-30 * 24 * time.Hour)}
 	start := time.Now()
 	if err := tree.Write(ctx, peers, nil); err != nil {
 		t.Fatal(err)
@@ -216,10 +216,8 @@ cleanup:
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The files only just written are old enough for this policy.
-	policy := workflows.GovernancePolicy{Grace: workflows.Duration(time.Second), RetiredJobTTL: workflows.Duration(time.Second)}
 	govern := func(runID, mode string, gatherParts, shardItems int) (string, client.WorkflowRun) {
-		in := workflows.GovernanceInput{RunID: runID, Reason: "multi-worker test", Mode: mode, Policy: policy,
+		in := workflows.GovernanceInput{RunID: runID, Reason: "multi-worker test", Mode: mode,
 			Scope: activities.Scope{Tenants: []string{tenant}}, GatherParts: gatherParts, ShardItems: shardItems, ExecuteParallelism: 3}
 		id := workflows.GovernanceWorkflowID(in.RunID)
 		wf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.GovernanceWorkflowType, in)
@@ -243,7 +241,6 @@ cleanup:
 
 	// The plan as one worker makes it: listed by the plan activity itself,
 	// in one shard.
-	time.Sleep(time.Until(start.Add(2 * time.Second))) // the files must be older than the 1 s TTL
 	_, single := govern("mw-single-"+suffix, workflows.ModePlan, 1, 100_000)
 	var singleRep workflows.GovernanceReport
 	if err := single.Get(ctx, &singleRep); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/colinmarc/hdfs/v2"
 )
@@ -21,6 +22,10 @@ type RetiredJobTree struct {
 	FilesPerJob int
 	// Clients is how many HDFS connections create it at once (default 4).
 	Clients int
+	// ModTime, if set, is given to every file and dir of each job, so the
+	// tree is as old as a policy needs it (a live job elsewhere on the
+	// cluster forbids a grace shorter than its checkpoint timeout).
+	ModTime time.Time
 }
 
 // JobDir is the plain path of job i (0-based) of the tree.
@@ -66,6 +71,18 @@ func (t RetiredJobTree) Write(ctx context.Context, p *Peers, progress func(done 
 					if err := hc.CreateEmptyFile(fmt.Sprintf("%s/state-%04d", chk, f)); err != nil {
 						errs <- err
 						return
+					}
+				}
+				if !t.ModTime.IsZero() {
+					paths := make([]string, 0, t.FilesPerJob+2)
+					for f := range t.FilesPerJob {
+						paths = append(paths, fmt.Sprintf("%s/state-%04d", chk, f))
+					}
+					for _, p := range append(paths, chk, t.JobDir(i)) {
+						if err := hc.Chtimes(p, t.ModTime, t.ModTime); err != nil {
+							errs <- err
+							return
+						}
 					}
 				}
 				if n := done.Add(1); progress != nil && n%100 == 0 {
