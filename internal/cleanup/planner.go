@@ -633,28 +633,36 @@ func forStWorkingDir(jobPath, file string, kind ItemKind) (string, bool) {
 // itself when nothing in it is kept: one rename or delete instead of many,
 // and the dir, shared/ and taskowned/ are reclaimed too.
 func (p *planner) collapseRetiredJobs(jobs []layout.JobCheckpoints, whole map[string]bool) {
+	// What is kept or planned under each job dir, found by walking up from
+	// each path once (not by comparing every path with every job dir).
+	jobPaths := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		jobPaths[p.norm(j.Path)] = true
+	}
 	keptUnder := map[string]bool{}
 	for _, k := range p.keep {
-		keptUnder[k.Path] = true
+		ancestors(k.Path, func(a string) {
+			if jobPaths[a] {
+				keptUnder[a] = true
+			}
+		})
+	}
+	candsUnder := map[string][]string{}
+	for path := range p.cands {
+		ancestors(path, func(a string) {
+			if jobPaths[a] {
+				candsUnder[a] = append(candsUnder[a], path)
+			}
+		})
 	}
 	for _, j := range jobs {
 		jobPath := p.norm(j.Path)
-		if whole[jobPath] || p.liveJobs[j.JobID].JobID != "" || !p.old(j.Total.Newest, p.pol.RetiredJobTTL) {
-			continue
-		}
-		blocked := false
-		for k := range keptUnder {
-			if under(k, jobPath) {
-				blocked = true
-				break
-			}
-		}
-		if blocked {
+		if whole[jobPath] || p.liveJobs[j.JobID].JobID != "" || !p.old(j.Total.Newest, p.pol.RetiredJobTTL) || keptUnder[jobPath] {
 			continue
 		}
 		var metas []string
-		for path, c := range p.cands {
-			if under(path, jobPath) {
+		for _, path := range candsUnder[jobPath] {
+			if c, ok := p.cands[path]; ok {
 				metas = append(metas, c.metas...)
 				delete(p.cands, path)
 			}
@@ -663,6 +671,19 @@ func (p *planner) collapseRetiredJobs(jobs []layout.JobCheckpoints, whole map[st
 		p.addCand(&candidate{item: Item{Path: jobPath, Kind: KindJobDir, Rule: RuleRetiredJob, JobID: j.JobID,
 			Files: j.Total.Files, Dirs: j.Total.Dirs, Bytes: j.Total.Bytes, Newest: j.Total.Newest,
 			Detail: "job absent from the inventory, last modified " + j.Total.Newest.UTC().Format(time.RFC3339)}, metas: metas, dir: true})
+	}
+}
+
+// ancestors calls fn with path and each of its parents.
+func ancestors(path string, fn func(string)) {
+	path = strings.TrimRight(path, "/")
+	for {
+		fn(path)
+		i := strings.LastIndexByte(path, '/')
+		if i <= 0 {
+			return
+		}
+		path = path[:i]
 	}
 }
 

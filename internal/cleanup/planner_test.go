@@ -3,6 +3,7 @@ package cleanup
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -522,5 +523,25 @@ func TestPlanRejectsBadInput(t *testing.T) {
 				t.Fatalf("err %v; want ErrInvalidInput mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// BenchmarkBuildPlanRetiredJobs plans a root of 10,000 retired job dirs
+// with one abandoned checkpoint each: every dir collapses into one item.
+func BenchmarkBuildPlanRetiredJobs(b *testing.B) {
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	l := Listing{Roots: []layout.Root{{Path: ckRoot, Kind: layout.CheckpointRoot}}, Metadata: map[string]MetadataResult{}}
+	for i := range 10_000 {
+		id := fmt.Sprintf("%032x", i+1)
+		u := layout.Usage{Files: 1, Dirs: 2, Newest: old}
+		l.Report.Jobs = append(l.Report.Jobs, layout.JobCheckpoints{Root: ckRoot, Path: jobDir(id), JobID: id,
+			Checkpoints: []layout.Checkpoint{{ID: 1, Path: jobDir(id) + "/chk-1", Usage: u}}, Total: u})
+	}
+	in := Input{Now: time.Now(), Listing: l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}}, Lineage: byPrefix(l)}
+	for b.Loop() {
+		p, err := BuildPlan(in)
+		if err != nil || len(p.Delete) != 10_000 {
+			b.Fatalf("%d items, %v", len(p.Delete), err)
+		}
 	}
 }
