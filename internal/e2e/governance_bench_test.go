@@ -90,9 +90,10 @@ func TestGovernanceBench(t *testing.T) {
 	})
 
 	var figures []string
+	// One queue for every run: the tenant lock a run takes lives on it.
+	queue := "bench-gov-" + randomHex(3)
 	for _, n := range workerCounts {
 		runID := fmt.Sprintf("bench-%dw-%s", n, randomHex(3))
-		queue := "bench-gov-" + runID
 		fleet := startWorkers(t, fmt.Sprintf(`temporal:
   address: %s
 worker:
