@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/activity"
 
@@ -144,8 +143,7 @@ func (a *Activities) readApprovedPlan(ctx context.Context, in ExecuteCleanupInpu
 // readShard reads shard i of the sharded plan whose header is at planPath
 // and checks it against the header.
 func (a *Activities) readShard(ctx context.Context, planPath string, h cleanup.Plan, i int) ([]cleanup.Item, error) {
-	// Shards lie beside the header; CheckShardedHeader checked their names.
-	p := planPath[:strings.LastIndex(planPath, "/")+1] + h.Shards[i].Name
+	p := cleanup.ShardPath(planPath, h.Shards[i])
 	fs, fp, err := a.Storage.Resolve(ctx, p)
 	if err != nil {
 		return nil, classify("resolve plan shard "+p, err)
@@ -309,7 +307,6 @@ func (t *runTally) add(plan cleanup.Plan, recs []cleanup.Record) {
 			}
 		}
 	}
-	part.Last, part.Unfinished = nil, nil
 	t.sum.Merge(part)
 }
 

@@ -229,6 +229,12 @@ func PartPlan(h Plan, items []Item, objects bool) Plan {
 	return p
 }
 
+// ShardPath is where shard s of the plan whose header is at planPath
+// lies: beside it (CheckShardedHeader checks the name).
+func ShardPath(planPath string, s PlanShard) string {
+	return planPath[:strings.LastIndex(planPath, "/")+1] + s.Name
+}
+
 // ReadPlan reads the plan at path on fsys whole: a sharded plan's header
 // with its items and kept items read back from its shards (each checked
 // against the header) into Delete and Keep. It is for tools and reports;
@@ -248,11 +254,10 @@ func ReadPlan(ctx context.Context, fsys storage.FileSystem, path string) (Plan, 
 	if err := CheckShardedHeader(p); err != nil {
 		return Plan{}, err
 	}
-	dir := path[:strings.LastIndex(path, "/")+1]
 	for i, s := range p.Shards {
-		data, err := fsys.ReadFile(ctx, dir+s.Name, 1<<30)
+		data, err := fsys.ReadFile(ctx, ShardPath(path, s), 1<<30)
 		if err != nil {
-			return Plan{}, classify("read plan shard", dir+s.Name, err)
+			return Plan{}, classify("read plan shard", ShardPath(path, s), err)
 		}
 		items, err := ReadShard(p, i, data)
 		if err != nil {
@@ -261,12 +266,12 @@ func ReadPlan(ctx context.Context, fsys storage.FileSystem, path string) (Plan, 
 		p.Delete = append(p.Delete, items...)
 	}
 	for _, s := range p.KeptShards {
-		data, err := fsys.ReadFile(ctx, dir+s.Name, 1<<30)
+		data, err := fsys.ReadFile(ctx, ShardPath(path, s), 1<<30)
 		if err != nil {
-			return Plan{}, classify("read plan shard", dir+s.Name, err)
+			return Plan{}, classify("read plan shard", ShardPath(path, s), err)
 		}
 		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != s.SHA256 {
-			return Plan{}, &Error{Op: "read plan shard", Path: dir + s.Name, Kind: ErrPlanChanged, Err: errors.New("sha256 differs from the header's")}
+			return Plan{}, &Error{Op: "read plan shard", Path: ShardPath(path, s), Kind: ErrPlanChanged, Err: errors.New("sha256 differs from the header's")}
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)

@@ -83,8 +83,9 @@ func TallyManifest(plan Plan, recs []Record) Tally {
 	return t
 }
 
-// Merge adds o, the tally of another part of the same run (disjoint
-// items), to t. Last and Unfinished are appended as they are.
+// Merge adds the counts of o, the tally of another part of the same run
+// (disjoint items), to t. Last and Unfinished are not merged: a run's
+// whole sets would grow with its size; callers keep the samples they need.
 func (t *Tally) Merge(o Tally) {
 	add := func(dst *TenantReclaim, src TenantReclaim) {
 		dst.Items += src.Items
@@ -107,12 +108,5 @@ func (t *Tally) Merge(o Tally) {
 			t.Outcomes = append(t.Outcomes[:i], append([]OutcomeCount{{Outcome: oc.Outcome}}, t.Outcomes[i:]...)...)
 		}
 		t.Outcomes[i].Items += oc.Items
-	}
-	t.Unfinished = append(t.Unfinished, o.Unfinished...)
-	if len(o.Last) > 0 && t.Last == nil {
-		t.Last = map[string]Record{}
-	}
-	for p, r := range o.Last {
-		t.Last[p] = r
 	}
 }

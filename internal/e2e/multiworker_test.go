@@ -15,6 +15,7 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flinkmaint/flinkmaint/activities"
@@ -110,13 +111,13 @@ func (f workerFleet) killWhileRunning(t *testing.T, ctx context.Context, c clien
 	return nil
 }
 
-// retriedElsewhere checks in wfID's history that activityType completed on
-// a worker other than the killed one, in a later attempt.
-func retriedElsewhere(t *testing.T, ctx context.Context, c client.Client, wfID, activityType, killed string) {
+// activityStarts returns the started events of activityType in wfID's
+// history, in order.
+func activityStarts(t *testing.T, ctx context.Context, c client.Client, wfID, activityType string) []*historypb.ActivityTaskStartedEventAttributes {
 	t.Helper()
 	scheduled := map[int64]bool{}
+	var starts []*historypb.ActivityTaskStartedEventAttributes
 	it := c.GetWorkflowHistory(ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	found := false
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
@@ -125,13 +126,27 @@ func retriedElsewhere(t *testing.T, ctx context.Context, c client.Client, wfID, 
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
 			scheduled[e.GetEventId()] = true
 		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] && a.GetAttempt() > 1 {
-			if a.GetIdentity() == killed {
-				t.Errorf("%s attempt %d of %s ran on the killed worker %s", activityType, a.GetAttempt(), wfID, killed)
-			}
-			found = true
-			t.Logf("%s of %s: attempt %d on %s", activityType, wfID, a.GetAttempt(), a.GetIdentity())
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
+			starts = append(starts, a)
 		}
+	}
+	return starts
+}
+
+// retriedElsewhere checks in wfID's history that activityType completed on
+// a worker other than the killed one, in a later attempt.
+func retriedElsewhere(t *testing.T, ctx context.Context, c client.Client, wfID, activityType, killed string) {
+	t.Helper()
+	found := false
+	for _, a := range activityStarts(t, ctx, c, wfID, activityType) {
+		if a.GetAttempt() <= 1 {
+			continue
+		}
+		if a.GetIdentity() == killed {
+			t.Errorf("%s attempt %d of %s ran on the killed worker %s", activityType, a.GetAttempt(), wfID, killed)
+		}
+		found = true
+		t.Logf("%s of %s: attempt %d on %s", activityType, wfID, a.GetAttempt(), a.GetIdentity())
 	}
 	if !found {
 		t.Errorf("%s of %s has no second attempt: the kill did not land while it ran", activityType, wfID)
@@ -338,27 +353,14 @@ cleanup:
 // activityType in wfID's history.
 func activityWorkers(t *testing.T, ctx context.Context, c client.Client, wfID, activityType string) []string {
 	t.Helper()
-	scheduled := map[int64]bool{}
-	ids := map[string]bool{}
-	it := c.GetWorkflowHistory(ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
-			scheduled[e.GetEventId()] = true
-		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
-			ids[a.GetIdentity()] = true
+	var ids []string
+	for _, a := range activityStarts(t, ctx, c, wfID, activityType) {
+		if !slices.Contains(ids, a.GetIdentity()) {
+			ids = append(ids, a.GetIdentity())
 		}
 	}
-	out := make([]string, 0, len(ids))
-	for id := range ids {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	sort.Strings(ids)
+	return ids
 }
 
 // TestMaintenanceWindowWithThreeWorkersOneKilled runs a window over three
