@@ -68,8 +68,10 @@ func (l *lockLog) String() string {
 }
 
 // openGates stands for a calm fleet: no freeze in force, every
-// tenant-lock request granted at once, every release taken.
-func openGates(env *testsuite.TestWorkflowEnvironment) *lockLog {
+// tenant-lock request granted at once, every release taken. The env has
+// one activity-completed listener; also, if given, hears every completion
+// after the gates have.
+func openGates(env *testsuite.TestWorkflowEnvironment, also ...func(*activity.Info, error)) *lockLog {
 	log := &lockLog{}
 	var a *activities.Activities
 	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(activities.CheckFreezeResult{}, nil)
@@ -80,6 +82,9 @@ func openGates(env *testsuite.TestWorkflowEnvironment) *lockLog {
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
 		if info.ActivityType.Name == "RequestTenantLock" && err == nil {
 			_ = env.SignalWorkflowByID(info.WorkflowExecution.ID, SignalLockGranted, LockGrant{})
+		}
+		for _, f := range also {
+			f(info, err)
 		}
 	})
 	env.OnSignalExternalWorkflow(mock.Anything, TenantLockWorkflowID, "", SignalLockRelease, mock.Anything).Return(
