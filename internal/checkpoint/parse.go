@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -127,6 +128,8 @@ type parser struct {
 	version          int
 	counts           [4][256]int // stream, keyed, operator, channel tag counts
 	untaggedChannels int
+	refs             []Reference   // chunk being filled (see addRef)
+	fullRefs         [][]Reference // filled chunks
 	opID             string
 	subtask          int
 	depth            int
@@ -897,23 +900,72 @@ func (p *parser) channelHandles(input bool) error {
 	return nil
 }
 
+// addRef records one file reference. References are gathered in chunks
+// and copied once into an exactly sized slice by collectRefs: growing one
+// slice by append allocates several times its final size, and a big
+// checkpoint has hundreds of thousands of them.
 func (p *parser) addRef(r Reference) {
 	r.OperatorID, r.Subtask = p.opID, p.subtask
-	p.md.References = append(p.md.References, r)
+	if len(p.refs) == cap(p.refs) {
+		if p.refs != nil {
+			p.fullRefs = append(p.fullRefs, p.refs)
+		}
+		p.refs = make([]Reference, 0, min(max(2*cap(p.refs), 16), 4096))
+	}
+	p.refs = append(p.refs, r)
+}
+
+// collectRefs joins the reference chunks into md.References (nil if none).
+func (p *parser) collectRefs() {
+	if len(p.fullRefs) == 0 {
+		p.md.References = p.refs
+		return
+	}
+	n := len(p.refs)
+	for _, c := range p.fullRefs {
+		n += len(c)
+	}
+	all := make([]Reference, 0, n)
+	for _, c := range p.fullRefs {
+		all = append(all, c...)
+	}
+	p.md.References = append(all, p.refs...)
+	p.fullRefs, p.refs = nil, nil
+}
+
+// refKey is a reference's path (after the prefix all paths share) and its
+// position in md.References.
+type refKey struct {
+	suffix string
+	i      int32 // MaxMetadataSize / the smallest handle fits easily
 }
 
 // finish builds the de-duplicated file set and the tag counts.
 func (p *parser) finish() {
-	files := make(map[string]int, len(p.md.References))
-	out := make([]File, 0, len(p.md.References))
-	for _, r := range p.md.References {
-		i, ok := files[r.Path]
-		if !ok {
-			i = len(out)
-			files[r.Path] = i
+	p.collectRefs()
+	refs := p.md.References
+	// Sort the references by path, ties in file order, and build one File
+	// per run of equal paths. The sort moves 24-byte keys rather than Files,
+	// and compares paths after the prefix they all share (typically the
+	// job directory) instead of rescanning it on every comparison.
+	lcp := sharedPrefixLen(refs)
+	keys := make([]refKey, len(refs))
+	for i := range refs {
+		keys[i] = refKey{refs[i].Path[lcp:], int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b refKey) int {
+		if c := strings.Compare(a.suffix, b.suffix); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	out := make([]File, 0, len(refs))
+	for k, key := range keys {
+		r := &refs[key.i]
+		if k == 0 || key.suffix != keys[k-1].suffix {
 			out = append(out, File{Path: r.Path, Kind: r.Kind, Scope: r.Scope, Size: -1})
 		}
-		f := &out[i]
+		f := &out[len(out)-1]
 		f.References++
 		if scopeRank(r.Scope) > scopeRank(f.Scope) {
 			f.Scope = r.Scope
@@ -935,7 +987,6 @@ func (p *parser) finish() {
 			out[i].Ranges = slices.Compact(rs)
 		}
 	}
-	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	p.md.Files = out
 
 	// Every subtask of a file-merging job names the same task-owned directory.
@@ -960,6 +1011,28 @@ func (p *parser) finish() {
 	if p.untaggedChannels > 0 {
 		p.md.HandleCounts["channel:untagged"] = p.untaggedChannels
 	}
+}
+
+// sharedPrefixLen is the length of the longest prefix all reference paths
+// share.
+func sharedPrefixLen(refs []Reference) int {
+	if len(refs) == 0 {
+		return 0
+	}
+	prefix := refs[0].Path
+	for i := 1; i < len(refs) && prefix != ""; i++ {
+		s := refs[i].Path
+		if strings.HasPrefix(s, prefix) {
+			continue
+		}
+		n := min(len(prefix), len(s))
+		j := 0
+		for j < n && prefix[j] == s[j] {
+			j++
+		}
+		prefix = prefix[:j]
+	}
+	return len(prefix)
 }
 
 func cmpInt64(a, b int64) int {
