@@ -103,6 +103,10 @@ bench-window: ## a window over 5000 simulated jobs: time, runs, history per run,
 bench-savepoints: ## savepoint-all makespan, 1000 simulated jobs at concurrency 50, 2 s per savepoint, against ceil(N/C)*T
 	FLINKMAINT_SCALE_CONCURRENCY=50 FLINKMAINT_SCALE_SAVEPOINT_DELAY=2s scripts/bench-window.sh 1000
 
+.PHONY: bench-governance-fleet
+bench-governance-fleet: ## governance plan over 5000 incremental jobs (1M files, 50k _metadata) on the sandbox HDFS, with 1 and 3 workers: plan time, RSS (prints figures)
+	scripts/bench-governance-fleet.sh
+
 .PHONY: bench-governance
 bench-governance: ## governance in trash mode over 500k retired job dirs on the sandbox HDFS, with 1 and 3 workers: plan, items/s, RSS (prints figures)
 	scripts/bench-governance.sh

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,6 +40,108 @@ func TestGovernanceBench(t *testing.T) {
 	}
 	items := benchInt(t, "FLINKMAINT_BENCH_ITEMS", 500_000)
 	filesPer := benchInt(t, "FLINKMAINT_BENCH_FILES_PER_ITEM", 1)
+	b := newGovernanceBench(t, fmt.Sprintf("%dx%d", items, filesPer))
+	tree := sandbox.RetiredJobTree{Dir: b.base + "/tenant/checkpoints", Jobs: items, FilesPerJob: filesPer, Clients: 8, ModTime: time.Now().Add(-30 * 24 * time.Hour)}
+	b.ensureTree(tree.Dir, tree.Files(), 2*items+1, func(progress func(int)) error { return tree.Write(b.ctx, b.peers, progress) })
+
+	var figures []string
+	for _, n := range b.workerCounts {
+		rep, line := b.run(n, workflows.ModeAuto, tree.Files())
+		if rep.Execution == nil || rep.Execution.Items != int64(items) {
+			t.Fatalf("run with %d workers trashed %+v; want %d items", n, rep.Execution, items)
+		}
+		figures = append(figures, line)
+
+		// Put the tree back for the next run: one rename of the trashed
+		// checkpoint root, whose job dirs keep their times.
+		trashed := b.base + "/trash/" + rep.RunID + tree.Dir
+		if err := b.hc.Remove(tree.Dir); err != nil {
+			t.Fatalf("remove the emptied %s: %v", tree.Dir, err)
+		}
+		if err := b.hc.Rename(trashed, tree.Dir); err != nil {
+			t.Fatalf("move %s back: %v", trashed, err)
+		}
+		b.removeRun(rep.RunID)
+	}
+	for _, f := range figures {
+		fmt.Println("governance bench:", f)
+	}
+}
+
+// TestGovernanceFleetBench measures planning over the checkpoints of a
+// fleet of incremental jobs (sandbox.FleetTree): every retained _metadata
+// is read and every shared file looked up among their references. The
+// plan is made (mode plan, nothing executed) once per worker count; it
+// checks only that the plan holds exactly the shared files no checkpoint
+// references. The _metadata come from a local dir written by the
+// checkpoint package's TestWriteFleetMetadata with the same shape.
+//
+//	FLINKMAINT_BENCH_FLEET=1                 run it (make bench-governance-fleet)
+//	FLINKMAINT_BENCH_FLEET_METADATA=dir      the _metadata, <job>/chk-<c>/_metadata
+//	FLINKMAINT_BENCH_FLEET_JOBS=5000         jobs
+//	FLINKMAINT_BENCH_FLEET_CHECKPOINTS=10    retained checkpoints per job
+//	FLINKMAINT_BENCH_FLEET_SHARED=180        shared files per job
+//	FLINKMAINT_BENCH_FLEET_REFERENCED=155    of them referenced by a checkpoint
+//	FLINKMAINT_BENCH_WORKERS=1,3             worker counts, one run each
+func TestGovernanceFleetBench(t *testing.T) {
+	if os.Getenv("FLINKMAINT_BENCH_FLEET") == "" {
+		t.Skip("a benchmark, not a check: make bench-governance-fleet runs it (FLINKMAINT_BENCH_FLEET=1)")
+	}
+	metaDir := os.Getenv("FLINKMAINT_BENCH_FLEET_METADATA")
+	if metaDir == "" {
+		t.Fatal("FLINKMAINT_BENCH_FLEET_METADATA is empty: want the dir TestWriteFleetMetadata -fleet-out wrote")
+	}
+	jobs := benchInt(t, "FLINKMAINT_BENCH_FLEET_JOBS", 5000)
+	checkpoints := benchInt(t, "FLINKMAINT_BENCH_FLEET_CHECKPOINTS", 10)
+	shared := benchInt(t, "FLINKMAINT_BENCH_FLEET_SHARED", 180)
+	referenced := benchInt(t, "FLINKMAINT_BENCH_FLEET_REFERENCED", 155)
+	if referenced > shared {
+		t.Fatalf("FLINKMAINT_BENCH_FLEET_REFERENCED=%d exceeds FLINKMAINT_BENCH_FLEET_SHARED=%d", referenced, shared)
+	}
+	b := newGovernanceBench(t, fmt.Sprintf("fleet-%dx%dx%d", jobs, checkpoints, shared))
+	tree := sandbox.FleetTree{Dir: b.base + "/tenant/checkpoints", Jobs: jobs, Checkpoints: checkpoints, SharedPerJob: shared, Clients: 8,
+		SharedModTime: time.Now().Add(-30 * 24 * time.Hour),
+		Metadata: func(i, c int) ([]byte, error) {
+			return os.ReadFile(filepath.Join(metaDir, fmt.Sprintf("%032x", i+1), fmt.Sprintf("chk-%d", c), "_metadata"))
+		}}
+	b.ensureTree(tree.Dir, tree.Files(), tree.Dirs(), func(progress func(int)) error { return tree.Write(b.ctx, b.peers, progress) })
+
+	want := int64(jobs * (shared - referenced))
+	var figures []string
+	for _, n := range b.workerCounts {
+		rep, line := b.run(n, workflows.ModePlan, tree.Files())
+		var planned int64
+		for _, tr := range rep.Tenants {
+			planned += tr.PlannedItems
+		}
+		if planned != want {
+			t.Fatalf("run with %d workers planned %d items; want the %d unreferenced shared files", n, planned, want)
+		}
+		figures = append(figures, line)
+		b.removeRun(rep.RunID)
+	}
+	for _, f := range figures {
+		fmt.Println("governance fleet bench:", f)
+	}
+}
+
+// governanceBench is what the governance benchmarks share: the sandbox
+// peers, a dev server, one task queue for every run (the tenant lock a
+// run takes lives on it), and a tenant rooted at base on the sandbox HDFS.
+type governanceBench struct {
+	t            *testing.T
+	ctx          context.Context
+	peers        *sandbox.Peers
+	tmp          *sandbox.Temporal
+	hc           *hdfs.Client
+	base, root   string
+	invPath      string
+	queue        string
+	workerCounts []int
+}
+
+func newGovernanceBench(t *testing.T, name string) *governanceBench {
+	t.Helper()
 	var workerCounts []int
 	for _, f := range strings.Split(envOr("FLINKMAINT_BENCH_WORKERS", "1,3"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -50,37 +153,13 @@ func TestGovernanceBench(t *testing.T) {
 	peers := sandbox.RequirePeers(t)
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Hour)
-	defer cancel()
-
-	base := fmt.Sprintf("/flinkmaint-bench/governance/%dx%d", items, filesPer)
+	t.Cleanup(cancel)
 	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hc.Close()
-	tree := sandbox.RetiredJobTree{Dir: base + "/tenant/checkpoints", Jobs: items, FilesPerJob: filesPer, Clients: 8, ModTime: time.Now().Add(-30 * 24 * time.Hour)}
-	if cs, err := hc.GetContentSummary(tree.Dir); err != nil || cs.FileCount() != tree.Files() || cs.DirectoryCount() != 2*items+1 {
-		_ = hc.RemoveAll(base)
-		if err := hc.MkdirAll(tree.Dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		err := tree.Write(ctx, peers, func(done int) {
-			if done%(max(items/10, 100)) == 0 {
-				t.Logf("tree: %d of %d job dirs after %s", done, items, time.Since(start).Round(time.Second))
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := time.Since(start)
-		t.Logf("built %d files in %d job dirs in %s (%.0f job dirs/s)", tree.Files(), items, d.Round(time.Second), float64(items)/d.Seconds())
-	}
-	for _, d := range []string{"/tenant/savepoints", "/trash", "/plans"} {
-		if err := hc.MkdirAll(base+d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t.Cleanup(func() { _ = hc.Close() })
+	base := "/flinkmaint-bench/governance/" + name
 	root := peers.HDFS.URI + base
 	c := peers.Clusters[0]
 	invPath := writeInventory(t, inventory.Static{
@@ -88,13 +167,51 @@ func TestGovernanceBench(t *testing.T) {
 		Clusters: []inventory.Cluster{{Tenant: "bench", ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
 			CheckpointDir: root + "/tenant/checkpoints", SavepointDir: root + "/tenant/savepoints"}},
 	})
+	return &governanceBench{t: t, ctx: ctx, peers: peers, tmp: tmp, hc: hc, base: base, root: root, invPath: invPath,
+		queue: "bench-gov-" + randomHex(3), workerCounts: workerCounts}
+}
 
-	var figures []string
-	// One queue for every run: the tenant lock a run takes lives on it.
-	queue := "bench-gov-" + randomHex(3)
-	for _, n := range workerCounts {
-		runID := fmt.Sprintf("bench-%dw-%s", n, randomHex(3))
-		fleet := startWorkers(t, fmt.Sprintf(`temporal:
+// ensureTree builds the tree at dir with write unless it is there already,
+// whole (files files and dirs dirs, dir included) and built for this
+// sandbox HDFS (its URI, which _metadata name files by, is stamped beside
+// it). It also makes the tenant's other dirs.
+func (b *governanceBench) ensureTree(dir string, files, dirs int, write func(progress func(done int)) error) {
+	t := b.t
+	stamp := b.base + "/built-for"
+	built, _ := b.hc.ReadFile(stamp)
+	if cs, err := b.hc.GetContentSummary(dir); err != nil || cs.FileCount() != files || cs.DirectoryCount() != dirs || string(built) != b.peers.HDFS.URI {
+		_ = b.hc.RemoveAll(b.base)
+		if err := b.hc.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err := write(func(done int) {
+			if done%1000 == 0 {
+				t.Logf("tree: %d job dirs after %s", done, time.Since(start).Round(time.Second))
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := time.Since(start)
+		t.Logf("built %d files in %d dirs in %s (%.0f files/s)", files, dirs, d.Round(time.Second), float64(files)/d.Seconds())
+		if err := sandbox.WriteFile(b.hc, stamp, []byte(b.peers.HDFS.URI)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"/tenant/savepoints", "/trash", "/plans"} {
+		if err := b.hc.MkdirAll(b.base+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// run starts n workers, runs one governance of the tenant in mode and
+// stops them; it returns the report and a line of figures.
+func (b *governanceBench) run(n int, mode string, files int) (*workflows.GovernanceReport, string) {
+	t := b.t
+	runID := fmt.Sprintf("bench-%dw-%s", n, randomHex(3))
+	fleet := startWorkers(t, fmt.Sprintf(`temporal:
   address: %s
 worker:
   taskQueue: %s
@@ -109,56 +226,53 @@ inventory:
 cleanup:
   trashRoot: %s
   planDir: %s
-`, tmp.HostPort, queue, peers.HDFS.User, root, invPath, root+"/trash", root+"/plans"), n)
-		in := workflows.GovernanceInput{RunID: runID, Reason: "governance bench", Mode: workflows.ModeAuto,
-			Scope:       activities.Scope{Tenants: []string{"bench"}},
-			GatherParts: max(n, 2), ExecuteParallelism: 2 * n}
-		wfID := workflows.GovernanceWorkflowID(runID)
-		start := time.Now()
-		wf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: queue}, workflows.GovernanceWorkflowType, in)
-		if err != nil {
-			t.Fatal(err)
+`, b.tmp.HostPort, b.queue, b.peers.HDFS.User, b.root, b.invPath, b.root+"/trash", b.root+"/plans"), n)
+	in := workflows.GovernanceInput{RunID: runID, Reason: "governance bench", Mode: mode,
+		Scope:       activities.Scope{Tenants: []string{"bench"}},
+		GatherParts: max(n, 2), ExecuteParallelism: 2 * n}
+	wfID := workflows.GovernanceWorkflowID(runID)
+	start := time.Now()
+	wf, err := b.tmp.Client.ExecuteWorkflow(b.ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: b.queue}, workflows.GovernanceWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep workflows.GovernanceReport
+	if err := wf.Get(b.ctx, &rep); err != nil {
+		t.Fatalf("governance run with %d workers: %v\n%s", n, err, fleet.tails())
+	}
+	wall := time.Since(start)
+	var peak int64
+	for _, p := range fleet {
+		if rss, err := p.PeakRSS(); err == nil {
+			peak = max(peak, rss)
 		}
-		var rep workflows.GovernanceReport
-		if err := wf.Get(ctx, &rep); err != nil {
-			t.Fatalf("governance run with %d workers: %v\n%s", n, err, fleet.tails())
-		}
-		wall := time.Since(start)
-		if rep.Execution == nil || rep.Execution.Items != int64(items) {
-			t.Fatalf("run with %d workers trashed %+v; want %d items", n, rep.Execution, items)
-		}
-		var peak int64
-		for _, p := range fleet {
-			if rss, err := p.PeakRSS(); err == nil {
-				peak = max(peak, rss)
-			}
-			p.Stop()
-		}
-		ph := governancePhases(t, ctx, tmp.Client, wfID)
-		line := fmt.Sprintf("%d worker(s): %d items (%d files) in %s; plan %s (gather in %d parts %s), execute %s = %.0f items/s (%d shard activities, %d at once), tally %s; peak worker RSS %.0f MiB; %d history events",
-			n, items, tree.Files(), wall.Round(time.Millisecond), ph.plan.Round(time.Millisecond), in.GatherParts, ph.gather.Round(time.Millisecond),
-			ph.execute.Round(time.Millisecond), float64(items)/ph.execute.Seconds(), ph.parts, in.ExecuteParallelism,
-			ph.tally.Round(time.Millisecond), float64(peak)/(1<<20), ph.events)
-		t.Log(line)
-		figures = append(figures, line)
-
-		// Put the tree back for the next run: one rename of the trashed
-		// checkpoint root, whose job dirs keep their times.
-		trashed := base + "/trash/" + runID + tree.Dir
-		if err := hc.Remove(tree.Dir); err != nil {
-			t.Fatalf("remove the emptied %s: %v", tree.Dir, err)
-		}
-		if err := hc.Rename(trashed, tree.Dir); err != nil {
-			t.Fatalf("move %s back: %v", trashed, err)
-		}
-		for _, d := range []string{base + "/trash/" + runID, base + "/trash/_audit/" + runID, base + "/plans/" + runID} {
-			if err := hc.RemoveAll(d); err != nil {
-				t.Fatal(err)
-			}
+		p.Stop()
+	}
+	ph := governancePhases(t, b.ctx, b.tmp.Client, wfID)
+	var planned, kept int64
+	for _, tr := range rep.Tenants {
+		planned += tr.PlannedItems
+		for _, k := range tr.Kept {
+			kept += k.Items
 		}
 	}
-	for _, f := range figures {
-		fmt.Println("governance bench:", f)
+	line := fmt.Sprintf("%d worker(s): %d files, %d items planned, %d kept, in %s; plan %s (gather in %d parts %s)",
+		n, files, planned, kept, wall.Round(time.Millisecond), ph.plan.Round(time.Millisecond), in.GatherParts, ph.gather.Round(time.Millisecond))
+	if ph.parts > 0 {
+		line += fmt.Sprintf(", execute %s = %.0f items/s (%d shard activities, %d at once), tally %s",
+			ph.execute.Round(time.Millisecond), float64(planned)/ph.execute.Seconds(), ph.parts, in.ExecuteParallelism, ph.tally.Round(time.Millisecond))
+	}
+	line += fmt.Sprintf("; peak worker RSS %.0f MiB; %d history events", float64(peak)/(1<<20), ph.events)
+	t.Log(line)
+	return &rep, line
+}
+
+// removeRun removes what run runID left on HDFS: its trash, audit and plan.
+func (b *governanceBench) removeRun(runID string) {
+	for _, d := range []string{b.base + "/trash/" + runID, b.base + "/trash/_audit/" + runID, b.base + "/plans/" + runID} {
+		if err := b.hc.RemoveAll(d); err != nil {
+			b.t.Fatal(err)
+		}
 	}
 }
 
