@@ -93,21 +93,91 @@ func (d *decoder) checkCount(what string, at int, n int32, minElem int) (int, er
 // utf reads a Java DataOutput.writeUTF string: an unsigned 16-bit byte
 // length followed by modified UTF-8.
 func (d *decoder) utf(what string) (string, error) {
+	b, err := d.utfBytes(what)
+	if err != nil {
+		return "", err
+	}
+	if isASCII(b) {
+		return string(b), nil
+	}
+	s, _ := decodeModifiedUTF8(b) // utfBytes checked it
+	return s, nil
+}
+
+// skipUTF checks a writeUTF string the reader has no use for, without
+// building it.
+func (d *decoder) skipUTF(what string) error {
+	_, err := d.utfBytes(what)
+	return err
+}
+
+// maxInterned bounds the strings utfInterned remembers, so input with
+// ever-new names costs no more than a fixed-size map.
+const maxInterned = 4096
+
+// utfInterned is utf for strings that repeat across subtasks (RocksDB
+// local file names such as "MANIFEST-000004" or "000012.sst"): a string
+// seen before is returned again instead of allocating a copy.
+func (d *decoder) utfInterned(what string, seen *map[string]string) (string, error) {
+	b, err := d.utfBytes(what)
+	if err != nil {
+		return "", err
+	}
+	if !isASCII(b) {
+		s, _ := decodeModifiedUTF8(b)
+		return s, nil
+	}
+	if s, ok := (*seen)[string(b)]; ok {
+		return s, nil
+	}
+	s := string(b)
+	if *seen == nil {
+		*seen = make(map[string]string)
+	}
+	if len(*seen) < maxInterned {
+		(*seen)[s] = s
+	}
+	return s, nil
+}
+
+// utfBytes reads a writeUTF string, checks it is modified UTF-8 and
+// returns its undecoded bytes, which alias d.data.
+func (d *decoder) utfBytes(what string) ([]byte, error) {
 	if d.remaining() < 2 {
-		return "", d.truncated(what+" length", 2)
+		return nil, d.truncated(what+" length", 2)
 	}
 	n := int(binary.BigEndian.Uint16(d.data[d.off:]))
 	if d.remaining()-2 < n {
-		return "", d.truncated(what, 2+n)
+		return nil, d.truncated(what, 2+n)
 	}
 	start := d.off + 2
-	s, bad := decodeModifiedUTF8(d.data[start : start+n])
-	if bad >= 0 {
-		return "", d.fail(ErrInvalidString, start+bad, what+" in Java modified UTF-8",
-			fmt.Sprintf("byte 0x%02x", d.data[start+bad]))
+	b := d.data[start : start+n]
+	if !isASCII(b) {
+		if _, bad := decodeModifiedUTF8(b); bad >= 0 {
+			return nil, d.fail(ErrInvalidString, start+bad, what+" in Java modified UTF-8",
+				fmt.Sprintf("byte 0x%02x", d.data[start+bad]))
+		}
 	}
 	d.off = start + n
-	return s, nil
+	return b, nil
+}
+
+// isASCII reports whether b has no byte >= 0x80, eight bytes at a time.
+// Nearly every string in _metadata (paths, names, ids) is ASCII, and ASCII
+// is valid modified UTF-8 that decodes to itself.
+func isASCII(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeModifiedUTF8 decodes Java's modified UTF-8 exactly as
@@ -117,14 +187,7 @@ func (d *decoder) utf(what string) (string, error) {
 // in a Java string, not representable in UTF-8) becomes U+FFFD. It returns
 // the index of the first malformed byte, or -1.
 func decodeModifiedUTF8(b []byte) (string, int) {
-	ascii := true
-	for _, c := range b {
-		if c >= 0x80 {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(b) {
 		return string(b), -1
 	}
 	units := make([]uint16, 0, len(b))

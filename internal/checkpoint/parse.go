@@ -130,6 +130,8 @@ type parser struct {
 	untaggedChannels int
 	refs             []Reference   // chunk being filled (see addRef)
 	fullRefs         [][]Reference // filled chunks
+	joined           map[[2]string]string
+	interned         map[string]string // see decoder.utfInterned
 	opID             string
 	subtask          int
 	depth            int
@@ -371,8 +373,12 @@ func (p *parser) subtaskState() error {
 			return d.fail(ErrOutOfRange, at, "legacy task state count 0 (state of Flink <= 1.1 is not readable)", fmt.Sprint(legacy))
 		}
 	}
-	for _, ctx := range [2]string{"managed-operator", "raw-operator"} {
-		has, err := d.i32(ctx + " state flag")
+	for _, part := range [2]struct{ ctx, flag string }{
+		{"managed-operator", "managed-operator state flag"},
+		{"raw-operator", "raw-operator state flag"},
+	} {
+		ctx := part.ctx
+		has, err := d.i32(part.flag)
 		if err != nil {
 			return err
 		}
@@ -397,14 +403,33 @@ func (p *parser) subtaskState() error {
 	return p.channelHandles(false)
 }
 
-func (p *parser) tag(fam int, what string) (byte, int, error) {
+// tag reads a handle tag byte; the field is named ctx+what, built only for
+// an error so the hot path allocates nothing.
+func (p *parser) tag(fam int, ctx, what string) (byte, int, error) {
 	at := p.d.off
-	t, err := p.d.u8(what)
-	if err != nil {
-		return 0, at, err
+	if p.d.remaining() < 1 {
+		return 0, at, p.d.truncated(ctx+what, 1)
 	}
+	t := p.d.data[at]
+	p.d.off++
 	p.counts[fam][t]++
 	return t, at, nil
+}
+
+// join returns a+b, the same string for every call with the same parts.
+// Handle contexts are built from a few parts over and over and are kept in
+// every Reference; joining them once saves an allocation per handle.
+func (p *parser) join(a, b string) string {
+	k := [2]string{a, b}
+	if s, ok := p.joined[k]; ok {
+		return s
+	}
+	if p.joined == nil {
+		p.joined = make(map[[2]string]string)
+	}
+	s := a + b
+	p.joined[k] = s
+	return s
 }
 
 func (p *parser) enter(at int) error {
@@ -447,7 +472,7 @@ func knownStreamTag(t byte) bool {
 // handles carry their own) and local the RocksDB file name, if any.
 func (p *parser) streamHandle(ctx string, scope Scope, local string) error {
 	d := &p.d
-	t, at, err := p.tag(famStream, ctx+" stream handle tag")
+	t, at, err := p.tag(famStream, ctx, " stream handle tag")
 	if err != nil {
 		return err
 	}
@@ -455,7 +480,7 @@ func (p *parser) streamHandle(ctx string, scope Scope, local string) error {
 	case 0, 16: // NULL, EMPTY_SEGMENT_FILE_HANDLE: no data, no file
 		return nil
 	case 1: // ByteStreamStateHandle: inline; its name is not a file
-		if _, err := d.utf("inline handle name"); err != nil {
+		if err := d.skipUTF("inline handle name"); err != nil {
 			return err
 		}
 		n, err := d.count("inline handle length", 1)
@@ -590,7 +615,7 @@ func (p *parser) keyGroupRange(perGroup int) (int, error) {
 
 func (p *parser) keyedHandle(ctx string) error {
 	d := &p.d
-	t, at, err := p.tag(famKeyed, ctx+" keyed handle tag")
+	t, at, err := p.tag(famKeyed, ctx, " keyed handle tag")
 	if err != nil {
 		return err
 	}
@@ -606,15 +631,15 @@ func (p *parser) keyedHandle(ctx string) error {
 		if err := p.keyGroupRangeWithOffsets(); err != nil {
 			return err
 		}
-		sub := ctx + "-keygroups"
+		sub := p.join(ctx, "-keygroups")
 		if t == 7 {
-			sub = ctx + "-savepoint-keygroups"
+			sub = p.join(ctx, "-savepoint-keygroups")
 		}
 		if err := p.streamHandle(sub, ScopeExclusive, ""); err != nil {
 			return err
 		}
 		if t == 12 {
-			_, err := d.utf("state handle id")
+			err := d.skipUTF("state handle id")
 			return err
 		}
 		return nil
@@ -622,7 +647,7 @@ func (p *parser) keyedHandle(ctx string) error {
 		if _, err := d.i64("incremental checkpoint id"); err != nil {
 			return err
 		}
-		if _, err := d.utf("backend id"); err != nil {
+		if err := d.skipUTF("backend id"); err != nil {
 			return err
 		}
 		if _, err := p.keyGroupRange(0); err != nil {
@@ -633,17 +658,17 @@ func (p *parser) keyedHandle(ctx string) error {
 				return err
 			}
 		}
-		if err := p.streamHandle(ctx+"-incremental-meta", ScopeExclusive, ""); err != nil {
+		if err := p.streamHandle(p.join(ctx, "-incremental-meta"), ScopeExclusive, ""); err != nil {
 			return err
 		}
-		if err := p.fileList(ctx+"-incremental-shared", ScopeShared); err != nil {
+		if err := p.fileList(p.join(ctx, "-incremental-shared"), ScopeShared); err != nil {
 			return err
 		}
-		if err := p.fileList(ctx+"-incremental-private", ScopePrivate); err != nil {
+		if err := p.fileList(p.join(ctx, "-incremental-private"), ScopePrivate); err != nil {
 			return err
 		}
 		if t == 11 {
-			_, err := d.utf("state handle id")
+			err := d.skipUTF("state handle id")
 			return err
 		}
 		return nil
@@ -660,7 +685,7 @@ func (p *parser) keyedHandle(ctx string) error {
 				return err
 			}
 			for range n {
-				if err := p.keyedHandle(ctx + "-changelog-" + part); err != nil {
+				if err := p.keyedHandle(p.join(ctx, "-changelog-"+part)); err != nil {
 					return err
 				}
 			}
@@ -673,7 +698,7 @@ func (p *parser) keyedHandle(ctx string) error {
 				return err
 			}
 		}
-		_, err := d.utf("state handle id")
+		err := d.skipUTF("state handle id")
 		return err
 	case 9: // InMemoryChangelogStateHandle: changes inline, no files
 		if _, err := p.keyGroupRange(0); err != nil {
@@ -701,7 +726,7 @@ func (p *parser) keyedHandle(ctx string) error {
 				return err
 			}
 		}
-		_, err = d.utf("state handle id")
+		err = d.skipUTF("state handle id")
 		return err
 	case 10, 13: // ChangelogStateHandleStreamImpl: DSTL files, shared between checkpoints
 		if _, err := p.keyGroupRange(0); err != nil {
@@ -715,7 +740,7 @@ func (p *parser) keyedHandle(ctx string) error {
 			if _, err := d.i64("changelog increment offset"); err != nil {
 				return err
 			}
-			if err := p.streamHandle(ctx+"-changelog-increment", ScopeShared, ""); err != nil {
+			if err := p.streamHandle(p.join(ctx, "-changelog-increment"), ScopeShared, ""); err != nil {
 				return err
 			}
 		}
@@ -725,11 +750,11 @@ func (p *parser) keyedHandle(ctx string) error {
 		if _, err := d.i64("changelog checkpointed size"); err != nil {
 			return err
 		}
-		if _, err := d.utf("state handle id"); err != nil {
+		if err := d.skipUTF("state handle id"); err != nil {
 			return err
 		}
 		if t == 13 {
-			_, err := d.utf("changelog storage identifier")
+			err := d.skipUTF("changelog storage identifier")
 			return err
 		}
 		return nil
@@ -742,12 +767,12 @@ func (p *parser) keyedHandle(ctx string) error {
 // stream handle.
 func (p *parser) fileList(ctx string, scope Scope) error {
 	d := &p.d
-	n, err := d.count(ctx+" file count", 3)
+	n, err := d.count(p.join(ctx, " file count"), 3)
 	if err != nil {
 		return err
 	}
 	for range n {
-		local, err := d.utf("RocksDB local file name")
+		local, err := d.utfInterned("RocksDB local file name", &p.interned)
 		if err != nil {
 			return err
 		}
@@ -760,7 +785,7 @@ func (p *parser) fileList(ctx string, scope Scope) error {
 
 func (p *parser) operatorHandle(ctx string) error {
 	d := &p.d
-	t, at, err := p.tag(famOperator, ctx+" operator handle tag")
+	t, at, err := p.tag(famOperator, ctx, " operator handle tag")
 	if err != nil {
 		return err
 	}
@@ -777,7 +802,7 @@ func (p *parser) operatorHandle(ctx string) error {
 		return err
 	}
 	for range n {
-		if _, err := d.utf("operator state name"); err != nil {
+		if err := d.skipUTF("operator state name"); err != nil {
 			return err
 		}
 		modeAt := d.off
@@ -802,15 +827,15 @@ func (p *parser) operatorHandle(ctx string) error {
 	for _, dir := range [2]struct {
 		what  string
 		scope Scope
-	}{{"task-owned directory", ScopeTaskOwned}, {"shared directory", ScopeShared}} {
+	}{{"file-merging task-owned directory", ScopeTaskOwned}, {"file-merging shared directory", ScopeShared}} {
 		dirAt := d.off
-		raw, err := d.utf("file-merging " + dir.what)
+		raw, err := d.utf(dir.what)
 		if err != nil {
 			return err
 		}
 		abs, err := NormalizePath(raw)
 		if err != nil {
-			return d.fail(ErrInvalidPath, dirAt, "absolute file-merging "+dir.what, strconv.Quote(raw))
+			return d.fail(ErrInvalidPath, dirAt, "absolute "+dir.what, strconv.Quote(raw))
 		}
 		p.md.ManagedDirs = append(p.md.ManagedDirs, ManagedDir{Path: abs, Scope: dir.scope})
 	}
@@ -823,22 +848,22 @@ func (p *parser) operatorHandle(ctx string) error {
 
 func (p *parser) channelHandles(input bool) error {
 	d := &p.d
-	what, ctx := "result subpartition", "result-subpartition"
+	what, ctx, countName := "result subpartition", "result-subpartition", "result subpartition state count"
 	if input {
-		what, ctx = "input channel", "input-channel"
+		what, ctx, countName = "input channel", "input-channel", "input channel state count"
 	}
 	minSize := 25 // V1: subtask(4) info(8) offsets count(4) size(8) delegate tag(1)
 	if p.version >= 6 {
 		minSize = 18 // merged: tag(1) subtask(4) size(8) delegate tag(1) length(4)
 	}
-	n, err := d.count(what+" state count", minSize)
+	n, err := d.count(countName, minSize)
 	if err != nil {
 		return err
 	}
 	for range n {
 		merged := false
 		if p.version >= 6 {
-			t, at, err := p.tag(famChannel, what+" handle tag")
+			t, at, err := p.tag(famChannel, what, " handle tag")
 			if err != nil {
 				return err
 			}

@@ -29,6 +29,9 @@ func NormalizePath(p string) (string, error) {
 		if !strings.HasPrefix(p, "/") {
 			return "", fmt.Errorf("%w: %q is neither absolute nor scheme-qualified", ErrInvalidPath, p)
 		}
+		if cleanSegments(p[1:]) {
+			return p, nil
+		}
 		return path.Clean(p), nil
 	}
 	authority := ""
@@ -37,6 +40,11 @@ func NormalizePath(p string) (string, error) {
 		rest = rest[2:]
 		if i := strings.IndexByte(rest, '/'); i >= 0 {
 			authority, rest = rest[:i], rest[i:]
+			// Paths Flink writes are normally already in this form; then
+			// p is the answer and nothing needs building.
+			if isLower(scheme) && isLower(authority) && cleanSegments(rest[1:]) {
+				return p, nil
+			}
 		} else {
 			authority, rest = rest, "/"
 		}
@@ -45,6 +53,37 @@ func NormalizePath(p string) (string, error) {
 		return "", fmt.Errorf("%w: %q has scheme %q but no absolute path", ErrInvalidPath, p, scheme)
 	}
 	return strings.ToLower(scheme) + "://" + strings.ToLower(authority) + path.Clean(rest), nil
+}
+
+// cleanSegments reports whether "/"+s is its own path.Clean: no empty,
+// "." or ".." segment and no trailing slash (the root, s == "", is clean).
+func cleanSegments(s string) bool {
+	for s != "" {
+		seg := s
+		if i := strings.IndexByte(s, '/'); i >= 0 {
+			seg, s = s[:i], s[i+1:]
+			if s == "" {
+				return false // trailing slash
+			}
+		} else {
+			s = ""
+		}
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// isLower reports whether s has no ASCII upper-case letter and no
+// non-ASCII byte, so strings.ToLower(s) == s without looking further.
+func isLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // splitScheme recognises an RFC 3986 scheme ("hdfs:", "file:", "s3a:") at
@@ -113,5 +152,13 @@ func resolveRelative(dir, rel string) (string, error) {
 		return "", fmt.Errorf("%w: relative handle %q but no metadata location was given to resolve it against", ErrInvalidPath, rel)
 	}
 	prefix, p := splitPathPart(dir)
+	// dir is normalised; a rel without empty, "." or ".." segments (a file
+	// name, as Flink writes it) joins without cleaning.
+	if cleanSegments(rel) {
+		if p == "/" {
+			return dir + rel, nil
+		}
+		return dir + "/" + rel, nil
+	}
 	return prefix + path.Join(p, rel), nil
 }
