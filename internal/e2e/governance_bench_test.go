@@ -42,7 +42,7 @@ func TestGovernanceBench(t *testing.T) {
 	filesPer := benchInt(t, "FLINKMAINT_BENCH_FILES_PER_ITEM", 1)
 	b := newGovernanceBench(t, fmt.Sprintf("%dx%d", items, filesPer))
 	tree := sandbox.RetiredJobTree{Dir: b.base + "/tenant/checkpoints", Jobs: items, FilesPerJob: filesPer, Clients: 8, ModTime: time.Now().Add(-30 * 24 * time.Hour)}
-	b.ensureTree(tree.Dir, tree.Files(), 2*items+1, func(progress func(int)) error { return tree.Write(b.ctx, b.peers, progress) })
+	b.ensureTree(tree.Dir, tree.Files(), 2*items+1, false, func(progress func(int)) error { return tree.Write(b.ctx, b.peers, progress) })
 
 	var figures []string
 	for _, n := range b.workerCounts {
@@ -104,7 +104,7 @@ func TestGovernanceFleetBench(t *testing.T) {
 		Metadata: func(i, c int) ([]byte, error) {
 			return os.ReadFile(filepath.Join(metaDir, fmt.Sprintf("%032x", i+1), fmt.Sprintf("chk-%d", c), "_metadata"))
 		}}
-	b.ensureTree(tree.Dir, tree.Files(), tree.Dirs(), func(progress func(int)) error { return tree.Write(b.ctx, b.peers, progress) })
+	b.ensureTree(tree.Dir, tree.Files(), tree.Dirs(), true, func(progress func(int)) error { return tree.Write(b.ctx, b.peers, progress) })
 
 	want := int64(jobs * (shared - referenced))
 	var figures []string
@@ -172,14 +172,15 @@ func newGovernanceBench(t *testing.T, name string) *governanceBench {
 }
 
 // ensureTree builds the tree at dir with write unless it is there already,
-// whole (files files and dirs dirs, dir included) and built for this
-// sandbox HDFS (its URI, which _metadata name files by, is stamped beside
-// it). It also makes the tenant's other dirs.
-func (b *governanceBench) ensureTree(dir string, files, dirs int, write func(progress func(done int)) error) {
+// whole (files files and dirs dirs, dir included) and, if byURI, built
+// for this sandbox HDFS: a tree whose _metadata name files by the HDFS URI
+// has it stamped beside it. It also makes the tenant's other dirs.
+func (b *governanceBench) ensureTree(dir string, files, dirs int, byURI bool, write func(progress func(done int)) error) {
 	t := b.t
 	stamp := b.base + "/built-for"
 	built, _ := b.hc.ReadFile(stamp)
-	if cs, err := b.hc.GetContentSummary(dir); err != nil || cs.FileCount() != files || cs.DirectoryCount() != dirs || string(built) != b.peers.HDFS.URI {
+	stale := byURI && string(built) != b.peers.HDFS.URI
+	if cs, err := b.hc.GetContentSummary(dir); err != nil || cs.FileCount() != files || cs.DirectoryCount() != dirs || stale {
 		_ = b.hc.RemoveAll(b.base)
 		if err := b.hc.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
