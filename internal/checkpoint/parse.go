@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -958,11 +957,97 @@ func (p *parser) collectRefs() {
 	p.fullRefs, p.refs = nil, nil
 }
 
-// refKey is a reference's path (after the prefix all paths share) and its
-// position in md.References.
-type refKey struct {
-	suffix string
-	i      int32 // MaxMetadataSize / the smallest handle fits easily
+// fileKey is one reference in the path sort of finish.
+type fileKey struct {
+	// key is the next 7 bytes of the path from the current depth,
+	// zero-padded, then how many of them the path has: keys order like the
+	// paths they come from, and a count below 7 means the path ends there.
+	key uint64
+	i   int32 // index in md.References; MaxMetadataSize keeps it small
+	dup bool  // same path as the key before it, once sorted
+}
+
+// sortByPath sorts keys by the path of their reference, equal paths in
+// file order, and marks each repeat of a path as dup. keys must be in
+// file order and every key's path must hold the same depth bytes first;
+// tmp is scratch as long as keys. It is a most-significant-digit radix
+// sort on 7-byte chunks: no string comparisons, and the prefix a run of
+// paths shares is read once per key rather than on every comparison.
+func sortByPath(refs []Reference, keys, tmp []fileKey, depth int) {
+	for k := range keys {
+		keys[k].key = pathChunk(refs[keys[k].i].Path, depth)
+	}
+	radixSort(keys, tmp)
+	for start := 0; start < len(keys); {
+		end := start + 1
+		for end < len(keys) && keys[end].key == keys[start].key {
+			end++
+		}
+		if end-start > 1 {
+			if keys[start].key&0xFF < 7 {
+				// The paths end in this chunk, so they are equal; the
+				// stable sort left them in file order.
+				for k := start + 1; k < end; k++ {
+					keys[k].dup = true
+				}
+			} else {
+				sortByPath(refs, keys[start:end], tmp[start:end], depth+7)
+			}
+		}
+		start = end
+	}
+}
+
+// pathChunk is the fileKey.key of path s at depth.
+func pathChunk(s string, depth int) uint64 {
+	s = s[min(depth, len(s)):]
+	n := min(len(s), 7)
+	var c uint64
+	for j := range n {
+		c |= uint64(s[j]) << (56 - 8*j)
+	}
+	return c | uint64(n)
+}
+
+// radixSort sorts keys by key, stably, with tmp (as long as keys) as
+// scratch: a least-significant-digit radix sort, one pass per byte,
+// skipping the bytes all keys share.
+func radixSort(keys, tmp []fileKey) {
+	if len(keys) < 32 {
+		for i := 1; i < len(keys); i++ {
+			for j := i; j > 0 && keys[j-1].key > keys[j].key; j-- {
+				keys[j-1], keys[j] = keys[j], keys[j-1]
+			}
+		}
+		return
+	}
+	var counts [8][256]int
+	for _, k := range keys {
+		for b := range counts {
+			counts[b][byte(k.key>>(8*b))]++
+		}
+	}
+	src, dst := keys, tmp
+	for b := range counts {
+		count := &counts[b]
+		if count[byte(src[0].key>>(8*b))] == len(src) {
+			continue
+		}
+		pos := 0
+		for v, c := range count {
+			count[v] = pos
+			pos += c
+		}
+		for _, k := range src {
+			v := byte(k.key >> (8 * b))
+			dst[count[v]] = k
+			count[v]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
 }
 
 // finish builds the de-duplicated file set and the tag counts.
@@ -970,24 +1055,17 @@ func (p *parser) finish() {
 	p.collectRefs()
 	refs := p.md.References
 	// Sort the references by path, ties in file order, and build one File
-	// per run of equal paths. The sort moves 24-byte keys rather than Files,
-	// and compares paths after the prefix they all share (typically the
-	// job directory) instead of rescanning it on every comparison.
-	lcp := sharedPrefixLen(refs)
-	keys := make([]refKey, len(refs))
-	for i := range refs {
-		keys[i] = refKey{refs[i].Path[lcp:], int32(i)}
+	// per run of equal paths. The sort starts after the prefix all paths
+	// share (typically the job directory).
+	keys := make([]fileKey, len(refs))
+	for i := range keys {
+		keys[i].i = int32(i)
 	}
-	slices.SortFunc(keys, func(a, b refKey) int {
-		if c := strings.Compare(a.suffix, b.suffix); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.i, b.i)
-	})
+	sortByPath(refs, keys, make([]fileKey, len(keys)), sharedPrefixLen(refs))
 	out := make([]File, 0, len(refs))
-	for k, key := range keys {
+	for _, key := range keys {
 		r := &refs[key.i]
-		if k == 0 || key.suffix != keys[k-1].suffix {
+		if !key.dup {
 			out = append(out, File{Path: r.Path, Kind: r.Kind, Scope: r.Scope, Size: -1})
 		}
 		f := &out[len(out)-1]
