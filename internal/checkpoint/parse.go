@@ -959,46 +959,51 @@ func (p *parser) collectRefs() {
 
 // fileKey is one reference in the path sort of finish.
 type fileKey struct {
-	// key is the next 7 bytes of the path from the current depth,
-	// zero-padded, then how many of them the path has: keys order like the
-	// paths they come from, and a count below 7 means the path ends there.
-	key uint64
-	i   int32 // index in md.References; MaxMetadataSize keeps it small
-	dup bool  // same path as the key before it, once sorted
+	// hi and lo are the next 14 bytes of the path from the current depth,
+	// 7 in each, zero-padded, each followed by how many of its 7 bytes the
+	// path has: keys order like the paths they come from, and a count
+	// below 7 means the path ends there.
+	hi, lo uint64
+	i      int32 // index in md.References; MaxMetadataSize keeps it small
+	dup    bool  // same path as the key before it, once sorted
 }
 
 // sortByPath sorts keys by the path of their reference, equal paths in
 // file order, and marks each repeat of a path as dup. keys must be in
 // file order and every key's path must hold the same depth bytes first;
 // tmp is scratch as long as keys. It is a most-significant-digit radix
-// sort on 7-byte chunks: no string comparisons, and the prefix a run of
-// paths shares is read once per key rather than on every comparison.
+// sort on 14-byte chunks: no string comparisons, and each path is read
+// once per chunk (usually once: what follows the job directory, such as
+// "shared/" and a UUID, mostly differs within 14 bytes).
 func sortByPath(refs []Reference, keys, tmp []fileKey, depth int) {
 	for k := range keys {
-		keys[k].key = pathChunk(refs[keys[k].i].Path, depth)
+		path := refs[keys[k].i].Path
+		keys[k].hi = pathChunk(path, depth)
+		keys[k].lo = pathChunk(path, depth+7)
 	}
 	radixSort(keys, tmp)
 	for start := 0; start < len(keys); {
 		end := start + 1
-		for end < len(keys) && keys[end].key == keys[start].key {
+		for end < len(keys) && keys[end].hi == keys[start].hi && keys[end].lo == keys[start].lo {
 			end++
 		}
 		if end-start > 1 {
-			if keys[start].key&0xFF < 7 {
+			if keys[start].hi&0xFF < 7 || keys[start].lo&0xFF < 7 {
 				// The paths end in this chunk, so they are equal; the
 				// stable sort left them in file order.
 				for k := start + 1; k < end; k++ {
 					keys[k].dup = true
 				}
 			} else {
-				sortByPath(refs, keys[start:end], tmp[start:end], depth+7)
+				sortByPath(refs, keys[start:end], tmp[start:end], depth+14)
 			}
 		}
 		start = end
 	}
 }
 
-// pathChunk is the fileKey.key of path s at depth.
+// pathChunk is 7 bytes of path s from depth, zero-padded, followed by how
+// many s has.
 func pathChunk(s string, depth int) uint64 {
 	s = s[min(depth, len(s)):]
 	n := min(len(s), 7)
@@ -1009,28 +1014,37 @@ func pathChunk(s string, depth int) uint64 {
 	return c | uint64(n)
 }
 
-// radixSort sorts keys by key, stably, with tmp (as long as keys) as
+// radixSort sorts keys by (hi, lo), stably, with tmp (as long as keys) as
 // scratch: a least-significant-digit radix sort, one pass per byte,
 // skipping the bytes all keys share.
 func radixSort(keys, tmp []fileKey) {
+	less := func(a, b *fileKey) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
 	if len(keys) < 32 {
 		for i := 1; i < len(keys); i++ {
-			for j := i; j > 0 && keys[j-1].key > keys[j].key; j-- {
+			for j := i; j > 0 && less(&keys[j], &keys[j-1]); j-- {
 				keys[j-1], keys[j] = keys[j], keys[j-1]
 			}
 		}
 		return
 	}
-	var counts [8][256]int
-	for _, k := range keys {
-		for b := range counts {
-			counts[b][byte(k.key>>(8*b))]++
+	digit := func(k *fileKey, b int) byte {
+		if b < 8 {
+			return byte(k.lo >> (8 * b))
+		}
+		return byte(k.hi >> (8 * (b - 8)))
+	}
+	var counts [16][256]int
+	for k := range keys {
+		lo, hi := keys[k].lo, keys[k].hi
+		for b := range 8 {
+			counts[b][byte(lo>>(8*b))]++
+			counts[8+b][byte(hi>>(8*b))]++
 		}
 	}
 	src, dst := keys, tmp
 	for b := range counts {
 		count := &counts[b]
-		if count[byte(src[0].key>>(8*b))] == len(src) {
+		if count[digit(&src[0], b)] == len(src) {
 			continue
 		}
 		pos := 0
@@ -1038,9 +1052,9 @@ func radixSort(keys, tmp []fileKey) {
 			count[v] = pos
 			pos += c
 		}
-		for _, k := range src {
-			v := byte(k.key >> (8 * b))
-			dst[count[v]] = k
+		for k := range src {
+			v := digit(&src[k], b)
+			dst[count[v]] = src[k]
 			count[v]++
 		}
 		src, dst = dst, src
