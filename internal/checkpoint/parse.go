@@ -1076,7 +1076,13 @@ func (p *parser) finish() {
 		keys[i].i = int32(i)
 	}
 	sortByPath(refs, keys, make([]fileKey, len(keys)), sharedPrefixLen(refs))
-	out := make([]File, 0, len(refs))
+	nFiles := 0
+	for _, key := range keys {
+		if !key.dup {
+			nFiles++
+		}
+	}
+	out := make([]File, 0, nFiles)
 	for _, key := range keys {
 		r := &refs[key.i]
 		if !key.dup {
