@@ -183,3 +183,19 @@ func TestUTFShortcutsMatchDecoder(t *testing.T) {
 		}
 	}
 }
+
+func TestRefCapacityGrowsAndStaysBacked(t *testing.T) {
+	cases := map[string]struct{ n, off, size, want int }{
+		"small doubles":              {16, 2000, 10 << 20, 32},
+		"even spread extrapolates":   {2000, 1 << 20, 10 << 20, 22500},
+		"a quarter more, at least":   {4000, 1 << 20, 1<<20 + 1<<16, 5000},
+		"never beyond what is left":  {2000, 24000, 1 << 30, 2000 + (1<<30-24000)/minRefBytes + 1},
+		"near the end, what is left": {4000, 1 << 20, 1<<20 + 100, 4009},
+		"end of input still grows 1": {2000, 1 << 20, 1 << 20, 2001},
+	}
+	for name, tc := range cases {
+		if got := refCapacity(tc.n, tc.off, tc.size); got != tc.want {
+			t.Errorf("%s: refCapacity(%d, %d, %d) = %d, want %d", name, tc.n, tc.off, tc.size, got, tc.want)
+		}
+	}
+}

@@ -127,8 +127,6 @@ type parser struct {
 	version          int
 	counts           [4][256]int // stream, keyed, operator, channel tag counts
 	untaggedChannels int
-	refs             []Reference   // chunk being filled (see addRef)
-	fullRefs         [][]Reference // filled chunks
 	joined           map[[2]string]string
 	interned         map[string]string // see decoder.utfInterned
 	opID             string
@@ -924,37 +922,41 @@ func (p *parser) channelHandles(input bool) error {
 	return nil
 }
 
-// addRef records one file reference. References are gathered in chunks
-// and copied once into an exactly sized slice by collectRefs: growing one
-// slice by append allocates several times its final size, and a big
-// checkpoint has hundreds of thousands of them.
+// addRef records one file reference.
 func (p *parser) addRef(r Reference) {
 	r.OperatorID, r.Subtask = p.opID, p.subtask
-	if len(p.refs) == cap(p.refs) {
-		if p.refs != nil {
-			p.fullRefs = append(p.fullRefs, p.refs)
-		}
-		p.refs = make([]Reference, 0, min(max(2*cap(p.refs), 16), 4096))
+	if refs := p.md.References; len(refs) == cap(refs) {
+		p.md.References = slices.Grow(refs, refCapacity(len(refs), p.d.off, len(p.d.data))-len(refs))
 	}
-	p.refs = append(p.refs, r)
+	p.md.References = append(p.md.References, r)
 }
 
-// collectRefs joins the reference chunks into md.References (nil if none).
-func (p *parser) collectRefs() {
-	if len(p.fullRefs) == 0 {
-		p.md.References = p.refs
-		return
+// refCapacity is the capacity to grow References to when its n entries
+// fill it at file offset off of size bytes. References are 176 bytes and a
+// big checkpoint has hundreds of thousands, about evenly spread through
+// the file, so the total is extrapolated (with 1/8 to spare) rather than
+// reached by append's many 1.25x steps, which allocate several times the
+// final size and copy it as often. Like every count the reader trusts, the
+// estimate is bounded by what the rest of the input could hold: a file
+// reference takes at least minRefBytes.
+func refCapacity(n, off, size int) int {
+	if n < 1024 {
+		return max(2*n, 16)
 	}
-	n := len(p.refs)
-	for _, c := range p.fullRefs {
-		n += len(c)
+	est := int(int64(n) * int64(size) / int64(max(off, 1)))
+	est += est / 8
+	return min(max(est, n+n/4), n+(size-off)/minRefBytes+1)
+}
+
+// minRefBytes is the smallest file-referencing handle: tag, 8-byte size
+// and a one-byte path with its 2-byte length (tags 2 and 6).
+const minRefBytes = 12
+
+// trimRefs drops References' spare capacity if an overestimate left much.
+func (p *parser) trimRefs() {
+	if refs := p.md.References; cap(refs)-len(refs) > max(len(refs)/4, 1024) {
+		p.md.References = slices.Clip(slices.Clone(refs))
 	}
-	all := make([]Reference, 0, n)
-	for _, c := range p.fullRefs {
-		all = append(all, c...)
-	}
-	p.md.References = append(all, p.refs...)
-	p.fullRefs, p.refs = nil, nil
 }
 
 // fileKey is one reference in the path sort of finish.
@@ -1066,7 +1068,7 @@ func radixSort(keys, tmp []fileKey) {
 
 // finish builds the de-duplicated file set and the tag counts.
 func (p *parser) finish() {
-	p.collectRefs()
+	p.trimRefs()
 	refs := p.md.References
 	// Sort the references by path, ties in file order, and build one File
 	// per run of equal paths. The sort starts after the prefix all paths
