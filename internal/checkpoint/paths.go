@@ -58,15 +58,6 @@ func NormalizePath(p string) (string, error) {
 // cleanSegments reports whether "/"+s is its own path.Clean: no empty,
 // "." or ".." segment and no trailing slash (the root, s == "", is clean).
 func cleanSegments(s string) bool {
-	if s == "" {
-		return true
-	}
-	// Without "//", "/." and a slash or dot at either end no segment can
-	// be empty, "." or ".."; two vectorised searches settle most paths.
-	if s[0] != '/' && s[0] != '.' && s[len(s)-1] != '/' && s[len(s)-1] != '.' &&
-		!strings.Contains(s, "//") && !strings.Contains(s, "/.") {
-		return true
-	}
 	for s != "" {
 		seg := s
 		if i := strings.IndexByte(s, '/'); i >= 0 {
