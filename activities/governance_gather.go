@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -82,7 +81,7 @@ func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (
 	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(listing); err != nil {
+	if err := cleanup.WriteListing(zw, listing); err != nil {
 		return ListingPart{}, nonRetryable(ErrTypeInvalidInput, "encode listing: %v", err)
 	}
 	if err := zw.Close(); err != nil {
@@ -133,8 +132,8 @@ func (a *Activities) loadListing(ctx context.Context, runID string, parts []List
 		if err != nil {
 			return cleanup.Listing{}, nonRetryable(ErrTypeCleanupPlanInvalid, "listing part %s: %v", lp.Path, err)
 		}
-		var l cleanup.Listing
-		if err := json.NewDecoder(io.LimitReader(zr, 8*maxPlanBytes)).Decode(&l); err != nil {
+		l, err := cleanup.ReadListing(io.LimitReader(zr, 8*maxPlanBytes))
+		if err != nil {
 			return cleanup.Listing{}, nonRetryable(ErrTypeCleanupPlanInvalid, "listing part %s does not decode: %v", lp.Path, err)
 		}
 		listings = append(listings, l)
