@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -529,7 +530,10 @@ func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc)
 			f.Close()
 		}
 	}()
-	batch := make([]FileInfo, 0, batchSize)
+	// Sized to what the namenode returns, not to batchSize: most dirs hold
+	// a few entries, and a full-size batch per dir was most of what a
+	// large walk allocated.
+	var batch []FileInfo
 	for {
 		var (
 			infos []os.FileInfo
@@ -575,7 +579,7 @@ func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc)
 			return err
 		}
 		started = true
-		batch = batch[:0]
+		batch = slices.Grow(batch[:0], len(infos))
 		for _, fi := range infos {
 			batch = append(batch, hdfsInfo(u.Join(fi.Name()), fi))
 		}
