@@ -975,9 +975,13 @@ type fileKey struct {
 // file order and every key's path must hold the same depth bytes first;
 // tmp is scratch as long as keys. It is a most-significant-digit radix
 // sort on 14-byte chunks: no string comparisons, and each path is read
-// once per chunk (usually once: what follows the job directory, such as
-// "shared/" and a UUID, mostly differs within 14 bytes).
+// once per chunk. A large run first skips the prefix all its paths share
+// (typically a job directory), after which "shared/" and a UUID, say,
+// mostly differ within 14 bytes.
 func sortByPath(refs []Reference, keys, tmp []fileKey, depth int) {
+	if len(keys) >= 32 {
+		depth = sharedPrefixLen(refs, keys, depth)
+	}
 	for k := range keys {
 		path := refs[keys[k].i].Path
 		keys[k].hi = pathChunk(path, depth)
@@ -1071,13 +1075,12 @@ func (p *parser) finish() {
 	p.trimRefs()
 	refs := p.md.References
 	// Sort the references by path, ties in file order, and build one File
-	// per run of equal paths. The sort starts after the prefix all paths
-	// share (typically the job directory).
+	// per run of equal paths.
 	keys := make([]fileKey, len(refs))
 	for i := range keys {
 		keys[i].i = int32(i)
 	}
-	sortByPath(refs, keys, make([]fileKey, len(keys)), sharedPrefixLen(refs))
+	sortByPath(refs, keys, make([]fileKey, len(keys)), 0)
 	nFiles := 0
 	for _, key := range keys {
 		if !key.dup {
@@ -1138,24 +1141,22 @@ func (p *parser) finish() {
 	}
 }
 
-// sharedPrefixLen is the length of the longest prefix all reference paths
-// share.
-func sharedPrefixLen(refs []Reference) int {
-	if len(refs) == 0 {
-		return 0
-	}
-	prefix := refs[0].Path
-	for i := 1; i < len(refs) && prefix != ""; i++ {
-		s := refs[i].Path
+// sharedPrefixLen is the length of the longest prefix the paths of keys
+// share, given that they share depth bytes.
+func sharedPrefixLen(refs []Reference, keys []fileKey, depth int) int {
+	prefix := refs[keys[0].i].Path
+	for _, k := range keys[1:] {
+		s := refs[k.i].Path
 		if strings.HasPrefix(s, prefix) {
 			continue
 		}
-		n := min(len(prefix), len(s))
-		j := 0
-		for j < n && prefix[j] == s[j] {
-			j++
+		n := depth
+		for n < len(prefix) && n < len(s) && prefix[n] == s[n] {
+			n++
 		}
-		prefix = prefix[:j]
+		if prefix = prefix[:n]; n == depth {
+			break
+		}
 	}
 	return len(prefix)
 }
