@@ -3,9 +3,11 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // TestDeployConfigMapParses keeps the shipped worker.yaml in step with the
@@ -112,4 +114,54 @@ func readDeployYAML(t *testing.T, path string, v any) {
 	if err := yaml.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+// TestDeployHeapLimitBelowMemoryLimit keeps the worker's Go heap soft
+// limit under its container's memory limit, with room for what is not
+// heap: at or above it the collector would let the process be OOM killed.
+func TestDeployHeapLimitBelowMemoryLimit(t *testing.T) {
+	var dep struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Name string `yaml:"name"`
+						Env  []struct {
+							Name  string `yaml:"name"`
+							Value string `yaml:"value"`
+						} `yaml:"env"`
+						Resources struct {
+							Limits map[string]string `yaml:"limits"`
+						} `yaml:"resources"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	readDeployYAML(t, "../../deploy/kustomize/base/deployment.yaml", &dep)
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		if c.Name != "worker" {
+			continue
+		}
+		limit, err := resource.ParseQuantity(c.Resources.Limits["memory"])
+		if err != nil {
+			t.Fatalf("worker limits.memory %q: %v", c.Resources.Limits["memory"], err)
+		}
+		for _, e := range c.Env {
+			if e.Name != "GOMEMLIMIT" {
+				continue
+			}
+			// GOMEMLIMIT's suffixes are MiB, GiB..., the quantity's Mi, Gi...
+			heap, err := resource.ParseQuantity(strings.Replace(e.Value, "iB", "i", 1))
+			if err != nil {
+				t.Fatalf("GOMEMLIMIT %q: %v", e.Value, err)
+			}
+			if heap.Value() > limit.Value()*85/100 {
+				t.Fatalf("GOMEMLIMIT %s is above 85%% of the memory limit %s", e.Value, limit.String())
+			}
+			return
+		}
+		t.Fatal("the worker container sets no GOMEMLIMIT: its heap would grow to the memory limit and be OOM killed")
+	}
+	t.Fatal("no worker container in deployment.yaml")
 }
