@@ -40,7 +40,13 @@ func GatherPart(shard, shards int) func(name string) bool {
 // listing one Gather of roots makes. Each part must have gathered exactly
 // roots.
 func MergeListings(roots []layout.Root, parts ...Listing) (Listing, error) {
-	l := Listing{Roots: append([]layout.Root(nil), roots...), Metadata: map[string]MetadataResult{}}
+	// Sized up front: grown by appending, a million state files were
+	// copied several times over.
+	files, metas := 0, 0
+	for _, p := range parts {
+		files, metas = files+len(p.StateFiles), metas+len(p.Metadata)
+	}
+	l := Listing{Roots: append([]layout.Root(nil), roots...), StateFiles: make([]StateFile, 0, files), Metadata: make(map[string]MetadataResult, metas)}
 	reports := make([]layout.Report, 0, len(parts))
 	for i, p := range parts {
 		if !slices.Equal(p.Roots, roots) {
