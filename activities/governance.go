@@ -165,16 +165,17 @@ func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cl
 	dir := strings.TrimRight(a.Cleanup.PlanDir, "/") + "/" + in.RunID
 	header := plan
 	if in.ShardItems > 0 {
-		var files []cleanup.ShardFile
 		var err error
-		if header, files, err = cleanup.Shard(plan, in.ShardItems); err != nil {
-			return "", "", 0, classify("shard plan", err)
-		}
-		for _, f := range files {
+		header, err = cleanup.Shard(plan, in.ShardItems, func(f cleanup.ShardFile) error {
 			if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: dir + "/" + f.Name, Content: f.Content}); err != nil {
-				return "", "", 0, err
+				return err
 			}
 			activity.RecordHeartbeat(ctx, "plan "+f.Name)
+			return nil
+		})
+		if err != nil {
+			// A failed write comes back as WriteDocument classified it.
+			return "", "", 0, classify("shard plan", err)
 		}
 	}
 	data, err := json.Marshal(header)

@@ -45,9 +45,10 @@ type PlanShard struct {
 	Last  string `json:"last"`
 }
 
-// ShardFile is one shard, ready to be written beside the header.
+// ShardFile is one shard, ready to be written beside the header, and
+// its entry in the header.
 type ShardFile struct {
-	Name    string
+	PlanShard
 	Content []byte
 }
 
@@ -66,40 +67,50 @@ const ObjectsPart = "objects"
 
 // Shard splits plan into a header and shards of at most size items to
 // delete and at most size kept items. The kept items go into shards of
-// their own (kept-*.jsonl), which the executor never reads.
-func Shard(plan Plan, size int) (Plan, []ShardFile, error) {
+// their own (kept-*.jsonl), which the executor never reads. Each shard is
+// handed to write as soon as it is encoded, so only one is held at a time
+// (a million kept items are hundreds of MB of JSON lines).
+func Shard(plan Plan, size int, write func(ShardFile) error) (Plan, error) {
 	if size < 1 {
-		return Plan{}, nil, invalidInput("shard size %d: want at least 1", size)
+		return Plan{}, invalidInput("shard size %d: want at least 1", size)
 	}
 	items := slices.Clone(plan.Delete)
 	slices.SortFunc(items, func(a, b Item) int { return pathOrder(a.Path, b.Path) })
 	h := plan
 	h.Version = ShardedPlanVersion
 	h.Delete, h.Keep = nil, nil
-	var files []ShardFile
 	for start := 0; start < len(items); start += size {
 		part := items[start:min(start+size, len(items))]
-		data, err := encodeLines(part)
+		shard, err := encodeShard(fmt.Sprintf("items-%05d.jsonl", len(h.Shards)+1), part, part[0].Path, part[len(part)-1].Path)
 		if err != nil {
-			return Plan{}, nil, err
+			return Plan{}, err
 		}
-		name := fmt.Sprintf("items-%05d.jsonl", len(h.Shards)+1)
-		sum := sha256.Sum256(data)
-		h.Shards = append(h.Shards, PlanShard{Name: name, SHA256: hex.EncodeToString(sum[:]), Items: len(part), First: part[0].Path, Last: part[len(part)-1].Path})
-		files = append(files, ShardFile{Name: name, Content: data})
+		if err := write(shard); err != nil {
+			return Plan{}, err
+		}
+		h.Shards = append(h.Shards, shard.PlanShard)
 	}
 	for start := 0; start < len(plan.Keep); start += size {
 		part := plan.Keep[start:min(start+size, len(plan.Keep))]
-		data, err := encodeLines(part)
+		shard, err := encodeShard(fmt.Sprintf("kept-%05d.jsonl", len(h.KeptShards)+1), part, part[0].Path, part[len(part)-1].Path)
 		if err != nil {
-			return Plan{}, nil, err
+			return Plan{}, err
 		}
-		name := fmt.Sprintf("kept-%05d.jsonl", len(h.KeptShards)+1)
-		sum := sha256.Sum256(data)
-		h.KeptShards = append(h.KeptShards, PlanShard{Name: name, SHA256: hex.EncodeToString(sum[:]), Items: len(part), First: part[0].Path, Last: part[len(part)-1].Path})
-		files = append(files, ShardFile{Name: name, Content: data})
+		if err := write(shard); err != nil {
+			return Plan{}, err
+		}
+		h.KeptShards = append(h.KeptShards, shard.PlanShard)
 	}
-	return h, files, nil
+	return h, nil
+}
+
+func encodeShard[T any](name string, part []T, first, last string) (ShardFile, error) {
+	data, err := encodeLines(part)
+	if err != nil {
+		return ShardFile{}, err
+	}
+	sum := sha256.Sum256(data)
+	return ShardFile{PlanShard: PlanShard{Name: name, SHA256: hex.EncodeToString(sum[:]), Items: len(part), First: first, Last: last}, Content: data}, nil
 }
 
 func encodeLines[T any](items []T) ([]byte, error) {
