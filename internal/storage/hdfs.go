@@ -809,7 +809,10 @@ func closeReplicated(w *gohdfs.FileWriter, deadline time.Time, afterReplicating 
 		afterReplicating()
 	}
 	start := time.Now()
-	wait := 100 * time.Millisecond
+	// The datanode's report usually arrives within milliseconds: starting
+	// at 100 ms made a small file cost 60 ms on average, at 10 ms 13 ms
+	// (each manifest segment of a cleanup is one).
+	wait := 10 * time.Millisecond
 	for errors.Is(err, gohdfs.ErrReplicating) && time.Now().Add(wait).Before(deadline) {
 		if time.Since(start) > completionLostAfter {
 			return fmt.Errorf("%w (%w for %v)", errCompletionLost, err, time.Since(start).Round(time.Second))
