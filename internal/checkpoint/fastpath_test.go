@@ -25,16 +25,7 @@ func filesByMap(refs []Reference) []File {
 			files[r.Path] = i
 			out = append(out, File{Path: r.Path, Kind: r.Kind, Scope: r.Scope, Size: -1})
 		}
-		f := &out[i]
-		f.References++
-		if scopeRank(r.Scope) > scopeRank(f.Scope) {
-			f.Scope = r.Scope
-		}
-		if r.Range != nil {
-			f.Ranges = append(f.Ranges, *r.Range)
-		} else if r.Size > f.Size {
-			f.Size = r.Size
-		}
+		out[i].absorb(&r)
 	}
 	for i := range out {
 		slices.SortFunc(out[i].Ranges, func(a, b ByteRange) int {

@@ -1093,16 +1093,7 @@ func (p *parser) finish() {
 		if !key.dup {
 			out = append(out, File{Path: r.Path, Kind: r.Kind, Scope: r.Scope, Size: -1})
 		}
-		f := &out[len(out)-1]
-		f.References++
-		if scopeRank(r.Scope) > scopeRank(f.Scope) {
-			f.Scope = r.Scope
-		}
-		if r.Range != nil {
-			f.Ranges = append(f.Ranges, *r.Range)
-		} else if r.Size > f.Size {
-			f.Size = r.Size
-		}
+		out[len(out)-1].absorb(r)
 	}
 	for i := range out {
 		if rs := out[i].Ranges; len(rs) > 1 {
@@ -1138,6 +1129,20 @@ func (p *parser) finish() {
 	}
 	if p.untaggedChannels > 0 {
 		p.md.HandleCounts["channel:untagged"] = p.untaggedChannels
+	}
+}
+
+// absorb counts reference r in f, the file it names: the widest scope,
+// every byte range, otherwise the largest size.
+func (f *File) absorb(r *Reference) {
+	f.References++
+	if scopeRank(r.Scope) > scopeRank(f.Scope) {
+		f.Scope = r.Scope
+	}
+	if r.Range != nil {
+		f.Ranges = append(f.Ranges, *r.Range)
+	} else if r.Size > f.Size {
+		f.Size = r.Size
 	}
 }
 

@@ -666,6 +666,15 @@ func (r *run) rescan(ctx context.Context) error {
 			}
 		}
 	}
+	// Index what this rescan found once, not per _metadata.
+	indexed := len(r.fresh)
+	defer func() {
+		if len(r.fresh) != indexed {
+			r.mu.Lock()
+			r.freshIx = newRefIndex(r.fresh)
+			r.mu.Unlock()
+		}
+	}()
 	for _, m := range found {
 		key, err := normPath(m, base)
 		if err != nil || r.seen[key] {
@@ -687,7 +696,6 @@ func (r *run) rescan(ctx context.Context) error {
 		default:
 			r.mu.Lock()
 			r.fresh = append(r.fresh, refs)
-			r.freshIx = newRefIndex(r.fresh)
 			r.mu.Unlock()
 		}
 		r.seen[key] = true
