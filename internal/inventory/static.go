@@ -76,6 +76,8 @@ const maxStaticFileBytes = 16 << 20
 
 // LoadStatic reads and validates a static inventory file. Every cluster
 // gets Source static; unknown keys are errors so typos do not go unnoticed.
+// The file is read on every call, so an edit takes effect at once; it is
+// parsed again only when its bytes changed (static_memo.go).
 func LoadStatic(path string) (Static, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -89,7 +91,7 @@ func LoadStatic(path string) (Static, error) {
 	if len(data) > maxStaticFileBytes {
 		return Static{}, &FieldError{Source: path, Field: "file size", Value: strconv.Itoa(len(data)), Valid: fmt.Sprintf("at most %d bytes", maxStaticFileBytes)}
 	}
-	return ParseStatic(data, path)
+	return parseStaticOnce(data, path)
 }
 
 // ParseStatic parses and validates static inventory YAML; source names it
