@@ -72,6 +72,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 	logger := activity.GetLogger(ctx)
 	logger.Info("savepoint triggered", "job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID, "reattached", trig.Reattached)
 	var location string
+	triggered := time.Now()
 	for location == "" {
 		st, err := client.SavepointStatus(ctx, in.Job.JobID, trig.TriggerID)
 		if errors.Is(err, flink.ErrOperationNotFound) {
@@ -95,10 +96,8 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 			break
 		}
 		activity.RecordHeartbeat(ctx, "savepoint in progress")
-		select {
-		case <-ctx.Done():
-			return TakeSavepointResult{}, ctx.Err()
-		case <-time.After(a.pollInterval()):
+		if err := sleepCtx(ctx, a.operationPollDelay(time.Since(triggered))); err != nil {
+			return TakeSavepointResult{}, err
 		}
 	}
 	ver, err := a.VerifySavepoint(ctx, VerifySavepointInput{Path: location})
