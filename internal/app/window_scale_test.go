@@ -301,6 +301,7 @@ inventory:
 		t.Logf("savepoint-all: %d jobs at concurrency %d, %s per simulated savepoint: makespan %s, ideal ceil(N/C)*T %s, ratio %.2f",
 			n, concurrency, savepointDelay, d.Round(time.Millisecond), ideal, float64(d)/float64(ideal))
 	}
+	savepointBreakdown(t, ctx, tmp.Client, runs)
 	restart, _ := rep.PhaseDuration(workflows.WindowPhaseRestart)
 	t.Logf("restart phase %s; peak RSS of the worker %s; of this test process %s", restart.Round(time.Millisecond), workerRSS, peakRSS())
 	t.Logf("%d jobs, %d clusters, concurrency %d: window completed in %s over %d runs (hand-overs by phase %v); "+
@@ -316,6 +317,18 @@ type runHistory struct {
 	bytes     int
 	carried   int    // bytes of the state the run started with, as stored
 	nextPhase string // phase carried into the next run, if it continued as new
+	// savepoints are the run's savepoint children, in the order started.
+	savepoints []childSpan
+	// refill sums, over each savepoint child that completed, the time from
+	// its completion reaching the run to the next child's start.
+	refill      time.Duration
+	refillCount int
+}
+
+// childSpan is a child workflow as its parent saw it.
+type childSpan struct {
+	workflowID          string
+	initiated, finished time.Time
 }
 
 // windowRuns follows a window's continue-as-new chain from its first run.
@@ -326,6 +339,8 @@ func windowRuns(t *testing.T, ctx context.Context, c client.Client, workflowID, 
 	for runID := firstRunID; runID != ""; {
 		r := runHistory{runID: runID}
 		next := ""
+		index := map[int64]int{} // initiated event id -> r.savepoints
+		var pending []time.Time  // savepoint completions waiting for the next start
 		it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
@@ -334,6 +349,22 @@ func windowRuns(t *testing.T, ctx context.Context, c client.Client, workflowID, 
 			}
 			r.events++
 			r.bytes += proto.Size(ev)
+			at := ev.GetEventTime().AsTime()
+			if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() == workflows.JobSavepointWorkflowType {
+				index[ev.GetEventId()] = len(r.savepoints)
+				r.savepoints = append(r.savepoints, childSpan{workflowID: a.GetWorkflowId(), initiated: at})
+				for _, done := range pending {
+					r.refill += at.Sub(done)
+					r.refillCount++
+				}
+				pending = pending[:0]
+			}
+			if a := ev.GetChildWorkflowExecutionCompletedEventAttributes(); a != nil {
+				if i, ok := index[a.GetInitiatedEventId()]; ok {
+					r.savepoints[i].finished = at
+					pending = append(pending, at)
+				}
+			}
 			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
 				r.carried = proto.Size(a.GetInput())
 			}
@@ -353,6 +384,78 @@ func windowRuns(t *testing.T, ctx context.Context, c client.Client, workflowID, 
 		runID = next
 	}
 	return runs
+}
+
+// savepointBreakdown logs where a savepoint child's time goes, averaged
+// over up to 200 of them (every n-th): the figures that say what bounds
+// savepoint-all's makespan beside its ideal.
+func savepointBreakdown(t *testing.T, ctx context.Context, c client.Client, runs []runHistory) {
+	t.Helper()
+	var all []childSpan
+	var refill time.Duration
+	refills := 0
+	for _, r := range runs {
+		all = append(all, r.savepoints...)
+		refill, refills = refill+r.refill, refills+r.refillCount
+	}
+	if len(all) == 0 || refills == 0 {
+		t.Fatalf("no savepoint child found in the window's history (%d runs)", len(runs))
+	}
+	step := max(len(all)/200, 1)
+	// Spans of each child, in order: the start reaching the child, its
+	// first workflow task scheduling the stop, the stop activity waiting
+	// for a worker, running, then the same for the verify activity, the
+	// child's closing task, and its completion reaching the parent.
+	names := []string{"start child", "schedule stop", "stop queued", "stop runs", "schedule verify", "verify queued", "verify runs", "complete child", "completion to parent"}
+	sums := make([]time.Duration, len(names))
+	n := 0
+	for i := 0; i < len(all); i += step {
+		ch := all[i]
+		if ch.finished.IsZero() {
+			continue
+		}
+		var marks []time.Time // started, then each activity's scheduled/started/completed, then completed
+		it := c.GetWorkflowHistory(ctx, ch.workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatalf("history of %s: %v", ch.workflowID, err)
+			}
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+				enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+				enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+				marks = append(marks, ev.GetEventTime().AsTime())
+			}
+		}
+		// A retried activity or a run that did not complete reads
+		// differently: leave it out of the averages.
+		if len(marks) != 8 {
+			continue
+		}
+		spans := []time.Duration{marks[0].Sub(ch.initiated)}
+		for k := 1; k < len(marks); k++ {
+			spans = append(spans, marks[k].Sub(marks[k-1]))
+		}
+		spans = append(spans, ch.finished.Sub(marks[7]))
+		for k, d := range spans {
+			sums[k] += d
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("none of %d savepoint children read as started, two activities and completed", len(all))
+	}
+	var parts []string
+	var total time.Duration
+	for k, name := range names {
+		avg := sums[k] / time.Duration(n)
+		total += avg
+		parts = append(parts, fmt.Sprintf("%s %s", name, avg.Round(time.Millisecond)))
+	}
+	avgRefill := refill / time.Duration(refills)
+	t.Logf("a savepoint child, averaged over %d of %d: %s; its slot refilled %s after the parent saw it complete; per slot %s",
+		n, len(all), strings.Join(parts, ", "), avgRefill.Round(time.Millisecond), (total + avgRefill).Round(time.Millisecond))
 }
 
 func continuedAsNew(ev *historypb.HistoryEvent) *historypb.WorkflowExecutionContinuedAsNewEventAttributes {
