@@ -35,13 +35,14 @@ func (a *Activities) pollInterval() time.Duration {
 }
 
 // operationPollDelay is how long to wait before asking again about an
-// operation asked for elapsed ago: a fifth of elapsed, at least a tenth
-// and at most one poll interval. A savepoint is then seen done at most
-// about a fifth of its time late (a 2 s savepoint after 2.2 s, not 3 s),
-// while one that takes minutes is still asked about once per interval.
+// operation asked for elapsed ago: a fifth of elapsed, within a fifth of
+// a poll interval and one interval. A savepoint is then seen done at most
+// about a fifth of its time late (a 2 s savepoint after 2.1 s, not 3 s),
+// a JobManager is asked about a job at most five times a second, and a
+// savepoint that takes minutes once per interval.
 func (a *Activities) operationPollDelay(elapsed time.Duration) time.Duration {
 	p := a.pollInterval()
-	return min(max(elapsed/5, p/10), p)
+	return min(max(elapsed/5, p/5), p)
 }
 
 // JobKey identifies a job across a window: cluster and job name.

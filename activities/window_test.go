@@ -295,18 +295,18 @@ func TestSamePathTreatsFlinksLocalFormAsEqual(t *testing.T) {
 }
 
 // A savepoint's status is asked for again after a fifth of the time it has
-// taken so far, within a tenth of a poll interval and one interval.
+// taken so far, within a fifth of a poll interval and one interval.
 func TestOperationPollDelay(t *testing.T) {
 	for _, tc := range []struct {
 		interval, elapsed, want time.Duration
 	}{
-		{0, 0, 100 * time.Millisecond}, // the default interval, 1 s
-		{0, 200 * time.Millisecond, 100 * time.Millisecond},
+		{0, 0, 200 * time.Millisecond}, // the default interval, 1 s
+		{0, 500 * time.Millisecond, 200 * time.Millisecond},
 		{0, 2 * time.Second, 400 * time.Millisecond},
 		{0, 5 * time.Second, time.Second},
 		{0, time.Hour, time.Second},
 		{10 * time.Second, 20 * time.Second, 4 * time.Second},
-		{10 * time.Second, 0, time.Second},
+		{10 * time.Second, 0, 2 * time.Second},
 	} {
 		a := &Activities{PollInterval: tc.interval}
 		if got := a.operationPollDelay(tc.elapsed); got != tc.want {
