@@ -630,35 +630,55 @@ func testRealSandboxCleanup(t *testing.T, line string) {
 	if err == nil {
 		t.Fatalf("restore from %s succeeded after the naive deletion; the test shows nothing", restoreA)
 	}
-	if !strings.Contains(err.Error(), "FileNotFound") && !strings.Contains(err.Error(), "does not exist") && !strings.Contains(err.Error(), "File not found") {
+	if !missingFile(err.Error()) {
 		t.Fatalf("restore after naive deletion failed, but not for a missing file: %v", err)
 	}
 	t.Logf("naive deletion breaks the restore: %.300s", err.Error())
 }
 
 // waitFailure waits until a restored job fails; it returns the failure
-// (nil if the job ran and checkpointed instead).
+// (nil if the job ran and checkpointed instead). The first exception Flink
+// records is not always the cause: a restore that downloads files on
+// several threads may report another thread's "registry is already closed"
+// first. So it goes on looking, through the exceptions of each attempt and
+// those that happened at the same time, until one names a missing file,
+// the job has failed for good, or two minutes have passed.
 func (e *realEnv) waitFailure(ctx context.Context, jobID string) error {
 	deadline := time.Now().Add(2 * time.Minute)
+	var seen []string
 	for time.Now().Before(deadline) {
 		st, _ := e.fl.JobState(ctx, jobID)
-		ex, _ := e.fl.JobExceptions(ctx, jobID, 5)
-		if len(ex.History.Entries) > 0 {
-			var all []string
-			for _, en := range ex.History.Entries {
-				all = append(all, en.Stacktrace)
+		ex, _ := e.fl.JobExceptions(ctx, jobID, 20)
+		seen = seen[:0]
+		for _, en := range ex.History.Entries {
+			seen = append(seen, en.Stacktrace)
+			for _, c := range en.ConcurrentExceptions {
+				seen = append(seen, c.Stacktrace)
 			}
-			return errors.New(strings.Join(all, "\n"))
 		}
-		if st == flink.JobFailed {
+		all := strings.Join(seen, "\n")
+		switch {
+		case missingFile(all):
+			return errors.New(all)
+		case st == flink.JobFailed && len(seen) > 0:
+			return errors.New(all)
+		case st == flink.JobFailed:
 			return fmt.Errorf("job %s FAILED without a recorded exception", jobID)
 		}
-		if stats, err := e.fl.Checkpoints(ctx, jobID); err == nil && st == flink.JobRunning && stats.Counts.Completed > 0 {
+		if stats, err := e.fl.Checkpoints(ctx, jobID); err == nil && st == flink.JobRunning && stats.Counts.Completed > 0 && len(seen) == 0 {
 			return nil
 		}
 		time.Sleep(time.Second)
 	}
+	if len(seen) > 0 {
+		return errors.New(strings.Join(seen, "\n"))
+	}
 	return nil
+}
+
+// missingFile says whether a Flink failure names a file that is not there.
+func missingFile(text string) bool {
+	return strings.Contains(text, "FileNotFound") || strings.Contains(text, "does not exist") || strings.Contains(text, "File not found")
 }
 
 func containsStr(list []string, s string) bool {
