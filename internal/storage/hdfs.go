@@ -608,6 +608,15 @@ func (h *HDFS) ReadFile(ctx context.Context, p string, maxBytes int64) ([]byte, 
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxReadBytes
 	}
+	data, err := h.readOnce(ctx, p, maxBytes)
+	if err == nil && len(data) == 0 {
+		return h.confirmEmpty(ctx, p, maxBytes)
+	}
+	return data, err
+}
+
+// readOnce is one read of a whole file of at most maxBytes.
+func (h *HDFS) readOnce(ctx context.Context, p string, maxBytes int64) ([]byte, error) {
 	u, err := h.path("read", p)
 	if err != nil {
 		return nil, err
@@ -638,6 +647,28 @@ func (h *HDFS) ReadFile(ctx context.Context, p string, maxBytes int64) ([]byte, 
 		return nil
 	})
 	return data, err
+}
+
+// confirmEmpty asks again about a file a read found empty: a namenode
+// answering while it shuts down has been seen to report a written file
+// with no length. An empty file is rare, so a second look costs little,
+// and an empty answer is returned only when the namenode says so again.
+func (h *HDFS) confirmEmpty(ctx context.Context, p string, maxBytes int64) ([]byte, error) {
+	for range 3 {
+		st, err := h.Stat(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if st.Size == 0 {
+			return []byte{}, nil
+		}
+		data, err := h.readOnce(ctx, p, maxBytes)
+		if err != nil || len(data) > 0 {
+			return data, err
+		}
+	}
+	u, _ := h.path("read", p)
+	return nil, newError("read", u.String(), ErrUnavailable, errors.New("the namenode reported the file empty on reading and not empty on a stat, three times"))
 }
 
 // ContentSummary returns the namenode's counts and quotas for a subtree.

@@ -226,6 +226,13 @@ func TestRealHDFSOperations(t *testing.T) {
 	if _, err := r.fs.ReadFile(ctx, file, 100); !errors.Is(err, storage.ErrTooLarge) {
 		t.Fatalf("ReadFile over cap = %v", err)
 	}
+	// An empty file reads as empty (after the second look ReadFile takes).
+	if err := r.fs.WriteFile(ctx, r.dir+"/empty", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.fs.ReadFile(ctx, r.dir+"/empty", 0); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("ReadFile(empty) = %q (nil: %v), %v", got, got == nil, err)
+	}
 	fi, err := r.fs.Stat(ctx, file)
 	if err != nil || fi.Size != int64(len(payload)) || fi.IsDir || fi.Name != "_metadata" || fi.Path != r.peers.HDFS.URI+file || fi.Owner != r.peers.HDFS.User {
 		t.Fatalf("Stat = %+v, %v", fi, err)
