@@ -63,11 +63,8 @@ func deepCopy(dst, src reflect.Value) {
 		if src.IsNil() {
 			return
 		}
-		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
-		for i := range src.Len() {
-			deepCopy(s.Index(i), src.Index(i))
-		}
-		dst.Set(s)
+		dst.Set(reflect.MakeSlice(src.Type(), src.Len(), src.Len()))
+		fallthrough
 	case reflect.Array:
 		for i := range src.Len() {
 			deepCopy(dst.Index(i), src.Index(i))
