@@ -23,6 +23,9 @@ type Activities struct {
 	Now func() time.Time
 	// PollInterval between looks at Flink in long activities; zero is 1s.
 	PollInterval time.Duration
+	// OperationPollMin is the shortest wait between looks at one savepoint
+	// operation; zero is a fifth of PollInterval.
+	OperationPollMin time.Duration
 	// FailoverWait is how long a stop waits for a Flink cluster that does
 	// not answer (a JobManager failover); zero is 3 minutes.
 	FailoverWait time.Duration

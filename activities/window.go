@@ -35,14 +35,19 @@ func (a *Activities) pollInterval() time.Duration {
 }
 
 // operationPollDelay is how long to wait before asking again about an
-// operation asked for elapsed ago: a fifth of elapsed, within a fifth of
-// a poll interval and one interval. A savepoint is then seen done at most
-// about a fifth of its time late (a 2 s savepoint after 2.1 s, not 3 s),
-// a JobManager is asked about a job at most five times a second, and a
-// savepoint that takes minutes once per interval.
+// operation asked for elapsed ago: a fifth of elapsed, within
+// OperationPollMin (a fifth of a poll interval unless set) and one
+// interval. A savepoint is then seen done at most about a fifth of its
+// time late (a 2 s savepoint after 2.1 s, not 3 s), a JobManager is asked
+// about a job at most five times a second, and a savepoint that takes
+// minutes once per interval.
 func (a *Activities) operationPollDelay(elapsed time.Duration) time.Duration {
 	p := a.pollInterval()
-	return min(max(elapsed/5, p/5), p)
+	floor := p / 5
+	if a.OperationPollMin > 0 {
+		floor = min(a.OperationPollMin, p)
+	}
+	return min(max(elapsed/5, floor), p)
 }
 
 // JobKey identifies a job across a window: cluster and job name.

@@ -83,6 +83,7 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 	// finished a job, the window learns it seconds later, and the kill
 	// lands in between.
 	acts.PollInterval = 5 * time.Second
+	acts.OperationPollMin = acts.PollInterval
 	const queue = "failover-e2e"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)

@@ -86,9 +86,10 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = closeAdapters() })
-	// Each stop stays in flight for a few seconds, long enough to fail the
-	// NameNodes over under it.
+	// Each stop stays in flight for at least 3 s, the stop activity asking
+	// Flink once every 3 s, long enough to fail the NameNodes over under it.
 	acts.PollInterval = 3 * time.Second
+	acts.OperationPollMin = acts.PollInterval
 	const queue = "secure-window-e2e"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
