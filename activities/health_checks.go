@@ -16,7 +16,9 @@ import (
 
 // MetricCheck is a health check beyond RUNNING and a checkpoint: a metric
 // from Flink's REST API within bounds at the end of the soak, e.g. records
-// flowing out of the sink, or no restarts.
+// flowing out of the sink, or no restarts. Above its maximum fails at once;
+// below its minimum is read again for up to metricGrace, as Flink's metrics
+// lag the job.
 type MetricCheck struct {
 	// Metric is the metric's id as Flink's REST API lists it: a job metric
 	// (numRestarts, uptime, lastCheckpointDuration) when Vertex is empty,
@@ -85,9 +87,11 @@ type MetricReading struct {
 	Value  float64 `json:"value"`
 }
 
-// metricGrace is how long a metric Flink does not report yet is asked
-// for again: the JobManager fetches metrics from the TaskManagers every
-// metrics.fetcher.update-interval (10s by default).
+// metricGrace is how long the checks of one job may wait for a metric
+// Flink does not report yet, or that is still below its minimum: the
+// JobManager fetches metrics from the TaskManagers every
+// metrics.fetcher.update-interval (10s by default), so a job that has just
+// started may show a counter as missing or 0 that is already counting.
 const metricGrace = 35 * time.Second
 
 // checkMetrics reads every check's metric and fails the job, naming the
@@ -101,10 +105,11 @@ func (a *Activities) checkMetrics(ctx context.Context, client FlinkAPI, jobID st
 	if err != nil {
 		return nil, classify("job "+jobID, err)
 	}
+	deadline := a.now().Add(metricGrace)
 	var out []MetricReading
 	for _, c := range checks {
 		if c.Vertex == "" {
-			r, err := a.readMetric(ctx, c, "job", func(names ...string) ([]flink.MetricValue, error) { return client.JobMetrics(ctx, jobID, names...) })
+			r, err := a.readMetric(ctx, c, "job", deadline, func(names ...string) ([]flink.MetricValue, error) { return client.JobMetrics(ctx, jobID, names...) })
 			if err != nil {
 				return out, err
 			}
@@ -119,7 +124,7 @@ func (a *Activities) checkMetrics(ctx context.Context, client FlinkAPI, jobID st
 				continue
 			}
 			matched++
-			r, err := a.readMetric(ctx, c, v.Name, func(names ...string) ([]flink.MetricValue, error) {
+			r, err := a.readMetric(ctx, c, v.Name, deadline, func(names ...string) ([]flink.MetricValue, error) {
 				return client.VertexMetrics(ctx, jobID, v.ID, names...)
 			})
 			if err != nil {
@@ -134,11 +139,12 @@ func (a *Activities) checkMetrics(ctx context.Context, client FlinkAPI, jobID st
 	return out, nil
 }
 
-// readMetric evaluates one check on one source; a metric Flink does not
-// report yet is asked for again for metricGrace, then fails the check
-// with the ids Flink does report.
-func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source string, get func(names ...string) ([]flink.MetricValue, error)) (MetricReading, error) {
-	deadline := a.now().Add(metricGrace)
+// readMetric evaluates one check on one source. A value above its maximum
+// fails at once: it has been seen. A value below its minimum, or a metric
+// Flink does not report yet, is asked for again until deadline, then fails
+// the check with the last value or the ids Flink does report.
+func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source string, deadline time.Time, get func(names ...string) ([]flink.MetricValue, error)) (MetricReading, error) {
+	var below *MetricReading // the last reading under the minimum
 	for {
 		vals, err := get(c.Metric)
 		if err != nil {
@@ -153,8 +159,12 @@ func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source strin
 				return MetricReading{}, nonRetryable(ErrTypeJobUnhealthy, "health check %s: %s reports %s, not a number", c, source, m)
 			}
 			r := MetricReading{Check: c.String(), Source: source, Value: v}
-			if c.Min != nil && v < *c.Min || c.Max != nil && v > *c.Max {
+			if c.Max != nil && v > *c.Max {
 				return r, nonRetryable(ErrTypeJobUnhealthy, "health check %s failed: %s reports %g", c, source, v)
+			}
+			if c.Min != nil && v < *c.Min {
+				below = &r
+				break
 			}
 			return r, nil
 		}
@@ -165,6 +175,9 @@ func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source strin
 		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
 			return MetricReading{}, err
 		}
+	}
+	if below != nil {
+		return *below, nonRetryable(ErrTypeJobUnhealthy, "health check %s failed: %s reports %g, still below the minimum %s after the soak", c, source, below.Value, metricGrace)
 	}
 	ids := "unavailable"
 	if all, err := get(); err == nil {

@@ -19,9 +19,12 @@ type metricsClient struct {
 	FlinkAPI // other calls panic: the test notices them
 	vertices []flink.JobVertex
 	job      map[string]string
-	vertex   map[string]map[string]float64
-	mu       sync.Mutex
-	asked    int
+	// later holds job metric values Flink reports in turn once job's value
+	// has been read, as a counter that goes on counting.
+	later  map[string][]string
+	vertex map[string]map[string]float64
+	mu     sync.Mutex
+	asked  int
 }
 
 func (c *metricsClient) JobDetails(context.Context, string) (flink.JobDetails, error) {
@@ -31,9 +34,16 @@ func (c *metricsClient) JobDetails(context.Context, string) (flink.JobDetails, e
 func (c *metricsClient) JobMetrics(_ context.Context, _ string, names ...string) ([]flink.MetricValue, error) {
 	c.mu.Lock()
 	c.asked++
+	job := map[string]string{}
+	for id, v := range c.job {
+		job[id] = v
+		if next := c.later[id]; len(next) > 0 && len(names) > 0 && names[0] == id {
+			c.job[id], c.later[id] = next[0], next[1:]
+		}
+	}
 	c.mu.Unlock()
 	var out []flink.MetricValue
-	for id, v := range c.job {
+	for id, v := range job {
 		if len(names) == 0 || names[0] == id {
 			v := v
 			out = append(out, flink.MetricValue{ID: id, Value: &v})
@@ -97,6 +107,57 @@ func TestMetricChecks(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("checks: %v; want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A value below its minimum is read again, as Flink's metric fetcher lags
+// a job that has just started: a counter that reaches it within the grace
+// passes, one that does not fails with its last value. A value above its
+// maximum fails at once.
+func TestMetricCheckBelowMinimumIsReadAgain(t *testing.T) {
+	one, ten := 1.0, 10.0
+	for name, tc := range map[string]struct {
+		check     MetricCheck
+		job       string
+		later     []string
+		want      string // "" passes
+		wantValue float64
+		wantAsked int // 0: any
+	}{
+		"counter catches up":       {MetricCheck{Metric: "c", Min: &one}, "0", []string{"0", "7"}, "", 7, 3},
+		"counter never gets there": {MetricCheck{Metric: "c", Min: &one}, "0", nil, "health check c >= 1 failed: job reports 0, still below the minimum", 0, 0},
+		"above maximum at once":    {MetricCheck{Metric: "c", Max: &ten}, "11", []string{"0"}, "health check c <= 10 failed: job reports 11", 0, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client := &metricsClient{job: map[string]string{"c": tc.job}, later: map[string][]string{"c": tc.later}}
+			clock := time.Unix(0, 0)
+			var mu sync.Mutex
+			a := &Activities{PollInterval: time.Millisecond, Now: func() time.Time {
+				mu.Lock()
+				defer mu.Unlock()
+				clock = clock.Add(5 * time.Second) // the grace runs out in a few polls
+				return clock
+			}}
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestActivityEnvironment()
+			env.RegisterActivityWithOptions(func(ctx context.Context) ([]MetricReading, error) {
+				return a.checkMetrics(ctx, client, "j", []MetricCheck{tc.check})
+			}, activity.RegisterOptions{Name: "checks"})
+			v, err := env.ExecuteActivity("checks")
+			if tc.wantAsked > 0 && client.asked != tc.wantAsked {
+				t.Errorf("Flink asked %d times, want %d", client.asked, tc.wantAsked)
+			}
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("checks: %v; want %q", err, tc.want)
+				}
+				return
+			}
+			var got []MetricReading
+			if err != nil || v.Get(&got) != nil || len(got) != 1 || got[0].Value != tc.wantValue {
+				t.Fatalf("checks: %v, readings %+v; want one reading of %g", err, got, tc.wantValue)
 			}
 		})
 	}
