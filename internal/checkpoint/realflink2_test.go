@@ -197,9 +197,14 @@ func countScope(md *checkpoint.Metadata, s checkpoint.Scope) int {
 	return n
 }
 
+const cancelWait = 3 * time.Minute
+
 // cancelAndAwait cancels a job and waits until Flink reports it ended.
+// A ForSt task cancelled with a checkpoint in flight can wait in its
+// backend's dispose until the TaskManager's cancellation watchdog acts,
+// 60 s later; cancelWait leaves room beyond that.
 func cancelAndAwait(t *testing.T, fc *flink.Client, jobID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), cancelWait)
 	defer cancel()
 	_ = fc.CancelJob(ctx, jobID)
 	for {
@@ -209,7 +214,7 @@ func cancelAndAwait(t *testing.T, fc *flink.Client, jobID string) {
 		}
 		select {
 		case <-ctx.Done():
-			t.Errorf("job %s not ended a minute after cancel: %s, %v", jobID, st, err)
+			t.Errorf("job %s not ended %s after cancel: %s, %v", jobID, cancelWait, st, err)
 			return
 		case <-time.After(300 * time.Millisecond):
 		}
