@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -63,6 +64,25 @@ func (c *metricsClient) VertexMetrics(_ context.Context, _, vertexID string, nam
 	return out, nil
 }
 
+// runChecks runs checkMetrics as an activity on a clock that moves 5 s
+// each time it is read, so the grace runs out in a few polls.
+func runChecks(client FlinkAPI, checks []MetricCheck) (converter.EncodedValue, error) {
+	clock := time.Unix(0, 0)
+	var mu sync.Mutex
+	a := &Activities{PollInterval: time.Millisecond, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(5 * time.Second)
+		return clock
+	}}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivityWithOptions(func(ctx context.Context) ([]MetricReading, error) {
+		return a.checkMetrics(ctx, client, "j", checks)
+	}, activity.RegisterOptions{Name: "checks"})
+	return env.ExecuteActivity("checks")
+}
+
 func TestMetricChecks(t *testing.T) {
 	zero, one, big := 0.0, 1.0, 1e9
 	client := &metricsClient{
@@ -84,20 +104,7 @@ func TestMetricChecks(t *testing.T) {
 		"job metric never reported": {[]MetricCheck{{Metric: "numFailures", Max: &one}}, "it reports: numRestarts, uptime, weird"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			clock := time.Unix(0, 0)
-			var mu sync.Mutex
-			a := &Activities{PollInterval: time.Millisecond, Now: func() time.Time {
-				mu.Lock()
-				defer mu.Unlock()
-				clock = clock.Add(5 * time.Second) // the grace runs out in a few polls
-				return clock
-			}}
-			var s testsuite.WorkflowTestSuite
-			env := s.NewTestActivityEnvironment()
-			env.RegisterActivityWithOptions(func(ctx context.Context) ([]MetricReading, error) {
-				return a.checkMetrics(ctx, client, "j", tc.checks)
-			}, activity.RegisterOptions{Name: "checks"})
-			v, err := env.ExecuteActivity("checks")
+			v, err := runChecks(client, tc.checks)
 			if tc.want == "" {
 				var got []MetricReading
 				if err != nil || v.Get(&got) != nil || len(got) == 0 {
@@ -132,20 +139,7 @@ func TestMetricCheckBelowMinimumIsReadAgain(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			client := &metricsClient{job: map[string]string{"c": tc.job}, later: map[string][]string{"c": tc.later}}
-			clock := time.Unix(0, 0)
-			var mu sync.Mutex
-			a := &Activities{PollInterval: time.Millisecond, Now: func() time.Time {
-				mu.Lock()
-				defer mu.Unlock()
-				clock = clock.Add(5 * time.Second) // the grace runs out in a few polls
-				return clock
-			}}
-			var s testsuite.WorkflowTestSuite
-			env := s.NewTestActivityEnvironment()
-			env.RegisterActivityWithOptions(func(ctx context.Context) ([]MetricReading, error) {
-				return a.checkMetrics(ctx, client, "j", []MetricCheck{tc.check})
-			}, activity.RegisterOptions{Name: "checks"})
-			v, err := env.ExecuteActivity("checks")
+			v, err := runChecks(client, []MetricCheck{tc.check})
 			if tc.wantAsked > 0 && client.asked != tc.wantAsked {
 				t.Errorf("Flink asked %d times, want %d", client.asked, tc.wantAsked)
 			}
