@@ -658,9 +658,7 @@ func (e *realEnv) waitFailure(ctx context.Context, jobID string) error {
 		}
 		all := strings.Join(seen, "\n")
 		switch {
-		case missingFile(all):
-			return errors.New(all)
-		case st == flink.JobFailed && len(seen) > 0:
+		case missingFile(all) || st == flink.JobFailed && len(seen) > 0:
 			return errors.New(all)
 		case st == flink.JobFailed:
 			return fmt.Errorf("job %s FAILED without a recorded exception", jobID)
