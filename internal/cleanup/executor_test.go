@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -115,7 +116,8 @@ func (e *localEnv) plan(live Live, pol Policy) Plan {
 	if len(live.Clusters) == 0 {
 		live.Clusters = []LiveCluster{{ClusterID: "c1"}}
 	}
-	p, err := BuildPlan(Input{Now: time.Now(), Listing: l, Live: live, Policy: pol, Lineage: byPrefix(l)})
+	p, err := BuildPlan(Input{Now: time.Now(), Listing: l, Live: live, Policy: pol, Lineage: byPrefix(l),
+		Tenants: []inventory.Tenant{{Name: "team-t", Root: e.uri("")}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

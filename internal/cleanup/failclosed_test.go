@@ -23,7 +23,8 @@ func (f *fixture) build(sp Spellings) (Plan, error) {
 	if len(f.live.Clusters) == 0 {
 		f.live.Clusters = []LiveCluster{{ClusterID: "c1"}}
 	}
-	return BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Spellings: sp, Lineage: byPrefix(f.l)})
+	return BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Spellings: sp, Lineage: byPrefix(f.l),
+		SavepointJobIDs: f.savepointJobIDs, JobLineage: f.jobLineage, Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}})
 }
 
 func planned(p Plan) map[string]Rule {
@@ -345,7 +346,7 @@ func TestPlanKeepsWhatAReferenceRootNames(t *testing.T) {
 }
 
 func snapshotRecord(name, path, state string, savepoint bool) LiveRecord {
-	return LiveRecord{Path: path, By: "FlinkStateSnapshot ns/" + name + " status.path", Snapshot: &SnapshotRef{
+	return LiveRecord{Path: path, By: "FlinkStateSnapshot ns/" + name + " status.path", Tenant: "team-t", Snapshot: &SnapshotRef{
 		Ref: inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: inventory.KindFlinkStateSnapshot, Namespace: "ns", Name: name},
 		SnapshotResource: inventory.SnapshotResource{UID: "uid-" + name, ResourceVersion: "7", State: state, Savepoint: savepoint,
 			DisposeOnDelete: true, Path: path}}}

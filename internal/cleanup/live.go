@@ -122,7 +122,7 @@ func unknownSource(what string, err error) error {
 // a releasable resource all of whose records name one dir that release
 // accepts. It returns the records that keep, and the released resources
 // by savepoint dir.
-func releaseSnapshots(c canon, recs []LiveRecord, release func(dir string, s SnapshotRef) bool) ([]LiveRecord, map[string][]SnapshotRef, error) {
+func releaseSnapshots(c canon, recs []LiveRecord, release func(dir string, r LiveRecord) bool) ([]LiveRecord, map[string][]SnapshotRef, error) {
 	dirsOf := map[string]map[string]bool{} // uid -> dirs its records name
 	for _, r := range recs {
 		if !r.Snapshot.releasable() {
@@ -147,7 +147,7 @@ func releaseSnapshots(c canon, recs []LiveRecord, release func(dir string, s Sna
 			for d := range dirsOf[r.Snapshot.UID] {
 				dir = d
 			}
-			if release(dir, *r.Snapshot) {
+			if release(dir, r) {
 				if !done[r.Snapshot.UID] {
 					done[r.Snapshot.UID] = true
 					released[dir] = append(released[dir], *r.Snapshot)

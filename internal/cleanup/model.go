@@ -65,6 +65,11 @@ type LiveRecord struct {
 	// recorded snapshot is of (for a FlinkStateSnapshot, its
 	// jobReference), when known.
 	Owner *inventory.ObjectRef `json:"owner,omitempty"`
+	// Tenant is the tenant whose namespace holds the record; empty when no
+	// tenant or several claim that namespace. A FlinkStateSnapshot is
+	// deleted with its savepoint only when this is the tenant of the
+	// savepoint's root: a run never deletes another tenant's resources.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // SnapshotRef is a FlinkStateSnapshot resource that names a snapshot.
@@ -164,11 +169,19 @@ type Input struct {
 	// References are _metadata read from reference roots outside the scope
 	// (read-only): what they reference is kept, nothing in them is planned.
 	References map[string]MetadataResult `json:"references,omitempty"`
-	// Lineage gives, per savepoint dir, the logical job it belongs to
-	// (tenant/cluster/job, from the savepoint catalog or the clusters' job
-	// history): savepoint retention counts per logical job. A completed
-	// savepoint without lineage is kept (lineage-unknown).
+	// Lineage gives, per savepoint dir, the logical job it is proven to
+	// belong to (tenant/cluster/job: see Owners): savepoint retention counts
+	// per logical job. A completed savepoint without lineage is kept
+	// (lineage-unknown).
 	Lineage map[string]string `json:"lineage,omitempty"`
+	// SavepointJobIDs gives, per savepoint dir, the full job id that took
+	// it, where evidence proves it (flinkmaint's own record, or Flink's
+	// checkpoint history naming that path).
+	SavepointJobIDs map[string]string `json:"savepointJobIds,omitempty"`
+	// JobLineage gives, per full job id, the logical job it is proven to be
+	// a run of (a cluster's job list, or flinkmaint's own record of a
+	// savepoint it took of that job).
+	JobLineage map[string]string `json:"jobLineage,omitempty"`
 	// Drilled are the savepoint dirs whose latest restore drill restored a
 	// copy of the job and passed: the newest of each logical job is kept
 	// beyond retention (unless Policy.IgnoreDrills), so every job keeps

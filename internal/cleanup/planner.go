@@ -67,9 +67,22 @@ type planner struct {
 
 	cands map[string]*candidate
 	keep  []Kept
-	// newerSavepoint[jobIDPrefix] is the newest completed, parseable
-	// savepoint time of that job.
-	newestSavepoint map[string]time.Time
+	// savepointJobID is the full job id each savepoint dir is proven to be
+	// of; jobLineage the logical job each full job id is proven to run.
+	savepointJobID map[string]string
+	jobLineage     map[string]string
+	// newestByJobID and newestByJob are the newest completed, parseable
+	// savepoint, by its own time, of each full job id and logical job that
+	// evidence proves it to be of. Never keyed by a job id prefix: whole
+	// fleets share one (see REFERENCES.md, identity on evidence).
+	newestByJobID map[string]provenSavepoint
+	newestByJob   map[string]provenSavepoint
+}
+
+// provenSavepoint is a savepoint whose owner is proven, at its own time.
+type provenSavepoint struct {
+	path    string
+	written time.Time
 }
 
 type tenantRoot struct {
@@ -80,16 +93,19 @@ type tenantRoot struct {
 func newPlanner(in Input, pol Policy) (*planner, error) {
 	p := &planner{
 		in: in, pol: pol, now: in.Now,
-		liveJobs:        in.Live.jobs(),
-		liveCluster:     in.Live.clusterIDs(),
-		haDirs:          map[string]string{},
-		retired:         map[string]bool{},
-		pinned:          map[string]string{},
-		meta:            map[string]MetadataResult{},
-		cands:           map[string]*candidate{},
-		newestSavepoint: map[string]time.Time{},
-		lineage:         map[string]string{},
-		drilled:         map[string]bool{},
+		liveJobs:       in.Live.jobs(),
+		liveCluster:    in.Live.clusterIDs(),
+		haDirs:         map[string]string{},
+		retired:        map[string]bool{},
+		pinned:         map[string]string{},
+		meta:           map[string]MetadataResult{},
+		cands:          map[string]*candidate{},
+		lineage:        map[string]string{},
+		drilled:        map[string]bool{},
+		savepointJobID: map[string]string{},
+		jobLineage:     map[string]string{},
+		newestByJobID:  map[string]provenSavepoint{},
+		newestByJob:    map[string]provenSavepoint{},
 	}
 	for _, id := range in.RetiredClusters {
 		p.retired[id] = true
@@ -124,6 +140,26 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			return nil, invalidInput("savepoint %s has two logical jobs, %s and %s", n, prev, job)
 		}
 		p.lineage[n] = job
+	}
+	for dir, id := range in.SavepointJobIDs {
+		n, err := p.canon.path(dir)
+		if err != nil {
+			continue // a spelling not known to be this file system: no owner, kept
+		}
+		if !layout.IsJobID(id) {
+			return nil, invalidInput("job id %q of savepoint %s is not 32 lower-case hex characters", id, dir)
+		}
+		n = strings.TrimSuffix(n, "/"+layout.MetadataFileName)
+		if prev, ok := p.savepointJobID[n]; ok && prev != id {
+			return nil, invalidInput("savepoint %s has two job ids, %s and %s", n, prev, id)
+		}
+		p.savepointJobID[n] = id
+	}
+	for id, job := range in.JobLineage {
+		if !layout.IsJobID(id) || job == "" {
+			return nil, invalidInput("job lineage %q -> %q: want a 32 lower-case hex job id and a logical job", id, job)
+		}
+		p.jobLineage[id] = job
 	}
 	for _, dir := range in.Drilled {
 		if n, err := p.canon.path(dir); err == nil {
@@ -193,6 +229,21 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			}
 		}
 	}
+	for _, t := range in.Tenants {
+		if t.Name == "" || t.Root == "" {
+			return nil, invalidInput("tenant %q with root %q: both name and root are required", t.Name, t.Root)
+		}
+		r, err := p.canon.path(t.Root)
+		if err != nil {
+			// A tenant root only attributes items; keep its own spelling.
+			if r, err = normPath(t.Root, ""); err != nil {
+				return nil, invalidInput("tenant %s root %q: %v", t.Name, t.Root, err)
+			}
+		}
+		p.tenants = append(p.tenants, tenantRoot{name: t.Name, root: r, plain: strings.HasPrefix(r, "/")})
+	}
+	// Longest root first, so nested tenant roots attribute to the inner one.
+	sort.Slice(p.tenants, func(i, j int) bool { return len(p.tenants[i].root) > len(p.tenants[j].root) })
 	// A completed savepoint a FlinkStateSnapshot names goes with the
 	// resource when no other rule keeps it (planSavepoints), unless the
 	// policy keeps such savepoints.
@@ -203,8 +254,10 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		}
 	}
 	live := in.Live
-	live.Records, p.released, err = releaseSnapshots(p.canon, in.Live.Records, func(dir string, _ SnapshotRef) bool {
-		return pol.OperatorSnapshots == OperatorSnapshotsDelete && completed[dir]
+	// Only a resource in the savepoint's own tenant's namespaces goes: a run
+	// scoped to one tenant never deletes another's.
+	live.Records, p.released, err = releaseSnapshots(p.canon, in.Live.Records, func(dir string, r LiveRecord) bool {
+		return pol.OperatorSnapshots == OperatorSnapshotsDelete && completed[dir] && r.Tenant != "" && r.Tenant == p.tenantOf(dir)
 	})
 	if err != nil {
 		return nil, err
@@ -221,21 +274,6 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		}
 		p.unknown = append(p.unknown, n)
 	}
-	for _, t := range in.Tenants {
-		if t.Name == "" || t.Root == "" {
-			return nil, invalidInput("tenant %q with root %q: both name and root are required", t.Name, t.Root)
-		}
-		r, err := p.canon.path(t.Root)
-		if err != nil {
-			// A tenant root only attributes items; keep its own spelling.
-			if r, err = normPath(t.Root, ""); err != nil {
-				return nil, invalidInput("tenant %s root %q: %v", t.Name, t.Root, err)
-			}
-		}
-		p.tenants = append(p.tenants, tenantRoot{name: t.Name, root: r, plain: strings.HasPrefix(r, "/")})
-	}
-	// Longest root first, so nested tenant roots attribute to the inner one.
-	sort.Slice(p.tenants, func(i, j int) bool { return len(p.tenants[i].root) > len(p.tenants[j].root) })
 	return p, nil
 }
 
@@ -323,15 +361,48 @@ func (p *planner) run() {
 	p.collapseRetiredJobs(jobs, whole)
 }
 
+// indexSavepoints finds, per full job id and per logical job, the newest
+// savepoint proven to be theirs, by the savepoint's own time.
 func (p *planner) indexSavepoints() {
 	for _, sp := range p.in.Listing.Report.Savepoints {
-		if !sp.Completed || p.metaFor(p.norm(sp.Path)).Refs == nil {
+		path := p.norm(sp.Path)
+		if !sp.Completed || sp.Written.IsZero() || p.metaFor(path).Refs == nil {
 			continue
 		}
-		if sp.Usage.Newest.After(p.newestSavepoint[sp.JobIDPrefix]) {
-			p.newestSavepoint[sp.JobIDPrefix] = sp.Usage.Newest
+		this := provenSavepoint{path: path, written: sp.Written}
+		if id := p.savepointJobID[path]; id != "" && sp.Written.After(p.newestByJobID[id].written) {
+			p.newestByJobID[id] = this
+		}
+		if job := p.lineage[path]; job != "" && sp.Written.After(p.newestByJob[job].written) {
+			p.newestByJob[job] = this
 		}
 	}
+}
+
+// newerSavepoint returns a savepoint proven to be of the same job as job
+// dir jobID (the same full job id, or the same logical job) and written
+// after the checkpoint c: then c is not the job's newest restore point.
+func (p *planner) newerSavepoint(jobID string, c layout.Checkpoint) (provenSavepoint, bool) {
+	// The checkpoint's own time; without it, the newest time in its dir,
+	// which is never older.
+	at := c.Written
+	if at.IsZero() {
+		at = c.Usage.Newest
+	}
+	if sp := p.newestByJobID[jobID]; sp.written.After(at) {
+		return sp, true
+	}
+	if job := p.jobLineage[jobID]; job != "" {
+		if sp := p.newestByJob[job]; sp.written.After(at) {
+			return sp, true
+		}
+	}
+	return provenSavepoint{}, false
+}
+
+func (p *planner) hasNewerSavepoint(jobID string, c layout.Checkpoint) bool {
+	_, ok := p.newerSavepoint(jobID, c)
+	return ok
 }
 
 // planJobDir plans the chk-N dirs of one job dir; it reports whether the
@@ -401,8 +472,8 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 		case !retiredPastTTL:
 			k.Reason, k.By = KeepWithinTTL, "job absent from the inventory, last modified "+j.Total.Newest.UTC().Format(time.RFC3339)
 			p.addKeep(k)
-		case c.ID == latest && !p.pol.DeleteLatestRetiredCheckpoint && !p.newestSavepoint[j.JobID[:6]].After(c.Usage.Newest):
-			k.Reason, k.By = KeepLatestRetired, "no newer savepoint of job "+j.JobID
+		case c.ID == latest && !p.pol.DeleteLatestRetiredCheckpoint && !p.hasNewerSavepoint(j.JobID, c):
+			k.Reason, k.By = KeepLatestRetired, "no savepoint proven to be of job "+j.JobID+" (by its job id or logical job) is newer"
 			p.addKeep(k)
 		case p.badMeta:
 			k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
@@ -410,6 +481,9 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 		default:
 			item.Rule = RuleRetiredJob
 			item.Detail = "job absent from the inventory, last modified " + j.Total.Newest.UTC().Format(time.RFC3339)
+			if sp, ok := p.newerSavepoint(j.JobID, c); ok && c.ID == latest {
+				item.Detail += "; newer savepoint of the same job: " + sp.path + ", written " + sp.written.UTC().Format(time.RFC3339)
+			}
 			p.addCand(&candidate{item: item, metas: []string{cp + "/" + layout.MetadataFileName}, dir: true})
 		}
 	}
@@ -428,10 +502,18 @@ func (p *planner) planSavepoints() {
 	}
 	rank := map[string]int{}
 	lastDrilled := map[string]bool{} // the newest drilled savepoint of each job
-	for _, g := range groups {
+	undated := map[string]bool{}     // logical jobs with a savepoint of unknown time
+	for job, g := range groups {
+		// Ranked by each savepoint's own time: a pin marker or any other file
+		// written into an old savepoint's dir must not make it the newest.
+		for _, sp := range g {
+			if sp.Written.IsZero() {
+				undated[job] = true
+			}
+		}
 		sort.Slice(g, func(i, j int) bool {
-			if !g[i].Usage.Newest.Equal(g[j].Usage.Newest) {
-				return g[i].Usage.Newest.After(g[j].Usage.Newest)
+			if !g[i].Written.Equal(g[j].Written) {
+				return g[i].Written.After(g[j].Written)
 			}
 			return g[i].Path > g[j].Path
 		})
@@ -463,19 +545,21 @@ func (p *planner) planSavepoints() {
 		case m.Refs == nil:
 			k.Reason, k.By = KeepUnparseable, sp2+"/"+layout.MetadataFileName+": "+m.Error
 		case p.lineage[sp2] == "":
-			k.Reason, k.By = KeepLineageUnknown, "no logical job known for job id prefix "+sp.JobIDPrefix+
-				": not in the savepoint catalog and no cluster's job history has that job (flinkmaint savepoints adopt assigns one)"
+			k.Reason, k.By = KeepLineageUnknown, "no evidence of its logical job: no valid savepoint catalog entry, operator record of its tenant "+
+				"or Flink checkpoint history names this path (a job id prefix is no evidence; flinkmaint savepoints adopt assigns one)"
+		case undated[p.lineage[sp2]]:
+			k.Reason, k.By = KeepLineageUnknown, "a savepoint of job "+p.lineage[sp2]+" was listed without its _metadata time: its newest cannot be told"
 		case rank[sp2] < p.pol.KeepSavepoints:
 			k.Reason, k.By = KeepNewestSavepoints, fmt.Sprintf("newest #%d of job %s", rank[sp2]+1, p.lineage[sp2])
 		case lastDrilled[sp2]:
 			k.Reason, k.By = KeepLastDrilled, fmt.Sprintf("newest savepoint of job %s whose restore drill passed", p.lineage[sp2])
-		case !p.old(sp.Usage.Newest, p.pol.SavepointMaxAge):
-			k.Reason, k.By = KeepWithinMaxAge, "written "+sp.Usage.Newest.UTC().Format(time.RFC3339)+", job "+p.lineage[sp2]
+		case !p.old(sp.Written, p.pol.SavepointMaxAge):
+			k.Reason, k.By = KeepWithinMaxAge, "written "+sp.Written.UTC().Format(time.RFC3339)+", job "+p.lineage[sp2]
 		case p.badMeta:
 			k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
 		default:
 			item.Rule = RuleSavepointRetention
-			item.Detail = fmt.Sprintf("#%d of job %s, written %s", rank[sp2]+1, p.lineage[sp2], sp.Usage.Newest.UTC().Format(time.RFC3339))
+			item.Detail = fmt.Sprintf("#%d of job %s, written %s", rank[sp2]+1, p.lineage[sp2], sp.Written.UTC().Format(time.RFC3339))
 			item.Snapshots = p.released[sp2]
 			for _, s := range item.Snapshots {
 				item.Detail += "; " + s.String() + " is deleted with it"

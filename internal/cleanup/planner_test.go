@@ -46,6 +46,11 @@ type fixture struct {
 	live    Live
 	pol     Policy
 	drilled []string
+	// savepointJobIDs and jobLineage are the evidence of whose snapshot is
+	// whose beyond the lineage (savepoint dir -> full job id, job id ->
+	// logical job); none unless a test gives it.
+	savepointJobIDs map[string]string
+	jobLineage      map[string]string
 }
 
 func newFixture() *fixture {
@@ -78,6 +83,7 @@ func (f *fixture) chk(jobID string, id int64, completed bool, t time.Time, refs 
 		p := j.Path + "/chk-" + itoa(id)
 		j.Checkpoints = append(j.Checkpoints, layout.Checkpoint{ID: id, Path: p, Completed: completed, Usage: usage(2, t)})
 		if completed {
+			j.Checkpoints[len(j.Checkpoints)-1].Written = t
 			f.meta(p, refs...)
 		}
 		return p
@@ -105,9 +111,22 @@ func (f *fixture) savepoint(prefix, random string, completed bool, t time.Time, 
 	p := spRoot + "/savepoint-" + prefix + "-" + random
 	f.l.Report.Savepoints = append(f.l.Report.Savepoints, layout.Savepoint{Root: spRoot, Path: p, JobIDPrefix: prefix, Completed: completed, Usage: usage(3, t)})
 	if completed {
+		f.l.Report.Savepoints[len(f.l.Report.Savepoints)-1].Written = t
 		f.meta(p, append([]string{p + "/state"}, refs...)...)
 	}
 	return p
+}
+
+// pin writes a pin marker into savepoint dir sp at t: its dir's newest
+// time moves, its own time does not.
+func (f *fixture) pin(sp string, t time.Time) {
+	f.l.PinMarkers = append(f.l.PinMarkers, sp+"/"+PinMarkerName)
+	for i := range f.l.Report.Savepoints {
+		if s := &f.l.Report.Savepoints[i]; s.Path == sp {
+			s.Usage.Files++
+			s.Usage.Newest = t
+		}
+	}
 }
 
 func (f *fixture) ha(cluster string, t time.Time) string {
@@ -129,7 +148,7 @@ func (f *fixture) plan(t *testing.T) Plan {
 		f.live.Clusters = []LiveCluster{{ClusterID: "c1"}}
 	}
 	p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Lineage: byPrefix(f.l), Drilled: f.drilled,
-		Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}})
+		SavepointJobIDs: f.savepointJobIDs, JobLineage: f.jobLineage, Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,12 +199,54 @@ func TestPlanRules(t *testing.T) {
 				keep: map[string]Reason{c2: KeepLatestRetired, s1: KeepReferenced},
 			}
 		}},
-		"retired job with a newer savepoint goes entirely": {func(f *fixture) expect {
+		"retired job with a newer savepoint of the same logical job goes entirely": {func(f *fixture) expect {
 			f.job(jobA, old)
 			s1 := f.state(jobA, "shared", "s1", 10, old)
 			f.chk(jobA, 2, true, old, s1)
 			sp := f.savepoint(jobA[:6], "0123456789ab", true, old.Add(time.Hour))
+			f.jobLineage = map[string]string{jobA: "t/c/" + jobA[:6]}
 			return expect{del: map[string]Rule{jobDir(jobA): RuleRetiredJob}, keep: map[string]Reason{sp: KeepNewestSavepoints}}
+		}},
+		"retired job with a newer savepoint of its own job id goes entirely": {func(f *fixture) expect {
+			f.job(jobA, old)
+			s1 := f.state(jobA, "shared", "s1", 10, old)
+			f.chk(jobA, 2, true, old, s1)
+			sp := f.savepoint(jobA[:6], "0123456789ab", true, old.Add(time.Hour))
+			f.savepointJobIDs = map[string]string{sp: jobA}
+			return expect{del: map[string]Rule{jobDir(jobA): RuleRetiredJob}, keep: map[string]Reason{sp: KeepNewestSavepoints}}
+		}},
+		"a newer savepoint that only shares the job id prefix proves nothing": {func(f *fixture) expect {
+			// Application mode with HA: every job id starts ffffffff.
+			retired, other := "ffffffff1111111100000000000000000", "ffffffff2222222200000000000000000"
+			retired, other = retired[:32], other[:32]
+			f.job(retired, old)
+			c := f.chk(retired, 2, true, old)
+			sp := f.savepoint("ffffff", "0123456789ab", true, old.Add(time.Hour))
+			f.savepointJobIDs = map[string]string{sp: other}
+			f.jobLineage = map[string]string{other: "t/c/ffffff"}
+			return expect{del: map[string]Rule{}, keep: map[string]Reason{c: KeepLatestRetired, sp: KeepNewestSavepoints}}
+		}},
+		"a pin marker does not make an old savepoint the newest": {func(f *fixture) expect {
+			f.pol.KeepSavepoints = 1
+			pinnedOld := f.savepoint("aaaaaa", "000000000001", true, old)
+			newest := f.savepoint("aaaaaa", "000000000002", true, old.Add(time.Hour))
+			f.pin(pinnedOld, recent)
+			return expect{del: map[string]Rule{}, keep: map[string]Reason{pinnedOld: KeepPinned, newest: KeepNewestSavepoints}}
+		}},
+		"pinning an old savepoint leaves a retired job's newer latest checkpoint": {func(f *fixture) expect {
+			f.job(jobA, old.Add(time.Hour))
+			c := f.chk(jobA, 2, true, old.Add(time.Hour))
+			sp := f.savepoint(jobA[:6], "0123456789ab", true, old)
+			f.savepointJobIDs = map[string]string{sp: jobA}
+			f.pin(sp, recent)
+			return expect{del: map[string]Rule{}, keep: map[string]Reason{c: KeepLatestRetired, sp: KeepPinned}}
+		}},
+		"a savepoint of the same job written before the latest checkpoint keeps it": {func(f *fixture) expect {
+			f.job(jobA, old)
+			c := f.chk(jobA, 2, true, old.Add(time.Hour))
+			sp := f.savepoint(jobA[:6], "0123456789ab", true, old)
+			f.savepointJobIDs = map[string]string{sp: jobA}
+			return expect{del: map[string]Rule{}, keep: map[string]Reason{c: KeepLatestRetired, sp: KeepNewestSavepoints}}
 		}},
 		"retired job within TTL kept": {func(f *fixture) expect {
 			f.job(jobA, now.Add(-24*time.Hour))

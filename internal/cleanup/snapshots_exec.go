@@ -75,14 +75,14 @@ func (e *Executor) validateSnapshots(plan Plan, check func(string) error) error 
 
 // releasedIn says which resources the plan deletes with which savepoint
 // dir: the records the executor does not count as keeping it.
-func releasedIn(plan Plan) func(dir string, s SnapshotRef) bool {
+func releasedIn(plan Plan) func(dir string, r LiveRecord) bool {
 	byUID := map[string]string{}
 	for _, it := range plan.Delete {
 		for _, s := range it.Snapshots {
 			byUID[s.UID] = it.Path
 		}
 	}
-	return func(dir string, s SnapshotRef) bool { return byUID[s.UID] == dir }
+	return func(dir string, r LiveRecord) bool { return byUID[r.Snapshot.UID] == dir }
 }
 
 // releaseSnapshots deletes the item's FlinkStateSnapshot resources right

@@ -80,7 +80,11 @@ type Checkpoint struct {
 	ID        int64
 	Path      string
 	Completed bool
-	Usage     Usage
+	// Written is its _metadata's modification time: the checkpoint's own
+	// time, which files written into its dir later never move. Zero when
+	// not completed.
+	Written time.Time `json:",omitzero"`
+	Usage   Usage
 }
 
 // JobCheckpoints is one <root>/<jobId>/ directory.
@@ -113,7 +117,11 @@ type Savepoint struct {
 	Path        string
 	JobIDPrefix string
 	Completed   bool
-	Usage       Usage
+	// Written is its _metadata's modification time: the savepoint's own
+	// time. A pin marker or any other file written into its dir later
+	// moves Usage.Newest, never this. Zero when not completed.
+	Written time.Time `json:",omitzero"`
+	Usage   Usage
 }
 
 // HACluster is one <ha-root>/<cluster-id>/ directory.
@@ -252,7 +260,7 @@ func (s *Scanner) scanJobDir(ctx context.Context, r *Report, dir storage.FileInf
 			err := storage.WalkFrom(ctx, s.FS, fi, func(e storage.FileInfo) error {
 				chk.Usage.Add(e)
 				if e.Path == metadata && !e.IsDir {
-					chk.Completed = true
+					chk.Completed, chk.Written = true, e.ModTime
 				}
 				return nil
 			})
@@ -300,7 +308,7 @@ func (s *Scanner) scanSavepointRoot(ctx context.Context, root string, r *Report)
 		err := storage.WalkFrom(ctx, s.FS, fi, func(e storage.FileInfo) error {
 			sp.Usage.Add(e)
 			if e.Path == metadata && !e.IsDir {
-				sp.Completed = true
+				sp.Completed, sp.Written = true, e.ModTime
 			}
 			return nil
 		})

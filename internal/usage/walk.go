@@ -313,7 +313,7 @@ func (w *walker) count(f frame, path string, fi storage.FileInfo) {
 		sp := &w.tree.Savepoints[f.sp]
 		sp.Usage.Add(fi)
 		if !fi.IsDir && path == sp.Path+"/"+layout.MetadataFileName {
-			sp.Completed = true
+			sp.Completed, sp.Written = true, fi.ModTime
 		}
 	}
 }
