@@ -124,7 +124,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, live.Records, a.jobHistory(ctx, inv), &notes)
+	owners, err := a.savepointOwners(ctx, inv, tenants, listing, live.Records, a.jobHistory(ctx, inv), &notes)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
@@ -133,7 +133,8 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		return PlanCleanupResult{}, err
 	}
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
-		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters, Lineage: lineage, Drilled: drilled})
+		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters, Lineage: owners.lineage,
+		SavepointJobIDs: owners.jobIDs, JobLineage: owners.jobs, Drilled: drilled})
 	if err != nil {
 		return PlanCleanupResult{}, classify("plan", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -17,29 +16,293 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 )
 
-// savepointLineage tells, for the completed savepoints of the listing, the
-// logical job each belongs to: from the tenants' savepoint catalogs first,
-// then from the operator records whose owner resource is an inventory job
-// (records may be nil), then from the job history of every inventory
-// cluster (a savepoint dir name carries the first six hex digits of its
-// job id). What records and history tell is written to the catalog, so it
-// outlives the resource and the JobManager's job store. A prefix that jobs
-// of two logical jobs share tells nothing: such a savepoint stays without
-// lineage and is kept.
-func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Inventory, tenants []inventory.Tenant, listing cleanup.Listing,
-	records []cleanup.LiveRecord, history jobHistoryRead, notes *[]string) (map[string]string, error) {
-	lineage := map[string]string{}
+// snapshotOwners is what evidence proves about whose savepoint is whose
+// (REFERENCES.md, identity on evidence). Nothing in it is inferred from a
+// job id prefix or a time: what no evidence proves is absent, and the
+// planner keeps it.
+type snapshotOwners struct {
+	// lineage is the logical job of each savepoint dir.
+	lineage map[string]string
+	// jobIDs is the full job id that took each savepoint dir.
+	jobIDs map[string]string
+	// jobs is the logical job each full job id is a run of.
+	jobs map[string]string
+}
+
+// ownerClaim is one source's word on whose a savepoint is.
+type ownerClaim struct {
+	job   catalog.LogicalJob
+	jobID string // "" when the source does not tell it
+	by    string
+	// adopted: a person assigned it (savepoints adopt); it settles a
+	// disagreement of the other sources.
+	adopted bool
+	// catalogued: it is already in the catalog (nothing to remember).
+	catalogued bool
+	trigger    string
+}
+
+// savepointOwners tells, for the completed savepoints of the listing, whose
+// each is, from three kinds of evidence:
+//   - the tenants' savepoint catalogs: entries flinkmaint wrote when it took,
+//     adopted or proved a savepoint. The catalog lies under the tenant's own
+//     root, so each entry is a claim: it counts only if its file is the one
+//     its path names, its path lies under that tenant's root and its job is
+//     that tenant's. An entry found by an earlier release from a job id
+//     prefix carries no evidence and counts for nothing.
+//   - operator records (records may be nil) of a resource in the tenant's own
+//     namespaces whose resource is an inventory job of that tenant.
+//   - Flink's checkpoint history of every inventory cluster's jobs: a
+//     savepoint it names by exact path is that full job id's. The job id
+//     prefix in a savepoint's dir name only picks which jobs to ask.
+//
+// Claims that disagree leave the owner unknown (a person's adoption settles
+// it). What records and history prove is written to the catalog with its
+// evidence, so it outlives the resource and the JobManager's job store.
+func (a *Activities) savepointOwners(ctx context.Context, inv inventory.Inventory, tenants []inventory.Tenant, listing cleanup.Listing,
+	records []cleanup.LiveRecord, history jobHistoryRead, notes *[]string) (snapshotOwners, error) {
+	owners := snapshotOwners{lineage: map[string]string{}, jobIDs: map[string]string{}, jobs: map[string]string{}}
+	// Which job id is which logical job: every inventory cluster's job list.
+	jobNames := map[string]map[catalog.LogicalJob]bool{}
+	addJob := func(id string, job catalog.LogicalJob) {
+		if jobNames[id] == nil {
+			jobNames[id] = map[catalog.LogicalJob]bool{}
+		}
+		jobNames[id][job] = true
+	}
+	for _, r := range history.runs {
+		addJob(r.id, r.job)
+	}
+	defer func() {
+		for id, jobs := range jobNames {
+			if len(jobs) == 1 && layout.IsJobID(id) {
+				for j := range jobs {
+					owners.jobs[id] = j.String()
+				}
+			}
+		}
+	}()
 	if len(listing.Report.Savepoints) == 0 {
-		return lineage, nil
+		return owners, nil
 	}
-	// Each tenant's catalog with its root as resolved: a root spelled as a
-	// plain path and a savepoint listed as a URI are on one file system.
-	type tenantCatalog struct {
-		tenant   string
-		fs, root string
-		store    catalog.Store
+	clusterTenant := map[string]string{} // cluster id -> tenant; "" when two tenants share the id
+	for _, c := range inv.Clusters {
+		if t, ok := clusterTenant[c.ClusterID]; ok && t != c.Tenant {
+			clusterTenant[c.ClusterID] = ""
+			continue
+		}
+		clusterTenant[c.ClusterID] = c.Tenant
 	}
-	var catalogs []tenantCatalog
+	roots, err := a.tenantRoots(ctx, tenants)
+	if err != nil {
+		return owners, err
+	}
+	completed := map[string]layout.Savepoint{}
+	for _, sp := range listing.Report.Savepoints {
+		if sp.Completed {
+			completed[strings.TrimRight(sp.Path, "/")] = sp
+		}
+	}
+	claims := map[string][]ownerClaim{}
+
+	// The catalogs.
+	for _, r := range roots {
+		entries, rejected, err := r.store.Claims(ctx)
+		if err != nil {
+			return owners, classify("read the savepoint catalog of tenant "+r.tenant, err)
+		}
+		for _, rj := range rejected {
+			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s: %s is no evidence (%s); its savepoint is judged without it", r.tenant, rj.File, rj.Reason))
+		}
+		guesses := 0
+		for _, e := range entries {
+			why := ""
+			switch {
+			case !e.Proves():
+				guesses++
+				continue
+			case e.Job.Tenant != r.tenant:
+				why = "its job " + e.Job.String() + " is not of tenant " + r.tenant
+			case clusterTenant[e.Job.Cluster] != "" && clusterTenant[e.Job.Cluster] != r.tenant:
+				why = "cluster " + e.Job.Cluster + " is tenant " + clusterTenant[e.Job.Cluster] + "'s"
+			case e.JobID != "" && !layout.IsJobID(e.JobID):
+				why = fmt.Sprintf("job id %q is not 32 lower-case hex characters", e.JobID)
+			}
+			if why == "" {
+				if t, ok := a.tenantOfPath(ctx, roots, e.Path); !ok || t != r.tenant {
+					why = "its path is not under the root of tenant " + r.tenant
+				}
+			}
+			if why != "" {
+				*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s: the entry for %s is no evidence: %s", r.tenant, e.Path, why))
+				continue
+			}
+			path := strings.TrimRight(e.Path, "/")
+			claims[path] = append(claims[path], ownerClaim{job: e.Job, jobID: e.JobID, by: "catalog of tenant " + r.tenant + " (" + e.Trigger + ")",
+				adopted: e.Trigger == catalog.TriggerAdopted, catalogued: true, trigger: e.Trigger})
+			if e.JobID != "" && (e.Trigger == catalog.TriggerWindow || e.Trigger == catalog.TriggerScheduled) {
+				addJob(e.JobID, e.Job) // flinkmaint took it of that very job
+			}
+		}
+		if guesses > 0 {
+			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s: %d entries found from a job id prefix by an earlier release are no evidence; their savepoints are attributed again or kept", r.tenant, guesses))
+		}
+	}
+
+	// Operator records: a resource in the savepoint's own tenant's
+	// namespaces, whose resource is an inventory job of that tenant.
+	resources := map[inventory.ObjectRef]catalog.LogicalJob{}
+	for _, c := range inv.Clusters {
+		for _, js := range c.Jobs {
+			if r := js.Restart.Resource; r != nil {
+				resources[ownerKey(*r)] = catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: js.Name}
+			}
+		}
+	}
+	for _, r := range records {
+		path := strings.TrimRight(r.Path, "/")
+		if _, ok := completed[path]; !ok || r.Owner == nil {
+			continue
+		}
+		job, ok := resources[ownerKey(*r.Owner)]
+		if !ok {
+			continue // a resource gone from the inventory tells no job
+		}
+		t, ok := a.tenantOfPath(ctx, roots, path)
+		if !ok || r.Tenant == "" || r.Tenant != t || job.Tenant != t {
+			*notes = append(*notes, fmt.Sprintf("%s names %s of %s, but the record's namespace, the job and the savepoint's root are not all one tenant's: no evidence", r.By, path, job))
+			continue
+		}
+		claims[path] = append(claims[path], ownerClaim{job: job, by: r.By, trigger: catalog.TriggerOperator})
+	}
+
+	// Flink's checkpoint history, asked only of jobs whose id prefix a
+	// savepoint without a claim carries.
+	if err := a.historyClaims(ctx, history, completed, claims, notes); err != nil {
+		return owners, err
+	}
+
+	paths := make([]string, 0, len(claims))
+	for p := range claims {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		owner, ok := settle(claims[path])
+		if !ok {
+			var said []string
+			for _, c := range claims[path] {
+				said = append(said, c.job.String()+" ("+c.by+")")
+			}
+			*notes = append(*notes, fmt.Sprintf("savepoint %s is claimed by %s: its owner is unknown until a person adopts it", path, strings.Join(said, " and ")))
+			continue
+		}
+		owners.lineage[path] = owner.job.String()
+		if owner.jobID != "" {
+			owners.jobIDs[path] = owner.jobID
+		}
+		if !owner.catalogued {
+			sp := completed[path]
+			a.rememberOwner(ctx, roots, catalog.Entry{Path: path, Job: owner.job, JobID: owner.jobID, Trigger: owner.trigger, Evidence: owner.by,
+				Bytes: sp.Usage.Bytes, Files: sp.Usage.Files}, notes)
+		}
+	}
+	return owners, nil
+}
+
+// settle merges the claims on one savepoint: all must name one logical
+// job and at most one job id, unless a person's adoption decides.
+func settle(claims []ownerClaim) (ownerClaim, bool) {
+	var adopted []ownerClaim
+	for _, c := range claims {
+		if c.adopted {
+			adopted = append(adopted, c)
+		}
+	}
+	if len(adopted) > 0 {
+		claims = adopted
+	}
+	out := claims[0]
+	for _, c := range claims[1:] {
+		if c.job != out.job {
+			return ownerClaim{}, false
+		}
+		switch {
+		case c.jobID == "":
+		case out.jobID == "":
+			out.jobID = c.jobID
+		case c.jobID != out.jobID:
+			return ownerClaim{}, false
+		}
+		out.catalogued = out.catalogued || c.catalogued
+	}
+	return out, true
+}
+
+// historyClaims adds, for each completed savepoint without a claim, the
+// claim of the job whose checkpoint history names its exact path.
+func (a *Activities) historyClaims(ctx context.Context, history jobHistoryRead, completed map[string]layout.Savepoint,
+	claims map[string][]ownerClaim, notes *[]string) error {
+	for _, u := range history.unread {
+		*notes = append(*notes, fmt.Sprintf("job history of cluster %s not readable (%v): savepoints only it could attribute are kept as %s", u.cluster, u.err, cleanup.KeepLineageUnknown))
+	}
+	prefixes := map[string]bool{}
+	for path, sp := range completed {
+		if len(claims[path]) == 0 {
+			prefixes[sp.JobIDPrefix] = true
+		}
+	}
+	for _, r := range history.runs {
+		if len(r.id) < 6 || !prefixes[r.id[:6]] {
+			continue
+		}
+		client, err := a.flinkFor(r.restURL)
+		if err != nil {
+			return err
+		}
+		st, err := client.Checkpoints(ctx, r.id)
+		if err != nil {
+			*notes = append(*notes, fmt.Sprintf("checkpoint history of job %s (%s) not readable (%v): savepoints only it could attribute are kept as %s", r.id, r.job, err, cleanup.KeepLineageUnknown))
+			continue
+		}
+		named := append([]flink.CheckpointStatistics(nil), st.History...)
+		if st.Latest.Savepoint != nil {
+			named = append(named, *st.Latest.Savepoint)
+		}
+		seen := map[string]bool{}
+		for _, h := range named {
+			if !h.IsSavepoint || h.Status != "COMPLETED" || !onStorage(h.ExternalPath) {
+				continue
+			}
+			path, err := a.qualify(ctx, h.ExternalPath)
+			if err != nil || seen[path] {
+				continue // a path on no file system we know names nothing listed
+			}
+			seen[path] = true
+			if _, ok := completed[path]; !ok {
+				continue
+			}
+			claims[path] = append(claims[path], ownerClaim{job: r.job, jobID: r.id, trigger: catalog.TriggerDiscovered,
+				by: "Flink checkpoint history of job " + r.id + " on cluster " + r.job.Cluster})
+		}
+		activity.RecordHeartbeat(ctx, "checkpoint history of "+r.id)
+	}
+	return nil
+}
+
+// tenantRoot is a tenant's root as resolved, with its catalog: a root
+// spelled as a plain path and a savepoint listed as a URI are on one file
+// system.
+type tenantRoot struct {
+	tenant   string
+	fs, root string
+	store    catalog.Store
+}
+
+// tenantRoots resolves the roots of tenants, innermost first, so that
+// nested roots attribute a path to the inner tenant.
+func (a *Activities) tenantRoots(ctx context.Context, tenants []inventory.Tenant) ([]tenantRoot, error) {
+	var out []tenantRoot
 	for _, t := range tenants {
 		if t.Root == "" {
 			continue
@@ -48,118 +311,61 @@ func (a *Activities) savepointLineage(ctx context.Context, inv inventory.Invento
 		if err != nil {
 			return nil, classify("resolve tenant root "+t.Root, err)
 		}
-		st := catalog.Store{FS: fs, Root: p}
-		entries, err := st.List(ctx)
-		if errors.Is(err, catalog.ErrInvalid) {
-			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s is not readable (%v): its savepoints are judged without it", t.Name, err))
-			continue
-		}
-		if err != nil {
-			return nil, classify("read the savepoint catalog of tenant "+t.Name, err)
-		}
-		catalogs = append(catalogs, tenantCatalog{tenant: t.Name, fs: fs.URI().String(), root: strings.TrimRight(p, "/"), store: st})
-		for _, e := range entries {
-			lineage[e.Path] = e.Job.String()
-		}
+		out = append(out, tenantRoot{tenant: t.Name, fs: fs.URI().String(), root: strings.TrimRight(p, "/"), store: catalog.Store{FS: fs, Root: p}})
 	}
-	sort.Slice(catalogs, func(i, j int) bool { return len(catalogs[i].root) > len(catalogs[j].root) })
-	// remember writes what was learnt to the catalog of the tenant whose
-	// root holds the savepoint (the innermost, should roots nest).
-	remember := func(e catalog.Entry) {
-		fs, p, err := a.Storage.Resolve(ctx, e.Path)
-		if err != nil {
-			*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not catalogued: %v", e.Path, e.Job, err))
-			return
-		}
-		for _, c := range catalogs {
-			if fs.URI().String() != c.fs || !strings.HasPrefix(p, c.root+"/") {
-				continue
-			}
-			e.RecordedAt = a.now().UTC()
-			if err := c.store.Put(ctx, e, false); err != nil {
-				*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", e.Path, e.Job, c.tenant, err))
-			}
-			return
-		}
-		*notes = append(*notes, fmt.Sprintf("savepoint %s of %s is under no tenant root with a readable catalog: not catalogued", e.Path, e.Job))
-	}
-	completed := map[string]layout.Savepoint{}
-	for _, sp := range listing.Report.Savepoints {
-		if sp.Completed {
-			completed[strings.TrimRight(sp.Path, "/")] = sp
-		}
-	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i].root) > len(out[j].root) })
+	return out, nil
+}
 
-	// Operator records: the resource a snapshot is of is an inventory job.
-	owners := map[inventory.ObjectRef]catalog.LogicalJob{}
-	for _, c := range inv.Clusters {
-		for _, js := range c.Jobs {
-			if r := js.Restart.Resource; r != nil {
-				owners[ownerKey(*r)] = catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: js.Name}
-			}
+// tenantOfPath is the tenant whose root holds path (the innermost).
+func (a *Activities) tenantOfPath(ctx context.Context, roots []tenantRoot, path string) (string, bool) {
+	fs, p, err := a.Storage.Resolve(ctx, path)
+	if err != nil {
+		return "", false
+	}
+	for _, r := range roots {
+		if fs.URI().String() == r.fs && strings.HasPrefix(p, r.root+"/") {
+			return r.tenant, true
 		}
 	}
-	for _, r := range records {
-		path := strings.TrimRight(r.Path, "/")
-		sp, ok := completed[path]
-		if !ok || lineage[path] != "" || r.Owner == nil {
-			continue
-		}
-		job, ok := owners[ownerKey(*r.Owner)]
-		if !ok {
-			continue // a resource gone from the inventory tells no job
-		}
-		lineage[path] = job.String()
-		remember(catalog.Entry{Path: path, Job: job, Trigger: catalog.TriggerOperator, Bytes: sp.Usage.Bytes, Files: sp.Usage.Files})
-	}
+	return "", false
+}
 
-	// Job history: job id prefix -> the runs of that prefix.
-	for _, u := range history.unread {
-		*notes = append(*notes, fmt.Sprintf("job history of cluster %s not readable (%v): savepoints only it could attribute are kept as %s", u.cluster, u.err, cleanup.KeepLineageUnknown))
+// qualify spells a path as listings do: its file system's URI and path.
+func (a *Activities) qualify(ctx context.Context, path string) (string, error) {
+	fs, p, err := a.Storage.Resolve(ctx, strings.TrimRight(path, "/"))
+	if err != nil {
+		return "", err
 	}
-	byPrefix := map[string][]jobRun{}
-	for _, r := range history.runs {
-		if len(r.id) >= 6 {
-			byPrefix[r.id[:6]] = append(byPrefix[r.id[:6]], r)
-		}
+	return fullPath(fs, strings.TrimRight(p, "/")), nil
+}
+
+// rememberOwner writes what evidence proved to the catalog of the tenant
+// whose root holds the savepoint; a failure only costs the next run the
+// same questions, and is noted.
+func (a *Activities) rememberOwner(ctx context.Context, roots []tenantRoot, e catalog.Entry, notes *[]string) {
+	t, ok := a.tenantOfPath(ctx, roots, e.Path)
+	if !ok {
+		*notes = append(*notes, fmt.Sprintf("savepoint %s of %s is under no tenant root in scope: not catalogued", e.Path, e.Job))
+		return
 	}
-	for _, sp := range listing.Report.Savepoints {
-		path := strings.TrimRight(sp.Path, "/")
-		if !sp.Completed || lineage[path] != "" {
+	for _, r := range roots {
+		if r.tenant != t {
 			continue
 		}
-		// A run attributes the savepoint only if the savepoint was written
-		// while it ran (give or take the clock skew between TaskManagers,
-		// JobManager and NameNode): a prefix collision with a job long gone
-		// from the history must not pull the savepoint into another job.
-		var match []jobRun
-		for _, r := range byPrefix[sp.JobIDPrefix] {
-			written := sp.Usage.Newest
-			if written.Before(r.start.Add(-cleanup.PendingMargin)) || (!r.end.IsZero() && written.After(r.end.Add(cleanup.PendingMargin))) {
-				continue
-			}
-			if len(match) == 0 || match[0].job == r.job {
-				match = append(match, r)
-			} else {
-				match = nil // two logical jobs: tells nothing
-				break
-			}
+		e.RecordedAt = a.now().UTC()
+		if err := r.store.Put(ctx, e, false); err != nil {
+			*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", e.Path, e.Job, r.tenant, err))
 		}
-		if len(match) == 0 {
-			continue
-		}
-		job := match[0].job
-		lineage[path] = job.String()
-		remember(catalog.Entry{Path: path, Job: job, JobID: match[0].id, Trigger: catalog.TriggerDiscovered, Bytes: sp.Usage.Bytes, Files: sp.Usage.Files})
+		return
 	}
-	return lineage, nil
 }
 
 // jobRun is one run of a logical job in a cluster's job history.
 type jobRun struct {
-	job        catalog.LogicalJob
-	id         string
-	start, end time.Time // end zero while it runs
+	job     catalog.LogicalJob
+	id      string
+	restURL string // of the cluster that lists it
 }
 
 // unreadCluster is an inventory cluster whose jobs could not be listed.
@@ -190,11 +396,7 @@ func (a *Activities) jobHistory(ctx context.Context, inv inventory.Inventory) jo
 					if j.ID == "" || j.Name == "" {
 						continue
 					}
-					r := jobRun{job: catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: j.Name}, id: j.ID, start: j.Started()}
-					if j.State.IsGloballyTerminal() {
-						r.end = j.Ended()
-					}
-					runs = append(runs, r)
+					runs = append(runs, jobRun{job: catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: j.Name}, id: j.ID, restURL: c.RESTURL})
 				}
 				continue
 			}

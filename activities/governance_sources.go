@@ -163,22 +163,30 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 	if a.Operator == nil {
 		return nil, nil
 	}
-	seen := map[string]bool{}
+	// tenantOf is the tenant of each namespace; "" when two claim it.
+	tenantOf := map[string]string{}
 	var namespaces []string
-	add := func(ns string) {
-		if ns != "" && !seen[ns] {
-			seen[ns] = true
-			namespaces = append(namespaces, ns)
+	add := func(ns, tenant string) {
+		if ns == "" {
+			return
 		}
+		if t, ok := tenantOf[ns]; ok {
+			if t != tenant {
+				tenantOf[ns] = ""
+			}
+			return
+		}
+		tenantOf[ns] = tenant
+		namespaces = append(namespaces, ns)
 	}
 	for _, t := range inv.Tenants {
 		if t.Namespace != "" {
-			add(inventory.NamespaceKey(t.KubeCluster, t.Namespace))
+			add(inventory.NamespaceKey(t.KubeCluster, t.Namespace), t.Name)
 		}
 	}
 	for _, c := range inv.Clusters {
 		if c.Namespace != "" {
-			add(inventory.NamespaceKey(c.KubeCluster, c.Namespace))
+			add(inventory.NamespaceKey(c.KubeCluster, c.Namespace), c.Tenant)
 		}
 	}
 	if len(namespaces) == 0 {
@@ -204,7 +212,8 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 			notes = append(notes, fmt.Sprintf("%s names %s, which does not exist", by, r.Path))
 			continue
 		}
-		rec := cleanup.LiveRecord{Path: strings.TrimRight(r.Path, "/"), By: by}
+		rec := cleanup.LiveRecord{Path: strings.TrimRight(r.Path, "/"), By: by,
+			Tenant: tenantOf[inventory.NamespaceKey(r.Resource.KubeCluster, r.Resource.Namespace)]}
 		owner := r.Resource
 		if r.Snapshot != nil {
 			rec.Snapshot = &cleanup.SnapshotRef{Ref: r.Resource, SnapshotResource: *r.Snapshot}

@@ -127,10 +127,11 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	if err != nil {
 		return res, classify("list savepoint dirs", err)
 	}
-	lineage, err := a.savepointLineage(ctx, inv, tenants, listing, nil, a.jobHistory(ctx, inv), &res.Notes)
+	owners, err := a.savepointOwners(ctx, inv, tenants, listing, nil, a.jobHistory(ctx, inv), &res.Notes)
 	if err != nil {
 		return res, err
 	}
+	lineage := owners.lineage
 	entries := map[string]catalog.Entry{}
 	drills := map[string]catalog.DrillRecord{}
 	for _, t := range tenants {
@@ -152,7 +153,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 			continue
 		}
 		path := strings.TrimRight(sp.Path, "/")
-		row := SavepointRow{Path: path, Job: lineage[path], Files: sp.Usage.Files, Bytes: sp.Usage.Bytes, Written: sp.Usage.Newest}
+		row := SavepointRow{Path: path, Job: lineage[path], Files: sp.Usage.Files, Bytes: sp.Usage.Bytes, Written: sp.Written}
 		if e, ok := entries[path]; ok {
 			row.JobID, row.Trigger, row.RunID, row.Format, row.FlinkVersion = e.JobID, e.Trigger, e.RunID, e.Format, e.FlinkVersion
 		}

@@ -125,10 +125,11 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 			}
 		}
 	}
-	lineage, err := a.savepointLineage(ctx, inv, walkedTenants, listing, nil, history, &res.Notes)
+	owners, err := a.savepointOwners(ctx, inv, walkedTenants, listing, nil, history, &res.Notes)
 	if err != nil {
 		return res, err
 	}
+	lineage := owners.lineage
 	for _, w := range trees {
 		rep := usage.Summarize(w.tree, usage.Attribution{JobIDs: jobIDs, Savepoints: lineage},
 			usage.Options{Tenant: w.tenant.Name, Root: w.tenant.Root, At: a.now().UTC(), Top: in.Top, Previous: a.previousSample(ctx, w.fs, w.root, w.tenant.Name, &res.Notes)})

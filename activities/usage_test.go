@@ -25,8 +25,8 @@ func (f fixedInventory) Discover(context.Context) (inventory.Inventory, error) {
 }
 
 // TestTenantUsage walks a local tenant root whose job the cluster's job
-// history names: the job dir and the savepoint written while it ran are
-// its logical job's, the trash under the root is trash, the first run has
+// history names: the job dir and the savepoint its checkpoint history
+// names are its logical job's, the trash under the root is trash, the first run has
 // no growth and writes the sample the second compares with, and the
 // gauges carry the per-kind figures.
 func TestTenantUsage(t *testing.T) {
@@ -62,7 +62,9 @@ func TestTenantUsage(t *testing.T) {
 			Clusters: []inventory.Cluster{{Tenant: "team-a", ClusterID: "c1", RESTURL: "http://c1",
 				CheckpointDir: root + "/checkpoints", SavepointDir: "file://" + root + "/savepoints"}},
 		},
-		Flink:   oneClient{&fakeFlink{jobs: []flink.JobOverview{{ID: job, Name: "orders", State: flink.JobRunning, StartTime: started}}}},
+		Flink: oneClient{&fakeFlink{jobs: []flink.JobOverview{{ID: job, Name: "orders", State: flink.JobRunning, StartTime: started}},
+			stats: flink.CheckpointingStatistics{History: []flink.CheckpointStatistics{{ID: 1, Status: "COMPLETED", IsSavepoint: true,
+				ExternalPath: "file://" + root + "/savepoints/savepoint-abcdef-0123456789ab"}}}}},
 		Storage: &storage.Resolver{Guard: guard},
 		Cleanup: CleanupSettings{TrashRoot: root + "/trash"},
 		Metrics: gov,

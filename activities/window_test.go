@@ -25,7 +25,9 @@ type fakeFlink struct {
 	// detailsErrs, when set, are JobDetails' errors, indexed like details.
 	detailsErrs []error
 	stats       flink.CheckpointingStatistics
-	calls       int
+	// statsByJob, when set, are the statistics of each job instead.
+	statsByJob map[string]flink.CheckpointingStatistics
+	calls      int
 	// stateBackend is what the job's checkpoint config names;
 	// configErr, when set, is the config endpoint's error.
 	stateBackend string
@@ -67,7 +69,10 @@ func (f *fakeFlink) JobDetails(context.Context, string) (flink.JobDetails, error
 	return f.details[min(i, len(f.details)-1)], nil
 }
 
-func (f *fakeFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
+func (f *fakeFlink) Checkpoints(_ context.Context, jobID string) (flink.CheckpointingStatistics, error) {
+	if f.statsByJob != nil {
+		return f.statsByJob[jobID], nil
+	}
 	return f.stats, nil
 }
 

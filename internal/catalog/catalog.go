@@ -64,6 +64,26 @@ type Entry struct {
 	Files        int64     `json:"files,omitempty"`
 	Bytes        int64     `json:"bytes,omitempty"`
 	RecordedAt   time.Time `json:"recordedAt"`
+	// Evidence says what proved the job of an entry flinkmaint found rather
+	// than took (TriggerDiscovered, TriggerOperator): Flink's checkpoint
+	// history naming this path for a full job id, or an operator record in
+	// the tenant's namespace. A found entry without it is a guess by an
+	// earlier release (from the job id prefix) and proves nothing.
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// Proves says whether the entry is evidence of its savepoint's job at all
+// (before the checks of its tenant; see Claims): every entry flinkmaint
+// wrote when it took or adopted the savepoint, and found ones that carry
+// their evidence.
+func (e Entry) Proves() bool {
+	switch e.Trigger {
+	case TriggerWindow, TriggerScheduled, TriggerAdopted:
+		return true
+	case TriggerDiscovered, TriggerOperator:
+		return e.Evidence != ""
+	}
+	return false
 }
 
 // ErrConflict: the catalog already gives the savepoint another logical job.
@@ -165,6 +185,49 @@ func (s Store) List(ctx context.Context) ([]Entry, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// Rejected is a catalog file that is no evidence, and why.
+type Rejected struct {
+	File   string
+	Reason string
+}
+
+// Claims reads every entry that can stand as a claim, sorted by path: a
+// file that does not decode, lacks its path or job, or is not the file its
+// path names (entries are named by the hash of their path) is rejected and
+// said, and the rest still count. Whether a claim holds for its tenant
+// (its path under the tenant's root, its job the tenant's) is the
+// caller's to check.
+func (s Store) Claims(ctx context.Context) ([]Entry, []Rejected, error) {
+	files, err := jsonFiles(ctx, s.FS, s.dir())
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Entry
+	var rejected []Rejected
+	for _, f := range files {
+		e, found, err := s.read(ctx, f)
+		switch {
+		case errors.Is(err, ErrInvalid):
+			rejected = append(rejected, Rejected{File: f, Reason: err.Error()})
+			continue
+		case err != nil:
+			return nil, nil, err
+		case !found:
+			continue // removed since the listing
+		}
+		switch name := f[strings.LastIndex(f, "/")+1:]; {
+		case e.Path == "" || !e.Job.Valid():
+			rejected = append(rejected, Rejected{File: f, Reason: fmt.Sprintf("path %q, job %q: both are required", e.Path, e.Job)})
+		case name != entryName(strings.TrimRight(e.Path, "/")):
+			rejected = append(rejected, Rejected{File: f, Reason: fmt.Sprintf("names savepoint %s, whose entry would be %s", e.Path, entryName(e.Path))})
+		default:
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, rejected, nil
 }
 
 // jsonFiles lists the .json files of dir; a missing dir has none.
