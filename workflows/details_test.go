@@ -370,7 +370,7 @@ func currentDetails(t *testing.T, env *testsuite.TestWorkflowEnvironment) string
 // finished, the last phase and no decision.
 func TestWindowSetsItsCurrentDetails(t *testing.T) {
 	f := newWindowFixture(t, 3)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		got := currentDetails(t, f.env)
 		for _, want := range []string{"**phase** `network-gate`", "| savepoint | 3 | 0 | 0 | 3 | 0 | 0 |", "flinkmaint window confirm-network-change w1 --reason TEXT"} {
 			if !strings.Contains(got, want) {
@@ -395,7 +395,7 @@ func TestWindowSetsItsCurrentDetails(t *testing.T) {
 func TestGovernanceSetsItsCurrentDetails(t *testing.T) {
 	f := newGovFixture(t)
 	f.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: GovernanceWorkflowID("nightly")})
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		got := currentDetails(t, f.env)
 		if !strings.Contains(got, "flinkmaint governance approve nightly --plan-sha256 "+testPlanSHA+" --reason TEXT") || !strings.Contains(got, "| planned (trash) | 3 | 30 |") {
 			t.Errorf("details while waiting for approval:\n%s", got)
@@ -411,7 +411,7 @@ func TestGovernanceSetsItsCurrentDetails(t *testing.T) {
 
 func TestUpgradeSetsItsCurrentDetails(t *testing.T) {
 	f := newUpgradeFixture(t)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		got := currentDetails(t, f.env)
 		if !strings.Contains(got, "flinkmaint upgrade decide orders-v2 --action allow-non-restored-state --reason TEXT") {
 			t.Errorf("details while the unmatched state waits for a decision:\n%s", got)
@@ -436,7 +436,7 @@ func TestRestoreDrillSetsItsCurrentDetails(t *testing.T) {
 		Return(activities.StorageProof{Files: 4}, nil).After(time.Hour)
 	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(activities.StorageProof{Files: 4}, nil)
 	env.OnActivity(a.RecordDrillRun, mockAny, mockAny).Return(nil)
-	env.RegisterDelayedCallback(func() {
+	later(t, env, func() {
 		if got := currentDetails(t, env); !strings.Contains(got, "**phase** `drilling`") || !strings.Contains(got, "| | 3 | 0 | 1 | 2 | 0 | 0 |") {
 			t.Errorf("details while one snapshot is drilled:\n%s", got)
 		}
@@ -520,7 +520,7 @@ func checkSummaries(t *testing.T, got map[string]string, want map[string]string)
 func TestWindowChildrenCarryASummary(t *testing.T) {
 	f := newWindowFixture(t, 4)
 	children := watchChildSummaries(f.env)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{By: "alice", Reason: "done"}, false)
 	}, time.Minute)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())

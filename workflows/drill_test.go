@@ -165,7 +165,7 @@ func TestJobDrillCleansUpWhenCancelled(t *testing.T) {
 		end = &in
 		return activities.EndDrillResult{Removed: in.DrillDir}, nil
 	})
-	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	later(t, env, env.CancelWorkflow, time.Second)
 	env.ExecuteWorkflow(JobDrillWorkflow, JobDrillInput{RunID: "drill-x", Target: target, Tier: 2,
 		Health: RestartPolicy{RunningTimeout: Duration(5 * time.Minute), CheckpointTimeout: Duration(5 * time.Minute), Soak: Duration(time.Minute)}})
 	if end == nil || end.DrillDir != target.DrillDir || len(end.JobIDs) != 2 {

@@ -38,6 +38,11 @@ type govFixture struct {
 	completed func(*activity.Info, error)
 	usage     []activities.TenantUsageInput
 	usageErr  error
+	// executeTakes and usageTakes, when set, are how long (test time)
+	// ExecuteCleanup and TenantUsage take: a window in which to act on a
+	// run that is executing, or planned but not yet ended.
+	executeTakes time.Duration
+	usageTakes   time.Duration
 }
 
 const testPlanSHA = "5f1e0c3a"
@@ -86,7 +91,7 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 		f.tallies++
 		return activities.ExecuteCleanupResult{RunID: in.RunID, Total: f.shards + 1, Items: int64(f.shards + 1)}, nil
 	})
-	f.env.OnActivity(a.ExecuteCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
+	f.env.OnActivity(a.ExecuteCleanup, mockAny, mockAny).AfterFn(func() time.Duration { return f.executeTakes }).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
 		f.executed = append(f.executed, in)
 		return activities.ExecuteCleanupResult{RunID: in.RunID, ManifestDir: "hdfs://nn/trash/_audit/" + in.RunID, Total: 3, Items: 3, Files: 30, Bytes: 3000,
 			Tenants: []activities.TenantReclaim{{Tenant: "team-a", Items: 3, Files: 30, Bytes: 3000}}}, nil
@@ -100,7 +105,7 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 		return activities.SampleQuotaResult{Tenants: []activities.TenantQuota{{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: 1000,
 			Percent: float64(used) / 10, Level: "warning"}}}, nil
 	})
-	f.env.OnActivity(a.TenantUsage, mockAny, mockAny).Return(func(_ context.Context, in activities.TenantUsageInput) (activities.TenantUsageResult, error) {
+	f.env.OnActivity(a.TenantUsage, mockAny, mockAny).AfterFn(func() time.Duration { return f.usageTakes }).Return(func(_ context.Context, in activities.TenantUsageInput) (activities.TenantUsageResult, error) {
 		f.usage = append(f.usage, in)
 		if f.usageErr != nil {
 			return activities.TenantUsageResult{}, f.usageErr
@@ -132,11 +137,15 @@ func (f *govFixture) status() GovernanceState {
 }
 
 // update sends an update and reports whether it was accepted; on
-// completion it decodes the result into out (when not nil).
+// completion it decodes the result into out (when not nil). An update
+// that the run never answered (it ended first, or the callback sending it
+// never fired) fails the test when it ends.
 func (f *govFixture) update(name string, arg interface{}, wantAccepted bool, wantRejection string, out interface{}) {
 	f.t.Helper()
+	answered := mustBeAnswered(f.t, name, arg)
 	f.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
 		OnReject: func(err error) {
+			answered.Store(true)
 			if wantAccepted {
 				f.t.Errorf("update %s(%+v) rejected: %v", name, arg, err)
 			} else if !strings.Contains(err.Error(), wantRejection) {
@@ -149,6 +158,7 @@ func (f *govFixture) update(name string, arg interface{}, wantAccepted bool, wan
 			}
 		},
 		OnComplete: func(res interface{}, err error) {
+			answered.Store(true)
 			if err != nil {
 				f.t.Errorf("update %s failed: %v", name, err)
 				return
@@ -225,8 +235,9 @@ func TestGovernanceUsageFailureIsANote(t *testing.T) {
 
 func TestGovernanceApprove(t *testing.T) {
 	f := newGovFixture(t)
+	f.executeTakes = 10 * time.Minute
 	var approved activities.PlanSummary
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != GovernancePhaseAwaitingApproval || st.Plan == nil || len(f.executed) != 0 {
 			t.Errorf("at 1m: phase %s plan %v executed %d; want awaiting approval", st.Phase, st.Plan != nil, len(f.executed))
@@ -236,13 +247,19 @@ func TestGovernanceApprove(t *testing.T) {
 		f.update(UpdateReject, RejectRequest{By: "bob"}, false, "reason is empty", nil)
 		f.update(UpdateApprove, ApproveRequest{By: "alice", Reason: "reviewed", PlanSHA256: testPlanSHA}, true, "", &approved)
 	}, time.Minute)
-	f.env.RegisterDelayedCallback(func() {
-		f.update(UpdateReject, RejectRequest{By: "bob", Reason: "too late"}, false, "not waiting for approval", nil)
+	// The execution takes from about 1m to 11m: a decision sent meanwhile
+	// is refused and the approval recorded stays the one executed.
+	later(t, f.env, func() {
+		if st := f.status(); st.Phase != GovernancePhaseExecuting || len(f.executed) != 0 {
+			t.Errorf("at 2m: phase %s, %d executions finished; want the execution running", st.Phase, len(f.executed))
+		}
+		f.update(UpdateReject, RejectRequest{By: "bob", Reason: "too late"}, false, "phase executing (mode plan-and-approve), not waiting for approval", nil)
+		f.update(UpdateApprove, ApproveRequest{By: "carol", Reason: "me too", PlanSHA256: testPlanSHA}, false, "not waiting for approval", nil)
 	}, 2*time.Minute)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g2", Mode: ModePlanAndApprove})
 	rep := f.report()
-	if rep.Outcome != GovernancePhaseCompleted || rep.Approval == nil || !rep.Approval.Approved || rep.Approval.By != "alice" {
-		t.Fatalf("outcome %s approval %+v", rep.Outcome, rep.Approval)
+	if rep.Outcome != GovernancePhaseCompleted || rep.Approval == nil || !rep.Approval.Approved || rep.Approval.By != "alice" || rep.Approval.Reason != "reviewed" {
+		t.Fatalf("outcome %s approval %+v; want completed, approved by alice", rep.Outcome, rep.Approval)
 	}
 	if approved.PlanSHA256 != testPlanSHA || approved.Items != 3 {
 		t.Errorf("approve returned %+v, want the plan summary", approved)
@@ -258,9 +275,83 @@ func TestGovernanceApprove(t *testing.T) {
 	}
 }
 
+// A decision is taken once: a second one sent right after it is refused,
+// whichever the first was, and the first is the one recorded and acted on.
+// After an approval the run shows awaiting-approval until its tenant lock
+// is asked for, so there only the decision already recorded refuses it
+// (the refusal names the phase).
+func TestGovernanceDecidesOnce(t *testing.T) {
+	const stillAwaiting = "is in phase awaiting-approval (mode plan-and-approve), not waiting for approval"
+	for name, tc := range map[string]struct {
+		first, second   func(f *govFixture)
+		outcome, by     string
+		approved, execs bool
+	}{
+		"approve then reject": {
+			first: func(f *govFixture) {
+				f.update(UpdateApprove, ApproveRequest{By: "alice", Reason: "reviewed", PlanSHA256: testPlanSHA}, true, "", nil)
+			},
+			second: func(f *govFixture) {
+				f.update(UpdateReject, RejectRequest{By: "bob", Reason: "changed my mind"}, false, stillAwaiting, nil)
+			},
+			outcome: GovernancePhaseCompleted, by: "alice", approved: true, execs: true,
+		},
+		"reject then approve": {
+			first: func(f *govFixture) {
+				f.update(UpdateReject, RejectRequest{By: "bob", Reason: "savepoints still needed"}, true, "", nil)
+			},
+			second: func(f *govFixture) {
+				f.update(UpdateApprove, ApproveRequest{By: "alice", Reason: "reviewed", PlanSHA256: testPlanSHA}, false, "is in phase rejected", nil)
+			},
+			outcome: GovernancePhaseRejected, by: "bob",
+		},
+		"approve twice": {
+			first: func(f *govFixture) {
+				f.update(UpdateApprove, ApproveRequest{By: "alice", Reason: "reviewed"}, true, "", nil)
+			},
+			second: func(f *govFixture) {
+				f.update(UpdateApprove, ApproveRequest{By: "carol", Reason: "also reviewed"}, false, stillAwaiting, nil)
+			},
+			outcome: GovernancePhaseCompleted, by: "alice", approved: true, execs: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newGovFixture(t)
+			later(t, f.env, func() {
+				tc.first(f)
+				tc.second(f)
+			}, time.Minute)
+			f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g-once", Mode: ModePlanAndApprove})
+			rep := f.report()
+			if rep.Outcome != tc.outcome || rep.Approval == nil || rep.Approval.Approved != tc.approved || rep.Approval.By != tc.by || (len(f.executed) == 1) != tc.execs {
+				t.Fatalf("outcome %s, approval %+v, executed %d; want %s decided by %s", rep.Outcome, rep.Approval, len(f.executed), tc.outcome, tc.by)
+			}
+		})
+	}
+}
+
+// A run in plan mode never waits for a decision: an approve or reject
+// sent while it has a plan is refused, and nothing is executed.
+func TestGovernancePlanModeRefusesDecisions(t *testing.T) {
+	f := newGovFixture(t)
+	f.usageTakes = 10 * time.Minute // after the plan, before the run ends
+	later(t, f.env, func() {
+		if st := f.status(); st.Plan == nil || st.Phase != GovernancePhasePlanning {
+			t.Errorf("at 5m: phase %s, plan %v; want a plan made, usage being sampled", st.Phase, st.Plan != nil)
+		}
+		f.update(UpdateApprove, ApproveRequest{By: "alice", Reason: "looks fine", PlanSHA256: testPlanSHA}, false, "(mode plan), not waiting for approval", nil)
+		f.update(UpdateReject, RejectRequest{By: "bob", Reason: "no"}, false, "(mode plan), not waiting for approval", nil)
+	}, 5*time.Minute)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g-plan-only"})
+	rep := f.report()
+	if rep.Outcome != GovernancePhasePlanned || rep.Approval != nil || len(f.executed) != 0 || len(f.parts) != 0 {
+		t.Fatalf("outcome %s, approval %+v, executed %d; want planned, no decision, nothing executed", rep.Outcome, rep.Approval, len(f.executed))
+	}
+}
+
 func TestGovernanceReject(t *testing.T) {
 	f := newGovFixture(t)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		f.update(UpdateReject, RejectRequest{By: "bob", Reason: "savepoints still needed"}, true, "", nil)
 	}, time.Minute)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g3", Mode: ModePlanAndApprove})
@@ -273,7 +364,7 @@ func TestGovernanceReject(t *testing.T) {
 func TestGovernanceApprovalDeadline(t *testing.T) {
 	f := newGovFixture(t)
 	checked := false
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		checked = true
 		if st := f.status(); st.Phase != GovernancePhaseAwaitingApproval {
 			t.Errorf("at 5h59m: phase %s, want still awaiting approval", st.Phase)
@@ -298,7 +389,7 @@ func TestGovernanceApprovalDeadline(t *testing.T) {
 
 func TestGovernanceAutoExecutesAndPurges(t *testing.T) {
 	f := newGovFixture(t)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		f.update(UpdateApprove, ApproveRequest{By: "alice"}, false, "has no plan yet", nil)
 	}, 0)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto, PurgeTrashAfter: Duration(7 * 24 * time.Hour)})
@@ -426,7 +517,7 @@ func TestGovernanceWaitsForTheTenantLock(t *testing.T) {
 			return nil
 		})
 	})
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != GovernancePhaseWaitingForLock || !strings.Contains(st.WaitingFor, "window-wk49 holds team-a") || len(f.executed) != 0 {
 			t.Errorf("while the window holds team-a: phase %s, waiting for %q, executed %d; want waiting, naming the window", st.Phase, st.WaitingFor, len(f.executed))

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
@@ -31,11 +33,14 @@ func queryInto(t *testing.T, env *testsuite.TestWorkflowEnvironment, query strin
 }
 
 // sendUpdate sends an update to a test workflow and fails the test when
-// its validator's verdict is not the one wanted.
+// its validator's verdict is not the one wanted, or when the run never
+// answered it.
 func sendUpdate(t *testing.T, env *testsuite.TestWorkflowEnvironment, name string, arg interface{}, wantErr bool) {
 	t.Helper()
+	answered := mustBeAnswered(t, name, arg)
 	env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
 		OnReject: func(err error) {
+			answered.Store(true)
 			if !wantErr {
 				t.Errorf("update %s rejected: %v", name, err)
 			}
@@ -45,8 +50,41 @@ func sendUpdate(t *testing.T, env *testsuite.TestWorkflowEnvironment, name strin
 				t.Errorf("update %s accepted, want rejection", name)
 			}
 		},
-		OnComplete: func(interface{}, error) {},
+		OnComplete: func(interface{}, error) { answered.Store(true) },
 	}, arg)
+}
+
+// mustBeAnswered fails the test, when it ends, unless the returned flag
+// was set: by an update's rejection or its completion. An update sent to
+// a run that had already ended, or from a delayed callback that never
+// fired, would otherwise be a check that silently never ran.
+func mustBeAnswered(t *testing.T, name string, arg interface{}) *atomic.Bool {
+	t.Helper()
+	answered := new(atomic.Bool)
+	t.Cleanup(func() {
+		if !answered.Load() {
+			t.Errorf("update %s(%+v) was never answered: rejected, or accepted and completed", name, arg)
+		}
+	})
+	return answered
+}
+
+// later registers fn to run at d of test time, like
+// RegisterDelayedCallback, and fails the test, when it ends, if fn never
+// ran: a run that ended before d would otherwise skip the checks and
+// updates in fn without a word.
+func later(t *testing.T, env *testsuite.TestWorkflowEnvironment, fn func(), d time.Duration) {
+	t.Helper()
+	fired := new(atomic.Bool)
+	t.Cleanup(func() {
+		if !fired.Load() {
+			t.Errorf("the callback at %v of test time never ran: the run ended before it", d)
+		}
+	})
+	env.RegisterDelayedCallback(func() {
+		fired.Store(true)
+		fn()
+	}, d)
 }
 
 // lockLog records the tenant-lock requests and releases of a test.

@@ -68,7 +68,7 @@ func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	decided := false
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		p := st.Pending
 		if p == nil || p.Kind != DecisionSavepointFailures || len(p.Jobs) != 4 {
@@ -154,7 +154,7 @@ func TestWindowSavepointFailureDecisionIsBounded(t *testing.T) {
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	in.Policy.Savepoint.Concurrency = 14
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		p := f.status().Pending
 		if p == nil || len(p.Jobs) != 14 {
 			t.Errorf("pending %+v; want a decision about 14 jobs", p)
@@ -207,7 +207,7 @@ func TestWindowRestartFailuresSayTheJobsState(t *testing.T) {
 			in := windowInput()
 			in.Policy.Network.Skip = true
 			decided := false
-			f.env.RegisterDelayedCallback(func() {
+			later(t, f.env, func() {
 				p := f.status().Pending
 				if p == nil || p.Kind != DecisionRestartFailures {
 					t.Errorf("pending %+v; want a restart-failures decision", p)

@@ -95,7 +95,7 @@ func TestQuotaWatchAlertsAboveWatermark(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		i := i
 		// Sample i is taken at i hours; look just after it.
-		env.RegisterDelayedCallback(func() {
+		later(t, env, func() {
 			v, err := env.QueryWorkflow(QueryStatus)
 			if err != nil {
 				t.Error(err)

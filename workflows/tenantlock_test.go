@@ -16,6 +16,7 @@ import (
 // lockFixture runs the lock manager and records the grants it sends.
 type lockFixture struct {
 	mu      sync.Mutex
+	t       *testing.T
 	env     *testsuite.TestWorkflowEnvironment
 	grants  []string
 	running []string
@@ -23,7 +24,7 @@ type lockFixture struct {
 
 func newLockFixture(t *testing.T) *lockFixture {
 	var s testsuite.WorkflowTestSuite
-	f := &lockFixture{env: s.NewTestWorkflowEnvironment()}
+	f := &lockFixture{t: t, env: s.NewTestWorkflowEnvironment()}
 	f.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalLockGranted, mock.Anything).Return(
 		func(_, owner, _, _ string, arg interface{}) error {
 			f.mu.Lock()
@@ -40,7 +41,7 @@ func newLockFixture(t *testing.T) *lockFixture {
 	return f
 }
 
-func (f *lockFixture) at(d time.Duration, fn func()) { f.env.RegisterDelayedCallback(fn, d) }
+func (f *lockFixture) at(d time.Duration, fn func()) { later(f.t, f.env, fn, d) }
 
 func (f *lockFixture) acquire(owner string, tenants ...string) {
 	f.env.SignalWorkflow(SignalLockAcquire, LockRequest{Owner: owner, Kind: "window", Tenants: tenants})

@@ -320,7 +320,7 @@ func TestUpgradeRollsBackWhenTheGateFails(t *testing.T) {
 func TestUpgradePausesOnUnmatchedState(t *testing.T) {
 	f := newUpgradeFixture(t)
 	seen := false
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || st.Pending.Kind != DecisionUnmatchedState || !strings.Contains(st.Pending.Reason, "fcfb2cd74328d289a0b17a4030f9cfdc") ||
 			len(st.Unmatched) != 1 {
@@ -373,7 +373,7 @@ func TestUpgradeRollbackAfterCommit(t *testing.T) {
 	f := newUpgradeFixture(t)
 	in := upgradeInput("--version", "2")
 	in.HoldAfterCommit = Duration(24 * time.Hour)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		if st := f.status(); st.Phase != UpgradePhaseHold {
 			t.Errorf("phase %s; want hold", st.Phase)
 		}
@@ -392,7 +392,7 @@ func TestUpgradeGateFailurePausesByPolicy(t *testing.T) {
 	f.failGates = 1
 	in := upgradeInput("--version", "2")
 	in.OnGateFailure = OnGateFailurePause
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || st.Pending.Kind != DecisionUpgradeGateFailed {
 			t.Errorf("pending %+v; want the failed gate", st.Pending)
@@ -571,7 +571,7 @@ func TestUpgradeInParallelRollsBackFromTheRetiredSavepoint(t *testing.T) {
 		gates = append(gates, in)
 		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
 	})
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		if st := f.status(); st.Phase != UpgradePhaseHold {
 			t.Errorf("phase %s; want hold", st.Phase)
 		}

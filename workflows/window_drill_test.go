@@ -131,7 +131,7 @@ func TestWindowPausesOnAFailedCanaryDrill(t *testing.T) {
 	f := newDrillFixture(t, 3, "cluster-a/job-a")
 	f.drillOutcomes = []string{catalog.DrillFailed}
 	seen := false
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || st.Pending.Kind != DecisionCanaryDrill || !strings.Contains(st.Pending.Reason, "FileNotFoundException") {
 			t.Errorf("pending %+v; want the canary drill's failure", st.Pending)
@@ -192,7 +192,7 @@ func TestWindowCanaryPreflightStopsNothing(t *testing.T) {
 
 	f = newDrillFixture(t, 2, "cluster-b/job-b")
 	f.clusterProblem = temporal.NewNonRetryableApplicationError("drill.root overlaps the tenant a root", activities.ErrTypeInvalidInput, nil)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || st.Pending.Kind != DecisionCanaryDrill || !strings.Contains(st.Pending.Reason, "drill.root overlaps") {
 			t.Errorf("pending %+v; want the drill cluster's problem", st.Pending)
@@ -218,7 +218,7 @@ func TestWindowProvesSavepointsBeforeAnyRestart(t *testing.T) {
 	in.Policy.Network.Skip = true
 	in.Policy.Drill.ProveSavepoints = true
 	seen := false
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != WindowPhaseProveSavepoints || st.Pending == nil || st.Pending.Kind != DecisionSavepointProof ||
 			len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != "cluster-b/job-b" || !strings.Contains(st.Pending.Reason, "/abc is missing") {
@@ -291,7 +291,7 @@ func TestWindowRestartsFromAWaivedProof(t *testing.T) {
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	in.Policy.Drill.ProveSavepoints = true
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		f.update(UpdateDecide, DecideRequest{Action: ActionResume, By: "op", Reason: "the file is in the trash, restored by hand"}, false)
 	}, time.Hour)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)

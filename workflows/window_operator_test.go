@@ -119,7 +119,7 @@ func TestWindowOperatorJobRetryResumesAgainWithoutRESTCancel(t *testing.T) {
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	var paused bool
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != "cluster-b/job-b" {
 			t.Errorf("pending %+v, want a decision on cluster-b/job-b", st.Pending)
@@ -186,7 +186,7 @@ func TestWindowOperatorLastStateFallbackPausesForADecision(t *testing.T) {
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	paused := false
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || st.Pending.Kind != DecisionSavepointFailures || !strings.Contains(st.Pending.Reason, "last-state") {
 			t.Errorf("pending %+v; want a savepoint-failures decision naming the fallback", st.Pending)

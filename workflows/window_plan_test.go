@@ -325,7 +325,7 @@ func TestWindowStartedBeforeTheScopeCheckKeepsItsRules(t *testing.T) {
 	in := windowInput()
 	in.Policy.Cleanup.Policy.Action = "shred"
 	in.Policy.Cleanup.Mode = CleanupModeSkip
-	env.RegisterDelayedCallback(func() {
+	later(t, env, func() {
 		var st WindowState
 		queryInto(t, env, QueryStatus, &st)
 		if st.Phase != WindowPhaseNetworkGate || len(st.Jobs) != 0 {

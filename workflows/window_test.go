@@ -250,7 +250,7 @@ func (f *windowFixture) result() *WindowReport {
 
 func TestWindowHappyPath(t *testing.T) {
 	f := newWindowFixture(t, 4)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != WindowPhaseNetworkGate || st.Pending == nil || st.Pending.Kind != DecisionNetworkChange {
 			t.Errorf("at 1m: phase %s pending %+v, want waiting in the network gate", st.Phase, st.Pending)
@@ -330,7 +330,7 @@ func TestWindowRestartFailurePausesForSkipDecision(t *testing.T) {
 	in.Policy.Network.Skip = true
 	in.Policy.Restart.CanarySize = 1
 	var pendingSeen bool
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || st.Pending.Kind != DecisionRestartFailures || len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != "cluster-b/job-b" {
 			t.Errorf("pending = %+v, want restart-failures for cluster-b/job-b", st.Pending)
@@ -364,7 +364,7 @@ func TestWindowRetryJobCancelsFailedAttemptFirst(t *testing.T) {
 	f.failRestart["cluster-a/job-a"] = true
 	in := windowInput()
 	in.Policy.Network.Skip = true
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		f.mu.Lock()
 		f.failRestart["cluster-a/job-a"] = false
 		f.mu.Unlock()
@@ -398,8 +398,8 @@ func TestWindowRetryAfterAFailedCancelCancelsEveryEarlierAttempt(t *testing.T) {
 			f.update(UpdateDecide, DecideRequest{Action: ActionRetryJob, Job: "cluster-a/job-a", By: "carol"}, false)
 		}
 	}
-	f.env.RegisterDelayedCallback(retry(true, false), time.Hour)    // attempt 2: its cancel of attempt 1 fails
-	f.env.RegisterDelayedCallback(retry(false, false), 2*time.Hour) // attempt 3
+	later(t, f.env, retry(true, false), time.Hour)    // attempt 2: its cancel of attempt 1 fails
+	later(t, f.env, retry(false, false), 2*time.Hour) // attempt 3
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
 	rep := f.result()
 	j := rep.Jobs[0]
@@ -420,7 +420,7 @@ func TestWindowQuotaGatePausesUntilRetry(t *testing.T) {
 	f.quotaShort = true
 	in := windowInput()
 	in.Policy.Network.Skip = true
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != WindowPhaseQuotaGate || st.Pending == nil || st.Pending.Kind != DecisionQuota || !strings.Contains(st.Pending.Reason, "team-a") {
 			t.Errorf("want quota pause naming team-a, got phase %s pending %+v", st.Phase, st.Pending)
@@ -461,7 +461,7 @@ func TestWindowPreflightPausesWhenTheRestartWouldNotFit(t *testing.T) {
 	f.quotaShortBefore = true
 	in := windowInput()
 	in.Policy.Network.Skip = true
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != WindowPhasePreflight || st.Pending == nil || st.Pending.Kind != DecisionPreflightWatermark ||
 			!strings.Contains(st.Pending.Reason, "restart would not fit: needs 5000") {
@@ -484,7 +484,7 @@ func TestWindowPreflightPausesWhenTheRestartWouldNotFit(t *testing.T) {
 
 func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
 	f := newWindowFixture(t, 2)
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		f.update(UpdateAbort, AbortRequest{By: "erin"}, true) // no reason
 		f.update(UpdateAbort, AbortRequest{By: "erin", Reason: "change postponed"}, false)
 	}, time.Minute)
@@ -518,9 +518,8 @@ func TestWindowTellsThePeopleOnCallAndHoldsItsTenants(t *testing.T) {
 	})
 	in := windowInput()
 	in.Policy.Network.ReminderInterval = Duration(10 * time.Minute)
-	f.env.RegisterDelayedCallback(func() {
-		f.env.UpdateWorkflow(UpdateConfirmNetworkChange, "", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) },
-			OnAccept: func() {}, OnComplete: func(interface{}, error) {}}, ConfirmNetworkChangeRequest{By: "ops", Reason: "done"})
+	later(t, f.env, func() {
+		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{By: "ops", Reason: "done"}, false)
 	}, 25*time.Minute)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
 	f.result()
@@ -644,7 +643,7 @@ func TestWindowStopsNoJobBeforeItsManifestIsWritten(t *testing.T) {
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	paused := false
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		paused = true
 		st := f.status()
 		if st.Phase != WindowPhasePreflight || st.Pending == nil || st.Pending.Kind != DecisionManifestUnwritable || !strings.Contains(st.Pending.Reason, "manifest.json") {
@@ -714,7 +713,7 @@ func TestWindowSpacesManifestRewritesBetweenResults(t *testing.T) {
 	in := windowInput()
 	in.Policy.Savepoint.Concurrency = 1
 	atGate := ""
-	f.env.RegisterDelayedCallback(func() {
+	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != WindowPhaseNetworkGate {
 			t.Errorf("at 10m: phase %s, want the network gate", st.Phase)
