@@ -3,7 +3,11 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
@@ -229,6 +235,10 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 		t.Errorf("planned files metric %v, plan %d", got, plan.Files)
 	}
 
+	// The plan's files changed after review make every execution refuse,
+	// naming the file, and move nothing; put back, the plan is approved.
+	testPlanChangedAfterApproval(t, ctx, e, plan, []string{incomplete, retired})
+
 	// A nameless approval is refused by the validator; a named one returns
 	// the plan summary.
 	rh, err := e.tmp.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: wf.GetID(), UpdateName: workflows.UpdateApprove,
@@ -325,6 +335,94 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 	// A schedule of quota watching: create it, trigger it, see its run
 	// sample the tenant.
 	testQuotaWatchSchedule(t, ctx, e)
+}
+
+// testPlanChangedAfterApproval changes the header (plan.json, whose
+// sha256 the approver names) and then the shard of a plan waiting for
+// approval on HDFS, runs the executing activities on this worker as the
+// run would once approved, and checks each refuses as CleanupPlanChanged,
+// naming the changed file, with the planned paths in place and nothing in
+// the trash. It puts the approved bytes back before it returns.
+func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, plan *activities.PlanSummary, planned []string) {
+	t.Helper()
+	if plan.Shards != 1 {
+		t.Fatalf("plan of %d shards; want the default of one shard for %d items", plan.Shards, plan.Items)
+	}
+	header := strings.TrimPrefix(plan.PlanPath, e.peers.HDFS.URI)
+	shard := strings.TrimSuffix(header, "plan.json") + "items-00001.jsonl"
+	run := func(fn, in any) error {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(e.acts)
+		_, err := env.ExecuteActivity(fn, in)
+		return err
+	}
+	whole := activities.ExecuteCleanupInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256}
+	part := activities.ExecuteCleanupPartInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256, Shard: 0}
+	for _, c := range []struct {
+		file, from, to string
+	}{
+		// Trash turned into delete, which nobody approved.
+		{header, `"action":"trash"`, `"action":"delete"`},
+		// An item's recorded reason rewritten: its path is the same, so
+		// only the shard's hash in the approved header tells.
+		{shard, `"detail":"`, `"detail":"edited after approval: `},
+	} {
+		approved, err := e.raw.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := bytes.Replace(approved, []byte(c.from), []byte(c.to), 1)
+		if bytes.Equal(changed, approved) {
+			t.Fatalf("%s has no %s to change:\n%s", c.file, c.from, approved)
+		}
+		e.rewrite(t, c.file, changed)
+		name := c.file[strings.LastIndex(c.file, "/")+1:]
+		for _, exec := range []struct {
+			name   string
+			fn, in any
+		}{{"ExecuteCleanup", e.acts.ExecuteCleanup, whole}, {"ExecuteCleanupPart", e.acts.ExecuteCleanupPart, part}} {
+			err := run(exec.fn, exec.in)
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeCleanupPlanChanged || !appErr.NonRetryable() || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s with %s changed after approval: %v; want a non-retryable %s naming %s", exec.name, name, err, activities.ErrTypeCleanupPlanChanged, name)
+			}
+			for _, p := range planned {
+				if !e.exists(t, p) {
+					t.Fatalf("%s with %s changed after approval moved %s", exec.name, name, p)
+				}
+			}
+			if e.exists(t, e.plain+"/trash/"+plan.RunID) {
+				t.Fatalf("%s with %s changed after approval moved something to the trash", exec.name, name)
+			}
+		}
+		e.rewrite(t, c.file, approved)
+	}
+	data, err := e.raw.ReadFile(header)
+	if sum := sha256.Sum256(data); err != nil || hex.EncodeToString(sum[:]) != plan.PlanSHA256 {
+		t.Fatalf("plan header not put back as approved: %v", err)
+	}
+}
+
+// rewrite replaces the file at plainPath with data.
+func (e *govEnv) rewrite(t *testing.T, plainPath string, data []byte) {
+	t.Helper()
+	if err := e.raw.Remove(plainPath); err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.raw.Create(plainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		// "replication in progress" on close: the data is acknowledged.
+		if fi, serr := e.raw.Stat(plainPath); serr != nil || fi.Size() != int64(len(data)) {
+			t.Fatal(err)
+		}
+	}
 }
 
 func testQuotaWatchSchedule(t *testing.T, ctx context.Context, e *govEnv) {

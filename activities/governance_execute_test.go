@@ -1,0 +1,225 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// quietFlink is a cluster with no live job and no file-system HA.
+type quietFlink struct{ fakeFlink }
+
+func (*quietFlink) JobManagerConfig(context.Context) (flink.Config, error) {
+	return flink.Config{}, nil
+}
+
+// approvedPlan is a sharded plan of two retired job dirs on the local file
+// system, made by PlanCleanup as a run would make it and then approved.
+type approvedPlan struct {
+	a       *Activities
+	summary PlanSummary
+	garbage []string // the planned dirs, as local paths
+	trash   string
+}
+
+func newApprovedPlan(t *testing.T) *approvedPlan {
+	t.Helper()
+	dir := t.TempDir()
+	tenant, trash, plans := filepath.Join(dir, "tenant"), filepath.Join(dir, "trash"), filepath.Join(dir, "plans")
+	longAgo := time.Now().Add(-30 * 24 * time.Hour)
+	p := &approvedPlan{trash: trash}
+	for _, job := range []string{strings.Repeat("a1", 16), strings.Repeat("b2", 16)} {
+		jobDir := filepath.Join(tenant, "checkpoints", job)
+		for name, size := range map[string]int{"chk-7/_metadata-partial": 5, "shared/s1": 70, "taskowned/t1": 30} {
+			f := filepath.Join(jobDir, name)
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, make([]byte, size), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.garbage = append(p.garbage, jobDir)
+	}
+	for _, d := range []string{filepath.Join(tenant, "savepoints"), trash, plans} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Age the tree, children before their parents.
+	var all []string
+	if err := filepath.Walk(filepath.Join(tenant, "checkpoints"), func(path string, _ os.FileInfo, err error) error {
+		all = append(all, path)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if err := os.Chtimes(all[i], longAgo, longAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guard, err := storage.NewGuard(tenant, trash, plans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := inventory.Inventory{
+		Tenants: []inventory.Tenant{{Name: "team-t", Root: "file://" + tenant}},
+		Clusters: []inventory.Cluster{{Tenant: "team-t", ClusterID: "c1", Mode: inventory.ModeSession, RESTURL: "http://c1",
+			CheckpointDir: "file://" + tenant + "/checkpoints", SavepointDir: "file://" + tenant + "/savepoints"}},
+	}
+	p.a = &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&quietFlink{}}, Storage: &storage.Resolver{Guard: guard},
+		Cleanup: CleanupSettings{TrashRoot: "file://" + trash, PlanDir: "file://" + plans}}
+	var res PlanCleanupResult
+	if err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "approved", Scope: Scope{Tenants: []string{"team-t"}}, ShardItems: 1}, &res); err != nil {
+		t.Fatal(err)
+	}
+	p.summary = res.Summary
+	if p.summary.Items != 2 || p.summary.Shards != 2 {
+		t.Fatalf("plan of %d items in %d shards; want the 2 retired job dirs, one a shard: %+v", p.summary.Items, p.summary.Shards, p.summary)
+	}
+	p.requireInPlace(t)
+	return p
+}
+
+func (p *approvedPlan) input() ExecuteCleanupInput {
+	return ExecuteCleanupInput{RunID: p.summary.RunID, PlanPath: p.summary.PlanPath, PlanSHA256: p.summary.PlanSHA256}
+}
+
+func (p *approvedPlan) part(shard int) ExecuteCleanupPartInput {
+	return ExecuteCleanupPartInput{RunID: p.summary.RunID, PlanPath: p.summary.PlanPath, PlanSHA256: p.summary.PlanSHA256, Shard: shard}
+}
+
+// file is the local path of a file of the plan, by name.
+func (p *approvedPlan) file(name string) string {
+	return filepath.Join(filepath.Dir(strings.TrimPrefix(p.summary.PlanPath, "file://")), name)
+}
+
+// change rewrites one file of the plan with edit applied, and returns a
+// function that puts the approved bytes back.
+func (p *approvedPlan) change(t *testing.T, name string, edit func([]byte) []byte) (restore func()) {
+	t.Helper()
+	path := p.file(name)
+	approved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := edit(bytes.Clone(approved))
+	if bytes.Equal(changed, approved) {
+		t.Fatalf("the edit left %s as approved", name)
+	}
+	if err := os.WriteFile(path, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := os.WriteFile(path, approved, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// requireInPlace stops the test unless every planned dir and its files
+// are where they were, and nothing is in the trash.
+func (p *approvedPlan) requireInPlace(t *testing.T) {
+	t.Helper()
+	var moved []string
+	for _, d := range p.garbage {
+		for _, f := range []string{"chk-7/_metadata-partial", "shared/s1", "taskowned/t1"} {
+			if _, err := os.Stat(filepath.Join(d, f)); err != nil {
+				moved = append(moved, filepath.Join(d, f))
+			}
+		}
+	}
+	entries, err := os.ReadDir(p.trash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "_audit" {
+			moved = append(moved, "trash holds "+e.Name())
+		}
+	}
+	if len(moved) > 0 {
+		t.Fatalf("something was moved: %s", strings.Join(moved, "; "))
+	}
+}
+
+// requireChanged fails the test unless err refuses the execution as a
+// changed plan, naming the file that changed.
+func requireChanged(t *testing.T, err error, name string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("executed although %s changed after approval", name)
+		return
+	}
+	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeCleanupPlanChanged || !nonRetryable {
+		t.Errorf("error %v (type %s, non-retryable %v); want a non-retryable %s", err, typ, nonRetryable, ErrTypeCleanupPlanChanged)
+	}
+	if !strings.Contains(err.Error(), name) {
+		t.Errorf("error %v does not name the changed file %s", err, name)
+	}
+}
+
+// TestExecuteRefusesAPlanChangedAfterApproval: the header (plan.json,
+// whose sha256 was approved) or a shard changed after approval makes every
+// execution refuse before it moves anything, naming the changed file; the
+// plan as approved then executes, so the refusals were of a plan that
+// would have moved files.
+func TestExecuteRefusesAPlanChangedAfterApproval(t *testing.T) {
+	p := newApprovedPlan(t)
+
+	// The header: its action turned from trash into delete, which nobody
+	// approved.
+	restore := p.change(t, "plan.json", func(b []byte) []byte {
+		return bytes.Replace(b, []byte(`"action":"trash"`), []byte(`"action":"delete"`), 1)
+	})
+	err := runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
+	requireChanged(t, err, p.summary.PlanPath)
+	err = runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(0), &ExecuteCleanupPartResult{})
+	requireChanged(t, err, p.summary.PlanPath)
+	err = runActivity(t, p.a, p.a.TallyCleanup, p.input(), &ExecuteCleanupResult{})
+	requireChanged(t, err, p.summary.PlanPath)
+	p.requireInPlace(t)
+	restore()
+
+	// A shard: its item's recorded reason rewritten. The header, whose
+	// hash was approved, lists each shard's hash; the item keeps its path,
+	// so only that hash tells the shard is not the one reviewed.
+	edit := func(b []byte) []byte {
+		return bytes.Replace(b, []byte(`"detail":"job absent`), []byte(`"detail":"approved by the owner; job absent`), 1)
+	}
+	for shard, name := range []string{"items-00001.jsonl", "items-00002.jsonl"} {
+		restore = p.change(t, name, edit)
+		err = runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(shard), &ExecuteCleanupPartResult{})
+		requireChanged(t, err, name)
+		p.requireInPlace(t)
+		restore()
+	}
+	restore = p.change(t, "items-00001.jsonl", edit)
+	err = runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
+	requireChanged(t, err, "items-00001.jsonl")
+	p.requireInPlace(t)
+	restore()
+
+	// The plan as approved moves both dirs to the trash.
+	var res ExecuteCleanupResult
+	if err := runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Items != 2 {
+		t.Fatalf("the approved plan executed %d items; want 2: %+v", res.Items, res)
+	}
+	for _, d := range p.garbage {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still in place after the approved plan executed: %v", d, err)
+		}
+	}
+}
