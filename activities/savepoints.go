@@ -40,6 +40,9 @@ type SavepointRow struct {
 type ListSavepointsInput struct {
 	Tenants []string `json:"tenants,omitempty"`
 	Job     string   `json:"job,omitempty"`
+	// Unknown lists only the savepoints whose logical job no evidence
+	// proves (kept by governance as lineage-unknown until adopted).
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // ListSavepointsResult lists savepoints oldest first.
@@ -165,7 +168,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 				row.Tenant = t.Name
 			}
 		}
-		if in.Job != "" && !strings.HasSuffix(row.Job, "/"+wantCluster+"/"+wantName) {
+		if in.Unknown && row.Job != "" || in.Job != "" && !strings.HasSuffix(row.Job, "/"+wantCluster+"/"+wantName) {
 			continue
 		}
 		res.Savepoints = append(res.Savepoints, row)

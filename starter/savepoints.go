@@ -89,6 +89,7 @@ func newSavepointsListCommand(g *globals) *cobra.Command {
 	var (
 		tenants []string
 		job     string
+		unknown bool
 		timeout time.Duration
 	)
 	cmd := &cobra.Command{
@@ -99,7 +100,10 @@ func newSavepointsListCommand(g *globals) *cobra.Command {
 			if err := checkJobFlag(job, false); err != nil {
 				return err
 			}
-			out, err := runCatalog(cmd, g, timeout, workflows.SavepointCatalogInput{List: &activities.ListSavepointsInput{Tenants: tenants, Job: job}})
+			if unknown && job != "" {
+				return usageErrorf("--unknown and --job=%q exclude each other: a savepoint of a known job is not lineage-unknown", job)
+			}
+			out, err := runCatalog(cmd, g, timeout, workflows.SavepointCatalogInput{List: &activities.ListSavepointsInput{Tenants: tenants, Job: job, Unknown: unknown}})
 			if err != nil {
 				return err
 			}
@@ -132,6 +136,7 @@ func newSavepointsListCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringSliceVar(&tenants, "tenant", nil, "tenants (repeatable; default all)")
 	cmd.Flags().StringVar(&job, "job", "", "only the savepoints of this logical job, <cluster>/<job name>")
+	cmd.Flags().BoolVar(&unknown, "unknown", false, "only the savepoints no evidence ties to a logical job (governance keeps them until adopted)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the worker")
 	return cmd
 }

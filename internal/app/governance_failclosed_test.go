@@ -101,6 +101,12 @@ func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClose
 // start runs the sample job on cluster c and cancels it when the test ends.
 func (e *failClosedEnv) start(ctx context.Context, c sandbox.FlinkCluster, name, ckptDir, from string, mode flink.RestoreMode, conf map[string]string) (*flink.Client, string) {
 	e.t.Helper()
+	return e.startAs(ctx, c, "", name, ckptDir, from, mode, conf)
+}
+
+// startAs is start with a fixed job id ("" lets Flink choose one).
+func (e *failClosedEnv) startAs(ctx context.Context, c sandbox.FlinkCluster, jobID, name, ckptDir, from string, mode flink.RestoreMode, conf map[string]string) (*flink.Client, string) {
+	e.t.Helper()
 	fc := flinkClient(e.t, c.RESTURL)
 	if e.jar[c.RESTURL] == "" {
 		id, err := fc.UploadJar(ctx, e.peers.SampleJob.Jar)
@@ -112,7 +118,7 @@ func (e *failClosedEnv) start(ctx context.Context, c sandbox.FlinkCluster, name,
 	}
 	res, err := fc.RunJar(ctx, e.jar[c.RESTURL], flink.RunJarRequest{EntryClass: e.peers.SampleJob.EntryClass,
 		ProgramArgs:   []string{"--checkpoint-dir", ckptDir, "--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "200"},
-		SavepointPath: from, RestoreMode: mode, FlinkConfiguration: conf})
+		SavepointPath: from, RestoreMode: mode, FlinkConfiguration: conf, JobID: jobID})
 	if err != nil {
 		e.t.Fatalf("start %s from %q: %v", name, from, err)
 	}

@@ -221,3 +221,101 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		t.Fatalf("after adopting %s into %s, the plan deletes %v; want only the oldest, %s", stray, paymentsName, deleted, paymentsSPs[0])
 	}
 }
+
+// TestSnapshotIdentityOnEvidenceOnRealPeers runs two jobs whose ids share
+// their first eight hex digits, as every job of an application cluster
+// with HA does (ffffffff…): one on a cluster outside the inventory takes a
+// savepoint, checkpoints again and is cancelled without one; the other, on
+// an inventory cluster, takes two savepoints after that, and the older is
+// pinned. A plan keeping one savepoint per job, with no max age and a
+// retired-job TTL of an hour (the cancelled job aged two days), keeps the cancelled job's latest
+// checkpoint (no savepoint proven to be that job's is newer) and what it
+// references, keeps its savepoint as lineage-unknown (no history names it;
+// the shared prefix is no evidence), keeps the newest savepoint of the
+// other job although the pinned one has a newer file in its dir, and lists
+// the unknown savepoint under savepoints list --unknown. The cancelled job
+// then restores from the checkpoint that was kept.
+func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	sfx := randomHex(4)
+	var ckpts, sps string
+	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, s *inventory.Static, _ *config.Config) {
+		ckpts, sps = e.root+"/a/checkpoints", e.root+"/a/savepoints"
+		s.Clusters = s.Clusters[:1] // the second cluster is outside the inventory
+	})
+	ca, cb := e.peers.Clusters[0], e.peers.Clusters[1]
+	retiredID, otherID := "ffffffff"+randomHex(4)+"0000000000000000", "ffffffff"+randomHex(4)+"0000000000000000"
+	savepoint := func(fc *flink.Client, job string) string {
+		t.Helper()
+		tr, err := fc.TriggerSavepoint(ctx, job, flink.SavepointRequest{TargetDirectory: sps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loc, err := fc.AwaitSavepoint(ctx, job, tr.TriggerID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimRight(loc, "/")
+	}
+
+	fo, _ := e.startAs(ctx, ca, otherID, "ident-other-"+sfx, ckpts, "", "", nil)
+	fr, _ := e.startAs(ctx, cb, retiredID, "ident-retired-"+sfx, ckpts, "", "", nil)
+	e.checkpointed(ctx, fo, otherID, 1)
+	e.checkpointed(ctx, fr, retiredID, 1)
+	retiredSP := savepoint(fr, retiredID)
+	// A checkpoint after the savepoint: the checkpoint is the newest
+	// restore point of the job.
+	after := e.checkpointed(ctx, fr, retiredID, 1).Counts.Completed
+	e.checkpointed(ctx, fr, retiredID, after+1)
+	latest, latestRefs := e.latestRefs(ctx, fr, retiredID)
+	e.cancel(ctx, fr, retiredID)
+	// Cancelled two days ago. Its savepoint keeps its time: written while
+	// the other job ran, which a prefix and a time window took for proof.
+	e.age(strings.TrimPrefix(ckpts, e.peers.HDFS.URI)+"/"+retiredID, time.Now().Add(-48*time.Hour), false)
+	pinned := savepoint(fo, otherID)
+	newest := savepoint(fo, otherID)
+	if _, err := e.peers.HadoopShell(ctx, "-touchz", strings.TrimPrefix(pinned, e.peers.HDFS.URI)+"/"+cleanup.PinMarkerName); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range []string{retiredSP, pinned, newest} {
+		if !strings.Contains(sp, "/savepoint-ffffff-") {
+			t.Fatalf("savepoint %s: want the ffffff prefix both jobs share", sp)
+		}
+	}
+
+	_, plan := e.plan(ctx, "ident-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+		cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond, RetiredJobTTL: time.Hour})
+	kept := map[string]cleanup.Kept{}
+	for _, k := range plan.Keep {
+		kept[k.Path] = k
+	}
+	for path, want := range map[string]cleanup.Reason{latest: cleanup.KeepLatestRetired, retiredSP: cleanup.KeepLineageUnknown,
+		pinned: cleanup.KeepPinned, newest: cleanup.KeepNewestSavepoints} {
+		if k := kept[path]; k.Reason != want {
+			t.Errorf("%s kept as %+v; want %s", path, k, want)
+		}
+	}
+	for _, f := range append([]string{latest + "/_metadata"}, latestRefs...) {
+		for _, it := range plan.Delete {
+			if f == it.Path || strings.HasPrefix(f, it.Path+"/") {
+				t.Errorf("%s, which the cancelled job's latest checkpoint needs, is planned as %s (%s): %s", f, it.Rule, it.Path, it.Detail)
+			}
+		}
+	}
+
+	var listed activities.ListSavepointsResult
+	if err := e.activity(e.acts.ListSavepoints, activities.ListSavepointsInput{Tenants: []string{e.tenant[0]}, Unknown: true}, &listed); err != nil {
+		t.Fatal(err)
+	}
+	var unknown []string
+	for _, r := range listed.Savepoints {
+		unknown = append(unknown, r.Path)
+	}
+	if len(unknown) != 1 || unknown[0] != retiredSP {
+		t.Errorf("savepoints list --unknown: %v; want only %s", unknown, retiredSP)
+	}
+
+	e.cancel(ctx, fo, otherID) // a slot for the restore
+	e.restores(ctx, ca, latest)
+}
