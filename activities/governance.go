@@ -128,6 +128,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
+	a.compactCatalogs(ctx, tenants, listing, &notes)
 	drilled, err := a.drilledSavepoints(ctx, tenants, &notes)
 	if err != nil {
 		return PlanCleanupResult{}, err

@@ -14,6 +14,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
 // snapshotOwners is what evidence proves about whose savepoint is whose
@@ -481,4 +482,45 @@ func (a *Activities) drilledSavepoints(ctx context.Context, tenants []inventory.
 		}
 	}
 	return out, nil
+}
+
+// compactCatalogs folds each tenant's catalog into its index and drops the
+// entries of savepoints that are gone, so the catalog never becomes the
+// quota problem itself. A savepoint in the listing exists; any other is
+// asked of storage, and one that cannot be asked keeps its entry. A
+// catalog that cannot be compacted costs only files, and is noted.
+func (a *Activities) compactCatalogs(ctx context.Context, tenants []inventory.Tenant, listing cleanup.Listing, notes *[]string) {
+	listed := map[string]bool{}
+	for _, sp := range listing.Report.Savepoints {
+		listed[strings.TrimRight(sp.Path, "/")] = true
+	}
+	exists := func(ctx context.Context, path string) (bool, error) {
+		if listed[path] {
+			return true, nil
+		}
+		fs, p, err := a.Storage.Resolve(ctx, path)
+		if err != nil {
+			return false, err
+		}
+		if _, err = fs.Stat(ctx, p); errors.Is(err, storage.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	roots, err := a.tenantRoots(ctx, tenants)
+	if err != nil {
+		*notes = append(*notes, fmt.Sprintf("savepoint catalogs not compacted: %v", err))
+		return
+	}
+	for _, r := range roots {
+		res, err := r.store.Compact(ctx, exists)
+		if err != nil {
+			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s not compacted: %v", r.tenant, err))
+			continue
+		}
+		if res.Dropped > 0 {
+			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s: %d entries of savepoints that are gone dropped, %d kept", r.tenant, res.Dropped, res.Kept))
+		}
+		activity.RecordHeartbeat(ctx, "catalog of "+r.tenant)
+	}
 }

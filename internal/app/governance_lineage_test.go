@@ -69,6 +69,26 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		}
 		paymentsSPs = append(paymentsSPs, strings.TrimRight(loc, "/"))
 	}
+	// Flink's checkpoint history names only a job's last few checkpoints
+	// and savepoints: a savepoint taken outside flinkmaint is proven to be
+	// its job's while the history names it, and catalogued then (here by
+	// a listing; any plan does the same), so that it outlives the history.
+	// Flink serves the statistics from a cache: wait until they name both.
+	e.waitFor(ctx, time.Minute, "payments' checkpoint history names its savepoints", func() (bool, string) {
+		st, err := fc.Checkpoints(ctx, paymentsID)
+		named := map[string]bool{}
+		for _, h := range st.History {
+			named[strings.TrimRight(h.ExternalPath, "/")] = h.IsSavepoint
+		}
+		return err == nil && named[paymentsSPs[0]] && named[paymentsSPs[1]], stringOr(err, fmt.Sprintf("%d entries", len(st.History)))
+	})
+	var seen activities.ListSavepointsResult
+	if err := e.activity(e.acts.ListSavepoints, activities.ListSavepointsInput{Tenants: []string{e.tenant[0]}}, &seen); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen.Savepoints) != 2 || seen.Savepoints[0].Job == "" || seen.Savepoints[1].Job == "" {
+		t.Fatalf("savepoints list right after payments' savepoints: %+v; want both with their job", seen.Savepoints)
+	}
 	// A savepoint no job's history knows: a copy under a prefix no job has.
 	stray := sps + "/savepoint-f0f0f0-" + randomHex(6)
 	if _, err := e.peers.HadoopShell(ctx, "-cp", strings.TrimPrefix(paymentsSPs[0], e.peers.HDFS.URI), strings.TrimPrefix(stray, e.peers.HDFS.URI)); err != nil {
@@ -228,8 +248,8 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 // savepoint, checkpoints again and is cancelled without one; the other, on
 // an inventory cluster, takes two savepoints after that, and the older is
 // pinned. A plan keeping one savepoint per job, with no max age and a
-// retired-job TTL of an hour (the cancelled job aged two days), keeps the cancelled job's latest
-// checkpoint (no savepoint proven to be that job's is newer) and what it
+// retired-job TTL of an hour (the cancelled job aged two days), keeps the
+// cancelled job's latest checkpoint (no savepoint proven to be that job's is newer) and what it
 // references, keeps its savepoint as lineage-unknown (no history names it;
 // the shared prefix is no evidence), keeps the newest savepoint of the
 // other job although the pinned one has a newer file in its dir, and lists
@@ -268,8 +288,8 @@ func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
 	// restore point of the job.
 	after := e.checkpointed(ctx, fr, retiredID, 1).Counts.Completed
 	e.checkpointed(ctx, fr, retiredID, after+1)
-	latest, latestRefs := e.latestRefs(ctx, fr, retiredID)
 	e.cancel(ctx, fr, retiredID)
+	latest, latestRefs := e.latestRefs(ctx, fr, retiredID) // as the job ended
 	// Cancelled two days ago. Its savepoint keeps its time: written while
 	// the other job ran, which a prefix and a time window took for proof.
 	e.age(strings.TrimPrefix(ckpts, e.peers.HDFS.URI)+"/"+retiredID, time.Now().Add(-48*time.Hour), false)

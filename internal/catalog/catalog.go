@@ -121,6 +121,20 @@ func (s Store) Put(ctx context.Context, e Entry, replace bool) error {
 	if err != nil {
 		return err
 	}
+	if !found {
+		// Compacted: the index holds it. A new file overrides the index.
+		idx, err := s.readIndex(ctx)
+		if err != nil {
+			return err
+		}
+		if prev, found = idx[e.Path]; found && prev.Job == e.Job {
+			return nil
+		}
+		if found && !replace {
+			return fmt.Errorf("%w: %s is catalogued for %s, not %s", ErrConflict, e.Path, prev.Job, e.Job)
+		}
+		found = false
+	}
 	if found {
 		if prev.Path == e.Path && prev.Job == e.Job {
 			return nil
@@ -166,25 +180,37 @@ func (s Store) read(ctx context.Context, file string) (Entry, bool, error) {
 	return e, true, nil
 }
 
-// List reads every entry, sorted by path. A missing catalog is empty; an
-// unreadable entry is an error (its savepoint's lineage would be unknown).
+// List reads every entry, sorted by path: the index, overridden by entry
+// files. A missing catalog is empty; an unreadable entry is an error (its
+// savepoint's lineage would be unknown).
 func (s Store) List(ctx context.Context) ([]Entry, error) {
+	byPath, err := s.readIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
 	files, err := jsonFiles(ctx, s.FS, s.dir())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, 0, len(files))
 	for _, f := range files {
 		e, found, err := s.read(ctx, f)
 		if err != nil {
 			return nil, err
 		}
 		if found {
-			out = append(out, e)
+			byPath[e.Path] = e
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	out := make([]Entry, 0, len(byPath))
+	for _, e := range byPath {
+		out = append(out, e)
+	}
+	sortEntries(out)
 	return out, nil
+}
+
+func sortEntries(es []Entry) {
+	sort.Slice(es, func(i, j int) bool { return es[i].Path < es[j].Path })
 }
 
 // Rejected is a catalog file that is no evidence, and why.
@@ -200,12 +226,24 @@ type Rejected struct {
 // (its path under the tenant's root, its job the tenant's) is the
 // caller's to check.
 func (s Store) Claims(ctx context.Context) ([]Entry, []Rejected, error) {
+	var rejected []Rejected
+	byPath, err := s.readIndex(ctx)
+	if errors.Is(err, ErrInvalid) {
+		rejected = append(rejected, Rejected{File: s.dir() + "/" + IndexName, Reason: err.Error()})
+		byPath = map[string]Entry{}
+	} else if err != nil {
+		return nil, nil, err
+	}
+	for p, e := range byPath {
+		if p == "" || !e.Job.Valid() {
+			rejected = append(rejected, Rejected{File: s.dir() + "/" + IndexName, Reason: fmt.Sprintf("an entry with path %q, job %q: both are required", p, e.Job)})
+			delete(byPath, p)
+		}
+	}
 	files, err := jsonFiles(ctx, s.FS, s.dir())
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []Entry
-	var rejected []Rejected
 	for _, f := range files {
 		e, found, err := s.read(ctx, f)
 		switch {
@@ -223,10 +261,14 @@ func (s Store) Claims(ctx context.Context) ([]Entry, []Rejected, error) {
 		case name != entryName(strings.TrimRight(e.Path, "/")):
 			rejected = append(rejected, Rejected{File: f, Reason: fmt.Sprintf("names savepoint %s, whose entry would be %s", e.Path, entryName(e.Path))})
 		default:
-			out = append(out, e)
+			byPath[e.Path] = e // a file is newer than the index
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	out := make([]Entry, 0, len(byPath))
+	for _, e := range byPath {
+		out = append(out, e)
+	}
+	sortEntries(out)
 	return out, rejected, nil
 }
 
@@ -235,7 +277,7 @@ func jsonFiles(ctx context.Context, fs storage.FileSystem, dir string) ([]string
 	var files []string
 	err := fs.List(ctx, dir, 0, func(b []storage.FileInfo) error {
 		for _, fi := range b {
-			if !fi.IsDir && strings.HasSuffix(fi.Name, ".json") {
+			if !fi.IsDir && strings.HasSuffix(fi.Name, ".json") && fi.Name != IndexName {
 				files = append(files, fi.Path)
 			}
 		}

@@ -401,6 +401,21 @@ func TestPlanDeletesASnapshotResourceWithItsSavepoint(t *testing.T) {
 		}
 	}
 
+	// The same resource in another tenant's namespace, or in one no single
+	// tenant holds: a run over this tenant's savepoints never deletes it,
+	// so it keeps what it names.
+	for _, other := range []string{"team-u", ""} {
+		f.live.Records[0].Tenant = other
+		p, err = f.build(Spellings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, ok := keptFor(p, sp1); !ok || k.Reason != KeepOperatorRecord {
+			t.Errorf("resource of tenant %q: %s kept %+v; want %s", other, sp1, k, KeepOperatorRecord)
+		}
+	}
+	f.live.Records[0].Tenant = "team-t"
+
 	f.pol.OperatorSnapshots = OperatorSnapshotsKeep
 	p, err = f.build(Spellings{})
 	if err != nil {

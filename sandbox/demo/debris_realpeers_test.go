@@ -130,7 +130,7 @@ func TestDebrisIsWhatTheDemoCleanupReclaims(t *testing.T) {
 	for p, reason := range map[string]cleanup.Reason{
 		rep.KeptCheckpoint:   cleanup.KeepLatestRetired,
 		paths[2][len(uri):]:  cleanup.KeepNewestSavepoints,
-		rep.RetiredSavepoint: cleanup.KeepLineageUnknown, // its job ran for seconds, months ago by its clock
+		rep.RetiredSavepoint: cleanup.KeepNewestSavepoints, // its job's checkpoint history names it
 	} {
 		if kept[p] != reason {
 			t.Errorf("%s kept as %q, want %q (planned: %q)", p, kept[p], reason, planned[p])

@@ -1,0 +1,134 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestCompactKeepsTheCatalogSmall records 1,000 savepoints (one file each),
+// compacts, and counts what the catalog costs the tenant's namespace quota
+// then: the index alone. Entries of savepoints that are gone are dropped,
+// those whose existence cannot be told are kept, and everything the
+// catalog said before it still says after.
+func TestCompactKeepsTheCatalogSmall(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	orders := LogicalJob{Tenant: "a", Cluster: "c1", Job: "orders"}
+	const n = 1000
+	path := func(i int) string { return fmt.Sprintf("hdfs://nn:8020/sp/savepoint-aaaaaa-%012d", i) }
+	for i := range n {
+		if err := s.Put(ctx, Entry{Path: path(i), Job: orders, Trigger: TriggerWindow}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := func() int {
+		des, err := os.ReadDir(s.dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(des)
+	}
+	before := files()
+	// Every tenth savepoint is gone; the existence of every seventh cannot
+	// be told (kept).
+	exists := func(_ context.Context, p string) (bool, error) {
+		var i int
+		if _, err := fmt.Sscanf(p, "hdfs://nn:8020/sp/savepoint-aaaaaa-%012d", &i); err != nil {
+			return false, err
+		}
+		if i%7 == 0 {
+			return false, errors.New("namenode unavailable")
+		}
+		return i%10 != 0, nil
+	}
+	res, err := s.Compact(ctx, exists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDropped := 0
+	for i := range n {
+		if i%10 == 0 && i%7 != 0 {
+			wantDropped++
+		}
+	}
+	if res.Dropped != wantDropped || res.Kept != n-wantDropped || res.Merged != n {
+		t.Fatalf("compact %+v; want %d dropped, %d kept, %d merged", res, wantDropped, n-wantDropped, n)
+	}
+	after := files()
+	t.Logf("catalog files after %d savepoints: %d before compaction, %d after", n, before, after)
+	if before != n || after != 1 {
+		t.Fatalf("catalog files: %d before, %d after; want %d and 1 (the index)", before, after, n)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != n-wantDropped {
+		t.Fatalf("list after compaction: %d entries, %v; want %d", len(list), err, n-wantDropped)
+	}
+	claims, rejected, err := s.Claims(ctx)
+	if err != nil || len(claims) != n-wantDropped || len(rejected) != 0 {
+		t.Fatalf("claims after compaction: %d, rejected %v, %v", len(claims), rejected, err)
+	}
+
+	// The index answers Put as the files did: the same again is a no-op,
+	// another job a conflict, a replacement a new file that wins.
+	if err := s.Put(ctx, Entry{Path: path(1), Job: orders, Trigger: TriggerWindow}, false); err != nil || files() != 1 {
+		t.Fatalf("same entry again after compaction: %v, %d files", err, files())
+	}
+	payments := LogicalJob{Tenant: "a", Cluster: "c1", Job: "payments"}
+	if err := s.Put(ctx, Entry{Path: path(1), Job: payments, Trigger: TriggerWindow}, false); !errors.Is(err, ErrConflict) {
+		t.Fatalf("another job after compaction: %v; want ErrConflict", err)
+	}
+	if err := s.Put(ctx, Entry{Path: path(1), Job: payments, Trigger: TriggerAdopted}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, read := range []func() ([]Entry, error){
+		func() ([]Entry, error) { return s.List(ctx) },
+		func() ([]Entry, error) { c, _, err := s.Claims(ctx); return c, err },
+	} {
+		list, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list {
+			if e.Path == path(1) && e.Job != payments {
+				t.Fatalf("after adopting %s into payments, the catalog says %s", e.Path, e.Job)
+			}
+		}
+	}
+	// A second compaction folds the replacement in.
+	if _, err := s.Compact(ctx, func(context.Context, string) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	list, _ = s.List(ctx)
+	for _, e := range list {
+		if e.Path == path(1) && e.Job != payments {
+			t.Fatalf("after the second compaction %s is %s; want payments", e.Path, e.Job)
+		}
+	}
+	if files() != 1 {
+		t.Fatalf("%d files after the second compaction; want 1", files())
+	}
+}
+
+// TestClaimsReportsACorruptIndex: an index that does not decode is named
+// and the entry files still count.
+func TestClaimsReportsACorruptIndex(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	e := Entry{Path: "hdfs://nn:8020/sp/savepoint-aaaaaa-000000000001", Job: LogicalJob{Tenant: "a", Cluster: "c1", Job: "orders"}, Trigger: TriggerWindow}
+	if err := s.Put(ctx, e, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.dir()+"/"+IndexName, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	claims, rejected, err := s.Claims(ctx)
+	if err != nil || len(claims) != 1 || len(rejected) != 1 || rejected[0].File != s.dir()+"/"+IndexName {
+		t.Fatalf("claims %v, rejected %v, %v; want the entry file and the index rejected", claims, rejected, err)
+	}
+	if _, err := s.List(ctx); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("strict list with a corrupt index: %v; want ErrInvalid", err)
+	}
+}
