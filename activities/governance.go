@@ -124,10 +124,12 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	owners, err := a.savepointOwners(ctx, inv, tenants, listing, live.Records, a.jobHistory(ctx, inv), &notes)
+	history := a.jobHistory(ctx, inv)
+	owners, err := a.savepointOwners(ctx, inv, tenants, listing, live.Records, history, &notes)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
+	a.recordJobs(ctx, tenants, history, listing, &notes)
 	a.compactCatalogs(ctx, tenants, listing, &notes)
 	drilled, err := a.drilledSavepoints(ctx, tenants, &notes)
 	if err != nil {

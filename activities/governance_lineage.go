@@ -150,6 +150,27 @@ func (a *Activities) savepointOwners(ctx context.Context, inv inventory.Inventor
 		}
 	}
 
+	// flinkmaint's records of which job id ran which logical job: claims
+	// under the tenant's root, each checked to be that tenant's.
+	for _, r := range roots {
+		recs, err := catalog.JobStore{FS: r.store.FS, Root: r.store.Root}.List(ctx)
+		if errors.Is(err, catalog.ErrInvalid) {
+			*notes = append(*notes, fmt.Sprintf("job records of tenant %s are no evidence: %v", r.tenant, err))
+			continue
+		}
+		if err != nil {
+			return owners, classify("read the job records of tenant "+r.tenant, err)
+		}
+		for _, rec := range recs {
+			if rec.Job.Tenant != r.tenant || !layout.IsJobID(rec.JobID) ||
+				clusterTenant[rec.Job.Cluster] != "" && clusterTenant[rec.Job.Cluster] != r.tenant {
+				*notes = append(*notes, fmt.Sprintf("job records of tenant %s: job %s as %s is no evidence: not a job of that tenant", r.tenant, rec.JobID, rec.Job))
+				continue
+			}
+			addJob(rec.JobID, rec.Job)
+		}
+	}
+
 	// Operator records: a resource in the savepoint's own tenant's
 	// namespaces, whose resource is an inventory job of that tenant.
 	resources := map[inventory.ObjectRef]catalog.LogicalJob{}
@@ -482,6 +503,39 @@ func (a *Activities) drilledSavepoints(ctx context.Context, tenants []inventory.
 		}
 	}
 	return out, nil
+}
+
+// recordJobs writes, for each tenant in scope, which job id ran which
+// logical job as the inventory clusters list them now, and drops the
+// records of job ids with no checkpoint dir left in the listing: lineage
+// of a job id then survives its cluster (an application cluster's history
+// ends with it), and the records stay as few as the job dirs. A record that
+// cannot be written costs only that, and is noted.
+func (a *Activities) recordJobs(ctx context.Context, tenants []inventory.Tenant, history jobHistoryRead, listing cleanup.Listing, notes *[]string) {
+	roots, err := a.tenantRoots(ctx, tenants)
+	if err != nil {
+		*notes = append(*notes, fmt.Sprintf("job records not written: %v", err))
+		return
+	}
+	dirs := map[string]bool{}
+	for _, j := range listing.Report.Jobs {
+		dirs[j.JobID] = true
+	}
+	now := a.now().UTC()
+	for _, r := range roots {
+		var seen []catalog.JobRecord
+		live := map[string]bool{}
+		for _, run := range history.runs {
+			if run.job.Tenant == r.tenant && layout.IsJobID(run.id) {
+				seen = append(seen, catalog.JobRecord{JobID: run.id, Job: run.job, SeenAt: now})
+				live[run.id] = true
+			}
+		}
+		store := catalog.JobStore{FS: r.store.FS, Root: r.store.Root}
+		if _, err := store.Record(ctx, seen, func(id string) bool { return dirs[id] || live[id] }); err != nil {
+			*notes = append(*notes, fmt.Sprintf("job records of tenant %s not written: %v", r.tenant, err))
+		}
+	}
 }
 
 // compactCatalogs folds each tenant's catalog into its index and drops the

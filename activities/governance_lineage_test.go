@@ -122,6 +122,15 @@ func testSavepointOwners(t *testing.T, plainRoot bool) {
 			t.Fatal(err)
 		}
 	}
+	// Job records: one of a job gone from every history, one that names
+	// another tenant's job.
+	goneID, plantedID := "ffffffff"+strings.Repeat("4", 8)+strings.Repeat("0", 16), "ffffffff"+strings.Repeat("5", 8)+strings.Repeat("0", 16)
+	if _, err := (catalog.JobStore{FS: fs, Root: p}).Record(ctx, []catalog.JobRecord{
+		{JobID: goneID, Job: catalog.LogicalJob{Tenant: "t", Cluster: "app-gone", Job: "ledger"}},
+		{JobID: plantedID, Job: catalog.LogicalJob{Tenant: "o", Cluster: "c2", Job: "billing"}},
+	}, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
 	catDir := filepath.Join(tmp, "tenant", catalog.Dir)
 	misnamed, _ := json.Marshal(catalog.Entry{Path: sps[8].Path, Job: catalog.LogicalJob{Tenant: "t", Cluster: "c1", Job: "orders"}, Trigger: catalog.TriggerAdopted})
 	if err := os.WriteFile(filepath.Join(catDir, "000000000000000000000000.json"), misnamed, 0o644); err != nil {
@@ -159,13 +168,13 @@ func testSavepointOwners(t *testing.T, plainRoot bool) {
 		}
 	}
 	check("first run", owners)
-	for id, j := range map[string]string{ordersID: "t/c1/orders", leftID: "t/c1/left", rightID: "t/c1/right"} {
+	for id, j := range map[string]string{ordersID: "t/c1/orders", leftID: "t/c1/left", rightID: "t/c1/right", goneID: "t/app-gone/ledger", plantedID: ""} {
 		if owners.jobs[id] != j {
 			t.Errorf("job %s is %q; want %q", id, owners.jobs[id], j)
 		}
 	}
 	for _, want := range []string{"000000000000000000000000.json", "111111111111111111111111.json", "is not of tenant t",
-		"found from a job id prefix by an earlier release", sps[6].Path + " is claimed by", "FlinkStateSnapshot ns-o/p-2 names " + sps[5].Path} {
+		"found from a job id prefix by an earlier release", sps[6].Path + " is claimed by", "job " + plantedID + " as o/c2/billing is no evidence", "FlinkStateSnapshot ns-o/p-2 names " + sps[5].Path} {
 		found := false
 		for _, n := range notes {
 			found = found || strings.Contains(n, want)

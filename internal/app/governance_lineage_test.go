@@ -253,8 +253,9 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 // references, keeps its savepoint as lineage-unknown (no history names it;
 // the shared prefix is no evidence), keeps the newest savepoint of the
 // other job although the pinned one has a newer file in its dir, and lists
-// the unknown savepoint under savepoints list --unknown. The cancelled job
-// then restores from the checkpoint that was kept.
+// the unknown savepoint under savepoints list --unknown; the plan records
+// which job id ran which logical job. The cancelled job then restores from
+// the checkpoint that was kept.
 func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -289,7 +290,21 @@ func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
 	after := e.checkpointed(ctx, fr, retiredID, 1).Counts.Completed
 	e.checkpointed(ctx, fr, retiredID, after+1)
 	e.cancel(ctx, fr, retiredID)
-	latest, latestRefs := e.latestRefs(ctx, fr, retiredID) // as the job ended
+	// Its latest checkpoint as it ended: the highest chk-N with a _metadata
+	// (Flink's statistics are served from a cache).
+	jobDir := strings.TrimPrefix(ckpts, e.peers.HDFS.URI) + "/" + retiredID
+	chks, err := e.raw.ReadDir(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latestID := -1
+	for _, c := range chks {
+		var n int
+		if _, err := fmt.Sscanf(c.Name(), "chk-%d", &n); err == nil && n > latestID && e.exists(e.root+"/a/checkpoints/"+retiredID+"/"+c.Name()+"/_metadata") {
+			latestID = n
+		}
+	}
+	latest, latestRefs := e.metadataRefs(ctx, fmt.Sprintf("%s/%s/chk-%d", ckpts, retiredID, latestID))
 	// Cancelled two days ago. Its savepoint keeps its time: written while
 	// the other job ran, which a prefix and a time window took for proof.
 	e.age(strings.TrimPrefix(ckpts, e.peers.HDFS.URI)+"/"+retiredID, time.Now().Add(-48*time.Hour), false)
@@ -322,6 +337,24 @@ func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
 				t.Errorf("%s, which the cancelled job's latest checkpoint needs, is planned as %s (%s): %s", f, it.Rule, it.Path, it.Detail)
 			}
 		}
+	}
+
+	// The plan recorded which job id runs which logical job, for when the
+	// cluster's history is gone.
+	fs, root, err := e.acts.Storage.Resolve(ctx, e.root+"/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := catalog.JobStore{FS: fs, Root: root}.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]string{}
+	for _, r := range recs {
+		recorded[r.JobID] = r.Job.String()
+	}
+	if want := e.tenant[0] + "/" + ca.ClusterID + "/ident-other-" + sfx; recorded[otherID] != want {
+		t.Errorf("job records %v; want %s as %s", recorded, otherID, want)
 	}
 
 	var listed activities.ListSavepointsResult

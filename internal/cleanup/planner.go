@@ -73,8 +73,9 @@ type planner struct {
 	jobLineage     map[string]string
 	// newestByJobID and newestByJob are the newest completed, parseable
 	// savepoint, by its own time, of each full job id and logical job that
-	// evidence proves it to be of. Never keyed by a job id prefix: whole
-	// fleets share one (see REFERENCES.md, identity on evidence).
+	// evidence proves it to be of, per tenant whose root holds it (see
+	// ownerKey). Never keyed by a job id prefix: whole fleets share one
+	// (see REFERENCES.md, identity on evidence).
 	newestByJobID map[string]provenSavepoint
 	newestByJob   map[string]provenSavepoint
 }
@@ -370,30 +371,39 @@ func (p *planner) indexSavepoints() {
 			continue
 		}
 		this := provenSavepoint{path: path, written: sp.Written}
-		if id := p.savepointJobID[path]; id != "" && sp.Written.After(p.newestByJobID[id].written) {
-			p.newestByJobID[id] = this
+		tenant := p.tenantOf(path)
+		if id := p.savepointJobID[path]; id != "" && sp.Written.After(p.newestByJobID[ownerKey(tenant, id)].written) {
+			p.newestByJobID[ownerKey(tenant, id)] = this
 		}
-		if job := p.lineage[path]; job != "" && sp.Written.After(p.newestByJob[job].written) {
-			p.newestByJob[job] = this
+		if job := p.lineage[path]; job != "" && sp.Written.After(p.newestByJob[ownerKey(tenant, job)].written) {
+			p.newestByJob[ownerKey(tenant, job)] = this
 		}
 	}
 }
 
-// newerSavepoint returns a savepoint proven to be of the same job as job
-// dir jobID (the same full job id, or the same logical job) and written
-// after the checkpoint c: then c is not the job's newest restore point.
+// ownerKey keys a job id or logical job by the tenant whose root holds
+// the savepoint: a savepoint proves something of a job dir only in the
+// same tenant, so that a claim a tenant can write (its catalog, its job
+// records) never decides about another tenant's checkpoints.
+func ownerKey(tenant, owner string) string { return tenant + "\x00" + owner }
+
+// newerSavepoint returns a savepoint in the same tenant, proven to be of
+// the same job as job dir jobID (the same full job id, or the same logical
+// job) and written after the checkpoint c: then c is not the job's newest
+// restore point.
 func (p *planner) newerSavepoint(jobID string, c layout.Checkpoint) (provenSavepoint, bool) {
+	tenant := p.tenantOf(p.norm(c.Path))
 	// The checkpoint's own time; without it, the newest time in its dir,
 	// which is never older.
 	at := c.Written
 	if at.IsZero() {
 		at = c.Usage.Newest
 	}
-	if sp := p.newestByJobID[jobID]; sp.written.After(at) {
+	if sp := p.newestByJobID[ownerKey(tenant, jobID)]; sp.written.After(at) {
 		return sp, true
 	}
 	if job := p.jobLineage[jobID]; job != "" {
-		if sp := p.newestByJob[job]; sp.written.After(at) {
+		if sp := p.newestByJob[ownerKey(tenant, job)]; sp.written.After(at) {
 			return sp, true
 		}
 	}

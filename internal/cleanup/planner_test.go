@@ -606,3 +606,35 @@ func BenchmarkBuildPlanRetiredJobs(b *testing.B) {
 		}
 	}
 }
+
+// TestPlanTakesNoTenantsWordForAnothersJob: a claim another tenant can
+// write (its catalog, its job records) that its savepoint is of this
+// tenant's retired job, by job id or by logical job, never makes this
+// tenant's latest checkpoint deletable.
+func TestPlanTakesNoTenantsWordForAnothersJob(t *testing.T) {
+	for name, evidence := range map[string]func(f *fixture, sp string){
+		"job id":      func(f *fixture, sp string) { f.savepointJobIDs = map[string]string{sp: jobA} },
+		"logical job": func(f *fixture, sp string) { f.jobLineage = map[string]string{jobA: "t/c/" + jobA[:6]} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture()
+			f.job(jobA, old)
+			c := f.chk(jobA, 2, true, old)
+			// A savepoint in tenant u's root, newer, and said to be jobA's.
+			sp := nn + "/u/savepoints/savepoint-" + jobA[:6] + "-0123456789ab"
+			f.l.Report.Savepoints = append(f.l.Report.Savepoints, layout.Savepoint{Root: nn + "/u/savepoints", Path: sp, JobIDPrefix: jobA[:6],
+				Completed: true, Written: old.Add(time.Hour), Usage: usage(3, old.Add(time.Hour))})
+			f.meta(sp, sp+"/state")
+			evidence(f, sp)
+			p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}}, Policy: f.pol,
+				Lineage: byPrefix(f.l), SavepointJobIDs: f.savepointJobIDs, JobLineage: f.jobLineage,
+				Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}, {Name: "team-u", Root: "/u"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, ok := keptFor(p, c); !ok || k.Reason != KeepLatestRetired {
+				t.Fatalf("%s kept %+v (planned %v); want %s", c, k, planned(p), KeepLatestRetired)
+			}
+		})
+	}
+}
