@@ -538,9 +538,9 @@ func (a *Activities) recordJobs(ctx context.Context, tenants []inventory.Tenant,
 	}
 }
 
-// compactCatalogs folds each tenant's catalog into its index and drops the
-// entries of savepoints that are gone, so the catalog never becomes the
-// quota problem itself. A savepoint in the listing exists; any other is
+// compactCatalogs folds each tenant's savepoint catalog and drill records
+// into their indexes and drops the records of snapshots that are gone, so
+// they never become the quota problem themselves. A savepoint in the listing exists; any other is
 // asked of storage, and one that cannot be asked keeps its entry. A
 // catalog that cannot be compacted costs only files, and is noted.
 func (a *Activities) compactCatalogs(ctx context.Context, tenants []inventory.Tenant, listing cleanup.Listing, notes *[]string) {
@@ -567,13 +567,21 @@ func (a *Activities) compactCatalogs(ctx context.Context, tenants []inventory.Te
 		return
 	}
 	for _, r := range roots {
-		res, err := r.store.Compact(ctx, exists)
-		if err != nil {
-			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s not compacted: %v", r.tenant, err))
-			continue
-		}
-		if res.Dropped > 0 {
-			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s: %d entries of savepoints that are gone dropped, %d kept", r.tenant, res.Dropped, res.Kept))
+		for _, c := range []struct {
+			what    string
+			compact func(context.Context, func(context.Context, string) (bool, error)) (catalog.CompactResult, error)
+		}{
+			{"savepoint catalog", r.store.Compact},
+			{"restore drill records", catalog.DrillStore{FS: r.store.FS, Root: r.store.Root}.Compact},
+		} {
+			res, err := c.compact(ctx, exists)
+			if err != nil {
+				*notes = append(*notes, fmt.Sprintf("%s of tenant %s not compacted: %v", c.what, r.tenant, err))
+				continue
+			}
+			if res.Dropped > 0 {
+				*notes = append(*notes, fmt.Sprintf("%s of tenant %s: %d of snapshots that are gone dropped, %d kept", c.what, r.tenant, res.Dropped, res.Kept))
+			}
 		}
 		activity.RecordHeartbeat(ctx, "catalog of "+r.tenant)
 	}

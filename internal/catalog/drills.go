@@ -86,7 +86,18 @@ func replaceFile(ctx context.Context, fs storage.FileSystem, dir, name string, d
 // List reads every record, sorted by snapshot; a missing directory is
 // empty.
 func (s DrillStore) List(ctx context.Context) ([]DrillRecord, error) {
-	out, err := readRecords[DrillRecord](ctx, s.FS, s.dir())
+	bySnapshot, err := readIndex(ctx, s.FS, s.dir(), drillRecords)
+	if err != nil {
+		return nil, err
+	}
+	files, err := readRecords[DrillRecord](ctx, s.FS, s.dir())
+	for _, r := range files {
+		bySnapshot[r.Snapshot] = r // a file is newer than the index
+	}
+	out := make([]DrillRecord, 0, len(bySnapshot))
+	for _, r := range bySnapshot {
+		out = append(out, r)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Snapshot < out[j].Snapshot })
 	return out, err
 }

@@ -132,3 +132,31 @@ func TestClaimsReportsACorruptIndex(t *testing.T) {
 		t.Fatalf("strict list with a corrupt index: %v; want ErrInvalid", err)
 	}
 }
+
+// TestCompactDrillRecords: drill records fold into one index, those of
+// snapshots that are gone are dropped, and a newer record still wins.
+func TestCompactDrillRecords(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	s := DrillStore{FS: st.FS, Root: st.Root}
+	snap := func(i int) string { return fmt.Sprintf("hdfs://nn:8020/sp/savepoint-aaaaaa-%012d", i) }
+	for i := range 3 {
+		if err := s.Put(ctx, DrillRecord{Snapshot: snap(i), RunID: "d1", Outcome: DrillPassed, Tier: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.Compact(ctx, func(_ context.Context, p string) (bool, error) { return p != snap(0), nil })
+	if err != nil || res.Dropped != 1 || res.Kept != 2 || res.Merged != 3 {
+		t.Fatalf("compact %+v %v; want 1 dropped, 2 kept, 3 merged", res, err)
+	}
+	if des, _ := os.ReadDir(s.dir()); len(des) != 1 {
+		t.Fatalf("%d files after compaction; want the index", len(des))
+	}
+	if err := s.Put(ctx, DrillRecord{Snapshot: snap(1), RunID: "d2", Outcome: DrillFailed, Tier: 2}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 2 || list[0].Snapshot != snap(1) || list[0].RunID != "d2" || list[1].RunID != "d1" {
+		t.Fatalf("drills %+v %v; want %s by d2 and %s by d1", list, err, snap(1), snap(2))
+	}
+}
