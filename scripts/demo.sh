@@ -41,8 +41,11 @@ echo "worker up: health http://127.0.0.1:9090/healthz, metrics http://127.0.0.1:
 echo
 bin/flinkmaint ping --message "hello from make demo"
 echo
-echo "The payments jobs took savepoints before flinkmaint ran; adopt them for their jobs, so"
-echo "retention counts them (until then they are kept as lineage-unknown):"
+echo "The payments jobs took savepoints before flinkmaint ran. Those their job's checkpoint history"
+echo "no longer names are tied to no job by any evidence, and governance keeps them:"
+bin/flinkmaint savepoints list --unknown
+echo
+echo "Adopt them for their jobs, so retention counts them:"
 for job in $(cut -d' ' -f1 "$STATE/adopt.txt" | sort -u); do
   mapfile -t paths < <(awk -v j="$job" '$1 == j {print $2}' "$STATE/adopt.txt")
   bin/flinkmaint savepoints adopt --job "$job" "${paths[@]}"

@@ -49,9 +49,9 @@ type debrisReport struct {
 	OrphanDir            string   // shared/ dir of a live job
 	Orphans              []string // the orphaned files in it
 	// OldSavepoints are the live jobs' earlier savepoints by job name,
-	// oldest first. Their job ran long before the job id that wrote them
-	// (they were aged), so nothing tells their logical job until they are
-	// adopted.
+	// oldest first, aged as if taken before flinkmaint ran: only their
+	// job's checkpoint history names them, and only while they are among
+	// its latest entries; the demo adopts them.
 	OldSavepoints    map[string][]string
 	DeletedClusterHA string // HA dir of a cluster that no longer exists
 }

@@ -163,9 +163,8 @@ func run(out string, perCluster int, temporalAddr string) error {
 	if err != nil {
 		return fmt.Errorf("debris of tenant %s: %w", near, err)
 	}
-	// The old savepoints predate the job ids that wrote them; demo.sh
-	// adopts them for their logical jobs, as a team does with savepoints
-	// taken before flinkmaint ran.
+	// The old savepoints stand for those taken before flinkmaint ran;
+	// demo.sh adopts them for their logical jobs, as a team does.
 	var adopt strings.Builder
 	for _, j := range liveJobs[near] {
 		for _, sp := range seeded.OldSavepoints[j.name] {
