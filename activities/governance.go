@@ -295,11 +295,40 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		}
 		audit = ap
 	}
-	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: a.now()})
+	if a.Inventory == nil || a.Flink == nil {
+		return PurgeTrashResult{}, nonRetryable(ErrTypeInventory,
+			"worker has no inventory source or Flink client configured: which jobs restore from the trash cannot be told, so nothing is purged")
+	}
+	inv, err := a.discover(ctx)
+	if err != nil {
+		return PurgeTrashResult{}, err
+	}
+	// A trash inside a tenant's tree, or holding one, would purge state.
+	trash := strings.TrimRight(p, "/")
+	for _, t := range inv.Tenants {
+		if t.Root == "" {
+			continue
+		}
+		tfs, tp, err := a.Storage.Resolve(ctx, t.Root)
+		if err != nil {
+			return PurgeTrashResult{}, classify("resolve tenant root "+t.Root, err)
+		}
+		tp = strings.TrimRight(tp, "/")
+		if tfs.URI().String() == fs.URI().String() && (tp == trash || strings.HasPrefix(tp, trash+"/") || strings.HasPrefix(trash, tp+"/")) {
+			return PurgeTrashResult{}, nonRetryable(ErrTypeCleanupNotConfigured, "cleanup.trashRoot=%q overlaps the root %s of tenant %s: a purge would remove its state; move the trash outside every tenant's tree",
+				a.Cleanup.TrashRoot, t.Root, t.Name)
+		}
+	}
+	needed := func(ctx context.Context) (map[string]string, error) { return a.restoreNeeds(ctx, inv) }
+	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: a.now(), Needed: needed})
 	if err != nil {
 		return PurgeTrashResult{}, classify("purge trash", err)
 	}
 	res := PurgeTrashResult{Manifest: out.Manifest, Kept: len(out.Kept)}
+	for _, r := range out.Refused {
+		res.Refused = append(res.Refused, r.Path+": "+r.Detail)
+		activity.GetLogger(ctx).Warn("trash run not purged: a restore source needs it", "run", r.Path, "by", r.Detail)
+	}
 	for _, r := range out.Purged {
 		res.Purged = append(res.Purged, r.Path)
 		res.Files += r.Files
@@ -309,6 +338,43 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		a.Metrics.Succeeded(OpPurgeTrash, a.now())
 	}
 	return res, nil
+}
+
+// restoreNeeds reads, from every inventory cluster, what could restore
+// now: each live job's restore point and latest checkpoint and every file
+// their _metadata name, and the snapshots the operator's records name,
+// each with who needs it. A live job whose snapshot's _metadata cannot be
+// read is an error: what it names cannot be told.
+func (a *Activities) restoreNeeds(ctx context.Context, inv inventory.Inventory) (map[string]string, error) {
+	live, _, err := a.liveInventory(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	needed := map[string]string{}
+	for _, c := range live.Clusters {
+		for _, j := range c.Jobs {
+			for what, p := range map[string]string{"restore point": j.RestorePath, "latest checkpoint": j.LatestCheckpoint} {
+				if p != "" {
+					needed[p] = fmt.Sprintf("%s of live job %s on cluster %s", what, j.JobID, c.ClusterID)
+				}
+			}
+		}
+	}
+	for path, m := range live.Metadata {
+		if m.Error != "" {
+			return nil, fmt.Errorf("%s of a live job cannot be read (%s): what it names cannot be told", path, m.Error)
+		}
+		if m.Refs == nil {
+			continue
+		}
+		for _, f := range append(append([]string(nil), m.Refs.Files...), m.Refs.ManagedDirs...) {
+			needed[f] = "named by " + path
+		}
+	}
+	for _, r := range live.Records {
+		needed[r.Path] = r.By
+	}
+	return needed, nil
 }
 
 // SampleQuota takes one usage sample of every tenant in scope (content

@@ -242,6 +242,9 @@ type PurgeTrashResult struct {
 	Files    int64    `json:"files"`
 	Bytes    int64    `json:"bytes"`
 	Kept     int      `json:"kept"`
+	// Refused are the runs past the TTL that a restore source needs (a job
+	// restored from a trash path), each with who needs it.
+	Refused []string `json:"refused,omitempty"`
 }
 
 // SampleQuotaInput samples the tenants of a scope (or the given tenants).

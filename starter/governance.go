@@ -285,6 +285,12 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 					}
 				}
 			}
+			if pr := st.Purge; pr != nil {
+				fmt.Fprintf(w, "purged %d trash runs, %d files, %d bytes; %d younger than the TTL kept\n", len(pr.Purged), pr.Files, pr.Bytes, pr.Kept)
+				for _, r := range pr.Refused {
+					fmt.Fprintf(w, "not purged %s\n", r)
+				}
+			}
 			for _, n := range st.Notes {
 				fmt.Fprintf(w, "note     %s\n", n)
 			}

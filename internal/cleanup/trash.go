@@ -24,6 +24,13 @@ type PurgeConfig struct {
 	TTL time.Duration
 	// Now is the purge time (the caller's clock).
 	Now time.Time
+	// Needed, when set, is read right before the runs are judged: every
+	// path that something that could restore needs (a live job's restore
+	// point and latest checkpoint and what their _metadata name, an
+	// operator record), each with who needs it. A job restored from a
+	// trash path makes that run a restore source: it is refused, not
+	// purged. An error stops the purge before anything is removed.
+	Needed func(ctx context.Context) (map[string]string, error)
 }
 
 // PurgeResult lists what a purge did.
@@ -31,6 +38,8 @@ type PurgeResult struct {
 	Manifest string   `json:"manifest,omitempty"`
 	Purged   []Record `json:"purged"`
 	Kept     []string `json:"kept"`
+	// Refused are runs past the TTL that a restore source needs.
+	Refused []Record `json:"refused,omitempty"`
 }
 
 // PurgeTrash removes trash runs (<TrashRoot>/<run-id>) older than the TTL
@@ -76,6 +85,12 @@ func PurgeTrash(ctx context.Context, cfg PurgeConfig) (PurgeResult, error) {
 		return PurgeResult{}, classify("list trash", root, err)
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Path < runs[j].Path })
+	var needed map[string]string
+	if cfg.Needed != nil {
+		if needed, err = cfg.Needed(ctx); err != nil {
+			return PurgeResult{}, &Error{Op: "read what restore sources need before a purge", Retryable: true, Err: err}
+		}
+	}
 	var res PurgeResult
 	for _, run := range runs {
 		if err := ctx.Err(); err != nil {
@@ -102,6 +117,11 @@ func PurgeTrash(ctx context.Context, cfg PurgeConfig) (PurgeResult, error) {
 			res.Kept = append(res.Kept, run.Path)
 			continue
 		}
+		if by, ok := neededUnder(needed, run.Path); ok {
+			res.Refused = append(res.Refused, Record{Path: run.Path, Files: files, Dirs: dirs, Bytes: bytes, Outcome: OutcomeRefused,
+				Time: cfg.Now.UTC(), Detail: "a restore source needs it: " + by})
+			continue
+		}
 		if _, err := guard.Check(cfg.FS.URI(), run.Path); err != nil {
 			return res, &Error{Op: "purge trash", Path: run.Path, Kind: ErrOutsideRoots, Err: err}
 		}
@@ -111,16 +131,47 @@ func PurgeTrash(ctx context.Context, cfg PurgeConfig) (PurgeResult, error) {
 		res.Purged = append(res.Purged, Record{Path: run.Path, Files: files, Dirs: dirs, Bytes: bytes, Outcome: OutcomePurged,
 			Time: cfg.Now.UTC(), Detail: "unchanged since " + newest.UTC().Format(time.RFC3339)})
 	}
-	if len(res.Purged) > 0 {
+	if len(res.Purged) > 0 || len(res.Refused) > 0 {
 		m := &manifest{fs: cfg.FS, dir: audit + "/_purge"}
 		name := fmt.Sprintf("purge-%s.jsonl", cfg.Now.UTC().Format("20060102T150405.000000000Z"))
 		m.next = 0
-		if err := writeRecords(ctx, m, name, res.Purged); err != nil {
+		if err := writeRecords(ctx, m, name, append(append([]Record(nil), res.Purged...), res.Refused...)); err != nil {
 			return res, err
 		}
 		res.Manifest = m.dir + "/" + name
 	}
 	return res, nil
+}
+
+// neededUnder reports whether a needed path lies in dir, and who needs
+// it. Paths are compared without scheme and authority: a source that
+// names the trash under another spelling of its file system still keeps
+// it (and one on another file system with the same path keeps it too,
+// which costs a purge, never a restore).
+func neededUnder(needed map[string]string, dir string) (string, bool) {
+	d := pathPart(dir)
+	var hits []string
+	for p, by := range needed {
+		if under(pathPart(p), d) {
+			hits = append(hits, p+" ("+by+")")
+		}
+	}
+	if len(hits) == 0 {
+		return "", false
+	}
+	sort.Strings(hits)
+	if len(hits) > 3 {
+		hits = append(hits[:3], fmt.Sprintf("and %d more", len(hits)-3))
+	}
+	return strings.Join(hits, "; "), true
+}
+
+// pathPart is p cleaned as normPath does, without scheme and authority.
+func pathPart(p string) string {
+	if n, err := normPath(p, ""); err == nil {
+		p = n
+	}
+	return stripScheme(p)
 }
 
 func writeRecords(ctx context.Context, m *manifest, name string, recs []Record) error {

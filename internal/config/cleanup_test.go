@@ -21,11 +21,23 @@ func TestCleanupValidation(t *testing.T) {
 		"audit without trash": {[]string{"/flinkmaint"}, Cleanup{AuditRoot: "/flinkmaint/audit"}, "cleanup.trashRoot is empty"},
 		"reference roots":     {nil, Cleanup{ReferenceRoots: []string{"hdfs://ns1/legacy/checkpoints", "/other"}}, ""},
 		"relative reference":  {nil, Cleanup{ReferenceRoots: []string{"legacy"}}, `cleanup.referenceRoots[0]="legacy"`},
+		"reference root in the trash": {[]string{"/f"}, Cleanup{TrashRoot: "/f/trash", ReferenceRoots: []string{"hdfs://nn/f/trash/legacy"}},
+			`cleanup.referenceRoots[0]="hdfs://nn/f/trash/legacy" overlaps cleanup.trashRoot="/f/trash"`},
+		"trash in a reference root": {[]string{"/f"}, Cleanup{TrashRoot: "/f/trash", ReferenceRoots: []string{"/f"}},
+			`cleanup.referenceRoots[0]="/f" overlaps cleanup.trashRoot`},
+		"plan dir in the trash": {[]string{"/f"}, Cleanup{TrashRoot: "/f/trash", PlanDir: "/f/trash/plans"},
+			`cleanup.planDir="/f/trash/plans" is inside cleanup.trashRoot="/f/trash"`},
+		"audit root is the trash":         {[]string{"/f"}, Cleanup{TrashRoot: "/f/trash", AuditRoot: "/f/trash"}, `cleanup.auditRoot="/f/trash" is inside`},
+		"drill root in the trash":         {[]string{"/f"}, Cleanup{TrashRoot: "/f/trash"}, `drill.root="/f/trash/drills" overlaps cleanup.trashRoot`},
+		"audit and plans under _ entries": {[]string{"/f"}, Cleanup{TrashRoot: "/f/trash", AuditRoot: "/f/trash/_audit", PlanDir: "hdfs://nn:8020/f/trash/_plans"}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := Default()
 			c.Storage.WritableRoots = tc.writable
 			c.Cleanup = tc.cleanup
+			if strings.HasPrefix(tc.want, "drill.root") {
+				c.Drill.Root = "/f/trash/drills" // the one drill root these cases use
+			}
 			err := c.Validate()
 			if tc.want == "" {
 				if err != nil {

@@ -453,6 +453,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Cleanup.validate(c.Storage.WritableRoots)...)
 	errs = append(errs, c.Drill.validate(c.Storage.WritableRoots)...)
+	errs = append(errs, c.Cleanup.validateTrash(c.Drill.Root)...)
 	if len(errs) > 0 {
 		return &ValidationError{Problems: errs}
 	}
@@ -523,6 +524,54 @@ func (c Cleanup) validate(writable []string) []error {
 		errs = append(errs, fmt.Errorf("cleanup.auditRoot=%q is set but cleanup.trashRoot is empty: set cleanup.trashRoot too (trash is the default action)", c.AuditRoot))
 	}
 	return errs
+}
+
+// validateTrash keeps the trash apart from what is not trash: a purge
+// removes every entry of the trash root whose name does not start with
+// "_", so a reference root or the drill root that overlaps it would be
+// purged (or would hold the trash), and so would an audit root or plan dir
+// inside it anywhere but under such an entry.
+func (c Cleanup) validateTrash(drillRoot string) []error {
+	if c.TrashRoot == "" {
+		return nil
+	}
+	var errs []error
+	apart := func(field, v, what string) {
+		if v != "" && (underAny(v, []string{c.TrashRoot}) || underAny(c.TrashRoot, []string{v})) {
+			errs = append(errs, fmt.Errorf("%s=%q overlaps cleanup.trashRoot=%q: a purge would remove %s; use a directory outside the trash, and a trash outside it", field, v, c.TrashRoot, what))
+		}
+	}
+	for i, r := range c.ReferenceRoots {
+		apart(fmt.Sprintf("cleanup.referenceRoots[%d]", i), r, "the checkpoints of jobs outside every scope")
+	}
+	apart("drill.root", drillRoot, "the state of drills in flight")
+	for _, f := range []struct{ name, v string }{{"cleanup.auditRoot", c.AuditRoot}, {"cleanup.planDir", c.PlanDir}} {
+		if f.v == "" || !underAny(f.v, []string{c.TrashRoot}) {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimRight(trashRelative(f.v, c.TrashRoot), "/"), "/")
+		if rel == "" || !strings.HasPrefix(rel, "_") {
+			errs = append(errs, fmt.Errorf("%s=%q is inside cleanup.trashRoot=%q where a purge would remove it; use a directory outside the trash, or one under an entry whose name starts with _ such as %s/_audit",
+				f.name, f.v, c.TrashRoot, strings.TrimRight(c.TrashRoot, "/")))
+		}
+	}
+	return errs
+}
+
+// trashRelative is p relative to the trash root it lies under (compared
+// as underAny does).
+func trashRelative(p, trash string) string {
+	pathOf := func(s string) string {
+		if i := strings.Index(s, "://"); i >= 0 && (!strings.Contains(p, "://") || !strings.Contains(trash, "://")) {
+			rest := s[i+3:]
+			if j := strings.Index(rest, "/"); j >= 0 {
+				return rest[j:]
+			}
+			return "/"
+		}
+		return s
+	}
+	return strings.TrimPrefix(pathOf(p), strings.TrimRight(pathOf(trash), "/"))
 }
 
 func (d Drill) validate(writable []string) []error {
