@@ -39,6 +39,7 @@ type govFlags struct {
 	name, reason, mode, action, reportDir       string
 	tenants, clusters, include, exclude, pins   []string
 	grace, retiredTTL, savepointMaxAge, haTTL   time.Duration
+	maxCheckpointTimeout                        time.Duration
 	orphanTTL                                   time.Duration
 	approvalTimeout, executeTimeout, purgeAfter time.Duration
 	shardItems, executeParallelism, gatherParts int
@@ -60,6 +61,8 @@ func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
 	fl.StringVar(&f.action, "action", workflows.CleanupActionTrash, "trash (recoverable) or delete")
 	fl.DurationVar(&f.grace, "grace", 0, "protect anything younger (default 1h)")
 	fl.DurationVar(&f.retiredTTL, "retired-job-ttl", 0, "keep a retired job's checkpoints this long (default 168h)")
+	fl.DurationVar(&f.maxCheckpointTimeout, "max-checkpoint-timeout", 0,
+		"the longest checkpoint timeout any job writing into the roots may have, outside the inventory too; a job dir written more recently keeps what no _metadata names yet (default 10m)")
 	fl.IntVar(&f.keepSavepoints, "keep-savepoints", 0, "newest savepoints kept per job (default 2)")
 	fl.DurationVar(&f.savepointMaxAge, "savepoint-max-age", 0, "keep savepoints younger than this (default 168h)")
 	fl.DurationVar(&f.haTTL, "ha-ttl", 0, "keep HA dirs of retired clusters this long (default 168h)")
@@ -91,7 +94,8 @@ func (f *govFlags) input() (workflows.GovernanceInput, error) {
 		Scope: activities.Scope{Tenants: f.tenants, Clusters: f.clusters, IncludeJobs: f.include, ExcludeJobs: f.exclude},
 		Policy: workflows.GovernancePolicy{
 			Grace: workflows.Duration(f.grace), RetiredJobTTL: workflows.Duration(f.retiredTTL), KeepSavepoints: f.keepSavepoints,
-			SavepointMaxAge: workflows.Duration(f.savepointMaxAge), HATTL: workflows.Duration(f.haTTL), PinnedSavepoints: f.pins,
+			MaxCheckpointTimeout: workflows.Duration(f.maxCheckpointTimeout),
+			SavepointMaxAge:      workflows.Duration(f.savepointMaxAge), HATTL: workflows.Duration(f.haTTL), PinnedSavepoints: f.pins,
 			OrphanTTL: workflows.Duration(f.orphanTTL), IgnoreDrills: f.ignoreDrills,
 			Action: f.action, DeleteLatestRetiredCheckpoint: f.deleteLatestRetired, OperatorSnapshots: f.operatorSnapshots,
 		},

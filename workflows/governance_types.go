@@ -52,9 +52,13 @@ type GovernancePolicy struct {
 	Grace                         Duration `json:"grace,omitempty"`
 	RetiredJobTTL                 Duration `json:"retiredJobTTL,omitempty"`
 	DeleteLatestRetiredCheckpoint bool     `json:"deleteLatestRetiredCheckpoint,omitempty"`
-	KeepSavepoints                int      `json:"keepSavepoints,omitempty"`
-	SavepointMaxAge               Duration `json:"savepointMaxAge,omitempty"`
-	HATTL                         Duration `json:"haTTL,omitempty"`
+	// MaxCheckpointTimeout is the longest checkpoint timeout the fleet
+	// allows, jobs outside the inventory included (default 10m): a job dir
+	// written more recently keeps what no _metadata names yet.
+	MaxCheckpointTimeout Duration `json:"maxCheckpointTimeout,omitempty"`
+	KeepSavepoints       int      `json:"keepSavepoints,omitempty"`
+	SavepointMaxAge      Duration `json:"savepointMaxAge,omitempty"`
+	HATTL                Duration `json:"haTTL,omitempty"`
 	// OrphanTTL keeps leftover Kubernetes objects (TaskManagers of gone
 	// JobManagers, idle JobManagers, HA ConfigMaps of gone clusters)
 	// younger than this.
@@ -72,7 +76,7 @@ type GovernancePolicy struct {
 
 func (p GovernancePolicy) activityPolicy() activities.CleanupPolicy {
 	return activities.CleanupPolicy{
-		Grace: p.Grace.D(), RetiredJobTTL: p.RetiredJobTTL.D(), DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint,
+		Grace: p.Grace.D(), RetiredJobTTL: p.RetiredJobTTL.D(), DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint, MaxCheckpointTimeout: p.MaxCheckpointTimeout.D(),
 		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge.D(), HATTL: p.HATTL.D(), OrphanTTL: p.OrphanTTL.D(),
 		PinnedSavepoints: p.PinnedSavepoints, IgnoreDrills: p.IgnoreDrills, Action: cleanup.Action(p.Action), OperatorSnapshots: cleanup.OperatorSnapshots(p.OperatorSnapshots),
 	}
@@ -194,7 +198,7 @@ func (in *GovernanceInput) validate(name func(field string) string) error {
 		v    Duration
 	}{
 		{"policy.grace", p.Grace}, {"policy.retiredJobTTL", p.RetiredJobTTL}, {"policy.savepointMaxAge", p.SavepointMaxAge},
-		{"policy.haTTL", p.HATTL}, {"policy.orphanTTL", p.OrphanTTL}, {"approvalTimeout", in.ApprovalTimeout}, {"executeTimeout", in.ExecuteTimeout},
+		{"policy.haTTL", p.HATTL}, {"policy.orphanTTL", p.OrphanTTL}, {"policy.maxCheckpointTimeout", p.MaxCheckpointTimeout}, {"approvalTimeout", in.ApprovalTimeout}, {"executeTimeout", in.ExecuteTimeout},
 		{"purgeTrashAfter", in.PurgeTrashAfter},
 	} {
 		if d.v < 0 {
@@ -203,6 +207,9 @@ func (in *GovernanceInput) validate(name func(field string) string) error {
 	}
 	if p.RetiredJobTTL > 0 && p.Grace > 0 && p.RetiredJobTTL < p.Grace {
 		bad("policy.retiredJobTTL", "=%s is shorter than %s=%s: a retired job's in-flight files would lose their protection", p.RetiredJobTTL, name("policy.grace"), p.Grace)
+	}
+	if p.RetiredJobTTL > 0 && p.MaxCheckpointTimeout > 0 && p.RetiredJobTTL < p.MaxCheckpointTimeout {
+		bad("policy.retiredJobTTL", "=%s is shorter than %s=%s: a job outside the inventory still checkpointing would lose its checkpoints", p.RetiredJobTTL, name("policy.maxCheckpointTimeout"), p.MaxCheckpointTimeout)
 	}
 	for i, s := range p.PinnedSavepoints {
 		if !strings.HasPrefix(s, "/") && !strings.Contains(s, "://") {

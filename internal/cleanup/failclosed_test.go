@@ -187,11 +187,60 @@ func TestPlanKeepsUploadsOfPendingCheckpoints(t *testing.T) {
 
 func TestPlanRefusesGraceBelowACheckpointTimeout(t *testing.T) {
 	f := newFixture()
-	f.pol.Grace = 10 * time.Minute
+	f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
 	f.liveJob(LiveJob{JobID: jobA, CheckpointTimeout: time.Hour})
 	_, err := f.build(Spellings{})
 	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "grace") || !strings.Contains(err.Error(), jobA) {
 		t.Fatalf("err %v; want invalid input naming grace and job %s", err, jobA)
+	}
+	// A live job's timeout above the longest the policy says the fleet
+	// allows: the policy is wrong about jobs outside the inventory too.
+	f.pol.Grace, f.pol.MaxCheckpointTimeout = 2*time.Hour, 30*time.Minute
+	_, err = f.build(Spellings{})
+	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "maxCheckpointTimeout") || !strings.Contains(err.Error(), jobA) {
+		t.Fatalf("err %v; want invalid input naming maxCheckpointTimeout and job %s", err, jobA)
+	}
+}
+
+// TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading: a job dir
+// absent from the inventory, written within the longest checkpoint
+// timeout the fleet allows, keeps its unreferenced state files and
+// incomplete checkpoints, though they are older than the grace period: a
+// job outside the inventory with a long timeout may still be uploading
+// them. Written before that, they go.
+func TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading(t *testing.T) {
+	f := newFixture()
+	f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
+	written := now.Add(-time.Hour) // past the grace, within the timeout
+	f.job(jobA, written)
+	done := f.chk(jobA, 1, true, now.Add(-3*time.Hour))
+	upload := f.state(jobA, "shared", "upload-for-chk-2", 10, now.Add(-90*time.Minute))
+	inFlight := f.chk(jobA, 2, false, now.Add(-90*time.Minute))
+	p, err := f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{upload, inFlight} {
+		if k, ok := keptFor(p, path); !ok || k.Reason != KeepPossiblyLive || !strings.Contains(k.By, "2h0m0s") {
+			t.Errorf("%s kept %+v (planned %v); want %s", path, k, planned(p), KeepPossiblyLive)
+		}
+	}
+	if k, ok := keptFor(p, done); !ok || k.Reason != KeepWithinTTL {
+		t.Errorf("%s kept %+v; want %s", done, k, KeepWithinTTL)
+	}
+
+	f = newFixture()
+	f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
+	f.job(jobA, now.Add(-3*time.Hour))
+	upload = f.state(jobA, "shared", "upload-for-chk-2", 10, now.Add(-3*time.Hour))
+	inFlight = f.chk(jobA, 2, false, now.Add(-3*time.Hour))
+	if p, err = f.build(Spellings{}); err != nil {
+		t.Fatal(err)
+	}
+	for path, rule := range map[string]Rule{upload: RuleUnreferencedState, inFlight: RuleIncompleteCheckpoint} {
+		if planned(p)[path] != rule {
+			t.Errorf("%s, written past the timeout, planned %q; want %s", path, planned(p)[path], rule)
+		}
 	}
 }
 

@@ -229,6 +229,7 @@ const (
 	KeepNewerThanCheckpoint Reason = "newer-than-latest-checkpoint"
 	KeepForStWorkingState   Reason = "forst-working-state-of-live-job"
 	KeepLiveJob             Reason = "live-job-checkpoint"
+	KeepPossiblyLive        Reason = "possibly-live-writer"
 	KeepWithinTTL           Reason = "within-ttl"
 	KeepLatestRetired       Reason = "latest-checkpoint-of-retired-job"
 	KeepRestorePoint        Reason = "restore-point-of-live-job"

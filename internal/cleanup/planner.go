@@ -223,6 +223,11 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			if j.InFlightCheckpoint < 0 {
 				return nil, invalidInput("live job %s: inFlightCheckpoint %d is negative; want 0 (none) or a checkpoint id", j.JobID, j.InFlightCheckpoint)
 			}
+			if j.CheckpointTimeout > pol.MaxCheckpointTimeout {
+				return nil, invalidInput("policy maxCheckpointTimeout %v is shorter than the checkpoint timeout %v of live job %s on cluster %s: "+
+					"it must be the longest the fleet allows, jobs outside the inventory included; set it to at least %v",
+					pol.MaxCheckpointTimeout, j.CheckpointTimeout, j.JobID, c.ClusterID, j.CheckpointTimeout)
+			}
 			if j.CheckpointTimeout > pol.Grace {
 				return nil, invalidInput("policy grace %v is shorter than the checkpoint timeout %v of live job %s on cluster %s: "+
 					"a checkpoint may upload files that long before its _metadata exists; set grace to at least %v",
@@ -441,6 +446,7 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 	}
 	live, isLive := p.liveJobs[j.JobID]
 	retiredPastTTL := !isLive && p.old(j.Total.Newest, p.pol.RetiredJobTTL)
+	writer, mayBeWritten := p.possiblyLiveWriter(j, isLive)
 	var latest int64 = -1
 	for _, c := range j.Checkpoints {
 		if c.Completed && c.ID > latest {
@@ -464,6 +470,9 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 				p.addKeep(k)
 			case isLive && p.pending(live, c.Usage.Newest):
 				k.Reason, k.By = KeepPendingUpload, p.pendingBy(live)
+				p.addKeep(k)
+			case mayBeWritten:
+				k.Reason, k.By = KeepPossiblyLive, writer
 				p.addKeep(k)
 			case p.old(c.Usage.Newest, p.pol.Grace):
 				item.Rule = RuleIncompleteCheckpoint
@@ -498,6 +507,18 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 		}
 	}
 	return false
+}
+
+// possiblyLiveWriter reports whether a job dir absent from the inventory
+// was written within the longest checkpoint timeout the fleet allows: a
+// job outside the inventory may still be uploading a checkpoint into it,
+// its files older than the grace period and no _metadata yet.
+func (p *planner) possiblyLiveWriter(j layout.JobCheckpoints, isLive bool) (string, bool) {
+	if isLive || p.old(j.Total.Newest, p.pol.MaxCheckpointTimeout) {
+		return "", false
+	}
+	return fmt.Sprintf("job %s is absent from the inventory, but its dir was written %s, within the longest checkpoint timeout the fleet allows (%v): "+
+		"a job outside the inventory may be uploading a checkpoint", j.JobID, j.Total.Newest.UTC().Format(time.RFC3339), p.pol.MaxCheckpointTimeout), true
 }
 
 // planSavepoints applies retention per logical job: a job's id changes on
@@ -662,6 +683,7 @@ func (p *planner) planStateFiles(jobs []layout.JobCheckpoints, whole map[string]
 		}
 		live, isLive := p.liveJobs[j.JobID]
 		retiredPastTTL := !isLive && p.old(j.Total.Newest, p.pol.RetiredJobTTL)
+		writer, mayBeWritten := p.possiblyLiveWriter(j, isLive)
 		var newestMeta time.Time
 		for _, c := range j.Checkpoints {
 			if c.Completed && c.Usage.Newest.After(newestMeta) {
@@ -680,6 +702,8 @@ func (p *planner) planStateFiles(jobs []layout.JobCheckpoints, whole map[string]
 				// old attempt's files after a failover; only the instance knows which
 				// it still reads. The normal rules apply once the job is gone.
 				k.Reason, k.By = KeepForStWorkingState, "live job "+j.JobID+" owns ForSt working dir "+forst
+			case mayBeWritten:
+				k.Reason, k.By = KeepPossiblyLive, writer
 			case !p.old(f.ModTime, p.pol.Grace):
 				k.Reason, k.By = KeepWithinGrace, "possibly uploaded for a checkpoint not completed yet"
 			case isLive && !f.ModTime.Before(newestMeta):

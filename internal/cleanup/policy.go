@@ -24,6 +24,9 @@ const (
 	DefaultSavepointMaxAge = 7 * 24 * time.Hour
 	DefaultHATTL           = 7 * 24 * time.Hour
 	DefaultOrphanTTL       = 24 * time.Hour
+	// DefaultMaxCheckpointTimeout is Flink's own default
+	// execution.checkpointing.timeout.
+	DefaultMaxCheckpointTimeout = 10 * time.Minute
 )
 
 // PinMarkerName is the file that pins the savepoint directory holding it.
@@ -38,6 +41,12 @@ type Policy struct {
 	// RetiredJobTTL is how long the checkpoint dir of a job absent from the
 	// inventory is kept after its last modification. Default 7 days.
 	RetiredJobTTL time.Duration `json:"retiredJobTTL"`
+	// MaxCheckpointTimeout is the longest checkpoint timeout the fleet
+	// allows, jobs outside the inventory included: a job dir written more
+	// recently than this may belong to a job still uploading a checkpoint,
+	// so nothing in it that no _metadata names is deleted. A live job with
+	// a longer timeout fails the plan. Default 10m (Flink's default).
+	MaxCheckpointTimeout time.Duration `json:"maxCheckpointTimeout,omitempty"`
 	// DeleteLatestRetiredCheckpoint also deletes the latest completed
 	// checkpoint of a retired job when no newer savepoint of that job
 	// exists. Default false: it may be the only way back.
@@ -99,6 +108,9 @@ func (p Policy) ApplyDefaults() Policy {
 	if p.OrphanTTL == 0 {
 		p.OrphanTTL = DefaultOrphanTTL
 	}
+	if p.MaxCheckpointTimeout == 0 {
+		p.MaxCheckpointTimeout = DefaultMaxCheckpointTimeout
+	}
 	if p.Action == "" {
 		p.Action = ActionTrash
 	}
@@ -117,6 +129,10 @@ func (p Policy) Validate() error {
 		return invalidInput("policy retiredJobTTL %v is negative; want a positive duration (default %v)", p.RetiredJobTTL, DefaultRetiredJobTTL)
 	case p.RetiredJobTTL > 0 && p.RetiredJobTTL < p.Grace:
 		return invalidInput("policy retiredJobTTL %v is shorter than grace %v; a retired job's in-flight files would lose their protection", p.RetiredJobTTL, p.Grace)
+	case p.MaxCheckpointTimeout < 0:
+		return invalidInput("policy maxCheckpointTimeout %v is negative; want the longest checkpoint timeout the fleet allows (default %v)", p.MaxCheckpointTimeout, DefaultMaxCheckpointTimeout)
+	case p.RetiredJobTTL > 0 && p.RetiredJobTTL < p.MaxCheckpointTimeout:
+		return invalidInput("policy retiredJobTTL %v is shorter than maxCheckpointTimeout %v; a job outside the inventory still checkpointing would lose its checkpoints", p.RetiredJobTTL, p.MaxCheckpointTimeout)
 	case p.KeepSavepoints < 0:
 		return invalidInput("policy keepSavepoints %d is negative; want >= 1 (default %d)", p.KeepSavepoints, DefaultKeepSavepoints)
 	case p.SavepointMaxAge < 0:
