@@ -90,10 +90,12 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		}
 		activity.RecordHeartbeat(ctx, "listing read")
 	case len(roots) > 0:
+		started := a.now()
 		listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{})
 		if err != nil {
 			return PlanCleanupResult{}, classify("list the roots in scope", err)
 		}
+		listing.StartedAt = started
 		activity.RecordHeartbeat(ctx, "listed")
 	}
 	refs, err := a.referenceMetadata(ctx)

@@ -68,6 +68,7 @@ func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (
 	if err != nil {
 		return ListingPart{}, err
 	}
+	started := a.now()
 	listing := cleanup.Listing{Roots: roots, Metadata: map[string]cleanup.MetadataResult{}}
 	if len(roots) > 0 {
 		err := a.heartbeatWhile(ctx, fmt.Sprintf("gather part %d of %d", in.Part+1, in.Parts), func(ctx context.Context) error {
@@ -79,6 +80,7 @@ func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (
 			return ListingPart{}, classify("list the roots in scope", err)
 		}
 	}
+	listing.StartedAt = started
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if err := cleanup.WriteListing(zw, listing); err != nil {

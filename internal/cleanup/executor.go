@@ -613,13 +613,24 @@ func (r *run) refresh(ctx context.Context) error {
 	return r.reloadLive(ctx)
 }
 
+// rescanCutoff is the oldest modification a rescan reads: a grace before
+// the listing began (not before the plan was built: a dir created after
+// its root was listed may be older than the plan). Zero reads everything.
+func (p Plan) rescanCutoff() time.Time {
+	since := p.CreatedAt
+	if !p.ListedAt.IsZero() && p.ListedAt.Before(since) {
+		since = p.ListedAt
+	}
+	if since.IsZero() {
+		return time.Time{}
+	}
+	return since.Add(-p.Policy.ApplyDefaults().Grace)
+}
+
 func (r *run) rescan(ctx context.Context) error {
 	fsys := r.e.cfg.FS
 	base := fsys.URI().String()
-	var cutoff time.Time
-	if !r.plan.CreatedAt.IsZero() {
-		cutoff = r.plan.CreatedAt.Add(-r.plan.Policy.ApplyDefaults().Grace)
-	}
+	cutoff := r.plan.rescanCutoff()
 	touched := func(fi storage.FileInfo) bool { return !fi.ModTime.Before(cutoff) }
 	entries := 0
 	var found []string

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
@@ -63,6 +64,16 @@ func MergeListings(roots []layout.Root, parts ...Listing) (Listing, error) {
 		}
 	}
 	l.Report = layout.MergeReports(reports...)
+	for i, p := range parts {
+		// The earliest start; one unknown makes the whole unknown.
+		if p.StartedAt.IsZero() {
+			l.StartedAt = time.Time{}
+			break
+		}
+		if i == 0 || p.StartedAt.Before(l.StartedAt) {
+			l.StartedAt = p.StartedAt
+		}
+	}
 	sort.Slice(l.StateFiles, func(i, k int) bool { return l.StateFiles[i].Path < l.StateFiles[k].Path })
 	sort.Strings(l.PinMarkers)
 	var paths []string

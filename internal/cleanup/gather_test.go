@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 )
 
@@ -163,5 +165,41 @@ func TestGatherInPartsMergesToTheWhole(t *testing.T) {
 	noMeta.Metadata = nil
 	if _, err := MergeListings(e.roots(), parts[1], noMeta); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "is in two") {
 		t.Fatalf("parts overlapping in job dirs only: %v", err)
+	}
+}
+
+// TestRescanReadsFromTheStartOfTheListing: a plan built two hours after its
+// listing began re-reads from a grace before the listing, whatever part
+// started first; a listing of an earlier release, with no start, leaves
+// the plan's own time.
+func TestRescanReadsFromTheStartOfTheListing(t *testing.T) {
+	roots := []layout.Root{{Path: ckRoot, Kind: layout.CheckpointRoot}}
+	first, second := now.Add(-2*time.Hour), now.Add(-90*time.Minute)
+	merged, err := MergeListings(roots, Listing{Roots: roots, StartedAt: second}, Listing{Roots: roots, StartedAt: first})
+	if err != nil || !merged.StartedAt.Equal(first) {
+		t.Fatalf("merged start %v, %v; want the earliest part's, %v", merged.StartedAt, err, first)
+	}
+	var buf bytes.Buffer
+	if err := WriteListing(&buf, merged); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadListing(&buf)
+	if err != nil || !back.StartedAt.Equal(first) {
+		t.Fatalf("listing start after a round trip: %v, %v", back.StartedAt, err)
+	}
+	plan, err := BuildPlan(Input{Now: now, Listing: back, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := first.Add(-DefaultGrace); !plan.rescanCutoff().Equal(want) {
+		t.Fatalf("rescan cutoff %v; want a grace before the listing began, %v", plan.rescanCutoff(), want)
+	}
+	unknown, err := MergeListings(roots, Listing{Roots: roots, StartedAt: first}, Listing{Roots: roots})
+	if err != nil || !unknown.StartedAt.IsZero() {
+		t.Fatalf("a part without a start: merged start %v, %v; want unknown", unknown.StartedAt, err)
+	}
+	plan.ListedAt = time.Time{}
+	if want := now.Add(-DefaultGrace); !plan.rescanCutoff().Equal(want) {
+		t.Fatalf("rescan cutoff of a plan without a listing start %v; want %v", plan.rescanCutoff(), want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 )
@@ -23,6 +24,7 @@ type listingHeader struct {
 	Roots      []layout.Root             `json:"roots"`
 	Report     layout.Report             `json:"report"`
 	PinMarkers []string                  `json:"pinMarkers,omitempty"`
+	StartedAt  time.Time                 `json:"startedAt,omitzero"`
 	StateFiles json.RawMessage           `json:"stateFiles,omitempty"`
 	Metadata   map[string]MetadataResult `json:"metadata,omitempty"`
 	// Counts of the lines that follow, so a cut-off listing is refused.
@@ -39,7 +41,7 @@ type metadataLine struct {
 // same listing always gives the same bytes.
 func WriteListing(w io.Writer, l Listing) error {
 	enc := json.NewEncoder(w)
-	h := listingHeader{Format: ListingFormat, Roots: l.Roots, Report: l.Report, PinMarkers: l.PinMarkers,
+	h := listingHeader{Format: ListingFormat, Roots: l.Roots, Report: l.Report, PinMarkers: l.PinMarkers, StartedAt: l.StartedAt,
 		StateFileLines: len(l.StateFiles), MetadataLines: len(l.Metadata)}
 	if err := enc.Encode(h); err != nil {
 		return err
@@ -70,7 +72,7 @@ func ReadListing(r io.Reader) (Listing, error) {
 	if err := dec.Decode(&h); err != nil {
 		return Listing{}, fmt.Errorf("listing header: %w", err)
 	}
-	l := Listing{Roots: h.Roots, Report: h.Report, PinMarkers: h.PinMarkers, Metadata: h.Metadata}
+	l := Listing{Roots: h.Roots, Report: h.Report, PinMarkers: h.PinMarkers, Metadata: h.Metadata, StartedAt: h.StartedAt}
 	switch h.Format {
 	case "":
 		if len(h.StateFiles) > 0 {

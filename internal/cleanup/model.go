@@ -147,6 +147,10 @@ type Listing struct {
 	Metadata map[string]MetadataResult `json:"metadata"`
 	// PinMarkers are savepoint dirs holding a _flinkmaint_pin file.
 	PinMarkers []string `json:"pinMarkers,omitempty"`
+	// StartedAt is when the listing began (the earliest part's start):
+	// anything modified before it, less the clocks' skew, was there to be
+	// listed. Zero when unknown (a listing of an earlier release).
+	StartedAt time.Time `json:"startedAt,omitzero"`
 }
 
 // Input is everything BuildPlan needs. Now is an input: the planner never
@@ -330,12 +334,16 @@ const oldestPlanVersion = 1
 // Plan is the result of BuildPlan: deterministic (sorted by path) and
 // JSON-serialisable.
 type Plan struct {
-	Version   int           `json:"version"`
-	CreatedAt time.Time     `json:"createdAt"`
-	Policy    Policy        `json:"policy"`
-	Roots     []layout.Root `json:"roots"`
-	Delete    []Item        `json:"delete"`
-	Keep      []Kept        `json:"keep"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"createdAt"`
+	// ListedAt is when the listing the plan was made from began; the
+	// executor re-reads what changed since then (less the grace). Zero in
+	// plans of earlier releases: CreatedAt stands in.
+	ListedAt time.Time     `json:"listedAt,omitzero"`
+	Policy   Policy        `json:"policy"`
+	Roots    []layout.Root `json:"roots"`
+	Delete   []Item        `json:"delete"`
+	Keep     []Kept        `json:"keep"`
 	// SeenMetadata are all _metadata files known at planning; the executor
 	// parses any completed after that before acting.
 	SeenMetadata []string `json:"seenMetadata"`
