@@ -308,10 +308,13 @@ type run struct {
 	// rescanEvery how many may be done between two re-listings.
 	sinceRescan, rescanEvery int
 	// References found since planning, and their index.
-	seen     map[string]bool
-	fresh    []*References
-	freshIx  *refIndex
-	freshBad string
+	seen    map[string]bool
+	fresh   []*References
+	freshIx *refIndex
+	// freshBad are the _metadata completed since planning that do not
+	// parse, by path: read again at every rescan, each refuses items
+	// until it parses.
+	freshBad map[string]string
 	live     *Live
 	// liveJobs and liveClusters index live, from the same refresh.
 	liveJobs     map[string]LiveJob
@@ -520,7 +523,7 @@ func (r *run) process(ctx context.Context, it Item) Record {
 // it returns why the item must not be touched, or "" if it may.
 func (r *run) verify(ctx context.Context, it Item, fi storage.FileInfo) string {
 	r.mu.Lock()
-	bad, fresh, live, liveJobs, liveClusters := r.freshBad, r.freshIx, r.live, r.liveJobs, r.liveClusters
+	bad, fresh, live, liveJobs, liveClusters := firstBad(r.freshBad), r.freshIx, r.live, r.liveJobs, r.liveClusters
 	r.mu.Unlock()
 	if bad != "" {
 		return "a _metadata completed since planning cannot be parsed (" + bad + "); its references are unknown"
@@ -701,18 +704,39 @@ func (r *run) rescan(ctx context.Context) error {
 		case err != nil && isStorageError(err) && !errors.Is(err, storage.ErrTooLarge):
 			return classify("read new metadata", m, err)
 		case err != nil:
+			// Not marked seen: the next rescan reads it again.
 			r.mu.Lock()
-			r.freshBad = key + ": " + err.Error()
+			if r.freshBad == nil {
+				r.freshBad = map[string]string{}
+			}
+			r.freshBad[key] = err.Error()
 			r.mu.Unlock()
+			continue
 		default:
 			r.mu.Lock()
 			r.fresh = append(r.fresh, refs)
+			delete(r.freshBad, key)
 			r.mu.Unlock()
 		}
 		r.seen[key] = true
 	}
 	r.sinceRescan, r.rescanEvery = 0, entries/rescanShare
 	return nil
+}
+
+// firstBad names one unparseable _metadata of bad (the first by path),
+// "" when there is none.
+func firstBad(bad map[string]string) string {
+	first := ""
+	for k := range bad {
+		if first == "" || k < first {
+			first = k
+		}
+	}
+	if first == "" {
+		return ""
+	}
+	return first + ": " + bad[first]
 }
 
 // reloadLive reads what the live jobs and records need now.

@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -217,12 +218,36 @@ func ReadMetadata(ctx context.Context, fsys storage.FileSystem, p string) (res M
 	return res, found, err
 }
 
+// settleWaits are the pauses before a _metadata that does not parse is
+// read again: Flink writes it in place, so a reader can catch it half
+// written; it is called unparseable only when it is the same twice.
+var settleWaits = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, 1500 * time.Millisecond}
+
 func readReferences(ctx context.Context, fsys storage.FileSystem, p, base string) (*References, error) {
 	data, err := fsys.ReadFile(ctx, p, checkpoint.MaxMetadataSize)
 	if err != nil {
 		return nil, err
 	}
 	refs, err := ParseReferences(data, p, base)
+	for _, wait := range settleWaits {
+		if err == nil {
+			return refs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		again, rerr := fsys.ReadFile(ctx, p, checkpoint.MaxMetadataSize)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if bytes.Equal(again, data) {
+			break // the same bytes: settled, and unparseable
+		}
+		data = again
+		refs, err = ParseReferences(data, p, base)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", p, err)
 	}

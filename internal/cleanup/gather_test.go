@@ -15,6 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
 func TestGatherReadsMetadataPinsAndStateFiles(t *testing.T) {
@@ -202,4 +203,67 @@ func TestRescanReadsFromTheStartOfTheListing(t *testing.T) {
 	if want := now.Add(-DefaultGrace); !plan.rescanCutoff().Equal(want) {
 		t.Fatalf("rescan cutoff of a plan without a listing start %v; want %v", plan.rescanCutoff(), want)
 	}
+}
+
+// halfWritten serves the first read of a file cut short, as a reader sees
+// a _metadata Flink is still writing, then the file as it is.
+type halfWritten struct {
+	storage.FileSystem
+	reads int
+}
+
+func (h *halfWritten) ReadFile(ctx context.Context, p string, max int64) ([]byte, error) {
+	data, err := h.FileSystem.ReadFile(ctx, p, max)
+	if h.reads++; h.reads == 1 && err == nil {
+		return data[:len(data)/2], nil
+	}
+	return data, err
+}
+
+// TestMetadataCaughtMidWriteIsReadAgain: a _metadata read half written
+// parses when read again; one that stays the same and does not parse is
+// unparseable after a single second look.
+func TestMetadataCaughtMidWriteIsReadAgain(t *testing.T) {
+	shared := sandbox.RequireShared(t)
+	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	g, err := storage.NewGuard(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := storage.NewLocal(g)
+	p := filepath.Join(dir, "chk-9", "_metadata")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := &halfWritten{FileSystem: local}
+	res, found, err := ReadMetadata(context.Background(), fs, "file://"+p)
+	if err != nil || !found || res.Refs == nil || fs.reads != 2 {
+		t.Fatalf("half-written, then whole: %+v found %v, %v after %d reads; want references after 2", res, found, err, fs.reads)
+	}
+	if err := os.WriteFile(p, md[:len(md)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	counting := &countReads{FileSystem: local, n: &reads}
+	res, found, err = ReadMetadata(context.Background(), counting, "file://"+p)
+	if err != nil || !found || res.Error == "" || reads != 2 {
+		t.Fatalf("truncated for good: %+v found %v, %v after %d reads; want unparseable after 2", res, found, err, reads)
+	}
+}
+
+type countReads struct {
+	storage.FileSystem
+	n *int
+}
+
+func (c *countReads) ReadFile(ctx context.Context, p string, max int64) ([]byte, error) {
+	*c.n++
+	return c.FileSystem.ReadFile(ctx, p, max)
 }

@@ -181,10 +181,21 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		}
 		p.pinned[n] = "policy pinnedSavepoints"
 	}
+	// A savepoint is self-contained: its _metadata names files in its own
+	// dir only, so one that does not parse keeps that dir (planSavepoints)
+	// and nothing else. A checkpoint's may name another job's files (a
+	// CLAIM or LEGACY restore) or a native savepoint's.
+	savepointDirs := map[string]bool{}
+	for _, sp := range in.Listing.Report.Savepoints {
+		if n, err := p.canon.path(sp.Path); err == nil {
+			savepointDirs[n] = true
+		}
+	}
 	for _, src := range []struct {
-		what string
-		m    map[string]MetadataResult
-	}{{"metadata", in.Listing.Metadata}, {"reference-root metadata", in.References}} {
+		what    string
+		m       map[string]MetadataResult
+		scanned bool
+	}{{"metadata", in.Listing.Metadata, true}, {"reference-root metadata", in.References, false}} {
 		for k, v := range src.m {
 			n, err := path(src.what+" key", k)
 			if err != nil {
@@ -195,7 +206,7 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			}
 			if v.Error != "" {
 				v.Refs = nil
-				p.badMeta = true
+				p.badMeta = p.badMeta || !src.scanned || !savepointDirs[strings.TrimSuffix(n, "/"+layout.MetadataFileName)]
 			} else if v.Refs, err = p.canon.refs(v.Refs); err != nil {
 				return nil, sourceUnknown("%v", err)
 			}

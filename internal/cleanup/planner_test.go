@@ -388,6 +388,21 @@ func TestPlanRules(t *testing.T) {
 					orphan: KeepUnparseableInScope, sp: KeepUnparseableInScope},
 			}
 		}},
+		"an unparseable savepoint keeps itself only: a savepoint names nothing outside its dir": {func(f *fixture) expect {
+			f.job(jobB, old)
+			b1 := f.chk(jobB, 1, true, old.Add(-time.Hour))
+			b2 := f.chk(jobB, 2, true, old)
+			orphan := f.state(jobB, "shared", "orphan", 5, old)
+			bad := f.savepoint("eeeeee", "000000000009", true, old)
+			f.l.Metadata[bad+"/_metadata"] = MetadataResult{Error: "checkpoint metadata: truncated"}
+			sp := f.savepoint("dddddd", "000000000001", true, old)
+			f.savepoint("dddddd", "000000000002", true, old.Add(time.Hour))
+			f.savepoint("dddddd", "000000000003", true, old.Add(2*time.Hour))
+			return expect{
+				del:  map[string]Rule{b1: RuleRetiredJob, orphan: RuleRetiredJob, sp: RuleSavepointRetention},
+				keep: map[string]Reason{bad: KeepUnparseable, b2: KeepLatestRetired},
+			}
+		}},
 		"unknown entries are kept and keep their job dir": {func(f *fixture) expect {
 			f.job(jobA, old)
 			f.chk(jobA, 1, false, old)
