@@ -60,29 +60,69 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 		}
 		lc := cleanup.LiveCluster{ClusterID: c.ClusterID}
 		lc.HADir, lc.HAUnknown = a.haDir(ctx, client, c)
-		for _, j := range jobs {
-			if j.State.IsGloballyTerminal() {
-				continue
-			}
-			lj, jobNotes, err := a.liveJob(ctx, client, c.ClusterID, j.ID, live.Metadata)
-			if errors.Is(err, errJobEnded) {
-				continue // ended since the listing: not live
-			}
-			if err != nil {
-				return live, nil, err
-			}
-			notes = append(notes, jobNotes...)
-			lc.Jobs = append(lc.Jobs, lj)
+		if lc.Jobs, err = a.liveJobs(ctx, client, c.ClusterID, jobs, live.Metadata, &notes); err != nil {
+			return live, nil, err
 		}
-		sort.Slice(lc.Jobs, func(i, j int) bool { return lc.Jobs[i].JobID < lc.Jobs[j].JobID })
 		live.Clusters = append(live.Clusters, lc)
 		activity.RecordHeartbeat(ctx, "live jobs of "+c.ClusterID)
+	}
+	// flinkmaint's own drills restore snapshots of the fleet on a cluster
+	// of their own: a drill in flight needs its snapshot as a live job does.
+	if u := a.Drill.ClusterRESTURL; u != "" && !inventoryCluster(inv, u) {
+		client, err := a.flinkFor(u)
+		if err != nil {
+			return live, nil, err
+		}
+		jobs, err := client.ListJobs(ctx)
+		if err != nil {
+			return live, nil, classify("list jobs of the drill cluster "+u+" (a drill in flight restores from snapshots in scope)", err)
+		}
+		lc := cleanup.LiveCluster{ClusterID: DrillClusterID}
+		if lc.Jobs, err = a.liveJobs(ctx, client, DrillClusterID, jobs, live.Metadata, &notes); err != nil {
+			return live, nil, err
+		}
+		live.Clusters = append(live.Clusters, lc)
 	}
 	recNotes, err := a.operatorRecords(ctx, inv, &live)
 	if err != nil {
 		return live, nil, err
 	}
 	return live, append(notes, recNotes...), nil
+}
+
+// DrillClusterID names the drill cluster among the live clusters.
+const DrillClusterID = "flinkmaint-drill-cluster"
+
+// liveJobs reads what each job of jobs that has not ended needs, in job
+// id order.
+func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster string, jobs []flink.JobOverview, meta map[string]cleanup.MetadataResult, notes *[]string) ([]cleanup.LiveJob, error) {
+	var out []cleanup.LiveJob
+	for _, j := range jobs {
+		if j.State.IsGloballyTerminal() {
+			continue
+		}
+		lj, jobNotes, err := a.liveJob(ctx, client, cluster, j.ID, meta)
+		if errors.Is(err, errJobEnded) {
+			continue // ended since the listing: not live
+		}
+		if err != nil {
+			return nil, err
+		}
+		*notes = append(*notes, jobNotes...)
+		out = append(out, lj)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].JobID < out[j].JobID })
+	return out, nil
+}
+
+// inventoryCluster says whether restURL is an inventory cluster's.
+func inventoryCluster(inv inventory.Inventory, restURL string) bool {
+	for _, c := range inv.Clusters {
+		if strings.TrimRight(c.RESTURL, "/") == strings.TrimRight(restURL, "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // operatorClusterAtRest models an operator-run cluster whose JobManager

@@ -179,3 +179,58 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveInventoryReadsTheDrillCluster: a drill in flight restores a
+// snapshot of the fleet on a cluster outside the inventory; its job is
+// read as a live job, so what it restores from is kept like any live
+// job's restore point. A drill cluster that does not answer fails the read.
+func TestLiveInventoryReadsTheDrillCluster(t *testing.T) {
+	shared := sandbox.RequireShared(t)
+	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	drilled := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-0123456789ab")
+	if err := os.MkdirAll(strings.TrimPrefix(drilled, "file://"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strings.TrimPrefix(drilled, "file://")+"/_metadata", md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	drill := &sourcesFlink{state: flink.JobRunning, stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
+		Restored: &flink.RestoredCheckpoint{ID: 1, IsSavepoint: true, ExternalPath: drilled}}}}
+	inv := inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}
+	a := &Activities{Flink: clientsByURL{"http://c1": &emptyCluster{}, "http://drill:8081": drill}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond,
+		Drill: DrillSettings{ClusterRESTURL: "http://drill:8081", Root: "file://" + filepath.Join(dir, "drills")}}
+	live, _, err := liveInventoryIn(t, a, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restores []string
+	for _, c := range live.Clusters {
+		for _, j := range c.Jobs {
+			if c.ClusterID == DrillClusterID {
+				restores = append(restores, j.RestorePath)
+			}
+		}
+	}
+	if len(restores) != 1 || restores[0] != drilled || live.Metadata[drilled+"/_metadata"].Refs == nil {
+		t.Fatalf("drill cluster's jobs restore from %v (metadata %+v); want %s", restores, live.Metadata, drilled)
+	}
+	a.Flink = clientsByURL{"http://c1": &emptyCluster{}, "http://drill:8081": &downCluster{}}
+	if _, _, err := liveInventoryIn(t, a, inv); err == nil || !strings.Contains(err.Error(), "drill cluster") {
+		t.Fatalf("drill cluster down: %v; want the read to fail naming it", err)
+	}
+}
+
+// emptyCluster runs no job; downCluster does not answer.
+type emptyCluster struct{ sourcesFlink }
+
+func (emptyCluster) ListJobs(context.Context) ([]flink.JobOverview, error) { return nil, nil }
+
+type downCluster struct{ FlinkAPI }
+
+func (downCluster) ListJobs(context.Context) ([]flink.JobOverview, error) {
+	return nil, &flink.Error{Op: "list jobs", Reason: flink.ErrorReasonUnavailable, Retryable: true, Message: "connection refused"}
+}
