@@ -102,6 +102,10 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
+	refRoots, err := a.referenceRootsOn(ctx, fs, &notes)
+	if err != nil {
+		return PlanCleanupResult{}, err
+	}
 	// Live jobs are read after the listing, so a checkpoint that started
 	// before it is known to the planner as in progress or completed.
 	live, liveNotes, err := a.liveInventory(ctx, inv)
@@ -138,7 +142,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		return PlanCleanupResult{}, err
 	}
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
-		Spellings: spellings, References: refs, RetiredClusters: inv.RetiredClusters, Lineage: owners.lineage,
+		Spellings: spellings, References: refs, ReferenceRoots: refRoots, RetiredClusters: inv.RetiredClusters, Lineage: owners.lineage,
 		SavepointJobIDs: owners.jobIDs, JobLineage: owners.jobs, Drilled: drilled})
 	if err != nil {
 		return PlanCleanupResult{}, classify("plan", err)

@@ -460,6 +460,25 @@ func (a *Activities) spellings(ctx context.Context, base string, prefixes []stri
 	return sp, nil
 }
 
+// referenceRootsOn are the configured reference roots on fs, as the
+// executor rescans them; one on another file system is read at planning
+// only, and said in notes.
+func (a *Activities) referenceRootsOn(ctx context.Context, fs storage.FileSystem, notes *[]string) ([]layout.Root, error) {
+	var out []layout.Root
+	for _, r := range a.Cleanup.ReferenceRoots {
+		rfs, p, err := a.Storage.Resolve(ctx, r)
+		if err != nil {
+			return nil, classify("resolve cleanup.referenceRoots entry "+r, err)
+		}
+		if fs == nil || rfs.URI().String() != fs.URI().String() {
+			*notes = append(*notes, fmt.Sprintf("reference root %s is on another file system than the plan: read at planning, not again before each batch", r))
+			continue
+		}
+		out = append(out, layout.Root{Path: strings.TrimRight(p, "/"), Kind: layout.CheckpointRoot})
+	}
+	return out, nil
+}
+
 // referenceMetadata parses the retained _metadata under the configured
 // reference roots (checkpoint roots of jobs outside any scope), read-only.
 func (a *Activities) referenceMetadata(ctx context.Context) (map[string]cleanup.MetadataResult, error) {

@@ -650,7 +650,7 @@ func (r *run) rescan(ctx context.Context) error {
 		}
 		return err
 	}
-	for _, root := range r.plan.Roots {
+	for _, root := range append(append([]layout.Root(nil), r.plan.Roots...), r.plan.ReferenceRoots...) {
 		var dirs []string
 		switch root.Kind {
 		case layout.CheckpointRoot:

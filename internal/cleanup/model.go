@@ -173,6 +173,9 @@ type Input struct {
 	// References are _metadata read from reference roots outside the scope
 	// (read-only): what they reference is kept, nothing in them is planned.
 	References map[string]MetadataResult `json:"references,omitempty"`
+	// ReferenceRoots are the reference roots on the listed file system:
+	// the executor reads again what completed in them since planning.
+	ReferenceRoots []layout.Root `json:"referenceRoots,omitempty"`
 	// Lineage gives, per savepoint dir, the logical job it is proven to
 	// belong to (tenant/cluster/job: see Owners): savepoint retention counts
 	// per logical job. A completed savepoint without lineage is kept
@@ -360,6 +363,12 @@ type Plan struct {
 	Spellings Spellings `json:"spellings,omitempty"`
 	// RetiredClusters are the clusters the inventory declared gone.
 	RetiredClusters []string `json:"retiredClusters,omitempty"`
+	// ReferenceRoots are checkpoint roots of jobs outside every scope on
+	// the plan's file system: nothing in them is planned, and before each
+	// batch the executor reads the _metadata completed in them since
+	// planning, as in the plan's own roots (a job outside the inventory
+	// may restore from a planned checkpoint in CLAIM mode meanwhile).
+	ReferenceRoots []layout.Root `json:"referenceRoots,omitempty"`
 	// Shards and KeptShards hold a sharded plan's Delete and Keep.
 	Shards     []PlanShard `json:"shards,omitempty"`
 	KeptShards []PlanShard `json:"keptShards,omitempty"`

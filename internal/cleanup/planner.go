@@ -818,7 +818,8 @@ func ancestors(path string, fn func(string)) {
 
 func (p *planner) finish(objects []ObjectItem, keepObjects []KeptObject) Plan {
 	plan := Plan{Version: PlanVersion, CreatedAt: p.now, ListedAt: p.in.Listing.StartedAt, Policy: p.pol, Roots: append([]layout.Root(nil), p.in.Listing.Roots...),
-		Objects: objects, KeepObjects: keepObjects, Spellings: p.spellings(), RetiredClusters: append([]string(nil), p.in.RetiredClusters...)}
+		Objects: objects, KeepObjects: keepObjects, Spellings: p.spellings(), RetiredClusters: append([]string(nil), p.in.RetiredClusters...),
+		ReferenceRoots: append([]layout.Root(nil), p.in.ReferenceRoots...)}
 	sort.Strings(plan.RetiredClusters)
 	for _, c := range p.cands {
 		plan.Delete = append(plan.Delete, c.item)
