@@ -98,6 +98,15 @@ const DrillClusterID = "flinkmaint-drill-cluster"
 func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster string, jobs []flink.JobOverview, meta map[string]cleanup.MetadataResult, notes *[]string) ([]cleanup.LiveJob, error) {
 	var out []cleanup.LiveJob
 	for _, j := range jobs {
+		if j.State == flink.JobFailed {
+			// A restore that failed is retried from the same snapshot.
+			lj, err := a.failedJob(ctx, client, cluster, j.ID, meta, notes)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, lj)
+			continue
+		}
 		if j.State.IsGloballyTerminal() {
 			continue
 		}
@@ -113,6 +122,56 @@ func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster stri
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].JobID < out[j].JobID })
 	return out, nil
+}
+
+// failedJob is a job the cluster still lists as FAILED, read as a live
+// job: the restore someone will retry needs its restore point and its
+// latest checkpoint as a running job's do. Either one gone, or one whose
+// _metadata does not parse (a retry would fail the same way), is noted,
+// not an error: a failed job must not stop every plan while its cluster
+// lists it, and other rules still judge that snapshot.
+func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveJob, error) {
+	lj := cleanup.LiveJob{JobID: jobID}
+	where := "failed job " + jobID + " on " + cluster
+	st, err := client.Checkpoints(ctx, jobID)
+	if err != nil {
+		return lj, classify("checkpoints of "+where, err)
+	}
+	var restore, latest string
+	if r := st.Latest.Restored; r != nil && onStorage(r.ExternalPath) {
+		restore = strings.TrimRight(r.ExternalPath, "/")
+	}
+	if l := st.Latest.Completed; l != nil && onStorage(l.ExternalPath) {
+		latest = strings.TrimRight(l.ExternalPath, "/")
+	}
+	for _, p := range []*string{&restore, &latest} {
+		if *p == "" {
+			continue
+		}
+		read := map[string]cleanup.MetadataResult{}
+		found, err := a.readLiveMetadata(ctx, *p, read)
+		if err != nil {
+			return lj, err
+		}
+		if !found {
+			*notes = append(*notes, fmt.Sprintf("%s: %s no longer exists; nothing of it to keep", where, *p))
+			*p = ""
+			continue
+		}
+		for k, m := range read {
+			if m.Error != "" {
+				*notes = append(*notes, fmt.Sprintf("%s: %s cannot be read (%s): a retry would fail the same way; not kept for this job", where, k, m.Error))
+				*p = ""
+				continue
+			}
+			meta[k] = m
+		}
+	}
+	lj.RestorePath, lj.LatestCheckpoint = restore, latest
+	if restore != "" || latest != "" {
+		*notes = append(*notes, fmt.Sprintf("%s is kept as live while its cluster lists it: a restore that failed is retried from the same snapshot", where))
+	}
+	return lj, nil
 }
 
 // inventoryCluster says whether restURL is an inventory cluster's.

@@ -234,3 +234,43 @@ type downCluster struct{ FlinkAPI }
 func (downCluster) ListJobs(context.Context) ([]flink.JobOverview, error) {
 	return nil, &flink.Error{Op: "list jobs", Reason: flink.ErrorReasonUnavailable, Retryable: true, Message: "connection refused"}
 }
+
+// failedCluster lists one FAILED job, whose restore point is the given
+// snapshot.
+type failedCluster struct{ sourcesFlink }
+
+func (f *failedCluster) ListJobs(context.Context) ([]flink.JobOverview, error) {
+	return []flink.JobOverview{{ID: "0123456789abcdef0123456789abcdef", State: flink.JobFailed}}, nil
+}
+
+// TestLiveInventoryKeepsAFailedRestore: a job restored from a snapshot
+// that then failed is retried from that snapshot, so while its cluster
+// lists it, it counts as live with that restore point.
+func TestLiveInventoryKeepsAFailedRestore(t *testing.T) {
+	shared := sandbox.RequireShared(t)
+	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sp := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-0123456789ab")
+	if err := os.MkdirAll(strings.TrimPrefix(sp, "file://"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strings.TrimPrefix(sp, "file://")+"/_metadata", md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ff := &failedCluster{sourcesFlink{stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
+		Restored: &flink.RestoredCheckpoint{ID: 1, IsSavepoint: true, ExternalPath: sp}}}}}
+	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
+	live, notes, err := liveInventoryIn(t, a, inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live.Clusters[0].Jobs) != 1 || live.Clusters[0].Jobs[0].RestorePath != sp || live.Metadata[sp+"/_metadata"].Refs == nil {
+		t.Fatalf("live %+v; want the failed job live with restore point %s", live, sp)
+	}
+	if len(notes) == 0 || !strings.Contains(strings.Join(notes, "\n"), "failed job") {
+		t.Fatalf("notes %q; want the failed job said", notes)
+	}
+}
