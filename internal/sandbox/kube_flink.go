@@ -209,18 +209,8 @@ func (k *Kube) CreateNamespace(ctx context.Context, name string, labels map[stri
 	return nil
 }
 
-// FlinkOperatorCRDDir returns ../shared/fixtures/fko-crds, the Flink Kubernetes
-// Operator CRDs the sandbox installs.
-func FlinkOperatorCRDDir() (string, error) {
-	shared, err := SharedDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(shared, "fixtures", "fko-crds"), nil
-}
-
-// InstallFlinkCRDs creates or updates the Flink Kubernetes Operator CRDs from
-// ../shared/fixtures/fko-crds and waits until each is Established.
+// InstallFlinkCRDs creates or updates the Flink Kubernetes Operator CRDs
+// (FlinkOperatorCRDDir) and waits until each is Established.
 func (k *Kube) InstallFlinkCRDs(ctx context.Context) error {
 	dir, err := FlinkOperatorCRDDir()
 	if err != nil {

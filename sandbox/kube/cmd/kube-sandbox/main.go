@@ -203,8 +203,9 @@ func run(ctx context.Context, opts options) (retErr error) {
 func installCRDs(ctx context.Context, k *sandbox.Kube) error {
 	dir, err := sandbox.FlinkOperatorCRDDir()
 	if err != nil {
-		// Without ../shared the control plane is still useful; tests that
-		// need the CRDs install them and say why they cannot.
+		// Neither ../shared nor Maven gave the CRDs: the control plane is
+		// still useful; tests that need them install them and say why they
+		// cannot.
 		fmt.Println("Flink operator CRDs not installed:", err)
 		return nil
 	}
