@@ -104,7 +104,9 @@ func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster stri
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, lj)
+			if lj.RestorePath != "" || lj.LatestCheckpoint != "" {
+				out = append(out, lj)
+			}
 			continue
 		}
 		if j.State.IsGloballyTerminal() {
@@ -135,7 +137,10 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 	where := "failed job " + jobID + " on " + cluster
 	st, err := client.Checkpoints(ctx, jobID)
 	if err != nil {
-		return lj, classify("checkpoints of "+where, err)
+		// Checkpointing off, or the statistics gone with the job: its
+		// snapshots are judged by the other rules.
+		*notes = append(*notes, fmt.Sprintf("%s: checkpoint statistics not readable (%v): nothing of it kept as live", where, err))
+		return lj, nil
 	}
 	var restore, latest string
 	if r := st.Latest.Restored; r != nil && onStorage(r.ExternalPath) {

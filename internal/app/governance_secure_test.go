@@ -341,7 +341,7 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	ha := e.plain + "/tenant/ha"
 
 	// Garbage.
-	jobA := ck + "/" + randomHex(16) // not live, but written to recently
+	jobA := ck + "/" + randomHex(16) // not live, but written to within the grace
 	e.put(t, jobA+"/chk-5", map[string]int{"6f1d2c3b-0001": 300}, longAgo)
 	e.put(t, jobA+"/chk-6", map[string]int{"6f1d2c3b-0002": 0}, longAgo)
 	retired := ck + "/" + randomHex(16)
@@ -349,8 +349,10 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	goneHA := ha + "/gone-" + randomHex(4)
 	e.put(t, goneHA, map[string]int{"blob/job_" + randomHex(16) + "/blob_p-1": 40, "submittedJobGraph" + randomHex(6): 20}, longAgo)
 	// Kept: the young files of job A, a retired job within its TTL and the
-	// HA dir of the inventory's cluster.
-	e.put(t, jobA+"/shared", map[string]int{"young": 10}, time.Now())
+	// HA dir of the inventory's cluster. Job A's dir was last written 20
+	// minutes ago, past the longest checkpoint timeout the fleet allows
+	// (10m): no job can still be uploading its incomplete checkpoints.
+	e.put(t, jobA+"/shared", map[string]int{"young": 10}, time.Now().Add(-20*time.Minute))
 	young := ck + "/" + randomHex(16)
 	e.put(t, young, map[string]int{"chk-1/6f1d2c3b-0004": 10}, time.Now())
 	liveHA := ha + "/" + e.clusterID
