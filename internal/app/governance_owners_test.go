@@ -54,7 +54,9 @@ func TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers(t *testing.T) {
 
 // TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers: a live job whose
 // checkpoints may run for two hours makes a plan with a one-hour grace
-// period fail, naming the job, instead of treating its uploads as garbage.
+// period fail, naming the job, instead of treating its uploads as garbage;
+// and one whose longest checkpoint timeout of the fleet is shorter (the
+// default 10m) fails naming that setting.
 func TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -66,12 +68,17 @@ func TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers(t *testing.T) {
 	e.checkpointed(ctx, fc, job, 1)
 	var res activities.PlanCleanupResult
 	err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-1", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
-		Policy: cleanup.Policy{Grace: time.Hour}}, &res)
+		Policy: cleanup.Policy{Grace: time.Hour, MaxCheckpointTimeout: 3 * time.Hour}}, &res)
 	if err == nil || !strings.Contains(err.Error(), "grace") || !strings.Contains(err.Error(), job) || !strings.Contains(err.Error(), activities.ErrTypeInvalidInput) {
 		t.Fatalf("plan with grace 1h beside a job with a 2h checkpoint timeout: %v; want InvalidInput naming grace and job %s", err, job)
 	}
+	err = e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-max", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
+		Policy: cleanup.Policy{Grace: 2 * time.Hour}}, &res)
+	if err == nil || !strings.Contains(err.Error(), "maxCheckpointTimeout") || !strings.Contains(err.Error(), job) {
+		t.Fatalf("plan with the default longest checkpoint timeout (10m) beside a job with 2h: %v; want InvalidInput naming maxCheckpointTimeout and job %s", err, job)
+	}
 	if err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-2", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
-		Policy: cleanup.Policy{Grace: 2 * time.Hour, RetiredJobTTL: 7 * 24 * time.Hour}}, &res); err != nil {
+		Policy: cleanup.Policy{Grace: 2 * time.Hour, MaxCheckpointTimeout: 3 * time.Hour, RetiredJobTTL: 7 * 24 * time.Hour}}, &res); err != nil {
 		t.Fatalf("plan with grace 2h: %v", err)
 	}
 }
