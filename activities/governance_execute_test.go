@@ -3,12 +3,16 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -221,5 +225,124 @@ func TestExecuteRefusesAPlanChangedAfterApproval(t *testing.T) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("%s still in place after the approved plan executed: %v", d, err)
 		}
+	}
+}
+
+// approve writes plan as the approved plan file name beside the approved
+// plan's header and returns the input that executes it.
+func (p *approvedPlan) approve(t *testing.T, name string, plan []byte) ExecuteCleanupInput {
+	t.Helper()
+	if err := os.WriteFile(p.file(name), plan, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(plan)
+	return ExecuteCleanupInput{RunID: p.summary.RunID, PlanPath: strings.TrimSuffix(p.summary.PlanPath, "plan.json") + name, PlanSHA256: hex.EncodeToString(sum[:])}
+}
+
+func requireErrType(t *testing.T, what string, err error, want, mention string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error; want %s", what, want)
+		return
+	}
+	if typ, _ := appErrType(t, err); typ != want || !strings.Contains(err.Error(), mention) {
+		t.Errorf("%s: %v (type %s); want %s mentioning %q", what, err, typ, want, mention)
+	}
+}
+
+// What an execution refuses besides a changed plan, each before it moves
+// anything: a worker without its ports, a shard the plan does not have, an
+// approved header that does not vouch for its shards, Kubernetes objects on
+// a worker without Kubernetes access; and a part whose executor fails is a
+// failed part.
+func TestExecuteRefusesWhatItCannotCarryOut(t *testing.T) {
+	p := newApprovedPlan(t)
+	for name, strip := range map[string]func(a *Activities){
+		"no inventory": func(a *Activities) { a.Inventory = nil },
+		"no flink":     func(a *Activities) { a.Flink = nil },
+		"no storage":   func(a *Activities) { a.Storage = nil },
+	} {
+		a := *p.a
+		strip(&a)
+		err := runActivity(t, &a, a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
+		requireErrType(t, name, err, ErrTypeInventory, "no inventory source")
+	}
+	for _, shard := range []int{-1, 2} {
+		err := runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(shard), &ExecuteCleanupPartResult{})
+		requireErrType(t, "shard "+strconv.Itoa(shard), err, ErrTypeInvalidInput, "has shards 0 to 1")
+	}
+	header, err := os.ReadFile(p.file("plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := p.approve(t, "renamed.json", bytes.Replace(header, []byte(`"name":"items-00001.jsonl"`), []byte(`"name":"x.jsonl"`), 1))
+	err = runActivity(t, p.a, p.a.ExecuteCleanup, renamed, &ExecuteCleanupResult{})
+	requireErrType(t, "a header naming a shard x.jsonl", err, ErrTypeCleanupPlanInvalid, `named "x.jsonl"`)
+	objects := p.approve(t, "objects.json", []byte(`{"version":3,"policy":{"action":"trash"},"objects":[{"path":"kubernetes://ns/configmap/gone-cluster-config-map"}]}`))
+	err = runActivity(t, p.a, p.a.ExecuteCleanup, objects, &ExecuteCleanupResult{})
+	requireErrType(t, "objects without Kubernetes access", err, ErrTypeCleanupNotConfigured, "inventory.kubernetes is not configured")
+	p.requireInPlace(t)
+
+	// The trash root gone: the executor of each part refuses, and the
+	// part fails.
+	if err := os.RemoveAll(p.trash); err != nil {
+		t.Fatal(err)
+	}
+	err = runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(0), &ExecuteCleanupPartResult{})
+	if err == nil || !strings.Contains(err.Error(), "stat trash root") {
+		t.Errorf("a part with no trash root: %v; want it failed, naming the trash root", err)
+	}
+	for _, d := range p.garbage {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s moved by a failed part: %v", d, err)
+		}
+	}
+}
+
+// goneOrphans is Kubernetes where every planned leftover has been deleted
+// by someone else since planning.
+type goneOrphans struct{ OrphanControl }
+
+func (goneOrphans) ReadOrphan(context.Context, inventory.ObjectRef) (cleanup.ObjectSnapshot, error) {
+	return cleanup.ObjectSnapshot{}, cleanup.ErrObjectNotFound
+}
+
+// A whole sharded plan executed at once carries out its Kubernetes
+// objects after its shards, and its result tells each object's outcome.
+func TestExecuteShardedPlanActsOnItsObjects(t *testing.T) {
+	p := newApprovedPlan(t)
+	header, err := os.ReadFile(p.file("plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const object = `"objects":[{"path":"kubernetes://ns/configmap/gone-cluster-config-map","kind":"ha-configmap","rule":"orphan-ha-configmap",` +
+		`"tenant":"team-t","clusterId":"gone","ref":{"apiVersion":"v1","kind":"ConfigMap","namespace":"ns","name":"gone-cluster-config-map"},"uid":"u1","resourceVersion":"7"}],`
+	in := p.approve(t, "with-objects.json", bytes.Replace(header, []byte(`"shards":[`), []byte(object+`"shards":[`), 1))
+	p.a.Orphans = goneOrphans{}
+	var res ExecuteCleanupResult
+	if err := runActivity(t, p.a, p.a.ExecuteCleanup, in, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Items != 2 || len(res.ObjectOutcomes) != 1 || res.ObjectOutcomes[0].Outcome != string(cleanup.OutcomeGone) {
+		t.Fatalf("result %+v, objects %+v; want both dirs moved and the object found gone", res, res.ObjectOutcomes)
+	}
+}
+
+// The executor asks the inventory and Flink again right before it acts: a
+// planned job dir whose job runs again is refused and stays.
+func TestExecuteRefusesTheDirOfAJobLiveAgain(t *testing.T) {
+	p := newApprovedPlan(t)
+	back := strings.Repeat("a1", 16)
+	p.a.Flink = oneClient{&quietFlink{fakeFlink{jobs: []flink.JobOverview{{ID: back, Name: "orders", State: flink.JobRunning}},
+		details: []flink.JobDetails{{ID: back, State: flink.JobRunning}}}}}
+	var res ExecuteCleanupResult
+	if err := runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Items != 1 || len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Path, back) {
+		t.Fatalf("result %+v; want the dir of job %s refused, the other moved", res, back)
+	}
+	if _, err := os.Stat(p.garbage[0]); err != nil {
+		t.Fatalf("the dir of the live job was moved: %v", err)
 	}
 }

@@ -29,11 +29,13 @@ type govFixture struct {
 	samples   int
 	documents map[string]string
 	planItems int64
-	// shards, when set, makes the plan sharded; partErr fails one part.
-	shards  int
-	parts   []activities.ExecuteCleanupPartInput
-	partErr func(activities.ExecuteCleanupPartInput) error
-	tallies int
+	// shards, when set, makes the plan sharded, with one Kubernetes object
+	// unless noObjects; partErr fails one part.
+	shards    int
+	noObjects bool
+	parts     []activities.ExecuteCleanupPartInput
+	partErr   func(activities.ExecuteCleanupPartInput) error
+	tallies   int
 	// completed, when set, hears each activity completion.
 	completed func(*activity.Info, error)
 	usage     []activities.TenantUsageInput
@@ -72,7 +74,7 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 			RunID: in.RunID, PlanPath: "hdfs://nn/flinkmaint/plans/" + in.RunID + "/plan.json", PlanSHA256: testPlanSHA,
 			Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems, Action: string(in.Policy.Action),
 			Tenants:      []activities.TenantPlan{{Tenant: "team-a", Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems}},
-			ScopeTenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}}, Shards: f.shards, Objects: int64(min(f.shards, 1)),
+			ScopeTenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}}, Shards: f.shards, Objects: f.objects(),
 		}}, nil
 	})
 	var mu sync.Mutex
@@ -121,6 +123,24 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 		return activities.WriteDocumentResult{Path: in.Path}, nil
 	})
 	return f
+}
+
+func (f *govFixture) objects() int64 {
+	if f.noObjects {
+		return 0
+	}
+	return int64(min(f.shards, 1))
+}
+
+// objectParts counts the executed parts that were the plan's objects.
+func (f *govFixture) objectParts() int {
+	n := 0
+	for _, p := range f.parts {
+		if p.Objects {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *govFixture) status() GovernanceState {
@@ -439,6 +459,18 @@ func TestGovernanceExecutesAShardedPlanPartByPart(t *testing.T) {
 	if st := f.status(); st.ShardsExecuted != 7 {
 		t.Fatalf("status counts %d shards executed; want 7", st.ShardsExecuted)
 	}
+	if n := f.objectParts(); n != 1 {
+		t.Fatalf("the plan's objects executed %d times; want once", n)
+	}
+
+	// A sharded plan without objects has no objects part.
+	f = newGovFixture(t)
+	f.shards, f.noObjects = 2, true
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto})
+	f.report()
+	if len(f.parts) != 2 || f.objectParts() != 0 {
+		t.Fatalf("parts %+v; want the 2 shards and no objects part", f.parts)
+	}
 }
 
 // A shard that fails stops the run: no shard is started after it, the
@@ -529,6 +561,53 @@ func TestGovernanceWaitsForTheTenantLock(t *testing.T) {
 	if rep.Outcome != GovernancePhaseCompleted || len(f.planned) != 2 || len(f.executed) != 1 || released != 1 {
 		t.Fatalf("outcome %s, planned %d, executed %d, released %d; want planned again after the wait, executed once, released once",
 			rep.Outcome, len(f.planned), len(f.executed), released)
+	}
+}
+
+// In plan-and-approve mode a plan made again after waiting for the tenant
+// lock is approved again before anything executes: the first approval was
+// of the plan made before the wait.
+func TestGovernanceAsksAgainForAPlanMadeAgain(t *testing.T) {
+	f := newGovFixtureLocked(t, func(env *testsuite.TestWorkflowEnvironment) {
+		var a *activities.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{}, nil)
+		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return([]LockHold{{LockRequest: LockRequest{Owner: "window-wk49", Kind: KindWindow,
+			Tenants: []string{"team-a"}, Reason: "window wk49"}}}, nil)
+		env.OnSignalExternalWorkflow(mockAny, TenantLockWorkflowID, "", SignalLockRelease, mockAny).Return(nil)
+	})
+	later(t, f.env, func() {
+		f.update(UpdateApprove, ApproveRequest{By: "alice", Reason: "first plan", PlanSHA256: testPlanSHA}, true, "", nil)
+	}, time.Minute)
+	later(t, f.env, func() {
+		if st := f.status(); st.Phase != GovernancePhaseWaitingForLock {
+			t.Errorf("at 1h: phase %s; want waiting for the lock", st.Phase)
+		}
+		f.env.SignalWorkflow(SignalLockGranted, LockGrant{Tenants: []string{"team-a"}, Waited: true})
+	}, time.Hour)
+	later(t, f.env, func() {
+		if st := f.status(); st.Phase != GovernancePhaseAwaitingApproval || st.Approval != nil || len(f.planned) != 2 || len(f.executed) != 0 {
+			t.Errorf("at 2h: phase %s, approval %+v, planned %d, executed %d; want the plan made again awaiting a new approval, nothing executed",
+				st.Phase, st.Approval, len(f.planned), len(f.executed))
+		}
+		f.update(UpdateApprove, ApproveRequest{By: "bob", Reason: "second plan", PlanSHA256: testPlanSHA}, true, "", nil)
+	}, 2*time.Hour)
+	later(t, f.env, func() {
+		f.env.SignalWorkflow(SignalLockGranted, LockGrant{Tenants: []string{"team-a"}})
+	}, 3*time.Hour)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g-again", Mode: ModePlanAndApprove})
+	rep := f.report()
+	if rep.Outcome != GovernancePhaseCompleted || len(f.executed) != 1 || rep.Approval == nil || rep.Approval.By != "bob" {
+		t.Fatalf("outcome %s, executed %d, approval %+v; want executed once, approved by bob", rep.Outcome, len(f.executed), rep.Approval)
+	}
+}
+
+// With the listing gathered in one part, the plan lists the scope itself.
+func TestGovernanceGathersInOnePartByPlanning(t *testing.T) {
+	f := newGovFixture(t)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g-one", GatherParts: 1})
+	f.report()
+	if len(f.planned) != 1 || f.planned[0].Listings != nil {
+		t.Fatalf("plan inputs %+v; want one that lists the scope itself", f.planned)
 	}
 }
 

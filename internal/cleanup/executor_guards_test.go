@@ -1,0 +1,247 @@
+package cleanup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// The checks an executor makes on its configuration and the plan before it
+// touches anything, each in a case of its own: with the others passing, the
+// case's plan would otherwise be carried out.
+func TestExecutorRefusesBeforeItTouchesAnything(t *testing.T) {
+	e := newLocalEnv(t)
+	e.garbage()
+	good := e.plan(Live{}, Policy{})
+	retired := e.uri("checkpoints/0123456789abcdef0123456789abcdef")
+	if good.Delete[0].Path != retired {
+		t.Fatalf("first item %s; want the retired job's dir %s", good.Delete[0].Path, retired)
+	}
+	outside := t.TempDir()
+	// A second trash root, so a case using it fails only by its own check.
+	if err := os.MkdirAll(filepath.Join(e.trash, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	guard := func(roots ...string) *storage.Guard {
+		g, err := storage.NewGuard(roots...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	cases := map[string]struct {
+		mod  func(p *Plan)
+		cfg  func(c *ExecutorConfig)
+		kind error
+	}{
+		"item inside the trash root": {mod: func(p *Plan) {
+			p.Delete = append(p.Delete, Item{Path: "file://" + e.trash + "/x", Kind: KindSharedFile, Rule: RuleUnreferencedState})
+		}, kind: ErrInvalidPlan},
+		"item holding the trash root": {cfg: func(c *ExecutorConfig) {
+			c.TrashRoot, c.AuditRoot = retired+"/trash", "file://"+e.trash+"/_audit"
+		}, kind: ErrInvalidPlan},
+		"item inside the audit root": {mod: func(p *Plan) {
+			p.Delete = append(p.Delete, Item{Path: "file://" + e.trash + "/_audit/x", Kind: KindSharedFile, Rule: RuleUnreferencedState})
+		}, cfg: func(c *ExecutorConfig) {
+			c.TrashRoot, c.AuditRoot = "file://"+e.trash+"/bin", "file://"+e.trash+"/_audit"
+		}, kind: ErrInvalidPlan},
+		"item holding the audit root": {cfg: func(c *ExecutorConfig) { c.AuditRoot = retired + "/audit" }, kind: ErrInvalidPlan},
+		// The manifest may be written, the moves to the trash may not.
+		"trash paths not guarded": {cfg: func(c *ExecutorConfig) { c.Guard = guard(e.tenant, e.trash+"/_audit") }, kind: ErrOutsideRoots},
+		// The file system would write the manifest there; the executor's
+		// guard does not allow it.
+		"audit root not guarded": {cfg: func(c *ExecutorConfig) {
+			c.FS = storage.NewLocal(guard(e.tenant, e.trash, outside))
+			c.AuditRoot = "file://" + outside + "/audit"
+		}, kind: ErrOutsideRoots},
+		"trash root missing": {cfg: func(c *ExecutorConfig) { c.TrashRoot = "file://" + e.trash + "/missing" }, kind: ErrInvalidConfig},
+		// Version 2 may hold objects: it is refused for want of Kubernetes
+		// access, not as a version that cannot hold them.
+		"version 2 with objects without Kubernetes access": {mod: func(p *Plan) {
+			p.Version = 2
+			p.Objects = append(p.Objects, ObjectItem{Path: "kubernetes://team-a/ConfigMap/gone-cluster-config-map", Kind: KindHAConfigMap, Rule: RuleOrphanHAConfigMap})
+		}, kind: ErrInvalidConfig},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var p Plan
+			data, _ := json.Marshal(good)
+			_ = json.Unmarshal(data, &p)
+			if tc.mod != nil {
+				tc.mod(&p)
+			}
+			_, err := e.executor("r-"+strings.ReplaceAll(name, " ", "-"), tc.cfg).Run(context.Background(), p)
+			if !errors.Is(err, tc.kind) || IsRetryable(err) {
+				t.Fatalf("err %v; want non-retryable %v", err, tc.kind)
+			}
+			for _, it := range good.Delete {
+				if !e.exists(it.Path) {
+					t.Fatalf("%s touched by a refused plan", it.Path)
+				}
+			}
+		})
+	}
+	if matches, _ := filepath.Glob(filepath.Join(outside, "*")); len(matches) != 0 {
+		t.Fatalf("a refused plan wrote %v outside the executor's roots", matches)
+	}
+	if _, err := NewExecutor(ExecutorConfig{FS: e.fs, Guard: &storage.Guard{}, TrashRoot: e.trash, RunID: "x"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a guard without roots: %v; want ErrInvalidConfig", err)
+	}
+}
+
+// What the executor re-reads right before it acts decides, item by item,
+// whether it still may: each case changes one thing since planning.
+func TestExecutorReverifiesEachItem(t *testing.T) {
+	const live = "fedcba9876543210fedcba9876543210"
+	const retired = "0123456789abcdef0123456789abcdef"
+	liveNow := func(l Live) func(context.Context) (Live, error) {
+		return func(context.Context) (Live, error) { return l, nil }
+	}
+	// The fixture _metadata, written where a checkpoint or savepoint
+	// completes after the plan was made, aged like the rest.
+	metadata := func(t *testing.T, e *localEnv, dir string) {
+		t.Helper()
+		md, err := os.ReadFile(filepath.Join(sandbox.RequireShared(t), "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.file(dir+"/_metadata", 0, e.past)
+		if err := os.WriteFile(filepath.Join(e.tenant, dir, "_metadata"), md, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.age(dir, e.past)
+		e.age(filepath.Dir(dir), e.past)
+	}
+	t.Run("nothing changed: every item acted on", func(t *testing.T) {
+		// The live job and cluster are the planned ones: an item of the live
+		// job (its incomplete checkpoint) and the HA dir of a gone cluster
+		// are not refused as live again, nor as the live cluster's own HA
+		// dir.
+		e := newLocalEnv(t)
+		want := e.garbage()
+		l := Live{Clusters: []LiveCluster{{ClusterID: "c1", HADir: e.uri("ha/c1"), Jobs: []LiveJob{{JobID: live}}}}}
+		plan := e.plan(l, Policy{})
+		res, err := e.executor("r1", func(c *ExecutorConfig) { c.Live = liveNow(l) }).Run(context.Background(), plan)
+		if err != nil || res.Counts[OutcomeTrashed] != len(want) {
+			t.Fatalf("result %+v err %v; want all %d items trashed", res, err, len(want))
+		}
+	})
+	t.Run("a live cluster's HA configuration unreadable", func(t *testing.T) {
+		e := newLocalEnv(t)
+		e.file("ha/gone/completedCheckpoint0123456789ab", 3, e.past)
+		plan := e.plan(Live{}, Policy{})
+		if len(plan.Delete) != 1 || plan.Delete[0].Kind != KindHAClusterDir {
+			t.Fatalf("plan %+v; want the HA dir of cluster gone", plan.Delete)
+		}
+		unknown := Live{Clusters: []LiveCluster{{ClusterID: "c1", HAUnknown: true}}}
+		res, err := e.executor("r1", func(c *ExecutorConfig) { c.Live = liveNow(unknown) }).Run(context.Background(), plan)
+		if err != nil || res.Counts[OutcomeRefused] != 1 || !strings.Contains(res.Refused[0].Detail, "cannot be read") {
+			t.Fatalf("result %+v err %v; want the HA dir refused: it may be c1's", res, err)
+		}
+		if !e.exists(plan.Delete[0].Path) {
+			t.Fatal("refused HA dir removed")
+		}
+	})
+	t.Run("a live cluster configured with the HA dir", func(t *testing.T) {
+		e := newLocalEnv(t)
+		e.file("ha/gone/completedCheckpoint0123456789ab", 3, e.past)
+		plan := e.plan(Live{}, Policy{})
+		if len(plan.Delete) != 1 || plan.Delete[0].Kind != KindHAClusterDir {
+			t.Fatalf("plan %+v; want the HA dir of cluster gone", plan.Delete)
+		}
+		reused := Live{Clusters: []LiveCluster{{ClusterID: "c2", HADir: e.uri("ha/gone")}}}
+		res, err := e.executor("r1", func(c *ExecutorConfig) { c.Live = liveNow(reused) }).Run(context.Background(), plan)
+		if err != nil || res.Counts[OutcomeRefused] != 1 || !strings.Contains(res.Refused[0].Detail, "HA dir of live cluster c2") {
+			t.Fatalf("result %+v err %v; want the HA dir refused as c2's", res, err)
+		}
+		if !e.exists(plan.Delete[0].Path) {
+			t.Fatal("refused HA dir removed")
+		}
+	})
+	t.Run("a job restored from a checkpoint inside an item", func(t *testing.T) {
+		e := newLocalEnv(t)
+		e.file("checkpoints/"+retired+"/shared/s1", 20, e.past)
+		plan := e.plan(Live{}, Policy{})
+		if len(plan.Delete) != 1 || plan.Delete[0].Path != e.uri("checkpoints/"+retired) {
+			t.Fatalf("plan %+v; want the retired job's dir", plan.Delete)
+		}
+		metadata(t, e, "checkpoints/"+retired+"/chk-3")
+		back := liveWith(LiveJob{JobID: strings.Repeat("ab", 16), RestorePath: e.uri("checkpoints/" + retired + "/chk-3")})
+		res, err := e.executor("r1", func(c *ExecutorConfig) { c.Live = liveNow(back) }).Run(context.Background(), plan)
+		if err != nil || res.Counts[OutcomeRefused] != 1 || !strings.Contains(res.Refused[0].Detail, "needed now") {
+			t.Fatalf("result %+v err %v; want the job dir refused as needed now", res, err)
+		}
+		if !e.exists(plan.Delete[0].Path) {
+			t.Fatal("refused job dir removed")
+		}
+	})
+	t.Run("a file a savepoint completed since planning references", func(t *testing.T) {
+		// The item is one state file of a savepoint dir that had no
+		// _metadata when planned (here put in the plan by hand); the
+		// _metadata written since references it. Only the rescan of the
+		// savepoint root for what completed since planning finds that.
+		e := newLocalEnv(t)
+		const sp = "savepoints/savepoint-fedcba-0123456789ab"
+		state := e.file(sp+"/149103a1-a140-4923-894b-e0b3ea3475ae", 10, e.past)
+		plan := e.plan(Live{}, Policy{})
+		if len(plan.Delete) != 1 {
+			t.Fatalf("plan %+v; want the incomplete savepoint", plan.Delete)
+		}
+		plan.Delete[0] = Item{Path: state, Kind: KindSharedFile, Rule: RuleUnreferencedState, Tenant: plan.Delete[0].Tenant, Files: 1, Bytes: 10, Newest: e.past}
+		md, err := os.ReadFile(filepath.Join(sandbox.RequireShared(t), "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(e.tenant, sp, "_metadata"), md, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.executor("r1", nil).Run(context.Background(), plan)
+		if err != nil || res.Counts[OutcomeRefused] != 1 || !strings.Contains(res.Refused[0].Detail, "completed since planning") {
+			t.Fatalf("result %+v err %v; want the state file refused as referenced by the new savepoint", res, err)
+		}
+		if !e.exists(state) {
+			t.Fatal("refused state file removed")
+		}
+	})
+	t.Run("a _metadata completed since planning that cannot be parsed", func(t *testing.T) {
+		// Its references are unknown: nothing may be acted on.
+		e := newLocalEnv(t)
+		e.file("checkpoints/"+retired+"/shared/s1", 20, e.past)
+		plan := e.plan(Live{}, Policy{})
+		if len(plan.Delete) != 1 {
+			t.Fatalf("plan %+v; want the retired job's dir", plan.Delete)
+		}
+		e.file("savepoints/savepoint-abcdef-0123456789ab/_metadata", 12, time.Now())
+		res, err := e.executor("r1", nil).Run(context.Background(), plan)
+		if err != nil || res.Counts[OutcomeRefused] != 1 || !strings.Contains(res.Refused[0].Detail, "cannot be parsed") {
+			t.Fatalf("result %+v err %v; want the job dir refused: an unreadable _metadata may reference it", res, err)
+		}
+		if !e.exists(plan.Delete[0].Path) {
+			t.Fatal("refused job dir removed")
+		}
+	})
+	t.Run("savepoint completed since planning", func(t *testing.T) {
+		e := newLocalEnv(t)
+		e.file("savepoints/savepoint-fedcba-0123456789ab/partial", 7, e.past)
+		plan := e.plan(Live{}, Policy{})
+		if len(plan.Delete) != 1 {
+			t.Fatalf("plan %+v; want the incomplete savepoint", plan.Delete)
+		}
+		metadata(t, e, "savepoints/savepoint-fedcba-0123456789ab")
+		res, err := e.executor("r1", nil).Run(context.Background(), plan)
+		if err != nil || res.Counts[OutcomeRefused] != 1 || !strings.Contains(res.Refused[0].Detail, "completed since planning") {
+			t.Fatalf("result %+v err %v; want the savepoint refused as completed since planning", res, err)
+		}
+		if !e.exists(plan.Delete[0].Path) {
+			t.Fatal("refused savepoint removed")
+		}
+	})
+}
