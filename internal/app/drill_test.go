@@ -200,6 +200,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 		t.Fatalf("report %+v; want one snapshot, passed", rep)
 	}
 	j := rep.Jobs[0]
+	drilledCheckpoint := strings.TrimRight(j.Snapshot, "/")
 	if j.Tier != 2 || j.Kind != activities.SnapshotCheckpoint || !strings.HasPrefix(j.Snapshot, ckpts+"/"+liveID+"/chk-") ||
 		j.Storage == nil || j.Storage.Files < 2 || j.Restore == nil {
 		t.Fatalf("drill %+v; want both tiers over a checkpoint of %s", j, liveID)
@@ -373,14 +374,23 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	if got := metricValue(t, gov.DrillFailed.WithLabelValues(d.tenant[0])); got != 1 {
 		t.Errorf("restore_drill_failed = %v, want 1 (the latest run)", got)
 	}
-	passedLive := 0
+	// Its savepoint's record, and its checkpoint's while the checkpoint
+	// exists: every plan drops the records of snapshots that are gone, and
+	// the live job subsumes its checkpoints.
+	want := map[string]bool{savepoints[live]: true, drilledCheckpoint: d.exists(drilledCheckpoint + "/_metadata")}
 	for _, r := range records {
-		if r.Job.Job == live && r.Outcome == catalog.DrillPassed {
-			passedLive++ // its checkpoint and its savepoint
+		if r.Job.Job != live {
+			continue
 		}
+		if !want[r.Snapshot] || r.Outcome != catalog.DrillPassed {
+			t.Errorf("drill record %+v of %s; want passed records of %v only", r, live, want)
+		}
+		delete(want, r.Snapshot)
 	}
-	if passedLive != 2 {
-		t.Errorf("drill records %+v; want both of %s's snapshots passed", records, live)
+	for snap, there := range want {
+		if there {
+			t.Errorf("drill records %+v; want %s's record of %s, passed", records, live, snap)
+		}
 	}
 	if got := metricValue(t, gov.DrillLastSuccess.WithLabelValues(d.tenant[0])); got < float64(time.Now().Add(-15*time.Minute).Unix()) {
 		t.Errorf("restore_drill_last_success_timestamp_seconds = %v; want the first run's time", got)

@@ -352,7 +352,11 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	// HA dir of the inventory's cluster. Job A's dir was last written 20
 	// minutes ago, past the longest checkpoint timeout the fleet allows
 	// (10m): no job can still be uploading its incomplete checkpoints.
-	e.put(t, jobA+"/shared", map[string]int{"young": 10}, time.Now().Add(-20*time.Minute))
+	twentyMinutesAgo := time.Now().Add(-20 * time.Minute)
+	e.put(t, jobA+"/shared", map[string]int{"young": 10}, twentyMinutesAgo)
+	if err := e.raw.Chtimes(jobA, twentyMinutesAgo, twentyMinutesAgo); err != nil {
+		t.Fatal(err)
+	}
 	young := ck + "/" + randomHex(16)
 	e.put(t, young, map[string]int{"chk-1/6f1d2c3b-0004": 10}, time.Now())
 	liveHA := ha + "/" + e.clusterID
