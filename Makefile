@@ -35,6 +35,13 @@ lint: bin/workflowcheck bin/staticcheck ## gofmt, go vet, staticcheck, workflowc
 bin/workflowcheck bin/staticcheck: tools/go.mod tools/go.sum
 	cd tools && GOBIN=$(CURDIR)/bin go install go.temporal.io/sdk/contrib/tools/workflowcheck honnef.co/go/tools/cmd/staticcheck
 
+.PHONY: mutate
+mutate: ## mutation testing of the deleting, approving and stopping code (unit tests; prints survivors, fails on a new one)
+	scripts/mutate.sh
+
+bin/gremlins bin/mutants: tools/go.mod tools/go.sum tools/mutants/main.go
+	cd tools && GOBIN=$(CURDIR)/bin go install github.com/go-gremlins/gremlins/cmd/gremlins ./mutants
+
 .PHONY: fmt
 fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')

@@ -54,14 +54,22 @@ func StateDir() (string, error) {
 // repository; tests of RequireShared point it elsewhere.
 var sharedDirName = "shared"
 
+// EnvSharedDir names the reference material's directory for a copy of the
+// repository that has no ../shared beside it (make mutate tests copies).
+const EnvSharedDir = "FLINKMAINT_SHARED_DIR"
+
 // SharedDir returns the read-only reference material beside the repository
-// (../shared), or an error saying it is absent.
+// (../shared, or the directory EnvSharedDir names), or an error saying it
+// is absent.
 func SharedDir() (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
+	dir := os.Getenv(EnvSharedDir)
+	if dir == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(filepath.Dir(root), sharedDirName)
 	}
-	dir := filepath.Join(filepath.Dir(root), sharedDirName)
 	if _, err := os.Stat(filepath.Join(dir, "fixtures")); err != nil {
 		return "", fmt.Errorf("sandbox: reference material %s not found (expected beside the repository): %w", dir, err)
 	}
