@@ -36,7 +36,7 @@ bin/workflowcheck bin/staticcheck: tools/go.mod tools/go.sum
 	cd tools && GOBIN=$(CURDIR)/bin go install go.temporal.io/sdk/contrib/tools/workflowcheck honnef.co/go/tools/cmd/staticcheck
 
 .PHONY: mutate
-mutate: ## mutation testing of the deleting, approving and stopping code (unit tests; prints survivors, fails on a new one)
+mutate: ## mutation testing of the guards between an approved plan and a deletion (unit tests; prints survivors, fails on a new one)
 	scripts/mutate.sh
 
 bin/gremlins bin/mutants: tools/go.mod tools/go.sum tools/mutants/main.go
