@@ -138,7 +138,7 @@ func TestClaimsReportsACorruptIndex(t *testing.T) {
 func TestCompactDrillRecords(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
-	s := DrillStore{FS: st.FS, Root: st.Root}
+	s := DrillStore(st)
 	snap := func(i int) string { return fmt.Sprintf("hdfs://nn:8020/sp/savepoint-aaaaaa-%012d", i) }
 	for i := range 3 {
 		if err := s.Put(ctx, DrillRecord{Snapshot: snap(i), RunID: "d1", Outcome: DrillPassed, Tier: 2}); err != nil {
