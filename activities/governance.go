@@ -319,8 +319,12 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		if err != nil {
 			return PurgeTrashResult{}, classify("resolve tenant root "+t.Root, err)
 		}
-		tp = strings.TrimRight(tp, "/")
-		if tfs.URI().String() == fs.URI().String() && (tp == trash || strings.HasPrefix(tp, trash+"/") || strings.HasPrefix(trash, tp+"/")) {
+		if !nested(trash, tp) {
+			continue
+		}
+		// A spelling that cannot be told apart from the trash's counts as
+		// the same file system, as for the drill root.
+		if same, err := a.Storage.CompareFileSystems(ctx, fs.URI().String(), tfs.URI().String()); err != nil || same != storage.DifferentFileSystem {
 			return PurgeTrashResult{}, nonRetryable(ErrTypeCleanupNotConfigured, "cleanup.trashRoot=%q overlaps the root %s of tenant %s: a purge would remove its state; move the trash outside every tenant's tree",
 				a.Cleanup.TrashRoot, t.Root, t.Name)
 		}

@@ -559,19 +559,24 @@ func (c Cleanup) validateTrash(drillRoot string) []error {
 }
 
 // trashRelative is p relative to the trash root it lies under (compared
-// as underAny does).
+// as underAny does: by path alone when either is a plain path).
 func trashRelative(p, trash string) string {
-	pathOf := func(s string) string {
-		if i := strings.Index(s, "://"); i >= 0 && (!strings.Contains(p, "://") || !strings.Contains(trash, "://")) {
-			rest := s[i+3:]
-			if j := strings.Index(rest, "/"); j >= 0 {
-				return rest[j:]
-			}
-			return "/"
-		}
-		return s
+	if !strings.Contains(p, "://") || !strings.Contains(trash, "://") {
+		p, trash = pathOf(p), pathOf(trash)
 	}
-	return strings.TrimPrefix(pathOf(p), strings.TrimRight(pathOf(trash), "/"))
+	return strings.TrimPrefix(p, strings.TrimRight(trash, "/"))
+}
+
+// pathOf is s without scheme and authority.
+func pathOf(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		rest := s[i+3:]
+		if j := strings.Index(rest, "/"); j >= 0 {
+			return rest[j:]
+		}
+		return "/"
+	}
+	return s
 }
 
 func (d Drill) validate(writable []string) []error {
@@ -600,16 +605,6 @@ func (d Drill) validate(writable []string) []error {
 // underAny reports whether p is a root or lies below one. A plain path is
 // compared with the path part of a URI root (the default file system).
 func underAny(p string, roots []string) bool {
-	pathOf := func(s string) string {
-		if i := strings.Index(s, "://"); i >= 0 {
-			rest := s[i+3:]
-			if j := strings.Index(rest, "/"); j >= 0 {
-				return rest[j:]
-			}
-			return "/"
-		}
-		return s
-	}
 	for _, r := range roots {
 		a, b := strings.TrimRight(p, "/"), strings.TrimRight(r, "/")
 		if !strings.Contains(p, "://") || !strings.Contains(r, "://") {
