@@ -47,6 +47,9 @@ type Activities struct {
 	// Orphans finds and deletes leftover Flink objects in Kubernetes for
 	// governance cleanup; nil when no Kubernetes inventory is configured.
 	Orphans OrphanControl
+	// Runs lists the snapshots flinkmaint's own runs in flight hold; nil
+	// means no run can hold one (tests that start no window or upgrade).
+	Runs RunRecords
 	// Notifier tells the people on call; nil when no sink is configured.
 	Notifier Notifier
 	// Freezes are the blackout periods (worker config); nil: none.

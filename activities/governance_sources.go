@@ -87,7 +87,44 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	if err != nil {
 		return live, nil, err
 	}
-	return live, append(notes, recNotes...), nil
+	runNotes, err := a.runRecords(ctx, &live)
+	if err != nil {
+		return live, nil, err
+	}
+	return live, append(append(notes, recNotes...), runNotes...), nil
+}
+
+// runRecords adds the snapshots flinkmaint's own runs in flight hold (a
+// window between its savepoints and its restarts, an upgrade with its
+// pre-upgrade savepoint) as records: a run that cannot be asked fails the
+// step, so no snapshot it may restore from is deleted on a guess.
+func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]string, error) {
+	if a.Runs == nil {
+		return nil, nil
+	}
+	held, err := a.Runs.SnapshotsInUse(ctx)
+	if err != nil {
+		return nil, classify("snapshots held by flinkmaint's runs in flight", err)
+	}
+	var notes []string
+	for _, h := range held {
+		by := "run " + h.Run + " (" + h.What + ")"
+		if !onStorage(h.Path) {
+			notes = append(notes, fmt.Sprintf("%s names %q, not a path on storage", by, h.Path))
+			continue
+		}
+		found, err := a.readLiveMetadata(ctx, h.Path, live.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			notes = append(notes, fmt.Sprintf("%s names %s, which does not exist", by, h.Path))
+			continue
+		}
+		live.Records = append(live.Records, cleanup.LiveRecord{Path: strings.TrimRight(h.Path, "/"), By: by, Run: h.Run})
+	}
+	activity.RecordHeartbeat(ctx, "runs in flight")
+	return notes, nil
 }
 
 // DrillClusterID names the drill cluster among the live clusters.

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -272,5 +274,62 @@ func TestLiveInventoryKeepsAFailedRestore(t *testing.T) {
 	}
 	if len(notes) == 0 || !strings.Contains(strings.Join(notes, "\n"), "failed job") {
 		t.Fatalf("notes %q; want the failed job said", notes)
+	}
+}
+
+// fakeRuns answers what flinkmaint's runs in flight hold.
+type fakeRuns struct {
+	held []RunSnapshot
+	err  error
+}
+
+func (f fakeRuns) SnapshotsInUse(context.Context) ([]RunSnapshot, error) { return f.held, f.err }
+
+// TestLiveInventoryReadsRunsInFlight: a savepoint a window or upgrade in
+// flight holds is a record, with what it names read as a live job's is; a
+// run that cannot be asked fails the read, so nothing is deleted on a
+// guess.
+func TestLiveInventoryReadsRunsInFlight(t *testing.T) {
+	shared := sandbox.RequireShared(t)
+	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sp := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-0123456789ab")
+	if err := os.MkdirAll(strings.TrimPrefix(sp, "file://"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strings.TrimPrefix(sp, "file://")+"/_metadata", md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gone := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-ffffffffffff")
+	inv := inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}
+	a := &Activities{Flink: clientsByURL{"http://c1": &emptyCluster{}}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond,
+		Runs: fakeRuns{held: []RunSnapshot{
+			{Run: "window-w1", Path: sp + "/", What: "window savepoint of job a"},
+			{Run: "upgrade-u1", Path: gone, What: "pre-upgrade savepoint of job b"},
+		}}}
+	live, notes, err := liveInventoryIn(t, a, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live.Records) != 1 || live.Records[0].Path != sp || live.Records[0].Run != "window-w1" || !strings.Contains(live.Records[0].By, "window-w1") {
+		t.Fatalf("records %+v; want %s held by window-w1", live.Records, sp)
+	}
+	if live.Metadata[sp+"/_metadata"].Refs == nil {
+		t.Fatalf("metadata %+v; want what %s names read", live.Metadata, sp)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "upgrade-u1") || !strings.Contains(strings.Join(notes, "\n"), "does not exist") {
+		t.Fatalf("notes %q; want the missing pre-upgrade savepoint said", notes)
+	}
+	a.Runs = fakeRuns{err: errors.New("context deadline exceeded")}
+	_, _, err = liveInventoryIn(t, a, inv)
+	if err == nil || !strings.Contains(err.Error(), "runs in flight") {
+		t.Fatalf("runs not answering: %v; want the read to fail naming them", err)
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		t.Fatalf("runs not answering is final (%v); want it retried", err)
 	}
 }

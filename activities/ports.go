@@ -52,6 +52,23 @@ type Storage interface {
 
 var _ Storage = (*storage.Resolver)(nil)
 
+// RunRecords lists the snapshots flinkmaint's own runs in flight hold: a
+// window's savepoints until the window ends, an upgrade's pre-upgrade and
+// rollback savepoints. The worker reads them from Temporal.
+type RunRecords interface {
+	SnapshotsInUse(ctx context.Context) ([]RunSnapshot, error)
+}
+
+// RunSnapshot is one snapshot a run in flight holds.
+type RunSnapshot struct {
+	// Run is the workflow ID of the run.
+	Run string
+	// Path is the snapshot's directory (or its _metadata).
+	Path string
+	// What says what the run holds it for, e.g. "savepoint of job <id>".
+	What string
+}
+
 // InventorySource discovers tenants, clusters and their restartable jobs.
 type InventorySource interface {
 	Discover(ctx context.Context) (inventory.Inventory, error)

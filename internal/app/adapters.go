@@ -38,6 +38,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		Identity: identity,
 		Storage:  resolver,
 		Flink:    &FlinkClients{Options: flink.Options{RequestTimeout: cfg.Flink.RequestTimeout.D(), UserAgent: "flinkmaint-worker"}},
+		Runs:     TemporalRuns{},
 	}
 	if cfg.Inventory.StaticFile != "" {
 		acts.Inventory = StaticInventory{Path: cfg.Inventory.StaticFile}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/sandbox"
@@ -126,6 +128,15 @@ func TestJobUpgradeOnRealPeers(t *testing.T) {
 	})
 	if pending.Pending.Kind != workflows.DecisionUnmatchedState || len(pending.Unmatched) != 1 || !strings.Contains(pending.Pending.Reason, pending.Unmatched[0]) {
 		t.Fatalf("pending %+v, unmatched %v; want the unmatched operator named", pending.Pending, pending.Unmatched)
+	}
+	// While it waits, the upgrade holds its pre-upgrade savepoint: cleanup
+	// reads that from Temporal and keeps it.
+	held, err := app.TemporalRuns{Client: tmp.Client}.SnapshotsInUse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(held, func(h activities.RunSnapshot) bool { return h.Run == run.GetID() && h.Path == pending.Savepoint }); i < 0 || pending.Savepoint == "" {
+		t.Errorf("runs in flight hold %+v; want upgrade %s holding its pre-upgrade savepoint %q", held, run.GetID(), pending.Savepoint)
 	}
 	h, err := tmp.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: workflows.UpdateDecide,
 		Args: []interface{}{workflows.DecideRequest{Action: workflows.ActionRollback, By: "test", Reason: "keep the state"}}, WaitForStage: client.WorkflowUpdateStageCompleted})

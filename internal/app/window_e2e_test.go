@@ -6,9 +6,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,12 +18,14 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -94,6 +98,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 			t.Fatalf("job %s reached the network gate with savepoint %s %q", j.Target.Key, j.SavepointState, j.SavepointPath)
 		}
 	}
+	testWindowHoldsItsSavepoints(t, ctx, acts, tmp.Client, run.GetID(), st, peers.HDFS.URI)
 	// One tenant's quota cannot hold the projected restart: the quota gate
 	// must pause with the numbers, and go on once the quota is raised.
 	tightRoot := strings.TrimPrefix(testRoot, peers.HDFS.URI) + "/" + peers.Clusters[0].ClusterID
@@ -205,6 +210,63 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	}
 	if os.Getenv(sandbox.EnvCaptureHistory) != "" {
 		sandbox.CaptureHistory(t, tmp.Client, run.GetID(), run.GetRunID(), os.Getenv(sandbox.EnvCaptureHistory)+"/window.json.gz")
+	}
+}
+
+// testWindowHoldsItsSavepoints plans a cleanup while the window waits at
+// its gate, with its jobs stopped: each savepoint the window will restart
+// from is kept as held by the window, found by asking Temporal which runs
+// are in flight, whatever the retention rules would say of it.
+func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *activities.Activities, c client.Client, windowRun string, st workflows.WindowState, fsURI string) {
+	t.Helper()
+	planner := *acts
+	planner.Runs = app.TemporalRuns{Client: c} // the activity runs outside the worker here
+	var tenants []string
+	for _, j := range st.Jobs {
+		if !slices.Contains(tenants, j.Target.Tenant) {
+			tenants = append(tenants, j.Target.Tenant)
+		}
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(&planner)
+	v, err := env.ExecuteActivity(planner.PlanCleanup, activities.PlanCleanupInput{RunID: "held-" + randomHex(4),
+		Scope: activities.Scope{Tenants: tenants}, Policy: activities.CleanupPolicy{}})
+	if err != nil {
+		t.Fatalf("plan while the window waits: %v", err)
+	}
+	var res activities.PlanCleanupResult
+	if err := v.Get(&res); err != nil {
+		t.Fatal(err)
+	}
+	fs, p, err := acts.Storage.Resolve(ctx, res.Summary.PlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := fs.ReadFile(ctx, p, 1<<26)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan cleanup.Plan
+	if err := json.Unmarshal(data, &plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range st.Jobs {
+		sp := strings.TrimPrefix(strings.TrimRight(j.SavepointPath, "/"), fsURI)
+		var kept *cleanup.Kept
+		for i, k := range plan.Keep {
+			if strings.TrimPrefix(k.Path, fsURI) == sp {
+				kept = &plan.Keep[i]
+			}
+		}
+		for _, it := range plan.Delete {
+			if rel := strings.TrimPrefix(it.Path, fsURI); rel == sp || strings.HasPrefix(sp, rel+"/") {
+				t.Errorf("window savepoint %s planned for deletion (%s)", sp, it.Rule)
+			}
+		}
+		if kept == nil || kept.Reason != cleanup.KeepHeldByRun || !strings.Contains(kept.By, windowRun) {
+			t.Errorf("window savepoint %s kept as %+v; want %s by run %s", sp, kept, cleanup.KeepHeldByRun, windowRun)
+		}
 	}
 }
 

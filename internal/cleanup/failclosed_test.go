@@ -337,8 +337,9 @@ func TestExecutorRefusesWhatALiveJobStartedFromAfterPlanning(t *testing.T) {
 }
 
 // A savepoint the operator would resume from, and a checkpoint a
-// FlinkStateSnapshot names, are kept with what they reference; a record
-// whose _metadata cannot be read refuses the plan.
+// FlinkStateSnapshot names, are kept with what they reference, as is a
+// savepoint a run of flinkmaint in flight holds; a record whose _metadata
+// cannot be read refuses the plan.
 func TestPlanKeepsSnapshotsOnRecord(t *testing.T) {
 	f := newFixture()
 	f.pol.KeepSavepoints = 1
@@ -362,6 +363,17 @@ func TestPlanKeepsSnapshotsOnRecord(t *testing.T) {
 	if r, ok := planned(p)[shared]; ok {
 		t.Errorf("%s, referenced by a checkpoint on record, planned as %s", shared, r)
 	}
+	// Held by a window in flight instead: kept for that run.
+	f.live.Records = []LiveRecord{{Path: old1, By: "run window-w1 (window savepoint of job a)", Run: "window-w1"}}
+	p, err = f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := keptFor(p, old1); !ok || k.Reason != KeepHeldByRun || !strings.Contains(k.By, "window-w1") {
+		t.Errorf("%s kept %+v; want %s by window-w1", old1, k, KeepHeldByRun)
+	}
+	f.live.Records = f.live.Records[:0]
+	f.live.Records = append(f.live.Records, LiveRecord{Path: old1, By: "FlinkDeployment ns/orders status.jobStatus.upgradeSavepointPath"})
 	f.live.Metadata = map[string]MetadataResult{old1 + "/_metadata": {Error: "truncated"}}
 	delete(f.l.Metadata, old1+"/_metadata")
 	if _, err := f.build(Spellings{}); !errors.Is(err, ErrSourceUnknown) || !strings.Contains(err.Error(), "upgradeSavepointPath") {

@@ -57,7 +57,11 @@ func liveNeeds(c canon, l Live, listed map[string]MetadataResult, released map[s
 	// point is reported by the record that names it.
 	var sources []source
 	for _, r := range l.Records {
-		sources = append(sources, source{what: "snapshot on record in " + r.By + ": " + r.Path, path: r.Path, need: need{KeepOperatorRecord, r.By}})
+		reason := KeepOperatorRecord
+		if r.Run != "" {
+			reason = KeepHeldByRun
+		}
+		sources = append(sources, source{what: "snapshot on record in " + r.By + ": " + r.Path, path: r.Path, need: need{reason, r.By}})
 	}
 	for _, cl := range l.Clusters {
 		for _, j := range cl.Jobs {

@@ -70,6 +70,9 @@ type LiveRecord struct {
 	// deleted with its savepoint only when this is the tenant of the
 	// savepoint's root: a run never deletes another tenant's resources.
 	Tenant string `json:"tenant,omitempty"`
+	// Run is the flinkmaint run (workflow ID) in flight that holds the
+	// snapshot; empty for an operator record.
+	Run string `json:"run,omitempty"`
 }
 
 // SnapshotRef is a FlinkStateSnapshot resource that names a snapshot.
@@ -241,6 +244,7 @@ const (
 	KeepLatestRetired       Reason = "latest-checkpoint-of-retired-job"
 	KeepRestorePoint        Reason = "restore-point-of-live-job"
 	KeepOperatorRecord      Reason = "operator-record"
+	KeepHeldByRun           Reason = "held-by-run-in-flight"
 	KeepPinned              Reason = "pinned"
 	KeepNewestSavepoints    Reason = "newest-k-savepoints"
 	KeepLastDrilled         Reason = "newest-drilled-savepoint"
