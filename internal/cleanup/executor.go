@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -315,7 +316,10 @@ type run struct {
 	// parse, by path: read again at every rescan, each refuses items
 	// until it parses.
 	freshBad map[string]string
-	live     *Live
+	// writers are the job dirs a checkpoint was written into since the
+	// listing, from the latest rescan.
+	writers []jobDirWriter
+	live    *Live
 	// liveJobs and liveClusters index live, from the same refresh.
 	liveJobs     map[string]LiveJob
 	liveClusters map[string]bool
@@ -593,6 +597,22 @@ func (r *run) verify(ctx context.Context, it Item, fi storage.FileInfo) string {
 	if newest.After(it.Newest) {
 		return fmt.Sprintf("modified since planning (newest %s, planned %s)", newest.UTC().Format(time.RFC3339Nano), it.Newest.UTC().Format(time.RFC3339Nano))
 	}
+	r.mu.Lock()
+	writers := r.writers
+	r.mu.Unlock()
+	for _, w := range writers {
+		if _, ok := liveJobs[w.job]; ok {
+			continue // a live job's needs are read from its cluster
+		}
+		switch {
+		case !w.completed && it.Kind != KindHAClusterDir:
+			return "a job outside the inventory started writing into " + w.dir + " since planning (" + w.evidence +
+				") and has no completed checkpoint yet: what it restored from is unknown"
+		case under(it.Path, w.dir):
+			return "a job outside the inventory wrote into " + w.dir + " since planning (" + w.evidence +
+				"): it may be uploading a checkpoint that uses this"
+		}
+	}
 	return ""
 }
 
@@ -630,13 +650,66 @@ func (p Plan) rescanCutoff() time.Time {
 	return since.Add(-p.Policy.ApplyDefaults().Grace)
 }
 
+// jobDirWriter is a job dir a checkpoint was written into since the
+// listing began: a job writes there that the plan did not know writing.
+type jobDirWriter struct {
+	dir, job string
+	// evidence says what was written when.
+	evidence string
+	// metadata are the _metadata paths of its checkpoints; completed says
+	// one of them is known complete.
+	metadata  []string
+	completed bool
+}
+
+// writtenSince is the time after which a write into a job dir is news to
+// the plan: the start of the listing, less the clock skew a NameNode and
+// this worker may have.
+func (p Plan) writtenSince() time.Time {
+	since := p.CreatedAt
+	if !p.ListedAt.IsZero() && p.ListedAt.Before(since) {
+		since = p.ListedAt
+	}
+	return since.Add(-PendingMargin)
+}
+
+// writerIn says whether the entries of a job dir show a checkpoint
+// written since the listing: a chk-N dir modified since, or, in a dir
+// with no checkpoint yet, its shared or task-owned dir made since (a job
+// that started and has not triggered its first checkpoint).
+func writerIn(entries []storage.FileInfo, since time.Time) string {
+	var setup string
+	checkpoints := false
+	for _, fi := range entries {
+		if !fi.IsDir {
+			continue
+		}
+		at := fi.Path + " at " + fi.ModTime.UTC().Format(time.RFC3339)
+		switch {
+		case layout.ClassifyJobDirEntry(fi.Name, true).Kind == layout.KindCheckpoint:
+			checkpoints = true
+			if fi.ModTime.After(since) {
+				return "checkpoint dir " + at
+			}
+		case (fi.Name == "shared" || fi.Name == "taskowned") && fi.ModTime.After(since) && setup == "":
+			setup = "state dir " + at
+		}
+	}
+	if checkpoints {
+		return ""
+	}
+	return setup
+}
+
 func (r *run) rescan(ctx context.Context) error {
 	fsys := r.e.cfg.FS
 	base := fsys.URI().String()
 	cutoff := r.plan.rescanCutoff()
 	touched := func(fi storage.FileInfo) bool { return !fi.ModTime.Before(cutoff) }
+	since := r.plan.writtenSince()
 	entries := 0
 	var found []string
+	var writers []jobDirWriter
 	list := func(dir string, fn func(storage.FileInfo)) error {
 		err := fsys.List(ctx, dir, 0, func(b []storage.FileInfo) error {
 			entries += len(b)
@@ -662,12 +735,23 @@ func (r *run) rescan(ctx context.Context) error {
 				return classify("re-list checkpoint root", root.Path, err)
 			}
 			for _, jd := range dirs {
-				if err := list(jd, func(fi storage.FileInfo) {
-					if fi.IsDir && layout.ClassifyJobDirEntry(fi.Name, true).Kind == layout.KindCheckpoint {
-						found = append(found, fi.Path+"/"+layout.MetadataFileName)
-					}
-				}); err != nil {
+				var inDir []storage.FileInfo
+				if err := list(jd, func(fi storage.FileInfo) { inDir = append(inDir, fi) }); err != nil {
 					return classify("re-list job dir", jd, err)
+				}
+				var metadata []string
+				for _, fi := range inDir {
+					if fi.IsDir && layout.ClassifyJobDirEntry(fi.Name, true).Kind == layout.KindCheckpoint {
+						metadata = append(metadata, fi.Path+"/"+layout.MetadataFileName)
+					}
+				}
+				found = append(found, metadata...)
+				if ev := writerIn(inDir, since); ev != "" {
+					dir, err := normPath(jd, base)
+					if err != nil {
+						return classify("re-list job dir", jd, err)
+					}
+					writers = append(writers, jobDirWriter{dir: dir, job: path.Base(dir), evidence: ev, metadata: metadata})
 				}
 			}
 		case layout.SavepointRoot:
@@ -720,6 +804,18 @@ func (r *run) rescan(ctx context.Context) error {
 		}
 		r.seen[key] = true
 	}
+	// A writer's checkpoint known complete (at planning or since) names
+	// what it uses; until then, what it restored from is unknown.
+	for i := range writers {
+		for _, m := range writers[i].metadata {
+			if key, err := normPath(m, base); err == nil && (r.seen[key] || r.planned[key]) {
+				writers[i].completed = true
+			}
+		}
+	}
+	r.mu.Lock()
+	r.writers = writers
+	r.mu.Unlock()
 	r.sinceRescan, r.rescanEvery = 0, entries/rescanShare
 	return nil
 }

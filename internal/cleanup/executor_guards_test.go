@@ -245,3 +245,110 @@ func TestExecutorReverifiesEachItem(t *testing.T) {
 		}
 	})
 }
+
+// A job the inventory does not know that writes a checkpoint into a
+// scanned root after the listing may use what the plan holds as garbage:
+// in its own dir, an in-flight checkpoint may use any file no _metadata
+// names; in a new dir, before its first checkpoint completes, what it
+// restored from is unknown. Each refuses what it could need until the job
+// is in the inventory or its checkpoint is complete.
+func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
+	const quiet = "0123456789abcdef0123456789abcdef"
+	const other = "00000000000000000000000000000042"
+	const started = "fedcba9876543210fedcba9876543210"
+	// Old enough to be planned, young enough not to be a retired job's.
+	was := time.Now().Add(-24 * time.Hour)
+	shared := sandbox.RequireShared(t)
+	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layoutWithGarbage := func(t *testing.T) (*localEnv, Plan) {
+		e := newLocalEnv(t)
+		// The quiet job's completed checkpoint, kept as its latest.
+		e.file("checkpoints/"+quiet+"/chk-2/_metadata", 0, was)
+		if err := os.WriteFile(filepath.Join(e.tenant, "checkpoints", quiet, "chk-2", "_metadata"), md, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.age("checkpoints/"+quiet, was)
+		e.file("checkpoints/"+quiet+"/chk-3/state", 10, was)
+		e.file("checkpoints/"+quiet+"/shared/orphan", 20, was)
+		e.file("checkpoints/"+other+"/chk-5/state", 10, was)
+		e.file("checkpoints/"+other+"/shared/orphan", 20, was)
+		plan := e.plan(Live{}, Policy{})
+		if len(plan.Delete) != 4 {
+			t.Fatalf("planned %+v; want the incomplete checkpoint and orphan of each job dir", plan.Delete)
+		}
+		return e, plan
+	}
+	byPath := func(res Result) map[string]string {
+		out := map[string]string{}
+		for _, r := range res.Refused {
+			out[r.Path] = r.Detail
+		}
+		return out
+	}
+	t.Run("a quiet job dir written again", func(t *testing.T) {
+		e, plan := layoutWithGarbage(t)
+		if err := os.MkdirAll(filepath.Join(e.tenant, "checkpoints", quiet, "chk-4"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.executor("r1", nil).Run(context.Background(), plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := byPath(res)
+		for _, p := range []string{e.uri("checkpoints/" + quiet + "/chk-3"), e.uri("checkpoints/" + quiet + "/shared/orphan")} {
+			if !strings.Contains(refused[p], "outside the inventory wrote into") || !e.exists(p) {
+				t.Errorf("%s: refused %q, exists %v; want it refused for the writer and kept", p, refused[p], e.exists(p))
+			}
+		}
+		if res.Counts[OutcomeTrashed] != 2 {
+			t.Errorf("result %+v; want the other job dir's two items trashed", res)
+		}
+	})
+	t.Run("a new job with no checkpoint yet", func(t *testing.T) {
+		e, plan := layoutWithGarbage(t)
+		for _, d := range []string{"shared", "taskowned"} {
+			if err := os.MkdirAll(filepath.Join(e.tenant, "checkpoints", started, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := e.executor("r1", nil).Run(context.Background(), plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Counts[OutcomeRefused] != 4 {
+			t.Fatalf("result %+v; want every item refused", res)
+		}
+		for p, why := range byPath(res) {
+			if !strings.Contains(why, "what it restored from is unknown") || !strings.Contains(why, started) {
+				t.Errorf("%s refused for %q; want the new job's unknown restore named", p, why)
+			}
+		}
+		// The same job in the inventory: its cluster says what it needs.
+		e2, plan2 := layoutWithGarbage(t)
+		if err := os.MkdirAll(filepath.Join(e2.tenant, "checkpoints", started, "shared"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		live := func(context.Context) (Live, error) { return liveWith(LiveJob{JobID: started}), nil }
+		res, err = e2.executor("r1", func(c *ExecutorConfig) { c.Live = live }).Run(context.Background(), plan2)
+		if err != nil || res.Counts[OutcomeTrashed] != 4 {
+			t.Fatalf("result %+v err %v; want everything trashed", res, err)
+		}
+	})
+	t.Run("a new job whose first checkpoint completed", func(t *testing.T) {
+		e, plan := layoutWithGarbage(t)
+		dir := filepath.Join(e.tenant, "checkpoints", started, "chk-6")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "_metadata"), md, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.executor("r1", nil).Run(context.Background(), plan)
+		if err != nil || res.Counts[OutcomeTrashed] != 4 {
+			t.Fatalf("result %+v err %v; want everything trashed: the checkpoint names what it uses", res, err)
+		}
+	})
+}

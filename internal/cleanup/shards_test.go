@@ -206,14 +206,17 @@ func TestExecutorRescansWhatChanged(t *testing.T) {
 	if len(plan.Delete) != items {
 		t.Fatalf("planned %d items; want %d", len(plan.Delete), items)
 	}
-	// A job started since planning, outside the inventory, is writing a
-	// checkpoint: its dir is new, so it is listed each time.
+	// A job started since planning on an inventory cluster is writing a
+	// checkpoint: its dir is new, so it is listed each time. (Were it
+	// outside the inventory, every item would be refused: see
+	// TestExecutorRefusesForAWriterOutsideTheInventory.)
 	young := fmt.Sprintf("%032x", 99999)
 	if err := os.MkdirAll(filepath.Join(e.tenant, "checkpoints", young, "chk-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	lc := &listCounter{FileSystem: e.fs, lists: map[string]int{}}
-	res, err := e.executor("rescan", func(c *ExecutorConfig) { c.FS = lc; c.BatchSize = 2 }).Run(context.Background(), plan)
+	live := func(context.Context) (Live, error) { return liveWith(LiveJob{JobID: young}), nil }
+	res, err := e.executor("rescan", func(c *ExecutorConfig) { c.FS = lc; c.BatchSize = 2; c.Live = live }).Run(context.Background(), plan)
 	if err != nil || res.Counts[OutcomeTrashed] != items {
 		t.Fatalf("result %+v err %v", res, err)
 	}
