@@ -89,6 +89,27 @@ func (a *Activities) ExecuteCleanupPart(ctx context.Context, in ExecuteCleanupPa
 	return res, err
 }
 
+// VerifyCleanupPlan checks, before any part of a sharded plan runs, that
+// the header and every shard are the approved ones: a shard changed after
+// approval stops the execution before anything is touched, not after the
+// shards before it ran. A plan of one file is checked by ExecuteCleanup.
+func (a *Activities) VerifyCleanupPlan(ctx context.Context, in ExecuteCleanupInput) error {
+	plan, err := a.readApprovedPlan(ctx, in)
+	if err != nil {
+		return err
+	}
+	if plan.Version != cleanup.ShardedPlanVersion {
+		return nil
+	}
+	for i := range plan.Shards {
+		if _, err := a.readShard(ctx, in.PlanPath, plan, i); err != nil {
+			return err
+		}
+		activity.RecordHeartbeat(ctx, i)
+	}
+	return nil
+}
+
 // TallyCleanup sums what the parts of an executed sharded plan did, from
 // their audit manifests, one shard at a time.
 func (a *Activities) TallyCleanup(ctx context.Context, in ExecuteCleanupInput) (ExecuteCleanupResult, error) {

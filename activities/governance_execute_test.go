@@ -191,6 +191,8 @@ func TestExecuteRefusesAPlanChangedAfterApproval(t *testing.T) {
 	requireChanged(t, err, p.summary.PlanPath)
 	err = runActivity(t, p.a, p.a.TallyCleanup, p.input(), &ExecuteCleanupResult{})
 	requireChanged(t, err, p.summary.PlanPath)
+	err = runActivity(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil)
+	requireChanged(t, err, p.summary.PlanPath)
 	p.requireInPlace(t)
 	restore()
 
@@ -204,6 +206,9 @@ func TestExecuteRefusesAPlanChangedAfterApproval(t *testing.T) {
 		restore = p.change(t, name, edit)
 		err = runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(shard), &ExecuteCleanupPartResult{})
 		requireChanged(t, err, name)
+		// The check of the whole plan, before any part runs, finds it too.
+		err = runActivity(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil)
+		requireChanged(t, err, name)
 		p.requireInPlace(t)
 		restore()
 	}
@@ -213,7 +218,10 @@ func TestExecuteRefusesAPlanChangedAfterApproval(t *testing.T) {
 	p.requireInPlace(t)
 	restore()
 
-	// The plan as approved moves both dirs to the trash.
+	// The plan as approved passes the check and moves both dirs to the trash.
+	if err := runActivity(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil); err != nil {
+		t.Fatal(err)
+	}
 	var res ExecuteCleanupResult
 	if err := runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &res); err != nil {
 		t.Fatal(err)

@@ -315,6 +315,10 @@ func (r *governanceRun) lockForExecution(ctx workflow.Context) (done string, err
 	}
 }
 
+// changeVerifyWholePlan checks every shard of an approved plan before the
+// first one runs.
+const changeVerifyWholePlan = "governance-verify-whole-plan-2026-12-03"
+
 func (r *governanceRun) execute(ctx workflow.Context) error {
 	r.setPhase(ctx, GovernancePhaseExecuting)
 	var a *activities.Activities
@@ -322,6 +326,11 @@ func (r *governanceRun) execute(ctx workflow.Context) error {
 	in := activities.ExecuteCleanupInput{RunID: r.st.RunID, PlanPath: r.st.Plan.PlanPath, PlanSHA256: r.st.Plan.PlanSHA256}
 	actx := workflow.WithActivityOptions(ctx, executeCleanupOptions(r.in.ExecuteTimeout.D()))
 	if r.st.Plan.Shards > 0 {
+		if workflow.GetVersion(ctx, changeVerifyWholePlan, workflow.DefaultVersion, 1) >= 1 {
+			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, tallyCleanupOptions()), a.VerifyCleanupPlan, in).Get(ctx, nil); err != nil {
+				return fmt.Errorf("check the approved plan: %w", err)
+			}
+		}
 		if err := r.executeShards(ctx, in); err != nil {
 			return err
 		}

@@ -35,6 +35,10 @@ type govFixture struct {
 	noObjects bool
 	parts     []activities.ExecuteCleanupPartInput
 	partErr   func(activities.ExecuteCleanupPartInput) error
+	// verified counts the checks of a whole sharded plan; verifyErr fails
+	// them.
+	verified  int
+	verifyErr error
 	tallies   int
 	// completed, when set, hears each activity completion.
 	completed func(*activity.Info, error)
@@ -88,6 +92,10 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 			}
 		}
 		return activities.ExecuteCleanupPartResult{Total: 1, Removed: 1}, nil
+	})
+	f.env.OnActivity(a.VerifyCleanupPlan, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) error {
+		f.verified++
+		return f.verifyErr
 	})
 	f.env.OnActivity(a.TallyCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
 		f.tallies++
@@ -441,6 +449,9 @@ func TestGovernanceExecutesAShardedPlanPartByPart(t *testing.T) {
 	if len(f.executed) != 0 || f.tallies != 1 || rep.Execution == nil || rep.Execution.Items != 8 {
 		t.Fatalf("whole-plan executions %d, tallies %d, execution %+v", len(f.executed), f.tallies, rep.Execution)
 	}
+	if f.verified != 1 {
+		t.Fatalf("the whole plan checked %d times before its parts ran; want once", f.verified)
+	}
 	seen := map[int]int{}
 	for i, p := range f.parts {
 		if p.Objects {
@@ -511,6 +522,24 @@ func TestGovernanceShardFailureStopsTheRun(t *testing.T) {
 		if p.Objects {
 			t.Fatal("the plan's objects were executed after a shard failed")
 		}
+	}
+}
+
+// A shard changed after approval stops the run before any shard runs:
+// approve exactly what was reviewed, not the shards before the changed one.
+func TestGovernanceChangedShardStopsTheRunBeforeAnyPart(t *testing.T) {
+	f := newGovFixture(t)
+	f.shards = 3
+	f.verifyErr = temporal.NewNonRetryableApplicationError("plan shard items-00002.jsonl: sha256 differs", activities.ErrTypeCleanupPlanChanged, nil)
+	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto})
+	if !f.env.IsWorkflowCompleted() || f.env.GetWorkflowError() == nil {
+		t.Fatal("the run did not fail")
+	}
+	if err := f.env.GetWorkflowError().Error(); !strings.Contains(err, "check the approved plan") || !strings.Contains(err, "items-00002") {
+		t.Fatalf("error %v; want it to name the changed shard", err)
+	}
+	if len(f.parts) != 0 || f.tallies != 0 {
+		t.Fatalf("%d parts and %d tallies ran; want none after the plan check failed", len(f.parts), f.tallies)
 	}
 }
 

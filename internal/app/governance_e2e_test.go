@@ -381,7 +381,7 @@ func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, 
 		for _, exec := range []struct {
 			name   string
 			fn, in any
-		}{{"ExecuteCleanup", e.acts.ExecuteCleanup, whole}, {"ExecuteCleanupPart", e.acts.ExecuteCleanupPart, part}} {
+		}{{"ExecuteCleanup", e.acts.ExecuteCleanup, whole}, {"ExecuteCleanupPart", e.acts.ExecuteCleanupPart, part}, {"VerifyCleanupPlan", e.acts.VerifyCleanupPlan, whole}} {
 			err := run(exec.fn, exec.in)
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeCleanupPlanChanged || !appErr.NonRetryable() || !strings.Contains(err.Error(), name) {
