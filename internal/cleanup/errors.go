@@ -31,6 +31,9 @@ var (
 	// (a live job's checkpoint unreadable, a path under a scanned root in
 	// a spelling not known to name it). The plan is refused, not guessed.
 	ErrSourceUnknown = errors.New("cleanup: a restore source cannot be told")
+	// ErrNoManifest: a run to restore has no audit manifest. Not
+	// retryable.
+	ErrNoManifest = errors.New("cleanup: no audit manifest")
 
 	// ErrObjectNotFound: a Kubernetes object does not exist (ObjectStore).
 	ErrObjectNotFound = errors.New("cleanup: Kubernetes object not found")

@@ -1,0 +1,327 @@
+package cleanup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// OutcomeRestored: an item moved from the trash back to its original path.
+const OutcomeRestored Outcome = "restored"
+
+// restoreDirName holds, under the audit root, one manifest per trash run
+// that was restored: <AuditRoot>/_restore/<run>/manifest-NNNNNN.jsonl.
+// Every restore of one run appends to it, so a second restore knows what
+// the first put back.
+const restoreDirName = "_restore"
+
+// RestoreConfig configures Restore.
+type RestoreConfig struct {
+	FS storage.FileSystem
+	// Guard confines where items go back to (the writable roots); the
+	// trash root must be inside it too.
+	Guard *storage.Guard
+	// TrashRoot and AuditRoot are the execution's (AuditRoot defaults to
+	// <TrashRoot>/_audit).
+	TrashRoot, AuditRoot string
+	// RunID is the run whose trash is put back.
+	RunID string
+	// Paths, when set, are globs (path.Match, on the item's path without
+	// scheme and authority, or on the whole URI): only items matching one,
+	// or lying under a dir matching one, go back.
+	Paths []string
+	// DryRun says what would be done and does nothing.
+	DryRun bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Progress, when set, hears each item done.
+	Progress func(done, total int)
+}
+
+// RestoreResult says what a restore did (or, dry, would do) with each
+// trashed item of the run it selected.
+type RestoreResult struct {
+	RunID    string `json:"runId"`
+	DryRun   bool   `json:"dryRun,omitempty"`
+	Manifest string `json:"manifest,omitempty"`
+	// Items are the selected items, each with its outcome: restored (or,
+	// dry, to be restored: OutcomeStarted), refused with the reason.
+	Items  []Record        `json:"items"`
+	Counts map[Outcome]int `json:"counts"`
+	// AlreadyBack counts items an earlier restore put back.
+	AlreadyBack int   `json:"alreadyBack,omitempty"`
+	Files       int64 `json:"files"`
+	Bytes       int64 `json:"bytes"`
+}
+
+// RestoreManifestDir is where the restores of run are recorded.
+func RestoreManifestDir(auditRoot, run string) string {
+	return strings.TrimSuffix(auditRoot, "/") + "/" + restoreDirName + "/" + run
+}
+
+// Restore moves the trashed items of a run back to their original paths,
+// the last trashed first. Each item is checked right before it moves and
+// refused, with the reason, when it cannot go back safely: its original
+// path exists again, it lies on another file system, the manifest names a
+// trash path the run would not have used, or it is no longer in the trash
+// (purged). A move is atomic: a crash leaves each item back or still in
+// the trash, and the next restore finds which from this manifest and the
+// file system. A restore of items already back does nothing.
+func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
+	res := RestoreResult{RunID: cfg.RunID, DryRun: cfg.DryRun, Counts: map[Outcome]int{}}
+	bad := func(format string, args ...any) error {
+		return &Error{Op: "restore", Kind: ErrInvalidConfig, Err: fmt.Errorf(format, args...)}
+	}
+	if cfg.FS == nil || cfg.Guard == nil {
+		return res, bad("FS and Guard are required")
+	}
+	if err := checkRunID(cfg.RunID); err != nil {
+		return res, err
+	}
+	for _, g := range cfg.Paths {
+		if _, err := path.Match(g, "/"); err != nil {
+			return res, bad("path glob %q: %v", g, err)
+		}
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	base := cfg.FS.URI().String()
+	trash, err := normPath(cfg.TrashRoot, base)
+	if err != nil || cfg.TrashRoot == "" {
+		return res, bad("TrashRoot %q: want an absolute path or URI", cfg.TrashRoot)
+	}
+	trash = strings.TrimSuffix(trash, "/")
+	audit := cfg.AuditRoot
+	if audit == "" {
+		audit = trash + "/" + auditDirName
+	}
+	runTrash := trash + "/" + cfg.RunID
+	recs, err := ReadManifest(ctx, cfg.FS, audit, cfg.RunID)
+	if err != nil {
+		return res, err
+	}
+	if len(recs) == 0 {
+		return res, &Error{Op: "restore", Path: audit + "/" + cfg.RunID, Kind: ErrNoManifest, Err: errors.New("no audit manifest for this run: check the run name (flinkmaint governance list)")}
+	}
+	m, back, err := loadManifest(ctx, cfg.FS, RestoreManifestDir(audit, cfg.RunID), "")
+	if err != nil {
+		return res, err
+	}
+	var todo, objects []Record
+	for _, r := range recs {
+		switch {
+		case r.Outcome != OutcomeTrashed || !selected(r.Path, cfg.Paths):
+		case IsObjectPath(r.Path):
+			objects = append(objects, r)
+		default:
+			todo = append(todo, r)
+		}
+	}
+	// A Kubernetes object's JSON is in the trash; re-creating it is left to
+	// a person, who can see whether something took its place since.
+	for _, r := range objects {
+		out := restoreRecord(r, OutcomeRefused, now(), "a Kubernetes object is not re-created by a restore: its JSON is at "+r.TrashPath+
+			"; re-create it with kubectl create -f after removing metadata.uid and metadata.resourceVersion")
+		res.Items = append(res.Items, out)
+		res.Counts[OutcomeRefused]++
+	}
+	// The last trashed goes back first.
+	sort.SliceStable(todo, func(i, j int) bool {
+		if !todo[i].Time.Equal(todo[j].Time) {
+			return todo[i].Time.After(todo[j].Time)
+		}
+		return todo[i].Path > todo[j].Path
+	})
+	var purged map[string]Record
+	for i, r := range todo {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		out := restoreRecord(r, OutcomeRefused, now(), "")
+		why, done, err := restoreCheck(ctx, cfg, r, runTrash, back[r.Path])
+		if err != nil {
+			return res, err
+		}
+		switch {
+		case done:
+			out.Outcome, out.Detail = OutcomeRestored, "already back: put back by an earlier restore"
+			res.AlreadyBack++
+		case why == errGoneFromTrash:
+			if purged == nil {
+				purged = purgedRuns(ctx, cfg.FS, audit)
+			}
+			out.Detail = "not in the trash any more: " + goneReason(purged, runTrash)
+		case why != "":
+			out.Detail = why
+		case cfg.DryRun:
+			out.Outcome, out.Detail = OutcomeStarted, "would be moved back from "+r.TrashPath
+		default:
+			if err := m.append(ctx, []Record{restoreRecord(r, OutcomeStarted, now(), "")}); err != nil {
+				return res, err
+			}
+			if err := cfg.FS.MkdirAll(ctx, parentDir(r.Path)); err != nil {
+				return res, classify("create the parent of", r.Path, err)
+			}
+			if err := cfg.FS.Rename(ctx, r.TrashPath, r.Path); err != nil {
+				return res, classify("move back", r.TrashPath, err)
+			}
+			out.Outcome, out.Detail = OutcomeRestored, "moved back from "+r.TrashPath
+		}
+		if !cfg.DryRun && !done && out.Outcome != OutcomeStarted {
+			if err := m.append(ctx, []Record{out}); err != nil {
+				return res, err
+			}
+		}
+		res.Items = append(res.Items, out)
+		res.Counts[out.Outcome]++
+		if out.Outcome == OutcomeRestored || out.Outcome == OutcomeStarted {
+			res.Files += r.Files
+			res.Bytes += r.Bytes
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(i+1, len(todo))
+		}
+	}
+	if !cfg.DryRun {
+		res.Manifest = m.dir
+	}
+	return res, nil
+}
+
+// errGoneFromTrash marks an item whose trash path and original path are
+// both missing.
+const errGoneFromTrash = "gone from the trash"
+
+// restoreCheck says why item r cannot go back now (""), or that it is
+// back already (done). prev is what an earlier restore recorded of it.
+func restoreCheck(ctx context.Context, cfg RestoreConfig, r Record, runTrash string, prev Record) (why string, done bool, err error) {
+	base := cfg.FS.URI().String()
+	orig, err := normPath(r.Path, base)
+	if err != nil {
+		return fmt.Sprintf("the manifest's path %q does not parse: %v", r.Path, err), false, nil
+	}
+	if prefixOf(orig) != prefixOf(strings.TrimSuffix(base, "/")+"/") {
+		return fmt.Sprintf("%s is on another file system than the trash (%s): a move cannot put it back", orig, base), false, nil
+	}
+	// The trash path the run itself would have used: a manifest naming
+	// another one was not written by that run, or was edited.
+	if want := runTrash + stripScheme(orig); r.TrashPath != want {
+		return fmt.Sprintf("the manifest names trash path %q, not %q where run %s puts this item: the manifest does not match the run", r.TrashPath, want, cfg.RunID), false, nil
+	}
+	if _, err := cfg.Guard.Check(cfg.FS.URI(), orig); err != nil {
+		return fmt.Sprintf("%s is outside the writable roots: %v", orig, err), false, nil
+	}
+	inTrash, err := exists(ctx, cfg.FS, r.TrashPath)
+	if err != nil {
+		return "", false, err
+	}
+	atHome, err := exists(ctx, cfg.FS, orig)
+	if err != nil {
+		return "", false, err
+	}
+	wasMoved := prev.Outcome == OutcomeRestored || prev.Outcome == OutcomeStarted
+	switch {
+	case !inTrash && atHome && wasMoved:
+		return "", true, nil
+	case atHome:
+		return "its original path exists again (re-created since it was trashed): nothing is overwritten; move it aside to restore this item", false, nil
+	case !inTrash:
+		return errGoneFromTrash, false, nil
+	}
+	return "", false, nil
+}
+
+func restoreRecord(r Record, o Outcome, at time.Time, detail string) Record {
+	return Record{Path: r.Path, Kind: r.Kind, Rule: r.Rule, Files: r.Files, Dirs: r.Dirs, Bytes: r.Bytes, Outcome: o, Time: at.UTC(),
+		TrashPath: r.TrashPath, Detail: detail}
+}
+
+// selected says whether p matches one of globs (all when there are none),
+// or lies under a dir that does.
+func selected(p string, globs []string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	plain := stripScheme(p)
+	for _, g := range globs {
+		target := plain
+		if strings.Contains(g, "://") {
+			target = p
+		}
+		for t := target; t != "" && t != "/" && !strings.HasSuffix(t, ":/"); t = path.Dir(t) {
+			if ok, _ := path.Match(strings.TrimSuffix(g, "/"), t); ok {
+				return true
+			}
+			if strings.HasSuffix(t, "//") || path.Dir(t) == t {
+				break
+			}
+		}
+	}
+	return false
+}
+
+func parentDir(p string) string {
+	i := strings.LastIndex(p, "/")
+	if i <= 0 {
+		return p
+	}
+	return p[:i]
+}
+
+func exists(ctx context.Context, fsys storage.FileSystem, p string) (bool, error) {
+	_, err := fsys.Stat(ctx, p)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, storage.ErrNotFound):
+		return false, nil
+	}
+	return false, classify("stat", p, err)
+}
+
+// purgedRuns reads the purge manifests: each trash run a purge removed,
+// with its record. An unreadable purge manifest leaves the reason vaguer,
+// never the outcome different.
+func purgedRuns(ctx context.Context, fsys storage.FileSystem, audit string) map[string]Record {
+	out := map[string]Record{}
+	dir := strings.TrimSuffix(audit, "/") + "/_purge"
+	var names []string
+	_ = fsys.List(ctx, dir, 0, func(b []storage.FileInfo) error {
+		for _, fi := range b {
+			if !fi.IsDir && strings.HasPrefix(fi.Name, "purge-") && strings.HasSuffix(fi.Name, ".jsonl") {
+				names = append(names, fi.Name)
+			}
+		}
+		return nil
+	})
+	for _, n := range names {
+		data, err := fsys.ReadFile(ctx, dir+"/"+n, 0)
+		if err != nil {
+			continue
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var r Record
+			if json.Unmarshal(line, &r) == nil && r.Outcome == OutcomePurged {
+				out[pathPart(r.Path)] = r
+			}
+		}
+	}
+	return out
+}
+
+func goneReason(purged map[string]Record, runTrash string) string {
+	if r, ok := purged[pathPart(runTrash)]; ok {
+		return fmt.Sprintf("the trash purge removed run %s on %s (%s); it cannot be restored", runTrash, r.Time.UTC().Format(time.RFC3339), r.Detail)
+	}
+	return "neither its trash path nor its original path exists, and no purge manifest names the run: someone removed it"
+}
