@@ -152,6 +152,7 @@ var errorTable = []errorRule{
 	{cleanup.ErrInvalidPlan, ErrTypeCleanupPlanInvalid, false},
 	{cleanup.ErrPlanChanged, ErrTypeCleanupPlanChanged, false},
 	{cleanup.ErrManifestCorrupt, ErrTypeCleanupPlanInvalid, false},
+	{cleanup.ErrNoManifest, ErrTypeStorageNotFound, false},
 }
 
 func nonRetryable(errType, format string, args ...interface{}) error {

@@ -29,6 +29,7 @@ func newGovernanceCommand(g *globals) *cobra.Command {
 		governanceDecisionCommand(g, "reject", "Reject the plan a governance run waits on; nothing is touched"),
 		governanceStatusCommand(g),
 		governanceReportCommand(g),
+		governanceRestoreCommand(g),
 		newScheduleCommand(g),
 	)
 	return cmd

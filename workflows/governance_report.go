@@ -156,7 +156,9 @@ func (rep *GovernanceReport) Markdown() string {
 	if e := rep.Execution; e != nil {
 		b.WriteString(fmt.Sprintf("- Reclaimed: %d items, %d files, %d dirs, %d bytes; audit manifest `%s`\n", e.Items, e.Files, e.Dirs, e.Bytes, e.ManifestDir))
 		if e.TrashRoot != "" {
-			b.WriteString(fmt.Sprintf("- Recoverable from trash `%s/%s` until purged\n", e.TrashRoot, e.RunID))
+			b.WriteString(fmt.Sprintf("- Recoverable from trash `%s/%s` until purged: `flinkmaint governance restore %s --dry-run` shows what goes back. "+
+				"A trashed savepoint restores from its trash path as it is; a checkpoint restores only once put back (`--path`): "+
+				"its shared state is named by absolute path. Each item's way back is in the audit manifest (`restore`).\n", e.TrashRoot, e.RunID, e.RunID))
 		}
 	}
 	b.WriteString("\n## Tenants\n\n| tenant | planned files | planned bytes | reclaimed files | reclaimed bytes | namespace before | namespace after | quota | kept (unparseable) | Kubernetes objects planned / removed |\n|---|---|---|---|---|---|---|---|---|---|\n")

@@ -43,3 +43,13 @@ func purgeOptions() workflow.ActivityOptions {
 		RetryPolicy:         standardRetry(3),
 	}
 }
+
+// restoreTrashOptions: moving a run's trash back, one rename per item,
+// heartbeating each; a retry goes on where the last attempt stopped.
+func restoreTrashOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 6 * time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         standardRetry(10),
+	}
+}

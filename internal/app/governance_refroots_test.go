@@ -4,7 +4,6 @@ package app_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,18 +42,7 @@ func TestExecutionRereadsReferenceRootsOnRealPeers(t *testing.T) {
 	e.checkpointed(ctx, fr, retired, 2)
 	e.cancel(ctx, fr, retired)
 	jobDir := ckpts + "/" + retired
-	chks, err := e.raw.ReadDir(strings.TrimPrefix(jobDir, e.peers.HDFS.URI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	latestID := -1
-	for _, c := range chks {
-		var n int
-		if _, err := fmt.Sscanf(c.Name(), "chk-%d", &n); err == nil && n > latestID && e.exists(fmt.Sprintf("%s/%s/_metadata", jobDir, c.Name())) {
-			latestID = n
-		}
-	}
-	latest := fmt.Sprintf("%s/chk-%d", jobDir, latestID)
+	latest := e.latestCompleted(jobDir)
 	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
 
 	runID := "refroot-" + sfx

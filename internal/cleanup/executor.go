@@ -435,8 +435,24 @@ func (r *run) trashDirMade(dir string) bool {
 }
 
 func (r *run) record(it Item, o Outcome, trash, detail string) Record {
-	return Record{Path: it.Path, Kind: it.Kind, Rule: it.Rule, Files: it.Files, Dirs: it.Dirs, Bytes: it.Bytes,
+	rec := Record{Path: it.Path, Kind: it.Kind, Rule: it.Rule, Files: it.Files, Dirs: it.Dirs, Bytes: it.Bytes,
 		Outcome: o, Time: r.e.cfg.Now().UTC(), TrashPath: trash, Detail: detail}
+	if o == OutcomeTrashed {
+		rec.Restore = restoreHint(r.e.cfg.RunID, it)
+	}
+	return rec
+}
+
+// restoreHint says how a trashed item comes back: a savepoint names its
+// files relative to its own dir, so a job restores from its trash path as
+// it is; a checkpoint names its shared state by absolute path, so it
+// restores only where it was written, once put back.
+func restoreHint(run string, it Item) string {
+	back := "flinkmaint governance restore " + run + " --path '" + stripScheme(it.Path) + "' --reason TEXT"
+	if it.Kind == KindSavepointDir {
+		return "a job restores from the trash path as it is (a savepoint is self-contained); to put it back: " + back
+	}
+	return "put it back before a job restores from it: " + back
 }
 
 // vanished is the outcome of an item (a path or an object) found missing
@@ -804,11 +820,12 @@ func (r *run) rescan(ctx context.Context) error {
 		}
 		r.seen[key] = true
 	}
-	// A writer's checkpoint known complete (at planning or since) names
-	// what it uses; until then, what it restored from is unknown.
+	// A writer's checkpoint known complete (seen holds those known at
+	// planning and those read since) names what it uses; until then, what
+	// it restored from is unknown.
 	for i := range writers {
 		for _, m := range writers[i].metadata {
-			if key, err := normPath(m, base); err == nil && (r.seen[key] || r.planned[key]) {
+			if key, err := normPath(m, base); err == nil && r.seen[key] {
 				writers[i].completed = true
 			}
 		}

@@ -326,6 +326,15 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 				t.Errorf("%s refused for %q; want the new job's unknown restore named", p, why)
 			}
 		}
+		// Its first checkpoint under way, not completed yet: still unknown.
+		e1, plan1 := layoutWithGarbage(t)
+		if err := os.MkdirAll(filepath.Join(e1.tenant, "checkpoints", started, "chk-1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		res, err = e1.executor("r1", nil).Run(context.Background(), plan1)
+		if err != nil || res.Counts[OutcomeRefused] != 4 || !strings.Contains(res.Refused[0].Detail, "what it restored from is unknown") {
+			t.Fatalf("result %+v err %v; want every item refused while the first checkpoint is under way", res, err)
+		}
 		// The same job in the inventory: its cluster says what it needs.
 		e2, plan2 := layoutWithGarbage(t)
 		if err := os.MkdirAll(filepath.Join(e2.tenant, "checkpoints", started, "shared"), 0o755); err != nil {

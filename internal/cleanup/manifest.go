@@ -58,6 +58,8 @@ type Record struct {
 	// Resources says what became of the FlinkStateSnapshot resources
 	// deleted with a savepoint.
 	Resources []string `json:"resources,omitempty"`
+	// Restore says, for a trashed item, how it comes back.
+	Restore string `json:"restore,omitempty"`
 }
 
 const manifestPrefix = "manifest-"

@@ -142,6 +142,13 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		}
 		return todo[i].Path > todo[j].Path
 	})
+	if !cfg.DryRun && len(todo) > 0 {
+		release, err := holdOffPurge(ctx, cfg.FS, runTrash, now())
+		if err != nil {
+			return res, err
+		}
+		defer release()
+	}
 	var purged map[string]Record
 	for i, r := range todo {
 		if err := ctx.Err(); err != nil {
@@ -196,6 +203,28 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		res.Manifest = m.dir
 	}
 	return res, nil
+}
+
+// restoreHoldName is written into a trash run while it is restored and
+// removed after: the run's newest change is then the restore's, so a purge
+// (which removes only runs unchanged for its TTL) leaves it alone.
+const restoreHoldName = "_restore-in-progress"
+
+// holdOffPurge writes the restore hold into a trash run that exists, and
+// returns what removes it.
+func holdOffPurge(ctx context.Context, fsys storage.FileSystem, run string, now time.Time) (func(), error) {
+	if ok, err := exists(ctx, fsys, run); err != nil || !ok {
+		return func() {}, err // gone: each item says so
+	}
+	hold := run + "/" + restoreHoldName
+	if err := fsys.WriteFile(ctx, hold, []byte(now.UTC().Format(time.RFC3339))); err != nil && !errors.Is(err, storage.ErrExist) {
+		return nil, classify("write the restore hold", hold, err)
+	}
+	return func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = fsys.Remove(rctx, hold) // one left behind only delays the purge by a TTL
+	}, nil
 }
 
 // errGoneFromTrash marks an item whose trash path and original path are

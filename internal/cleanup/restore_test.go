@@ -26,6 +26,20 @@ func trashedRun(t *testing.T, e *localEnv) []string {
 			t.Fatalf("%s not trashed", p)
 		}
 	}
+	// The manifest says how each comes back.
+	recs, err := ReadManifest(context.Background(), e.fs, "file://"+e.trash+"/_audit", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		hint := "put it back before a job restores from it: flinkmaint governance restore r1 --path '" + strings.TrimPrefix(r.Path, "file://") + "'"
+		if r.Kind == KindSavepointDir {
+			hint = "a job restores from the trash path as it is"
+		}
+		if !strings.Contains(r.Restore, hint) {
+			t.Errorf("%s (%s): restore hint %q; want %q", r.Path, r.Kind, r.Restore, hint)
+		}
+	}
 	return want
 }
 
@@ -232,5 +246,41 @@ func TestRestoreResumesAfterAnInterruption(t *testing.T) {
 	res, err := Restore(context.Background(), e.restoreConfig(nil))
 	if err != nil || res.AlreadyBack != 1 || res.Counts[OutcomeRestored] != len(items) {
 		t.Fatalf("resumed restore: %+v %v; want the rest back and one back already", res, err)
+	}
+}
+
+// A purge while a run is being restored leaves that run alone, however
+// old its trash: the restore wrote into it first.
+func TestPurgeLeavesARunBeingRestored(t *testing.T) {
+	e := newLocalEnv(t)
+	items := trashedRun(t, e)
+	e.age("../trash/r1", time.Now().Add(-30*24*time.Hour))
+	// The first item in restore order is refused (its path re-created), so
+	// nothing has moved yet when the purge runs.
+	dry, err := Restore(context.Background(), e.restoreConfig(func(c *RestoreConfig) { c.DryRun = true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := dry.Items[0].Path
+	if err := os.MkdirAll(strings.TrimPrefix(first, "file://"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var purge PurgeResult
+	var purgeErr error
+	res, err := Restore(context.Background(), e.restoreConfig(func(c *RestoreConfig) {
+		c.Progress = func(done, total int) {
+			if done == 1 {
+				purge, purgeErr = PurgeTrash(context.Background(), PurgeConfig{FS: e.fs, TrashRoot: "file://" + e.trash, TTL: 24 * time.Hour, Now: time.Now()})
+			}
+		}
+	}))
+	if err != nil || res.Counts[OutcomeRestored] != len(items)-1 {
+		t.Fatalf("restore: %+v %v; want every item but %s back", res, err, first)
+	}
+	if purgeErr != nil || len(purge.Purged) != 0 || len(purge.Kept) != 1 {
+		t.Fatalf("purge during the restore: %+v %v; want the run kept", purge, purgeErr)
+	}
+	if e.exists("file://" + e.trash + "/r1/" + "_restore-in-progress") {
+		t.Error("the restore hold was left behind")
 	}
 }

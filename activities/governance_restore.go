@@ -1,0 +1,115 @@
+package activities
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
+)
+
+// RestoreTrashInput names the governance run whose trash goes back.
+type RestoreTrashInput struct {
+	RunID string `json:"runId"`
+	// Paths, when set, are globs of original paths: only matching items
+	// (or items under a matching dir) go back.
+	Paths  []string `json:"paths,omitempty"`
+	DryRun bool     `json:"dryRun,omitempty"`
+}
+
+// RestoreTrashResult is what a restore did, or (dry) would do, and the
+// tenants whose roots the items go back into.
+type RestoreTrashResult struct {
+	cleanup.RestoreResult
+	Tenants []string `json:"tenants,omitempty"`
+}
+
+// RestoreTrash moves the trashed items of a governance run back to their
+// original paths (cleanup.Restore): each only into a root of a tenant of
+// the inventory, each checked right before it moves. Dry, it says what
+// would go back and what would be refused, and touches nothing. Retried,
+// it goes on where it stopped.
+func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (RestoreTrashResult, error) {
+	var out RestoreTrashResult
+	if a.Storage == nil || a.Inventory == nil {
+		return out, nonRetryable(ErrTypeInventory, "worker has no storage or inventory source configured")
+	}
+	if a.Cleanup.TrashRoot == "" {
+		return out, nonRetryable(ErrTypeCleanupNotConfigured, "worker config cleanup.trashRoot is empty: this worker keeps no trash to restore from")
+	}
+	if err := CheckRunID(in.RunID); err != nil {
+		return out, nonRetryable(ErrTypeInvalidInput, "%v", err)
+	}
+	fs, trash, err := a.Storage.Resolve(ctx, a.Cleanup.TrashRoot)
+	if err != nil {
+		return out, classify("resolve cleanup.trashRoot "+a.Cleanup.TrashRoot, err)
+	}
+	trash = strings.TrimRight(trash, "/")
+	audit := trash + "/_audit"
+	if a.Cleanup.AuditRoot != "" {
+		if _, audit, err = a.Storage.Resolve(ctx, a.Cleanup.AuditRoot); err != nil {
+			return out, classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
+		}
+	}
+	inv, err := a.discover(ctx)
+	if err != nil {
+		return out, err
+	}
+	// Items go back only into a tenant's root on the trash's file system.
+	roots := []string{trash, audit}
+	rootTenant := map[string]string{}
+	for _, t := range inv.Tenants {
+		if t.Root == "" {
+			continue
+		}
+		tfs, tp, err := a.Storage.Resolve(ctx, t.Root)
+		if err != nil {
+			return out, classify("resolve tenant root "+t.Root, err)
+		}
+		if tfs.URI().String() != fs.URI().String() {
+			continue
+		}
+		tp = strings.TrimRight(tp, "/")
+		roots = append(roots, tp)
+		rootTenant[storagePathOf(tp)] = t.Name
+	}
+	guard, err := storage.NewGuardOn(fs.URI().String(), roots...)
+	if err != nil {
+		return out, nonRetryable(ErrTypeCleanupNotConfigured, "restore roots: %v", err)
+	}
+	res, err := cleanup.Restore(ctx, cleanup.RestoreConfig{FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID,
+		Paths: in.Paths, DryRun: in.DryRun, Now: a.now,
+		Progress: func(done, total int) { activity.RecordHeartbeat(ctx, done) },
+	})
+	if err != nil {
+		return out, classify("restore the trash of run "+in.RunID, err)
+	}
+	out.RestoreResult = res
+	seen := map[string]bool{}
+	for _, it := range res.Items {
+		p := storagePathOf(it.Path)
+		for root, t := range rootTenant {
+			if strings.HasPrefix(p+"/", root+"/") && !seen[t] {
+				seen[t] = true
+				out.Tenants = append(out.Tenants, t)
+			}
+		}
+	}
+	sort.Strings(out.Tenants)
+	return out, nil
+}
+
+// storagePathOf is a URI's path part.
+func storagePathOf(p string) string {
+	if i := strings.Index(p, "://"); i >= 0 {
+		rest := p[i+3:]
+		if j := strings.IndexByte(rest, '/'); j >= 0 {
+			return rest[j:]
+		}
+		return "/"
+	}
+	return p
+}
