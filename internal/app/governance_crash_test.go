@@ -15,6 +15,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -132,5 +134,61 @@ cleanup:
 		if !e.exists(t, e.plain+"/trash/"+in.RunID+p) {
 			t.Errorf("%s not in trash", p)
 		}
+	}
+	if t.Failed() {
+		return
+	}
+	testRestoreSurvivesWorkerKill(t, ctx, e, w, fs, queue, in.RunID, garbage)
+}
+
+// testRestoreSurvivesWorkerKill puts the run's trash back through the same
+// worker binary, killed with SIGKILL while items move: after a restart the
+// restore completes, every item is back and none is left in the trash or
+// lost on the way.
+func testRestoreSurvivesWorkerKill(t *testing.T, ctx context.Context, e *govEnv, w *workerproc.Process, fs storage.FileSystem, queue, runID string, garbage map[string]bool) {
+	t.Helper()
+	in := workflows.GovernanceRestoreInput{RunID: runID, By: "crash-test", Reason: "crash-safety test of a restore"}
+	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceRestoreWorkflowID(runID), TaskQueue: queue},
+		workflows.GovernanceRestoreWorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := cleanup.RestoreManifestDir(e.root+"/trash/_audit", runID)
+	killed := false
+	for ctx.Err() == nil && !killed {
+		segments := 0
+		_ = fs.List(ctx, dir, 0, func(b []storage.FileInfo) error { segments += len(b); return nil })
+		if segments > 0 {
+			w.Kill()
+			killed = true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	back := 0
+	for g := range garbage {
+		if e.exists(t, g[len(e.peers.HDFS.URI):]) {
+			back++
+		}
+	}
+	if back == len(garbage) {
+		t.Fatalf("the restore finished before the worker could be killed; make it longer")
+	}
+	t.Logf("worker killed with %d of %d items back", back, len(garbage))
+	w.Start()
+	var st workflows.GovernanceRestoreState
+	if err := wf.Get(ctx, &st); err != nil {
+		t.Fatalf("restore: %v\nworker log:\n%s", err, w.Tail())
+	}
+	if st.Phase != workflows.RestorePhaseCompleted || st.Result == nil || st.Result.Counts[cleanup.OutcomeRestored] != len(garbage) {
+		t.Fatalf("restore state %+v", st)
+	}
+	for g := range garbage {
+		p := g[len(e.peers.HDFS.URI):]
+		if !e.exists(t, p) || e.exists(t, e.plain+"/trash/"+runID+p) {
+			t.Errorf("%s: back %v, in the trash %v; want it back only", p, e.exists(t, p), e.exists(t, e.plain+"/trash/"+runID+p))
+		}
+	}
+	if dir := os.Getenv(sandbox.EnvCaptureHistory); dir != "" {
+		sandbox.CaptureHistory(t, e.tmp.Client, wf.GetID(), wf.GetRunID(), dir+"/governance-restore.json.gz")
 	}
 }

@@ -113,7 +113,7 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 	if len(recs) == 0 {
 		return res, &Error{Op: "restore", Path: audit + "/" + cfg.RunID, Kind: ErrNoManifest, Err: errors.New("no audit manifest for this run: check the run name (flinkmaint governance list)")}
 	}
-	m, back, err := loadManifest(ctx, cfg.FS, RestoreManifestDir(audit, cfg.RunID), "")
+	m, earlier, err := loadManifest(ctx, cfg.FS, RestoreManifestDir(audit, cfg.RunID), "")
 	if err != nil {
 		return res, err
 	}
@@ -150,53 +150,75 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		defer release()
 	}
 	var purged map[string]Record
-	for i, r := range todo {
-		if err := ctx.Err(); err != nil {
-			return res, err
+	done := 0
+	tick := func() {
+		done++
+		if cfg.Progress != nil {
+			cfg.Progress(done, len(todo))
 		}
-		out := restoreRecord(r, OutcomeRefused, now(), "")
-		why, done, err := restoreCheck(ctx, cfg, r, runTrash, back[r.Path])
+	}
+	for start := 0; start < len(todo); start += restoreBatch {
+		batch := todo[start:min(start+restoreBatch, len(todo))]
+		outs := make([]Record, len(batch))
+		var move []int
+		for i, r := range batch {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			out := restoreRecord(r, OutcomeRefused, now(), "")
+			why, isBack, err := restoreCheck(ctx, cfg, r, runTrash, earlier[r.Path])
+			if err != nil {
+				return res, err
+			}
+			switch {
+			case isBack:
+				out.Outcome, out.Detail = OutcomeRestored, alreadyBack
+				res.AlreadyBack++
+			case why == errGoneFromTrash:
+				if purged == nil {
+					purged = purgedRuns(ctx, cfg.FS, audit)
+				}
+				out.Detail = "not in the trash any more: " + goneReason(purged, runTrash)
+			case why != "":
+				out.Detail = why
+			case cfg.DryRun:
+				out.Outcome, out.Detail = OutcomeStarted, "would be moved back from "+r.TrashPath
+			default:
+				move = append(move, i)
+				continue
+			}
+			outs[i] = out
+			tick()
+		}
+		err := restoreMoves(ctx, cfg.FS, m, batch, move, outs, now, tick)
+		// What was decided and done is recorded even when a move failed.
+		var final []Record
+		for _, o := range outs {
+			if o.Path != "" && o.Detail != alreadyBack {
+				final = append(final, o)
+			}
+		}
+		if !cfg.DryRun {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), manifestWriteLimit)
+			werr := m.append(wctx, final)
+			cancel()
+			if err == nil {
+				err = werr
+			}
+		}
+		for i, o := range outs {
+			if o.Path == "" {
+				continue // not moved: a failed move
+			}
+			res.Items = append(res.Items, o)
+			res.Counts[o.Outcome]++
+			if o.Outcome == OutcomeRestored || o.Outcome == OutcomeStarted {
+				res.Files += batch[i].Files
+				res.Bytes += batch[i].Bytes
+			}
+		}
 		if err != nil {
 			return res, err
-		}
-		switch {
-		case done:
-			out.Outcome, out.Detail = OutcomeRestored, "already back: put back by an earlier restore"
-			res.AlreadyBack++
-		case why == errGoneFromTrash:
-			if purged == nil {
-				purged = purgedRuns(ctx, cfg.FS, audit)
-			}
-			out.Detail = "not in the trash any more: " + goneReason(purged, runTrash)
-		case why != "":
-			out.Detail = why
-		case cfg.DryRun:
-			out.Outcome, out.Detail = OutcomeStarted, "would be moved back from "+r.TrashPath
-		default:
-			if err := m.append(ctx, []Record{restoreRecord(r, OutcomeStarted, now(), "")}); err != nil {
-				return res, err
-			}
-			if err := cfg.FS.MkdirAll(ctx, parentDir(r.Path)); err != nil {
-				return res, classify("create the parent of", r.Path, err)
-			}
-			if err := cfg.FS.Rename(ctx, r.TrashPath, r.Path); err != nil {
-				return res, classify("move back", r.TrashPath, err)
-			}
-			out.Outcome, out.Detail = OutcomeRestored, "moved back from "+r.TrashPath
-		}
-		if !cfg.DryRun && !done && out.Outcome != OutcomeStarted {
-			if err := m.append(ctx, []Record{out}); err != nil {
-				return res, err
-			}
-		}
-		res.Items = append(res.Items, out)
-		res.Counts[out.Outcome]++
-		if out.Outcome == OutcomeRestored || out.Outcome == OutcomeStarted {
-			res.Files += r.Files
-			res.Bytes += r.Bytes
-		}
-		if cfg.Progress != nil {
-			cfg.Progress(i+1, len(todo))
 		}
 	}
 	if !cfg.DryRun {
@@ -225,6 +247,45 @@ func holdOffPurge(ctx context.Context, fsys storage.FileSystem, run string, now 
 		defer cancel()
 		_ = fsys.Remove(rctx, hold) // one left behind only delays the purge by a TTL
 	}, nil
+}
+
+// restoreBatch is how many items are checked, recorded as started, moved
+// and recorded as done together: two manifest segments per batch.
+const restoreBatch = 256
+
+// alreadyBack is the detail of an item an earlier restore put back.
+const alreadyBack = "already back: put back by an earlier restore"
+
+// restoreMoves records the intent to move the items of batch at the
+// indexes move, then moves each, filling outs; it stops at the first move
+// that fails (or when ctx ends), leaving the outs of the items not moved
+// empty.
+func restoreMoves(ctx context.Context, fsys storage.FileSystem, m *manifest, batch []Record, move []int, outs []Record, now func() time.Time, tick func()) error {
+	if len(move) == 0 {
+		return nil
+	}
+	intent := make([]Record, 0, len(move))
+	for _, i := range move {
+		intent = append(intent, restoreRecord(batch[i], OutcomeStarted, now(), ""))
+	}
+	if err := m.append(ctx, intent); err != nil {
+		return err
+	}
+	for _, i := range move {
+		r := batch[i]
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fsys.MkdirAll(ctx, parentDir(r.Path)); err != nil {
+			return classify("create the parent of", r.Path, err)
+		}
+		if err := fsys.Rename(ctx, r.TrashPath, r.Path); err != nil {
+			return classify("move back", r.TrashPath, err)
+		}
+		outs[i] = restoreRecord(r, OutcomeRestored, now(), "moved back from "+r.TrashPath)
+		tick()
+	}
+	return nil
 }
 
 // errGoneFromTrash marks an item whose trash path and original path are
