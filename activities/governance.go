@@ -24,6 +24,7 @@ const (
 	OpPlanCleanup    = "plan"
 	OpExecuteCleanup = "execute"
 	OpPurgeTrash     = "purge"
+	OpRestoreTrash   = "restore"
 	OpSampleQuota    = "sample"
 )
 

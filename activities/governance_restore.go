@@ -88,17 +88,31 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 		return out, classify("restore the trash of run "+in.RunID, err)
 	}
 	out.RestoreResult = res
-	seen := map[string]bool{}
+	type put struct{ files, bytes int64 }
+	back := map[string]*put{}
 	for _, it := range res.Items {
 		p := storagePathOf(it.Path)
 		for root, t := range rootTenant {
-			if strings.HasPrefix(p+"/", root+"/") && !seen[t] {
-				seen[t] = true
+			if !strings.HasPrefix(p+"/", root+"/") {
+				continue
+			}
+			if back[t] == nil {
+				back[t] = &put{}
 				out.Tenants = append(out.Tenants, t)
+			}
+			if !in.DryRun && it.Outcome == cleanup.OutcomeRestored && it.Detail != cleanup.AlreadyBack {
+				back[t].files += it.Files
+				back[t].bytes += it.Bytes
 			}
 		}
 	}
 	sort.Strings(out.Tenants)
+	if a.Metrics != nil && !in.DryRun {
+		for _, t := range out.Tenants {
+			a.Metrics.CleanupRestored(t, back[t].files, back[t].bytes)
+		}
+		a.Metrics.Succeeded(OpRestoreTrash, a.now())
+	}
 	return out, nil
 }
 

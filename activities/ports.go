@@ -90,6 +90,9 @@ type GovernanceMetrics interface {
 	CleanupPlanned(tenant string, files, bytes, unparseable int64)
 	// CleanupReclaimed adds what a run reclaimed for a tenant.
 	CleanupReclaimed(tenant string, files, bytes int64)
+	// CleanupRestored adds what a restore put back from the trash for a
+	// tenant.
+	CleanupRestored(tenant string, files, bytes int64)
 	// CleanupObjectsPlanned records the Kubernetes objects the latest plan
 	// of a tenant would delete; CleanupObjectsRemoved adds those a run
 	// removed.

@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/metrics"
 )
 
 // TestGovernanceRestorePutsTheTrashBackOnRealPeers trashes a retired
@@ -60,9 +63,11 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{DeleteLatestRetiredCheckpoint: true, KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
 	want := map[string]bool{jobDir: false, taken[0]: false}
+	var files int64
 	for _, it := range plan.Delete {
 		if _, ok := want[it.Path]; ok {
 			want[it.Path] = true
+			files += it.Files
 		}
 	}
 	if !want[jobDir] || !want[taken[0]] {
@@ -75,6 +80,11 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	if e.exists(latest) || e.exists(taken[0]) {
 		t.Fatalf("%s or %s still in place after the run", latest, taken[0])
 	}
+	m, err := metrics.NewGovernance(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.acts.Metrics = m
 	restore := func(dry bool) map[string]cleanup.Record {
 		t.Helper()
 		var res activities.RestoreTrashResult
@@ -119,6 +129,9 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 		if !strings.Contains(r.Detail, "already back") {
 			t.Errorf("a restore of everything back moved %s: %+v", p, r)
 		}
+	}
+	if got := metricValue(t, m.RestoredFiles.WithLabelValues(e.tenant[0])); got != float64(files) {
+		t.Errorf("restored files counted %v; want %d, each item once", got, files)
 	}
 	e.restores(ctx, ca, latest)
 	e.restores(ctx, ca, taken[0])

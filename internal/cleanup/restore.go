@@ -57,7 +57,7 @@ type RestoreResult struct {
 	Items  []Record        `json:"items"`
 	Counts map[Outcome]int `json:"counts"`
 	// AlreadyBack counts items an earlier restore put back.
-	AlreadyBack int   `json:"alreadyBack,omitempty"`
+	AlreadyBack int   `json:"AlreadyBack,omitempty"`
 	Files       int64 `json:"files"`
 	Bytes       int64 `json:"bytes"`
 }
@@ -172,7 +172,7 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 			}
 			switch {
 			case isBack:
-				out.Outcome, out.Detail = OutcomeRestored, alreadyBack
+				out.Outcome, out.Detail = OutcomeRestored, AlreadyBack
 				res.AlreadyBack++
 			case why == errGoneFromTrash:
 				if purged == nil {
@@ -194,7 +194,7 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		// What was decided and done is recorded even when a move failed.
 		var final []Record
 		for _, o := range outs {
-			if o.Path != "" && o.Detail != alreadyBack {
+			if o.Path != "" && o.Detail != AlreadyBack {
 				final = append(final, o)
 			}
 		}
@@ -253,8 +253,8 @@ func holdOffPurge(ctx context.Context, fsys storage.FileSystem, run string, now 
 // and recorded as done together: two manifest segments per batch.
 const restoreBatch = 256
 
-// alreadyBack is the detail of an item an earlier restore put back.
-const alreadyBack = "already back: put back by an earlier restore"
+// AlreadyBack is the detail of an item an earlier restore put back.
+const AlreadyBack = "already back: put back by an earlier restore"
 
 // restoreMoves records the intent to move the items of batch at the
 // indexes move, then moves each, filling outs; it stops at the first move

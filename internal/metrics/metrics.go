@@ -93,6 +93,8 @@ type Governance struct {
 	KeptUnparseable    *prometheus.GaugeVec
 	ReclaimedFiles     *prometheus.CounterVec
 	ReclaimedBytes     *prometheus.CounterVec
+	RestoredFiles      *prometheus.CounterVec
+	RestoredBytes      *prometheus.CounterVec
 	PlannedObjects     *prometheus.GaugeVec
 	RemovedObjects     *prometheus.CounterVec
 	LastSuccessSeconds *prometheus.GaugeVec
@@ -123,6 +125,10 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Files moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
 		ReclaimedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cleanup_reclaimed_bytes_total",
 			Help: "Bytes moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
+		RestoredFiles: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cleanup_restored_files_total",
+			Help: "Files put back from the trash by restores (governance restore), per tenant."}, []string{"tenant"}),
+		RestoredBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cleanup_restored_bytes_total",
+			Help: "Bytes put back from the trash by restores (governance restore), per tenant."}, []string{"tenant"}),
 		PlannedObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "cleanup_planned_kubernetes_objects",
 			Help: "Kubernetes leftovers (TaskManagers, idle JobManagers, HA ConfigMaps) the latest cleanup plan would delete, per tenant."}, []string{"tenant"}),
 		RemovedObjects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cleanup_removed_kubernetes_objects_total",
@@ -150,7 +156,7 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Events delivered to a notification sink, by outcome (delivered, failed after its retries); alert on failed."}, []string{"sink", "kind", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
-		g.ReclaimedFiles, g.ReclaimedBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.SavepointsTaken, g.SavepointsFailed,
+		g.ReclaimedFiles, g.ReclaimedBytes, g.RestoredFiles, g.RestoredBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.SavepointsTaken, g.SavepointsFailed,
 		g.UsageFiles, g.UsageBytes, g.UsageNamespace, g.DrillLastSuccess, g.DrillPassed, g.DrillFailed, g.Notifications} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: governance: %w", err)
@@ -184,6 +190,12 @@ func (g *Governance) CleanupPlanned(tenant string, files, bytes, unparseable int
 func (g *Governance) CleanupReclaimed(tenant string, files, bytes int64) {
 	g.ReclaimedFiles.WithLabelValues(tenant).Add(float64(files))
 	g.ReclaimedBytes.WithLabelValues(tenant).Add(float64(bytes))
+}
+
+// CleanupRestored adds what a restore put back for a tenant.
+func (g *Governance) CleanupRestored(tenant string, files, bytes int64) {
+	g.RestoredFiles.WithLabelValues(tenant).Add(float64(files))
+	g.RestoredBytes.WithLabelValues(tenant).Add(float64(bytes))
 }
 
 // CleanupObjectsPlanned records the Kubernetes objects of the latest plan.
