@@ -22,6 +22,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flinkmaint/flinkmaint/internal/buildinfo"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
@@ -101,7 +102,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		Short: "Maintenance orchestration for fleets of Apache Flink jobs",
 		Long: "flinkmaint runs maintenance windows and state governance for Flink jobs on Kubernetes with state on HDFS, as Temporal workflows.\n\n" +
 			"Exit codes: 0 success, 1 operation failed, 2 invalid usage, 3 Temporal unreachable, 4 workflow failed or timed out.",
-		Version:       version,
+		Version:       buildinfo.Describe("flinkmaint", version),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -114,6 +115,15 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 	g.bindFlags(root)
 
 	root.AddCommand(newPingCommand(g))
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the release, the commit and the Go version of this build",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), buildinfo.Describe("flinkmaint", version))
+			return err
+		},
+	})
 	root.AddCommand(
 		newWindowCommand(g),
 		newGovernanceCommand(g),

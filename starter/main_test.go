@@ -101,3 +101,30 @@ func TestWindowFileErrorsNameTheField(t *testing.T) {
 		})
 	}
 }
+
+// `flinkmaint version` and --version name the release and the commit,
+// without dialing Temporal.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, errOut := runCLI(args, nil)
+		if code != exitOK || !strings.Contains(out, "flinkmaint "+version+" (commit ") || !strings.Contains(out, "go1.") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want the release, the commit and the Go version", args, code, out, errOut)
+		}
+	}
+}
+
+// A restore needs a reason unless it is a dry run, and a run name that
+// can name a trash dir.
+func TestGovernanceRestoreUsage(t *testing.T) {
+	for args, want := range map[string]string{
+		"governance restore":                        "exactly one RUN",
+		"governance restore nightly-1":              "--reason is required",
+		"governance restore ../x --dry-run":         "runId",
+		"governance restore nightly-1 --timeout 0s": "--timeout=0s",
+	} {
+		code, _, errOut := runCLI(strings.Fields(args), nil)
+		if code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want usage error naming %q", args, code, errOut, want)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/buildinfo"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
@@ -44,10 +45,14 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(stdout, buildinfo.Describe("flinkmaint-worker", version))
+		return exitOK
+	}
 	cfg, err := config.Load(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -108,7 +113,7 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		return &configError{err}
 	}
 
-	m, err := metrics.New(version)
+	m, err := metrics.New(version, buildinfo.Commit())
 	if err != nil {
 		return err
 	}
@@ -149,7 +154,7 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 	}
 	health.setRunning(true)
 	zl.Info().Str("task_queue", cfg.Worker.TaskQueue).Str("temporal", cfg.Temporal.Address).
-		Str("namespace", cfg.Temporal.Namespace).Str("http", cfg.HTTP.Listen).Str("version", version).
+		Str("namespace", cfg.Temporal.Namespace).Str("http", cfg.HTTP.Listen).Str("version", version).Str("commit", buildinfo.Commit()).
 		Msg("worker started")
 
 	var runErr error

@@ -34,7 +34,7 @@ func TestRunExitCodes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := run(context.Background(), tc.args, noEnv, &stderr)
+			code := run(context.Background(), tc.args, noEnv, io.Discard, &stderr)
 			if code != tc.code {
 				t.Fatalf("exit code %d, want %d; stderr: %s", code, tc.code, stderr.String())
 			}
@@ -42,6 +42,18 @@ func TestRunExitCodes(t *testing.T) {
 				t.Fatalf("stderr does not mention %q: %s", tc.want, stderr.String())
 			}
 		})
+	}
+}
+
+// --version names the release and the commit, before any configuration
+// is read.
+func TestRunVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, noEnv, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit code %d; stderr %s", code, stderr.String())
+	}
+	if got := stdout.String(); !strings.HasPrefix(got, "flinkmaint-worker "+version+" (commit ") || !strings.Contains(got, "go1.") {
+		t.Fatalf("--version printed %q; want the release, the commit and the Go version", got)
 	}
 }
 
@@ -91,7 +103,7 @@ func TestRunRefusesBadStorageBeforeTemporal(t *testing.T) {
 			cfg := write(strings.ReplaceAll(name, " ", "-")+".yaml", tc.yaml)
 			var stderr bytes.Buffer
 			code := run(context.Background(), []string{"--config", cfg, "--temporal-address", "127.0.0.1:1",
-				"--temporal-connect-timeout", "30s", "--http-listen", "", "--log-format", "console"}, noEnv, &stderr)
+				"--temporal-connect-timeout", "30s", "--http-listen", "", "--log-format", "console"}, noEnv, io.Discard, &stderr)
 			out := stderr.String()
 			if code != exitConfig {
 				t.Fatalf("exit code %d, want %d (invalid configuration); stderr:\n%s", code, exitConfig, out)
@@ -118,7 +130,7 @@ func TestRunGoesOnWhenStorageDoesNotAnswer(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"--config", cfg, "--temporal-address", "127.0.0.1:1",
-		"--temporal-connect-timeout", "2s", "--http-listen", "", "--log-format", "console"}, noEnv, &stderr)
+		"--temporal-connect-timeout", "2s", "--http-listen", "", "--log-format", "console"}, noEnv, io.Discard, &stderr)
 	out := stderr.String()
 	if code != exitUnreachable {
 		t.Fatalf("exit code %d, want %d (Temporal unreachable); stderr:\n%s", code, exitUnreachable, out)
@@ -263,7 +275,7 @@ func TestRunWarnsOfMissingCleanupDirs(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"--config", cfg, "--temporal-address", "127.0.0.1:1", "--temporal-connect-timeout", "1s",
-		"--http-listen", "", "--log-format", "console"}, noEnv, &stderr)
+		"--http-listen", "", "--log-format", "console"}, noEnv, io.Discard, &stderr)
 	out := stderr.String()
 	if code != exitUnreachable {
 		t.Fatalf("exit code %d, want %d (Temporal unreachable); stderr:\n%s", code, exitUnreachable, out)

@@ -201,7 +201,7 @@ func flakyActivity(ctx context.Context) error {
 // dashboard read must then be in what the worker's registry gathers.
 func TestReferencedMetricsAreExportedByARealWorker(t *testing.T) {
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	m, err := metrics.New("test")
+	m, err := metrics.New("test", "0123456789ab")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -653,7 +653,7 @@ func packageStringConsts(t testing.TB, fset *token.FileSet, dir, pkg string) map
 // here through that handler so they carry the names its reporter gives them.
 func workerExports(t testing.TB) exportedMetrics {
 	t.Helper()
-	m, err := metrics.New("test")
+	m, err := metrics.New("test", "0123456789ab")
 	if err != nil {
 		t.Fatal(err)
 	}

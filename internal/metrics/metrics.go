@@ -34,7 +34,7 @@ type Metrics struct {
 }
 
 // New creates a registry with Go runtime, process, SDK and project metrics.
-func New(version string) (*Metrics, error) {
+func New(version, commit string) (*Metrics, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, fmt.Errorf("metrics: go collector: %w", err)
@@ -60,14 +60,14 @@ func New(version string) (*Metrics, error) {
 		Registry: reg,
 		SDK:      sdktally.NewMetricsHandler(sdktally.NewPrometheusNamingScope(scope)),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "build_info", Help: "Always 1; the version label names the running build.",
-		}, []string{"version"}),
+			Namespace: Namespace, Name: "build_info", Help: "Always 1; the version and commit labels name the running build.",
+		}, []string{"version", "commit"}),
 		scope: closer,
 	}
 	if err := reg.Register(m.BuildInfo); err != nil {
 		return nil, fmt.Errorf("metrics: build_info: %w", err)
 	}
-	m.BuildInfo.WithLabelValues(version).Set(1)
+	m.BuildInfo.WithLabelValues(version, commit).Set(1)
 	gov, err := NewGovernance(reg)
 	if err != nil {
 		return nil, err
