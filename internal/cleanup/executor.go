@@ -621,7 +621,7 @@ func (r *run) verify(ctx context.Context, it Item, fi storage.FileInfo) string {
 			continue // a live job's needs are read from its cluster
 		}
 		switch {
-		case !w.completed && it.Kind != KindHAClusterDir:
+		case w.started && !w.completed && it.Kind != KindHAClusterDir:
 			return "a job outside the inventory started writing into " + w.dir + " since planning (" + w.evidence +
 				") and has no completed checkpoint yet: what it restored from is unknown"
 		case under(it.Path, w.dir):
@@ -676,6 +676,12 @@ type jobDirWriter struct {
 	// one of them is known complete.
 	metadata  []string
 	completed bool
+	// started says the writing began after the listing did, read without
+	// the skew margin: a dir written just before the listing was the
+	// planner's to judge (it keeps what no _metadata names there), while
+	// a job that started writing after it, with no completed checkpoint
+	// yet, was restored from something the plan could not see.
+	started bool
 }
 
 // writtenSince is the time after which a write into a job dir is news to
@@ -692,29 +698,31 @@ func (p Plan) writtenSince() time.Time {
 // writerIn says whether the entries of a job dir show a checkpoint
 // written since the listing: a chk-N dir modified since, or, in a dir
 // with no checkpoint yet, its shared or task-owned dir made since (a job
-// that started and has not triggered its first checkpoint).
-func writerIn(entries []storage.FileInfo, since time.Time) string {
+// that started and has not triggered its first checkpoint). at is that
+// entry's modification.
+func writerIn(entries []storage.FileInfo, since time.Time) (evidence string, at time.Time) {
 	var setup string
+	var setupAt time.Time
 	checkpoints := false
 	for _, fi := range entries {
 		if !fi.IsDir {
 			continue
 		}
-		at := fi.Path + " at " + fi.ModTime.UTC().Format(time.RFC3339)
+		when := fi.Path + " at " + fi.ModTime.UTC().Format(time.RFC3339)
 		switch {
 		case layout.ClassifyJobDirEntry(fi.Name, true).Kind == layout.KindCheckpoint:
 			checkpoints = true
 			if fi.ModTime.After(since) {
-				return "checkpoint dir " + at
+				return "checkpoint dir " + when, fi.ModTime
 			}
 		case (fi.Name == "shared" || fi.Name == "taskowned") && fi.ModTime.After(since) && setup == "":
-			setup = "state dir " + at
+			setup, setupAt = "state dir "+when, fi.ModTime
 		}
 	}
 	if checkpoints {
-		return ""
+		return "", time.Time{}
 	}
-	return setup
+	return setup, setupAt
 }
 
 func (r *run) rescan(ctx context.Context) error {
@@ -762,12 +770,13 @@ func (r *run) rescan(ctx context.Context) error {
 					}
 				}
 				found = append(found, metadata...)
-				if ev := writerIn(inDir, since); ev != "" {
+				if ev, at := writerIn(inDir, since); ev != "" {
 					dir, err := normPath(jd, base)
 					if err != nil {
 						return classify("re-list job dir", jd, err)
 					}
-					writers = append(writers, jobDirWriter{dir: dir, job: path.Base(dir), evidence: ev, metadata: metadata})
+					writers = append(writers, jobDirWriter{dir: dir, job: path.Base(dir), evidence: ev, metadata: metadata,
+						started: at.After(since.Add(PendingMargin))})
 				}
 			}
 		case layout.SavepointRoot:

@@ -281,6 +281,21 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		}
 		return e, plan
 	}
+	// mkdirNow makes dirs written now by this clock: the file system's
+	// own stamp comes from a coarser clock and may fall before the plan's.
+	mkdirNow := func(t *testing.T, e *localEnv, rels ...string) {
+		t.Helper()
+		for _, rel := range rels {
+			p := filepath.Join(e.tenant, rel)
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			if err := os.Chtimes(p, now, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	byPath := func(res Result) map[string]string {
 		out := map[string]string{}
 		for _, r := range res.Refused {
@@ -290,9 +305,7 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 	}
 	t.Run("a quiet job dir written again", func(t *testing.T) {
 		e, plan := layoutWithGarbage(t)
-		if err := os.MkdirAll(filepath.Join(e.tenant, "checkpoints", quiet, "chk-4"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		mkdirNow(t, e, "checkpoints/"+quiet+"/chk-4")
 		res, err := e.executor("r1", nil).Run(context.Background(), plan)
 		if err != nil {
 			t.Fatal(err)
@@ -309,11 +322,7 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 	})
 	t.Run("a new job with no checkpoint yet", func(t *testing.T) {
 		e, plan := layoutWithGarbage(t)
-		for _, d := range []string{"shared", "taskowned"} {
-			if err := os.MkdirAll(filepath.Join(e.tenant, "checkpoints", started, d), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
+		mkdirNow(t, e, "checkpoints/"+started+"/shared", "checkpoints/"+started+"/taskowned")
 		res, err := e.executor("r1", nil).Run(context.Background(), plan)
 		if err != nil {
 			t.Fatal(err)
@@ -328,18 +337,28 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		}
 		// Its first checkpoint under way, not completed yet: still unknown.
 		e1, plan1 := layoutWithGarbage(t)
-		if err := os.MkdirAll(filepath.Join(e1.tenant, "checkpoints", started, "chk-1"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		mkdirNow(t, e1, "checkpoints/"+started+"/chk-1")
 		res, err = e1.executor("r1", nil).Run(context.Background(), plan1)
 		if err != nil || res.Counts[OutcomeRefused] != 4 || !strings.Contains(res.Refused[0].Detail, "what it restored from is unknown") {
 			t.Fatalf("result %+v err %v; want every item refused while the first checkpoint is under way", res, err)
 		}
+		// A job that began writing just before the listing was the
+		// planner's to judge: not an unknown restore.
+		e3, plan3 := layoutWithGarbage(t)
+		mkdirNow(t, e3, "checkpoints/"+started+"/chk-1")
+		before := plan3.CreatedAt.Add(-time.Minute)
+		for _, d := range []string{"checkpoints/" + started + "/chk-1", "checkpoints/" + started} {
+			if err := os.Chtimes(filepath.Join(e3.tenant, d), before, before); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err = e3.executor("r1", nil).Run(context.Background(), plan3)
+		if err != nil || res.Counts[OutcomeTrashed] != 4 {
+			t.Fatalf("result %+v err %v; want everything trashed: the writer was there before the listing", res, err)
+		}
 		// The same job in the inventory: its cluster says what it needs.
 		e2, plan2 := layoutWithGarbage(t)
-		if err := os.MkdirAll(filepath.Join(e2.tenant, "checkpoints", started, "shared"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		mkdirNow(t, e2, "checkpoints/"+started+"/shared")
 		live := func(context.Context) (Live, error) { return liveWith(LiveJob{JobID: started}), nil }
 		res, err = e2.executor("r1", func(c *ExecutorConfig) { c.Live = live }).Run(context.Background(), plan2)
 		if err != nil || res.Counts[OutcomeTrashed] != 4 {
