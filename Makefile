@@ -91,8 +91,8 @@ stop: ## stop the demo worker, the dev server and the sandbox
 	sandbox/sandbox.sh down
 
 .PHONY: capture-history
-capture-history: temporal-cli ## record workflow histories for the replay tests
-	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -tags realpeers -count=1 -timeout 30m -run 'OnDevServer|OnRealPeers|AtFleetScale' ./internal/app/...
+capture-history: temporal-cli ## record workflow histories for the replay tests (every workflow type the real-peer tests run)
+	FLINKMAINT_CAPTURE_HISTORY=$(CURDIR)/workflows/testdata/histories go test -tags realpeers -count=1 -timeout 60m ./internal/app/... ./starter/...
 
 .PHONY: bench-storage
 bench-storage: ## walk >=100k files on the sandbox HDFS beside hdfs dfs -ls -R / -count (prints figures)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"compress/gzip"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -62,4 +64,81 @@ func CaptureHistory(t testing.TB, c client.Client, workflowID, runID, path strin
 		t.Fatal(err)
 	}
 	t.Logf("captured history of %s (%d events) to %s", workflowID, len(hist.Events), path)
+}
+
+// CaptureEveryType writes, for each workflow type that ran on the server,
+// the history of its shortest completed run (a closed or an open one if
+// none completed) as
+// type-<WorkflowType>.json.gz in dir: children and singletons included,
+// so the replay tests cover every registered type. A type already
+// captured in dir by an earlier test is captured again only from a closed
+// run that replaces an open one.
+func CaptureEveryType(t testing.TB, c client.Client, dir string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// rank: 2 completed, 1 closed otherwise, 0 still open.
+	type pick struct {
+		id, runID string
+		rank      int
+		events    int64
+	}
+	best := map[string]pick{}
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: token})
+		if err != nil {
+			t.Logf("capture every type: list workflows: %v", err)
+			return
+		}
+		for _, e := range resp.Executions {
+			p := pick{id: e.GetExecution().GetWorkflowId(), runID: e.GetExecution().GetRunId(), events: e.GetHistoryLength()}
+			switch e.GetStatus() {
+			case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+				p.rank = 2
+			case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			default:
+				p.rank = 1
+			}
+			typ := e.GetType().GetName()
+			if b, ok := best[typ]; !ok || p.rank > b.rank || p.rank == b.rank && p.events < b.events {
+				best[typ] = p
+			}
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	for typ, p := range best {
+		path := filepath.Join(dir, "type-"+typ+".json.gz")
+		// Keep what an earlier test captured unless this run completed and
+		// is shorter: the recordings stay small and complete.
+		if had, ok := historyLength(path); ok && (p.rank < 2 || p.events >= had) {
+			continue
+		}
+		CaptureHistory(t, c, p.id, p.runID, path)
+	}
+}
+
+// historyLength is the number of events of a captured history; ok is
+// false when there is none at path or it does not read.
+func historyLength(path string) (int64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return 0, false
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return 0, false
+	}
+	var h historypb.History
+	if protojson.Unmarshal(data, &h) != nil {
+		return 0, false
+	}
+	return int64(len(h.Events)), true
 }

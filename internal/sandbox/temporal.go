@@ -105,6 +105,10 @@ func StartTemporalWith(t testing.TB, searchAttributes temporal.SearchAttributes,
 		}
 	}
 	c := srv.Client()
+	// Registered after the server's stop, so it runs before it.
+	if dir := os.Getenv(EnvCaptureHistory); dir != "" {
+		t.Cleanup(func() { CaptureEveryType(t, c, dir) })
+	}
 	return &Temporal{Server: srv, Client: c, HostPort: srv.FrontendHostPort(), UIURL: uiURL}
 }
 
