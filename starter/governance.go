@@ -157,7 +157,7 @@ func governanceStartCommand(g *globals, use, short string) *cobra.Command {
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "governance run %s started (%s)\nui  %s\n", name, in.Mode, url)
 				if in.Mode == workflows.ModePlanAndApprove {
-					fmt.Fprintf(cmd.OutOrStdout(), "review: flinkmaint governance status %s\napprove: flinkmaint governance approve %s\n", name, name)
+					fmt.Fprintf(cmd.OutOrStdout(), "review: flinkmaint governance status %s (the plan and its sha256)\napprove: flinkmaint governance approve %s --plan-sha256 SHA --reason TEXT\n", name, name)
 				}
 				return nil
 			}
@@ -205,6 +205,11 @@ func governanceDecisionCommand(g *globals, name, short string) *cobra.Command {
 				}
 				update, arg = workflows.UpdateReject, workflows.RejectRequest{By: operator(), Reason: reason}
 			} else {
+				if planSHA == "" {
+					// A run may plan again (after waiting for the tenant lock):
+					// approval binds to the plan the person reviewed.
+					return usageErrorf("--plan-sha256 is required: approve exactly the plan you reviewed; `flinkmaint governance status %s` shows it and its sha256", args[0])
+				}
 				arg = workflows.ApproveRequest{By: operator(), Reason: reason, PlanSHA256: planSHA}
 			}
 			if name == "reject" {
@@ -228,7 +233,7 @@ func governanceDecisionCommand(g *globals, name, short string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the report)")
 	if name == "approve" {
-		cmd.Flags().StringVar(&planSHA, "plan-sha256", "", "approve only if the plan is this one (from `governance status`)")
+		cmd.Flags().StringVar(&planSHA, "plan-sha256", "", "the sha256 of the plan you reviewed, from `governance status` (required); a plan made since is refused")
 	}
 	return cmd
 }

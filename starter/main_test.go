@@ -32,6 +32,7 @@ func TestUsageErrors(t *testing.T) {
 		"bad TLS env":           {[]string{"ping"}, map[string]string{"TEMPORAL_TLS": "perhaps"}, "TEMPORAL_TLS"},
 		"cert without key":      {[]string{"ping", "--tls-cert", "/nonexistent/c.pem"}, nil, "set both"},
 		"group without name":    {[]string{"governance", "approve"}, nil, "exactly one NAME"},
+		"approve without hash":  {[]string{"governance", "approve", "nightly"}, nil, "--plan-sha256 is required"},
 		"window without file":   {[]string{"window", "start"}, nil, "-f window.yaml is required"},
 		"window bad file":       {[]string{"window", "start", "-f", "/nonexistent/window.yaml"}, nil, "window file"},
 		"group with argument":   {[]string{"quota", "extra"}, nil, "extra"},

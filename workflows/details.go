@@ -236,7 +236,7 @@ func windowDetails(in *WindowInput, st *WindowState) string {
 			b.WriteString(fmt.Sprintf(" %s: %d item(s) planned, %d file(s) and %s reclaimed", c.Outcome, c.PlannedItems, c.ReclaimedFiles, bytesText(c.ReclaimedBytes)))
 		case c.Mode == ModePlanAndApprove:
 			name := governanceCommandName(c.WorkflowID)
-			b.WriteString(fmt.Sprintf(": its plan waits for approval (that run's details show it):\n\n```sh\nflinkmaint governance status %s\nflinkmaint governance approve %s --reason TEXT\n```\n", name, name))
+			b.WriteString(fmt.Sprintf(": its plan waits for approval (that run's details show it and its sha256):\n\n```sh\nflinkmaint governance status %s\nflinkmaint governance approve %s --plan-sha256 SHA --reason TEXT\n```\n", name, name))
 		}
 		b.WriteString("\n\n")
 	}

@@ -143,7 +143,7 @@ func TestWindowDetailsPauseAndProgress(t *testing.T) {
 		"**Canary drill** of `cluster-a/orders`: passed (attempt 1).",
 		"**Network change** confirmed by bob at 2026-12-01T09:30:00Z, after 2 reminder(s).",
 		"**Cleanup**: governance `window-wk-49/cleanup` (plan-and-approve)",
-		"flinkmaint governance approve window-wk-49/cleanup --reason TEXT\n",
+		"flinkmaint governance approve window-wk-49/cleanup --plan-sha256 SHA --reason TEXT\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("details lack %q:\n%s", want, got)

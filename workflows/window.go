@@ -1012,7 +1012,7 @@ func (r *windowRun) cleanup(ctx workflow.Context) error {
 	}
 	r.st.Cleanup = &WindowCleanup{WorkflowID: id, RunID: runID, Mode: p.Mode}
 	if p.Mode == ModePlanAndApprove {
-		r.st.Notes = append(r.st.Notes, fmt.Sprintf("post-restart cleanup %s waits for approval: flinkmaint governance approve %s", id, id))
+		r.st.Notes = append(r.st.Notes, fmt.Sprintf("post-restart cleanup %s waits for approval: flinkmaint governance status %s shows the plan and its sha256, then flinkmaint governance approve %s --plan-sha256 SHA", id, id, id))
 	}
 	r.upsertVisibility(ctx)
 	in := r.in.cleanupInput(tenants)

@@ -381,7 +381,7 @@ func planDuration(w *WindowInput, jobs int, waves [][]string, drillCanary bool, 
 		c.Basis = "skipped (policy.cleanup.mode skip)"
 	case ModePlanAndApprove:
 		c.Basis = fmt.Sprintf("not estimated: a governance plan lists the tenants' roots and reads every retained _metadata; then it waits up to policy.cleanup.approvalTimeout %s", p.Cleanup.ApprovalTimeout)
-		c.Wait = fmt.Sprintf("the cleanup approval: flinkmaint governance approve %s (the window's jobs are back by then)", WindowCleanupWorkflowID(w.WindowID))
+		c.Wait = fmt.Sprintf("the cleanup approval: flinkmaint governance status %s shows the plan and its sha256, then flinkmaint governance approve %s --plan-sha256 SHA (the window's jobs are back by then)", WindowCleanupWorkflowID(w.WindowID), WindowCleanupWorkflowID(w.WindowID))
 		c.Until = "approved"
 	default:
 		c.Basis = fmt.Sprintf("not estimated: a governance run (mode %s) lists the tenants' roots and reads every retained _metadata; the jobs are back by then", p.Cleanup.Mode)

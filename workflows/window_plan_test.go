@@ -198,7 +198,7 @@ func TestWindowPlanLaysOutJobsWavesQuotaAndDuration(t *testing.T) {
 	}
 	waits := strings.Join(d.Waits, "\n")
 	for _, w := range []string{"preflight: a decision: tenants above the critical watermark or too full for the restart before any job stops (team-b)", "network-gate: the network change",
-		"quota-gate: a decision: the restart does not fit the namespace quota of team-b", "cleanup: the cleanup approval: flinkmaint governance approve window-w1/cleanup"} {
+		"quota-gate: a decision: the restart does not fit the namespace quota of team-b", "cleanup: the cleanup approval: flinkmaint governance status window-w1/cleanup shows the plan and its sha256, then flinkmaint governance approve window-w1/cleanup --plan-sha256 SHA"} {
 		if !strings.Contains(waits, w) {
 			t.Errorf("waits lack %q:\n%s", w, waits)
 		}
