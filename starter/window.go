@@ -308,8 +308,19 @@ func windowUpdateCommand(g *globals, name, short string) *cobra.Command {
 			case "confirm-network-change":
 				update, arg = workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: operator(), Reason: reason}
 			case "decide":
-				if action == "" {
+				switch action {
+				case "":
 					return usageErrorf("--action is required: resume, retry, retry-job, skip-job or abort")
+				case workflows.ActionRetryJob, workflows.ActionSkipJob:
+					if job == "" {
+						return usageErrorf("--action=%s needs --job CLUSTER/JOB: the job to %s", action, strings.TrimSuffix(action, "-job"))
+					}
+				case workflows.ActionResume, workflows.ActionRetry, workflows.ActionAbort:
+					if job != "" {
+						return usageErrorf("--job applies to retry-job and skip-job, not to --action=%s", action)
+					}
+				default:
+					return usageErrorf("--action=%q is not valid: use resume, retry, retry-job, skip-job or abort", action)
 				}
 				update, arg = workflows.UpdateDecide, workflows.DecideRequest{Action: action, Job: job, By: operator(), Reason: reason}
 			case "abort":
