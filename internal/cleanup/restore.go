@@ -309,7 +309,7 @@ func restoreCheck(ctx context.Context, cfg RestoreConfig, r Record, runTrash str
 		return fmt.Sprintf("the manifest names trash path %q, not %q where run %s puts this item: the manifest does not match the run", r.TrashPath, want, cfg.RunID), false, nil
 	}
 	if _, err := cfg.Guard.Check(cfg.FS.URI(), orig); err != nil {
-		return fmt.Sprintf("%s is outside the writable roots: %v", orig, err), false, nil
+		return fmt.Sprintf("%s is outside the roots a restore may write into (the tenants' roots): %v", orig, err), false, nil
 	}
 	inTrash, err := exists(ctx, cfg.FS, r.TrashPath)
 	if err != nil {

@@ -191,7 +191,7 @@ func TestRestoreTrustsOnlyWhatTheRunWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = Restore(ctx, e2.restoreConfig(func(c *RestoreConfig) { c.Guard = narrow }))
-	if err != nil || res.Counts[OutcomeRefused] != len(res.Items) || !strings.Contains(res.Items[0].Detail, "outside the writable roots") {
+	if err != nil || res.Counts[OutcomeRefused] != len(res.Items) || !strings.Contains(res.Items[0].Detail, "outside the roots a restore may write into") {
 		t.Fatalf("restore outside the roots: %+v %v; want every item refused", res, err)
 	}
 
