@@ -57,7 +57,7 @@ type RestoreResult struct {
 	Items  []Record        `json:"items"`
 	Counts map[Outcome]int `json:"counts"`
 	// AlreadyBack counts items an earlier restore put back.
-	AlreadyBack int   `json:"AlreadyBack,omitempty"`
+	AlreadyBack int   `json:"alreadyBack,omitempty"`
 	Files       int64 `json:"files"`
 	Bytes       int64 `json:"bytes"`
 }
@@ -101,9 +101,12 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		return res, bad("TrashRoot %q: want an absolute path or URI", cfg.TrashRoot)
 	}
 	trash = strings.TrimSuffix(trash, "/")
-	audit := cfg.AuditRoot
-	if audit == "" {
-		audit = trash + "/" + auditDirName
+	audit := trash + "/" + auditDirName
+	if cfg.AuditRoot != "" {
+		if audit, err = normPath(cfg.AuditRoot, base); err != nil {
+			return res, bad("AuditRoot %q: %v", cfg.AuditRoot, err)
+		}
+		audit = strings.TrimSuffix(audit, "/")
 	}
 	runTrash := trash + "/" + cfg.RunID
 	recs, err := ReadManifest(ctx, cfg.FS, audit, cfg.RunID)
@@ -111,7 +114,7 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		return res, err
 	}
 	if len(recs) == 0 {
-		return res, &Error{Op: "restore", Path: audit + "/" + cfg.RunID, Kind: ErrNoManifest, Err: errors.New("no audit manifest for this run: check the run name (flinkmaint governance list)")}
+		return res, &Error{Op: "restore", Path: audit + "/" + cfg.RunID, Kind: ErrNoManifest, Err: errors.New("no audit manifest for this run: check the run name (a run's report names it and its trash: flinkmaint governance report NAME)")}
 	}
 	m, earlier, err := loadManifest(ctx, cfg.FS, RestoreManifestDir(audit, cfg.RunID), "")
 	if err != nil {
