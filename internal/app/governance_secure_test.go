@@ -524,7 +524,10 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 			}
 		})
 	}
-	const items = 300
+	// Enough items that the run outlasts two failovers on a busy machine:
+	// a failover takes seconds, and the manifest shows progress a batch
+	// (256 items) at a time, so the first failover starts 256 in.
+	const items = 600
 	longAgo := time.Now().Add(-30 * 24 * time.Hour)
 	ck := e.plain + "/tenant/checkpoints"
 	garbage := map[string]bool{}
@@ -546,8 +549,8 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 	ended := make(chan error, 1)
 	go func() { ended <- wf.Get(ctx, &rep) }()
 
-	// Fail over once the manifest shows items trashed, and again when
-	// half of them are.
+	// Fail over once the manifest shows items trashed, and again when a
+	// third of them are.
 	audit := e.root + "/trash/_audit"
 	var failovers []string
 	want := 2
@@ -567,7 +570,7 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 				trashed++
 			}
 		}
-		if err == nil && (len(failovers) == 0 && trashed > 0 || len(failovers) == 1 && trashed >= items/2) {
+		if err == nil && (len(failovers) == 0 && trashed > 0 || len(failovers) == 1 && trashed >= items/3) {
 			if trashed >= items {
 				t.Fatalf("the run trashed all %d items before failover %d; make it longer", trashed, len(failovers)+1)
 			}

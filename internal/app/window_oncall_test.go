@@ -172,16 +172,40 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 	}
 	old := time.Now().Add(-48 * time.Hour)
 	ckptDir := strings.TrimPrefix(fl.static.Clusters[0].CheckpointDir, peers.HDFS.URI)
-	var backdated []string
-	err = hc.Walk(ckptDir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil || p == ckptDir {
-			return err
+	walk := func() []string {
+		var entries []string
+		err := hc.Walk(ckptDir, func(p string, _ os.FileInfo, err error) error {
+			if err != nil || p == ckptDir {
+				return err
+			}
+			entries = append(entries, p)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("walk %s: %v", ckptDir, err)
 		}
-		backdated = append(backdated, p)
-		return nil
-	})
-	if err != nil || len(backdated) == 0 {
-		t.Fatalf("walk %s: %v (%d entries)", ckptDir, err, len(backdated))
+		return entries
+	}
+	// Flink discards a stopped job's checkpoints after the stop, in the
+	// background: backdate only once the tree has settled, or a late
+	// discard makes the dir look written a moment ago.
+	backdated := walk()
+	for settled := 0; settled < 3; {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the stopped jobs' checkpoint dirs did not settle")
+		case <-time.After(time.Second):
+		}
+		now := walk()
+		if strings.Join(now, "\n") == strings.Join(backdated, "\n") {
+			settled++
+		} else {
+			settled = 0
+		}
+		backdated = now
+	}
+	if len(backdated) == 0 {
+		t.Fatalf("%s is empty after the stop", ckptDir)
 	}
 	for i := len(backdated) - 1; i >= 0; i-- { // children first: a parent's time is set last
 		if err := hc.Chtimes(backdated[i], old, old); err != nil {
