@@ -116,14 +116,10 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 	return out, nil
 }
 
-// storagePathOf is a URI's path part.
+// storagePathOf is a URI's path part, as storage parses it.
 func storagePathOf(p string) string {
-	if i := strings.Index(p, "://"); i >= 0 {
-		rest := p[i+3:]
-		if j := strings.IndexByte(rest, '/'); j >= 0 {
-			return rest[j:]
-		}
-		return "/"
+	if u, err := storage.ParseURI(p); err == nil {
+		return u.Path
 	}
 	return p
 }

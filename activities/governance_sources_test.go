@@ -187,19 +187,8 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 // read as a live job, so what it restores from is kept like any live
 // job's restore point. A drill cluster that does not answer fails the read.
 func TestLiveInventoryReadsTheDrillCluster(t *testing.T) {
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	drilled := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-0123456789ab")
-	if err := os.MkdirAll(strings.TrimPrefix(drilled, "file://"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(strings.TrimPrefix(drilled, "file://")+"/_metadata", md, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	drilled := savepointWithMetadata(t, dir, "savepoint-012345-0123456789ab")
 	drill := &sourcesFlink{state: flink.JobRunning, stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
 		Restored: &flink.RestoredCheckpoint{ID: 1, IsSavepoint: true, ExternalPath: drilled}}}}
 	inv := inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}
@@ -249,19 +238,8 @@ func (f *failedCluster) ListJobs(context.Context) ([]flink.JobOverview, error) {
 // that then failed is retried from that snapshot, so while its cluster
 // lists it, it counts as live with that restore point.
 func TestLiveInventoryKeepsAFailedRestore(t *testing.T) {
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	sp := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-0123456789ab")
-	if err := os.MkdirAll(strings.TrimPrefix(sp, "file://"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(strings.TrimPrefix(sp, "file://")+"/_metadata", md, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sp := savepointWithMetadata(t, dir, "savepoint-012345-0123456789ab")
 	ff := &failedCluster{sourcesFlink{stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
 		Restored: &flink.RestoredCheckpoint{ID: 1, IsSavepoint: true, ExternalPath: sp}}}}}
 	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
@@ -290,19 +268,8 @@ func (f fakeRuns) SnapshotsInUse(context.Context) ([]RunSnapshot, error) { retur
 // run that cannot be asked fails the read, so nothing is deleted on a
 // guess.
 func TestLiveInventoryReadsRunsInFlight(t *testing.T) {
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	sp := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-0123456789ab")
-	if err := os.MkdirAll(strings.TrimPrefix(sp, "file://"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(strings.TrimPrefix(sp, "file://")+"/_metadata", md, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sp := savepointWithMetadata(t, dir, "savepoint-012345-0123456789ab")
 	gone := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-ffffffffffff")
 	inv := inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}
 	a := &Activities{Flink: clientsByURL{"http://c1": &emptyCluster{}}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond,
@@ -332,4 +299,23 @@ func TestLiveInventoryReadsRunsInFlight(t *testing.T) {
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		t.Fatalf("runs not answering is final (%v); want it retried", err)
 	}
+}
+
+// savepointWithMetadata writes a real savepoint's _metadata (a fixture of
+// ../shared) under dir/savepoints/name and returns the savepoint's URI.
+func savepointWithMetadata(t *testing.T, dir, name string) string {
+	t.Helper()
+	shared := sandbox.RequireShared(t)
+	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := filepath.Join(dir, "savepoints", name)
+	if err := os.MkdirAll(sp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sp+"/_metadata", md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + sp
 }
