@@ -4,7 +4,6 @@ package app_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,30 +25,7 @@ func TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers(t *testing.T) {
 	ca := e.peers.Clusters[0]
 	sfx := randomHex(4)
 	ckpts, sps := e.root+"/a/checkpoints", e.root+"/a/savepoints"
-	fc, job := e.start(ctx, ca, "purge-src-"+sfx, ckpts, "", "", nil)
-	e.checkpointed(ctx, fc, job, 1)
-	var taken []string
-	for range 2 {
-		tr, err := fc.TriggerSavepoint(ctx, job, flink.SavepointRequest{TargetDirectory: sps})
-		if err != nil {
-			t.Fatal(err)
-		}
-		loc, err := fc.AwaitSavepoint(ctx, job, tr.TriggerID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		taken = append(taken, strings.TrimRight(loc, "/"))
-	}
-	// Its checkpoint history names both (served from a cache): the plan
-	// can prove they are the job's.
-	e.waitFor(ctx, time.Minute, "the job's checkpoint history names its savepoints", func() (bool, string) {
-		st, err := fc.Checkpoints(ctx, job)
-		named := map[string]bool{}
-		for _, h := range st.History {
-			named[strings.TrimRight(h.ExternalPath, "/")] = true
-		}
-		return err == nil && named[taken[0]] && named[taken[1]], stringOr(err, fmt.Sprintf("%d entries", len(st.History)))
-	})
+	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "purge-src-"+sfx, ckpts, sps, 1)
 	runID := "purge-" + sfx
 	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
 	planned := false

@@ -15,6 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
+	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 )
 
 // TestGovernanceRestorePutsTheTrashBackOnRealPeers trashes a retired
@@ -32,28 +33,7 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	ca := e.peers.Clusters[0]
 	sfx := randomHex(4)
 	ckpts, sps := e.root+"/a/checkpoints", e.root+"/a/savepoints"
-	fc, job := e.start(ctx, ca, "restore-src-"+sfx, ckpts, "", "", nil)
-	e.checkpointed(ctx, fc, job, 2)
-	var taken []string
-	for range 2 {
-		tr, err := fc.TriggerSavepoint(ctx, job, flink.SavepointRequest{TargetDirectory: sps})
-		if err != nil {
-			t.Fatal(err)
-		}
-		loc, err := fc.AwaitSavepoint(ctx, job, tr.TriggerID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		taken = append(taken, strings.TrimRight(loc, "/"))
-	}
-	e.waitFor(ctx, time.Minute, "the job's checkpoint history names its savepoints", func() (bool, string) {
-		st, err := fc.Checkpoints(ctx, job)
-		named := map[string]bool{}
-		for _, h := range st.History {
-			named[strings.TrimRight(h.ExternalPath, "/")] = true
-		}
-		return err == nil && named[taken[0]] && named[taken[1]], stringOr(err, fmt.Sprintf("%d entries", len(st.History)))
-	})
+	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "restore-src-"+sfx, ckpts, sps, 2)
 	e.cancel(ctx, fc, job)
 	jobDir := ckpts + "/" + job
 	latest := e.latestCompleted(jobDir)
@@ -155,4 +135,35 @@ func (e *failClosedEnv) latestCompleted(jobDir string) string {
 		e.t.Fatalf("%s has no completed checkpoint", jobDir)
 	}
 	return fmt.Sprintf("%s/chk-%d", jobDir, latestID)
+}
+
+// jobWithTwoSavepoints starts a job checkpointing into ckpts, waits for n
+// checkpoints, takes two savepoints into sps and waits until the job's
+// checkpoint history (served from a cache) names both: the evidence that
+// they are the job's.
+func (e *failClosedEnv) jobWithTwoSavepoints(ctx context.Context, c sandbox.FlinkCluster, name, ckpts, sps string, n int64) (*flink.Client, string, []string) {
+	e.t.Helper()
+	fc, job := e.start(ctx, c, name, ckpts, "", "", nil)
+	e.checkpointed(ctx, fc, job, n)
+	var taken []string
+	for range 2 {
+		tr, err := fc.TriggerSavepoint(ctx, job, flink.SavepointRequest{TargetDirectory: sps})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		loc, err := fc.AwaitSavepoint(ctx, job, tr.TriggerID)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		taken = append(taken, strings.TrimRight(loc, "/"))
+	}
+	e.waitFor(ctx, time.Minute, "the job's checkpoint history names its savepoints", func() (bool, string) {
+		st, err := fc.Checkpoints(ctx, job)
+		named := map[string]bool{}
+		for _, h := range st.History {
+			named[strings.TrimRight(h.ExternalPath, "/")] = true
+		}
+		return err == nil && named[taken[0]] && named[taken[1]], stringOr(err, fmt.Sprintf("%d entries", len(st.History)))
+	})
+	return fc, job, taken
 }
