@@ -12,8 +12,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // copyFixture copies a real Flink 1.20 RocksDB checkpoint (its _metadata

@@ -23,14 +23,14 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestForStJobsGetNativeSavepointsOnRealFlink2 savepoints a ForSt job on a
 // real Flink 2.3 cluster through the activities, asking for the default
 // (CANONICAL) format as a window, an upgrade and a savepoint schedule do.
 // Flink 2.3's ForSt fails a CANONICAL savepoint by failing the job over
-// (shown in internal/sandbox's TestFlink2ForStOnHDFS); the activities take
+// (shown in internal/testsupport/sandbox's TestFlink2ForStOnHDFS); the activities take
 // NATIVE instead, say why, and the job never fails over: the scheduled
 // savepoint leaves it RUNNING with no exception, the stop finishes it, and
 // both _metadata say NATIVE.

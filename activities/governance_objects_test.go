@@ -31,8 +31,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // restFleet is the Flink REST port of the test's clusters: the jobs each

@@ -16,8 +16,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // sourcesFlink scripts the answers of one job's checkpoint statistics

@@ -24,7 +24,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // operatorEnv is a namespace on the real sandbox kube-apiserver with the

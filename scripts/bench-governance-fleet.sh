@@ -41,5 +41,5 @@ echo "governance plan over $JOBS jobs x ($SHARED shared + $CHECKPOINTS checkpoin
 FLINKMAINT_BENCH_FLEET=1 FLINKMAINT_BENCH_FLEET_METADATA="$META" FLINKMAINT_BENCH_FLEET_JOBS="$JOBS" \
   FLINKMAINT_BENCH_FLEET_CHECKPOINTS="$CHECKPOINTS" FLINKMAINT_BENCH_FLEET_SHARED="$SHARED" \
   FLINKMAINT_BENCH_FLEET_REFERENCED="$REFERENCED" FLINKMAINT_BENCH_WORKERS="$WORKERS" \
-  go test -tags realpeers -count=1 -timeout 4h -run 'TestGovernanceFleetBench$' -v ./internal/e2e/ |
+  go test -tags realpeers -count=1 -timeout 4h -run 'TestGovernanceFleetBench$' -v ./internal/testsupport/e2e/ |
   grep -E 'governance_bench_test|^governance fleet bench|^(--- |ok|FAIL)'

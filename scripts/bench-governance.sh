@@ -19,5 +19,5 @@ scripts/temporal-dev.sh cli
 sandbox/sandbox.sh up >/dev/null
 echo "governance over $ITEMS retired job dirs of $FILES file(s), workers $WORKERS (no -race); the first run builds the tree"
 FLINKMAINT_BENCH_GOVERNANCE=1 FLINKMAINT_BENCH_ITEMS="$ITEMS" FLINKMAINT_BENCH_FILES_PER_ITEM="$FILES" FLINKMAINT_BENCH_WORKERS="$WORKERS" \
-  go test -tags realpeers -count=1 -timeout 4h -run 'TestGovernanceBench$' -v ./internal/e2e/ |
+  go test -tags realpeers -count=1 -timeout 4h -run 'TestGovernanceBench$' -v ./internal/testsupport/e2e/ |
   grep -E 'governance_bench_test|^governance bench|^(--- |ok|FAIL)'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A maintenance window over a simulated fleet (Flink's REST API simulated by
-# internal/flinksim; Temporal dev server, worker and local storage real),
+# internal/testsupport/flinksim; Temporal dev server, worker and local storage real),
 # for the figures of a large window: wall time, runs, events and bytes of
 # history per run, the carried state and the manifest. Prints figures; the
 # only checks are the scale test's own (every job stopped once, restarted

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test-unit: the unit tests only, with the race detector. No Java, no
-# servers, no network: tests that start a real peer (internal/sandbox's
+# servers, no network: tests that start a real peer (internal/testsupport/sandbox's
 # Require*, the Temporal dev server) carry `//go:build realpeers` and run in
 # `make test` (scripts/test.sh), which runs everything.
 # Prints the package results and the number of tests that ran; on a failure,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 

@@ -22,8 +22,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 

@@ -27,8 +27,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 

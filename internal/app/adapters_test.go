@@ -14,7 +14,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestWorkerDiscoversKubernetesInventory wires the worker's activities from

@@ -26,8 +26,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
-	"github.com/flinkmaint/flinkmaint/internal/workerproc"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestGovernanceRestorePutsTheTrashBackOnRealPeers trashes a retired

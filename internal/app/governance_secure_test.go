@@ -32,8 +32,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 

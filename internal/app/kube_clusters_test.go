@@ -20,7 +20,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestInventoryOverTwoKubernetesClustersOnRealPeers runs the inventory and

@@ -20,8 +20,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )

@@ -15,9 +15,9 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
-	"github.com/flinkmaint/flinkmaint/internal/workerproc"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 

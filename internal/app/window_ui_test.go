@@ -19,9 +19,9 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
-	"github.com/flinkmaint/flinkmaint/internal/flinksim"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/flinksim"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 

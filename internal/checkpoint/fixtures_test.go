@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // expectedFixture mirrors expected.json of a fixture directory, written by an

@@ -15,7 +15,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestRealFlink2Metadata parses the _metadata that a real Flink 2.3 writes

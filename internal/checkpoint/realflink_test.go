@@ -15,7 +15,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestRealIncrementalCheckpointsAndSavepoint parses what the sandbox's real

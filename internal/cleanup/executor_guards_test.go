@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // The checks an executor makes on its configuration and the plan before it

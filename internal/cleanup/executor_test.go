@@ -14,8 +14,8 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // localEnv is a tenant tree and a trash root on the local file system.

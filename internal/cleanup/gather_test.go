@@ -14,8 +14,8 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 func TestGatherReadsMetadataPinsAndStateFiles(t *testing.T) {

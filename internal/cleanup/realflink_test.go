@@ -23,8 +23,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 const realTestBase = "/flinkmaint-test/cleanup"

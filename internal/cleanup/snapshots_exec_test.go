@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // fakeSnapshots is an in-memory SnapshotStore that applies the

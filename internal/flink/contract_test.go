@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // specFiles maps each supported version to its OpenAPI file in

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // These tests run against the real Flink clusters and HDFS of the

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 const jobsJSON = `[{"name":"orders","restart":{"kind":"rest-jar-run","jar":"hdfs:///jars/orders.jar","entryClass":"com.example.Orders","programArgs":["--topic","orders"],"parallelism":4}}]`

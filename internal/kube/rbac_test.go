@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 const workerUser = "system:serviceaccount:flinkmaint:flinkmaint-worker"

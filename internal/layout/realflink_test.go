@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/layout"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 const testBase = "/flinkmaint-test/layout"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/notify"
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestAlertmanagerTakesAndResolvesAlerts sends a pending decision to a

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // testBase is where these tests write on the sandbox HDFS; each test uses

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // Tests against the secure sandbox: a real KDC and a kerberized HDFS whose

@@ -97,7 +97,7 @@ up() {
 	fi
 	"${here}/build.sh"
 	# go build relinks every time; skip it when no source changed since.
-	if [[ ! -x "${sandbox_bin}" ]] || [[ -n "$(find go.mod go.sum internal/sandbox sandbox/kube/cmd -newer "${sandbox_bin}" -name '*.go' -o -newer "${sandbox_bin}" -name 'go.*' 2>/dev/null | head -n 1)" ]]; then
+	if [[ ! -x "${sandbox_bin}" ]] || [[ -n "$(find go.mod go.sum internal/testsupport/sandbox sandbox/kube/cmd -newer "${sandbox_bin}" -name '*.go' -o -newer "${sandbox_bin}" -name 'go.*' 2>/dev/null | head -n 1)" ]]; then
 		go build -o "${sandbox_bin}" ./sandbox/kube/cmd/kube-sandbox
 	fi
 	down >/dev/null

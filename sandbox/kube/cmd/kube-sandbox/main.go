@@ -26,7 +26,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 func main() {

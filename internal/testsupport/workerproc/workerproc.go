@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/internal/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 var (
