@@ -22,6 +22,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -50,7 +51,7 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 		}
 		return st.Counts.Completed
 	}
-	waitFor(t, ctx, 3*time.Minute, "5 completed checkpoints of ForSt job "+jobID, func() (bool, string) {
+	peertest.WaitFor(t, ctx, 3*time.Minute, "5 completed checkpoints of ForSt job "+jobID, func() (bool, string) {
 		n := completed(jobID)
 		return n >= 5, "completed " + jsonString(n)
 	})
@@ -159,7 +160,7 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 	}
 
 	// The job keeps running and checkpointing.
-	waitFor(t, ctx, 3*time.Minute, "2 more checkpoints of ForSt job "+jobID+" after the run", func() (bool, string) {
+	peertest.WaitFor(t, ctx, 3*time.Minute, "2 more checkpoints of ForSt job "+jobID+" after the run", func() (bool, string) {
 		n := completed(jobID)
 		return n >= before+2, "completed " + jsonString(n)
 	})
@@ -185,7 +186,7 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 	if err := fc.CancelJob(ctx, jobID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, time.Minute, "ForSt job "+jobID+" CANCELED", func() (bool, string) {
+	peertest.WaitFor(t, ctx, time.Minute, "ForSt job "+jobID+" CANCELED", func() (bool, string) {
 		s, err := fc.JobState(ctx, jobID)
 		return err == nil && s == flink.JobCanceled, string(s)
 	})
@@ -195,7 +196,7 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 	}
 	latest := strings.TrimRight(stats.Latest.Completed.ExternalPath, "/")
 	restoredID := e.run(t, ctx, flink.RunJarRequest{EntryClass: p.SampleJob.EntryClass, ProgramArgs: args, SavepointPath: latest})
-	waitFor(t, ctx, 3*time.Minute, "a checkpoint of the restored job "+restoredID, func() (bool, string) {
+	peertest.WaitFor(t, ctx, 3*time.Minute, "a checkpoint of the restored job "+restoredID, func() (bool, string) {
 		st, err := fc.Checkpoints(ctx, restoredID)
 		if err != nil {
 			return false, err.Error()

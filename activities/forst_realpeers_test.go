@@ -18,11 +18,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
-	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -42,7 +42,7 @@ func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 	jobID := e.run(t, ctx, flink.RunJarRequest{EntryClass: p.SampleJob.EntryClass, ProgramArgs: []string{
 		"--job-name", "forst-native", "--checkpoint-dir", root + "/checkpoints", "--keys", "2000", "--value-bytes", "256", "--rate", "300",
 		"--state-backend", "forst", "--forst-local"}})
-	waitFor(t, ctx, 3*time.Minute, "a completed checkpoint of ForSt job "+jobID, func() (bool, string) {
+	peertest.WaitFor(t, ctx, 3*time.Minute, "a completed checkpoint of ForSt job "+jobID, func() (bool, string) {
 		st, err := fc.Checkpoints(ctx, jobID)
 		if err != nil {
 			return false, err.Error()
@@ -87,7 +87,7 @@ func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 		t.Fatalf("stop %+v; want NATIVE with a note that CANONICAL was asked", stopped)
 	}
 	metadataFormat(t, hc, stopped.SavepointPath, p.HDFS.URI, "NATIVE")
-	waitFor(t, ctx, time.Minute, "ForSt job "+jobID+" FINISHED after its stop", func() (bool, string) {
+	peertest.WaitFor(t, ctx, time.Minute, "ForSt job "+jobID+" FINISHED after its stop", func() (bool, string) {
 		s, err := fc.JobState(ctx, jobID)
 		return err == nil && s == flink.JobFinished, string(s)
 	})
@@ -183,11 +183,7 @@ func forStActivities(t *testing.T, p *sandbox.Peers, static inventory.Static, ba
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "forst-native-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "forst-native-test")
 	// Its activities run outside a worker, where no window or upgrade
 	// of flinkmaint can be in flight.
 	acts.Runs = nil
@@ -222,19 +218,4 @@ func metadataFormat(t *testing.T, hc *gohdfs.Client, savepoint, uri, want string
 	if md.Properties == nil || md.Properties.FormatType != want {
 		t.Fatalf("%s: _metadata properties %+v; want formatType %s", savepoint, md.Properties, want)
 	}
-}
-
-func waitFor(t *testing.T, ctx context.Context, limit time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	last := ""
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(300 * time.Millisecond)
-	}
-	t.Fatalf("waiting for %s: gave up after %s (last: %s)", what, limit, last)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -56,11 +57,7 @@ func TestQuotaCommandOnRealPeers(t *testing.T) {
 	cfg := config.Default()
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Inventory.StaticFile = invPath
-	acts, closeAdapters, err := app.NewActivities(cfg, "quota-cli-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "quota-cli-test")
 	w := worker.New(tmp.Client, "quota-cli", worker.Options{})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {

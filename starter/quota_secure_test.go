@@ -19,6 +19,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -83,11 +84,7 @@ func TestQuotaCommandOnSecureHAHDFS(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "quota-secure-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "quota-secure-test")
 	w := worker.New(tmp.Client, "quota-secure", worker.Options{})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -62,11 +63,7 @@ func TestUsageCommandOnDevServer(t *testing.T) {
 	if err := os.WriteFile(cfg.Inventory.StaticFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "usage-cli-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "usage-cli-test")
 	w := worker.New(tmp.Client, "usage-cli", worker.Options{})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -99,11 +100,7 @@ func TestWindowPlanOnRealPeers(t *testing.T) {
 	if err := os.WriteFile(cfg.Inventory.StaticFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "window-plan-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "window-plan-test")
 	const queue = "window-plan"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)

@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -21,10 +21,11 @@ import (
 // a config with inventory.kubernetes against the real kube-apiserver and
 // finds a native Flink cluster, its dirs and its restart recipe.
 func TestWorkerDiscoversKubernetesInventory(t *testing.T) {
+	t.Parallel()
 	k := sandbox.RequireKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := "wiring-" + randomHex(4)
+	ns := "wiring-" + peertest.RandomHex(4)
 	if err := k.CreateNamespace(ctx, ns, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +52,7 @@ func TestWorkerDiscoversKubernetesInventory(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "wiring-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "wiring-test")
 	if err := acts.Kubernetes.Ready(ctx); err != nil {
 		t.Fatalf("kubernetes health probe: %v", err)
 	}

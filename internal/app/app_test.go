@@ -20,6 +20,7 @@ import (
 // TestPingOnDevServer runs the real worker registration against a real
 // Temporal dev server and completes a workflow end to end.
 func TestPingOnDevServer(t *testing.T) {
+	t.Parallel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	const queue = "app-test"
 	w := worker.New(tmp.Client, queue, worker.Options{})

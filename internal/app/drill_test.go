@@ -26,6 +26,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -111,7 +112,7 @@ inventory:
 drill:
   clusterRestUrl: %s
   root: %s
-`, tmp.HostPort, queue, d.peers.HDFS.User, d.root, writeInventory(d.t, *d.static), d.drill.RESTURL, d.drillRoot)
+`, tmp.HostPort, queue, d.peers.HDFS.User, d.root, peertest.WriteInventory(d.t, *d.static), d.drill.RESTURL, d.drillRoot)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		d.t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func (d *drillEnv) run(ctx context.Context, tmp *sandbox.Temporal, id string, in
 // terminal on the drill cluster.
 func (d *drillEnv) noDrillJobRunning(ctx context.Context, ids ...string) {
 	d.t.Helper()
-	fc := flinkClient(d.t, d.drill.RESTURL)
+	fc := peertest.FlinkClient(d.t, d.drill.RESTURL)
 	for _, id := range ids {
 		s, err := fc.JobState(ctx, id)
 		if flink.Reason(err) == flink.ErrorReasonJobNotFound {
@@ -165,10 +166,11 @@ func (d *drillEnv) noDrillJobRunning(ctx context.Context, ids ...string) {
 // restore; a job whose copy fails on restore fails tier 2 with Flink's
 // exception. Outcomes are recorded beside the snapshots and in metrics.
 func TestRestoreDrillOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	live, broken, failing, checked := "drill-live-"+sfx, "drill-broken-"+sfx, "drill-failing-"+sfx, "drill-checked-"+sfx
 	// The live job's copy also runs the sample job's state check, which
 	// passes; the checked job's check wants payloads of another size.
@@ -444,10 +446,11 @@ func (d *drillEnv) drillLeftovers() []string {
 // on the drill cluster. Once the run ends, the copy is no longer running,
 // the drill root holds nothing, and the production job ran on untouched.
 func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	live := "drill-kill-" + sfx
 	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{live: sampleDrill(live)})
 
@@ -464,7 +467,7 @@ func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
 	}
 
 	// Kill while the copy runs on the drill cluster.
-	drillFC := flinkClient(t, d.drill.RESTURL)
+	drillFC := peertest.FlinkClient(t, d.drill.RESTURL)
 	var copyID string
 	d.waitFor(ctx, 3*time.Minute, "the drill's copy running on the drill cluster", func() (bool, string) {
 		jobs, err := drillFC.ListJobs(ctx)

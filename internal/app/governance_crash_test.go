@@ -27,6 +27,7 @@ import (
 // trash, none is left in place, and the audit manifest has exactly one final
 // record per item (nothing redone, nothing skipped).
 func TestGovernanceSurvivesWorkerKill(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e := newGovEnv(t, ctx) // its in-process worker polls another queue

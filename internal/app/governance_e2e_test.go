@@ -31,6 +31,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -52,7 +53,7 @@ type govEnv struct {
 func newGovEnv(t *testing.T, ctx context.Context) *govEnv {
 	t.Helper()
 	peers := sandbox.RequirePeers(t)
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	e := &govEnv{peers: peers, plain: "/flinkmaint-test/governance-" + suffix, tenant: "gov-" + suffix, queue: "governance-e2e-" + suffix}
 	e.root = peers.HDFS.URI + e.plain
 	if _, err := peers.HadoopShell(ctx, "-mkdir", "-p", e.plain+"/tenant/checkpoints", e.plain+"/tenant/savepoints", e.plain+"/trash", e.plain+"/plans"); err != nil {
@@ -94,11 +95,7 @@ func newGovEnv(t *testing.T, ctx context.Context) *govEnv {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "governance-e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "governance-e2e")
 	e.gov, err = metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +155,7 @@ func (e *govEnv) put(t *testing.T, dir string, files map[string]int, when time.T
 // into the test's tenant tree, and cancels it when the test ends.
 func (e *govEnv) runJob(t *testing.T, ctx context.Context, name string, args ...string) (*flink.Client, string) {
 	t.Helper()
-	fc := flinkClient(t, e.peers.Clusters[0].RESTURL)
+	fc := peertest.FlinkClient(t, e.peers.Clusters[0].RESTURL)
 	jarID, err := fc.UploadJar(ctx, e.peers.SampleJob.Jar)
 	if err != nil {
 		t.Fatal(err)
@@ -189,18 +186,19 @@ func (e *govEnv) exists(t *testing.T, plainPath string) bool {
 // moved to trash and listed in the audit manifest, the job's latest
 // checkpoint survives, and the report shows what was reclaimed.
 func TestGovernanceOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := newGovEnv(t, ctx)
 	fc, jobID := e.runJob(t, ctx, "gov-"+e.tenant, "--keys", "2000", "--value-bytes", "256", "--rate", "400")
-	waitForCheckpoint(t, ctx, fc, jobID)
+	peertest.WaitForCheckpoint(t, ctx, fc, jobID)
 
 	// Garbage: an incomplete checkpoint of the live job and the dir of a
 	// job that no longer exists, both a month old.
 	longAgo := time.Now().Add(-30 * 24 * time.Hour)
 	jobDir := e.plain + "/tenant/checkpoints/" + jobID
 	incomplete := jobDir + "/chk-99999"
-	retired := e.plain + "/tenant/checkpoints/" + randomHex(16)
+	retired := e.plain + "/tenant/checkpoints/" + peertest.RandomHex(16)
 	e.put(t, incomplete, map[string]int{"9d7c1f6e-aaaa": 100}, longAgo)
 	e.put(t, retired, map[string]int{"chk-7/_metadata-partial": 5, "shared/s1": 70, "taskowned/t1": 30}, longAgo)
 	garbage := map[string]bool{e.peers.HDFS.URI + incomplete: true, e.peers.HDFS.URI + retired: true}

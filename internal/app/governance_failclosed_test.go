@@ -17,11 +17,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
-	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -48,7 +48,7 @@ func newFailClosedEnv(t *testing.T, ctx context.Context) *failClosedEnv {
 func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClosedEnv, *inventory.Static, *config.Config)) *failClosedEnv {
 	t.Helper()
 	peers := sandbox.RequirePeers(t)
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	e := &failClosedEnv{t: t, peers: peers, jar: map[string]string{}, plain: "/flinkmaint-test/failclosed-" + sfx,
 		tenant: [2]string{"fc-a-" + sfx, "fc-b-" + sfx}}
 	e.root = peers.HDFS.URI + e.plain
@@ -85,15 +85,11 @@ func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClose
 	if mod != nil {
 		mod(e, &static, &cfg)
 	}
-	cfg.Inventory.StaticFile = writeInventory(t, static)
+	cfg.Inventory.StaticFile = peertest.WriteInventory(t, static)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "failclosed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "failclosed")
 	// Its activities run outside a worker, where no window or upgrade
 	// of flinkmaint can be in flight.
 	acts.Runs = nil
@@ -110,7 +106,7 @@ func (e *failClosedEnv) start(ctx context.Context, c sandbox.FlinkCluster, name,
 // startAs is start with a fixed job id ("" lets Flink choose one).
 func (e *failClosedEnv) startAs(ctx context.Context, c sandbox.FlinkCluster, jobID, name, ckptDir, from string, mode flink.RestoreMode, conf map[string]string) (*flink.Client, string) {
 	e.t.Helper()
-	fc := flinkClient(e.t, c.RESTURL)
+	fc := peertest.FlinkClient(e.t, c.RESTURL)
 	if e.jar[c.RESTURL] == "" {
 		id, err := fc.UploadJar(ctx, e.peers.SampleJob.Jar)
 		if err != nil {
@@ -143,17 +139,7 @@ func (e *failClosedEnv) startAs(ctx context.Context, c sandbox.FlinkCluster, job
 // waitFor polls cond until it holds; what names it in the failure.
 func (e *failClosedEnv) waitFor(ctx context.Context, limit time.Duration, what string, cond func() (bool, string)) {
 	e.t.Helper()
-	deadline := time.Now().Add(limit)
-	last := ""
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(500 * time.Millisecond)
-	}
-	e.t.Fatalf("%s: not within %v (last: %s)", what, limit, last)
+	peertest.WaitFor(e.t, ctx, limit, what, cond)
 }
 
 // checkpointed waits for n completed checkpoints and returns the stats.
@@ -314,6 +300,7 @@ func (e *failClosedEnv) metadataRefs(ctx context.Context, dir string) (string, [
 // After the cleanup ran in trash mode, both live jobs restore from their
 // latest checkpoints, and the savepoint restores too.
 func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	e := newFailClosedEnv(t, ctx)
@@ -373,7 +360,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	}
 	// Garbage beside them: an unreferenced shared file and an incomplete
 	// checkpoint of the retired job.
-	garbage := []string{e.root + "/a/checkpoints/" + jobA + "/shared/unreferenced-" + randomHex(4), e.root + "/a/checkpoints/" + jobA + "/chk-9999"}
+	garbage := []string{e.root + "/a/checkpoints/" + jobA + "/shared/unreferenced-" + peertest.RandomHex(4), e.root + "/a/checkpoints/" + jobA + "/chk-9999"}
 	for _, g := range []string{garbage[0], garbage[1] + "/part"} {
 		fs, p, err := e.acts.Storage.Resolve(ctx, g)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -31,10 +32,11 @@ import (
 // that job's savepoints; another job's savepoints are untouched; every
 // kept savepoint restores.
 func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	ordersName, paymentsName := "lin-orders-"+sfx, "lin-payments-"+sfx
 	var ckpts, sps string
 	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, s *inventory.Static, cfg *config.Config) {
@@ -90,7 +92,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		t.Fatalf("savepoints list right after payments' savepoints: %+v; want both with their job", seen.Savepoints)
 	}
 	// A savepoint no job's history knows: a copy under a prefix no job has.
-	stray := sps + "/savepoint-f0f0f0-" + randomHex(6)
+	stray := sps + "/savepoint-f0f0f0-" + peertest.RandomHex(6)
 	if _, err := e.peers.HadoopShell(ctx, "-cp", strings.TrimPrefix(paymentsSPs[0], e.peers.HDFS.URI), strings.TrimPrefix(stray, e.peers.HDFS.URI)); err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +114,8 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
-		update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "restart"})
+		peertest.WaitForWindow(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
+		peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "restart"})
 		var rep workflows.WindowReport
 		if err := run.Get(ctx, &rep); err != nil {
 			t.Fatal(err)
@@ -201,7 +203,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	// and the newer original, and deletes the oldest.
 	catalogOp := func(in workflows.SavepointCatalogInput) workflows.SavepointCatalogResult {
 		t.Helper()
-		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.SavepointCatalogWorkflowID(randomHex(6)), TaskQueue: queue},
+		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.SavepointCatalogWorkflowID(peertest.RandomHex(6)), TaskQueue: queue},
 			workflows.SavepointCatalogWorkflowType, in)
 		if err != nil {
 			t.Fatal(err)
@@ -257,16 +259,17 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 // which job id ran which logical job. The cancelled job then restores from
 // the checkpoint that was kept.
 func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	var ckpts, sps string
 	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, s *inventory.Static, _ *config.Config) {
 		ckpts, sps = e.root+"/a/checkpoints", e.root+"/a/savepoints"
 		s.Clusters = s.Clusters[:1] // the second cluster is outside the inventory
 	})
 	ca, cb := e.peers.Clusters[0], e.peers.Clusters[1]
-	retiredID, otherID := "ffffffff"+randomHex(4)+"0000000000000000", "ffffffff"+randomHex(4)+"0000000000000000"
+	retiredID, otherID := "ffffffff"+peertest.RandomHex(4)+"0000000000000000", "ffffffff"+peertest.RandomHex(4)+"0000000000000000"
 	savepoint := func(fc *flink.Client, job string) string {
 		t.Helper()
 		tr, err := fc.TriggerSavepoint(ctx, job, flink.SavepointRequest{TargetDirectory: sps})

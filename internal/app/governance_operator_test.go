@@ -20,6 +20,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -91,10 +92,11 @@ func suspendedDeployment(ctx context.Context, t *testing.T, dyn dynamic.Interfac
 // writes (suspendedDeployment); FlinkStateSnapshotStatus holds state
 // COMPLETED and the path.
 func TestGovernanceKeepsOperatorRecordsOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	k, _, dyn := sandbox.RequireFlinkKube(t)
-	ns := "fko-gov-" + randomHex(4)
+	ns := "fko-gov-" + peertest.RandomHex(4)
 	if err := k.CreateNamespace(ctx, ns, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestGovernanceKeepsOperatorRecordsOnRealPeers(t *testing.T) {
 	}
 	chkK := strings.TrimRight(stK.Latest.Completed.ExternalPath, "/")
 	_, refsK := e.metadataRefs(ctx, chkK)
-	garbageK := ckpts + "/" + jobK + "/shared/unreferenced-" + randomHex(4)
+	garbageK := ckpts + "/" + jobK + "/shared/unreferenced-" + peertest.RandomHex(4)
 	fs, p, err := e.acts.Storage.Resolve(ctx, garbageK)
 	if err != nil {
 		t.Fatal(err)

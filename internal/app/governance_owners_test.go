@@ -20,6 +20,7 @@ import (
 // matches no inventory name, and with any TTL it used to be planned as a
 // retired cluster's; it is kept because the cluster says it is its own.
 func TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var tenantRoot string
@@ -58,6 +59,7 @@ func TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers(t *testing.T) {
 // and one whose longest checkpoint timeout of the fleet is shorter (the
 // default 10m) fails naming that setting.
 func TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := newFailClosedEnv(t, ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 )
 
 // TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers trashes a savepoint
@@ -19,11 +20,12 @@ import (
 // refused, naming the job, and stays; the trash path still restores. Once
 // the job is gone, the next purge removes the run.
 func TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := newFailClosedEnv(t, ctx)
 	ca := e.peers.Clusters[0]
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	ckpts, sps := e.root+"/a/checkpoints", e.root+"/a/savepoints"
 	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "purge-src-"+sfx, ckpts, sps, 1)
 	runID := "purge-" + sfx

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 )
 
 // TestExecutionRereadsReferenceRootsOnRealPeers plans a retired job's whole
@@ -24,6 +25,7 @@ import (
 // the checkpoint that needs it; the job then restores from its own latest
 // checkpoint.
 func TestExecutionRereadsReferenceRootsOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var ref string
@@ -36,7 +38,7 @@ func TestExecutionRereadsReferenceRootsOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca, cb := e.peers.Clusters[0], e.peers.Clusters[1]
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	ckpts := e.root + "/a/checkpoints"
 	fr, retired := e.start(ctx, ca, "refroot-retired-"+sfx, ckpts, "", "", nil)
 	e.checkpointed(ctx, fr, retired, 2)

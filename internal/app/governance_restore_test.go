@@ -15,6 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -27,11 +28,12 @@ import (
 // from the checkpoint at its original path and checkpoints, and from the
 // savepoint.
 func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := newFailClosedEnv(t, ctx)
 	ca := e.peers.Clusters[0]
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	ckpts, sps := e.root+"/a/checkpoints", e.root+"/a/savepoints"
 	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "restore-src-"+sfx, ckpts, sps, 2)
 	e.cancel(ctx, fc, job)

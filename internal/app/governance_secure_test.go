@@ -33,6 +33,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -75,7 +76,7 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 	if _, err := s.RestartStopped(ctx); err != nil {
 		t.Fatalf("two NameNodes are needed: %v", err)
 	}
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	e := &secureGovEnv{s: s, plain: "/flinkmaint-test/secure-gov-" + suffix, tenant: "sec-" + suffix,
 		clusterID: "ns1-session-" + suffix, queue: "governance-secure-" + suffix}
 	e.root = s.URI + e.plain
@@ -115,11 +116,7 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 		t.Fatalf("worker config: %v", err)
 	}
 	e.cfg = cfg
-	acts, closeAdapters, err := app.NewActivities(cfg, "governance-secure")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "governance-secure")
 	e.gov, err = metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -333,6 +330,7 @@ func (e *secureGovEnv) trashedOnce(t *testing.T, ctx context.Context, runID stri
 // manifest, and everything else of the tenant is where it was. A quota
 // watch over the same tenant reports what hdfs dfs -count -q does.
 func TestGovernanceOnSecureHAHDFS(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := newSecureGovEnv(t, ctx)
@@ -341,13 +339,13 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	ha := e.plain + "/tenant/ha"
 
 	// Garbage.
-	jobA := ck + "/" + randomHex(16) // not live, but written to within the grace
+	jobA := ck + "/" + peertest.RandomHex(16) // not live, but written to within the grace
 	e.put(t, jobA+"/chk-5", map[string]int{"6f1d2c3b-0001": 300}, longAgo)
 	e.put(t, jobA+"/chk-6", map[string]int{"6f1d2c3b-0002": 0}, longAgo)
-	retired := ck + "/" + randomHex(16)
+	retired := ck + "/" + peertest.RandomHex(16)
 	e.put(t, retired, map[string]int{"chk-7/6f1d2c3b-0003": 50, "shared/s1": 70, "taskowned/t1": 30}, longAgo)
-	goneHA := ha + "/gone-" + randomHex(4)
-	e.put(t, goneHA, map[string]int{"blob/job_" + randomHex(16) + "/blob_p-1": 40, "submittedJobGraph" + randomHex(6): 20}, longAgo)
+	goneHA := ha + "/gone-" + peertest.RandomHex(4)
+	e.put(t, goneHA, map[string]int{"blob/job_" + peertest.RandomHex(16) + "/blob_p-1": 40, "submittedJobGraph" + peertest.RandomHex(6): 20}, longAgo)
 	// Kept: the young files of job A, a retired job within its TTL and the
 	// HA dir of the inventory's cluster. Job A's dir was last written 20
 	// minutes ago, past the longest checkpoint timeout the fleet allows
@@ -357,10 +355,10 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	if err := e.raw.Chtimes(jobA, twentyMinutesAgo, twentyMinutesAgo); err != nil {
 		t.Fatal(err)
 	}
-	young := ck + "/" + randomHex(16)
+	young := ck + "/" + peertest.RandomHex(16)
 	e.put(t, young, map[string]int{"chk-1/6f1d2c3b-0004": 10}, time.Now())
 	liveHA := ha + "/" + e.clusterID
-	e.put(t, liveHA, map[string]int{"submittedJobGraph" + randomHex(6): 20}, longAgo)
+	e.put(t, liveHA, map[string]int{"submittedJobGraph" + peertest.RandomHex(6): 20}, longAgo)
 
 	garbage := map[string]bool{}
 	for _, p := range []string{jobA + "/chk-5", jobA + "/chk-6", retired, goneHA} {
@@ -499,6 +497,7 @@ func testSecureQuotaWatch(t *testing.T, ctx context.Context, e *secureGovEnv) {
 // trashed, each tried once; every planned path is in the trash and nothing
 // else moved.
 func TestGovernanceFailoverDuringExecutionOnSecureHAHDFS(t *testing.T) {
+	t.Parallel()
 	testFailoverDuringExecution(t, false)
 }
 
@@ -509,6 +508,7 @@ func TestGovernanceFailoverDuringExecutionOnSecureHAHDFS(t *testing.T) {
 // resumed by the next attempt; every item is still trashed exactly once,
 // every planned path is in the trash and nothing else moved.
 func TestGovernanceActiveNameNodeDiesDuringExecutionOnSecureHAHDFS(t *testing.T) {
+	t.Parallel()
 	testFailoverDuringExecution(t, true)
 }
 
@@ -538,7 +538,7 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 		garbage[e.s.URI+dir] = true
 	}
 	// Kept: a retired job within its TTL.
-	young := ck + "/" + randomHex(16)
+	young := ck + "/" + peertest.RandomHex(16)
 	e.put(t, young, map[string]int{"chk-1/6f1d2c3b-0002": 10}, time.Now())
 	t.Logf("seeded %d items in %v", items, time.Since(seedStart).Round(time.Millisecond))
 
@@ -645,6 +645,7 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 // connects anew: past the first lifetime only tickets the keytab login
 // renewed are accepted. Every sample succeeds and is saved on ns1.
 func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
+	t.Parallel()
 	sandbox.RequireSecureStorage(t).HoldFailovers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

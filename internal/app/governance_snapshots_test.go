@@ -21,6 +21,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -117,10 +118,11 @@ func standInSnapshotCleanup(ctx context.Context, t *testing.T, dyn dynamic.Inter
 // finalizer. Afterwards no FlinkStateSnapshot names a missing path, and
 // the savepoint the operator resumes from is untouched.
 func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	k, _, dyn := sandbox.RequireFlinkKube(t)
-	ns := "fko-snap-" + randomHex(4)
+	ns := "fko-snap-" + peertest.RandomHex(4)
 	if err := k.CreateNamespace(ctx, ns, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +216,7 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 	}
 
 	opCtx, stopOperator := context.WithCancel(ctx)
-	disposedBy := standInSnapshotCleanup(opCtx, t, dyn, ns, flinkClient(t, ca.RESTURL))
+	disposedBy := standInSnapshotCleanup(opCtx, t, dyn, ns, peertest.FlinkClient(t, ca.RESTURL))
 	var ex activities.ExecuteCleanupResult
 	err = e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "fko-snap", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -30,6 +31,7 @@ import (
 // same name as east's live one. Every tenant, cluster and object carries
 // its Kubernetes cluster; the orphan is deleted from west only.
 func TestInventoryOverTwoKubernetesClustersOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	east, eastCS, _ := sandbox.RequireFlinkKube(t)
@@ -38,7 +40,7 @@ func TestInventoryOverTwoKubernetesClustersOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	ns, id := "mk-"+sfx, "mk-flink-"+sfx
 	for _, k := range []*sandbox.Kube{east, west} {
 		if err := k.CreateNamespace(ctx, ns, nil); err != nil {
@@ -131,6 +133,7 @@ func TestInventoryOverTwoKubernetesClustersOnRealPeers(t *testing.T) {
 // namespace N of both clusters tenant name N; the inventory refuses rather
 // than merge two teams' state under one name.
 func TestKubeFleetRefusesATenantInTwoClusters(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	east, eastCS, eastDyn := sandbox.RequireFlinkKube(t)
@@ -143,7 +146,7 @@ func TestKubeFleetRefusesATenantInTwoClusters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := "mk-dup-" + randomHex(4)
+	ns := "mk-dup-" + peertest.RandomHex(4)
 	for _, k := range []*sandbox.Kube{east, west} {
 		if err := k.CreateNamespace(ctx, ns, nil); err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -27,6 +28,7 @@ import (
 // job out of scope has none, both keep running with the same job id, and
 // the metrics say what was taken.
 func TestScheduledSavepointsOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
@@ -36,7 +38,7 @@ func TestScheduledSavepointsOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.acts.Metrics = gov
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	queue := "scheduled-savepoints-" + sfx
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, e.acts)

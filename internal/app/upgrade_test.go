@@ -20,6 +20,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -32,15 +33,16 @@ import (
 // going on; a version whose operator uid changed pauses naming the
 // operator, and a rollback decision brings the previous version back.
 func TestJobUpgradeOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	commit, failing, renamed := "up-commit-"+sfx, "up-fail-"+sfx, "up-uid-"+sfx
 	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{commit: nil, failing: nil, renamed: nil})
 	d.serve(tmp, "upgrade-"+sfx)
 	ca := d.peers.Clusters[0]
-	fc := flinkClient(t, ca.RESTURL)
+	fc := peertest.FlinkClient(t, ca.RESTURL)
 	ckpts := d.root + "/a/checkpoints"
 	args := func(name string, extra ...string) []string {
 		return append([]string{"--checkpoint-dir", ckpts, "--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "200"}, extra...)
@@ -190,15 +192,16 @@ func jobUserConfig(t *testing.T, ctx context.Context, restURL, jobID string) str
 // rollback of one whose new version fails. Both runs complete; each job
 // was stopped once (one upgrade savepoint) and runs exactly one version.
 func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	commit, failing := "upk-commit-"+sfx, "upk-fail-"+sfx
 	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{commit: nil, failing: nil})
 	w := d.workerProcess(tmp, "upgrade-kill-"+sfx)
 	ca := d.peers.Clusters[0]
-	fc := flinkClient(t, ca.RESTURL)
+	fc := peertest.FlinkClient(t, ca.RESTURL)
 	ckpts := d.root + "/a/checkpoints"
 	upgrade := func(name string, soak time.Duration, extra ...string) client.WorkflowRun {
 		t.Helper()
@@ -297,15 +300,16 @@ func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 // stopped with a savepoint. A new version that fails a metric check is
 // ended and the previous version, never stopped, runs on as it was.
 func TestJobUpgradeInParallelOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	commit, failing := "up-par-"+sfx, "up-par-fail-"+sfx
 	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{commit: nil, failing: nil})
 	d.serve(tmp, "upgrade-par-"+sfx)
 	ca := d.peers.Clusters[0]
-	fc := flinkClient(t, ca.RESTURL)
+	fc := peertest.FlinkClient(t, ca.RESTURL)
 	ckpts := d.root + "/a/checkpoints"
 	jarID, err := fc.UploadJar(ctx, d.peers.SampleJob.Jar)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -110,10 +111,11 @@ func walkTenant(t *testing.T, ctx context.Context, e *failClosedEnv, root string
 // logical job's; the second sample reports the first as growth; the
 // gauges carry the per-kind figures.
 func TestUsageEqualsAWalkOfTheTenantRootOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	name := "usage-orders-" + randomHex(4)
+	name := "usage-orders-" + peertest.RandomHex(4)
 	var tenantRoot string
 	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, s *inventory.Static, cfg *config.Config) {
 		tenantRoot = e.root + "/a"
@@ -156,7 +158,7 @@ func TestUsageEqualsAWalkOfTheTenantRootOnRealPeers(t *testing.T) {
 	}
 	e.cancel(ctx, fc, jobID) // checkpoints are retained on cancellation
 	// What no job is known for, and what no layout explains.
-	stray := "checkpoints/" + randomHex(16)
+	stray := "checkpoints/" + peertest.RandomHex(16)
 	fs, _, err := e.acts.Storage.Resolve(ctx, tenantRoot)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +189,7 @@ func TestUsageEqualsAWalkOfTheTenantRootOnRealPeers(t *testing.T) {
 
 	sample := func() usage.Report {
 		t.Helper()
-		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.UsageWorkflowID(randomHex(6)), TaskQueue: queue},
+		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.UsageWorkflowID(peertest.RandomHex(6)), TaskQueue: queue},
 			workflows.UsageWorkflowType, activities.TenantUsageInput{Tenants: []string{e.tenant[0]}, Top: 3})
 		if err != nil {
 			t.Fatal(err)

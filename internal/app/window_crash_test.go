@@ -16,6 +16,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -28,12 +29,13 @@ import (
 // once, restored from its recorded savepoint: none stopped twice, none
 // left down, none started twice.
 func TestMaintenanceWindowSurvivesWorkerKills(t *testing.T) {
+	t.Parallel()
 	peers := sandbox.RequirePeers(t)
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	testRoot := peers.HDFS.URI + "/flinkmaint-test/window-crash-" + suffix
 	fl := startFleet(t, ctx, peers, suffix, testRoot, 2, false)
 
@@ -54,7 +56,7 @@ storage:
   writableRoots: [%q]
 inventory:
   staticFile: %s
-`, tmp.HostPort, peers.HDFS.User, testRoot, writeInventory(t, fl.static))
+`, tmp.HostPort, peers.HDFS.User, testRoot, peertest.WriteInventory(t, fl.static))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +83,13 @@ inventory:
 	}
 
 	// Kill during savepoint-all: one savepoint done, another in flight.
-	waitForState(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.SavepointState }))
+	peertest.WaitForWindow(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.SavepointState }))
 	w.Kill()
 	w.Start()
 
 	// Kill during the staged restart: the canary healthy, the next job in
 	// flight.
-	waitForState(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.RestartState }))
+	peertest.WaitForWindow(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.RestartState }))
 	w.Kill()
 	w.Start()
 
@@ -126,7 +128,7 @@ inventory:
 
 	// Every job RUNNING exactly once, restored from its recorded savepoint.
 	for _, j := range rep.Jobs {
-		fc := flinkClient(t, j.Target.RESTURL)
+		fc := peertest.FlinkClient(t, j.Target.RESTURL)
 		newID := j.NewJobID
 		t.Cleanup(func() { _ = fc.CancelJob(context.Background(), newID) })
 		if j.SavepointAttempts != 1 || j.RestartAttempts != 1 || j.RestartState != workflows.StepDone {

@@ -15,6 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -27,10 +28,11 @@ import (
 // storage proof before any restart, naming the file, and the job the
 // operator skips stays stopped while the canary comes back healthy.
 func TestWindowDrillsTheCanaryAndProvesSavepointsOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	sfx := randomHex(4)
+	sfx := peertest.RandomHex(4)
 	canary, other := "wd-a-"+sfx, "wd-b-"+sfx
 	d := newDrillEnv(t, ctx, map[string]*inventory.DrillRecipe{canary: sampleDrill(canary), other: sampleDrill(other)})
 	d.serve(tmp, "window-drill-"+sfx)
@@ -58,7 +60,7 @@ func TestWindowDrillsTheCanaryAndProvesSavepointsOnRealPeers(t *testing.T) {
 	canaryKey, otherKey := ca.ClusterID+"/"+canary, ca.ClusterID+"/"+other
 
 	// 1. The canary's savepoint is drilled before the other job stops.
-	st := waitForState(t, ctx, tmp.Client, run, func(s workflows.WindowState) bool {
+	st := peertest.WaitForWindow(t, ctx, tmp.Client, run, func(s workflows.WindowState) bool {
 		return s.Pending != nil && s.Pending.Kind == workflows.DecisionNetworkChange
 	})
 	c := st.Canary
@@ -93,8 +95,8 @@ func TestWindowDrillsTheCanaryAndProvesSavepointsOnRealPeers(t *testing.T) {
 	if err := d.raw.Remove(strings.TrimPrefix(victim, d.peers.HDFS.URI)); err != nil {
 		t.Fatal(err)
 	}
-	update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "test", Reason: "change done"})
-	st = waitForState(t, ctx, tmp.Client, run, func(s workflows.WindowState) bool {
+	peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "test", Reason: "change done"})
+	st = peertest.WaitForWindow(t, ctx, tmp.Client, run, func(s workflows.WindowState) bool {
 		return s.Pending != nil && s.Pending.Kind == workflows.DecisionSavepointProof
 	})
 	if st.Phase != workflows.WindowPhaseProveSavepoints || len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != otherKey ||
@@ -106,7 +108,7 @@ func TestWindowDrillsTheCanaryAndProvesSavepointsOnRealPeers(t *testing.T) {
 			t.Errorf("%s restart %s while the proof failed; want none restarted", j.Target.Key, j.RestartState)
 		}
 	}
-	update(t, ctx, tmp.Client, run, workflows.UpdateDecide, workflows.DecideRequest{Action: workflows.ActionSkipJob, Job: otherKey, By: "test", Reason: "restore by hand"})
+	peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateDecide, workflows.DecideRequest{Action: workflows.ActionSkipJob, Job: otherKey, By: "test", Reason: "restore by hand"})
 
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {

@@ -4,12 +4,9 @@ package app_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +17,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
-	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
@@ -29,6 +25,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -42,28 +39,25 @@ import (
 // (two 1.20 clusters and a 2.3 one) in one window, as a fleet mid-migration
 // does.
 func TestMaintenanceWindowOnRealPeers(t *testing.T) {
+	t.Parallel()
 	peers := sandbox.RequireMixedFleet(t)
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	testRoot := peers.HDFS.URI + "/flinkmaint-test/window-" + suffix
 	fleet := startFleet(t, ctx, peers, suffix, testRoot, 3, true)
 	static := fleet.static
 	jobs := fleet.jobs
 
-	invPath := writeInventory(t, static)
+	invPath := peertest.WriteInventory(t, static)
 	cfg := config.Default()
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = invPath
 	cfg.Cleanup = config.Cleanup{TrashRoot: testRoot + "/trash", PlanDir: testRoot + "/plans"}
-	acts, closeAdapters, err := app.NewActivities(cfg, "window-e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "window-e2e")
 	const queue = "window-e2e"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
@@ -92,7 +86,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 
 	// Operator: confirm the network change once every savepoint is taken,
 	// and skip the job that cannot restore when its wave pauses.
-	st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
+	st := peertest.WaitForWindow(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
 	for _, j := range st.Jobs {
 		if j.SavepointState != workflows.StepDone || !strings.HasPrefix(j.SavepointPath, testRoot+"/"+j.Target.ClusterID+"/savepoints/") {
 			t.Fatalf("job %s reached the network gate with savepoint %s %q", j.Target.Key, j.SavepointState, j.SavepointPath)
@@ -113,8 +107,8 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = peers.ClearNamespaceQuota(context.Background(), tightRoot) })
-	update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "done"})
-	st = waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
+	peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "done"})
+	st = peertest.WaitForWindow(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
 		return st.Pending != nil && st.Pending.Kind == "quota"
 	})
 	tight := "e2e-" + peers.Clusters[0].ClusterID
@@ -129,20 +123,20 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	if err := peers.ClearNamespaceQuota(ctx, tightRoot); err != nil {
 		t.Fatal(err)
 	}
-	update(t, ctx, tmp.Client, run, workflows.UpdateDecide, workflows.DecideRequest{Action: workflows.ActionRetry, By: "e2e", Reason: "quota raised"})
+	peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateDecide, workflows.DecideRequest{Action: workflows.ActionRetry, By: "e2e", Reason: "quota raised"})
 	broken := ""
 	for _, j := range jobs {
 		if strings.HasSuffix(j.name, "-broken") {
 			broken = j.cluster.ClusterID + "/" + j.name
 		}
 	}
-	st = waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
+	st = peertest.WaitForWindow(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
 		return st.Pending != nil && st.Pending.Kind == "restart-failures"
 	})
 	if len(st.Pending.Jobs) != 1 || st.Pending.Jobs[0] != broken {
 		t.Fatalf("pending decision about %v, want [%s]: %s", st.Pending.Jobs, broken, st.Pending.Reason)
 	}
-	update(t, ctx, tmp.Client, run, workflows.UpdateDecide, workflows.DecideRequest{Action: workflows.ActionSkipJob, Job: broken, By: "e2e", Reason: "cannot restore"})
+	peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateDecide, workflows.DecideRequest{Action: workflows.ActionSkipJob, Job: broken, By: "e2e", Reason: "cannot restore"})
 
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {
@@ -155,7 +149,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 		t.Fatalf("post-restart cleanup %+v, want a dry-run plan that reclaimed nothing", rep.Cleanup)
 	}
 	for _, j := range rep.Jobs {
-		fc := flinkClient(t, j.Target.RESTURL)
+		fc := peertest.FlinkClient(t, j.Target.RESTURL)
 		if j.Target.Key == broken {
 			if j.RestartState != workflows.StepSkipped || !strings.Contains(j.SkipReason, "cannot restore") && !strings.Contains(j.SkipReason, "e2e") {
 				t.Errorf("broken job: %+v", j)
@@ -230,7 +224,7 @@ func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *activ
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(&planner)
-	v, err := env.ExecuteActivity(planner.PlanCleanup, activities.PlanCleanupInput{RunID: "held-" + randomHex(4),
+	v, err := env.ExecuteActivity(planner.PlanCleanup, activities.PlanCleanupInput{RunID: "held-" + peertest.RandomHex(4),
 		Scope: activities.Scope{Tenants: tenants}, Policy: activities.CleanupPolicy{}})
 	if err != nil {
 		t.Fatalf("plan while the window waits: %v", err)
@@ -338,7 +332,7 @@ func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix,
 		f.static.Clusters = append(f.static.Clusters, cl)
 	}
 	for i := range f.jobs {
-		fc := flinkClient(t, f.jobs[i].cluster.RESTURL)
+		fc := peertest.FlinkClient(t, f.jobs[i].cluster.RESTURL)
 		jarID, err := fc.UploadJar(ctx, peers.SampleJar(f.jobs[i].cluster))
 		if err != nil {
 			t.Fatal(err)
@@ -353,7 +347,7 @@ func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix,
 		t.Cleanup(func() { _ = c.CancelJob(context.Background(), id) })
 	}
 	for _, j := range f.jobs {
-		waitForCheckpoint(t, ctx, flinkClient(t, j.cluster.RESTURL), j.id)
+		peertest.WaitForCheckpoint(t, ctx, peertest.FlinkClient(t, j.cluster.RESTURL), j.id)
 	}
 	return f
 }
@@ -377,74 +371,4 @@ func savepointFormatOf(t *testing.T, ctx context.Context, acts *activities.Activ
 		t.Fatalf("%s: _metadata has no properties", savepoint)
 	}
 	return md.Properties.FormatType
-}
-
-// writeInventory writes the static inventory file a worker reads.
-func writeInventory(t *testing.T, static inventory.Static) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "inventory.yaml")
-	data, err := yaml.Marshal(static)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func flinkClient(t *testing.T, url string) *flink.Client {
-	t.Helper()
-	c, err := flink.New(flink.Options{BaseURL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func waitForCheckpoint(t *testing.T, ctx context.Context, c *flink.Client, jobID string) {
-	t.Helper()
-	for ctx.Err() == nil {
-		stats, err := c.Checkpoints(ctx, jobID)
-		if err == nil && stats.Counts.Completed > 0 {
-			return
-		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("job %s completed no checkpoint", jobID)
-}
-
-func waitForState(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun, done func(workflows.WindowState) bool) workflows.WindowState {
-	t.Helper()
-	var st workflows.WindowState
-	for ctx.Err() == nil {
-		v, err := c.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus)
-		if err == nil && v.Get(&st) == nil && done(st) {
-			return st
-		}
-		if st.Phase == workflows.WindowPhaseCompleted || st.Phase == workflows.WindowPhaseAborted {
-			t.Fatalf("window ended (%s) before the expected state: %+v", st.Phase, st)
-		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("window never reached the expected state; last: phase %s pending %+v", st.Phase, st.Pending)
-	return st
-}
-
-func update(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun, name string, arg interface{}) {
-	t.Helper()
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: name,
-		Args: []interface{}{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
-	if err != nil {
-		t.Fatalf("update %s: %v", name, err)
-	}
-	if err := h.Get(ctx, nil); err != nil {
-		t.Fatalf("update %s: %v", name, err)
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -70,6 +71,7 @@ func (h *hookReceiver) find(pred func(notify.Event) bool) (notify.Event, bool) {
 // tenants waits, saying for whom, and runs once the window's jobs are back;
 // the answered decision resolves the alert.
 func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
+	t.Parallel()
 	peers := sandbox.RequirePeers(t)
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	am := sandbox.StartAlertmanager(t)
@@ -84,24 +86,20 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	testRoot := peers.HDFS.URI + "/flinkmaint-test/oncall-" + suffix
 	fl := startFleet(t, ctx, peers, suffix, testRoot, 1, false)
 	cfg := config.Default()
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
-	cfg.Inventory.StaticFile = writeInventory(t, fl.static)
+	cfg.Inventory.StaticFile = peertest.WriteInventory(t, fl.static)
 	cfg.Cleanup = config.Cleanup{TrashRoot: testRoot + "/trash", PlanDir: testRoot + "/plans"}
 	const ui = "http://temporal-ui.test:8233"
 	cfg.Notify = config.Notify{UIBaseURL: ui, Sinks: []notify.SinkConfig{
 		{Name: "hook", Type: notify.TypeWebhook, URL: hookSrv.URL, SecretFile: keyFile},
 		{Name: "am", Type: notify.TypeAlertmanager, URL: am.URL},
 	}}
-	acts, closeAdapters, err := app.NewActivities(cfg, "oncall-e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "oncall-e2e")
 	queue := "oncall-" + suffix
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
@@ -121,7 +119,7 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
+	st := peertest.WaitForWindow(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
 	if !st.TenantLockHeld {
 		t.Fatalf("window at the network gate does not hold its tenants: %+v", st)
 	}
@@ -230,13 +228,13 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 
 	// 4. The network change is confirmed: the window restarts its jobs and
 	// lets go of its tenants; the cleanup runs after.
-	update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "oncall-test", Reason: "done"})
+	peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "oncall-test", Reason: "done"})
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range rep.Jobs {
-		fc := flinkClient(t, j.Target.RESTURL)
+		fc := peertest.FlinkClient(t, j.Target.RESTURL)
 		id := j.NewJobID
 		t.Cleanup(func() { _ = fc.CancelJob(context.Background(), id) })
 		if j.RestartState != workflows.StepDone {

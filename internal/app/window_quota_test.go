@@ -23,6 +23,7 @@ import (
 // Flink discards its checkpoints and its dir tells nothing: the gate
 // needs the footprint measured while the job ran.
 func TestRestartFootprintCountsOnlyReferencedSharedFiles(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := newGovEnv(t, ctx)

@@ -24,6 +24,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/flinksim"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -78,6 +79,7 @@ func peakRSS() string {
 // the children running at the handover, and every job must still be
 // stopped once and restarted once from exactly its recorded savepoint.
 func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
+	t.Parallel()
 	n := scaleSetting(t, EnvScaleJobs, 1000)
 	concurrency := scaleSetting(t, EnvScaleConcurrency, 40)
 	savepointDelay := 20 * time.Millisecond
@@ -127,7 +129,7 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 	}
 
 	const queue = "window-scale"
-	invPath := writeInventory(t, static)
+	invPath := peertest.WriteInventory(t, static)
 	var workerProc *workerproc.Process
 	switch v := os.Getenv(EnvScaleWorkerProcess); v {
 	case "1":
@@ -157,11 +159,7 @@ inventory:
 		cfg := config.Default()
 		cfg.Storage.WritableRoots = []string{"file://" + root}
 		cfg.Inventory.StaticFile = invPath
-		acts, closeAdapters, err := app.NewActivities(cfg, "window-scale")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = closeAdapters() })
+		acts := peertest.NewActivities(t, cfg, "window-scale")
 		// The SDK fails a workflow task whose coroutine has not yielded within
 		// the deadlock timeout (1s) of wall time. Under the race detector, on
 		// two cores shared with the other packages' tests, a task that encodes
@@ -180,7 +178,7 @@ inventory:
 	}
 
 	in := workflows.WindowInput{
-		WindowID: "scale-" + randomHex(4), Reason: "fleet-scale history test",
+		WindowID: "scale-" + peertest.RandomHex(4), Reason: "fleet-scale history test",
 		Scope: activities.Scope{IncludeJobs: []string{"scale-job-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: "file://" + root + "/windows",

@@ -19,6 +19,7 @@ import (
 // returns that savepoint instead of failing with a text that says the job
 // keeps running; a job cancelled without a savepoint gets the truth.
 func TestStopWithSavepointFindsTheSavepointOfAForgottenStop(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := newFailClosedEnv(t, ctx)

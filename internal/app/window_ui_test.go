@@ -21,6 +21,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/flinksim"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -38,6 +39,7 @@ const EnvUIScreenshots = "FLINKMAINT_UI_SCREENSHOTS"
 // current details, the phase, the job counts and the command that
 // confirms the change. A screenshot of the page is kept.
 func TestWindowShowsInTemporalUI(t *testing.T) {
+	t.Parallel()
 	const jobs = 3
 	tmp := sandbox.StartTemporalWith(t, workflows.SearchAttributeDefinitions(), sandbox.TemporalOptions{UI: true})
 	browser := sandbox.StartChromium(t, 1400, 2000)
@@ -68,12 +70,8 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.Storage.WritableRoots = []string{tenantRoot}
-	cfg.Inventory.StaticFile = writeInventory(t, inventory.Static{Tenants: []inventory.Tenant{{Name: "team-ui", Root: tenantRoot}}, Clusters: []inventory.Cluster{cl}})
-	acts, closeAdapters, err := app.NewActivities(cfg, "window-ui")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	cfg.Inventory.StaticFile = peertest.WriteInventory(t, inventory.Static{Tenants: []inventory.Tenant{{Name: "team-ui", Root: tenantRoot}}, Clusters: []inventory.Cluster{cl}})
+	acts := peertest.NewActivities(t, cfg, "window-ui")
 	const queue = "window-ui"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
@@ -83,7 +81,7 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 	t.Cleanup(w.Stop)
 
 	in := workflows.WindowInput{
-		WindowID: "ui-" + randomHex(4), Reason: "Web UI test",
+		WindowID: "ui-" + peertest.RandomHex(4), Reason: "Web UI test",
 		Scope: activities.Scope{Tenants: []string{"team-ui"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: tenantRoot + "/windows",
@@ -97,7 +95,7 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 		workflows.MaintenanceWindowWorkflowType, in); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, 2*time.Minute, "the window to wait for the network change", func() (bool, string) {
+	peertest.WaitFor(t, ctx, 2*time.Minute, "the window to wait for the network change", func() (bool, string) {
 		v, err := tmp.Client.QueryWorkflow(ctx, wid, "", workflows.QueryStatus)
 		if err != nil {
 			return false, err.Error()
@@ -141,7 +139,7 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 	wants := []string{summary, "network-gate", "network-change", confirm, "savepoint\t3\t0\t0\t3\t0\t0", "restart\t3\t3\t0\t0\t0\t0",
 		"stop sim-ui/ui-job-2 with savepoint (window " + in.WindowID + ")"}
 	var text string
-	waitFor(t, ctx, 2*time.Minute, "the window's page to show its summary and current details", func() (bool, string) {
+	peertest.WaitFor(t, ctx, 2*time.Minute, "the window's page to show its summary and current details", func() (bool, string) {
 		if err := browser.Eval(ctx, openTab, nil); err != nil {
 			return false, err.Error()
 		}
@@ -182,27 +180,6 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 	var rep workflows.WindowReport
 	if err := tmp.Client.GetWorkflow(ctx, wid, "").Get(ctx, &rep); err != nil || rep.Phase != workflows.WindowPhaseCompleted {
 		t.Fatalf("window ended %s: %v", rep.Phase, err)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test with cond's last
-// word when bound passes first.
-func waitFor(t *testing.T, ctx context.Context, bound time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	last := ""
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		last = why
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v; last: %s", what, ctx.Err(), last)
-		case <-time.After(250 * time.Millisecond):
-		}
 	}
 }
 

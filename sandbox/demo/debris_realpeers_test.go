@@ -16,11 +16,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
-	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -161,11 +161,7 @@ func newActivities(t *testing.T, peers *sandbox.Peers, static inventory.Static, 
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "demo-debris-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "demo-debris-test")
 	// Its activities run outside a worker, where no window or upgrade
 	// of flinkmaint can be in flight.
 	acts.Runs = nil

@@ -4,12 +4,8 @@ package e2e_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +13,6 @@ import (
 	"github.com/colinmarc/hdfs/v2"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
@@ -25,6 +20,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -48,9 +44,9 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	flinkAPI := flinkClient(t, fc.RESTURL)
+	flinkAPI := peertest.FlinkClient(t, fc.RESTURL)
 
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	testRoot := peers.HDFS.URI + "/flinkmaint-test/failover-" + suffix
 	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
 	if err != nil {
@@ -72,13 +68,9 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 	cfg := config.Default()
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
-	cfg.Inventory.StaticFile = writeInventory(t, static)
+	cfg.Inventory.StaticFile = peertest.WriteInventory(t, static)
 	cfg.Cleanup = config.Cleanup{TrashRoot: testRoot + "/trash", PlanDir: testRoot + "/plans"}
-	acts, closeAdapters, err := app.NewActivities(cfg, "failover-e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "failover-e2e")
 	// The stop activity looks at its operation every 5 s: once Flink has
 	// finished a job, the window learns it seconds later, and the kill
 	// lands in between.
@@ -128,7 +120,7 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 			t.Fatalf("job %s reached the network gate with savepoint %s %q", j.Target.Key, j.SavepointState, j.SavepointPath)
 		}
 	}
-	update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "done"})
+	peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "done"})
 
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {
@@ -299,7 +291,7 @@ type submitted struct {
 // has checkpointed.
 func startJobs(t *testing.T, ctx context.Context, peers *sandbox.Peers, c sandbox.FlinkCluster, prefix string, n int, testRoot string) submitted {
 	t.Helper()
-	api := flinkClient(t, c.RESTURL)
+	api := peertest.FlinkClient(t, c.RESTURL)
 	jarID, err := api.UploadJar(ctx, peers.SampleJar(c))
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +311,7 @@ func startJobs(t *testing.T, ctx context.Context, peers *sandbox.Peers, c sandbo
 		s.names[res.JobID] = name
 	}
 	for _, id := range s.ids {
-		waitForCheckpoint(t, ctx, api, id)
+		peertest.WaitForCheckpoint(t, ctx, api, id)
 	}
 	return s
 }
@@ -372,47 +364,6 @@ func logSavepointDirs(t *testing.T, ctx context.Context, acts *activities.Activi
 	t.Logf("savepoint dirs under %s: %v", root, dirs)
 }
 
-func writeInventory(t *testing.T, static inventory.Static) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "inventory.yaml")
-	data, err := yaml.Marshal(static)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func flinkClient(t *testing.T, url string) *flink.Client {
-	t.Helper()
-	c, err := flink.New(flink.Options{BaseURL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func waitForCheckpoint(t *testing.T, ctx context.Context, c *flink.Client, jobID string) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		stats, err := c.Checkpoints(ctx, jobID)
-		if err == nil && stats.Counts.Completed > 0 {
-			return
-		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("job %s completed no checkpoint within 3 minutes", jobID)
-}
-
 func queryState(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun) workflows.WindowState {
 	t.Helper()
 	v, err := c.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus)
@@ -448,18 +399,6 @@ func waitForState(t *testing.T, ctx context.Context, c client.Client, run client
 	}
 	t.Fatalf("window never reached the expected state; last: phase %s pending %+v", st.Phase, st.Pending)
 	return st
-}
-
-func update(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun, name string, arg interface{}) {
-	t.Helper()
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: name,
-		Args: []interface{}{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
-	if err != nil {
-		t.Fatalf("update %s: %v", name, err)
-	}
-	if err := h.Get(ctx, nil); err != nil {
-		t.Fatalf("update %s: %v", name, err)
-	}
 }
 
 // runsFromItsSavepoint checks that the window's new job for j is RUNNING

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -162,13 +163,13 @@ func newGovernanceBench(t *testing.T, name string) *governanceBench {
 	base := "/flinkmaint-bench/governance/" + name
 	root := peers.HDFS.URI + base
 	c := peers.Clusters[0]
-	invPath := writeInventory(t, inventory.Static{
+	invPath := peertest.WriteInventory(t, inventory.Static{
 		Tenants: []inventory.Tenant{{Name: "bench", Root: root + "/tenant"}},
 		Clusters: []inventory.Cluster{{Tenant: "bench", ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
 			CheckpointDir: root + "/tenant/checkpoints", SavepointDir: root + "/tenant/savepoints"}},
 	})
 	return &governanceBench{t: t, ctx: ctx, peers: peers, tmp: tmp, hc: hc, base: base, root: root, invPath: invPath,
-		queue: "bench-gov-" + randomHex(3), workerCounts: workerCounts}
+		queue: "bench-gov-" + peertest.RandomHex(3), workerCounts: workerCounts}
 }
 
 // ensureTree builds the tree at dir with write unless it is there already,
@@ -211,7 +212,7 @@ func (b *governanceBench) ensureTree(dir string, files, dirs int, byURI bool, wr
 // stops them; it returns the report and a line of figures.
 func (b *governanceBench) run(n int, mode string, files int) (*workflows.GovernanceReport, string) {
 	t := b.t
-	runID := fmt.Sprintf("bench-%dw-%s", n, randomHex(3))
+	runID := fmt.Sprintf("bench-%dw-%s", n, peertest.RandomHex(3))
 	fleet := startWorkers(t, fmt.Sprintf(`temporal:
   address: %s
 worker:

@@ -22,6 +22,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -168,7 +169,7 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	plain := "/flinkmaint-test/multiworker-gov-" + suffix
 	root := peers.HDFS.URI + plain
 	tenant := "mw-" + suffix
@@ -202,7 +203,7 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 	// One real cluster whose dirs are this test's own: nothing of other
 	// tests is in scope.
 	c := peers.Clusters[0]
-	invPath := writeInventory(t, inventory.Static{
+	invPath := peertest.WriteInventory(t, inventory.Static{
 		Tenants: []inventory.Tenant{{Name: tenant, Root: root + "/tenant"}},
 		Clusters: []inventory.Cluster{{Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
 			CheckpointDir: root + "/tenant/checkpoints", SavepointDir: root + "/tenant/savepoints"}},
@@ -375,7 +376,7 @@ func TestMaintenanceWindowWithThreeWorkersOneKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	plain := "/flinkmaint-test/multiworker-window-" + suffix
 	testRoot := peers.HDFS.URI + plain
 	hc, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{peers.HDFS.NameNode}, User: peers.HDFS.User})
@@ -391,7 +392,7 @@ func TestMaintenanceWindowWithThreeWorkersOneKilled(t *testing.T) {
 	prefix := "mw-" + suffix
 	started := startJobs(t, ctx, peers, c, prefix, jobs, testRoot)
 	tenant := "mw-" + suffix
-	invPath := writeInventory(t, inventory.Static{
+	invPath := peertest.WriteInventory(t, inventory.Static{
 		Tenants: []inventory.Tenant{{Name: tenant, Root: testRoot}},
 		Clusters: []inventory.Cluster{{Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
 			CheckpointDir: testRoot + "/checkpoints", SavepointDir: testRoot + "/savepoints", Jobs: started.specs}},
@@ -469,7 +470,7 @@ inventory:
 	if len(savepoints) != jobs {
 		t.Errorf("%d savepoint dirs for %d jobs: %v", len(savepoints), jobs, savepoints)
 	}
-	api := flinkClient(t, c.RESTURL)
+	api := peertest.FlinkClient(t, c.RESTURL)
 	overview, err := api.ListJobs(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -53,9 +54,9 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 	if _, err := s.RestartStopped(ctx); err != nil {
 		t.Fatal(err)
 	}
-	flinkAPI := flinkClient(t, fc.RESTURL)
+	flinkAPI := peertest.FlinkClient(t, fc.RESTURL)
 
-	suffix := randomHex(4)
+	suffix := peertest.RandomHex(4)
 	testRoot := fmt.Sprintf("%s/user/app/%s/window-%s", s.URI, fc.Tenant, suffix)
 	// The Flink user owns what its jobs write, as in production; the worker
 	// (in the HDFS superuser group) reads and writes beside it.
@@ -76,16 +77,12 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 	cfg.Storage.HadoopConfDir = s.HadoopConfDir
 	cfg.Storage.Kerberos = &config.Kerberos{Krb5Conf: s.Krb5Conf, Principal: s.Principals.Worker.Principal, Keytab: s.Principals.Worker.Keytab}
 	cfg.Storage.WritableRoots = []string{testRoot}
-	cfg.Inventory.StaticFile = writeInventory(t, static)
+	cfg.Inventory.StaticFile = peertest.WriteInventory(t, static)
 	cfg.Cleanup = config.Cleanup{TrashRoot: testRoot + "/trash", PlanDir: testRoot + "/plans"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, "secure-window-e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeAdapters() })
+	acts := peertest.NewActivities(t, cfg, "secure-window-e2e")
 	// Each stop stays in flight for at least 3 s, the stop activity asking
 	// Flink once every 3 s, long enough to fail the NameNodes over under it.
 	acts.PollInterval = 3 * time.Second
@@ -152,7 +149,7 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 	for time.Now().Before(expired) && ctx.Err() == nil {
 		time.Sleep(time.Second)
 	}
-	update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "done"})
+	peertest.Update(t, ctx, tmp.Client, run, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "e2e", Reason: "done"})
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {
 		t.Fatal(err)
@@ -192,7 +189,7 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 		}
 		runsFromItsSavepoint(t, ctx, flinkAPI, j)
 		// Checkpoints on ns1 after the tickets' expiry: Flink renewed its login.
-		waitForCheckpoint(t, ctx, flinkAPI, j.NewJobID)
+		peertest.WaitForCheckpoint(t, ctx, flinkAPI, j.NewJobID)
 	}
 	if len(manifest.Jobs) != secureWindowJobs {
 		t.Errorf("manifest has %d job entries, want %d", len(manifest.Jobs), secureWindowJobs)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,10 +46,13 @@ func CaptureHistory(t testing.TB, c client.Client, workflowID, runID, path strin
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(path)
+	// A temporary file renamed into place: tests that run in parallel never
+	// leave a half-written recording for the replay test.
+	f, err := os.CreateTemp(filepath.Dir(path), ".capture-*")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer os.Remove(f.Name())
 	zw := gzip.NewWriter(f)
 	if _, err := zw.Write(data); err != nil {
 		t.Fatal(err)
@@ -57,6 +61,9 @@ func CaptureHistory(t testing.TB, c client.Client, workflowID, runID, path strin
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
 		t.Fatal(err)
 	}
 	// Workflows that derive names from their own ID replay only under it.
@@ -75,6 +82,9 @@ func CaptureHistory(t testing.TB, c client.Client, workflowID, runID, path strin
 // run that replaces an open one.
 func CaptureEveryType(t testing.TB, c client.Client, dir string) {
 	t.Helper()
+	// Parallel tests compare with and replace one another's recordings.
+	captureMu.Lock()
+	defer captureMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// rank: 2 completed, 1 closed otherwise, 0 still open.
@@ -119,6 +129,8 @@ func CaptureEveryType(t testing.TB, c client.Client, dir string) {
 		CaptureHistory(t, c, p.id, p.runID, path)
 	}
 }
+
+var captureMu sync.Mutex
 
 // historyLength is the number of events of a captured history; ok is
 // false when there is none at path or it does not read.

@@ -1,0 +1,134 @@
+// Package peertest holds the helpers the real-peer tests share: the files a
+// worker reads, Flink and Temporal waits, and one way to poll a condition.
+// Each helper fails the test with what it last saw rather than returning an
+// error, so tests read as the scenario they prove.
+package peertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"gopkg.in/yaml.v3"
+
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/workflows"
+)
+
+// WriteInventory writes static as the inventory.yaml a worker reads and
+// returns its path (in the test's temporary dir).
+func WriteInventory(t testing.TB, static inventory.Static) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "inventory.yaml")
+	data, err := yaml.Marshal(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// RandomHex is n random bytes in hex: names of tenants, dirs and queues that
+// no other test, run beside this one, uses.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// FlinkClient is a REST client of the Flink cluster at url.
+func FlinkClient(t testing.TB, url string) *flink.Client {
+	t.Helper()
+	c, err := flink.New(flink.Options{BaseURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// WaitFor polls cond until it holds, failing the test with cond's last word
+// when bound (or ctx) passes first.
+func WaitFor(t testing.TB, ctx context.Context, bound time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; last: %s", what, ctx.Err(), why)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// WaitForCheckpoint waits until Flink counts a completed checkpoint of the
+// job (at most 3 minutes).
+func WaitForCheckpoint(t testing.TB, ctx context.Context, c *flink.Client, jobID string) {
+	t.Helper()
+	WaitFor(t, ctx, 3*time.Minute, "a completed checkpoint of job "+jobID, func() (bool, string) {
+		stats, err := c.Checkpoints(ctx, jobID)
+		if err != nil {
+			return false, err.Error()
+		}
+		return stats.Counts.Completed > 0, "no completed checkpoint yet"
+	})
+}
+
+// WaitForWindow polls the window's status until done holds; a window that
+// ends first fails the test.
+func WaitForWindow(t testing.TB, ctx context.Context, c client.Client, run client.WorkflowRun, done func(workflows.WindowState) bool) workflows.WindowState {
+	t.Helper()
+	var st workflows.WindowState
+	for ctx.Err() == nil {
+		v, err := c.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus)
+		if err == nil && v.Get(&st) == nil && done(st) {
+			return st
+		}
+		if st.Phase == workflows.WindowPhaseCompleted || st.Phase == workflows.WindowPhaseAborted {
+			t.Fatalf("window ended (%s) before the expected state: %+v", st.Phase, st)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("window never reached the expected state; last: phase %s pending %+v", st.Phase, st.Pending)
+	return st
+}
+
+// Update sends a workflow update and waits until the workflow has run it.
+func Update(t testing.TB, ctx context.Context, c client.Client, run client.WorkflowRun, name string, arg any) {
+	t.Helper()
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: name,
+		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		t.Fatalf("update %s: %v", name, err)
+	}
+	if err := h.Get(ctx, nil); err != nil {
+		t.Fatalf("update %s: %v", name, err)
+	}
+}
+
+// NewActivities builds the worker's real activities from cfg, as the worker
+// does, and closes their adapters when the test ends.
+func NewActivities(t testing.TB, cfg config.Config, identity string) *activities.Activities {
+	t.Helper()
+	acts, closeAdapters, err := app.NewActivities(cfg, identity)
+	if err != nil {
+		t.Fatalf("activities from the test's configuration: %v", err)
+	}
+	t.Cleanup(func() { _ = closeAdapters() })
+	return acts
+}
