@@ -244,6 +244,60 @@ func TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading(t *testing.T) {
 	}
 }
 
+// TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnknown:
+// a job dir absent from the inventory, written within the longest
+// checkpoint timeout, that holds no completed checkpoint yet belongs to a
+// job that started from a snapshot nothing names: it may be any of the
+// plan's checkpoints or savepoints (restored in CLAIM mode it now owns
+// them). Until its first checkpoint names its restore point, no snapshot
+// is planned; what is no snapshot (an HA dir of a retired cluster, a
+// checkpoint that never completed) still is. Once that dir is older than the timeout, the snapshots
+// go by their own rules again.
+func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnknown(t *testing.T) {
+	build := func(started time.Time) (p Plan, snapshots []string, ha string) {
+		f := newFixture()
+		f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
+		f.job(jobA, started) // shared/ and taskowned/ made, no chk-N yet
+		f.job(jobB, old)
+		snapshots = append(snapshots, f.chk(jobB, 4, true, old))
+		f.chk(jobB, 5, true, old)
+		for i, r := range []string{"000000000001", "000000000002", "000000000003", "000000000004"} {
+			snapshots = append(snapshots, f.savepoint("cccccc", r, true, old.Add(time.Duration(i)*time.Hour)))
+		}
+		f.job(jobC, old)
+		f.chk(jobC, 9, false, old)
+		ha = f.ha("retired-cluster", old)
+		p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}}, Policy: f.pol,
+			Lineage: byPrefix(f.l), RetiredClusters: []string{"retired-cluster"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, snapshots[:2], ha // the oldest savepoint is past keep-K
+	}
+
+	p, snapshots, ha := build(now.Add(-time.Hour))
+	for _, path := range snapshots {
+		if k, ok := keptFor(p, path); !ok || k.Reason != KeepUnknownRestore || !strings.Contains(k.By, jobA) {
+			t.Errorf("%s kept %+v (planned %v); want %s naming job %s", path, k, planned(p), KeepUnknownRestore, jobA)
+		}
+	}
+	// What no snapshot is: an HA dir of a retired cluster, a retired job
+	// dir with only an incomplete checkpoint.
+	for path, rule := range map[string]Rule{ha: RuleRetiredHACluster, jobDir(jobC): RuleRetiredJob} {
+		if planned(p)[path] != rule {
+			t.Errorf("%s planned %q; want %s (%v)", path, planned(p)[path], rule, planned(p))
+		}
+	}
+
+	p, snapshots, _ = build(now.Add(-3 * time.Hour))
+	for _, path := range snapshots {
+		if _, ok := planned(p)[path]; !ok {
+			k, _ := keptFor(p, path)
+			t.Errorf("%s not planned once the writer is past the timeout: kept %+v", path, k)
+		}
+	}
+}
+
 func TestPlanHADirsByConfiguredOwner(t *testing.T) {
 	f := newFixture()
 	custom := f.ha("custom-id", old)

@@ -240,6 +240,7 @@ const (
 	KeepForStWorkingState   Reason = "forst-working-state-of-live-job"
 	KeepLiveJob             Reason = "live-job-checkpoint"
 	KeepPossiblyLive        Reason = "possibly-live-writer"
+	KeepUnknownRestore      Reason = "unknown-restore-source"
 	KeepWithinTTL           Reason = "within-ttl"
 	KeepLatestRetired       Reason = "latest-checkpoint-of-retired-job"
 	KeepRestorePoint        Reason = "restore-point-of-live-job"

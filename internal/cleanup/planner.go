@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,6 +59,9 @@ type planner struct {
 	released map[string][]SnapshotRef
 	// lineage is the logical job of each savepoint dir.
 	lineage map[string]string
+	// unknownRestore names a writer outside the inventory whose restore
+	// point is unknown; while it is set no snapshot is a candidate.
+	unknownRestore string
 	// drilled are the savepoint dirs whose latest restore drill passed.
 	drilled map[string]bool
 	unknown []string // normalised unknown paths
@@ -347,6 +351,11 @@ func (p *planner) addKeep(k Kept) {
 
 func (p *planner) addCand(c *candidate) {
 	c.item.Tenant = p.tenantOf(c.item.Path)
+	if p.unknownRestore != "" && len(c.metas) > 0 && (c.item.Kind == KindCheckpointDir || c.item.Kind == KindSavepointDir) {
+		p.addKeep(Kept{Path: c.item.Path, Kind: c.item.Kind, Reason: KeepUnknownRestore, JobID: c.item.JobID, By: p.unknownRestore,
+			Files: c.item.Files, Dirs: c.item.Dirs, Bytes: c.item.Bytes})
+		return
+	}
 	p.cands[c.item.Path] = c
 }
 
@@ -357,6 +366,7 @@ func (p *planner) metaFor(dir string) MetadataResult {
 func (p *planner) run() {
 	p.indexSavepoints()
 	jobs := p.in.Listing.Report.Jobs
+	p.unknownRestore = p.restoredFromTheUnknown(jobs)
 	whole := map[string]bool{} // job dirs kept whole
 	for _, j := range jobs {
 		if p.planJobDir(j) {
@@ -530,6 +540,31 @@ func (p *planner) possiblyLiveWriter(j layout.JobCheckpoints, isLive bool) (stri
 	}
 	return fmt.Sprintf("job %s is absent from the inventory, but its dir was written %s, within the longest checkpoint timeout the fleet allows (%v): "+
 		"a job outside the inventory may be uploading a checkpoint", j.JobID, j.Total.Newest.UTC().Format(time.RFC3339), p.pol.MaxCheckpointTimeout), true
+}
+
+// restoredFromTheUnknown names a job outside the inventory that may be
+// running from a snapshot nothing names: its dir was written within the
+// longest checkpoint timeout and holds no completed checkpoint yet, whose
+// _metadata would name its restore point. Restored in CLAIM mode, any of
+// the plan's snapshots may be its own now, so while it is there none is
+// planned ("" when there is no such job; the first by path otherwise).
+func (p *planner) restoredFromTheUnknown(jobs []layout.JobCheckpoints) string {
+	first := ""
+	for _, j := range jobs {
+		_, isLive := p.liveJobs[j.JobID]
+		if _, mayBeWritten := p.possiblyLiveWriter(j, isLive); !mayBeWritten || slices.ContainsFunc(j.Checkpoints, func(c layout.Checkpoint) bool { return c.Completed }) {
+			continue
+		}
+		if dir := p.norm(j.Path); first == "" || dir < first {
+			first = dir
+		}
+	}
+	if first == "" {
+		return ""
+	}
+	return fmt.Sprintf("a job outside the inventory writes into %s (written within the longest checkpoint timeout, %v) and has no completed checkpoint yet: "+
+		"what it restored from is unknown, so no checkpoint or savepoint is planned until its first checkpoint names it (or its cluster joins the inventory)",
+		first, p.pol.MaxCheckpointTimeout)
 }
 
 // planSavepoints applies retention per logical job: a job's id changes on
