@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
@@ -80,10 +81,14 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 	if err != nil {
 		return out, nonRetryable(ErrTypeCleanupNotConfigured, "restore roots: %v", err)
 	}
-	res, err := cleanup.Restore(ctx, cleanup.RestoreConfig{FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID,
+	cfg := cleanup.RestoreConfig{FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID,
 		Paths: in.Paths, DryRun: in.DryRun, Now: a.now,
 		Progress: func(done, total int) { activity.RecordHeartbeat(ctx, done) },
-	})
+	}
+	if a.Orphans != nil {
+		cfg.Objects = recreator{a.Orphans}
+	}
+	res, err := cleanup.Restore(ctx, cfg)
 	if err != nil {
 		return out, classify("restore the trash of run "+in.RunID, err)
 	}
@@ -114,6 +119,14 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 		a.Metrics.Succeeded(OpRestoreTrash, a.now())
 	}
 	return out, nil
+}
+
+// recreator re-creates trashed objects through the worker's Kubernetes
+// access (cleanup.ObjectRecreator).
+type recreator struct{ o OrphanControl }
+
+func (r recreator) Recreate(ctx context.Context, ref inventory.ObjectRef, json []byte, runID string) ([]string, error) {
+	return r.o.RecreateObject(ctx, ref, json, runID)
 }
 
 // storagePathOf is a URI's path part, as storage parses it.

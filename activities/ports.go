@@ -174,6 +174,11 @@ type OrphanControl interface {
 	// DeleteOrphan deletes ref only if its UID and resourceVersion still
 	// match; an object already gone is not an error.
 	DeleteOrphan(ctx context.Context, ref inventory.ObjectRef, uid, resourceVersion string) error
+	// RecreateObject creates again, from the JSON governance trashed, an
+	// HA ConfigMap or a FlinkStateSnapshot it deleted (see
+	// cleanup.ObjectRecreator for the errors); changed says what differs
+	// from the deleted object.
+	RecreateObject(ctx context.Context, ref inventory.ObjectRef, json []byte, runID string) (changed []string, err error)
 }
 
 // Notifier delivers events to the configured sinks (internal/notify).

@@ -264,4 +264,38 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 		}
 	}
 	e.restores(ctx, ca, saved[2])
+
+	// A restore of one savepoint brings its resource back with it, as a
+	// record of that savepoint; the other savepoint and its resource stay
+	// in the trash.
+	var back activities.RestoreTrashResult
+	if err := e.activity(e.acts.RestoreTrash, activities.RestoreTrashInput{RunID: "fko-snap", Paths: []string{storagePath(saved[0])}}, &back); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	t.Logf("restored: %+v", back.Items)
+	if !e.exists(saved[0]) || e.exists(saved[1]) {
+		t.Errorf("after the restore of %s: it is back %v, %s back %v", saved[0], e.exists(saved[0]), saved[1], e.exists(saved[1]))
+	}
+	fss, err := dyn.Resource(kube.FlinkStateSnapshotGVR).Namespace(ns).Get(ctx, "orders-sp-dispose", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("orders-sp-dispose not re-created: %v", err)
+	}
+	exists, _, _ := unstructured.NestedBool(fss.Object, "spec", "savepoint", "alreadyExists")
+	path, _, _ := unstructured.NestedString(fss.Object, "spec", "savepoint", "path")
+	if !exists || strings.TrimRight(path, "/") != saved[0] || fss.GetAnnotations()[kube.AnnotationRestoredFrom] != "fko-snap" {
+		t.Errorf("re-created resource: spec %v, annotations %v; want a record of %s from run fko-snap", fss.Object["spec"], fss.GetAnnotations(), saved[0])
+	}
+	if _, err := dyn.Resource(kube.FlinkStateSnapshotGVR).Namespace(ns).Get(ctx, "orders-sp-keep-data", metav1.GetOptions{}); err == nil {
+		t.Error("orders-sp-keep-data re-created though its savepoint stays in the trash")
+	}
+}
+
+// storagePath is a URI's path.
+func storagePath(uri string) string {
+	if i := strings.Index(uri, "://"); i >= 0 {
+		if j := strings.Index(uri[i+3:], "/"); j >= 0 {
+			return uri[i+3+j:]
+		}
+	}
+	return uri
 }

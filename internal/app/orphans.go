@@ -94,6 +94,25 @@ func (k KubeOrphans) DeleteOrphan(ctx context.Context, ref inventory.ObjectRef, 
 	return cleanupObjectError(c.DeleteOrphan(ctx, ref, uid, resourceVersion))
 }
 
+// RecreateObject re-creates a trashed object in its Kubernetes cluster;
+// see kube.Client.RecreateObject.
+func (k KubeOrphans) RecreateObject(ctx context.Context, ref inventory.ObjectRef, json []byte, runID string) ([]string, error) {
+	c, err := k.Fleet.client(ref.KubeCluster)
+	if err != nil {
+		return nil, err
+	}
+	made, err := c.RecreateObject(ctx, ref, json, runID)
+	switch {
+	case errors.Is(err, kube.ErrExists):
+		return nil, fmt.Errorf("%w: %w", cleanup.ErrObjectExists, err)
+	case errors.Is(err, kube.ErrNotRecreatable):
+		return nil, fmt.Errorf("%w: %w", cleanup.ErrObjectNotRecreatable, err)
+	case err != nil:
+		return nil, cleanupObjectError(err)
+	}
+	return made.Changed, nil
+}
+
 // cleanupObjectError maps kube errors to the kinds the cleanup executor acts on.
 func cleanupObjectError(err error) error {
 	switch {

@@ -44,6 +44,9 @@ type RestoreConfig struct {
 	Now func() time.Time
 	// Progress, when set, hears each item done.
 	Progress func(done, total int)
+	// Objects re-creates the run's Kubernetes objects; nil refuses each,
+	// saying where its JSON is.
+	Objects ObjectRecreator
 }
 
 // RestoreResult says what a restore did (or, dry, would do) with each
@@ -75,6 +78,12 @@ func RestoreManifestDir(auditRoot, run string) string {
 // (purged). A move is atomic: a crash leaves each item back or still in
 // the trash, and the next restore finds which from this manifest and the
 // file system. A restore of items already back does nothing.
+//
+// Then the run's Kubernetes objects come back through cfg.Objects: the
+// HA ConfigMaps it deleted, and the FlinkStateSnapshot resources deleted
+// with a savepoint that is now back; an object whose name is taken again
+// is refused, and a Pod or Deployment is never re-created (it would start
+// a Flink process of a cluster judged gone).
 func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 	res := RestoreResult{RunID: cfg.RunID, DryRun: cfg.DryRun, Counts: map[Outcome]int{}}
 	bad := func(format string, args ...any) error {
@@ -130,14 +139,6 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 			todo = append(todo, r)
 		}
 	}
-	// A Kubernetes object's JSON is in the trash; re-creating it is left to
-	// a person, who can see whether something took its place since.
-	for _, r := range objects {
-		out := restoreRecord(r, OutcomeRefused, now(), "a Kubernetes object is not re-created by a restore: its JSON is at "+r.TrashPath+
-			"; re-create it with kubectl create -f after removing metadata.uid and metadata.resourceVersion")
-		res.Items = append(res.Items, out)
-		res.Counts[OutcomeRefused]++
-	}
 	// The last trashed goes back first.
 	sort.SliceStable(todo, func(i, j int) bool {
 		if !todo[i].Time.Equal(todo[j].Time) {
@@ -145,7 +146,7 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		}
 		return todo[i].Path > todo[j].Path
 	})
-	if !cfg.DryRun && len(todo) > 0 {
+	if !cfg.DryRun && len(todo)+len(objects) > 0 {
 		release, err := holdOffPurge(ctx, cfg.FS, runTrash, now())
 		if err != nil {
 			return res, err
@@ -223,6 +224,41 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		if err != nil {
 			return res, err
 		}
+	}
+	// Kubernetes objects after the files, so that a FlinkStateSnapshot
+	// comes back only once its savepoint is there.
+	back := map[string]bool{}
+	for _, it := range res.Items {
+		if it.Kind == KindSavepointDir && (it.Outcome == OutcomeRestored || it.Outcome == OutcomeStarted) {
+			if n, err := normPath(it.Path, base); err == nil {
+				back[n] = true
+			}
+		}
+	}
+	objs, err := restoreObjects(ctx, cfg, objects, back, runTrash, earlier, now)
+	if !cfg.DryRun {
+		var final []Record
+		for _, o := range objs {
+			if o.Detail != AlreadyBack {
+				final = append(final, o)
+			}
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), manifestWriteLimit)
+		werr := m.append(wctx, final)
+		cancel()
+		if err == nil {
+			err = werr
+		}
+	}
+	for _, o := range objs {
+		res.Items = append(res.Items, o)
+		res.Counts[o.Outcome]++
+		if o.Detail == AlreadyBack {
+			res.AlreadyBack++
+		}
+	}
+	if err != nil {
+		return res, err
 	}
 	if !cfg.DryRun {
 		res.Manifest = m.dir

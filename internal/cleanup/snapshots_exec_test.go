@@ -31,7 +31,8 @@ func (f *fakeSnapshots) ReadSnapshot(_ context.Context, ref inventory.ObjectRef)
 	if !ok {
 		return inventory.SnapshotResource{}, nil, fmt.Errorf("%w: %s", ErrObjectNotFound, ref.Name)
 	}
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"name": ref.Name, "uid": s.UID}, "status": map[string]any{"path": s.Path}})
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"name": ref.Name, "uid": s.UID},
+		"spec": map[string]any{"savepoint": map[string]any{}}, "status": map[string]any{"path": s.Path}})
 	return *s, data, nil
 }
 
@@ -112,6 +113,30 @@ func TestExecutorDeletesSnapshotResourcesWithTheirSavepoint(t *testing.T) {
 		last := recs[len(recs)-1]
 		if len(last.Resources) != 1 || !strings.Contains(last.Resources[0], "FlinkStateSnapshot ns/done (uid uid-done) deleted") {
 			t.Errorf("manifest record %+v; want the resource's deletion", last)
+		}
+	})
+	t.Run("restored with it", func(t *testing.T) {
+		e, plan, rec, store := setup(t)
+		if _, err := e.executor("r1", func(c *ExecutorConfig) { c.Snapshots, c.Live = store, liveOf(rec) }).Run(context.Background(), plan); err != nil {
+			t.Fatal(err)
+		}
+		fss := ObjectPath(rec.Snapshot.Ref)
+		api := &fakeRecreator{}
+		// Another savepoint selected: the resource stays in the trash.
+		other, err := Restore(context.Background(), e.restoreConfig(func(c *RestoreConfig) { c.Objects, c.Paths = api, []string{"/nowhere/*"} }))
+		if err != nil || len(other.Items) != 0 || len(api.created) != 0 {
+			t.Fatalf("restore of nothing: %+v %v, created %v", other.Items, err, api.created)
+		}
+		res, err := Restore(context.Background(), e.restoreConfig(func(c *RestoreConfig) { c.Objects = api }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := outcomes(res)
+		if r := got[plan.Delete[0].Path]; r.Outcome != OutcomeRestored || !e.exists(plan.Delete[0].Path) {
+			t.Fatalf("savepoint: %+v", r)
+		}
+		if r := got[fss]; r.Outcome != OutcomeRestored || r.Kind != KindSnapshotResource || !strings.Contains(string(api.created[fss]), plan.Delete[0].Path) {
+			t.Fatalf("resource %s: %+v, created %s; want re-created with its savepoint", fss, r, api.created[fss])
 		}
 	})
 	t.Run("a resource created since planning keeps it", func(t *testing.T) {

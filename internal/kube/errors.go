@@ -39,6 +39,12 @@ var (
 	ErrLastStateFallback = errors.New("kube: operator fell back to last-state")
 	// ErrInvalidInput: the caller passed a bad reference, option or config.
 	ErrInvalidInput = errors.New("kube: invalid input")
+	// ErrExists: an object is there again under the name a restore would
+	// re-create.
+	ErrExists = errors.New("kube: exists")
+	// ErrNotRecreatable: a restore does not re-create the object, one
+	// that runs something (a Pod, a Deployment) rather than records state.
+	ErrNotRecreatable = errors.New("kube: not re-created by a restore")
 )
 
 // Error is a failed operation on one Kubernetes object (or list).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -77,6 +79,39 @@ func applyRBAC(t *testing.T, e *env, tenantNamespaces ...string) {
 		if _, err := e.cs.RbacV1().RoleBindings(ns).Create(e.ctx, b, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("bind tenant role in %s: %v", ns, err)
 		}
+	}
+}
+
+// bindRestoreRole binds the optional restore role in ns, as the
+// tenant-restore overlay does.
+func bindRestoreRole(t *testing.T, e *env, ns string) {
+	t.Helper()
+	root, err := sandbox.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rb rbacv1.RoleBinding
+	readYAML(t, filepath.Join(root, "deploy", "kustomize", "rbac", "tenant-restore", "rolebinding.yaml"), &rb)
+	rb.Namespace = ns
+	if _, err := e.cs.RbacV1().RoleBindings(ns).Create(e.ctx, &rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("bind the restore role in %s: %v", ns, err)
+	}
+}
+
+// waitAuthorized retries op while the authorizer has not seen a new
+// binding yet (it answers Forbidden for a moment).
+func waitAuthorized(t *testing.T, op func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := op()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, ErrForbidden) || time.Now().After(deadline) {
+			t.Fatalf("as worker with the restore role: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -166,10 +201,31 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	if len(orphans) == 0 {
 		t.Fatal("no orphans found after deleting the JobManager")
 	}
+	trashed := map[inventory.ObjectRef][]byte{} // the HA ConfigMaps, as governance trashes them
 	for _, o := range orphans {
+		if o.Ref.Kind == "ConfigMap" {
+			snap, err := worker.ReadOrphan(e.ctx, o.Ref)
+			if err != nil {
+				t.Fatalf("ReadOrphan %s as worker: %v", o.Ref.Name, err)
+			}
+			trashed[o.Ref] = snap.JSON
+		}
 		if err := worker.DeleteOrphan(e.ctx, o.Ref, o.UID, o.ResourceVersion); err != nil {
 			t.Fatalf("DeleteOrphan %s as worker: %v", o.Ref.Name, err)
 		}
+	}
+	if len(trashed) == 0 {
+		t.Fatal("no HA ConfigMap among the orphans")
+	}
+	// A restore re-creates them only where the restore role is bound.
+	for r, data := range trashed {
+		if _, err := worker.RecreateObject(e.ctx, r, data, "rbac-run"); !errors.Is(err, ErrForbidden) {
+			t.Fatalf("RecreateObject %s without the restore role: %v; want Forbidden", r.Name, err)
+		}
+	}
+	bindRestoreRole(t, e, tenant)
+	for r, data := range trashed {
+		waitAuthorized(t, func() error { _, err := worker.RecreateObject(e.ctx, r, data, "rbac-run"); return err })
 	}
 
 	// Governance: the operator's records, and a completed savepoint
@@ -192,8 +248,15 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadSnapshot as worker: %v", err)
 	}
+	_, spJSON, err := worker.ReadSnapshot(e.ctx, ref(KindFlinkStateSnapshot, tenant, "sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := worker.DeleteSnapshot(e.ctx, ref(KindFlinkStateSnapshot, tenant, "sp"), sr.UID, sr.ResourceVersion); err != nil {
 		t.Fatalf("DeleteSnapshot as worker: %v", err)
+	}
+	if _, err := worker.RecreateObject(e.ctx, ref(KindFlinkStateSnapshot, tenant, "sp"), spJSON, "rbac-run"); err != nil {
+		t.Fatalf("RecreateObject of the snapshot resource as worker: %v", err)
 	}
 
 	// What it must not do.
@@ -204,7 +267,14 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	forbidden := map[string]error{}
 	_, forbidden["get secret in tenant"] = wcs.CoreV1().Secrets(tenant).Get(e.ctx, "hdfs-keytab", metav1.GetOptions{})
 	_, forbidden["list secrets in tenant"] = wcs.CoreV1().Secrets(tenant).List(e.ctx, metav1.ListOptions{})
-	_, forbidden["create config map in tenant"] = wcs.CoreV1().ConfigMaps(tenant).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	_, forbidden["create pod in tenant"] = wcs.CoreV1().Pods(tenant).Create(e.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	forbidden["create deployment in tenant"] = func() error {
+		_, err := worker.RecreateObject(e.ctx, ref("Deployment", tenant, "native"), []byte(`{}`), "rbac-run")
+		if errors.Is(err, ErrNotRecreatable) {
+			_, err = wcs.AppsV1().Deployments(tenant).Create(e.ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+		}
+		return err
+	}()
 	_, forbidden["list pods outside"] = wcs.CoreV1().Pods(outside).List(e.ctx, metav1.ListOptions{})
 	_, forbidden["create config map outside"] = wcs.CoreV1().ConfigMaps(outside).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	forbidden["delete deployment outside"] = wcs.AppsV1().Deployments(outside).Delete(e.ctx, "other", metav1.DeleteOptions{})
