@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -296,9 +297,10 @@ const restoreBatch = 256
 const AlreadyBack = "already back: put back by an earlier restore"
 
 // restoreMoves records the intent to move the items of batch at the
-// indexes move, then moves each, filling outs; it stops at the first move
-// that fails (or when ctx ends), leaving the outs of the items not moved
-// empty.
+// indexes move, then moves them, restoreConcurrency at a time, filling
+// outs; after the first move that fails (or when ctx ends) it starts no
+// more, leaving the outs of the items not moved empty, and returns that
+// error.
 func restoreMoves(ctx context.Context, fsys storage.FileSystem, m *manifest, batch []Record, move []int, outs []Record, now func() time.Time, tick func()) error {
 	if len(move) == 0 {
 		return nil
@@ -310,22 +312,57 @@ func restoreMoves(ctx context.Context, fsys storage.FileSystem, m *manifest, bat
 	if err := m.append(ctx, intent); err != nil {
 		return err
 	}
-	for _, i := range move {
-		r := batch[i]
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fsys.MkdirAll(ctx, parentDir(r.Path)); err != nil {
-			return classify("create the parent of", r.Path, err)
-		}
-		if err := fsys.Rename(ctx, r.TrashPath, r.Path); err != nil {
-			return classify("move back", r.TrashPath, err)
-		}
-		outs[i] = restoreRecord(r, OutcomeRestored, now(), "moved back from "+r.TrashPath)
-		tick()
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	next := make(chan int)
+	for range min(restoreConcurrency, len(move)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r := batch[i]
+				err := fsys.MkdirAll(ctx, parentDir(r.Path))
+				if err != nil {
+					err = classify("create the parent of", r.Path, err)
+				} else if err = fsys.Rename(ctx, r.TrashPath, r.Path); err != nil {
+					err = classify("move back", r.TrashPath, err)
+				}
+				mu.Lock()
+				if err != nil {
+					if first == nil {
+						first = err
+					}
+				} else {
+					outs[i] = restoreRecord(r, OutcomeRestored, now(), "moved back from "+r.TrashPath)
+					tick()
+				}
+				mu.Unlock()
+			}
+		}()
 	}
-	return nil
+	for _, i := range move {
+		mu.Lock()
+		stop := first != nil
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
 }
+
+// restoreConcurrency is how many moves of a batch are in flight at once:
+// each is one rename at the NameNode, independent of the others.
+const restoreConcurrency = 16
 
 // errGoneFromTrash marks an item whose trash path and original path are
 // both missing.

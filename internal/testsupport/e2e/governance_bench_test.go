@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
@@ -27,9 +28,11 @@ import (
 // large tree of retired job dirs on the sandbox HDFS, once per worker
 // count: the plan (listing gathered in as many parts as workers), the
 // execution of its shards across the workers, items per second, and the
-// workers' peak RSS. It prints figures and checks only that every item
-// was trashed. The tree is built once under /flinkmaint-bench/governance
-// and reused: after each run it is moved back from the trash.
+// workers' peak RSS; then the restore of that run (governance restore),
+// which puts the tree back for the next run, items per second again. It
+// prints figures and checks only that every item was trashed and put
+// back. The tree is built once under /flinkmaint-bench/governance and
+// reused.
 //
 //	FLINKMAINT_BENCH_GOVERNANCE=1      run it (make bench-governance)
 //	FLINKMAINT_BENCH_ITEMS=500000      retired job dirs (plan items)
@@ -52,16 +55,6 @@ func TestGovernanceBench(t *testing.T) {
 			t.Fatalf("run with %d workers trashed %+v; want %d items", n, rep.Execution, items)
 		}
 		figures = append(figures, line)
-
-		// Put the tree back for the next run: one rename of the trashed
-		// checkpoint root, whose job dirs keep their times.
-		trashed := b.base + "/trash/" + rep.RunID + tree.Dir
-		if err := b.hc.Remove(tree.Dir); err != nil {
-			t.Fatalf("remove the emptied %s: %v", tree.Dir, err)
-		}
-		if err := b.hc.Rename(trashed, tree.Dir); err != nil {
-			t.Fatalf("move %s back: %v", trashed, err)
-		}
 		b.removeRun(rep.RunID)
 	}
 	for _, f := range figures {
@@ -243,6 +236,10 @@ cleanup:
 		t.Fatalf("governance run with %d workers: %v\n%s", n, err, fleet.tails())
 	}
 	wall := time.Since(start)
+	restored := ""
+	if mode == workflows.ModeAuto && rep.Execution != nil {
+		restored = b.restore(runID, rep.Execution.Items, fleet)
+	}
 	var peak int64
 	for _, p := range fleet {
 		if rss, err := p.PeakRSS(); err == nil {
@@ -264,14 +261,36 @@ cleanup:
 		line += fmt.Sprintf(", execute %s = %.0f items/s (%d shard activities, %d at once), tally %s",
 			ph.execute.Round(time.Millisecond), float64(planned)/ph.execute.Seconds(), ph.parts, in.ExecuteParallelism, ph.tally.Round(time.Millisecond))
 	}
-	line += fmt.Sprintf("; peak worker RSS %.0f MiB; %d history events", float64(peak)/(1<<20), ph.events)
+	line += fmt.Sprintf("; peak worker RSS %.0f MiB; %d history events%s", float64(peak)/(1<<20), ph.events, restored)
 	t.Log(line)
 	return &rep, line
 }
 
-// removeRun removes what run runID left on HDFS: its trash, audit and plan.
+// restore puts the trash of run runID back with a governance restore on
+// the running workers and returns its figures.
+func (b *governanceBench) restore(runID string, items int64, fleet workerFleet) string {
+	t := b.t
+	start := time.Now()
+	wf, err := b.tmp.Client.ExecuteWorkflow(b.ctx, client.StartWorkflowOptions{ID: workflows.GovernanceRestoreWorkflowID(runID), TaskQueue: b.queue},
+		workflows.GovernanceRestoreWorkflowType, workflows.GovernanceRestoreInput{RunID: runID, By: "bench", Reason: "put the tree back for the next run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st workflows.GovernanceRestoreState
+	if err := wf.Get(b.ctx, &st); err != nil {
+		t.Fatalf("restore of %s: %v\n%s", runID, err, fleet.tails())
+	}
+	wall := time.Since(start)
+	if st.Result == nil || int64(st.Result.Counts[cleanup.OutcomeRestored]) != items {
+		t.Fatalf("restore of %s: %+v; want all %d items back", runID, st.Result, items)
+	}
+	return fmt.Sprintf("; restore %s = %.0f items/s", wall.Round(time.Millisecond), float64(items)/wall.Seconds())
+}
+
+// removeRun removes what run runID left on HDFS: its trash, audit, restore
+// record and plan.
 func (b *governanceBench) removeRun(runID string) {
-	for _, d := range []string{b.base + "/trash/" + runID, b.base + "/trash/_audit/" + runID, b.base + "/plans/" + runID} {
+	for _, d := range []string{b.base + "/trash/" + runID, b.base + "/trash/_audit/" + runID, b.base + "/trash/_audit/_restore/" + runID, b.base + "/plans/" + runID} {
 		if err := b.hc.RemoveAll(d); err != nil {
 			b.t.Fatal(err)
 		}
