@@ -94,8 +94,14 @@ func (d *drillEnv) serve(tmp *sandbox.Temporal, queue string) {
 // again; it is stopped when the test ends.
 func (d *drillEnv) workerProcess(tmp *sandbox.Temporal, queue string) *workerproc.Process {
 	d.t.Helper()
+	return d.workerProcessOf(tmp, queue, workerproc.Build(d.t))
+}
+
+// workerProcessOf is workerProcess with the worker binary bin (another
+// release's), with the env's cleanup settings too.
+func (d *drillEnv) workerProcessOf(tmp *sandbox.Temporal, queue, bin string) *workerproc.Process {
+	d.t.Helper()
 	dir := d.t.TempDir()
-	bin := workerproc.Build(d.t)
 	cfgPath := filepath.Join(dir, "worker.yaml")
 	cfg := fmt.Sprintf(`temporal:
   address: %s
@@ -112,7 +118,10 @@ inventory:
 drill:
   clusterRestUrl: %s
   root: %s
-`, tmp.HostPort, queue, d.peers.HDFS.User, d.root, peertest.WriteInventory(d.t, *d.static), d.drill.RESTURL, d.drillRoot)
+cleanup:
+  trashRoot: %s
+  planDir: %s
+`, tmp.HostPort, queue, d.peers.HDFS.User, d.root, peertest.WriteInventory(d.t, *d.static), d.drill.RESTURL, d.drillRoot, d.root+"/trash", d.root+"/plans")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		d.t.Fatal(err)
 	}

@@ -53,6 +53,55 @@ func Build(t testing.TB) string {
 	return buildBin
 }
 
+var (
+	releaseMu   sync.Mutex
+	releaseBins = map[string]string{}
+)
+
+// BuildRelease compiles ./worker as it was at commit (a release of
+// flinkmaint), from a git worktree of this repository, once per test
+// binary, and returns its path. The commit must be in the clone's history
+// (a shallow clone lacks it: git fetch --unshallow).
+func BuildRelease(t testing.TB, commit string) string {
+	t.Helper()
+	releaseMu.Lock()
+	defer releaseMu.Unlock()
+	if bin, ok := releaseBins[commit]; ok {
+		return bin
+	}
+	root, err := sandbox.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
+		t.Fatalf("release %s is not in this clone's history (%v %s): clone with full history, or git fetch --unshallow", commit, err, out)
+	}
+	dir, err := os.MkdirTemp("", "flinkmaint-release-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(dir, "src")
+	git("worktree", "add", "--detach", tree, commit)
+	defer func() {
+		git("worktree", "remove", "--force", tree)
+	}()
+	bin := filepath.Join(dir, "flinkmaint-worker-"+commit[:min(12, len(commit))])
+	cmd := exec.Command("go", "build", "-o", bin, "./worker")
+	cmd.Dir = tree
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./worker of release %s: %v\n%s", commit, err, out)
+	}
+	releaseBins[commit] = bin
+	return bin
+}
+
 // Process is one worker process; Start it again after Kill to restart it.
 type Process struct {
 	t      testing.TB
