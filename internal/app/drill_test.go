@@ -199,7 +199,9 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	// A 10 s interval keeps the drilled checkpoint retained (3 are) while
 	// the copy restores from it.
 	fc, liveID := d.start(ctx, ca, live, ckpts, "", "", map[string]string{"execution.checkpointing.interval": "10s"})
-	before := d.checkpointed(ctx, fc, liveID, 1).Counts.Completed
+	// The second checkpoint, 10 s of input after the first: the first may
+	// come before the source has produced the keys the state check wants.
+	before := d.checkpointed(ctx, fc, liveID, 2).Counts.Completed
 
 	// 1. The live job's latest checkpoint passes both tiers.
 	rep, err := d.run(ctx, tmp, "pass-"+sfx, workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{live}},
