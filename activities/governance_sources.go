@@ -58,7 +58,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 			live.Clusters = append(live.Clusters, lc)
 			continue
 		}
-		lc := cleanup.LiveCluster{ClusterID: c.ClusterID}
+		lc := cleanup.LiveCluster{ClusterID: c.ClusterID, Ended: endedJobs(jobs)}
 		lc.HADir, lc.HAUnknown = a.haDir(ctx, client, c)
 		if lc.Jobs, err = a.liveJobs(ctx, client, c.ClusterID, jobs, live.Metadata, &notes); err != nil {
 			return live, nil, err
@@ -77,7 +77,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 		if err != nil {
 			return live, nil, classify("list jobs of the drill cluster "+u+" (a drill in flight restores from snapshots in scope)", err)
 		}
-		lc := cleanup.LiveCluster{ClusterID: DrillClusterID}
+		lc := cleanup.LiveCluster{ClusterID: DrillClusterID, Ended: endedJobs(jobs)}
 		if lc.Jobs, err = a.liveJobs(ctx, client, DrillClusterID, jobs, live.Metadata, &notes); err != nil {
 			return live, nil, err
 		}
@@ -125,6 +125,19 @@ func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]stri
 	}
 	activity.RecordHeartbeat(ctx, "runs in flight")
 	return notes, nil
+}
+
+// endedJobs are the ids of the jobs a cluster lists as globally terminal:
+// none of them writes a checkpoint any more.
+func endedJobs(jobs []flink.JobOverview) []string {
+	var out []string
+	for _, j := range jobs {
+		if j.State.IsGloballyTerminal() {
+			out = append(out, j.ID)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // DrillClusterID names the drill cluster among the live clusters.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -242,13 +243,37 @@ func (e *failClosedEnv) plan(ctx context.Context, runID string, scope activities
 // age sets the mtime of every file below plain path dir (and the dirs).
 func (e *failClosedEnv) age(dir string, when time.Time, filesOnly bool) {
 	e.t.Helper()
-	var all []string
-	_ = e.raw.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && (!filesOnly || !fi.IsDir()) {
-			all = append(all, p)
+	walk := func() (all []string, seen string) {
+		var b strings.Builder
+		_ = e.raw.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err == nil {
+				fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+				if !filesOnly || !fi.IsDir() {
+					all = append(all, p)
+				}
+			}
+			return nil
+		})
+		return all, b.String()
+	}
+	// Flink discards a stopped job's subsumed checkpoints in the
+	// background: age the tree once it has settled (unchanged for 2 s), or
+	// a late discard makes it look written a moment ago.
+	all, last := walk()
+	for settled, deadline := 0, time.Now().Add(time.Minute); settled < 4; {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s did not settle within a minute", dir)
 		}
-		return nil
-	})
+		time.Sleep(500 * time.Millisecond)
+		var now string
+		all, now = walk()
+		if now == last {
+			settled++
+		} else {
+			settled = 0
+		}
+		last = now
+	}
 	sort.Sort(sort.Reverse(sort.StringSlice(all))) // children first
 	for _, p := range all {
 		if err := e.raw.Chtimes(p, when, when); err != nil && !os.IsNotExist(err) {

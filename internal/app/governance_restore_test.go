@@ -60,7 +60,7 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 		t.Fatalf("execute: %v", err)
 	}
 	if e.exists(latest) || e.exists(taken[0]) {
-		t.Fatalf("%s or %s still in place after the run", latest, taken[0])
+		t.Fatalf("%s or %s still in place after the run: %+v refused %+v", latest, taken[0], ex.Outcomes, ex.Refused)
 	}
 	m, err := metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {

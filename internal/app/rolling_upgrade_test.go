@@ -154,7 +154,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 		Health: health, HoldAfterCommit: workflows.Duration(2 * time.Minute)})
 	window := start(workflows.WindowWorkflowID("roll-"+sfx), workflows.MaintenanceWindowWorkflowType, workflows.WindowInput{
 		WindowID: "roll-" + sfx, Reason: "rolling upgrade test",
-		Scope: activities.Scope{IncludeJobs: []string{"win-" + sfx + "-*"}},
+		Scope: activities.Scope{Tenants: []string{fl.static.Tenants[0].Name}, IncludeJobs: []string{"win-" + sfx + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: d.root + "/win/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: 2},
@@ -175,7 +175,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return st.Phase == workflows.UpgradePhaseHold, string(st.Phase)
+		return st.Phase == workflows.UpgradePhaseHold, fmt.Sprintf("phase %s, waiting for %q, pending %+v, notes %v", st.Phase, st.WaitingFor, st.Pending, st.Notes)
 	})
 	drill := start(workflows.RestoreDrillWorkflowID("roll-"+sfx), workflows.RestoreDrillWorkflowType,
 		workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{drilled}}, Soak: workflows.Duration(20 * time.Second)})

@@ -323,6 +323,7 @@ type run struct {
 	// liveJobs and liveClusters index live, from the same refresh.
 	liveJobs     map[string]LiveJob
 	liveClusters map[string]bool
+	ended        map[string]bool
 	// What the live jobs need now, from the latest refresh.
 	liveRefs *refIndex
 	liveDirs map[string]need // snapshot dirs live jobs and records need
@@ -543,7 +544,7 @@ func (r *run) process(ctx context.Context, it Item) Record {
 // it returns why the item must not be touched, or "" if it may.
 func (r *run) verify(ctx context.Context, it Item, fi storage.FileInfo) string {
 	r.mu.Lock()
-	bad, fresh, live, liveJobs, liveClusters := firstBad(r.freshBad), r.freshIx, r.live, r.liveJobs, r.liveClusters
+	bad, fresh, live, liveJobs, liveClusters, ended := firstBad(r.freshBad), r.freshIx, r.live, r.liveJobs, r.liveClusters, r.ended
 	r.mu.Unlock()
 	if bad != "" {
 		return "a _metadata completed since planning cannot be parsed (" + bad + "); its references are unknown"
@@ -619,6 +620,9 @@ func (r *run) verify(ctx context.Context, it Item, fi storage.FileInfo) string {
 	for _, w := range writers {
 		if _, ok := liveJobs[w.job]; ok {
 			continue // a live job's needs are read from its cluster
+		}
+		if ended[w.job] {
+			continue // its cluster lists it as ended: it writes and restores nothing now
 		}
 		switch {
 		case w.started && !w.completed && it.Kind != KindHAClusterDir:
@@ -886,7 +890,7 @@ func (r *run) reloadLive(ctx context.Context) error {
 		}
 		r.mu.Lock()
 		r.live = &l
-		r.liveJobs, r.liveClusters = l.jobs(), l.clusterIDs()
+		r.liveJobs, r.liveClusters, r.ended = l.jobs(), l.clusterIDs(), l.ended()
 		r.liveRefs, r.liveDirs, r.liveBad = newRefIndex(refs), dirs, bad
 		r.mu.Unlock()
 	}

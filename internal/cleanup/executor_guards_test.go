@@ -364,6 +364,17 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		if err != nil || res.Counts[OutcomeTrashed] != 4 {
 			t.Fatalf("result %+v err %v; want everything trashed", res, err)
 		}
+		// A job its cluster lists as ended (stopped with a savepoint,
+		// cancelled): it writes and restores nothing.
+		e4, plan4 := layoutWithGarbage(t)
+		mkdirNow(t, e4, "checkpoints/"+started+"/shared")
+		ended := func(context.Context) (Live, error) {
+			return Live{Clusters: []LiveCluster{{ClusterID: "c1", Ended: []string{started}}}}, nil
+		}
+		res, err = e4.executor("r1", func(c *ExecutorConfig) { c.Live = ended }).Run(context.Background(), plan4)
+		if err != nil || res.Counts[OutcomeTrashed] != 4 {
+			t.Fatalf("result %+v err %v; want everything trashed: the writer ended", res, err)
+		}
 	})
 	t.Run("a new job whose first checkpoint completed", func(t *testing.T) {
 		e, plan := layoutWithGarbage(t)

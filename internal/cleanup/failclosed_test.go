@@ -251,10 +251,11 @@ func TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading(t *testing.T) {
 // plan's checkpoints or savepoints (restored in CLAIM mode it now owns
 // them). Until its first checkpoint names its restore point, no snapshot
 // is planned; what is no snapshot (an HA dir of a retired cluster, a
-// checkpoint that never completed) still is. Once that dir is older than the timeout, the snapshots
+// checkpoint that never completed) still is. A job its cluster lists as
+// ended writes nothing: it holds nothing back. Once that dir is older than the timeout, the snapshots
 // go by their own rules again.
 func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnknown(t *testing.T) {
-	build := func(started time.Time) (p Plan, snapshots []string, ha string) {
+	build := func(started time.Time, ended ...string) (p Plan, snapshots []string, ha string) {
 		f := newFixture()
 		f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
 		f.job(jobA, started) // shared/ and taskowned/ made, no chk-N yet
@@ -267,7 +268,7 @@ func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnk
 		f.job(jobC, old)
 		f.chk(jobC, 9, false, old)
 		ha = f.ha("retired-cluster", old)
-		p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}}, Policy: f.pol,
+		p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1", Ended: ended}}}, Policy: f.pol,
 			Lineage: byPrefix(f.l), RetiredClusters: []string{"retired-cluster"}})
 		if err != nil {
 			t.Fatal(err)
@@ -289,14 +290,22 @@ func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnk
 		}
 	}
 
-	p, snapshots, _ = build(now.Add(-3 * time.Hour))
-	for _, path := range snapshots {
-		if _, ok := planned(p)[path]; !ok {
-			k, _ := keptFor(p, path)
-			t.Errorf("%s not planned once the writer is past the timeout: kept %+v", path, k)
+	for what, p := range map[string]Plan{
+		"once the writer is past the timeout": planOf(build(now.Add(-3 * time.Hour))),
+		// A job a window stopped with a savepoint: Flink removed its
+		// checkpoints as it finished, and its cluster lists it as ended.
+		"when its cluster lists the writer as ended": planOf(build(now.Add(-time.Hour), jobA)),
+	} {
+		for _, path := range snapshots {
+			if _, ok := planned(p)[path]; !ok {
+				k, _ := keptFor(p, path)
+				t.Errorf("%s not planned %s: kept %+v", path, what, k)
+			}
 		}
 	}
 }
+
+func planOf(p Plan, _ []string, _ string) Plan { return p }
 
 func TestPlanHADirsByConfiguredOwner(t *testing.T) {
 	f := newFixture()

@@ -37,6 +37,11 @@ type LiveCluster struct {
 	// HAUnknown says the cluster's HA configuration could not be read:
 	// no HA dir can be proven not to be its own.
 	HAUnknown bool `json:"haUnknown,omitempty"`
+	// Ended are the ids of the jobs the cluster lists as ended (globally
+	// terminal): evidence that their job dirs have no writer, however
+	// recently written, e.g. a job a window stopped with a savepoint,
+	// whose checkpoints Flink removed as it finished.
+	Ended []string `json:"ended,omitempty"`
 }
 
 // Live is the inventory as the planner needs it.
@@ -97,6 +102,20 @@ func (l Live) jobs() map[string]LiveJob {
 	for _, c := range l.Clusters {
 		for _, j := range c.Jobs {
 			m[j.JobID] = j
+		}
+	}
+	return m
+}
+
+// ended is the set of job ids some cluster lists as ended and none as live.
+func (l Live) ended() map[string]bool {
+	live := l.jobs()
+	m := map[string]bool{}
+	for _, c := range l.Clusters {
+		for _, id := range c.Ended {
+			if _, ok := live[id]; !ok {
+				m[id] = true
+			}
 		}
 	}
 	return m

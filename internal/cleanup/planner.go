@@ -62,6 +62,8 @@ type planner struct {
 	// unknownRestore names a writer outside the inventory whose restore
 	// point is unknown; while it is set no snapshot is a candidate.
 	unknownRestore string
+	// ended are jobs an inventory cluster lists as ended: no writers.
+	ended map[string]bool
 	// drilled are the savepoint dirs whose latest restore drill passed.
 	drilled map[string]bool
 	unknown []string // normalised unknown paths
@@ -99,6 +101,7 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 	p := &planner{
 		in: in, pol: pol, now: in.Now,
 		liveJobs:       in.Live.jobs(),
+		ended:          in.Live.ended(),
 		liveCluster:    in.Live.clusterIDs(),
 		haDirs:         map[string]string{},
 		retired:        map[string]bool{},
@@ -545,13 +548,17 @@ func (p *planner) possiblyLiveWriter(j layout.JobCheckpoints, isLive bool) (stri
 // restoredFromTheUnknown names a job outside the inventory that may be
 // running from a snapshot nothing names: its dir was written within the
 // longest checkpoint timeout and holds no completed checkpoint yet, whose
-// _metadata would name its restore point. Restored in CLAIM mode, any of
+// _metadata would name its restore point, and no inventory cluster lists
+// the job as ended (Flink removes a finished job's checkpoints). Restored in CLAIM mode, any of
 // the plan's snapshots may be its own now, so while it is there none is
 // planned ("" when there is no such job; the first by path otherwise).
 func (p *planner) restoredFromTheUnknown(jobs []layout.JobCheckpoints) string {
 	first := ""
 	for _, j := range jobs {
 		_, isLive := p.liveJobs[j.JobID]
+		if p.ended[j.JobID] {
+			continue // its cluster says it ended: it writes nothing
+		}
 		if _, mayBeWritten := p.possiblyLiveWriter(j, isLive); !mayBeWritten || slices.ContainsFunc(j.Checkpoints, func(c layout.Checkpoint) bool { return c.Completed }) {
 			continue
 		}
