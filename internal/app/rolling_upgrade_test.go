@@ -205,8 +205,49 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 	if int(plan.Items) != len(after) {
 		t.Fatalf("the plan awaiting approval has %d items; want the %d retired job dirs %v", plan.Items, len(after), after)
 	}
-	peertest.Update(t, ctx, tmp.Client, govAfter, workflows.UpdateApprove, workflows.ApproveRequest{By: "rolling", Reason: "garbage only", PlanSHA256: plan.PlanSHA256})
+	// The upgrade holds tenant a's lock until its hold ends: an approval
+	// given meanwhile waits for the lock, and the plan made again after
+	// it needs an approval of its own.
+	for sha, round := plan.PlanSHA256, 0; ; round++ {
+		peertest.Update(t, ctx, tmp.Client, govAfter, workflows.UpdateApprove, workflows.ApproveRequest{By: "rolling", Reason: "garbage only", PlanSHA256: sha})
+		var st workflows.GovernanceState
+		d.waitFor(ctx, 5*time.Minute, "the approved governance run executes", func() (bool, string) {
+			v, err := tmp.Client.QueryWorkflow(ctx, govAfter.GetID(), "", workflows.QueryStatus)
+			if err == nil {
+				err = v.Get(&st)
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			switch st.Phase {
+			case workflows.GovernancePhaseAwaitingApproval:
+				return st.Plan != nil && st.Plan.PlanSHA256 != sha, "awaiting approval of the plan approved"
+			case workflows.GovernancePhaseWaitingForLock, workflows.GovernancePhasePlanning:
+				return false, fmt.Sprintf("phase %s, notes %v", st.Phase, st.Notes)
+			}
+			return true, ""
+		})
+		if st.Phase != workflows.GovernancePhaseAwaitingApproval {
+			break
+		}
+		if round > 0 || int(st.Plan.Items) != len(after) {
+			t.Fatalf("governance run planned again (round %d): %d items, notes %v; want one new plan of the %d retired job dirs", round+1, st.Plan.Items, st.Notes, len(after))
+		}
+		sha = st.Plan.PlanSHA256
+	}
 
+	d.waitFor(ctx, 8*time.Minute, "the window completes on this checkout's worker", func() (bool, string) {
+		v, err := tmp.Client.QueryWorkflow(ctx, window.GetID(), "", workflows.QueryStatus)
+		var st workflows.WindowState
+		if err == nil {
+			err = v.Get(&st)
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Phase == workflows.WindowPhaseCompleted || st.Phase == workflows.WindowPhaseAborted,
+			fmt.Sprintf("phase %s, waiting for %q, pending %+v, notes %v\n%s", st.Phase, st.WaitingFor, st.Pending, st.Notes, newWorker.Tail())
+	})
 	var winRep workflows.WindowReport
 	if err := window.Get(ctx, &winRep); err != nil || winRep.Phase != workflows.WindowPhaseCompleted {
 		t.Fatalf("window: %v, phase %s\n%s", err, winRep.Phase, newWorker.Tail())

@@ -466,7 +466,8 @@ func testIntegrationMetrics(t *testing.T, line string) {
 	d := e.waitRunning(t, ctx, run.JobID)
 
 	// The JobManager lists a job's metrics once its metric fetcher has run for the job
-	// (metrics.fetcher.update-interval, 10 s): until then the list is empty.
+	// (metrics.fetcher.update-interval: 10 s by default, 2 s in the sandbox):
+	// until then the list is empty.
 	var all []MetricValue
 	for deadline := time.Now().Add(35 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		var err error

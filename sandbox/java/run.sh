@@ -369,6 +369,9 @@ execution.checkpointing.externalized-checkpoint-retention: RETAIN_ON_CANCELLATIO
 # A task that does not cancel within this fails its TaskManager (the cluster then starts a new
 # one); the default 180 s would keep a hung task's slot, and its test, waiting 3 minutes.
 task.cancellation.timeout: 60000
+# The JobManager fetches TaskManager metrics every 10 s by default; a health gate's metric
+# check waits that long for a job that has just started. 2 s (ms: both lines parse it).
+metrics.fetcher.update-interval: 2000
 restart-strategy.type: fixed-delay
 restart-strategy.fixed-delay.attempts: 3
 restart-strategy.fixed-delay.delay: 2s
