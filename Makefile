@@ -42,6 +42,10 @@ mutate: ## mutation testing of the guards between an approved plan and a deletio
 bin/gremlins bin/mutants: tools/go.mod tools/go.sum tools/mutants/main.go
 	cd tools && GOBIN=$(CURDIR)/bin go install github.com/go-gremlins/gremlins/cmd/gremlins ./mutants
 
+.PHONY: docs
+docs: ## regenerate docs/configuration.md and docs/cli-reference.md from the code (tests check they are current)
+	FLINKMAINT_UPDATE_DOCS=1 go test -count=1 -run 'TestConfigurationReferenceIsCurrent|TestCLIReferenceIsCurrent' ./internal/config ./starter
+
 .PHONY: fmt
 fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')

@@ -65,8 +65,9 @@ type Notify struct {
 	// UIBaseURL is the Temporal Web UI, for links to a run's page.
 	UIBaseURL string `yaml:"uiBaseUrl"`
 	// Timeout of one delivery attempt; default 10s.
-	Timeout Duration            `yaml:"timeout"`
-	Sinks   []notify.SinkConfig `yaml:"sinks"`
+	Timeout Duration `yaml:"timeout"`
+	// Sinks are where events go: webhooks, Slack, Alertmanager.
+	Sinks []notify.SinkConfig `yaml:"sinks"`
 }
 
 // Config is the notifier's configuration.
@@ -83,20 +84,23 @@ func (n Notify) validate() []error {
 }
 
 // Drill locates where restore drills restore. The storage proof (tier 1)
-// needs neither field; a real restore (tier 2) needs both.
+// needs neither field; a real restore (tier 2) needs both: set both or
+// neither.
 type Drill struct {
 	// ClusterRESTURL is the session cluster drill jobs run on. It must not
 	// be a cluster of the inventory: a drill never takes production slots.
 	ClusterRESTURL string `yaml:"clusterRestUrl"`
-	// Root receives the drill jobs' checkpoints, <root>/<run>/<job>, each
-	// removed when its drill ends. It must lie under storage.writableRoots
+	// Root receives the drill jobs' checkpoints,
+	// <root>/<run>/<cluster>/<job>-<n>, each removed when its drill ends. It must lie under storage.writableRoots
 	// and outside every tenant's tree (checked when a drill starts).
 	Root string `yaml:"root"`
 }
 
 // Cleanup locates what reference-safe cleanup writes: plans, trash and
 // audit manifests. Each must lie under storage.writableRoots; the trash
-// root must be outside every tenant's quota'd tree, or trashing frees nothing.
+// root must be outside every tenant's quota'd tree, or trashing frees
+// nothing. They must exist: the worker warns at start of one that does
+// not, and creates none.
 type Cleanup struct {
 	// TrashRoot receives trashed items as <trashRoot>/<run-id>/<path>.
 	TrashRoot string `yaml:"trashRoot"`
@@ -121,13 +125,16 @@ type Storage struct {
 	// WritableRoots are the only trees the worker may write, rename or
 	// delete in (manifests, reports, trash, tenant roots for cleanup).
 	WritableRoots []string `yaml:"writableRoots"`
-	RPCTimeout    Duration `yaml:"rpcTimeout"`
+	// RPCTimeout bounds each NameNode call, retries on the other
+	// NameNode of an HA pair included.
+	RPCTimeout Duration `yaml:"rpcTimeout"`
 	// AuthorityAliases are groups of authorities that each name one file
 	// system, e.g. [[nn1.corp:8020, 10.1.2.3:8020, ns1]], for names that
 	// DNS and the Hadoop configuration do not tie together.
 	AuthorityAliases [][]string `yaml:"authorityAliases"`
 	// Kerberos, if set, authenticates to HDFS with a keytab (or a ticket
-	// cache); secrets come from those files, never from this text.
+	// cache), renewing by itself; secrets come from those files, never
+	// from this text. With Kerberos leave hdfsUser empty.
 	Kerberos *Kerberos `yaml:"kerberos"`
 }
 
@@ -136,10 +143,10 @@ type Kerberos struct {
 	// Krb5Conf is the krb5.conf path; empty means $KRB5_CONFIG, then
 	// /etc/krb5.conf.
 	Krb5Conf string `yaml:"krb5Conf"`
-	// Principal is user@REALM; required with Keytab.
+	// Principal is user@REALM; required with keytab.
 	Principal string `yaml:"principal"`
 	// Keytab is the keytab file; the worker logs in from it and renews by
-	// itself. Empty means the ticket cache (CCache).
+	// itself. Empty means the ticket cache (ccache).
 	Keytab string `yaml:"keytab"`
 	// CCache is a FILE: ticket cache; empty means $KRB5CCNAME.
 	CCache string `yaml:"ccache"`
@@ -188,15 +195,21 @@ type Inventory struct {
 	// StaticFile is a YAML inventory of clusters outside Kubernetes.
 	StaticFile string `yaml:"staticFile"`
 	// Kubernetes discovers native Flink clusters and Flink Kubernetes
-	// Operator resources; nil disables it.
+	// Operator resources; nil disables it. Restart recipes of native
+	// clusters come from the JobManager Deployment's flinkmaint.io/jobs
+	// annotation; a JobManager Deployment owned by a FlinkDeployment is
+	// listed once, as the operator's.
 	Kubernetes *kube.Config `yaml:"kubernetes"`
 	// Kubeconfig is the kubeconfig file; empty means the in-cluster
 	// ServiceAccount (or KUBECONFIG).
 	Kubeconfig string `yaml:"kubeconfig"`
 	// KubernetesClusters spans several Kubernetes clusters, each with its
 	// own kubeconfig and namespaces; every tenant, cluster and object it
-	// discovers is labelled with the cluster's name. Exclusive with
-	// kubernetes/kubeconfig.
+	// discovers is labelled with the cluster's name (trash paths too:
+	// kubernetes://<name>/<namespace>/...). Exclusive with
+	// kubernetes/kubeconfig. A tenant name or Flink cluster id found in two
+	// Kubernetes clusters fails discovery: name tenants apart with
+	// tenants[].name. Grant the RBAC of deploy/kustomize/rbac in each.
 	KubernetesClusters []KubernetesCluster `yaml:"kubernetesClusters"`
 }
 
@@ -205,7 +218,8 @@ type KubernetesCluster struct {
 	// Name labels the cluster in the inventory, plans and reports.
 	Name string `yaml:"name"`
 	// Kubeconfig is its kubeconfig file; empty means the in-cluster
-	// ServiceAccount (only for the cluster the worker runs in).
+	// ServiceAccount (only for the cluster the worker runs in, so at most
+	// one).
 	Kubeconfig string `yaml:"kubeconfig"`
 	// Context is the kubeconfig context to use; empty: its current one.
 	Context string `yaml:"context"`
@@ -216,26 +230,40 @@ type KubernetesCluster struct {
 
 // Flink configures the REST clients.
 type Flink struct {
+	// RequestTimeout bounds each Flink REST request.
 	RequestTimeout Duration `yaml:"requestTimeout"`
 }
 
 // Worker tunes the Temporal worker.
 type Worker struct {
-	TaskQueue                  string   `yaml:"taskQueue"`
-	MaxConcurrentActivities    int      `yaml:"maxConcurrentActivities"`
-	MaxConcurrentWorkflowTasks int      `yaml:"maxConcurrentWorkflowTasks"`
-	ShutdownTimeout            Duration `yaml:"shutdownTimeout"`
-	TemporalConnectTimeout     Duration `yaml:"temporalConnectTimeout"`
+	// TaskQueue is the task queue the worker polls; the CLI starts runs
+	// on it.
+	TaskQueue string `yaml:"taskQueue"`
+	// MaxConcurrentActivities is the worker's activity slots; 0: the SDK's
+	// default.
+	MaxConcurrentActivities int `yaml:"maxConcurrentActivities"`
+	// MaxConcurrentWorkflowTasks is the worker's workflow task slots; 0:
+	// the SDK's default.
+	MaxConcurrentWorkflowTasks int `yaml:"maxConcurrentWorkflowTasks"`
+	// ShutdownTimeout is the time running activities get to finish on
+	// SIGTERM; keep the pod's termination grace period longer.
+	ShutdownTimeout Duration `yaml:"shutdownTimeout"`
+	// TemporalConnectTimeout is how long the worker waits for the
+	// Temporal frontend at start before it exits with code 3.
+	TemporalConnectTimeout Duration `yaml:"temporalConnectTimeout"`
 }
 
 // HTTP is the listener for /healthz, /readyz, /metrics and the payload
 // codec of the Web UI, /codec/.
 type HTTP struct {
+	// Listen is the address of /healthz, /readyz, /metrics and /codec/,
+	// host:port or :port; empty disables the listener.
 	Listen string `yaml:"listen"`
 	// CodecTokenFile holds the token /codec/ requests must present as
 	// "Authorization: Bearer <token>" (a file, so the token stays out of
-	// the configuration). Without it /codec/ is served only on a loopback
-	// listener.
+	// the configuration): one line of at least 16 characters, read at
+	// start, such as the output of `openssl rand -hex 32`. Without it
+	// /codec/ is served only on a loopback listener.
 	CodecTokenFile string `yaml:"codecTokenFile"`
 	// CodecAllowOrigin is the one browser origin allowed to call /codec/
 	// (the Web UI's); empty allows none.
@@ -295,7 +323,9 @@ func (h HTTP) validate() []error {
 
 // Log selects level and format.
 type Log struct {
-	Level  string `yaml:"level"`
+	// Level is trace, debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is json, or console for humans.
 	Format string `yaml:"format"`
 }
 

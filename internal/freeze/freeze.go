@@ -16,6 +16,7 @@ import (
 // Period is one named freeze. Either From/To (a span of dates and times)
 // or Weekly (a recurring span on days of the week) is set.
 type Period struct {
+	// Name names the freeze in refusals and overrides.
 	Name string `yaml:"name" json:"name"`
 	// Tenants it applies to; empty means every tenant.
 	Tenants []string `yaml:"tenants,omitempty" json:"tenants,omitempty"`
@@ -24,7 +25,8 @@ type Period struct {
 	// From and To are local date-times, "2026-11-27 00:00" or a date
 	// "2026-11-27" (From at 00:00, To to the end of that day).
 	From string `yaml:"from,omitempty" json:"from,omitempty"`
-	To   string `yaml:"to,omitempty" json:"to,omitempty"`
+	// To ends the period (see from); a bare date covers that whole day.
+	To string `yaml:"to,omitempty" json:"to,omitempty"`
 	// Weekly recurs on Days (mon..sun) from Start to End local time
 	// ("09:00", "17:30"); End before Start runs past midnight.
 	Weekly *Weekly `yaml:"weekly,omitempty" json:"weekly,omitempty"`
@@ -34,9 +36,13 @@ type Period struct {
 
 // Weekly is a recurring freeze.
 type Weekly struct {
-	Days  []string `yaml:"days" json:"days"`
-	Start string   `yaml:"start" json:"start"`
-	End   string   `yaml:"end" json:"end"`
+	// Days it recurs on: mon, tue, wed, thu, fri, sat, sun.
+	Days []string `yaml:"days" json:"days"`
+	// Start is the local time it begins, HH:MM.
+	Start string `yaml:"start" json:"start"`
+	// End is the local time it ends, HH:MM; before Start, it runs past
+	// midnight.
+	End string `yaml:"end" json:"end"`
 }
 
 // Active is a freeze in force.

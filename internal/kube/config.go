@@ -54,9 +54,13 @@ type Config struct {
 
 // TenantMapping is one tenant namespace.
 type TenantMapping struct {
+	// Namespace is the Kubernetes namespace of the tenant's Flink clusters.
 	Namespace string `yaml:"namespace"`
-	Name      string `yaml:"name,omitempty"`
-	Root      string `yaml:"root"`
+	// Name is the tenant's name; empty: the namespace's.
+	Name string `yaml:"name,omitempty"`
+	// Root is the tenant's HDFS root (its checkpoints, savepoints and HA
+	// data lie under it).
+	Root string `yaml:"root"`
 }
 
 // ConfigError names the config field, its value and what is valid.

@@ -94,12 +94,15 @@ const (
 
 // SinkConfig is one configured destination.
 type SinkConfig struct {
+	// Name names the sink in logs, metrics and errors.
 	Name string `yaml:"name"`
+	// Type is webhook, slack or alertmanager.
 	Type string `yaml:"type"`
 	// URL of the webhook or Alertmanager (its base, e.g.
 	// http://alertmanager:9093). URLFile instead reads it from a file:
 	// a Slack webhook URL is a secret.
-	URL     string `yaml:"url"`
+	URL string `yaml:"url"`
+	// URLFile is a file holding the URL, instead of url.
 	URLFile string `yaml:"urlFile"`
 	// SecretFile holds the webhook's HMAC-SHA256 key (required for
 	// webhook).

@@ -38,22 +38,36 @@ const (
 	DefaultUIURL     = "http://localhost:8233"
 )
 
-// Options are the connection settings. The YAML keys are the worker config's.
+// Options are the settings of the connection to Temporal, shared by the
+// worker (its temporal key) and the CLI (its flags).
 type Options struct {
-	Address   string     `yaml:"address"`
-	Namespace string     `yaml:"namespace"`
-	APIKey    string     `yaml:"apiKey"`
-	TLS       TLSOptions `yaml:"tls"`
+	// Address is the Temporal frontend, host:port.
+	Address string `yaml:"address"`
+	// Namespace is the Temporal namespace every run lives in.
+	Namespace string `yaml:"namespace"`
+	// APIKey authenticates to Temporal Cloud (or a server that takes API
+	// keys); it implies TLS.
+	APIKey string `yaml:"apiKey"`
+	// TLS to the frontend: server-verified, or mutual with a client pair.
+	TLS TLSOptions `yaml:"tls"`
 	// UIURL is the Web UI base used to print links to executions.
 	UIURL string `yaml:"uiURL"`
 }
 
 // TLSOptions configure mutual TLS or server-verified TLS.
 type TLSOptions struct {
-	Enabled    bool   `yaml:"enabled"`
-	CertFile   string `yaml:"certFile"`
-	KeyFile    string `yaml:"keyFile"`
-	CAFile     string `yaml:"caFile"`
+	// Enabled turns TLS on with the system's roots; a client certificate,
+	// a CA or an API key turn it on too.
+	Enabled bool `yaml:"enabled"`
+	// CertFile is the client certificate of mutual TLS (PEM), with keyFile.
+	CertFile string `yaml:"certFile"`
+	// KeyFile is the private key of certFile (PEM).
+	KeyFile string `yaml:"keyFile"`
+	// CAFile is the CA of the server's certificate (PEM); empty: the
+	// system's roots.
+	CAFile string `yaml:"caFile"`
+	// ServerName is the name to verify in the server's certificate;
+	// empty: the host of temporal.address.
 	ServerName string `yaml:"serverName"`
 }
 

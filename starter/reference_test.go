@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// The CLI reference, docs/cli-reference.md, is generated from the cobra
+// commands: every command's use line, text, examples and flags. The test
+// fails when the file is not what the commands say; `make docs`
+// (FLINKMAINT_UPDATE_DOCS=1) writes it.
+const cliReferenceFile = "docs/cli-reference.md"
+
+// renderCLIReference writes the reference of root and every command under
+// it, in the order `--help` lists them.
+func renderCLIReference(root *cobra.Command) []byte {
+	var b bytes.Buffer
+	b.WriteString("# CLI reference\n\n")
+	b.WriteString("<!-- Generated from the commands by `make docs`: edit their help text, not this file. -->\n\n")
+	b.WriteString("Every command of `flinkmaint`, as `--help` shows it. [The CLI](cli.md) says how the commands\n")
+	b.WriteString("fit together, and which exit code means what.\n")
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		writeCommand(&b, c)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return b.Bytes()
+}
+
+func writeCommand(b *bytes.Buffer, c *cobra.Command) {
+	fmt.Fprintf(b, "\n## %s\n\n", c.CommandPath())
+	if c.Short != "" {
+		b.WriteString(strings.TrimSpace(c.Short) + "\n\n")
+	}
+	if long := strings.TrimSpace(c.Long); long != "" && long != strings.TrimSpace(c.Short) {
+		b.WriteString("```text\n" + long + "\n```\n\n")
+	}
+	fmt.Fprintf(b, "```text\n%s\n```\n", c.UseLine())
+	if ex := strings.TrimRight(c.Example, " \n"); ex != "" {
+		b.WriteString("\nExamples:\n\n```sh\n" + ex + "\n```\n")
+	}
+	if c.HasAvailableSubCommands() {
+		b.WriteString("\n| command | what |\n|---|---|\n")
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() && sub.Name() != "help" && sub.Name() != "completion" {
+				fmt.Fprintf(b, "| [`%s`](#%s) | %s |\n", sub.Name(), anchor(sub.CommandPath()), cell(sub.Short))
+			}
+		}
+	}
+	flags := c.NonInheritedFlags()
+	if !c.HasParent() {
+		flags = c.PersistentFlags()
+	}
+	var rows []string
+	flags.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Name == "help" {
+			return
+		}
+		name := "`--" + f.Name + "`"
+		if f.Shorthand != "" {
+			name = "`-" + f.Shorthand + "`, " + name
+		}
+		def := f.DefValue
+		if def == "" || def == "[]" || (def == "false" && f.Value.Type() == "bool") || (def == "0s" && f.Value.Type() == "duration") {
+			def = ""
+		} else {
+			def = "`" + def + "`"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", name, f.Value.Type(), def, cell(f.Usage)))
+	})
+	if len(rows) > 0 {
+		heading := "flags"
+		if !c.HasParent() {
+			heading = "global flags (every command takes them)"
+		}
+		fmt.Fprintf(b, "\n| %s | type | default | meaning |\n|---|---|---|---|\n%s\n", heading, strings.Join(rows, "\n"))
+	}
+}
+
+// anchor is GitHub's anchor of a heading.
+func anchor(heading string) string {
+	var out strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			out.WriteRune('-')
+		case r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'):
+			out.WriteRune(r)
+		}
+	}
+	return out.String()
+}
+
+// cell makes text one markdown table cell.
+func cell(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
+}
+
+func TestCLIReferenceIsCurrent(t *testing.T) {
+	root := newRootCommand(func(string) string { return "" }, io.Discard, io.Discard)
+	want := renderCLIReference(root)
+	path := filepath.Join("..", cliReferenceFile)
+	if os.Getenv("FLINKMAINT_UPDATE_DOCS") != "" {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s is not what the commands say (%v): run `make docs` and commit it", cliReferenceFile, err)
+	}
+}
