@@ -107,7 +107,7 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		}
 		zl.Warn().Err(err).Msg("storage did not answer at start; activities retry it")
 	}
-	warnMissingCleanupDirs(ctx, cfg.Cleanup, acts.Storage, zl)
+	warnMissingDirs(ctx, cfg, acts.Storage, zl)
 	codecToken, err := cfg.HTTP.CodecToken()
 	if err != nil {
 		return &configError{err}
@@ -205,17 +205,29 @@ func startHTTP(cfg config.HTTP, codecToken string, routes httpRoutes, zl zerolog
 	return srv, nil
 }
 
-// warnMissingCleanupDirs says at startup which cleanup directories do not
-// exist: an approved cleanup would fail at its first step. The worker does
-// not create them; where state may be moved is for people to decide. A
-// storage that does not answer within a few seconds is left to the runs.
-func warnMissingCleanupDirs(ctx context.Context, c config.Cleanup, fs activities.Storage, zl zerolog.Logger) {
+// warnMissingDirs says at startup which writable roots and cleanup
+// directories do not exist: an approved cleanup would fail at its first
+// step, and nothing can be written in a missing root. The worker does not
+// create them; where state may be moved is for people to decide (and a
+// tenant root may come with the tenant). A storage that does not answer
+// within a few seconds is left to the runs.
+func warnMissingDirs(ctx context.Context, cfg config.Config, fs activities.Storage, zl zerolog.Logger) {
 	if fs == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for _, d := range []struct{ setting, path string }{{"cleanup.trashRoot", c.TrashRoot}, {"cleanup.planDir", c.PlanDir}, {"cleanup.auditRoot", c.AuditRoot}} {
+	type dir struct{ setting, path, missing string }
+	var dirs []dir
+	for _, r := range cfg.Storage.WritableRoots {
+		dirs = append(dirs, dir{"storage.writableRoots", r, "does not exist: nothing is written, moved or deleted there until it is created"})
+	}
+	c := cfg.Cleanup
+	for _, d := range []dir{{"cleanup.trashRoot", c.TrashRoot, ""}, {"cleanup.planDir", c.PlanDir, ""}, {"cleanup.auditRoot", c.AuditRoot, ""}} {
+		d.missing = "does not exist: cleanup runs will fail until it is created (create it under storage.writableRoots)"
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
 		if d.path == "" {
 			continue
 		}
@@ -225,8 +237,7 @@ func warnMissingCleanupDirs(ctx context.Context, c config.Cleanup, fs activities
 		}
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
-			zl.Warn().Str("setting", d.setting).Str("path", d.path).
-				Msg("does not exist: cleanup runs will fail until it is created (create it under storage.writableRoots)")
+			zl.Warn().Str("setting", d.setting).Str("path", d.path).Msg(d.missing)
 		case err != nil:
 			zl.Warn().Err(err).Str("setting", d.setting).Str("path", d.path).Msg("could not be checked at startup")
 		}

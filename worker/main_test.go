@@ -260,16 +260,16 @@ func TestHTTPServerCutsOffSlowBodies(t *testing.T) {
 	t.Fatalf("the server read all %d bytes of a body sent a byte per 20 ms; want it cut off at its read timeout", bodyLen)
 }
 
-// TestRunWarnsOfMissingCleanupDirs: a trash root that does not exist is
-// named at startup, before Temporal is dialled, instead of failing the
-// first approved cleanup at "stat trash root".
+// TestRunWarnsOfMissingCleanupDirs: a trash root and a writable root that
+// do not exist are named at startup, before Temporal is dialled, instead
+// of failing the first approved cleanup at "stat trash root".
 func TestRunWarnsOfMissingCleanupDirs(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "plans"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "worker.yaml")
-	body := "storage:\n  writableRoots: [file://" + dir + "]\ncleanup:\n  trashRoot: file://" + dir + "/trash\n  planDir: file://" + dir + "/plans\n"
+	body := "storage:\n  writableRoots: [file://" + dir + ", file://" + dir + "/tenant-to-come]\ncleanup:\n  trashRoot: file://" + dir + "/trash\n  planDir: file://" + dir + "/plans\n"
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +283,9 @@ func TestRunWarnsOfMissingCleanupDirs(t *testing.T) {
 	warn := strings.Index(out, "cleanup.trashRoot")
 	if warn < 0 || !strings.Contains(out, "does not exist") || strings.Contains(out, "cleanup.planDir") {
 		t.Fatalf("stderr does not warn of the missing trash root alone:\n%s", out)
+	}
+	if !strings.Contains(out, "storage.writableRoots") || !strings.Contains(out, dir+"/tenant-to-come") || strings.Count(out, "storage.writableRoots") != 2 {
+		t.Errorf("stderr does not warn of the missing writable root alone (once, beside the trash root's hint):\n%s", out)
 	}
 	if dial := strings.Index(out, "127.0.0.1:1"); dial >= 0 && dial < warn {
 		t.Errorf("the warning came after the Temporal attempt:\n%s", out)

@@ -124,6 +124,8 @@ type Storage struct {
 	HadoopConfDir string `yaml:"hadoopConfDir"`
 	// WritableRoots are the only trees the worker may write, rename or
 	// delete in (manifests, reports, trash, tenant roots for cleanup).
+	// The worker warns at start of one that does not exist and creates
+	// none.
 	WritableRoots []string `yaml:"writableRoots"`
 	// RPCTimeout bounds each NameNode call, retries on the other
 	// NameNode of an HA pair included.
