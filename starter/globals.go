@@ -88,10 +88,25 @@ func (g *globals) validate() error {
 	if g.connectTimeout <= 0 {
 		return usageErrorf("--connect-timeout=%s is not valid: use a positive duration such as 10s", g.connectTimeout)
 	}
-	if errs := g.conn.Validate("--"); len(errs) > 0 {
-		return usageError{errs[0]}
+	if errs := g.conn.Validate(connFlag); len(errs) > 0 {
+		return usageError{errors.Join(errs...)}
 	}
 	return nil
+}
+
+// connFlag names the flag of a connection setting, from its YAML key.
+func connFlag(key string) string {
+	switch key {
+	case "tls.certFile":
+		return "--tls-cert"
+	case "tls.keyFile":
+		return "--tls-key"
+	case "tls.caFile":
+		return "--tls-ca"
+	case "tls.serverName":
+		return "--tls-server-name"
+	}
+	return "--" + key
 }
 
 // dial connects to Temporal; the CLI shows only the SDK's warnings and errors.

@@ -51,14 +51,15 @@ type govFlags struct {
 	warning, critical                           float64
 }
 
-func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
+// bind adds the flags of a governance run; executes adds those that only
+// a run that can execute takes (a plan executes nothing).
+func (f *govFlags) bind(cmd *cobra.Command, executes bool) {
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.tenants, "tenant", nil, "tenants in scope (repeatable; default all)")
 	fl.StringSliceVar(&f.clusters, "cluster", nil, "clusters in scope (repeatable; default all)")
 	fl.StringSliceVar(&f.include, "include-job", nil, "job name globs in scope")
 	fl.StringSliceVar(&f.exclude, "exclude-job", nil, "job name globs out of scope")
 	fl.StringVar(&f.reason, "reason", "", "why this run (recorded in the report)")
-	fl.BoolVar(&f.overrideFreeze, "override-freeze", false, "execute even inside a freeze of the worker's calendar (needs --reason; recorded in the report)")
 	fl.StringVar(&f.action, "action", workflows.CleanupActionTrash, "trash (recoverable) or delete")
 	fl.DurationVar(&f.grace, "grace", 0, "protect anything younger (default 1h)")
 	fl.DurationVar(&f.retiredTTL, "retired-job-ttl", 0, "keep a retired job's checkpoints this long (default 168h)")
@@ -72,15 +73,16 @@ func (f *govFlags) bind(cmd *cobra.Command, withMode bool) {
 	fl.StringVar(&f.operatorSnapshots, "operator-snapshots", "", "a savepoint a completed FlinkStateSnapshot names: delete (default) removes the resource with it, keep keeps the savepoint")
 	fl.BoolVar(&f.deleteLatestRetired, "delete-latest-retired-checkpoint", false, "also delete a retired job's latest checkpoint when no newer savepoint exists")
 	fl.BoolVar(&f.ignoreDrills, "ignore-drills", false, "let retention delete the newest savepoint of a job that passed a restore drill (default: kept)")
-	fl.DurationVar(&f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
-	fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt, of one plan shard (default 2h)")
 	fl.IntVar(&f.shardItems, "shard-items", 0, "items per plan shard; each shard is executed as its own activity, on any worker (default 10000)")
-	fl.IntVar(&f.executeParallelism, "execute-parallelism", 0, "plan shards executed at once across the workers (default 4)")
 	fl.IntVar(&f.gatherParts, "gather-parts", 0, "parts the scope is listed in at once across the workers before planning; 1 lists it in the plan activity (default 4)")
 	fl.StringVar(&f.reportDir, "report-dir", "", "where reports go (default next to the plan)")
 	fl.Float64Var(&f.warning, "warning-percent", 0, "quota warning watermark (default 80)")
 	fl.Float64Var(&f.critical, "critical-percent", 0, "quota critical watermark (default 90)")
-	if withMode {
+	if executes {
+		fl.BoolVar(&f.overrideFreeze, "override-freeze", false, "execute even inside a freeze of the worker's calendar (needs --reason; recorded in the report)")
+		fl.DurationVar(&f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
+		fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt, of one plan shard (default 2h)")
+		fl.IntVar(&f.executeParallelism, "execute-parallelism", 0, "plan shards executed at once across the workers (default 4)")
 		fl.StringVar(&f.mode, "mode", workflows.ModePlanAndApprove, "plan-and-approve or auto")
 		fl.DurationVar(&f.approvalTimeout, "approval-timeout", 0, "how long plan-and-approve waits for a decision (default 24h)")
 		fl.StringVar(&f.name, "name", "", "run name; the workflow ID is governance-<name> (default generated)")
@@ -233,7 +235,7 @@ func governanceDecisionCommand(g *globals, name, short string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the report)")
 	if name == "approve" {
-		cmd.Flags().StringVar(&planSHA, "plan-sha256", "", "the sha256 of the plan you reviewed, from `governance status` (required); a plan made since is refused")
+		cmd.Flags().StringVar(&planSHA, "plan-sha256", "", "the sha256 of the plan you reviewed, from governance status (required); a plan made since is refused")
 	}
 	return cmd
 }

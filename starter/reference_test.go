@@ -125,3 +125,21 @@ func TestCLIReferenceIsCurrent(t *testing.T) {
 		t.Errorf("%s is not what the commands say (%v): run `make docs` and commit it", cliReferenceFile, err)
 	}
 }
+
+// TestFlagHelpShowsItsType: pflag takes a back-quoted word of a flag's
+// help as the name of its value ("--plan-sha256 governance status"); no
+// help text may quote one.
+func TestFlagHelpShowsItsType(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: help %q back-quotes a word, which --help shows as the flag's value", c.CommandPath(), f.Name, f.Usage)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand(func(string) string { return "" }, io.Discard, io.Discard))
+}

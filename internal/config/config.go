@@ -426,7 +426,7 @@ func (e *ValidationError) Error() string {
 
 // Validate checks every field and returns a *ValidationError or nil.
 func (c *Config) Validate() error {
-	errs := c.Temporal.Validate("temporal.")
+	errs := c.Temporal.Validate(func(key string) string { return "temporal." + key })
 	if c.Worker.TaskQueue == "" {
 		errs = append(errs, errors.New("worker.taskQueue is empty: set the task queue name the worker polls"))
 	}

@@ -97,7 +97,11 @@ func TestLoadRejects(t *testing.T) {
 		},
 		"cert without key": {
 			env:  map[string]string{"TEMPORAL_TLS_CLIENT_CERT_PATH": "/nonexistent/cert.pem"},
-			want: []string{"tls.certFile", "tls.keyFile", "set both"},
+			want: []string{`temporal.tls.certFile="/nonexistent/cert.pem" and temporal.tls.keyFile=""`, "set both"},
+		},
+		"address without port": {
+			file: "temporal:\n  address: temporal-frontend.temporal.svc\n",
+			want: []string{`temporal.address="temporal-frontend.temporal.svc" is not host:port`},
 		},
 		"bad TLS env bool": {
 			env:  map[string]string{"TEMPORAL_TLS": "maybe"},

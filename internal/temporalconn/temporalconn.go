@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -109,26 +110,29 @@ func (o *Options) ApplyEnv(getenv func(string) string) error {
 	return nil
 }
 
-// Validate checks the options; field names are given as prefix+yaml key.
-func (o *Options) Validate(prefix string) []error {
+// Validate checks the options. name gives what the user calls a field,
+// from its YAML key ("address", "tls.certFile"): a config key or a flag.
+func (o *Options) Validate(name func(key string) string) []error {
 	var errs []error
 	if o.Address == "" {
-		errs = append(errs, fmt.Errorf("%saddress is empty: set host:port of the Temporal frontend", prefix))
+		errs = append(errs, fmt.Errorf("%s is empty: set host:port of the Temporal frontend", name("address")))
+	} else if _, port, err := net.SplitHostPort(o.Address); err != nil || port == "" {
+		errs = append(errs, fmt.Errorf("%s=%q is not host:port of the Temporal frontend (such as %s)", name("address"), o.Address, DefaultAddress))
 	}
 	if o.Namespace == "" {
-		errs = append(errs, fmt.Errorf("%snamespace is empty: set a Temporal namespace", prefix))
+		errs = append(errs, fmt.Errorf("%s is empty: set a Temporal namespace", name("namespace")))
 	}
 	if (o.TLS.CertFile == "") != (o.TLS.KeyFile == "") {
-		errs = append(errs, fmt.Errorf("%stls.certFile=%q and %stls.keyFile=%q: set both for mutual TLS or neither", prefix, o.TLS.CertFile, prefix, o.TLS.KeyFile))
+		errs = append(errs, fmt.Errorf("%s=%q and %s=%q: set both for mutual TLS or neither", name("tls.certFile"), o.TLS.CertFile, name("tls.keyFile"), o.TLS.KeyFile))
 	}
-	for _, f := range []struct{ field, path string }{
-		{"certFile", o.TLS.CertFile}, {"keyFile", o.TLS.KeyFile}, {"caFile", o.TLS.CAFile},
+	for _, f := range []struct{ key, path string }{
+		{"tls.certFile", o.TLS.CertFile}, {"tls.keyFile", o.TLS.KeyFile}, {"tls.caFile", o.TLS.CAFile},
 	} {
 		if f.path == "" {
 			continue
 		}
 		if _, err := os.Stat(f.path); err != nil {
-			errs = append(errs, fmt.Errorf("%stls.%s=%q cannot be read: %v", prefix, f.field, f.path, err))
+			errs = append(errs, fmt.Errorf("%s=%q cannot be read: %v", name(f.key), f.path, err))
 		}
 	}
 	return errs
