@@ -12,11 +12,15 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -378,6 +382,18 @@ func (c *Config) LoadFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
+	// Every unknown key and every value of the wrong type, at once.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("config file %s: %s", path, cleanYAMLError(err))
+	}
+	if errs := checkYAML(&doc, reflect.TypeOf(c).Elem(), ""); len(errs) > 0 {
+		lines := make([]string, len(errs))
+		for i, e := range errs {
+			lines[i] = "  - " + e.Error()
+		}
+		return fmt.Errorf("config file %s:\n%s", path, strings.Join(lines, "\n"))
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
@@ -463,6 +479,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("storage.authorityAliases: %v", err))
 	}
 	errs = append(errs, c.Storage.validate()...)
+	errs = append(errs, c.Storage.validateHadoopConf(c.Cleanup)...)
 	errs = append(errs, c.Storage.Kerberos.validate(c.Storage.HDFSUser)...)
 	if k := c.Inventory.Kubernetes; k != nil {
 		if err := k.Validate(); err != nil {
@@ -525,6 +542,54 @@ func (s Storage) validate() []error {
 		if u, _ := storage.ParseURI(r); u.Scheme != "" && !storageSchemes[u.Scheme] {
 			errs = append(errs, fmt.Errorf("%s: scheme %q is not supported; use a plain /path, file:///path or hdfs://<authority>/path", field, u.Scheme))
 		}
+	}
+	return errs
+}
+
+// validateHadoopConf checks storage.hadoopConfDir: a directory with the
+// cluster's client configuration, which defines every nameservice an
+// hdfs:// URI of the configuration names without a port. Without it the
+// HDFS client would take the nameservice for a host on port 8020 and the
+// worker would wait on a NameNode that does not exist.
+func (s Storage) validateHadoopConf(c Cleanup) []error {
+	dir := s.HadoopConfDir
+	if dir == "" {
+		return nil
+	}
+	var sites int
+	for _, name := range []string{"core-site.xml", "hdfs-site.xml"} {
+		if f, err := os.Open(filepath.Join(dir, name)); err == nil {
+			f.Close()
+			sites++
+		}
+	}
+	if sites == 0 {
+		return []error{fmt.Errorf("storage.hadoopConfDir=%q has no readable core-site.xml or hdfs-site.xml: point it at the HDFS cluster's client configuration (mount it into the pod)", dir)}
+	}
+	conf, err := hadoopconf.Load(dir)
+	if err != nil {
+		return []error{fmt.Errorf("storage.hadoopConfDir=%q: %v", dir, err)}
+	}
+	var errs []error
+	check := func(field, uri string) {
+		u, err := storage.ParseURI(uri)
+		if err != nil || u.Scheme != "hdfs" || u.Authority == "" {
+			return
+		}
+		if _, port, err := net.SplitHostPort(u.Authority); err == nil && port != "" {
+			return
+		}
+		if conf["dfs.ha.namenodes."+u.Authority] == "" && conf["dfs.namenode.rpc-address."+u.Authority] == "" {
+			errs = append(errs, fmt.Errorf("%s=%q names %q without a port, and storage.hadoopConfDir=%q defines no such nameservice (dfs.ha.namenodes.%s): use the nameservice its hdfs-site.xml defines, or host:port of one NameNode",
+				field, uri, u.Authority, dir, u.Authority))
+		}
+	}
+	check("storage.defaultFS", s.DefaultFS)
+	for i, r := range s.WritableRoots {
+		check(fmt.Sprintf("storage.writableRoots[%d]", i), r)
+	}
+	for i, r := range c.ReferenceRoots {
+		check(fmt.Sprintf("cleanup.referenceRoots[%d]", i), r)
 	}
 	return errs
 }

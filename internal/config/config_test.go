@@ -151,6 +151,22 @@ func TestLoadRejects(t *testing.T) {
 			args: []string{"--nope"},
 			want: []string{"nope"},
 		},
+		// Every problem of a file at once, each with its key and line: a
+		// bad duration does not hide an unknown key, a type error names
+		// its key.
+		"every problem of a file": {
+			file: "worker:\n  shutdownTimeout: soon\n  maxConcurrentActivities: many\ntemporal:\n  adress: x\nstorage:\n  writableRoots: notalist\n" +
+				"  kerberos: [a]\nnotify:\n  sinks:\n    - name: s\n      events: {a: b}\nfreezes:\n  - name: f\n    weekly:\n      days: mon\n",
+			want: []string{
+				`worker.shutdownTimeout (line 2): "soon" is not a duration`,
+				`worker.maxConcurrentActivities (line 3): "many" is not an integer`,
+				`temporal.adress (line 5): key "adress" is not a known key here; known: address, apiKey, namespace, tls, uiURL`,
+				`storage.writableRoots (line 7): want a list, not a value ("notalist")`,
+				`storage.kerberos (line 8): want keys (ccache, keytab, krb5Conf, principal, servicePrincipal), not a list`,
+				`notify.sinks[0].events (line 12): want a list, not a set of keys`,
+				`freezes[0].weekly.days (line 16): want a list`,
+			},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := tc.args
@@ -177,5 +193,50 @@ func TestDefaultsAreValid(t *testing.T) {
 	}
 	if cfg.Temporal.Address != "localhost:7233" || cfg.Worker.TaskQueue != DefaultTaskQueue {
 		t.Fatalf("unexpected defaults: %+v", cfg)
+	}
+}
+
+// TestHadoopConfDirMustDefineTheNameservices: a Hadoop configuration
+// directory that does not exist, or does not define the nameservice an
+// hdfs:// URI names without a port, stops the worker (exit 2) instead of
+// a warning that a host called like the nameservice does not answer.
+func TestHadoopConfDirMustDefineTheNameservices(t *testing.T) {
+	conf := t.TempDir()
+	site := `<configuration>
+<property><name>dfs.nameservices</name><value>ns1</value></property>
+<property><name>dfs.ha.namenodes.ns1</name><value>nn1,nn2</value></property>
+<property><name>dfs.namenode.rpc-address.ns1.nn1</name><value>nn1.corp:8020</value></property>
+<property><name>dfs.namenode.rpc-address.ns1.nn2</name><value>nn2.corp:8020</value></property>
+</configuration>`
+	if err := os.WriteFile(filepath.Join(conf, "hdfs-site.xml"), []byte(site), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		file string
+		want []string // empty: valid
+	}{
+		"nameservice defined": {file: "storage:\n  hadoopConfDir: " + conf + "\n  defaultFS: hdfs://ns1\n  writableRoots: [hdfs://ns1/flink, hdfs://nn3.corp:8020/x]\n"},
+		"no such directory": {file: "storage:\n  hadoopConfDir: /nonexistent/hadoop/conf\n  defaultFS: hdfs://ns1\n",
+			want: []string{`storage.hadoopConfDir="/nonexistent/hadoop/conf" has no readable core-site.xml or hdfs-site.xml`}},
+		"nameservice not defined": {file: "storage:\n  hadoopConfDir: " + conf + "\n  defaultFS: hdfs://nameservice1\n  writableRoots: [hdfs://ns2/flink]\ncleanup:\n  referenceRoots: [hdfs://ns3/ck]\n",
+			want: []string{`storage.defaultFS="hdfs://nameservice1" names "nameservice1" without a port`, `storage.writableRoots[0]="hdfs://ns2/flink"`, `cleanup.referenceRoots[0]="hdfs://ns3/ck"`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load([]string{"--config", writeFile(t, tc.file)}, envOf(nil), io.Discard)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
 	}
 }
