@@ -408,7 +408,7 @@ var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
 func cleanYAMLError(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
 	msg = strings.ReplaceAll(msg, "\n  ", "; ")
-	msg = unknownFieldRE.ReplaceAllString(msg, "key \"$1\" is not a known key here (see the configuration reference in README.md)")
+	msg = unknownFieldRE.ReplaceAllString(msg, "key \"$1\" is not a known key here (see the configuration reference in docs/configuration.md)")
 	return strings.TrimSpace(msg)
 }
 
