@@ -20,14 +20,7 @@ import (
 // would restore from do restore.
 func newDrillCommand(g *globals) *cobra.Command {
 	cmd := newGroupCommand("drill", "Restore drills: prove on storage, and by a real restore on a drill cluster, that snapshots restore")
-	sched := newGroupCommand("schedule", "Run restore drills on a Temporal Schedule")
-	sched.AddCommand(
-		scheduleUpsertCommand(g, "create", &drillFlags{}),
-		scheduleUpsertCommand(g, "update", &drillFlags{}),
-		scheduleDeleteCommand(g),
-		scheduleListCommand(g),
-		scheduleTriggerCommand(g),
-	)
+	sched := newScheduleGroup(g, "Run restore drills on a Temporal Schedule", func() scheduleAction { return &drillFlags{} })
 	cmd.AddCommand(drillStartCommand(g), drillStatusCommand(g), drillReportCommand(g), sched)
 	return cmd
 }
@@ -59,10 +52,12 @@ func (f *drillFlags) bind(cmd *cobra.Command) {
 	fl.IntVar(&f.sample, "sample", 0, "drill a random N snapshots per tenant (0: all)")
 	fl.IntVar(&f.tier, "tier", 2, "1: storage proof only; 2: also a real restore on the drill cluster")
 	fl.IntVar(&f.concurrency, "concurrency", 2, "snapshots drilled at once (1..64)")
-	fl.DurationVar(&f.soak, "soak", 30*time.Second, "a drill job must run this long without a restart")
-	fl.DurationVar(&f.running, "running-timeout", 5*time.Minute, "a drill job must be RUNNING within this")
-	fl.DurationVar(&f.checkpoint, "checkpoint-timeout", 5*time.Minute, "a drill job must complete a checkpoint within this of running")
+	durationFlag(fl, &f.soak, "soak", 30*time.Second, "a drill job must run this long without a restart")
+	durationFlag(fl, &f.running, "running-timeout", 5*time.Minute, "a drill job must be RUNNING within this")
+	durationFlag(fl, &f.checkpoint, "checkpoint-timeout", 5*time.Minute, "a drill job must complete a checkpoint within this of running")
 }
+
+func (*drillFlags) workflowTypes() []string { return []string{workflows.RestoreDrillWorkflowType} }
 
 // build is the RestoreDrill input the flags describe; the selection mode
 // follows from --run or --snapshot, the latest checkpoints otherwise.
@@ -157,7 +152,7 @@ func drillStartCommand(g *globals) *cobra.Command {
 	f.bind(cmd)
 	cmd.Flags().StringVar(&name, "name", "", "name of the drill (default: a timestamp)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the drill to finish and print its report")
-	cmd.Flags().DurationVar(&timeout, "timeout", time.Hour, "how long --wait waits")
+	durationFlag(cmd.Flags(), &timeout, "timeout", time.Hour, "how long --wait waits")
 	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "run even inside a freeze of its tenants (needs --reason; recorded in the report)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why the freeze is overridden")
 	return cmd

@@ -48,7 +48,7 @@ func (g *globals) bindFlags(root *cobra.Command) {
 	f.StringVar(&g.conn.UIURL, "ui-url", "", "Temporal Web UI base for links (env TEMPORAL_UI_URL, default "+temporalconn.DefaultUIURL+")")
 	f.StringVar(&g.taskQueue, "task-queue", "", "task queue the worker polls (env "+config.EnvTaskQueue+", default "+config.DefaultTaskQueue+")")
 	f.StringVarP(&g.output, "output", "o", outputTable, "output format: table or json")
-	f.DurationVar(&g.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for the Temporal frontend")
+	durationFlag(f, &g.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for the Temporal frontend")
 	g.flagsSet = func(name string) bool { return f.Changed(name) }
 	// The API key is read from TEMPORAL_API_KEY only: a flag would leak it
 	// into shell history and process listings.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,10 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -61,14 +55,14 @@ func (f *govFlags) bind(cmd *cobra.Command, executes bool) {
 	fl.StringSliceVar(&f.exclude, "exclude-job", nil, "job name globs out of scope")
 	fl.StringVar(&f.reason, "reason", "", "why this run (recorded in the report)")
 	fl.StringVar(&f.action, "action", workflows.CleanupActionTrash, "trash (recoverable) or delete")
-	fl.DurationVar(&f.grace, "grace", 0, "protect anything younger (default 1h)")
-	fl.DurationVar(&f.retiredTTL, "retired-job-ttl", 0, "keep a retired job's checkpoints this long (default 168h)")
-	fl.DurationVar(&f.maxCheckpointTimeout, "max-checkpoint-timeout", 0,
+	durationFlag(fl, &f.grace, "grace", 0, "protect anything younger (default 1h)")
+	durationFlag(fl, &f.retiredTTL, "retired-job-ttl", 0, "keep a retired job's checkpoints this long (default 168h)")
+	durationFlag(fl, &f.maxCheckpointTimeout, "max-checkpoint-timeout", 0,
 		"the longest checkpoint timeout any job writing into the roots may have, outside the inventory too; a job dir written more recently keeps what no _metadata names yet (default 10m)")
 	fl.IntVar(&f.keepSavepoints, "keep-savepoints", 0, "newest savepoints kept per job (default 2)")
-	fl.DurationVar(&f.savepointMaxAge, "savepoint-max-age", 0, "keep savepoints younger than this (default 168h)")
-	fl.DurationVar(&f.haTTL, "ha-ttl", 0, "keep HA dirs of retired clusters this long (default 168h)")
-	fl.DurationVar(&f.orphanTTL, "orphan-ttl", 0, "keep leftover Kubernetes objects (orphan TaskManagers, idle JobManagers, HA ConfigMaps of gone clusters) this long (default 24h)")
+	durationFlag(fl, &f.savepointMaxAge, "savepoint-max-age", 0, "keep savepoints younger than this (default 168h)")
+	durationFlag(fl, &f.haTTL, "ha-ttl", 0, "keep HA dirs of retired clusters this long (default 168h)")
+	durationFlag(fl, &f.orphanTTL, "orphan-ttl", 0, "keep leftover Kubernetes objects (orphan TaskManagers, idle JobManagers, HA ConfigMaps of gone clusters) this long (default 24h)")
 	fl.StringSliceVar(&f.pins, "pin", nil, "savepoint directories never deleted (repeatable)")
 	fl.StringVar(&f.operatorSnapshots, "operator-snapshots", "", "a savepoint a completed FlinkStateSnapshot names: delete (default) removes the resource with it, keep keeps the savepoint")
 	fl.BoolVar(&f.deleteLatestRetired, "delete-latest-retired-checkpoint", false, "also delete a retired job's latest checkpoint when no newer savepoint exists")
@@ -80,11 +74,11 @@ func (f *govFlags) bind(cmd *cobra.Command, executes bool) {
 	fl.Float64Var(&f.critical, "critical-percent", 0, "quota critical watermark (default 90)")
 	if executes {
 		fl.BoolVar(&f.overrideFreeze, "override-freeze", false, "execute even inside a freeze of the worker's calendar (needs --reason; recorded in the report)")
-		fl.DurationVar(&f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
-		fl.DurationVar(&f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt, of one plan shard (default 2h)")
+		durationFlag(fl, &f.purgeAfter, "purge-trash-after", 0, "after executing, purge trash runs unchanged this long (0: keep)")
+		durationFlag(fl, &f.executeTimeout, "execute-timeout", 0, "bound on one executor attempt, of one plan shard (default 2h)")
 		fl.IntVar(&f.executeParallelism, "execute-parallelism", 0, "plan shards executed at once across the workers (default 4)")
 		fl.StringVar(&f.mode, "mode", workflows.ModePlanAndApprove, "plan-and-approve or auto")
-		fl.DurationVar(&f.approvalTimeout, "approval-timeout", 0, "how long plan-and-approve waits for a decision (default 24h)")
+		durationFlag(fl, &f.approvalTimeout, "approval-timeout", 0, "how long plan-and-approve waits for a decision (default 24h)")
 		fl.StringVar(&f.name, "name", "", "run name; the workflow ID is governance-<name> (default generated)")
 	}
 }
@@ -173,7 +167,7 @@ func governanceStartCommand(g *globals, use, short string) *cobra.Command {
 		},
 	}
 	f.bind(cmd, use == "run")
-	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for the result")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 30*time.Minute, "how long to wait for the result")
 	if use == "run" {
 		cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish and print its report")
 	}
@@ -354,25 +348,7 @@ const (
 )
 
 func newScheduleCommand(g *globals) *cobra.Command {
-	cmd := newGroupCommand("schedule", "Run governance or quota watching on Temporal Schedules")
-	gov := func() scheduleAction { return &governanceSchedule{} }
-	cmd.AddCommand(
-		scheduleUpsertCommand(g, "create", gov()),
-		scheduleUpsertCommand(g, "update", gov()),
-		scheduleDeleteCommand(g),
-		scheduleListCommand(g),
-		scheduleTriggerCommand(g),
-	)
-	return cmd
-}
-
-// scheduleAction is what a kind of schedule starts: its flags and the
-// workflow they build.
-type scheduleAction interface {
-	bind(cmd *cobra.Command)
-	// build returns the workflow type, its input and the SearchAttrKind;
-	// problems are usage errors naming the flag.
-	build(name string) (workflowType string, input interface{}, kind string, err error)
+	return newScheduleGroup(g, "Run governance or quota watching on Temporal Schedules", func() scheduleAction { return &governanceSchedule{} })
 }
 
 // governanceSchedule starts governance or quota watching.
@@ -386,6 +362,10 @@ func (f *governanceSchedule) bind(cmd *cobra.Command) {
 	f.gov.bind(cmd, true)
 	cmd.Flags().StringVar(&f.workflow, "workflow", scheduleGovernance, "what to run: governance or quota-watch")
 	cmd.Flags().StringVar(&f.samplesPath, "samples-path", "", "quota-watch: storage document that keeps the sample series across runs (needed for forecasts)")
+}
+
+func (*governanceSchedule) workflowTypes() []string {
+	return []string{workflows.GovernanceWorkflowType, workflows.QuotaWatchWorkflowType}
 }
 
 func (f *governanceSchedule) build(string) (string, interface{}, string, error) {
@@ -410,237 +390,4 @@ func (f *governanceSchedule) build(string) (string, interface{}, string, error) 
 		return workflows.QuotaWatchWorkflowType, in, workflows.KindQuotaWatch, nil
 	}
 	return "", nil, "", usageErrorf("--workflow=%q is not valid: use %s or %s", f.workflow, scheduleGovernance, scheduleQuotaWatch)
-}
-
-// scheduleSpec holds the flags every schedule shares.
-type scheduleSpec struct {
-	cron   string
-	every  time.Duration
-	paused bool
-	note   string
-}
-
-func (f *scheduleSpec) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.cron, "cron", "", "cron expression (UTC), e.g. \"0 3 * * *\"")
-	cmd.Flags().DurationVar(&f.every, "every", 0, "interval, e.g. 24h")
-	cmd.Flags().BoolVar(&f.paused, "paused", false, "create or leave the schedule paused")
-	cmd.Flags().StringVar(&f.note, "note", "", "note shown with the schedule")
-}
-
-// build returns the schedule's spec and the action starting what act
-// builds; problems are usage errors naming the flag and what is valid.
-func (f *scheduleSpec) build(name, taskQueue string, act scheduleAction) (client.ScheduleSpec, *client.ScheduleWorkflowAction, error) {
-	var spec client.ScheduleSpec
-	switch {
-	case f.cron != "" && f.every != 0:
-		return spec, nil, usageErrorf("--cron and --every are exclusive: give one")
-	case f.cron != "":
-		if len(strings.Fields(f.cron)) < 5 && !strings.HasPrefix(f.cron, "@") {
-			return spec, nil, usageErrorf("--cron=%q is not a cron expression: use five fields such as \"0 3 * * *\" or @daily", f.cron)
-		}
-		spec.CronExpressions = []string{f.cron}
-	case f.every > 0:
-		spec.Intervals = []client.ScheduleIntervalSpec{{Every: f.every}}
-	case f.every < 0:
-		return spec, nil, usageErrorf("--every=%s is not valid: use a positive duration such as 24h", f.every)
-	default:
-		return spec, nil, usageErrorf("give --cron \"0 3 * * *\" or --every 24h")
-	}
-	if strings.ContainsAny(name, "/ \t") || name == "" {
-		return spec, nil, usageErrorf("schedule name %q: use letters, digits and dashes", name)
-	}
-	wf, in, kind, err := act.build(name)
-	if err != nil {
-		return spec, nil, err
-	}
-	return spec, &client.ScheduleWorkflowAction{ID: workflows.ScheduleID(name), TaskQueue: taskQueue, Workflow: wf, Args: []interface{}{in},
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(kind)), StaticSummary: workflows.StartSummary(in)}, nil
-}
-
-func scheduleUpsertCommand(g *globals, verb string, what scheduleAction) *cobra.Command {
-	f := &scheduleSpec{}
-	cmd := &cobra.Command{
-		Use:   verb + " NAME",
-		Short: map[string]string{"create": "Create a schedule", "update": "Replace a schedule's spec and action"}[verb],
-		Args:  oneArg("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, act, err := f.build(args[0], g.taskQueue, what)
-			if err != nil {
-				return err
-			}
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			id := workflows.ScheduleID(args[0])
-			sc := c.ScheduleClient()
-			if verb == "create" {
-				_, err = sc.Create(cmd.Context(), client.ScheduleOptions{
-					ID: id, Spec: spec, Action: act, Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, Paused: f.paused, Note: f.note,
-				})
-				if err != nil {
-					if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-						return fmt.Errorf("schedule %s already exists: use `%s update %s`: %w", args[0], cmd.Parent().CommandPath(), args[0], err)
-					}
-					return fmt.Errorf("create schedule %s: %w", args[0], err)
-				}
-			} else {
-				err = sc.GetHandle(cmd.Context(), id).Update(cmd.Context(), client.ScheduleUpdateOptions{
-					DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-						s := in.Description.Schedule
-						s.Spec, s.Action = &spec, act
-						if s.State != nil {
-							s.State.Paused = f.paused
-						}
-						return &client.ScheduleUpdate{Schedule: &s}, nil
-					},
-				})
-				if err != nil {
-					return fmt.Errorf("update schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
-				}
-			}
-			if g.output == outputJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]string{"schedule": id, "workflow": act.Workflow.(string), "result": verb + "d"})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %sd: %s every %s\n", id, verb, act.Workflow, specText(spec))
-			return nil
-		},
-	}
-	what.bind(cmd)
-	f.bind(cmd)
-	return cmd
-}
-
-func specText(s client.ScheduleSpec) string {
-	if len(s.CronExpressions) > 0 {
-		return "cron " + strings.Join(s.CronExpressions, ", ")
-	}
-	if len(s.Intervals) > 0 {
-		return s.Intervals[0].Every.String()
-	}
-	return "(no spec)"
-}
-
-func scheduleNotFound(err error, name string) error {
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return fmt.Errorf("no schedule named %s (see `schedule list`): %w", name, err)
-	}
-	return err
-}
-
-func scheduleDeleteCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a schedule (runs already started go on)",
-		Args:  oneArg("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.ScheduleClient().GetHandle(cmd.Context(), workflows.ScheduleID(args[0])).Delete(cmd.Context()); err != nil {
-				return fmt.Errorf("delete schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s deleted\n", workflows.ScheduleID(args[0]))
-			return nil
-		},
-	}
-}
-
-func scheduleTriggerCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "trigger NAME",
-		Short: "Start a schedule's action now",
-		Args:  oneArg("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			err = c.ScheduleClient().GetHandle(cmd.Context(), workflows.ScheduleID(args[0])).Trigger(cmd.Context(),
-				client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL})
-			if err != nil {
-				return fmt.Errorf("trigger schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s triggered\n", workflows.ScheduleID(args[0]))
-			return nil
-		},
-	}
-}
-
-// scheduleRow is one line of `governance schedule list`.
-type scheduleRow struct {
-	Schedule   string   `json:"schedule"`
-	Workflow   string   `json:"workflow"`
-	Spec       string   `json:"spec"`
-	Paused     bool     `json:"paused"`
-	NextRun    string   `json:"nextRun,omitempty"`
-	RecentRuns []string `json:"recentRuns,omitempty"`
-}
-
-func listSchedules(ctx context.Context, c client.Client) ([]scheduleRow, error) {
-	iter, err := c.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 100})
-	if err != nil {
-		return nil, err
-	}
-	var rows []scheduleRow
-	for iter.HasNext() {
-		e, err := iter.Next()
-		if err != nil {
-			return nil, err
-		}
-		if !strings.HasPrefix(e.ID, "flinkmaint-") {
-			continue
-		}
-		r := scheduleRow{Schedule: e.ID, Workflow: e.WorkflowType.Name, Paused: e.Paused}
-		if e.Spec != nil {
-			r.Spec = specText(*e.Spec)
-		}
-		if len(e.NextActionTimes) > 0 {
-			r.NextRun = e.NextActionTimes[0].UTC().Format(time.RFC3339)
-		}
-		for _, a := range e.RecentActions {
-			if a.StartWorkflowResult != nil {
-				r.RecentRuns = append(r.RecentRuns, a.StartWorkflowResult.WorkflowID)
-			}
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
-}
-
-func scheduleListCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List flinkmaint schedules",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rows, err := listSchedules(cmd.Context(), c)
-			if err != nil {
-				return fmt.Errorf("list schedules: %w", err)
-			}
-			if g.output == outputJSON {
-				return printJSON(cmd.OutOrStdout(), rows)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCHEDULE\tWORKFLOW\tSPEC\tPAUSED\tNEXT RUN\tLAST RUN")
-			for _, r := range rows {
-				last := ""
-				if n := len(r.RecentRuns); n > 0 {
-					last = r.RecentRuns[n-1]
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", r.Schedule, r.Workflow, r.Spec, r.Paused, r.NextRun, last)
-			}
-			return tw.Flush()
-		},
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,41 @@ func TestScheduleCommandsOnDevServer(t *testing.T) {
 	st := mustRun("governance", "status", rows[0].RecentRuns[0])
 	if !strings.Contains(st, "mode     auto") {
 		t.Errorf("status of the scheduled run:\n%s", st)
+	}
+	// An update changes only the flags given, keeps the schedule's state
+	// unless --paused is given, and a command of another kind refuses it.
+	describe := func() scheduleDescription {
+		t.Helper()
+		var d scheduleDescription
+		if err := json.Unmarshal([]byte(mustRun("governance", "schedule", "describe", "nightly", "-o", "json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	hasFlag := func(d scheduleDescription, name, value string) bool {
+		return slices.Contains(d.Flags, [2]string{name, value})
+	}
+	mustRun("governance", "schedule", "pause", "nightly", "--note", "holiday")
+	mustRun("governance", "schedule", "update", "nightly", "--cron", "0 3 * * *", "--time-zone", "Europe/Berlin")
+	if d := describe(); !d.Paused || d.Spec != "cron 0 3 * * * (Europe/Berlin)" || !hasFlag(d, "mode", "auto") || !hasFlag(d, "tenant", "team-a") || hasFlag(d, "every", "24h0m0s") {
+		t.Fatalf("after pause and update of the cron: %+v; want paused, the cron in Berlin time, mode auto and tenant team-a kept, no interval", d)
+	}
+	mustRun("governance", "schedule", "unpause", "nightly")
+	mustRun("governance", "schedule", "update", "nightly", "--every", "7d", "--keep-savepoints", "5")
+	if d := describe(); d.Paused || d.Spec != "168h0m0s" || !hasFlag(d, "mode", "auto") || !hasFlag(d, "keep-savepoints", "5") || hasFlag(d, "cron", "0 3 * * *") {
+		t.Fatalf("after unpause and update to every 7d: %+v", d)
+	}
+	for _, other := range [][]string{
+		{"savepoints", "schedule", "update", "nightly", "--every", "1h"},
+		{"drill", "schedule", "delete", "nightly"},
+		{"savepoints", "schedule", "trigger", "nightly"},
+	} {
+		if code, _, stderr := runCLI(other, env); code != exitUsage || !strings.Contains(stderr, `schedule nightly starts "Governance"`) {
+			t.Fatalf("%v: exit %d %s; want it refused, naming the schedule's kind", other, code, stderr)
+		}
+	}
+	if d := describe(); d.Workflow != workflows.GovernanceWorkflowType || d.Spec != "168h0m0s" {
+		t.Fatalf("after the refused commands: %+v", d)
 	}
 	out = mustRun("governance", "schedule", "update", "nightly", "--workflow", "quota-watch", "--cron", "0 3 * * *")
 	if !strings.Contains(out, "QuotaWatch every cron 0 3 * * *") {

@@ -85,7 +85,7 @@ RUN is the governance run's name (its trash is <cleanup.trashRoot>/RUN).`,
 	cmd.Flags().BoolVar(&in.DryRun, "dry-run", false, "say what would go back and what would be refused; move nothing")
 	cmd.Flags().StringVar(&in.Reason, "reason", "", "why (recorded; required unless --dry-run)")
 	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "restore inside a freeze (needs --reason)")
-	cmd.Flags().DurationVar(&timeout, "timeout", time.Hour, "how long to wait for the result")
+	durationFlag(cmd.Flags(), &timeout, "timeout", time.Hour, "how long to wait for the result")
 	return cmd
 }
 

@@ -40,7 +40,7 @@ func TestGovernanceUsageErrors(t *testing.T) {
 		"watch bad samples":    {[]string{"governance", "schedule", "create", "n", "--every", "1h", "--workflow", "quota-watch", "--samples-path", "rel"}, `samplesPath="rel"`},
 		"sp schedule format":   {[]string{"savepoints", "schedule", "create", "n", "--every", "6h", "--format", "zip"}, `format="ZIP"`},
 		"sp schedule conc":     {[]string{"savepoints", "schedule", "create", "n", "--every", "6h", "--concurrency", "0"}, "concurrency=0"},
-		"sp schedule glob":     {[]string{"savepoints", "schedule", "update", "n", "--every", "6h", "--include-job", "a["}, `"a["`},
+		"sp schedule glob":     {[]string{"savepoints", "schedule", "create", "n", "--every", "6h", "--include-job", "a["}, `"a["`},
 		"sp schedule no spec":  {[]string{"savepoints", "schedule", "create", "n"}, "--cron"},
 		"quota bad timeout":    {[]string{"quota", "--timeout", "0s"}, "--timeout=0s"},
 		"quota bad watermarks": {[]string{"quota", "--warning-percent", "95", "--critical-percent", "90"}, "warningPercent=95"},

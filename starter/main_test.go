@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -134,5 +137,34 @@ func TestGovernanceRestoreUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, want) {
 			t.Errorf("%s: exit %d, stderr %q; want usage error naming %q", args, code, errOut, want)
 		}
+	}
+}
+
+// Durations of every flag take whole days too.
+func TestParseDurationTakesDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "0s": 0} {
+		if got, err := parseDuration(in); err != nil || got != want {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"1.5d", "d", "7dd", "soon", "1d-2h", "x1d"} {
+		if got, err := parseDuration(in); err == nil {
+			t.Errorf("parseDuration(%q) = %v; want an error", in, got)
+		}
+	}
+	if code, _, stderr := runCLI([]string{"governance", "plan", "--grace", "2x"}, nil); code != exitUsage || !strings.Contains(stderr, `"2x" is not a duration`) {
+		t.Errorf("--grace 2x: exit %d %s", code, stderr)
+	}
+}
+
+// A cron expression the server keeps as a calendar reads as cron again.
+func TestSpecTextWritesCalendarsAsCron(t *testing.T) {
+	s := client.ScheduleSpec{TimeZoneName: "Europe/Berlin", Calendars: []client.ScheduleCalendarSpec{{
+		Minute: []client.ScheduleRange{{Start: 0}}, Hour: []client.ScheduleRange{{Start: 3}},
+		DayOfMonth: []client.ScheduleRange{{Start: 1, End: 31}}, Month: []client.ScheduleRange{{Start: 1, End: 12}},
+		DayOfWeek: []client.ScheduleRange{{Start: 1, End: 5}, {Start: 0, End: 6, Step: 2}},
+	}}}
+	if got, want := specText(s), "cron 0 3 * * 1-5,0-6/2 (Europe/Berlin)"; got != want {
+		t.Errorf("specText = %q, want %q", got, want)
 	}
 }

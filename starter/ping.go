@@ -86,7 +86,7 @@ func newPingCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&message, "message", "ping", "text the worker echoes back")
-	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for a worker to answer")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 30*time.Second, "how long to wait for a worker to answer")
 	return cmd
 }
 

@@ -128,7 +128,7 @@ func newQuotaCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringSliceVar(&tenants, "tenant", nil, "tenants to show (repeatable; default all)")
 	cmd.Flags().StringVar(&watch, "watch", workflows.DefaultQuotaWatchName, "quota watch whose samples feed the forecast (empty: none)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the worker")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 2*time.Minute, "how long to wait for the worker")
 	cmd.Flags().Float64Var(&warning, "warning-percent", 0, "warning watermark (default 80)")
 	cmd.Flags().Float64Var(&critical, "critical-percent", 0, "critical watermark (default 90)")
 	return cmd

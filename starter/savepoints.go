@@ -23,15 +23,7 @@ func newSavepointsCommand(g *globals) *cobra.Command {
 // newSavepointsScheduleCommand runs savepoints that leave jobs running on
 // Temporal Schedules; schedules share one name space with governance's.
 func newSavepointsScheduleCommand(g *globals) *cobra.Command {
-	cmd := newGroupCommand("schedule", "Take a savepoint of running jobs on a Temporal Schedule (the jobs keep running)")
-	cmd.AddCommand(
-		scheduleUpsertCommand(g, "create", &savepointSchedule{}),
-		scheduleUpsertCommand(g, "update", &savepointSchedule{}),
-		scheduleDeleteCommand(g),
-		scheduleListCommand(g),
-		scheduleTriggerCommand(g),
-	)
-	return cmd
+	return newScheduleGroup(g, "Take a savepoint of running jobs on a Temporal Schedule (the jobs keep running)", func() scheduleAction { return &savepointSchedule{} })
 }
 
 // savepointSchedule starts ScheduledSavepoints.
@@ -50,7 +42,11 @@ func (f *savepointSchedule) bind(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.scope.ExcludeJobs, "exclude-job", nil, "job name globs out of scope")
 	fl.IntVar(&f.concurrency, "concurrency", 4, "savepoints in flight at once (1..256)")
 	fl.StringVar(&f.format, "format", workflows.FormatCanonical, "savepoint format: CANONICAL or NATIVE")
-	fl.DurationVar(&f.timeout, "savepoint-timeout", 30*time.Minute, "bound on one savepoint, verification included")
+	durationFlag(fl, &f.timeout, "savepoint-timeout", 30*time.Minute, "bound on one savepoint, verification included")
+}
+
+func (*savepointSchedule) workflowTypes() []string {
+	return []string{workflows.ScheduledSavepointsWorkflowType}
 }
 
 func (f *savepointSchedule) build(name string) (string, interface{}, string, error) {
@@ -137,7 +133,7 @@ func newSavepointsListCommand(g *globals) *cobra.Command {
 	cmd.Flags().StringSliceVar(&tenants, "tenant", nil, "tenants (repeatable; default all)")
 	cmd.Flags().StringVar(&job, "job", "", "only the savepoints of this logical job, <cluster>/<job name>")
 	cmd.Flags().BoolVar(&unknown, "unknown", false, "only the savepoints no evidence ties to a logical job (governance keeps them until adopted)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the worker")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 5*time.Minute, "how long to wait for the worker")
 	return cmd
 }
 
@@ -182,7 +178,7 @@ func newSavepointsAdoptCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&job, "job", "", "the logical job, <cluster>/<job name> (required)")
 	cmd.Flags().BoolVar(&force, "force", false, "reassign savepoints already catalogued for another job")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the worker")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 5*time.Minute, "how long to wait for the worker")
 	return cmd
 }
 

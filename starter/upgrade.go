@@ -134,7 +134,7 @@ func upgradeStartCommand(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "run even inside a freeze of the job's tenant (needs --reason; recorded in the manifest)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why the freeze is overridden")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the upgrade to end and print its outcome")
-	cmd.Flags().DurationVar(&timeout, "timeout", time.Hour, "how long --wait waits")
+	durationFlag(cmd.Flags(), &timeout, "timeout", time.Hour, "how long --wait waits")
 	return cmd
 }
 

@@ -66,7 +66,7 @@ func newUsageCommand(g *globals) *cobra.Command {
 	f.IntVar(&top, "top", usage.DefaultTop, fmt.Sprintf("how many logical jobs to name as top offenders per tenant, 1 to %d", usage.MaxTop))
 	// Shadows the global --output, which knows no csv.
 	f.StringVarP(&output, "output", "o", outputTable, "output format: table, json or csv")
-	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for the worker's walk")
+	durationFlag(f, &timeout, "timeout", 15*time.Minute, "how long to wait for the worker's walk")
 	return cmd
 }
 

@@ -74,7 +74,7 @@ func windowPlanCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "window file (YAML)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the worker's plan")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 5*time.Minute, "how long to wait for the worker's plan")
 	return cmd
 }
 
