@@ -188,6 +188,24 @@ func (o *Options) ClientOptions(logger log.Logger, metrics client.MetricsHandler
 	return opts, nil
 }
 
+// dialCause explains a failed dial in the user's terms where gRPC does
+// not: a host name that does not resolve reads "no children to pick from".
+func dialCause(ctx context.Context, lookup func(context.Context, string) ([]string, error), address string, err error) error {
+	host, _, splitErr := net.SplitHostPort(address)
+	if splitErr != nil || net.ParseIP(host) != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, lookupErr := lookup(ctx, host); lookupErr != nil {
+		var dnsErr *net.DNSError
+		if errors.As(lookupErr, &dnsErr) && dnsErr.IsNotFound {
+			return fmt.Errorf("the host name %q does not resolve (%v): check the address", host, lookupErr)
+		}
+	}
+	return err
+}
+
 // Dial connects and checks the frontend answers within timeout. Connection
 // failures wrap ErrUnreachable so callers can choose their exit code.
 func (o *Options) Dial(ctx context.Context, timeout time.Duration, logger log.Logger, metrics client.MetricsHandler) (client.Client, error) {
@@ -199,7 +217,7 @@ func (o *Options) Dial(ctx context.Context, timeout time.Duration, logger log.Lo
 	defer cancel()
 	c, err := client.DialContext(dialCtx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot connect to %s (namespace %q) within %s: %v", ErrUnreachable, o.Address, o.Namespace, timeout, err)
+		return nil, fmt.Errorf("%w: cannot connect to %s (namespace %q) within %s: %v", ErrUnreachable, o.Address, o.Namespace, timeout, dialCause(ctx, net.DefaultResolver.LookupHost, o.Address, err))
 	}
 	return c, nil
 }
