@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -74,7 +76,7 @@ func newQuotaCommand(g *globals) *cobra.Command {
 				case err == nil:
 					in.State = seed
 				case isNotFound(err):
-					notes = append(notes, fmt.Sprintf("no quota watch %s is running, so there is no series to forecast from; start one (or a quota-watch schedule with --samples-path)", workflows.QuotaWatchWorkflowID(watch)))
+					notes = append(notes, fmt.Sprintf("no quota watch %s has run, so there is no series to forecast from; start it: flinkmaint quota watch start --name %s", workflows.QuotaWatchWorkflowID(watch), watch))
 				default:
 					notes = append(notes, "quota watch "+watch+" not readable: "+err.Error())
 				}
@@ -131,6 +133,93 @@ func newQuotaCommand(g *globals) *cobra.Command {
 	durationFlag(cmd.Flags(), &timeout, "timeout", 2*time.Minute, "how long to wait for the worker")
 	cmd.Flags().Float64Var(&warning, "warning-percent", 0, "warning watermark (default 80)")
 	cmd.Flags().Float64Var(&critical, "critical-percent", 0, "critical watermark (default 90)")
+	watchCmd := newGroupCommand("watch", "The long-running quota watch whose samples `quota` forecasts days to full from")
+	watchCmd.AddCommand(quotaWatchStartCommand(g), quotaWatchStopCommand(g))
+	cmd.AddCommand(watchCmd)
+	return cmd
+}
+
+// quotaWatchStartCommand starts quota-watch-<name>, which samples every
+// tenant's quota until stopped (continuing as new as its history grows);
+// `quota` seeds its forecast from that series.
+func quotaWatchStartCommand(g *globals) *cobra.Command {
+	var (
+		name, samplesPath string
+		tenants           []string
+		interval          time.Duration
+		warning, critical float64
+	)
+	cmd := &cobra.Command{
+		Use:     "start",
+		Short:   "Start the quota watch: a sample of every tenant's quota each --interval, until stopped",
+		Example: "  flinkmaint quota watch start\n  flinkmaint quota watch start --interval 5m --tenant payments --samples-path hdfs://nn:8020/flinkmaint/quota-samples.json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: tenants}, Interval: workflows.Duration(interval),
+				SamplesPath: samplesPath, WarningPercent: warning, CriticalPercent: critical}
+			in.ApplyDefaults()
+			if err := in.Validate(); err != nil {
+				return usageErrorf("invalid quota watch (flags --interval, --warning-percent, --critical-percent, --samples-path): %v", err)
+			}
+			if name == "" || strings.ContainsAny(name, "/ \t") {
+				return usageErrorf("--name=%q: use letters, digits and dashes", name)
+			}
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			id := workflows.QuotaWatchWorkflowID(name)
+			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
+				ID: id, TaskQueue: g.taskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+				TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindQuotaWatch)),
+				StaticSummary:         workflows.StartSummary(in),
+			}, workflows.QuotaWatchWorkflowType, in)
+			var started *serviceerror.WorkflowExecutionAlreadyStarted
+			switch {
+			case errors.As(err, &started):
+				fmt.Fprintf(cmd.OutOrStdout(), "quota watch %s is already running; `flinkmaint quota watch stop --name %s` stops it\n", id, name)
+				return nil
+			case err != nil:
+				return fmt.Errorf("start quota watch %s: %w", id, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "quota watch %s started: a sample every %s\nui  %s\n", id, in.Interval.D(), g.conn.ExecutionURL(run.GetID(), run.GetRunID()))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", workflows.DefaultQuotaWatchName, "watch name; quota --watch NAME reads it (quota reads the default one)")
+	cmd.Flags().StringSliceVar(&tenants, "tenant", nil, "tenants to watch (repeatable; default all)")
+	durationFlag(cmd.Flags(), &interval, "interval", 15*time.Minute, "time between samples")
+	cmd.Flags().StringVar(&samplesPath, "samples-path", "", "storage document that also keeps the series, so a new watch continues it")
+	cmd.Flags().Float64Var(&warning, "warning-percent", 0, "warning watermark (default 80)")
+	cmd.Flags().Float64Var(&critical, "critical-percent", 0, "critical watermark (default 90)")
+	return cmd
+}
+
+func quotaWatchStopCommand(g *globals) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the quota watch (its samples stay readable until its history is removed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			id := workflows.QuotaWatchWorkflowID(name)
+			if err := c.CancelWorkflow(cmd.Context(), id, ""); err != nil {
+				if isNotFound(err) {
+					return fmt.Errorf("no quota watch %s is running: %w", id, err)
+				}
+				return fmt.Errorf("stop quota watch %s: %w", id, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "quota watch %s stopped\n", id)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", workflows.DefaultQuotaWatchName, "watch name")
 	return cmd
 }
 

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -100,5 +101,38 @@ func TestQuotaCommandOnRealPeers(t *testing.T) {
 	}
 	if row.Level != "ok" || !row.RestartAllowed || row.Samples < 1 {
 		t.Fatalf("row %+v", row)
+	}
+
+	// The default path of the forecast: without a watch, quota says the
+	// command that starts one; with it started, quota reads its series.
+	env := map[string]string{"TEMPORAL_ADDRESS": tmp.HostPort, "FLINKMAINT_TASK_QUEUE": "quota-cli"}
+	quotaNow := func() (rows []quotaRow, notes []string) {
+		t.Helper()
+		code, stdout, stderr := runCLI([]string{"quota", "-o", "json", "--tenant", "quota-cli"}, env)
+		var out struct {
+			Tenants []quotaRow `json:"tenants"`
+			Notes   []string   `json:"notes"`
+		}
+		if code != exitOK || json.Unmarshal([]byte(stdout), &out) != nil {
+			t.Fatalf("quota: exit %d: %s%s", code, stdout, stderr)
+		}
+		return out.Tenants, out.Notes
+	}
+	if _, notes := quotaNow(); len(notes) != 1 || !strings.Contains(notes[0], "flinkmaint quota watch start --name default") {
+		t.Fatalf("quota without a watch: notes %q; want the command that starts one", notes)
+	}
+	for i := 0; i < 2; i++ { // the second start finds it running
+		if code, stdout, stderr := runCLI([]string{"quota", "watch", "start", "--interval", "1s", "--tenant", "quota-cli"}, env); code != exitOK {
+			t.Fatalf("quota watch start: exit %d: %s%s", code, stdout, stderr)
+		} else if i == 1 && !strings.Contains(stdout, "already running") {
+			t.Fatalf("second quota watch start: %s", stdout)
+		}
+	}
+	peertest.WaitFor(t, ctx, 2*time.Minute, "the quota forecast reads the watch's samples", func() (bool, string) {
+		rows, notes := quotaNow()
+		return len(rows) == 1 && rows[0].Samples >= 3 && len(notes) == 0, fmt.Sprintf("rows %+v, notes %q", rows, notes)
+	})
+	if code, stdout, stderr := runCLI([]string{"quota", "watch", "stop"}, env); code != exitOK || !strings.Contains(stdout, "stopped") {
+		t.Fatalf("quota watch stop: exit %d: %s%s", code, stdout, stderr)
 	}
 }
