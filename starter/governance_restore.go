@@ -32,8 +32,6 @@ left as it is. Needs the tenant lock of the tenants the items go back into
 and honours freezes, as an execution does.
 
 RUN is the governance run's name (its trash is <cleanup.trashRoot>/RUN).`,
-		Example: `  flinkmaint governance restore nightly-2026-12-01 --dry-run
-  flinkmaint governance restore nightly-2026-12-01 --path '/flink/team-a/checkpoints/0a1b*' --reason "job orders needs chk-812"`,
 		Args: oneArg("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in.RunID, in.By = args[0], operator()

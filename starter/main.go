@@ -134,16 +134,22 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		newDrillCommand(g),
 		newUpgradeCommand(g),
 	)
+	setExamples(root)
 	return root
 }
 
 // newGroupCommand is a command group; it only lists its subcommands and
 // rejects unknown ones with a usage error.
+// groupAnnotation marks a command that only groups others (its help is
+// all it does).
+const groupAnnotation = "flinkmaint/group"
+
 func newGroupCommand(name, short string) *cobra.Command {
 	return &cobra.Command{
-		Use:   name,
-		Short: short,
-		Args:  cobra.NoArgs,
+		Use:         name,
+		Short:       short,
+		Annotations: map[string]string{groupAnnotation: "true"},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.HasAvailableSubCommands() {
 				return usageErrorf("%q has no subcommands in this version", cmd.CommandPath())

@@ -150,10 +150,9 @@ func quotaWatchStartCommand(g *globals) *cobra.Command {
 		warning, critical float64
 	)
 	cmd := &cobra.Command{
-		Use:     "start",
-		Short:   "Start the quota watch: a sample of every tenant's quota each --interval, until stopped",
-		Example: "  flinkmaint quota watch start\n  flinkmaint quota watch start --interval 5m --tenant payments --samples-path hdfs://nn:8020/flinkmaint/quota-samples.json",
-		Args:    cobra.NoArgs,
+		Use:   "start",
+		Short: "Start the quota watch: a sample of every tenant's quota each --interval, until stopped",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: tenants}, Interval: workflows.Duration(interval),
 				SamplesPath: samplesPath, WarningPercent: warning, CriticalPercent: critical}

@@ -143,3 +143,53 @@ func TestFlagHelpShowsItsType(t *testing.T) {
 	}
 	walk(newRootCommand(func(string) string { return "" }, io.Discard, io.Discard))
 }
+
+// TestEveryCommandHasExamples: every command that does something shows
+// how it is called, every example names a command, and each example line
+// parses: its flags exist and its arguments are what the command takes.
+func TestEveryCommandHasExamples(t *testing.T) {
+	root := newRootCommand(func(string) string { return "" }, io.Discard, io.Discard)
+	used := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		path := strings.TrimPrefix(c.CommandPath(), "flinkmaint ")
+		if c.HasParent() && c.Annotations[groupAnnotation] == "" {
+			used[path] = true
+			if _, ok := commandExamples[path]; !ok {
+				t.Errorf("%s has no example: add one to commandExamples", c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for path, ex := range commandExamples {
+		if !used[path] {
+			t.Errorf("commandExamples names %q, which is not a command", path)
+			continue
+		}
+		lines, err := exampleCommandLines(ex)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		for _, args := range lines {
+			// Each line on a fresh tree: parsing sets flags.
+			r := newRootCommand(func(string) string { return "" }, io.Discard, io.Discard)
+			c, rest, err := r.Find(args)
+			if err == nil {
+				err = c.ParseFlags(rest)
+			}
+			if err == nil {
+				err = c.ValidateArgs(c.Flags().Args())
+			}
+			if err != nil {
+				t.Errorf("example of %s: flinkmaint %s: %v", path, strings.Join(args, " "), err)
+			}
+		}
+	}
+}
