@@ -1,5 +1,6 @@
 // Package monitoring holds the tests of deploy/monitoring: the Grafana
-// dashboard, the PrometheusRule and their kustomization. The tests here need
+// dashboard, the PrometheusRule (each alert described in docs/monitoring.md,
+// where its runbook_url points) and their kustomization. The tests here need
 // no server; monitoring_realpeers_test.go runs promtool and a real worker.
 package monitoring
 
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
@@ -31,8 +33,9 @@ const (
 	dashboardFile = "grafana-dashboard.json"
 	ruleFile      = "prometheusrule.yaml"
 	kustomizeFile = "kustomization.yaml"
-	// runbookAnchor is the README section every alert points to.
-	runbookAnchor = "README.md#monitoring"
+	// runbookPage is the page every alert's runbook_url points into, at
+	// the section that describes the alert (path from the module root).
+	runbookPage = "docs/monitoring.md"
 )
 
 // repoRoot is the module root: go test runs in deploy/monitoring.
@@ -315,14 +318,11 @@ func TestPrometheusRuleIsValidAndDocumented(t *testing.T) {
 		t.Fatalf("%s: apiVersion %q, kind %q, name %q: want a named monitoring.coreos.com/v1 PrometheusRule",
 			ruleFile, pr.APIVersion, pr.Kind, pr.Metadata.Name)
 	}
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	page, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(runbookPage)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := readmeSection(string(readme), "## Monitoring")
-	if section == "" {
-		t.Fatalf("README.md has no \"## Monitoring\" section, which %s points to", runbookAnchor)
-	}
+	sections := markdownSections(string(page))
 	groups := map[string]bool{}
 	alerts := map[string]bool{}
 	for _, g := range pr.Spec.Groups {
@@ -350,11 +350,16 @@ func TestPrometheusRuleIsValidAndDocumented(t *testing.T) {
 					t.Errorf("alert %s: no %s annotation", r.Alert, a)
 				}
 			}
-			if r.Annotations["runbook_url"] != runbookAnchor {
-				t.Errorf("alert %s: runbook_url %q, want %s", r.Alert, r.Annotations["runbook_url"], runbookAnchor)
-			}
-			if !strings.Contains(section, "`"+r.Alert+"`") {
-				t.Errorf("alert %s is not described in README.md's Monitoring section", r.Alert)
+			// The runbook is the section of runbookPage that describes
+			// this alert.
+			url := r.Annotations["runbook_url"]
+			anchor, ok := strings.CutPrefix(url, runbookPage+"#")
+			if !ok {
+				t.Errorf("alert %s: runbook_url %q, want %s#<anchor of the section describing it>", r.Alert, url, runbookPage)
+			} else if section, found := sections[anchor]; !found {
+				t.Errorf("alert %s: runbook_url %q: %s has no heading with anchor #%s", r.Alert, url, runbookPage, anchor)
+			} else if !strings.Contains(section, "`"+r.Alert+"`") {
+				t.Errorf("alert %s: runbook_url %q: the section #%s of %s does not describe it (no `%s` in it)", r.Alert, url, anchor, runbookPage, r.Alert)
 			}
 			// An alert about a tenant names it.
 			if strings.Contains(r.Expr, "tenant") && !strings.Contains(r.Annotations["summary"], "$labels.tenant") {
@@ -373,18 +378,69 @@ func TestPrometheusRuleIsValidAndDocumented(t *testing.T) {
 	}
 }
 
-// readmeSection returns the text from heading to the next heading of the
-// same level.
-func readmeSection(readme, heading string) string {
-	i := strings.Index(readme, "\n"+heading+"\n")
-	if i < 0 {
-		return ""
+// markdownSections returns, per heading anchor, the text from that heading
+// to the next heading of the same or a higher level. Anchors follow
+// GitHub's rules (headingAnchor); a repeated heading gets -1, -2, ...
+// Lines in fenced code blocks are no headings.
+func markdownSections(page string) map[string]string {
+	type open struct {
+		anchor string
+		level  int
+		lines  []string
 	}
-	rest := readme[i+1+len(heading):]
-	if j := strings.Index(rest, "\n## "); j >= 0 {
-		rest = rest[:j]
+	out := map[string]string{}
+	seen := map[string]int{}
+	var stack []*open
+	closeTo := func(level int) {
+		for len(stack) > 0 && stack[len(stack)-1].level >= level {
+			o := stack[len(stack)-1]
+			out[o.anchor] = strings.Join(o.lines, "\n")
+			stack = stack[:len(stack)-1]
+		}
 	}
-	return rest
+	fenced := false
+	for _, line := range strings.Split(page, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			fenced = !fenced
+		}
+		if m := atxHeading.FindStringSubmatch(line); m != nil && !fenced {
+			level := len(m[1])
+			closeTo(level)
+			a := headingAnchor(m[2])
+			if n := seen[a]; n > 0 {
+				seen[a] = n + 1
+				a = a + "-" + strconv.Itoa(n)
+			} else {
+				seen[a] = 1
+			}
+			stack = append(stack, &open{anchor: a, level: level})
+		}
+		for _, o := range stack {
+			o.lines = append(o.lines, line)
+		}
+	}
+	closeTo(1)
+	return out
+}
+
+// atxHeading is a markdown heading line: its #s and its text.
+var atxHeading = regexp.MustCompile(`^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$`)
+
+// headingAnchor is GitHub's anchor of a heading: its text without code
+// and emphasis markers, lower case, every character that is not a letter,
+// digit, space, hyphen or underscore removed, each space a hyphen.
+func headingAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.NewReplacer("`", "", "*", "").Replace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // ---- the kustomization ----

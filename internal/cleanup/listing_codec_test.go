@@ -165,7 +165,7 @@ func fleetListing(jobs int) Listing {
 // BenchmarkPlanFleetListing reads a written listing of 1,000 fleet jobs
 // (200,000 files, 10,000 _metadata) back and plans it, as the plan
 // activity does, and reports the live heap after each: what bounds the
-// worker's memory at scale (P6 in the README, at a fifth of its size).
+// worker's memory at scale (P6 in docs/performance.md, at a fifth of its size).
 func BenchmarkPlanFleetListing(b *testing.B) {
 	const jobs = 1000
 	var buf bytes.Buffer
