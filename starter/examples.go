@@ -29,7 +29,13 @@ flinkmaint window start -f window.yaml --wait
 flinkmaint window start -f window.yaml --override-freeze --reason "security patch, approved in CHG-1234"`,
 	"window status": `flinkmaint window status nightly-2026-12-04
 flinkmaint window status nightly-2026-12-04 -o json`,
-	"window list":                   `flinkmaint window list`,
+	"window list": `flinkmaint window list
+flinkmaint window list --pending
+flinkmaint window list --tenant payments --status running`,
+	"governance list": `flinkmaint governance list --pending
+flinkmaint governance list --tenant payments --status failed --limit 20`,
+	"drill list":                    `flinkmaint drill list --status failed`,
+	"upgrade list":                  `flinkmaint upgrade list --tenant payments`,
 	"window report":                 `flinkmaint window report nightly-2026-12-04`,
 	"window confirm-network-change": `flinkmaint window confirm-network-change nightly-2026-12-04 --reason "switch firmware upgraded, links up"`,
 	"window pause":                  `flinkmaint window pause nightly-2026-12-04 --reason "NameNode failover in progress"`,

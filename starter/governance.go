@@ -22,6 +22,7 @@ func newGovernanceCommand(g *globals) *cobra.Command {
 		governanceDecisionCommand(g, "approve", "Approve the plan a governance run waits on"),
 		governanceDecisionCommand(g, "reject", "Reject the plan a governance run waits on; nothing is touched"),
 		governanceStatusCommand(g),
+		runListCommand(g, workflows.KindGovernance, "governance runs (a window's cleanup too)", "governance-"),
 		governanceReportCommand(g),
 		governanceRestoreCommand(g),
 		newScheduleCommand(g),

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -65,6 +67,26 @@ func TestScheduleCommandsOnDevServer(t *testing.T) {
 	st := mustRun("governance", "status", rows[0].RecentRuns[0])
 	if !strings.Contains(st, "mode     auto") {
 		t.Errorf("status of the scheduled run:\n%s", st)
+	}
+	// governance list finds it by status once visibility has it, and a
+	// filter it does not match leaves it out.
+	scheduled := rows[0].RecentRuns[0]
+	listed := func(args ...string) []runRow {
+		t.Helper()
+		var runs []runRow
+		if err := json.Unmarshal([]byte(mustRun(append([]string{"governance", "list", "-o", "json"}, args...)...)), &runs); err != nil {
+			t.Fatal(err)
+		}
+		return runs
+	}
+	peertest.WaitFor(t, context.Background(), 30*time.Second, "the failed scheduled run listed", func() (bool, string) {
+		runs := listed("--status", "failed")
+		return len(runs) == 1 && runs[0].WorkflowID == scheduled && runs[0].Status == "failed", fmt.Sprintf("%+v", runs)
+	})
+	for _, filter := range [][]string{{"--status", "running"}, {"--pending"}, {"--tenant", "no-such-tenant"}} {
+		if runs := listed(filter...); len(runs) != 0 {
+			t.Errorf("governance list %v: %+v; want none", filter, runs)
+		}
 	}
 	// An update changes only the flags given, keeps the schedule's state
 	// unless --paused is given, and a command of another kind refuses it.

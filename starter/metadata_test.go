@@ -80,7 +80,7 @@ func TestMetadataInspect(t *testing.T) {
 	}
 }
 
-// Exit codes of metadata inspect follow the README: 2 only for how the
+// Exit codes of metadata inspect follow docs/cli.md: 2 only for how the
 // command was called (argument count, a path that is no path, a scheme it
 // cannot read), 1 when the storage fails or the file cannot be read.
 func TestMetadataInspectExitCodes(t *testing.T) {

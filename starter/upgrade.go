@@ -26,6 +26,7 @@ func newUpgradeCommand(g *globals) *cobra.Command {
 	cmd.AddCommand(
 		upgradeStartCommand(g),
 		upgradeStatusCommand(g),
+		runListCommand(g, workflows.KindUpgrade, "job upgrades", "upgrade-"),
 		upgradeRollbackCommand(g),
 		upgradeDecideCommand(g),
 	)

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/workflowservice/v1"
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -23,7 +22,7 @@ func newWindowCommand(g *globals) *cobra.Command {
 		windowStartCommand(g),
 		windowPlanCommand(g),
 		windowStatusCommand(g),
-		windowListCommand(g),
+		runListCommand(g, workflows.KindWindow, "maintenance windows", "window-"),
 		windowReportCommand(g),
 		windowSignalCommand(g, "pause", "Pause at the next safe point (running steps finish)", workflows.SignalPause),
 		windowSignalCommand(g, "resume", "Lift an operator pause", workflows.SignalResume),
@@ -195,51 +194,6 @@ func printWindowState(w io.Writer, st *workflows.WindowState) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.Target.Label(), sp, j.RestartState, j.RestartWave, note)
 	}
 	return tw.Flush()
-}
-
-func windowListCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List maintenance windows, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			resp, err := c.ListWorkflow(cmd.Context(), &workflowservice.ListWorkflowExecutionsRequest{
-				Query: fmt.Sprintf("FlinkmaintKind = '%s'", workflows.KindWindow), PageSize: 100,
-			})
-			if err != nil {
-				return fmt.Errorf("list windows: %w", err)
-			}
-			type row struct {
-				WorkflowID string `json:"workflowId"`
-				Status     string `json:"status"`
-				Phase      string `json:"phase"`
-				Started    string `json:"started"`
-			}
-			var rows []row
-			for _, e := range resp.GetExecutions() {
-				phase := ""
-				if sa := e.GetSearchAttributes().GetIndexedFields()["FlinkmaintPhase"]; sa != nil {
-					_ = json.Unmarshal(sa.GetData(), &phase)
-				}
-				rows = append(rows, row{WorkflowID: e.GetExecution().GetWorkflowId(), Status: e.GetStatus().String(), Phase: phase,
-					Started: e.GetStartTime().AsTime().Format("2006-01-02 15:04:05")})
-			}
-			if g.output == outputJSON {
-				return printJSON(cmd.OutOrStdout(), rows)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WINDOW\tSTATUS\tPHASE\tSTARTED")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", strings.TrimPrefix(r.WorkflowID, "window-"), r.Status, r.Phase, r.Started)
-			}
-			return tw.Flush()
-		},
-	}
 }
 
 func windowReportCommand(g *globals) *cobra.Command {
