@@ -243,6 +243,18 @@ func (e *failClosedEnv) plan(ctx context.Context, runID string, scope activities
 // age sets the mtime of every file below plain path dir (and the dirs).
 func (e *failClosedEnv) age(dir string, when time.Time, filesOnly bool) {
 	e.t.Helper()
+	e.ageTree(dir, when, filesOnly, true)
+}
+
+// ageRunning ages the tree of a job that is still running: it never
+// settles, so it is aged as it is.
+func (e *failClosedEnv) ageRunning(dir string, when time.Time, filesOnly bool) {
+	e.t.Helper()
+	e.ageTree(dir, when, filesOnly, false)
+}
+
+func (e *failClosedEnv) ageTree(dir string, when time.Time, filesOnly, settle bool) {
+	e.t.Helper()
 	walk := func() (all []string, seen string) {
 		var b strings.Builder
 		_ = e.raw.Walk(dir, func(p string, fi os.FileInfo, err error) error {
@@ -260,7 +272,7 @@ func (e *failClosedEnv) age(dir string, when time.Time, filesOnly bool) {
 	// background: age the tree once it has settled (unchanged for 2 s), or
 	// a late discard makes it look written a moment ago.
 	all, last := walk()
-	for settled, deadline := 0, time.Now().Add(time.Minute); settled < 4; {
+	for settled, deadline := 0, time.Now().Add(time.Minute); settle && settled < 4; {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("%s did not settle within a minute", dir)
 		}
@@ -406,7 +418,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	port := e.peers.HDFS.NameNode[strings.LastIndex(e.peers.HDFS.NameNode, ":")+1:]
 	fd, jobD := e.start(ctx, ca, "failclosed-d", "hdfs://localhost:"+port+e.plain+"/a/checkpoints", "", "", nil)
 	e.checkpointed(ctx, fd, jobD, 2)
-	e.age(e.plain+"/a/checkpoints/"+jobD+"/shared", time.Now().Add(-2*time.Hour), true)
+	e.ageRunning(e.plain+"/a/checkpoints/"+jobD+"/shared", time.Now().Add(-2*time.Hour), true)
 
 	pol := cleanup.Policy{KeepSavepoints: 1}
 	sum, plan := e.plan(ctx, "failclosed-1", activities.Scope{Tenants: []string{e.tenant[0]}}, pol)
