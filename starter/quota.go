@@ -170,7 +170,7 @@ func quotaWatchStartCommand(g *globals) *cobra.Command {
 			defer c.Close()
 			id := workflows.QuotaWatchWorkflowID(name)
 			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
-				ID: id, TaskQueue: g.taskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+				ID: id, TaskQueue: g.taskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, WorkflowExecutionErrorWhenAlreadyStarted: true,
 				TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindQuotaWatch)),
 				StaticSummary:         workflows.StartSummary(in),
 			}, workflows.QuotaWatchWorkflowType, in)
