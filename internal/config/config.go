@@ -556,15 +556,20 @@ func (s Storage) validateHadoopConf(c Cleanup) []error {
 	if dir == "" {
 		return nil
 	}
-	var sites int
-	for _, name := range []string{"core-site.xml", "hdfs-site.xml"} {
-		if f, err := os.Open(filepath.Join(dir, name)); err == nil {
-			f.Close()
-			sites++
+	// A directory without site files is a deliberate empty configuration;
+	// one that cannot be read is a mount that is missing.
+	if entries, err := os.ReadDir(dir); err != nil {
+		return []error{fmt.Errorf("storage.hadoopConfDir=%q is not a readable directory (%v): point it at the HDFS cluster's client configuration, core-site.xml and hdfs-site.xml (mount it into the pod)", dir, err)}
+	} else {
+		for _, e := range entries {
+			if name := e.Name(); name == "core-site.xml" || name == "hdfs-site.xml" {
+				if f, err := os.Open(filepath.Join(dir, name)); err != nil {
+					return []error{fmt.Errorf("storage.hadoopConfDir=%q: %s cannot be read: %v", dir, name, err)}
+				} else {
+					f.Close()
+				}
+			}
 		}
-	}
-	if sites == 0 {
-		return []error{fmt.Errorf("storage.hadoopConfDir=%q has no readable core-site.xml or hdfs-site.xml: point it at the HDFS cluster's client configuration (mount it into the pod)", dir)}
 	}
 	conf, err := hadoopconf.Load(dir)
 	if err != nil {

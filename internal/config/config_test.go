@@ -217,7 +217,10 @@ func TestHadoopConfDirMustDefineTheNameservices(t *testing.T) {
 	}{
 		"nameservice defined": {file: "storage:\n  hadoopConfDir: " + conf + "\n  defaultFS: hdfs://ns1\n  writableRoots: [hdfs://ns1/flink, hdfs://nn3.corp:8020/x]\n"},
 		"no such directory": {file: "storage:\n  hadoopConfDir: /nonexistent/hadoop/conf\n  defaultFS: hdfs://ns1\n",
-			want: []string{`storage.hadoopConfDir="/nonexistent/hadoop/conf" has no readable core-site.xml or hdfs-site.xml`}},
+			want: []string{`storage.hadoopConfDir="/nonexistent/hadoop/conf" is not a readable directory`}},
+		"empty directory, nameservice": {file: "storage:\n  hadoopConfDir: " + t.TempDir() + "\n  defaultFS: hdfs://ns1\n",
+			want: []string{`storage.defaultFS="hdfs://ns1" names "ns1" without a port`}},
+		"empty directory, host and port": {file: "storage:\n  hadoopConfDir: " + t.TempDir() + "\n  defaultFS: hdfs://nn1.corp:8020\n"},
 		"nameservice not defined": {file: "storage:\n  hadoopConfDir: " + conf + "\n  defaultFS: hdfs://nameservice1\n  writableRoots: [hdfs://ns2/flink]\ncleanup:\n  referenceRoots: [hdfs://ns3/ck]\n",
 			want: []string{`storage.defaultFS="hdfs://nameservice1" names "nameservice1" without a port`, `storage.writableRoots[0]="hdfs://ns2/flink"`, `cleanup.referenceRoots[0]="hdfs://ns3/ck"`}},
 	} {

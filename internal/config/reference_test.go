@@ -84,47 +84,62 @@ func readGoDocs(t *testing.T, root string, pkgs ...string) goDocs {
 	d := goDocs{types: map[string]string{}, fields: map[string]map[string]string{}}
 	for _, pkg := range pkgs {
 		dir := filepath.Join(root, strings.TrimPrefix(pkg, modulePath+"/"))
-		fset := token.NewFileSet()
-		parsed, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range parsed {
-			for _, f := range p.Files {
-				for _, decl := range f.Decls {
-					gd, ok := decl.(*ast.GenDecl)
-					if !ok || gd.Tok != token.TYPE {
+		for _, f := range parseGoFiles(t, dir, parser.ParseComments) {
+			for _, decl := range f.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != token.TYPE {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					ts := spec.(*ast.TypeSpec)
+					name := pkg + "." + ts.Name.Name
+					doc := ts.Doc
+					if doc == nil && len(gd.Specs) == 1 {
+						doc = gd.Doc
+					}
+					d.types[name] = doc.Text()
+					st, ok := ts.Type.(*ast.StructType)
+					if !ok {
 						continue
 					}
-					for _, spec := range gd.Specs {
-						ts := spec.(*ast.TypeSpec)
-						name := pkg + "." + ts.Name.Name
-						doc := ts.Doc
-						if doc == nil && len(gd.Specs) == 1 {
-							doc = gd.Doc
+					fields := map[string]string{}
+					for _, fld := range st.Fields.List {
+						text := fld.Doc.Text()
+						if text == "" {
+							text = fld.Comment.Text()
 						}
-						d.types[name] = doc.Text()
-						st, ok := ts.Type.(*ast.StructType)
-						if !ok {
-							continue
+						for _, n := range fld.Names {
+							fields[n.Name] = text
 						}
-						fields := map[string]string{}
-						for _, fld := range st.Fields.List {
-							text := fld.Doc.Text()
-							if text == "" {
-								text = fld.Comment.Text()
-							}
-							for _, n := range fld.Names {
-								fields[n.Name] = text
-							}
-						}
-						d.fields[name] = fields
 					}
+					d.fields[name] = fields
 				}
 			}
 		}
 	}
 	return d
+}
+
+// parseGoFiles parses the package's non-test Go files in dir.
+func parseGoFiles(t *testing.T, dir string, mode parser.Mode) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
 }
 
 var (
@@ -339,13 +354,8 @@ func valueAt(t *testing.T, cfg Config, key string) string {
 // envConstants returns the values of the Env* constants of a package.
 func envConstants(t *testing.T, dir string) []string {
 	t.Helper()
-	fset := token.NewFileSet()
-	parsed, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, p := range parsed {
+	for _, p := range parseGoFiles(t, dir, 0) {
 		ast.Inspect(p, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
 			if !ok {
