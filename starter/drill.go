@@ -21,7 +21,7 @@ import (
 func newDrillCommand(g *globals) *cobra.Command {
 	cmd := newGroupCommand("drill", "Restore drills: prove on storage, and by a real restore on a drill cluster, that snapshots restore")
 	sched := newScheduleGroup(g, "Run restore drills on a Temporal Schedule", func() scheduleAction { return &drillFlags{} })
-	cmd.AddCommand(drillStartCommand(g), drillStatusCommand(g), runListCommand(g, workflows.KindDrill, "restore drills", "drill-"), drillReportCommand(g), sched)
+	cmd.AddCommand(drillStartCommand(g), withWatch(g, drillStatusCommand(g), func(a []string) string { return drillID(a[0]) }), runListCommand(g, workflows.KindDrill, "restore drills", "drill-"), drillReportCommand(g), sched)
 	return cmd
 }
 

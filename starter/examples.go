@@ -28,6 +28,7 @@ HADOOP_CONF_DIR=/etc/hadoop/conf flinkmaint metadata inspect hdfs://ns1/flink/pa
 flinkmaint window start -f window.yaml --wait
 flinkmaint window start -f window.yaml --override-freeze --reason "security patch, approved in CHG-1234"`,
 	"window status": `flinkmaint window status nightly-2026-12-04
+flinkmaint window status nightly-2026-12-04 --watch
 flinkmaint window status nightly-2026-12-04 -o json`,
 	"window list": `flinkmaint window list
 flinkmaint window list --pending
@@ -48,7 +49,8 @@ flinkmaint window decide nightly-2026-12-04 --action skip-job --job cluster-a/or
 flinkmaint governance plan --tenant payments --keep-savepoints 3 --retired-job-ttl 14d -o json`,
 	"governance run": `flinkmaint governance run --tenant payments --name payments-weekly
 flinkmaint governance run --tenant payments --mode auto --action trash --purge-trash-after 7d --wait`,
-	"governance status": `flinkmaint governance status payments-weekly`,
+	"governance status": `flinkmaint governance status payments-weekly
+flinkmaint governance status payments-weekly --watch --interval 30s`,
 	"governance approve": `flinkmaint governance status payments-weekly
 flinkmaint governance approve payments-weekly --plan-sha256 9f2c4e1b7a3d5f60c8e9b1a2d3c4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6 --reason "reviewed: retired jobs only"`,
 	"governance reject": `flinkmaint governance reject payments-weekly --reason "orders-v1 is still needed for the audit"`,

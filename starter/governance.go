@@ -21,7 +21,7 @@ func newGovernanceCommand(g *globals) *cobra.Command {
 		governanceStartCommand(g, "run", "Start a governance run: plan-and-approve (default) or auto"),
 		governanceDecisionCommand(g, "approve", "Approve the plan a governance run waits on"),
 		governanceDecisionCommand(g, "reject", "Reject the plan a governance run waits on; nothing is touched"),
-		governanceStatusCommand(g),
+		withWatch(g, governanceStatusCommand(g), func(a []string) string { return governanceID(a[0]) }),
 		runListCommand(g, workflows.KindGovernance, "governance runs (a window's cleanup too)", "governance-"),
 		governanceReportCommand(g),
 		governanceRestoreCommand(g),

@@ -83,6 +83,10 @@ func TestScheduleCommandsOnDevServer(t *testing.T) {
 		runs := listed("--status", "failed")
 		return len(runs) == 1 && runs[0].WorkflowID == scheduled && runs[0].Status == "failed", fmt.Sprintf("%+v", runs)
 	})
+	// --watch on a run that has ended shows its status once and says so.
+	if out := mustRun("governance", "status", scheduled, "--watch", "--interval", "1s"); strings.Count(out, "mode     auto") != 1 || !strings.Contains(out, "the run has ended: Failed") {
+		t.Errorf("status --watch of the ended run:\n%s", out)
+	}
 	for _, filter := range [][]string{{"--status", "running"}, {"--pending"}, {"--tenant", "no-such-tenant"}} {
 		if runs := listed(filter...); len(runs) != 0 {
 			t.Errorf("governance list %v: %+v; want none", filter, runs)

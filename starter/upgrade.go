@@ -25,7 +25,7 @@ func newUpgradeCommand(g *globals) *cobra.Command {
 	cmd := newGroupCommand("upgrade", "Upgrade one job to a new version from its savepoint, gated, with a rollback")
 	cmd.AddCommand(
 		upgradeStartCommand(g),
-		upgradeStatusCommand(g),
+		withWatch(g, upgradeStatusCommand(g), func(a []string) string { return workflows.JobUpgradeWorkflowID(a[0]) }),
 		runListCommand(g, workflows.KindUpgrade, "job upgrades", "upgrade-"),
 		upgradeRollbackCommand(g),
 		upgradeDecideCommand(g),
