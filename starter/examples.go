@@ -11,7 +11,9 @@ import (
 // keyed by its path under flinkmaint. One home, so that they read as one
 // manual; a test runs each line's flags and arguments through the command.
 var commandExamples = map[string]string{
-	"ping":    `flinkmaint ping`,
+	"ping": `flinkmaint ping`,
+	"doctor": `flinkmaint doctor
+flinkmaint doctor --address temporal.example:7233 --namespace flinkmaint --tls-ca /etc/flinkmaint/tls/ca.crt -o json`,
 	"version": `flinkmaint version`,
 	"quota": `flinkmaint quota
 flinkmaint quota --tenant payments -o json`,

@@ -50,9 +50,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err == nil {
 		return exitOK
 	}
+	var silent silentExit
+	if errors.As(err, &silent) {
+		return silent.code
+	}
 	fmt.Fprintf(stderr, "flinkmaint: %v\n", err)
 	return exitCode(err)
 }
+
+// silentExit ends a command with an exit code after it has said
+// everything itself (doctor's table).
+type silentExit struct{ code int }
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit code %d", e.code) }
 
 // usageError marks errors in how the CLI was called.
 type usageError struct{ err error }
@@ -133,6 +143,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		newUsageCommand(g),
 		newDrillCommand(g),
 		newUpgradeCommand(g),
+		newDoctorCommand(g),
 	)
 	setExamples(root)
 	return root
