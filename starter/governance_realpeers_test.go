@@ -15,6 +15,8 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
+	"github.com/spf13/cobra"
+
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
@@ -83,6 +85,20 @@ func TestScheduleCommandsOnDevServer(t *testing.T) {
 		runs := listed("--status", "failed")
 		return len(runs) == 1 && runs[0].WorkflowID == scheduled && runs[0].Status == "failed", fmt.Sprintf("%+v", runs)
 	})
+	// The shell completes run and schedule names from Temporal.
+	complete := func(args ...string) string {
+		t.Helper()
+		return mustRun(append([]string{cobra.ShellCompRequestCmd}, args...)...)
+	}
+	if out := complete("governance", "status", "flinkmaint-nightly-"); !strings.Contains(out, scheduled+"\n") {
+		t.Errorf("completion of governance status: %q; want %s", out, scheduled)
+	}
+	if out := complete("governance", "schedule", "describe", ""); !strings.Contains(out, "nightly\n") {
+		t.Errorf("completion of governance schedule describe: %q; want nightly", out)
+	}
+	if out := complete("savepoints", "schedule", "describe", ""); strings.Contains(out, "nightly") {
+		t.Errorf("completion of savepoints schedule describe offers the governance schedule: %q", out)
+	}
 	// --watch on a run that has ended shows its status once and says so.
 	if out := mustRun("governance", "status", scheduled, "--watch", "--interval", "1s"); strings.Count(out, "mode     auto") != 1 || !strings.Contains(out, "the run has ended: Failed") {
 		t.Errorf("status --watch of the ended run:\n%s", out)

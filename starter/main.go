@@ -146,6 +146,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		newDoctorCommand(g),
 	)
 	setExamples(root)
+	setCompletions(root, g)
 	return root
 }
 

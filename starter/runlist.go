@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
 // runStatuses are the --status values of a list and the execution status
@@ -145,4 +150,81 @@ func listedRun(id, idPrefix string, status enumspb.WorkflowExecutionStatus, sa *
 		_ = json.Unmarshal(p.GetData(), &r.Pending)
 	}
 	return r
+}
+
+// completionTargets say what the NAME of each group's commands is: runs
+// of a kind (their IDs less a prefix), or schedules starting some types.
+var completionTargets = map[string]struct {
+	kind, idPrefix string
+	schedules      []string
+}{
+	"window":              {kind: workflows.KindWindow, idPrefix: "window-"},
+	"governance":          {kind: workflows.KindGovernance, idPrefix: "governance-"},
+	"drill":               {kind: workflows.KindDrill, idPrefix: "drill-"},
+	"upgrade":             {kind: workflows.KindUpgrade, idPrefix: "upgrade-"},
+	"governance schedule": {schedules: []string{workflows.GovernanceWorkflowType, workflows.QuotaWatchWorkflowType}},
+	"savepoints schedule": {schedules: []string{workflows.ScheduledSavepointsWorkflowType}},
+	"drill schedule":      {schedules: []string{workflows.RestoreDrillWorkflowType}},
+}
+
+// setCompletions lets the shell complete the run or schedule a command
+// names (flinkmaint completion bash|zsh|fish installs it): commands whose
+// first argument names an existing one, not those that create it.
+func setCompletions(root *cobra.Command, g *globals) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		parent := strings.TrimPrefix(c.Parent().CommandPath(), root.Name()+" ")
+		target, ok := completionTargets[parent]
+		arg, _, _ := strings.Cut(strings.TrimPrefix(c.Use, c.Name()+" "), " ")
+		if !ok || c.ValidArgsFunction != nil || !slices.Contains([]string{"NAME", "WINDOW-ID", "UPGRADE-ID", "RUN"}, arg) ||
+			c.Name() == "create" || c.Name() == "run" || c.Name() == "start" {
+			return
+		}
+		c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 || g.validate() != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			defer cancel()
+			c, err := g.dial(ctx)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+			}
+			defer c.Close()
+			var names []string
+			if target.schedules != nil {
+				rows, err := listSchedules(ctx, c)
+				if err != nil {
+					return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+				}
+				for _, r := range rows {
+					if slices.Contains(target.schedules, r.Workflow) {
+						names = append(names, strings.TrimPrefix(r.Schedule, "flinkmaint-"))
+					}
+				}
+			} else {
+				resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+					Query: fmt.Sprintf("FlinkmaintKind = '%s'", target.kind), PageSize: 200})
+				if err != nil {
+					return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+				}
+				for _, e := range resp.GetExecutions() {
+					names = append(names, strings.TrimPrefix(e.GetExecution().GetWorkflowId(), target.idPrefix))
+				}
+			}
+			var out []string
+			for _, n := range names {
+				if strings.HasPrefix(n, toComplete) && !slices.Contains(out, n) {
+					out = append(out, n)
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	for _, c := range root.Commands() {
+		walk(c)
+	}
 }
