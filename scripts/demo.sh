@@ -33,10 +33,10 @@ fi
 setsid bin/flinkmaint-worker --config "$STATE/worker.yaml" >"$STATE/worker.log" 2>&1 </dev/null &
 echo $! >"$STATE/worker.pid"
 for _ in $(seq 1 60); do
-  curl -fsS http://127.0.0.1:9090/healthz >/dev/null 2>&1 && break
+  curl -fsS http://127.0.0.1:9090/readyz >/dev/null 2>&1 && break
   sleep 0.5
 done
-curl -fsS http://127.0.0.1:9090/healthz >/dev/null || { echo "worker did not start; log: $STATE/worker.log" >&2; tail -20 "$STATE/worker.log" >&2; exit 1; }
+curl -fsS http://127.0.0.1:9090/readyz >/dev/null || { echo "worker did not start; log: $STATE/worker.log" >&2; tail -20 "$STATE/worker.log" >&2; exit 1; }
 echo "worker up: health http://127.0.0.1:9090/healthz, metrics http://127.0.0.1:9090/metrics, log $STATE/worker.log"
 echo
 bin/flinkmaint ping --message "hello from make demo"

@@ -12,15 +12,47 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
-// healthState is what /healthz reports.
-type healthState struct{ up atomic.Bool }
+// healthState is where the worker is: a start-up step, running, or
+// stopping.
+type healthState struct {
+	step     atomic.Pointer[string] // the start-up step under way; nil once running
+	up       atomic.Bool
+	stopping atomic.Bool
+}
 
-func (h *healthState) setRunning(v bool) { h.up.Store(v) }
-func (h *healthState) running() bool     { return h.up.Load() }
+// setStep records the start-up step under way, for /readyz.
+func (h *healthState) setStep(s string) { h.step.Store(&s) }
+
+func (h *healthState) setRunning(v bool) {
+	h.up.Store(v)
+	if v {
+		h.step.Store(nil)
+	}
+}
+
+func (h *healthState) setStopping() {
+	h.stopping.Store(true)
+	h.up.Store(false)
+}
+
+// notReady says why the worker does not serve runs yet ("" when it does).
+func (h *healthState) notReady() string {
+	switch {
+	case h.stopping.Load():
+		return "worker stopping"
+	case h.up.Load():
+		return ""
+	}
+	if s := h.step.Load(); s != nil {
+		return "starting: " + *s
+	}
+	return "worker not running"
+}
 
 // httpRoutes are what the worker serves over HTTP: /healthz (liveness:
-// the worker polls), /readyz (the Temporal frontend answers), /metrics and
-// /codec/ (the payload codec of the Web UI).
+// the process is starting or polls; not once it stops), /readyz (it polls
+// and the Temporal frontend answers; else what it waits for), /metrics
+// and /codec/ (the payload codec of the Web UI).
 type httpRoutes struct {
 	metrics http.Handler
 	codec   http.Handler
@@ -34,17 +66,23 @@ func (rt httpRoutes) handler() http.Handler {
 	mux.Handle("/metrics", rt.metrics)
 	mux.Handle("/codec/", rt.codec)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if !rt.health.running() {
-			http.Error(w, "worker not running", http.StatusServiceUnavailable)
-			return
+		// A worker still starting is alive: its start-up waits are
+		// bounded (storage.rpcTimeout, worker.temporalConnectTimeout) and
+		// end in a running worker or an exit, never in a hang to kill.
+		switch why := rt.health.notReady(); {
+		case why == "":
+			fmt.Fprintln(w, "ok")
+		case rt.health.stopping.Load():
+			http.Error(w, why, http.StatusServiceUnavailable)
+		default:
+			fmt.Fprintln(w, "ok ("+why+")")
 		}
-		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readyzTimeout)
 		defer cancel()
-		if !rt.health.running() {
-			http.Error(w, "worker not running", http.StatusServiceUnavailable)
+		if why := rt.health.notReady(); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
 			return
 		}
 		if err := rt.ready(ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -98,6 +99,48 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		return &configError{err}
 	}
 	defer closeAdapters() //nolint:errcheck // connections close on exit anyway
+	codecToken, err := cfg.HTTP.CodecToken()
+	if err != nil {
+		return &configError{err}
+	}
+	m, err := metrics.New(version, buildinfo.Commit())
+	if err != nil {
+		return err
+	}
+	defer m.Close() //nolint:errcheck // flushing metrics on exit is best effort
+	acts.Metrics = m.Governance
+
+	// The listener answers from here on: /healthz says the process lives
+	// while storage and Temporal are still being reached (a liveness probe
+	// must not kill a worker that only waits), /readyz says what it waits
+	// for.
+	health := &healthState{}
+	health.setStep("connecting to storage")
+	var temporalClient atomic.Pointer[client.Client]
+	routes := httpRoutes{
+		metrics: m.Handler(),
+		health:  health,
+		ready: func(ctx context.Context) error {
+			c := temporalClient.Load()
+			if c == nil {
+				return errors.New("no Temporal client yet")
+			}
+			_, err := (*c).CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		},
+	}
+	srv, err := startHTTP(cfg.HTTP, codecToken, routes, zl)
+	if err != nil {
+		return err
+	}
+	if srv != nil {
+		defer func() {
+			shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shutCtx)
+		}()
+	}
+
 	// Log in to storage and reach it now: credentials the KDC or the
 	// cluster refuses stop the worker here, naming principal and realm.
 	// Storage that does not answer yet does not: activities retry it.
@@ -108,23 +151,14 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		zl.Warn().Err(err).Msg("storage did not answer at start; activities retry it")
 	}
 	warnMissingDirs(ctx, cfg, acts.Storage, zl)
-	codecToken, err := cfg.HTTP.CodecToken()
-	if err != nil {
-		return &configError{err}
-	}
 
-	m, err := metrics.New(version, buildinfo.Commit())
-	if err != nil {
-		return err
-	}
-	defer m.Close() //nolint:errcheck // flushing metrics on exit is best effort
-	acts.Metrics = m.Governance
-
+	health.setStep("connecting to Temporal at " + cfg.Temporal.Address)
 	c, err := cfg.Temporal.Dial(ctx, cfg.Worker.TemporalConnectTimeout.D(), logging.NewTemporalLogger(zl), m.SDK)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	temporalClient.Store(&c)
 
 	fatal := make(chan error, 1)
 	w := worker.New(c, cfg.Worker.TaskQueue, worker.Options{
@@ -136,19 +170,7 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 	})
 	app.Register(w, acts)
 
-	health := &healthState{}
-	routes := httpRoutes{
-		metrics: m.Handler(),
-		health:  health,
-		ready: func(ctx context.Context) error {
-			_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
-			return err
-		},
-	}
-	srv, err := startHTTP(cfg.HTTP, codecToken, routes, zl)
-	if err != nil {
-		return err
-	}
+	health.setStep("starting the worker on task queue " + cfg.Worker.TaskQueue)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %q: %w", cfg.Worker.TaskQueue, err)
 	}
@@ -163,13 +185,8 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		zl.Info().Dur("timeout", cfg.Worker.ShutdownTimeout.D()).Msg("shutdown requested; letting running activities finish")
 	case runErr = <-fatal:
 	}
-	health.setRunning(false)
+	health.setStopping()
 	w.Stop()
-	if srv != nil {
-		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutCtx)
-	}
 	zl.Info().Msg("worker stopped")
 	return runErr
 }

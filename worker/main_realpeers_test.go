@@ -59,9 +59,10 @@ func TestWorkerBinary(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 
-	waitHTTP(t, "http://"+listen+"/healthz", exited, &logs)
-	if body := get(t, "http://"+listen+"/readyz"); !strings.Contains(body, "ok") {
-		t.Fatalf("/readyz = %q", body)
+	// Ready once it polls and Temporal answers; alive from the start.
+	waitHTTP(t, "http://"+listen+"/readyz", exited, &logs)
+	if body := get(t, "http://"+listen+"/healthz"); strings.TrimSpace(body) != "ok" {
+		t.Fatalf("/healthz = %q", body)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -296,7 +297,7 @@ func TestWorkerKerberosAtStart(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		waitHTTP(t, "http://"+listen+"/healthz", exited, &logs)
+		waitHTTP(t, "http://"+listen+"/readyz", exited, &logs)
 		if out := logs.String(); strings.Contains(out, "storage did not answer") {
 			t.Errorf("the worker did not reach %s at start:\n%s", s.URI, out)
 		}

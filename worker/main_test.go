@@ -291,3 +291,72 @@ func TestRunWarnsOfMissingCleanupDirs(t *testing.T) {
 		t.Errorf("the warning came after the Temporal attempt:\n%s", out)
 	}
 }
+
+// TestHealthzAnswersWhileStorageConnects: the listener answers from the
+// start, so a liveness probe does not kill a worker that waits for a
+// NameNode: /healthz is 200 while storage is still being reached, /readyz
+// 503 naming what the worker waits for.
+func TestHealthzAnswersWhileStorageConnects(t *testing.T) {
+	// A NameNode that accepts connections and never answers.
+	nn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Close()
+	go func() {
+		for {
+			conn, err := nn.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+		}
+	}()
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := probe.Addr().String()
+	probe.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "worker.yaml")
+	body := "storage:\n  defaultFS: hdfs://" + nn.Addr().String() + "\n  hdfsUser: flink\n  rpcTimeout: 1m\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--config", cfg, "--temporal-address", "127.0.0.1:1", "--temporal-connect-timeout", "1s",
+			"--http-listen", listen, "--log-format", "console"}, noEnv, io.Discard, io.Discard)
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + listen + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, text := get("/healthz")
+		if code == http.StatusOK && strings.Contains(text, "starting: connecting to storage") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz: %d %q; want 200 while storage connects", code, text)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, text := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(text, "starting: connecting to storage") {
+		t.Errorf("/readyz: %d %q; want 503 naming the storage wait", code, text)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker did not stop when asked while it connected to storage")
+	}
+}
