@@ -47,7 +47,7 @@ func TestUpgradeUsageErrors(t *testing.T) {
 		"start without file":      {[]string{"upgrade", "start"}, "-f upgrade.yaml is required"},
 		"start missing file":      {[]string{"upgrade", "start", "-f", "/nonexistent/upgrade.yaml"}, "upgrade file"},
 		"start without reason":    {[]string{"upgrade", "start", "-f", noReason}, "reason is empty"},
-		"start unknown field":     {[]string{"upgrade", "start", "-f", unknown}, `unknown field "entryClas"`},
+		"start unknown field":     {[]string{"upgrade", "start", "-f", unknown}, `unknown keys (see deploy/examples/upgrade.yaml): recipe.entryClas`},
 		"start window field":      {[]string{"upgrade", "start", "-f", canary}, "health.canarySize"},
 		"start bad timeout":       {[]string{"upgrade", "start", "-f", valid, "--wait", "--timeout", "0s"}, "--timeout=0s"},
 		"start with argument":     {[]string{"upgrade", "start", "-f", valid, "extra"}, "extra"},
@@ -90,8 +90,8 @@ func TestUpgradeStartUnreachable(t *testing.T) {
 func TestUpgradeFileErrorsNameTheField(t *testing.T) {
 	for name, tc := range map[string]struct{ body, want string }{
 		"missing reason":   {strings.Replace(validUpgrade, "reason: new dedup window\n", "", 1), "reason"},
-		"unknown key":      {validUpgrade + "holdAfterComit: 1h\n", `unknown field "holdAfterComit"`},
-		"unknown nested":   {validUpgrade + "health:\n  soakk: 1m\n", `unknown field "soakk"`},
+		"unknown key":      {validUpgrade + "holdAfterComit: 1h\n", `unknown keys (see deploy/examples/upgrade.yaml): holdAfterComit`},
+		"unknown nested":   {validUpgrade + "health:\n  soakk: 1m\n", "health.soakk"},
 		"bad duration":     {validUpgrade + "health:\n  soak: soon\n", "soon"},
 		"negative hold":    {validUpgrade + "holdAfterCommit: -1h\n", "holdAfterCommit"},
 		"bad gate policy":  {validUpgrade + "onGateFailure: ignore\n", "onGateFailure"},

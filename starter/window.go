@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
+	"reflect"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -46,6 +49,14 @@ func loadStrictYAML(what, path string, out interface{}) error {
 	if err := yaml.Unmarshal(data, &generic); err != nil {
 		return usageErrorf("%s file %s: %v", what, path, err)
 	}
+	if _, ok := generic.(map[string]interface{}); !ok {
+		return usageErrorf("%s file %s: want keys such as those of deploy/examples/%s.yaml, not %s", what, path, what, yamlShape(generic))
+	}
+	// Every unknown key at once, with its path: a typo never falls back
+	// to a default silently.
+	if unknown := unknownKeys(generic, reflect.TypeOf(out).Elem(), ""); len(unknown) > 0 {
+		return usageErrorf("%s file %s: unknown keys (see deploy/examples/%s.yaml): %s", what, path, what, strings.Join(unknown, ", "))
+	}
 	js, err := json.Marshal(generic)
 	if err != nil {
 		return usageErrorf("%s file %s: %v", what, path, err)
@@ -53,9 +64,129 @@ func loadStrictYAML(what, path string, out interface{}) error {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			got := map[string]string{"string": "a text value", "number": "a number", "bool": "true or false", "array": "a list", "object": "keys"}[te.Value]
+			if got == "" {
+				got = te.Value
+			}
+			return usageErrorf("%s file %s: %s is %s; want %s", what, path, te.Field, got, jsonTypeWord(te.Type))
+		}
 		return usageErrorf("%s file %s: %v", what, path, err)
 	}
 	return nil
+}
+
+// unknownKeys lists the keys of a decoded YAML value that the JSON form
+// of t does not take, with their paths.
+func unknownKeys(v interface{}, t reflect.Type, path string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch x := v.(type) {
+	case map[string]interface{}:
+		if t.Kind() == reflect.Map {
+			var out []string
+			for k, e := range x {
+				out = append(out, unknownKeys(e, t.Elem(), join(path, k))...)
+			}
+			sort.Strings(out)
+			return out
+		}
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+		fields := jsonFields(t)
+		var out []string
+		for k, e := range x {
+			ft, ok := fields[k]
+			if !ok {
+				out = append(out, join(path, k))
+				continue
+			}
+			out = append(out, unknownKeys(e, ft, join(path, k))...)
+		}
+		sort.Strings(out)
+		return out
+	case []interface{}:
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return nil
+		}
+		var out []string
+		for i, e := range x {
+			out = append(out, unknownKeys(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return out
+	}
+	return nil
+}
+
+// jsonFields maps the JSON names of a struct's fields (embedded ones
+// included) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || (!f.IsExported() && !f.Anonymous):
+		case f.Anonymous && name == "":
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					out[k] = v
+				}
+			}
+		case name == "":
+			out[f.Name] = f.Type
+		default:
+			out[name] = f.Type
+		}
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func yamlShape(v interface{}) string {
+	switch v.(type) {
+	case nil:
+		return "an empty file"
+	case []interface{}:
+		return "a list"
+	}
+	s := fmt.Sprint(v)
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return fmt.Sprintf("a single value (%q)", s)
+}
+
+// jsonTypeWord names what a field takes, in the user's words.
+func jsonTypeWord(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a text value"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "keys"
+	}
+	return "a " + t.String()
 }
 
 // loadWindowFile reads window.yaml into the workflow input.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +80,28 @@ func TestPrintWindowStateShowsEachFailedJobAndTheCommands(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status does not show %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// A window file names every unknown key with its path at once, and a value
+// of the wrong type by its path and what it takes.
+func TestWindowFileErrorsNameTheKeys(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ body, want string }{
+		"unknown keys": {"windowId: w\nscope:\n  tenants: [a]\npolicy:\n  restart:\n    canarySze: 2\nfoo: 1\n",
+			"unknown keys (see deploy/examples/window.yaml): foo, policy.restart.canarySze"},
+		"wrong type": {"windowId: w\npolicy:\n  savepoint:\n    concurrency: many\n", "policy.savepoint.concurrency is a text value; want a whole number"},
+		"not keys":   {"- a\n- b\n", "want keys such as those of deploy/examples/window.yaml, not a list"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+			if err := os.WriteFile(path, []byte(tc.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := runCLI([]string{"window", "start", "-f", path}, nil)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %d mentioning %q", code, stderr, exitUsage, tc.want)
+			}
+		})
 	}
 }
