@@ -85,8 +85,9 @@ func TestDeployWorkerReplicasSurviveADrain(t *testing.T) {
 	var pdb struct {
 		Kind string `yaml:"kind"`
 		Spec struct {
-			MinAvailable int `yaml:"minAvailable"`
-			Selector     struct {
+			MinAvailable               int    `yaml:"minAvailable"`
+			UnhealthyPodEvictionPolicy string `yaml:"unhealthyPodEvictionPolicy"`
+			Selector                   struct {
 				MatchLabels map[string]string `yaml:"matchLabels"`
 			} `yaml:"selector"`
 		} `yaml:"spec"`
@@ -99,6 +100,11 @@ func TestDeployWorkerReplicasSurviveADrain(t *testing.T) {
 		if podLabels[k] != v {
 			t.Errorf("the budget selects %s=%s, which the worker pods do not carry (%v)", k, v, podLabels)
 		}
+	}
+	// Readiness follows Temporal: in an outage no pod is ready, and only
+	// AlwaysAllow lets a drain evict them.
+	if pdb.Spec.UnhealthyPodEvictionPolicy != "AlwaysAllow" {
+		t.Errorf("unhealthyPodEvictionPolicy %q: want AlwaysAllow, or a Temporal outage blocks every node drain", pdb.Spec.UnhealthyPodEvictionPolicy)
 	}
 	if pdb.Spec.MinAvailable < 1 || pdb.Spec.MinAvailable >= dep.Spec.Replicas {
 		t.Errorf("minAvailable %d with %d replicas: want at least 1 and fewer than the replicas", pdb.Spec.MinAvailable, dep.Spec.Replicas)
