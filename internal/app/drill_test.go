@@ -5,7 +5,6 @@ package app_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,29 +101,13 @@ func (d *drillEnv) workerProcess(tmp *sandbox.Temporal, queue string) *workerpro
 func (d *drillEnv) workerProcessOf(tmp *sandbox.Temporal, queue, bin string) *workerproc.Process {
 	d.t.Helper()
 	dir := d.t.TempDir()
-	cfgPath := filepath.Join(dir, "worker.yaml")
-	cfg := fmt.Sprintf(`temporal:
-  address: %s
-worker:
-  taskQueue: %s
-  shutdownTimeout: 5s
-http:
-  listen: ""
-storage:
-  hdfsUser: %s
-  writableRoots: [%q]
-inventory:
-  staticFile: %s
-drill:
-  clusterRestUrl: %s
-  root: %s
-cleanup:
-  trashRoot: %s
-  planDir: %s
-`, tmp.HostPort, queue, d.peers.HDFS.User, d.root, peertest.WriteInventory(d.t, *d.static), d.drill.RESTURL, d.drillRoot, d.root+"/trash", d.root+"/plans")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		d.t.Fatal(err)
-	}
+	cfg := peertest.WorkerConfig(tmp.HostPort, queue)
+	cfg.Storage.HDFSUser = d.peers.HDFS.User
+	cfg.Storage.WritableRoots = []string{d.root}
+	cfg.Inventory.StaticFile = peertest.WriteInventory(d.t, *d.static)
+	cfg.Drill = config.Drill{ClusterRESTURL: d.drill.RESTURL, Root: d.drillRoot}
+	cfg.Cleanup = config.Cleanup{TrashRoot: d.root + "/trash", PlanDir: d.root + "/plans"}
+	cfgPath := peertest.WriteWorkerConfig(d.t, cfg)
 	d.queue = queue
 	w := workerproc.New(d.t, bin, cfgPath, filepath.Join(dir, "worker.log"))
 	w.Start()

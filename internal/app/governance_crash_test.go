@@ -15,7 +15,9 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -52,26 +54,12 @@ func TestGovernanceSurvivesWorkerKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	const queue = "governance-crash"
-	cfgPath := filepath.Join(dir, "worker.yaml")
-	cfg := fmt.Sprintf(`temporal:
-  address: %s
-worker:
-  taskQueue: %s
-  shutdownTimeout: 5s
-http:
-  listen: ""
-storage:
-  hdfsUser: %s
-  writableRoots: [%q]
-inventory:
-  staticFile: %s
-cleanup:
-  trashRoot: %s
-  planDir: %s
-`, e.tmp.HostPort, queue, e.peers.HDFS.User, e.root, invPath, e.root+"/trash", e.root+"/plans")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := peertest.WorkerConfig(e.tmp.HostPort, queue)
+	cfg.Storage.HDFSUser = e.peers.HDFS.User
+	cfg.Storage.WritableRoots = []string{e.root}
+	cfg.Inventory.StaticFile = invPath
+	cfg.Cleanup = config.Cleanup{TrashRoot: e.root + "/trash", PlanDir: e.root + "/plans"}
+	cfgPath := peertest.WriteWorkerConfig(t, cfg)
 	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log"))
 	w.Start()
 

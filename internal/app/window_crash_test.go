@@ -4,8 +4,6 @@ package app_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,25 +39,11 @@ func TestMaintenanceWindowSurvivesWorkerKills(t *testing.T) {
 
 	dir := t.TempDir()
 	bin := workerproc.Build(t)
-	cfgPath := filepath.Join(dir, "worker.yaml")
-	cfg := fmt.Sprintf(`temporal:
-  address: %s
-worker:
-  taskQueue: window-crash
-  shutdownTimeout: 5s
-http:
-  listen: ""
-log:
-  level: info
-storage:
-  hdfsUser: %s
-  writableRoots: [%q]
-inventory:
-  staticFile: %s
-`, tmp.HostPort, peers.HDFS.User, testRoot, peertest.WriteInventory(t, fl.static))
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := peertest.WorkerConfig(tmp.HostPort, "window-crash")
+	cfg.Storage.HDFSUser = peers.HDFS.User
+	cfg.Storage.WritableRoots = []string{testRoot}
+	cfg.Inventory.StaticFile = peertest.WriteInventory(t, fl.static)
+	cfgPath := peertest.WriteWorkerConfig(t, cfg)
 	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log"))
 	w.Start()
 

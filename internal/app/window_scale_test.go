@@ -134,25 +134,12 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 	switch v := os.Getenv(EnvScaleWorkerProcess); v {
 	case "1":
 		dir := t.TempDir()
-		cfgPath := filepath.Join(dir, "worker.yaml")
-		cfgText := fmt.Sprintf(`temporal:
-  address: %s
-worker:
-  taskQueue: %s
-  maxConcurrentActivities: %d
-  shutdownTimeout: 5s
-http:
-  listen: ""
-log:
-  level: warn
-storage:
-  writableRoots: [%q]
-inventory:
-  staticFile: %s
-`, tmp.HostPort, queue, 2*concurrency, "file://"+root, invPath)
-		if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		wcfg := peertest.WorkerConfig(tmp.HostPort, queue)
+		wcfg.Worker.MaxConcurrentActivities = 2 * concurrency
+		wcfg.Log.Level = "warn"
+		wcfg.Storage.WritableRoots = []string{"file://" + root}
+		wcfg.Inventory.StaticFile = invPath
+		cfgPath := peertest.WriteWorkerConfig(t, wcfg)
 		workerProc = workerproc.New(t, workerproc.Build(t), cfgPath, filepath.Join(dir, "worker.log"))
 		workerProc.Start()
 	case "", "0":

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
@@ -206,22 +207,12 @@ func (b *governanceBench) ensureTree(dir string, files, dirs int, byURI bool, wr
 func (b *governanceBench) run(n int, mode string, files int) (*workflows.GovernanceReport, string) {
 	t := b.t
 	runID := fmt.Sprintf("bench-%dw-%s", n, peertest.RandomHex(3))
-	fleet := startWorkers(t, fmt.Sprintf(`temporal:
-  address: %s
-worker:
-  taskQueue: %s
-  shutdownTimeout: 5s
-http:
-  listen: ""
-storage:
-  hdfsUser: %s
-  writableRoots: [%q]
-inventory:
-  staticFile: %s
-cleanup:
-  trashRoot: %s
-  planDir: %s
-`, b.tmp.HostPort, b.queue, b.peers.HDFS.User, b.root, b.invPath, b.root+"/trash", b.root+"/plans"), n)
+	cfg := peertest.WorkerConfig(b.tmp.HostPort, b.queue)
+	cfg.Storage.HDFSUser = b.peers.HDFS.User
+	cfg.Storage.WritableRoots = []string{b.root}
+	cfg.Inventory.StaticFile = b.invPath
+	cfg.Cleanup = config.Cleanup{TrashRoot: b.root + "/trash", PlanDir: b.root + "/plans"}
+	fleet := startWorkers(t, peertest.WorkerConfigYAML(t, cfg), n)
 	in := workflows.GovernanceInput{RunID: runID, Reason: "governance bench", Mode: mode,
 		Scope:       activities.Scope{Tenants: []string{"bench"}},
 		GatherParts: max(n, 2), ExecuteParallelism: 2 * n}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
@@ -209,22 +210,12 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 			CheckpointDir: root + "/tenant/checkpoints", SavepointDir: root + "/tenant/savepoints"}},
 	})
 	queue := "multiworker-gov-" + suffix
-	fleet := startWorkerFleet(t, fmt.Sprintf(`temporal:
-  address: %s
-worker:
-  taskQueue: %s
-  shutdownTimeout: 5s
-http:
-  listen: ""
-storage:
-  hdfsUser: %s
-  writableRoots: [%q]
-inventory:
-  staticFile: %s
-cleanup:
-  trashRoot: %s
-  planDir: %s
-`, tmp.HostPort, queue, peers.HDFS.User, root, invPath, root+"/trash", root+"/plans"))
+	cfg := peertest.WorkerConfig(tmp.HostPort, queue)
+	cfg.Storage.HDFSUser = peers.HDFS.User
+	cfg.Storage.WritableRoots = []string{root}
+	cfg.Inventory.StaticFile = invPath
+	cfg.Cleanup = config.Cleanup{TrashRoot: root + "/trash", PlanDir: root + "/plans"}
+	fleet := startWorkerFleet(t, peertest.WorkerConfigYAML(t, cfg))
 
 	resolver := &storage.Resolver{HDFS: storage.HDFSOptions{User: peers.HDFS.User}}
 	t.Cleanup(func() { _ = resolver.Close() })
@@ -398,19 +389,11 @@ func TestMaintenanceWindowWithThreeWorkersOneKilled(t *testing.T) {
 			CheckpointDir: testRoot + "/checkpoints", SavepointDir: testRoot + "/savepoints", Jobs: started.specs}},
 	})
 	queue := "multiworker-window-" + suffix
-	fleet := startWorkerFleet(t, fmt.Sprintf(`temporal:
-  address: %s
-worker:
-  taskQueue: %s
-  shutdownTimeout: 5s
-http:
-  listen: ""
-storage:
-  hdfsUser: %s
-  writableRoots: [%q]
-inventory:
-  staticFile: %s
-`, tmp.HostPort, queue, peers.HDFS.User, testRoot, invPath))
+	cfg := peertest.WorkerConfig(tmp.HostPort, queue)
+	cfg.Storage.HDFSUser = peers.HDFS.User
+	cfg.Storage.WritableRoots = []string{testRoot}
+	cfg.Inventory.StaticFile = invPath
+	fleet := startWorkerFleet(t, peertest.WorkerConfigYAML(t, cfg))
 
 	in := workflows.WindowInput{
 		WindowID: "mw-" + suffix, Reason: "multi-worker test",

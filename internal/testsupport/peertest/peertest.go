@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -34,6 +35,76 @@ func WriteInventory(t testing.TB, static inventory.Static) string {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// WorkerConfig is the configuration of a worker process under test: the
+// dev server at temporalHostPort, its own task queue, 5 s to stop, no HTTP
+// listener (several run side by side). Tests add storage, inventory and
+// cleanup settings, then write it with WorkerConfigYAML or WriteWorkerConfig.
+func WorkerConfig(temporalHostPort, queue string) config.Config {
+	cfg := config.Default()
+	cfg.Temporal.Address = temporalHostPort
+	cfg.Worker.TaskQueue = queue
+	cfg.Worker.ShutdownTimeout = config.Duration(5 * time.Second)
+	cfg.HTTP.Listen = ""
+	return cfg
+}
+
+// WorkerConfigYAML is cfg as the worker.yaml the worker reads: only the
+// keys that differ from the defaults, so a worker of an earlier release
+// (the rolling-upgrade test) reads it too. It must pass the worker's own
+// validation: a test never starts a worker that would exit on its
+// configuration.
+func WorkerConfigYAML(t testing.TB, cfg config.Config) string {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("worker configuration of the test: %v", err)
+	}
+	asMap := func(c config.Config) map[string]any {
+		data, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	data, err := yaml.Marshal(withoutDefaults(asMap(cfg), asMap(config.Default())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// withoutDefaults drops from m every key whose value is the default's.
+func withoutDefaults(m, def map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		sub, isMap := v.(map[string]any)
+		defSub, defIsMap := def[k].(map[string]any)
+		switch {
+		case isMap && defIsMap:
+			if rest := withoutDefaults(sub, defSub); len(rest) > 0 {
+				out[k] = rest
+			}
+		case !reflect.DeepEqual(v, def[k]):
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// WriteWorkerConfig writes cfg as worker.yaml in the test's temporary dir
+// and returns its path.
+func WriteWorkerConfig(t testing.TB, cfg config.Config) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(path, []byte(WorkerConfigYAML(t, cfg)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
