@@ -127,16 +127,16 @@ func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]stri
 	return notes, nil
 }
 
-// endedJobs are the ids of the jobs a cluster lists as globally terminal:
-// none of them writes a checkpoint any more.
-func endedJobs(jobs []flink.JobOverview) []string {
-	var out []string
+// endedJobs are the jobs a cluster lists as globally terminal, with their
+// end times: none of them writes a checkpoint after it.
+func endedJobs(jobs []flink.JobOverview) []cleanup.EndedJob {
+	var out []cleanup.EndedJob
 	for _, j := range jobs {
 		if j.State.IsGloballyTerminal() {
-			out = append(out, j.ID)
+			out = append(out, cleanup.EndedJob{ID: j.ID, At: j.Ended()})
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out
 }
 

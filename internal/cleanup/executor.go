@@ -323,7 +323,7 @@ type run struct {
 	// liveJobs and liveClusters index live, from the same refresh.
 	liveJobs     map[string]LiveJob
 	liveClusters map[string]bool
-	ended        map[string]bool
+	ended        map[string]time.Time
 	// What the live jobs need now, from the latest refresh.
 	liveRefs *refIndex
 	liveDirs map[string]need // snapshot dirs live jobs and records need
@@ -621,8 +621,8 @@ func (r *run) verify(ctx context.Context, it Item, fi storage.FileInfo) string {
 		if _, ok := liveJobs[w.job]; ok {
 			continue // a live job's needs are read from its cluster
 		}
-		if ended[w.job] {
-			continue // its cluster lists it as ended: it writes and restores nothing now
+		if endedBy(ended, w.job, w.newest) {
+			continue // its cluster lists it as ended since its last write: it writes and restores nothing now
 		}
 		switch {
 		case w.started && !w.completed && it.Kind != KindHAClusterDir:
@@ -686,6 +686,8 @@ type jobDirWriter struct {
 	// a job that started writing after it, with no completed checkpoint
 	// yet, was restored from something the plan could not see.
 	started bool
+	// newest is the last write into the dir's entries.
+	newest time.Time
 }
 
 // writtenSince is the time after which a write into a job dir is news to
@@ -779,8 +781,14 @@ func (r *run) rescan(ctx context.Context) error {
 					if err != nil {
 						return classify("re-list job dir", jd, err)
 					}
+					newest := at
+					for _, fi := range inDir {
+						if fi.ModTime.After(newest) {
+							newest = fi.ModTime
+						}
+					}
 					writers = append(writers, jobDirWriter{dir: dir, job: path.Base(dir), evidence: ev, metadata: metadata,
-						started: at.After(since.Add(PendingMargin))})
+						started: at.After(since.Add(PendingMargin)), newest: newest})
 				}
 			}
 		case layout.SavepointRoot:

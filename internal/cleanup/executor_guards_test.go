@@ -368,12 +368,22 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		// cancelled): it writes and restores nothing.
 		e4, plan4 := layoutWithGarbage(t)
 		mkdirNow(t, e4, "checkpoints/"+started+"/shared")
-		ended := func(context.Context) (Live, error) {
-			return Live{Clusters: []LiveCluster{{ClusterID: "c1", Ended: []string{started}}}}, nil
+		endedAt := func(at time.Time) func(context.Context) (Live, error) {
+			return func(context.Context) (Live, error) {
+				return Live{Clusters: []LiveCluster{{ClusterID: "c1", Ended: []EndedJob{{ID: started, At: at}}}}}, nil
+			}
 		}
-		res, err = e4.executor("r1", func(c *ExecutorConfig) { c.Live = ended }).Run(context.Background(), plan4)
+		res, err = e4.executor("r1", func(c *ExecutorConfig) { c.Live = endedAt(time.Now()) }).Run(context.Background(), plan4)
 		if err != nil || res.Counts[OutcomeTrashed] != 4 {
 			t.Fatalf("result %+v err %v; want everything trashed: the writer ended", res, err)
+		}
+		// The same id listed as ended an hour before the dir was written:
+		// the write is another job's, and what it restored from is unknown.
+		e5, plan5 := layoutWithGarbage(t)
+		mkdirNow(t, e5, "checkpoints/"+started+"/shared")
+		res, err = e5.executor("r1", func(c *ExecutorConfig) { c.Live = endedAt(time.Now().Add(-time.Hour)) }).Run(context.Background(), plan5)
+		if err != nil || res.Counts[OutcomeRefused] != 4 || !strings.Contains(res.Refused[0].Detail, "what it restored from is unknown") {
+			t.Fatalf("result %+v err %v; want every item refused: the dir was written after that end", res, err)
 		}
 	})
 	t.Run("a new job whose first checkpoint completed", func(t *testing.T) {

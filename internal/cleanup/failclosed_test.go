@@ -255,7 +255,7 @@ func TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading(t *testing.T) {
 // ended writes nothing: it holds nothing back. Once that dir is older than the timeout, the snapshots
 // go by their own rules again.
 func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnknown(t *testing.T) {
-	build := func(started time.Time, ended ...string) (p Plan, snapshots []string, ha string) {
+	build := func(started time.Time, ended ...EndedJob) (p Plan, snapshots []string, ha string) {
 		f := newFixture()
 		f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
 		f.job(jobA, started) // shared/ and taskowned/ made, no chk-N yet
@@ -294,12 +294,26 @@ func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnk
 		"once the writer is past the timeout": planOf(build(now.Add(-3 * time.Hour))),
 		// A job a window stopped with a savepoint: Flink removed its
 		// checkpoints as it finished, and its cluster lists it as ended.
-		"when its cluster lists the writer as ended": planOf(build(now.Add(-time.Hour), jobA)),
+		"when its cluster lists the writer as ended": planOf(build(now.Add(-time.Hour), EndedJob{ID: jobA, At: now.Add(-50 * time.Minute)})),
 	} {
 		for _, path := range snapshots {
 			if _, ok := planned(p)[path]; !ok {
 				k, _ := keptFor(p, path)
 				t.Errorf("%s not planned %s: kept %+v", path, what, k)
+			}
+		}
+	}
+	// An end is evidence only for what was written before it: a dir
+	// written an hour after its job id ended is another job's (resubmitted
+	// under the same id, elsewhere), and an end of unknown time proves
+	// nothing.
+	for what, p := range map[string]Plan{
+		"written after the listed end": planOf(build(now.Add(-time.Hour), EndedJob{ID: jobA, At: now.Add(-2 * time.Hour)})),
+		"an end of unknown time":       planOf(build(now.Add(-time.Hour), EndedJob{ID: jobA})),
+	} {
+		for _, path := range snapshots {
+			if k, ok := keptFor(p, path); !ok || k.Reason != KeepUnknownRestore {
+				t.Errorf("%s, writer %s: kept %+v (planned %v); want %s", path, what, k, planned(p), KeepUnknownRestore)
 			}
 		}
 	}

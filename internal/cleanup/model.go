@@ -37,11 +37,17 @@ type LiveCluster struct {
 	// HAUnknown says the cluster's HA configuration could not be read:
 	// no HA dir can be proven not to be its own.
 	HAUnknown bool `json:"haUnknown,omitempty"`
-	// Ended are the ids of the jobs the cluster lists as ended (globally
-	// terminal): evidence that their job dirs have no writer, however
-	// recently written, e.g. a job a window stopped with a savepoint,
-	// whose checkpoints Flink removed as it finished.
-	Ended []string `json:"ended,omitempty"`
+	// Ended are the jobs the cluster lists as ended (globally terminal),
+	// with their end times: evidence that what their job dirs got until
+	// then was theirs, e.g. the checkpoints Flink removed as a job a
+	// window stopped with a savepoint finished.
+	Ended []EndedJob `json:"ended,omitempty"`
+}
+
+// EndedJob is a job a cluster lists as ended, and when it ended.
+type EndedJob struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
 }
 
 // Live is the inventory as the planner needs it.
@@ -107,18 +113,30 @@ func (l Live) jobs() map[string]LiveJob {
 	return m
 }
 
-// ended is the set of job ids some cluster lists as ended and none as live.
-func (l Live) ended() map[string]bool {
+// ended maps the ids of jobs some cluster lists as ended, and none as
+// live, to the latest end any lists; an end of unknown time is no
+// evidence and is left out.
+func (l Live) ended() map[string]time.Time {
 	live := l.jobs()
-	m := map[string]bool{}
+	m := map[string]time.Time{}
 	for _, c := range l.Clusters {
-		for _, id := range c.Ended {
-			if _, ok := live[id]; !ok {
-				m[id] = true
+		for _, e := range c.Ended {
+			if _, ok := live[e.ID]; !ok && !e.At.IsZero() && e.At.After(m[e.ID]) {
+				m[e.ID] = e.At
 			}
 		}
 	}
 	return m
+}
+
+// endedBy says a job dir last written at newest was written by a job its
+// cluster lists as ended by then, give or take the clocks' skew
+// (PendingMargin): a write after that end is another writer's, such as a
+// job resubmitted under the same id elsewhere. A dir of unknown write time
+// proves nothing.
+func endedBy(ended map[string]time.Time, job string, newest time.Time) bool {
+	at, ok := ended[job]
+	return ok && !newest.IsZero() && !newest.After(at.Add(PendingMargin))
 }
 
 func (l Live) clusterIDs() map[string]bool {

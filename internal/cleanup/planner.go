@@ -62,8 +62,8 @@ type planner struct {
 	// unknownRestore names a writer outside the inventory whose restore
 	// point is unknown; while it is set no snapshot is a candidate.
 	unknownRestore string
-	// ended are jobs an inventory cluster lists as ended: no writers.
-	ended map[string]bool
+	// ended are jobs an inventory cluster lists as ended, and when.
+	ended map[string]time.Time
 	// drilled are the savepoint dirs whose latest restore drill passed.
 	drilled map[string]bool
 	unknown []string // normalised unknown paths
@@ -556,8 +556,8 @@ func (p *planner) restoredFromTheUnknown(jobs []layout.JobCheckpoints) string {
 	first := ""
 	for _, j := range jobs {
 		_, isLive := p.liveJobs[j.JobID]
-		if p.ended[j.JobID] {
-			continue // its cluster says it ended: it writes nothing
+		if endedBy(p.ended, j.JobID, j.Total.Newest) {
+			continue // its cluster says it ended after the last write: it writes nothing
 		}
 		if _, mayBeWritten := p.possiblyLiveWriter(j, isLive); !mayBeWritten || slices.ContainsFunc(j.Checkpoints, func(c layout.Checkpoint) bool { return c.Completed }) {
 			continue
