@@ -42,8 +42,8 @@ func newScheduleGroup(g *globals, short string, newAction func() scheduleAction)
 		scheduleUpsertCommand(g, "create", newAction()),
 		scheduleUpsertCommand(g, "update", newAction()),
 		scheduleDescribeCommand(g, kinds),
-		schedulePauseCommand(g, "pause", kinds),
-		schedulePauseCommand(g, "unpause", kinds),
+		schedulePauseCommand(g, kinds),
+		scheduleUnpauseCommand(g, kinds),
 		scheduleDeleteCommand(g, kinds),
 		scheduleListCommand(g),
 		scheduleTriggerCommand(g, kinds),
@@ -60,9 +60,10 @@ type recordedFlags struct {
 	Flags [][2]string `json:"flags"`
 }
 
-// stateFlags set the schedule's state, not its action: an update applies
-// them only when given.
-var stateFlags = map[string]bool{"paused": true, "note": true}
+// unrecordedFlags are not part of the action: paused and note set the
+// schedule's state (an update applies them only when given), replace says
+// how to update.
+var unrecordedFlags = map[string]bool{"paused": true, "note": true, "replace": true}
 
 // recordFlags lists the command's own flags that are set now.
 func recordFlags(cmd *cobra.Command) string {
@@ -70,7 +71,7 @@ func recordFlags(cmd *cobra.Command) string {
 	// VisitAll and Changed: the merged set of a command's own flags
 	// shares their Flag values, not the record of which were set.
 	cmd.NonInheritedFlags().VisitAll(func(f *pflag.Flag) {
-		if !f.Changed || stateFlags[f.Name] || f.Name == "replace" {
+		if !f.Changed || unrecordedFlags[f.Name] {
 			return
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
@@ -441,11 +442,12 @@ func scheduleDescribeCommand(g *globals, kinds []string) *cobra.Command {
 	}
 }
 
-func schedulePauseCommand(g *globals, verb string, kinds []string) *cobra.Command {
-	var note string
-	cmd := &cobra.Command{
+// scheduleHandleCommand does one thing to a schedule of the command's
+// kinds: verb is the command, done what it prints after.
+func scheduleHandleCommand(g *globals, kinds []string, verb, done, short string, act func(ctx context.Context, h client.ScheduleHandle) error) *cobra.Command {
+	return &cobra.Command{
 		Use:   verb + " NAME",
-		Short: map[string]string{"pause": "Pause a schedule: it starts nothing until unpaused", "unpause": "Let a paused schedule start runs again"}[verb],
+		Short: short,
 		Args:  oneArg("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.dial(cmd.Context())
@@ -456,69 +458,41 @@ func schedulePauseCommand(g *globals, verb string, kinds []string) *cobra.Comman
 			if _, _, err := describeOfKind(cmd.Context(), c, cmd, args[0], kinds); err != nil {
 				return err
 			}
-			h := c.ScheduleClient().GetHandle(cmd.Context(), workflows.ScheduleID(args[0]))
-			if verb == "pause" {
-				err = h.Pause(cmd.Context(), client.SchedulePauseOptions{Note: note})
-			} else {
-				err = h.Unpause(cmd.Context(), client.ScheduleUnpauseOptions{Note: note})
-			}
-			if err != nil {
+			if err := act(cmd.Context(), c.ScheduleClient().GetHandle(cmd.Context(), workflows.ScheduleID(args[0]))); err != nil {
 				return fmt.Errorf("%s schedule %s: %w", verb, args[0], scheduleNotFound(err, args[0]))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %sd\n", workflows.ScheduleID(args[0]), verb)
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s\n", workflows.ScheduleID(args[0]), done)
 			return nil
 		},
 	}
+}
+
+func schedulePauseCommand(g *globals, kinds []string) *cobra.Command {
+	var note string
+	cmd := scheduleHandleCommand(g, kinds, "pause", "paused", "Pause a schedule: it starts nothing until unpaused",
+		func(ctx context.Context, h client.ScheduleHandle) error { return h.Pause(ctx, client.SchedulePauseOptions{Note: note}) })
+	cmd.Flags().StringVar(&note, "note", "", "why (shown with the schedule)")
+	return cmd
+}
+
+func scheduleUnpauseCommand(g *globals, kinds []string) *cobra.Command {
+	var note string
+	cmd := scheduleHandleCommand(g, kinds, "unpause", "unpaused", "Let a paused schedule start runs again",
+		func(ctx context.Context, h client.ScheduleHandle) error { return h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: note}) })
 	cmd.Flags().StringVar(&note, "note", "", "why (shown with the schedule)")
 	return cmd
 }
 
 func scheduleDeleteCommand(g *globals, kinds []string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a schedule (runs already started go on)",
-		Args:  oneArg("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if _, _, err := describeOfKind(cmd.Context(), c, cmd, args[0], kinds); err != nil {
-				return err
-			}
-			if err := c.ScheduleClient().GetHandle(cmd.Context(), workflows.ScheduleID(args[0])).Delete(cmd.Context()); err != nil {
-				return fmt.Errorf("delete schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s deleted\n", workflows.ScheduleID(args[0]))
-			return nil
-		},
-	}
+	return scheduleHandleCommand(g, kinds, "delete", "deleted", "Delete a schedule (runs already started go on)",
+		func(ctx context.Context, h client.ScheduleHandle) error { return h.Delete(ctx) })
 }
 
 func scheduleTriggerCommand(g *globals, kinds []string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "trigger NAME",
-		Short: "Start a schedule's action now",
-		Args:  oneArg("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if _, _, err := describeOfKind(cmd.Context(), c, cmd, args[0], kinds); err != nil {
-				return err
-			}
-			err = c.ScheduleClient().GetHandle(cmd.Context(), workflows.ScheduleID(args[0])).Trigger(cmd.Context(),
-				client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL})
-			if err != nil {
-				return fmt.Errorf("trigger schedule %s: %w", args[0], scheduleNotFound(err, args[0]))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s triggered\n", workflows.ScheduleID(args[0]))
-			return nil
-		},
-	}
+	return scheduleHandleCommand(g, kinds, "trigger", "triggered", "Start a schedule's action now",
+		func(ctx context.Context, h client.ScheduleHandle) error {
+			return h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL})
+		})
 }
 
 // scheduleRow is one line of `governance schedule list`.
