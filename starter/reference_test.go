@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/gendoc"
 )
 
 // The CLI reference, docs/cli-reference.md, is generated from the cobra
@@ -112,18 +113,7 @@ func cell(s string) string {
 
 func TestCLIReferenceIsCurrent(t *testing.T) {
 	root := newRootCommand(func(string) string { return "" }, io.Discard, io.Discard)
-	want := renderCLIReference(root)
-	path := filepath.Join("..", cliReferenceFile)
-	if os.Getenv("FLINKMAINT_UPDATE_DOCS") != "" {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Errorf("%s is not what the commands say (%v): run `make docs` and commit it", cliReferenceFile, err)
-	}
+	gendoc.Check(t, filepath.Join("..", cliReferenceFile), renderCLIReference(root), "the commands")
 }
 
 // TestFlagHelpShowsItsType: pflag takes a back-quoted word of a flag's

@@ -9,7 +9,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/gendoc"
 )
 
 // The configuration reference, docs/configuration.md, is generated from
@@ -439,16 +439,5 @@ func TestConfigurationReferenceIsCurrent(t *testing.T) {
 		}
 	}
 
-	want := renderReference(sections)
-	path := filepath.Join(root, referenceFile)
-	if os.Getenv("FLINKMAINT_UPDATE_DOCS") != "" {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Errorf("%s is not what the configuration types say (%v): run `make docs` and commit it", referenceFile, err)
-	}
+	gendoc.Check(t, filepath.Join(root, referenceFile), renderReference(sections), "the configuration types")
 }
