@@ -470,7 +470,9 @@ func scheduleHandleCommand(g *globals, kinds []string, verb, done, short string,
 func schedulePauseCommand(g *globals, kinds []string) *cobra.Command {
 	var note string
 	cmd := scheduleHandleCommand(g, kinds, "pause", "paused", "Pause a schedule: it starts nothing until unpaused",
-		func(ctx context.Context, h client.ScheduleHandle) error { return h.Pause(ctx, client.SchedulePauseOptions{Note: note}) })
+		func(ctx context.Context, h client.ScheduleHandle) error {
+			return h.Pause(ctx, client.SchedulePauseOptions{Note: note})
+		})
 	cmd.Flags().StringVar(&note, "note", "", "why (shown with the schedule)")
 	return cmd
 }
@@ -478,7 +480,9 @@ func schedulePauseCommand(g *globals, kinds []string) *cobra.Command {
 func scheduleUnpauseCommand(g *globals, kinds []string) *cobra.Command {
 	var note string
 	cmd := scheduleHandleCommand(g, kinds, "unpause", "unpaused", "Let a paused schedule start runs again",
-		func(ctx context.Context, h client.ScheduleHandle) error { return h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: note}) })
+		func(ctx context.Context, h client.ScheduleHandle) error {
+			return h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: note})
+		})
 	cmd.Flags().StringVar(&note, "note", "", "why (shown with the schedule)")
 	return cmd
 }
