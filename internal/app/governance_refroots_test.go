@@ -40,8 +40,12 @@ func TestExecutionRereadsReferenceRootsOnRealPeers(t *testing.T) {
 	ca, cb := e.peers.Clusters[0], e.peers.Clusters[1]
 	sfx := peertest.RandomHex(4)
 	ckpts := e.root + "/a/checkpoints"
-	fr, retired := e.start(ctx, ca, "refroot-retired-"+sfx, ckpts, "", "", nil)
-	e.checkpointed(ctx, fr, retired, 2)
+	// One checkpoint at a long interval keeps the retired job's RocksDB at
+	// one or two files, so the job restored from it has no compaction
+	// pending that would replace them before its first checkpoint.
+	slow := map[string]string{"execution.checkpointing.interval": "20s", "execution.checkpointing.num-retained": "1"}
+	fr, retired := e.start(ctx, ca, "refroot-retired-"+sfx, ckpts, "", "", slow)
+	e.checkpointed(ctx, fr, retired, 1)
 	e.cancel(ctx, fr, retired)
 	jobDir := ckpts + "/" + retired
 	latest := e.latestCompleted(jobDir)
