@@ -19,7 +19,7 @@ func TestCleanupValidation(t *testing.T) {
 		"sibling prefix":      {[]string{"/flinkmaint"}, Cleanup{TrashRoot: "/flinkmaint-trash"}, "cleanup.trashRoot"},
 		"dot dot":             {[]string{"/flinkmaint"}, Cleanup{TrashRoot: "/flinkmaint/../x"}, `must not contain ".."`},
 		"audit without trash": {[]string{"/flinkmaint"}, Cleanup{AuditRoot: "/flinkmaint/audit"}, "cleanup.trashRoot is empty"},
-		"reference roots":     {nil, Cleanup{ReferenceRoots: []string{"hdfs://ns1/legacy/checkpoints", "/other"}}, ""},
+		"reference roots":     {nil, Cleanup{ReferenceRoots: []string{"hdfs://ns1:8020/legacy/checkpoints", "/other"}}, ""},
 		"relative reference":  {nil, Cleanup{ReferenceRoots: []string{"legacy"}}, `cleanup.referenceRoots[0]="legacy"`},
 		"reference root in the trash": {[]string{"/f"}, Cleanup{TrashRoot: "/f/trash", ReferenceRoots: []string{"hdfs://nn/f/trash/legacy"}},
 			`cleanup.referenceRoots[0]="hdfs://nn/f/trash/legacy" overlaps cleanup.trashRoot="/f/trash"`},

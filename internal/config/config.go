@@ -124,7 +124,10 @@ type Storage struct {
 	DefaultFS string `yaml:"defaultFS"`
 	// HDFSUser is the user for simple authentication.
 	HDFSUser string `yaml:"hdfsUser"`
-	// HadoopConfDir holds core-site.xml/hdfs-site.xml (HA nameservices).
+	// HadoopConfDir holds core-site.xml/hdfs-site.xml (HA nameservices);
+	// empty means $HADOOP_CONF_DIR, then $HADOOP_HOME/conf. Every
+	// hdfs:// authority without a port must be a nameservice it defines;
+	// with no configuration at all, name the port (hdfs://nn:8020).
 	HadoopConfDir string `yaml:"hadoopConfDir"`
 	// WritableRoots are the only trees the worker may write, rename or
 	// delete in (manifests, reports, trash, tenant roots for cleanup).
@@ -551,20 +554,27 @@ func (s Storage) validate() []error {
 // hdfs:// URI of the configuration names without a port. Without it the
 // HDFS client would take the nameservice for a host on port 8020 and the
 // worker would wait on a NameNode that does not exist.
+//
+// With no configuration at all (hadoopConfDir, $HADOOP_CONF_DIR and
+// $HADOOP_HOME/conf unset) an authority without a port cannot be told
+// apart from an HA nameservice, so it must name its port.
 func (s Storage) validateHadoopConf(c Cleanup) []error {
-	dir := s.HadoopConfDir
+	dir, from := s.HadoopConfDir, "storage.hadoopConfDir"
 	if dir == "" {
-		return nil
+		dir, from = hadoopConfFromEnvironment()
+	}
+	if dir == "" {
+		return s.portlessWithoutHadoopConf(c)
 	}
 	// A directory without site files is a deliberate empty configuration;
 	// one that cannot be read is a mount that is missing.
 	if entries, err := os.ReadDir(dir); err != nil {
-		return []error{fmt.Errorf("storage.hadoopConfDir=%q is not a readable directory (%v): point it at the HDFS cluster's client configuration, core-site.xml and hdfs-site.xml (mount it into the pod)", dir, err)}
+		return []error{fmt.Errorf("%s=%q is not a readable directory (%v): point it at the HDFS cluster's client configuration, core-site.xml and hdfs-site.xml (mount it into the pod)", from, dir, err)}
 	} else {
 		for _, e := range entries {
 			if name := e.Name(); name == "core-site.xml" || name == "hdfs-site.xml" {
 				if f, err := os.Open(filepath.Join(dir, name)); err != nil {
-					return []error{fmt.Errorf("storage.hadoopConfDir=%q: %s cannot be read: %v", dir, name, err)}
+					return []error{fmt.Errorf("%s=%q: %s cannot be read: %v", from, dir, name, err)}
 				} else {
 					f.Close()
 				}
@@ -573,7 +583,7 @@ func (s Storage) validateHadoopConf(c Cleanup) []error {
 	}
 	conf, err := hadoopconf.Load(dir)
 	if err != nil {
-		return []error{fmt.Errorf("storage.hadoopConfDir=%q: %v", dir, err)}
+		return []error{fmt.Errorf("%s=%q: %v", from, dir, err)}
 	}
 	var errs []error
 	check := func(field, uri string) {
@@ -585,17 +595,56 @@ func (s Storage) validateHadoopConf(c Cleanup) []error {
 			return
 		}
 		if conf["dfs.ha.namenodes."+u.Authority] == "" && conf["dfs.namenode.rpc-address."+u.Authority] == "" {
-			errs = append(errs, fmt.Errorf("%s=%q names %q without a port, and storage.hadoopConfDir=%q defines no such nameservice (dfs.ha.namenodes.%s): use the nameservice its hdfs-site.xml defines, or host:port of one NameNode",
-				field, uri, u.Authority, dir, u.Authority))
+			errs = append(errs, fmt.Errorf("%s=%q names %q without a port, and %s=%q defines no such nameservice (dfs.ha.namenodes.%s): use the nameservice its hdfs-site.xml defines, or host:port of one NameNode",
+				field, uri, u.Authority, from, dir, u.Authority))
 		}
 	}
-	check("storage.defaultFS", s.DefaultFS)
+	s.eachHDFSURI(c, check)
+	return errs
+}
+
+// eachHDFSURI calls f with every storage URI of the configuration that can
+// name an HDFS cluster, and its key path.
+func (s Storage) eachHDFSURI(c Cleanup, f func(field, uri string)) {
+	f("storage.defaultFS", s.DefaultFS)
 	for i, r := range s.WritableRoots {
-		check(fmt.Sprintf("storage.writableRoots[%d]", i), r)
+		f(fmt.Sprintf("storage.writableRoots[%d]", i), r)
 	}
 	for i, r := range c.ReferenceRoots {
-		check(fmt.Sprintf("cleanup.referenceRoots[%d]", i), r)
+		f(fmt.Sprintf("cleanup.referenceRoots[%d]", i), r)
 	}
+}
+
+// hadoopConfFromEnvironment is where the HDFS client looks when
+// storage.hadoopConfDir is unset: $HADOOP_CONF_DIR, then
+// $HADOOP_HOME/conf; "" when neither is set.
+func hadoopConfFromEnvironment() (dir, from string) {
+	if d := os.Getenv("HADOOP_CONF_DIR"); d != "" {
+		return d, "$HADOOP_CONF_DIR"
+	}
+	if h := os.Getenv("HADOOP_HOME"); h != "" {
+		return filepath.Join(h, "conf"), "$HADOOP_HOME/conf"
+	}
+	return "", ""
+}
+
+// portlessWithoutHadoopConf refuses every hdfs:// authority without a
+// port when no Hadoop configuration exists: the client would dial it as
+// a host on port 8020, and an HA nameservice would wait on a NameNode that
+// does not exist.
+func (s Storage) portlessWithoutHadoopConf(c Cleanup) []error {
+	var errs []error
+	s.eachHDFSURI(c, func(field, uri string) {
+		u, err := storage.ParseURI(uri)
+		if err != nil || u.Scheme != "hdfs" || u.Authority == "" {
+			return
+		}
+		if _, port, err := net.SplitHostPort(u.Authority); err == nil && port != "" {
+			return
+		}
+		errs = append(errs, fmt.Errorf("%s=%q names %q without a port, and no Hadoop configuration is found (storage.hadoopConfDir, $HADOOP_CONF_DIR and $HADOOP_HOME are unset): for an HA nameservice set storage.hadoopConfDir to its client configuration (core-site.xml, hdfs-site.xml); for one NameNode write hdfs://%s:8020",
+			field, uri, u.Authority, u.Authority))
+	})
 	return errs
 }
 

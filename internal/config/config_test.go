@@ -208,14 +208,28 @@ func TestHadoopConfDirMustDefineTheNameservices(t *testing.T) {
 <property><name>dfs.namenode.rpc-address.ns1.nn1</name><value>nn1.corp:8020</value></property>
 <property><name>dfs.namenode.rpc-address.ns1.nn2</name><value>nn2.corp:8020</value></property>
 </configuration>`
-	if err := os.WriteFile(filepath.Join(conf, "hdfs-site.xml"), []byte(site), 0o600); err != nil {
-		t.Fatal(err)
+	home := t.TempDir() // a $HADOOP_HOME, whose conf/ defines ns1 too
+	for _, d := range []string{conf, filepath.Join(home, "conf")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "hdfs-site.xml"), []byte(site), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for name, tc := range map[string]struct {
 		file string
-		want []string // empty: valid
+		env  map[string]string // HADOOP_CONF_DIR and HADOOP_HOME; unset when absent
+		want []string          // empty: valid
 	}{
-		"nameservice defined": {file: "storage:\n  hadoopConfDir: " + conf + "\n  defaultFS: hdfs://ns1\n  writableRoots: [hdfs://ns1/flink, hdfs://nn3.corp:8020/x]\n"},
+		"nameservice defined":                     {file: "storage:\n  hadoopConfDir: " + conf + "\n  defaultFS: hdfs://ns1\n  writableRoots: [hdfs://ns1/flink, hdfs://nn3.corp:8020/x]\n"},
+		"nameservice defined by $HADOOP_CONF_DIR": {file: "storage:\n  defaultFS: hdfs://ns1\n", env: map[string]string{"HADOOP_CONF_DIR": conf}},
+		"nameservice defined under $HADOOP_HOME":  {file: "storage:\n  defaultFS: hdfs://ns1\n", env: map[string]string{"HADOOP_HOME": home}},
+		"$HADOOP_CONF_DIR missing": {file: "storage:\n  defaultFS: hdfs://ns1\n", env: map[string]string{"HADOOP_CONF_DIR": "/nonexistent/etc/hadoop"},
+			want: []string{`$HADOOP_CONF_DIR="/nonexistent/etc/hadoop" is not a readable directory`}},
+		"no configuration, nameservice": {file: "storage:\n  defaultFS: hdfs://ns1\n  writableRoots: [hdfs://ns1/flink, hdfs://nn3.corp:8020/x]\n",
+			want: []string{`storage.defaultFS="hdfs://ns1" names "ns1" without a port, and no Hadoop configuration is found`, `storage.writableRoots[0]="hdfs://ns1/flink"`, "hdfs://ns1:8020"}},
+		"no configuration, host and port": {file: "storage:\n  defaultFS: hdfs://nn1.corp:8020\n  writableRoots: [hdfs://nn1.corp:8020/flink]\n"},
 		"no such directory": {file: "storage:\n  hadoopConfDir: /nonexistent/hadoop/conf\n  defaultFS: hdfs://ns1\n",
 			want: []string{`storage.hadoopConfDir="/nonexistent/hadoop/conf" is not a readable directory`}},
 		"empty directory, nameservice": {file: "storage:\n  hadoopConfDir: " + t.TempDir() + "\n  defaultFS: hdfs://ns1\n",
@@ -225,6 +239,9 @@ func TestHadoopConfDirMustDefineTheNameservices(t *testing.T) {
 			want: []string{`storage.defaultFS="hdfs://nameservice1" names "nameservice1" without a port`, `storage.writableRoots[0]="hdfs://ns2/flink"`, `cleanup.referenceRoots[0]="hdfs://ns3/ck"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
+			for _, k := range []string{"HADOOP_CONF_DIR", "HADOOP_HOME"} {
+				t.Setenv(k, tc.env[k])
+			}
 			_, err := Load([]string{"--config", writeFile(t, tc.file)}, envOf(nil), io.Discard)
 			if len(tc.want) == 0 {
 				if err != nil {

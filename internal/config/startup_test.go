@@ -8,13 +8,20 @@ import (
 )
 
 func TestStorageValidation(t *testing.T) {
+	t.Setenv("HADOOP_CONF_DIR", "")
+	t.Setenv("HADOOP_HOME", "")
 	for name, tc := range map[string]struct {
 		defaultFS string
 		writable  []string
 		want      []string // "" means valid
 	}{
 		"defaults":           {"file:///", nil, nil},
-		"hdfs nameservice":   {"hdfs://nameservice1", []string{"hdfs://nameservice1/user/app", "/flinkmaint"}, nil},
+		"hdfs host and port": {"hdfs://nn1.corp:8020", []string{"hdfs://nn1.corp:8020/user/app", "/flinkmaint"}, nil},
+		// With no Hadoop configuration a portless authority may be an HA
+		// nameservice that the client would dial as a host on port 8020.
+		"hdfs nameservice, no hadoop configuration": {"hdfs://nameservice1", []string{"hdfs://nameservice1/user/app", "/flinkmaint"},
+			[]string{`storage.defaultFS="hdfs://nameservice1" names "nameservice1" without a port, and no Hadoop configuration is found`, "storage.hadoopConfDir", "hdfs://nameservice1:8020",
+				`storage.writableRoots[0]="hdfs://nameservice1/user/app"`}},
 		"ftp default":        {"ftp://x", nil, []string{`storage.defaultFS="ftp://x"`, `scheme "ftp"`, "file:///", "hdfs://"}},
 		"plain default":      {"/data", nil, []string{`storage.defaultFS="/data"`, "file:///", "hdfs://"}},
 		"empty default":      {"", nil, []string{`storage.defaultFS=""`, "file:///"}},
