@@ -54,6 +54,23 @@ type Activities struct {
 	Notifier Notifier
 	// Freezes are the blackout periods (worker config); nil: none.
 	Freezes *freeze.Calendar
+	// KubeAccess reviews the worker's RBAC for doctor; nil when no
+	// Kubernetes inventory is configured.
+	KubeAccess KubernetesAccess
+	// Worker describes this worker process for doctor.
+	Worker WorkerInfo
+}
+
+// WorkerInfo is what doctor reports about the worker and checks it may do.
+type WorkerInfo struct {
+	// Version is the worker's build version.
+	Version string
+	// WritableRoots are storage.writableRoots: doctor proves each exists
+	// and takes a write.
+	WritableRoots []string
+	// KerberosPrincipal is who the worker authenticates to HDFS as; empty
+	// without Kerberos.
+	KerberosPrincipal string
 }
 
 // discover reads the inventory: an invalid one is final, an unreachable

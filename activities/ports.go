@@ -79,6 +79,24 @@ type KubernetesHealth interface {
 	Ready(ctx context.Context) error
 }
 
+// KubernetesAccess reviews, as the worker's own identity, the RBAC
+// permissions it uses in every tenant namespace.
+type KubernetesAccess interface {
+	CheckAccess(ctx context.Context) ([]AccessGap, error)
+}
+
+// AccessGap is what the worker lacks in one namespace ("": the cluster
+// scope) of one Kubernetes cluster ("" when the inventory has one).
+type AccessGap struct {
+	KubeCluster, Namespace string
+	// Missing are permissions runs need ("list pods"); MissingOptional
+	// only governance restore needs.
+	Missing, MissingOptional []string
+	// Unknown says why the rules could not be listed (they were then
+	// asked one by one).
+	Unknown string
+}
+
 // GovernanceMetrics receives what governance activities measure; the
 // worker exports it to Prometheus (internal/metrics.Governance). Nil means
 // no metrics.
@@ -184,5 +202,7 @@ type OrphanControl interface {
 // Notifier delivers events to the configured sinks (internal/notify).
 type Notifier interface {
 	Send(ctx context.Context, ev notify.Event) []notify.Outcome
+	// Probe asks every sink whether it answers, sending no notice.
+	Probe(ctx context.Context) []notify.Outcome
 	UILink(namespace, workflowID string) string
 }

@@ -17,23 +17,20 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
 // Outcomes of a doctor check.
 const (
-	checkOK   = "ok"
-	checkWarn = "warn"
-	checkFail = "fail"
+	checkOK   = activities.CheckOK
+	checkWarn = activities.CheckWarn
+	checkFail = activities.CheckFail
 )
 
-// doctorCheck is one line of `flinkmaint doctor`.
-type doctorCheck struct {
-	Check  string `json:"check"`
-	Result string `json:"result"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-}
+// doctorCheck is one line of `flinkmaint doctor`; the worker's checks
+// come back in the same shape.
+type doctorCheck = activities.DoctorCheck
 
 // exitWarnings is doctor's exit code when nothing failed but something
 // deserves a look.
@@ -43,11 +40,18 @@ func newDoctorCommand(g *globals) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the deployment from here: Temporal, namespace, search attributes, workers on the task queue, a round trip",
-		Long: `doctor checks, in order, what a run needs from Temporal and says what is wrong and how to fix it:
+		Short: "Check the deployment end to end: Temporal, search attributes, workers, and from a worker storage, Kerberos, RBAC, Flink and notification sinks",
+		Long: `doctor checks, in order, what a run needs and says what is wrong and how to fix it. From here:
 the frontend answers; the namespace exists; every search attribute flinkmaint sets exists with its
 type; workers poll the task queue for workflow and activity tasks (and which); a ping workflow
 completes on one of them.
+
+Then a WorkerDoctor run on one worker checks what only the worker can see: its version; every
+storage root (writable roots, trash, audit, plan and drill dirs, reference roots) exists and is
+readable, and writable where the worker writes (a probe file is written and removed again);
+the Kerberos login; the Kubernetes API and the worker's RBAC in every tenant namespace; every
+Flink cluster of the inventory and the drill cluster answer; every notification sink answers
+(no notice is sent). With several workers on the queue, one of them is checked.
 
 Exit codes: 0 every check passed, 5 only warnings, 1 a check failed, 3 Temporal unreachable.`,
 		Args: cobra.NoArgs,
@@ -88,7 +92,7 @@ Exit codes: 0 every check passed, 5 only warnings, 1 a check failed, 3 Temporal 
 			return nil
 		},
 	}
-	durationFlag(cmd.Flags(), &timeout, "timeout", 30*time.Second, "bound on all the checks, the ping included")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 2*time.Minute, "bound on all the checks, the ping and the worker's included")
 	return cmd
 }
 
@@ -107,7 +111,36 @@ func doctorChecks(ctx context.Context, g *globals, c client.Client) []doctorChec
 	if pollers.Result == checkFail {
 		return checks
 	}
-	return append(checks, pingCheck(ctx, g, c))
+	ping := pingCheck(ctx, g, c)
+	checks = append(checks, ping)
+	if ping.Result == checkFail {
+		return checks
+	}
+	return append(checks, workerChecks(ctx, g, c)...)
+}
+
+// workerChecks runs WorkerDoctor on a worker of the queue and returns
+// its findings.
+func workerChecks(ctx context.Context, g *globals, c client.Client) []doctorCheck {
+	in := activities.DoctorInput{}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: workflows.WorkerDoctorID(nonce()), TaskQueue: g.taskQueue, WorkflowExecutionTimeout: 5 * time.Minute,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindDoctor)),
+		StaticSummary:         workflows.StartSummary(in),
+	}, workflows.WorkerDoctorWorkflowType, in)
+	if err != nil {
+		return []doctorCheck{{Check: "worker checks", Result: checkFail, Detail: fmt.Sprintf("start %s: %v", workflows.WorkerDoctorWorkflowType, err)}}
+	}
+	var res activities.DoctorResult
+	if err := run.Get(ctx, &res); err != nil {
+		detail := fmt.Sprintf("%s did not complete: %v", run.GetID(), err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			detail = fmt.Sprintf("%s did not complete within --timeout", run.GetID())
+		}
+		return []doctorCheck{{Check: "worker checks", Result: checkFail, Detail: detail,
+			Fix: "give doctor a longer --timeout, or read the worker's log; a worker older than this CLI does not know " + workflows.WorkerDoctorWorkflowType}}
+	}
+	return res.Checks
 }
 
 // searchAttributeCheck compares the namespace's search attributes with

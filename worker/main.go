@@ -99,6 +99,7 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		return &configError{err}
 	}
 	defer closeAdapters() //nolint:errcheck // connections close on exit anyway
+	acts.Worker.Version = fmt.Sprintf("%s (commit %s)", version, buildinfo.Commit())
 	codecToken, err := cfg.HTTP.CodecToken()
 	if err != nil {
 		return &configError{err}

@@ -76,6 +76,8 @@ func StartSummary(in interface{}) string {
 		return clip("storage usage of "+tenantsText(activities.Scope{Tenants: v.Tenants}), maxSummaryBytes)
 	case PingInput:
 		return clip("ping: "+v.Message, maxSummaryBytes)
+	case activities.DoctorInput:
+		return "doctor: checks from the worker"
 	}
 	return ""
 }

@@ -51,6 +51,14 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		acts.Inventory, acts.Kubernetes = fleet, KubeHealth{Fleet: fleet}
 		acts.Operator = KubeOperator{Fleet: fleet}
 		acts.Orphans = KubeOrphans{Fleet: fleet}
+		acts.KubeAccess = KubeAccess{Fleet: fleet}
+	}
+	acts.Worker.WritableRoots = cfg.Storage.WritableRoots
+	if k := cfg.Storage.Kerberos; k != nil {
+		acts.Worker.KerberosPrincipal = k.Principal
+		if acts.Worker.KerberosPrincipal == "" {
+			acts.Worker.KerberosPrincipal = "the principal of ticket cache " + k.CCache
+		}
 	}
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
 		ReferenceRoots: cfg.Cleanup.ReferenceRoots}

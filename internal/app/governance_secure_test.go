@@ -432,6 +432,70 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	}
 
 	testSecureQuotaWatch(t, ctx, e)
+	testSecureDoctor(t, ctx, e)
+}
+
+// testSecureDoctor runs the worker side of `flinkmaint doctor` on the
+// worker over ns1: every root readable and writable (probe files leave
+// nothing behind), Kerberos authenticated, the inventory's cluster
+// answering. A worker whose keytab does not hold its principal's key
+// fails the Kerberos check and names the fix.
+func testSecureDoctor(t *testing.T, ctx context.Context, e *secureGovEnv) {
+	before := e.tree(t, e.plain)
+	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WorkerDoctorID(e.tenant), TaskQueue: e.queue},
+		workflows.WorkerDoctorWorkflowType, activities.DoctorInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res activities.DoctorResult
+	if err := wf.Get(ctx, &res); err != nil {
+		t.Fatalf("doctor: %v", err)
+	}
+	got := map[string]activities.DoctorCheck{}
+	for _, c := range res.Checks {
+		got[c.Check] = c
+		if c.Result != activities.CheckOK {
+			t.Errorf("doctor on the secure HDFS: %+v; want ok", c)
+		}
+	}
+	for check, detail := range map[string]string{
+		"storage writable root " + e.root:         "readable and writable",
+		"storage trash root " + e.root + "/trash": "readable and writable",
+		"storage plan dir " + e.root + "/plans":   "readable and writable",
+		"kerberos":                                "authenticated as " + e.s.Principals.Worker.Principal,
+		"inventory":                               "1 tenants, 1 Flink clusters",
+		"flink clusters":                          "all 1 answer",
+	} {
+		if !strings.Contains(got[check].Detail, detail) {
+			t.Errorf("doctor %q: %+v; want %q (all: %+v)", check, got[check], detail, res.Checks)
+		}
+	}
+	if after := e.tree(t, e.plain); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("doctor left something behind:\n%s\nwas\n%s", strings.Join(after, "\n"), strings.Join(before, "\n"))
+	}
+
+	wrong := e.cfg
+	k := *wrong.Storage.Kerberos
+	k.Keytab = e.s.Principals.Denied.Keytab // holds another principal's key
+	wrong.Storage.Kerberos = &k
+	acts := peertest.NewActivities(t, wrong, "doctor-wrong-keytab")
+	res, err = acts.Doctor(ctx, activities.DoctorInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kerberos activities.DoctorCheck
+	failedRoots := 0
+	for _, c := range res.Checks {
+		if c.Check == "kerberos" {
+			kerberos = c
+		}
+		if strings.HasPrefix(c.Check, "storage ") && c.Result == activities.CheckFail && strings.Contains(c.Fix, "keytab") {
+			failedRoots++
+		}
+	}
+	if kerberos.Result != activities.CheckFail || !strings.Contains(kerberos.Fix, "klist -kt") || failedRoots != 3 {
+		t.Fatalf("doctor with a keytab of another principal: kerberos %+v, %d roots failed naming the keytab (all %+v); want fail and 3", kerberos, failedRoots, res.Checks)
+	}
 }
 
 func underGarbage(p string, garbage map[string]bool) bool {

@@ -193,3 +193,38 @@ func (k KubeHealth) Ready(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// KubeAccess adapts the fleet's clients to activities.KubernetesAccess.
+type KubeAccess struct {
+	Fleet *KubeFleet
+}
+
+var _ activities.KubernetesAccess = KubeAccess{}
+
+// CheckAccess reviews the worker's permissions in every Kubernetes
+// cluster of the fleet; see kube.Client.CheckAccess.
+func (k KubeAccess) CheckAccess(ctx context.Context) ([]activities.AccessGap, error) {
+	var out []activities.AccessGap
+	for _, c := range k.Fleet.clients {
+		res, err := c.CheckAccess(ctx)
+		for _, r := range res {
+			g := activities.AccessGap{KubeCluster: c.Name(), Namespace: r.Namespace, Unknown: r.Unknown}
+			for _, p := range r.Missing {
+				if p.Optional {
+					g.MissingOptional = append(g.MissingOptional, p.String())
+				} else {
+					g.Missing = append(g.Missing, p.String())
+				}
+			}
+			out = append(out, g)
+		}
+		if err != nil {
+			where := "kubernetes"
+			if c.Name() != "" {
+				where += " cluster " + c.Name()
+			}
+			return out, fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return out, nil
+}

@@ -223,9 +223,17 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			t.Fatalf("RecreateObject %s without the restore role: %v; want Forbidden", r.Name, err)
 		}
 	}
+	// The access review (flinkmaint doctor) sees the same: the selector's
+	// list, every tenant permission, and only restore's two missing.
+	if got := accessSummary(t, e, worker); got != "(cluster): ok; "+tenant+": create configmaps, create flinkstatesnapshots.flink.apache.org" {
+		t.Fatalf("access review before the restore role: %s", got)
+	}
 	bindRestoreRole(t, e, tenant)
 	for r, data := range trashed {
 		waitAuthorized(t, func() error { _, err := worker.RecreateObject(e.ctx, r, data, "rbac-run"); return err })
+	}
+	if got := accessSummary(t, e, worker); got != "(cluster): ok; "+tenant+": ok" {
+		t.Fatalf("access review with the restore role: %s", got)
 	}
 
 	// Governance: the operator's records, and a completed savepoint
@@ -285,8 +293,45 @@ func TestRBACLeastPrivilege(t *testing.T) {
 		}
 	}
 	outsideWorker := e.client(Config{Namespaces: []string{outside}, TenantRootTemplate: "/t/{namespace}"}, workerCfg)
+	if got, want := accessSummary(t, e, outsideWorker), outside+": "+strings.Join(permissionNames(TenantPermissions), ", "); got != want {
+		t.Errorf("access review outside the bound namespaces: %s; want %s", got, want)
+	}
 	_, err = outsideWorker.Discover(e.ctx)
 	if !errors.Is(err, ErrForbidden) || IsRetryable(err) || !strings.Contains(err.Error(), outside) {
 		t.Fatalf("Discover outside scope: want non-retryable ErrForbidden naming %s, got %v", outside, err)
 	}
+}
+
+// accessSummary runs CheckAccess as the client's identity: "ns: ok" or
+// "ns: missing, ..." per namespace, "(cluster)" for the cluster scope.
+func accessSummary(t *testing.T, e *env, c *Client) string {
+	t.Helper()
+	res, err := c.CheckAccess(e.ctx)
+	if err != nil {
+		t.Fatalf("CheckAccess: %v", err)
+	}
+	var parts []string
+	for _, r := range res {
+		ns := r.Namespace
+		if ns == "" {
+			ns = "(cluster)"
+		}
+		if r.Unknown != "" {
+			t.Errorf("%s: the rules review was incomplete (%s); the real RBAC authorizer lists them", ns, r.Unknown)
+		}
+		missing := "ok"
+		if len(r.Missing) > 0 {
+			missing = strings.Join(permissionNames(r.Missing), ", ")
+		}
+		parts = append(parts, ns+": "+missing)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func permissionNames(ps []Permission) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
 }

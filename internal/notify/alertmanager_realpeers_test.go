@@ -25,6 +25,15 @@ func TestAlertmanagerTakesAndResolvesAlerts(t *testing.T) {
 	ev := notify.Event{Kind: notify.KindDecisionPending, Workflow: "window", Run: "wk49", WorkflowID: "window-wk49", Tenants: []string{"team-a", "team-b"},
 		Severity: notify.SeverityWarning, Title: "waits for network-change", Decision: "network-change", RepeatEvery: 30 * time.Minute,
 		Commands: []string{"flinkmaint window confirm-network-change wk49"}, At: time.Now(), UIURL: "http://ui:8233/namespaces/default/workflows/window-wk49"}
+	// doctor's probe: the real Alertmanager is ready; a port nothing
+	// listens on is not.
+	dead, err := notify.New(notify.Config{Sinks: []notify.SinkConfig{{Name: "am", Type: notify.TypeAlertmanager, URL: am.URL}, {Name: "gone", Type: notify.TypeAlertmanager, URL: "http://127.0.0.1:1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := dead.Probe(ctx); len(out) != 2 || out[0].Error != "" || out[1].Error == "" {
+		t.Fatalf("probe: %+v; want the sandbox's Alertmanager ready and port 1 refused", out)
+	}
 	if out := n.Send(ctx, ev); len(out) != 1 || out[0].Error != "" {
 		t.Fatalf("send: %+v", out)
 	}

@@ -311,6 +311,59 @@ func (n *Notifier) Send(ctx context.Context, ev Event) []Outcome {
 	return out
 }
 
+// Probe asks every sink, once each, whether it answers, without sending a
+// notice: Alertmanager's readiness endpoint must say 200; a webhook or
+// Slack URL is asked with HEAD and any answer but a server error, 404 or
+// 410 (a URL that names nothing, e.g. a revoked Slack webhook) counts.
+func (n *Notifier) Probe(ctx context.Context) []Outcome {
+	if n == nil {
+		return nil
+	}
+	var out []Outcome
+	for _, s := range n.cfg.Sinks {
+		o := Outcome{Sink: s.Name, Attempts: 1}
+		if err := n.probe(ctx, s); err != nil {
+			o.Error = err.Error()
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func (n *Notifier) probe(ctx context.Context, s SinkConfig) error {
+	endpoint, err := s.endpoint()
+	if err != nil {
+		return err
+	}
+	method := http.MethodHead
+	if s.Type == TypeAlertmanager {
+		method, endpoint = http.MethodGet, strings.TrimRight(endpoint, "/")+"/-/ready"
+	}
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, nil)
+	if err != nil {
+		return fmt.Errorf("%s %s: %v", s.Type, s.Name, err)
+	}
+	req.Header.Set("User-Agent", "flinkmaint-notify")
+	resp, err := n.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s sink %s: %v", s.Type, s.Name, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	bad := resp.StatusCode >= 500 || resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone
+	if s.Type == TypeAlertmanager {
+		bad = resp.StatusCode != http.StatusOK
+	}
+	if bad {
+		return fmt.Errorf("%s sink %s answered %s", s.Type, s.Name, resp.Status)
+	}
+	return nil
+}
+
 func (n *Notifier) deliver(ctx context.Context, s SinkConfig, ev Event) error {
 	endpoint, err := s.endpoint()
 	if err != nil {

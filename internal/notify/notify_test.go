@@ -172,3 +172,36 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeSendsNoNotice: doctor's probe counts any answer but a server
+// error, 404 or 410 (a revoked Slack webhook) as alive, reports a refused
+// connection without the URL's token, and delivers nothing.
+func TestProbeSendsNoNotice(t *testing.T) {
+	ok, denied, revoked, broken := newReceiver(t, 200), newReceiver(t, 401), newReceiver(t, 404), newReceiver(t, 502)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	n, err := New(Config{Sinks: []SinkConfig{
+		{Name: "ok", Type: TypeSlack, URL: ok.srv.URL},
+		{Name: "denied", Type: TypeWebhook, URL: denied.srv.URL, SecretFile: writeFile(t, "key", "0123456789abcdef0123456789abcdef")},
+		{Name: "revoked", Type: TypeSlack, URL: revoked.srv.URL},
+		{Name: "broken", Type: TypeSlack, URL: broken.srv.URL},
+		{Name: "gone", Type: TypeSlack, URL: gone.URL + "/hook?token=s3cret"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := n.Probe(context.Background())
+	got := map[string]string{}
+	for _, o := range out {
+		got[o.Sink] = o.Error
+	}
+	if len(out) != 5 || got["ok"] != "" || got["denied"] != "" || !strings.Contains(got["revoked"], "404") ||
+		!strings.Contains(got["broken"], "502") || got["gone"] == "" || strings.Contains(got["gone"], "s3cret") {
+		t.Fatalf("probe outcomes %+v", out)
+	}
+	for _, r := range []*receiver{ok, denied, revoked, broken} {
+		if len(r.bodies) != 1 || len(r.bodies[0]) != 0 || r.heads[0].Get(HeaderSignature) != "" {
+			t.Errorf("the probe sent %q; want one empty request, unsigned", r.bodies)
+		}
+	}
+}
