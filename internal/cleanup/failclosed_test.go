@@ -242,6 +242,34 @@ func TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading(t *testing.T) {
 			t.Errorf("%s, written past the timeout, planned %q; want %s", path, planned(p)[path], rule)
 		}
 	}
+
+	// A job its inventory cluster lists as ended after the dir's last
+	// write (a window stopped it a minute ago) is no writer: its old
+	// orphans go at once. Written after the listed end (the same id
+	// resubmitted elsewhere), or ended at an unknown time, it may be one.
+	for name, tc := range map[string]struct {
+		ended   []EndedJob
+		planned bool
+	}{
+		"ended after its last write": {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute)}}, true},
+		"written after its end":      {[]EndedJob{{ID: jobA, At: now.Add(-2 * time.Hour)}}, false},
+		"an end of unknown time":     {[]EndedJob{{ID: jobA}}, false},
+		"not listed as ended":        {nil, false},
+	} {
+		f = newFixture()
+		f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
+		f.job(jobA, now.Add(-2*time.Minute))
+		f.chk(jobA, 3, true, now.Add(-2*time.Minute))
+		orphan := f.state(jobA, "shared", "orphan", 10, now.Add(-45*24*time.Hour))
+		f.live.Clusters = []LiveCluster{{ClusterID: "c1", Ended: tc.ended}}
+		if p, err = f.build(Spellings{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := planned(p)[orphan] == RuleUnreferencedState; got != tc.planned {
+			k, _ := keptFor(p, orphan)
+			t.Errorf("%s: %s planned %v (kept %+v); want planned %v", name, orphan, got, k, tc.planned)
+		}
+	}
 }
 
 // TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnknown:

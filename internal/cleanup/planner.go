@@ -536,9 +536,11 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 // possiblyLiveWriter reports whether a job dir absent from the inventory
 // was written within the longest checkpoint timeout the fleet allows: a
 // job outside the inventory may still be uploading a checkpoint into it,
-// its files older than the grace period and no _metadata yet.
+// its files older than the grace period and no _metadata yet. A job its
+// inventory cluster lists as ended after the dir's last write (a window
+// stopped it) writes nothing more.
 func (p *planner) possiblyLiveWriter(j layout.JobCheckpoints, isLive bool) (string, bool) {
-	if isLive || p.old(j.Total.Newest, p.pol.MaxCheckpointTimeout) {
+	if isLive || endedBy(p.ended, j.JobID, j.Total.Newest) || p.old(j.Total.Newest, p.pol.MaxCheckpointTimeout) {
 		return "", false
 	}
 	return fmt.Sprintf("job %s is absent from the inventory, but its dir was written %s, within the longest checkpoint timeout the fleet allows (%v): "+
@@ -556,9 +558,6 @@ func (p *planner) restoredFromTheUnknown(jobs []layout.JobCheckpoints) string {
 	first := ""
 	for _, j := range jobs {
 		_, isLive := p.liveJobs[j.JobID]
-		if endedBy(p.ended, j.JobID, j.Total.Newest) {
-			continue // its cluster says it ended after the last write: it writes nothing
-		}
 		if _, mayBeWritten := p.possiblyLiveWriter(j, isLive); !mayBeWritten || slices.ContainsFunc(j.Checkpoints, func(c layout.Checkpoint) bool { return c.Completed }) {
 			continue
 		}
