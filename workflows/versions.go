@@ -69,4 +69,6 @@ var VersionLedger = []VersionChange{
 		What: "the listing gathered in parts, the plan written and executed in shards"},
 	{ID: changeVerifyWholePlan, Newest: 1, Since: "2026-12-03", Workflows: []string{GovernanceWorkflowType},
 		What: "every shard of an approved plan checked before the first one runs"},
+	{ID: changeNetworkGateVisibility, Newest: 1, Since: "2026-12-04", Workflows: []string{MaintenanceWindowWorkflowType},
+		What: "FlinkmaintPausedForDecision cleared as soon as the network gate is answered, not after the endpoint probe"},
 }

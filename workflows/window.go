@@ -817,6 +817,11 @@ func (r *windowRun) networkGate(ctx workflow.Context) error {
 			}
 		}
 		r.st.Pending = nil
+		if workflow.GetVersion(ctx, changeNetworkGateVisibility, workflow.DefaultVersion, 1) == 1 {
+			// The probe after the gate can take long: the UI must not list
+			// the window as waiting for a person meanwhile.
+			r.upsertVisibility(ctx)
+		}
 		told.Resolved, told.Commands, told.Reminder, told.Title = true, nil, 0, fmt.Sprintf("window %s: network change wait ended", r.in.WindowID)
 		if r.st.Network != nil {
 			r.st.Network.Reminders = r.reminders
@@ -830,6 +835,10 @@ func (r *windowRun) networkGate(ctx workflow.Context) error {
 	}
 	return r.probe(ctx)
 }
+
+// changeNetworkGateVisibility versions the search attributes written as
+// soon as the network gate is answered.
+const changeNetworkGateVisibility = "window-network-gate-visibility-2026-12-04"
 
 // probe waits, with backoff, until storage, Flink and (optionally) the
 // Kubernetes API answer again; if they never do, the operator decides.
