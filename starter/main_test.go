@@ -59,6 +59,7 @@ func TestUsageErrors(t *testing.T) {
 		"drill schedule no spec":     {[]string{"drill", "schedule", "create", "nightly"}, nil, "--every 24h"},
 		"drill status without name":  {[]string{"drill", "status"}, nil, "exactly one NAME"},
 		"watch bad interval":         {[]string{"window", "status", "w1", "--watch", "--interval", "0s"}, nil, "--interval=0s"},
+		"until decision, no watch":   {[]string{"governance", "status", "nightly", "--until-decision"}, nil, "--until-decision goes with --watch"},
 		"list bad status":            {[]string{"window", "list", "--status", "stuck"}, nil, `--status="stuck" is not valid`},
 		"list bad limit":             {[]string{"governance", "list", "--limit", "0"}, nil, "--limit=0"},
 		"list quoted tenant":         {[]string{"upgrade", "list", "--tenant", "a'b"}, nil, `--tenant="a'b"`},

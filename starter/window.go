@@ -24,7 +24,8 @@ func newWindowCommand(g *globals) *cobra.Command {
 	cmd.AddCommand(
 		windowStartCommand(g),
 		windowPlanCommand(g),
-		withWatch(g, windowStatusCommand(g), func(a []string) string { return workflows.WindowWorkflowID(a[0]) }),
+		withWatch(g, windowStatusCommand(g), func(a []string) string { return workflows.WindowWorkflowID(a[0]) },
+			func(a []string) string { return workflows.WindowCleanupWorkflowID(a[0]) }),
 		runListCommand(g, workflows.KindWindow, "maintenance windows", "window-"),
 		windowReportCommand(g),
 		windowSignalCommand(g, "pause", "Pause at the next safe point (running steps finish)", workflows.SignalPause),

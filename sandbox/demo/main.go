@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "var/demo", "directory for inventory.yaml, worker.yaml and window.yaml")
+	out := flag.String("out", "var/demo", "directory for inventory.yaml, worker.yaml, window.yaml and first-window.yaml")
 	perCluster := flag.Int("jobs", 2, "sample jobs per cluster")
 	temporalAddr := flag.String("temporal", "localhost:7233", "Temporal frontend the demo worker uses")
 	flag.Parse()
@@ -219,7 +219,23 @@ func run(out string, perCluster int, temporalAddr string) error {
 			"cleanup": map[string]interface{}{"mode": "auto"},
 		},
 	}
-	return writeYAML(filepath.Join(abs, "window.yaml"), window)
+	if err := writeYAML(filepath.Join(abs, "window.yaml"), window); err != nil {
+		return err
+	}
+	// docs/first-window.md: the same jobs, steered by hand as in
+	// production (no auto-confirm, the cleanup waits for approval).
+	first := map[string]interface{}{
+		"windowId": "first-" + time.Now().UTC().Format("20060102-150405"),
+		"reason":   "docs/first-window.md: a first window steered by hand",
+		"scope":    map[string]interface{}{"includeJobs": []string{"demo-*"}},
+		"policy": map[string]interface{}{
+			"manifestDir": demoRoot + "/windows",
+			"savepoint":   map[string]interface{}{"concurrency": 2},
+			"restart":     map[string]interface{}{"canarySize": 1, "concurrency": 2, "soak": "10s"},
+			"cleanup":     map[string]interface{}{"mode": "plan-and-approve", "approvalTimeout": "1h"},
+		},
+	}
+	return writeYAML(filepath.Join(abs, "first-window.yaml"), first)
 }
 
 // runningID is the id of the job of that name that still runs, or "".
