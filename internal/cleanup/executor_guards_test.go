@@ -401,3 +401,35 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		}
 	})
 }
+
+// TestAManifestLineThatIsNoRecordIsCorrupt: a manifest line without a
+// path or an outcome, anywhere but last (a crash cuts only the last), is
+// a corrupt manifest, not a record to resume or restore from; the sorted
+// records of a valid one come back by path.
+func TestAManifestLineThatIsNoRecordIsCorrupt(t *testing.T) {
+	e := newLocalEnv(t)
+	dir := filepath.Join(e.trash, "_audit", "run-1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good := []string{`{"path":"file:///b","outcome":"trashed"}`, `{"path":"file:///a","outcome":"deleted"}`}
+	for name, bad := range map[string]string{
+		"no outcome": `{"path":"file:///c"}`,
+		"no path":    `{"outcome":"deleted"}`,
+	} {
+		data := strings.Join([]string{good[0], bad, good[1]}, "\n") + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "manifest-000001.jsonl"), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadManifest(context.Background(), e.fs, "file://"+e.trash+"/_audit", "run-1"); !errors.Is(err, ErrManifestCorrupt) {
+			t.Errorf("%s: ReadManifest %v; want ErrManifestCorrupt", name, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest-000001.jsonl"), []byte(strings.Join(good, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadManifest(context.Background(), e.fs, "file://"+e.trash+"/_audit", "run-1")
+	if err != nil || len(recs) != 2 || recs[0].Path != "file:///a" || recs[1].Path != "file:///b" {
+		t.Fatalf("records %+v, %v; want a then b", recs, err)
+	}
+}

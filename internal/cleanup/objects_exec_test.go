@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
 // fakeObjects is an in-memory ObjectStore for the executor's decisions;
@@ -342,4 +343,29 @@ type racingObjects struct {
 func (r *racingObjects) Delete(ctx context.Context, ref inventory.ObjectRef, uid, rv string) error {
 	r.update(ref.Name, func(o *Object) { o.ResourceVersion = "99" })
 	return r.fakeObjects.Delete(ctx, ref, uid, rv)
+}
+
+// TestObjectTrashIsApartFromPathItems: in trash mode the JSON of the
+// plan's Kubernetes objects goes under <trash>/<run>/kubernetes; a path
+// item whose own trash copy would land there (a root called /kubernetes)
+// is refused before anything moves. In delete mode nothing is copied, so
+// nothing can collide.
+func TestObjectTrashIsApartFromPathItems(t *testing.T) {
+	e := newLocalEnv(t)
+	guard, err := storage.NewGuard("/kubernetes", e.trash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := dayOld(KindTaskManagerPod, "gone-taskmanager-1-1")
+	for _, action := range []Action{ActionTrash, ActionDelete} {
+		plan := objectPlan(t, action, pod)
+		plan.Delete = []Item{{Path: "file:///kubernetes/team-t/pod/x", Kind: KindSharedFile, Rule: RuleUnreferencedState, Files: 1}}
+		ex := e.executor("apart-"+string(action), func(c *ExecutorConfig) {
+			c.FS, c.Guard, c.Objects = storage.NewLocal(guard), guard, newFakeObjects(pod)
+		})
+		err := ex.validate(plan)
+		if refused := err != nil && strings.Contains(err.Error(), "where the plan's Kubernetes objects go"); refused != (action == ActionTrash) {
+			t.Errorf("%s: validate %v; want refused only in trash mode", action, err)
+		}
+	}
 }
