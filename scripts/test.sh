@@ -31,4 +31,15 @@ go build -o bin/testreport ./internal/testsupport/testreport
 rc=0
 go test -json -tags realpeers -race -count=1 -p 2 -timeout 80m ./... 2>&1 |
   tee var/test.json | bin/testreport -slowest 15 || rc=$?
-exit "$rc"
+[[ "$rc" == 0 ]] || exit "$rc"
+
+# The newcomer's path: README -> make demo -> docs/first-window.md, word for
+# word (about 3.5 minutes; it ends with make stop).
+echo
+echo "newcomer path: running every command of docs/first-window.md (log: var/newcomer.log)"
+if ! scripts/newcomer.sh >var/newcomer.log 2>&1; then
+  tail -n 60 var/newcomer.log
+  echo "newcomer path FAILED: a command of docs/first-window.md failed; whole log: var/newcomer.log" >&2
+  exit 1
+fi
+tail -n 1 var/newcomer.log
