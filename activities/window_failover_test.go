@@ -220,3 +220,49 @@ func TestStopWithSavepointAsksAgainWhileTasksDeploy(t *testing.T) {
 		t.Fatalf("derived trigger ID %q: want 32 hex characters, one per step", id)
 	}
 }
+
+// A retried stop that Flink refuses because the job already finished
+// (the first attempt stopped it, then the worker died) takes the savepoint
+// that stop wrote, instead of failing the job as stopped without one.
+func TestARetriedStopOfAFinishedJobTakesItsSavepoint(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(root, "sp")
+	md := filepath.Join(target, "savepoint-j1abcd-new", "_metadata")
+	if err := os.MkdirAll(filepath.Dir(md), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(md, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	guard, err := storage.NewGuard("file://" + root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := flink.NewError("stop", flink.ErrorReasonJobNotFound, "FlinkJobNotFoundException", nil)
+	ff := &failoverFlink{stops: []error{gone}, details: []detailsAnswer{{err: jobUnknown}}}
+	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
+	var out StopWithSavepointResult
+	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
+	if err != nil || out.SavepointPath != "file://"+filepath.Dir(md) {
+		t.Fatalf("savepoint %q, %v; want %s", out.SavepointPath, err, filepath.Dir(md))
+	}
+}
+
+// Flink unanswered while the stop finds out whether a forgotten operation
+// finished is waited out like any other failover moment: the stop then
+// follows its operation to the savepoint.
+func TestStopWithSavepointWaitsOutFlinkWhileAskingAboutAForgottenStop(t *testing.T) {
+	ff := &failoverFlink{
+		stops:    []error{nil},
+		statuses: []statusAnswer{stopInProgress, {err: opUnknown}, stopCompleted},
+		details:  []detailsAnswer{{err: jmDown}, {d: flink.JobDetails{State: flink.JobRunning}}},
+	}
+	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	var out StopWithSavepointResult
+	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
+	if err != nil || out.SavepointPath != "hdfs://nn/sp/savepoint-j1abcd-2" || ff.stopCalls != 1 {
+		t.Fatalf("savepoint %q after %d stops, %v; want the stop's savepoint after 1", out.SavepointPath, ff.stopCalls, err)
+	}
+}
