@@ -266,3 +266,80 @@ func TestStopWithSavepointWaitsOutFlinkWhileAskingAboutAForgottenStop(t *testing
 		t.Fatalf("savepoint %q after %d stops, %v; want the stop's savepoint after 1", out.SavepointPath, ff.stopCalls, err)
 	}
 }
+
+// Two savepoints of the job written at the same moment since the stop
+// began: which one the job stopped with cannot be told, so neither is
+// taken.
+func TestAForgottenStopWithTwoSavepointsOfOneMomentIsRefused(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(root, "sp")
+	when := time.Now().Truncate(time.Second)
+	for _, dir := range []string{"savepoint-j1abcd-a", "savepoint-j1abcd-b"} {
+		md := filepath.Join(target, dir, "_metadata")
+		if err := os.MkdirAll(filepath.Dir(md), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(md, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(md, when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guard, err := storage.NewGuard("file://" + root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: opUnknown}}, details: []detailsAnswer{{err: jobUnknown}}}
+	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
+	var out StopWithSavepointResult
+	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
+	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeJobStoppedWithoutSavepoint || !nonRetryable || !strings.Contains(err.Error(), "at the same time") {
+		t.Fatalf("error %v (type %s); want a non-retryable %s saying the two were written at the same time", err, typ, ErrTypeJobStoppedWithoutSavepoint)
+	}
+}
+
+// Several savepoints of the job written since the stop began: the stop
+// took the newest, wherever the directory lists it.
+func TestAForgottenStopTakesTheNewestSavepointSinceItBegan(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(root, "sp")
+	for _, dir := range []string{"savepoint-j1abcd-a", "savepoint-j1abcd-b", "savepoint-j1abcd-c"} {
+		if err := os.MkdirAll(filepath.Join(target, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(target, dir, "_metadata"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The order the directory lists them in (not sorted): the first and
+	// the last listed are older than the one in the middle.
+	d, err := os.Open(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil || len(listed) != 3 {
+		t.Fatalf("list %s: %v %v", target, listed, err)
+	}
+	for i, age := range []time.Duration{20 * time.Second, 0, 10 * time.Second} {
+		when := time.Now().Add(-age)
+		if err := os.Chtimes(filepath.Join(target, listed[i].Name(), "_metadata"), when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guard, err := storage.NewGuard("file://" + root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: opUnknown}}, details: []detailsAnswer{{err: jobUnknown}}}
+	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
+	var out StopWithSavepointResult
+	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
+	if want := "file://" + filepath.Join(target, listed[1].Name()); err != nil || out.SavepointPath != want {
+		t.Fatalf("savepoint %q, %v; want the newest, %s", out.SavepointPath, err, want)
+	}
+}
