@@ -1,11 +1,14 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -259,11 +262,48 @@ func TestEndDrillRemovesOnlyBelowTheDrillRoot(t *testing.T) {
 		if (i == 0) != (res.Removed == job) || !res.SnapshotGone {
 			t.Fatalf("end drill #%d: %+v; want the dir removed once, the snapshot gone", i, res)
 		}
-	}
-	if _, err := os.Stat(base + "/drills/run-1"); !os.IsNotExist(err) {
-		t.Fatalf("run dir left behind: %v", err)
+		if _, err := os.Stat(base + "/drills/run-1"); !os.IsNotExist(err) {
+			t.Fatalf("end drill #%d: run dir left behind: %v", i, err)
+		}
 	}
 	if _, err := os.Stat(base + "/drills"); err != nil {
 		t.Fatalf("drill root removed: %v", err)
+	}
+}
+
+// cancelRecorder is a drill cluster that runs the given jobs until they
+// are cancelled.
+type cancelRecorder struct {
+	FlinkAPI
+	running   map[string]bool
+	cancelled []string
+}
+
+func (c *cancelRecorder) JobDetails(_ context.Context, id string) (flink.JobDetails, error) {
+	if c.running[id] {
+		return flink.JobDetails{ID: id, State: flink.JobRunning}, nil
+	}
+	return flink.JobDetails{ID: id, State: flink.JobCanceled}, nil
+}
+
+func (c *cancelRecorder) CancelJob(_ context.Context, id string) error {
+	c.cancelled = append(c.cancelled, id)
+	c.running[id] = false
+	return nil
+}
+
+// TestEndDrillCancelsTheDrillJobs: the copies a drill runs on the drill
+// cluster are cancelled when it ends, and said so; one already ended is
+// not reported as cancelled.
+func TestEndDrillCancelsTheDrillJobs(t *testing.T) {
+	const running, ended = "d0000000000000000000000000000001", "d0000000000000000000000000000002"
+	drill := &cancelRecorder{running: map[string]bool{running: true}}
+	a := &Activities{Flink: oneClient{drill}, PollInterval: time.Millisecond}
+	var res EndDrillResult
+	if err := runActivity(t, a, a.EndDrill, EndDrillInput{DrillCluster: "http://drill:8081", JobIDs: []string{running, ended}}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Cancelled, ",") != running || !slices.Contains(drill.cancelled, running) {
+		t.Fatalf("cancelled %v (asked %v); want %s", res.Cancelled, drill.cancelled, running)
 	}
 }
