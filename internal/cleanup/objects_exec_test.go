@@ -369,3 +369,25 @@ func TestObjectTrashIsApartFromPathItems(t *testing.T) {
 		}
 	}
 }
+
+// TestAnObjectWhoseTrashCopyFailsIsNotDeleted: in trash mode an object is
+// deleted only after its JSON is in the trash; a copy that cannot be
+// written (here a directory squats on its path) leaves the object alone.
+func TestAnObjectWhoseTrashCopyFailsIsNotDeleted(t *testing.T) {
+	e := newLocalEnv(t)
+	pod := dayOld(KindTaskManagerPod, "gone-taskmanager-1-1")
+	store := newFakeObjects(pod)
+	plan := objectPlan(t, ActionTrash, pod)
+	ex := e.executor("squat", func(c *ExecutorConfig) { c.Objects = store })
+	squat := strings.TrimPrefix(ex.objectTrashPath(plan.Objects[0]), "file://")
+	if err := os.MkdirAll(filepath.Join(squat, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ex.Run(context.Background(), plan)
+	if got := store.deleted(); len(got) != 0 {
+		t.Fatalf("deleted %v although its trash copy %s could not be written (result %+v, %v)", got, squat, res, err)
+	}
+	if err == nil && res.ObjectsRemoved != 0 {
+		t.Fatalf("result %+v; want nothing removed", res)
+	}
+}

@@ -3,6 +3,7 @@ package cleanup
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -167,4 +168,42 @@ func TestExecutorDeletesSnapshotResourcesWithTheirSavepoint(t *testing.T) {
 			t.Fatalf("err %v; want the plan refused for want of Kubernetes access", err)
 		}
 	})
+}
+
+// TestOnlyASavepointByRetentionTakesItsResourcesWithIt: the executor
+// refuses a plan whose FlinkStateSnapshot resources ride on anything but
+// a savepoint dir planned by retention, or name anything but a completed
+// FlinkStateSnapshot by a valid namespace and name.
+func TestOnlyASavepointByRetentionTakesItsResourcesWithIt(t *testing.T) {
+	e := newLocalEnv(t)
+	sp := e.uri("savepoints/savepoint-aaaaaa-000000000001")
+	valid := func() SnapshotRef { return *snapshotRecord("done", sp, inventory.SnapshotCompleted, true).Snapshot }
+	item := func(kind ItemKind, rule Rule, s SnapshotRef) Plan {
+		return Plan{Version: PlanVersion, Policy: Policy{Action: ActionTrash}, Roots: e.roots(),
+			Delete: []Item{{Path: sp, Kind: kind, Rule: rule, Files: 1, Snapshots: []SnapshotRef{s}}}}
+	}
+	ex := e.executor("v", func(c *ExecutorConfig) { c.Snapshots = &fakeSnapshots{} })
+	if err := ex.validate(item(KindSavepointDir, RuleSavepointRetention, valid())); err != nil {
+		t.Fatalf("a savepoint by retention with a valid resource: %v; want it valid", err)
+	}
+	bad := map[string]Plan{
+		"an incomplete savepoint": item(KindSavepointDir, RuleIncompleteSavepoint, valid()),
+		"a checkpoint dir":        item(KindCheckpointDir, RuleSavepointRetention, valid()),
+	}
+	for name, mod := range map[string]func(*SnapshotRef){
+		"another kind":         func(s *SnapshotRef) { s.Ref.Kind = "ConfigMap" },
+		"a bad namespace":      func(s *SnapshotRef) { s.Ref.Namespace = "Bad_NS" },
+		"a bad name":           func(s *SnapshotRef) { s.Ref.Name = "../x" },
+		"a bad cluster":        func(s *SnapshotRef) { s.Ref.KubeCluster = "Bad/Cluster" },
+		"an unfinished record": func(s *SnapshotRef) { s.State = "IN_PROGRESS" },
+	} {
+		s := valid()
+		mod(&s)
+		bad[name] = item(KindSavepointDir, RuleSavepointRetention, s)
+	}
+	for name, plan := range bad {
+		if err := ex.validate(plan); !errors.Is(err, ErrInvalidPlan) {
+			t.Errorf("%s: validate %v; want an invalid plan", name, err)
+		}
+	}
 }
