@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +131,67 @@ func TestRecipeRecordsOfSuccessiveUpgrades(t *testing.T) {
 	}
 	if got := running(); got != "/v2.jar" {
 		t.Fatalf("after rolling back the second upgrade the job restarts with %s; want the first upgrade's /v2.jar", got)
+	}
+}
+
+// TestRecipeRecordsAreEachJobsAndTenantsOwn: a recipe of record is the
+// one of its own job, kept under its own tenant's root; forgetting an
+// upgrade of one job leaves another job's record alone, and forgetting a
+// job without a record is nothing to do.
+func TestRecipeRecordsAreEachJobsAndTenantsOwn(t *testing.T) {
+	base := t.TempDir()
+	rootA, rootB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	for _, r := range []string{rootA, rootB} {
+		if err := os.MkdirAll(r, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guard, err := storage.NewGuard(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe := func(jar string) inventory.RestartRecipe {
+		return inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: jar, EntryClass: "C"}
+	}
+	inv := inventory.Inventory{Tenants: []inventory.Tenant{{Name: "a", Root: rootA}, {Name: "b", Root: rootB}},
+		Clusters: []inventory.Cluster{{Tenant: "b", ClusterID: "c1", RESTURL: "http://c1", Jobs: []inventory.JobSpec{
+			{Name: "alerts", Restart: recipe("/alerts-v1.jar")}, {Name: "orders", Restart: recipe("/v1.jar")}, {Name: "quiet", Restart: recipe("/q1.jar")}}}}}
+	a := &Activities{Inventory: fixedInventory(inv), Storage: &storage.Resolver{Guard: guard}}
+	job := func(name, jar string) JobTarget {
+		return JobTarget{Key: "c1/" + name, Tenant: "b", ClusterID: "c1", JobName: name, Restart: recipe(jar)}
+	}
+	record := func(j JobTarget, jar, id string) {
+		t.Helper()
+		if err := runActivity(t, a, a.RecordRecipe, RecordRecipeInput{Job: j, Base: j.Restart, Recipe: recipe(jar), UpgradeID: id}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(job("alerts", "/alerts-v1.jar"), "/alerts-v2.jar", "up-alerts")
+	record(job("orders", "/v1.jar"), "/v2.jar", "up-orders")
+	recorded := func(root string) map[string]string {
+		t.Helper()
+		list, err := catalog.RecipeStore{FS: storage.NewLocal(guard), Root: root}.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, r := range list {
+			out[r.Job.Job] = r.UpgradeID
+		}
+		return out
+	}
+	if got := recorded(rootB); got["alerts"] != "up-alerts" || got["orders"] != "up-orders" {
+		t.Fatalf("tenant b's records %v; want both of its jobs' own", got)
+	}
+	if got := recorded(rootA); len(got) != 0 {
+		t.Fatalf("tenant a's root holds records %v of tenant b's jobs", got)
+	}
+	for _, f := range []ForgetRecipeInput{{Job: job("orders", "/v1.jar"), UpgradeID: "up-orders"}, {Job: job("quiet", "/q1.jar"), UpgradeID: "up-quiet"}} {
+		if err := runActivity(t, a, a.ForgetRecipe, f, nil); err != nil {
+			t.Fatalf("forget %s: %v", f.Job.Key, err)
+		}
+	}
+	if got := recorded(rootB); got["alerts"] != "up-alerts" || got["orders"] != "" {
+		t.Fatalf("after forgetting orders' upgrade: records %v; want only alerts' left", got)
 	}
 }
