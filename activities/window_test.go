@@ -325,3 +325,29 @@ func TestOperationPollDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestAwaitHealthyWantsACheckpointOfItsOwnAfterTheRestore: the restored
+// checkpoint itself, or a savepoint taken since, is no proof that the job
+// checkpoints again: the gate waits for a checkpoint with a higher id and
+// fails when none comes in time.
+func TestAwaitHealthyWantsACheckpointOfItsOwnAfterTheRestore(t *testing.T) {
+	for name, latest := range map[string]*flink.CheckpointStatistics{
+		"the restored one":  {ID: 3, ExternalPath: "hdfs://nn/sp/savepoint-mine"},
+		"a savepoint since": {ID: 4, IsSavepoint: true, ExternalPath: "hdfs://nn/sp/savepoint-later"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ff := &fakeFlink{
+				details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
+				stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
+					Restored: &flink.RestoredCheckpoint{ID: 3, ExternalPath: "hdfs://nn/sp/savepoint-mine/"}, Completed: latest}},
+			}
+			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+			var out AwaitHealthyResult
+			err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
+				RunningTimeout: time.Minute, CheckpointTimeout: 50 * time.Millisecond}, &out)
+			if typ, nonRetryable := appErrType(t, err); typ != ErrTypeJobUnhealthy || !nonRetryable || !strings.Contains(err.Error(), "completed no checkpoint") {
+				t.Fatalf("error %v (result %+v); want %s: no checkpoint after the restore", err, out, ErrTypeJobUnhealthy)
+			}
+		})
+	}
+}
