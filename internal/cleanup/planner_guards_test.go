@@ -130,13 +130,16 @@ func TestAnUnparseableSavepointTakesNoRetentionSlot(t *testing.T) {
 
 // TestItemsBelongToTheInnermostTenant: nested tenant roots, given outer
 // first, attribute an item to the inner one; a plain root attributes the
-// hdfs:// paths under it.
+// hdfs:// paths under it, and a root spelled with an alias of the file
+// system the paths spelled canonically. (A savepoint proves something of a
+// job dir only in the same tenant, so attribution is evidence.)
 func TestItemsBelongToTheInnermostTenant(t *testing.T) {
 	f := newFixture()
 	f.ha("gone", old)
 	sp := f.savepoint("aaaaaa", "000000000001", false, old)
 	p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}}, Lineage: byPrefix(f.l),
-		Tenants: []inventory.Tenant{{Name: "outer", Root: "/t"}, {Name: "inner", Root: nn + "/t/savepoints"}}})
+		Spellings: Spellings{Base: nn, Aliases: []string{"hdfs://nn.example:8020"}},
+		Tenants:   []inventory.Tenant{{Name: "outer", Root: "/t"}, {Name: "inner", Root: "hdfs://nn.example:8020/t/savepoints"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
