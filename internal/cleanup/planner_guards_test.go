@@ -161,3 +161,22 @@ func plannedAt(p Plan, path string) Rule {
 	}
 	return ""
 }
+
+// TestALiveJobsFileNewerThanItsLastCompletedCheckpointStays: a live job's
+// shared file written after its newest completed checkpoint may be an
+// upload for the next one; a checkpoint that never completed, however
+// recent, does not move that line.
+func TestALiveJobsFileNewerThanItsLastCompletedCheckpointStays(t *testing.T) {
+	f := newFixture()
+	f.pol.Grace = 10 * time.Minute
+	base := now.Add(-3 * time.Hour)
+	f.liveJob(LiveJob{JobID: jobA})
+	f.job(jobA, base.Add(2*time.Hour))
+	f.chk(jobA, 5, true, base)
+	f.chk(jobA, 6, false, base.Add(2*time.Hour))
+	upload := f.state(jobA, "shared", "upload", 10, base.Add(time.Hour))
+	p := f.plan(t)
+	if k, ok := keptFor(p, upload); !ok || k.Reason != KeepNewerThanCheckpoint {
+		t.Fatalf("%s kept %+v (planned %v); want %s", upload, k, planned(p), KeepNewerThanCheckpoint)
+	}
+}
