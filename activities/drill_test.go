@@ -307,3 +307,29 @@ func TestEndDrillCancelsTheDrillJobs(t *testing.T) {
 		t.Fatalf("cancelled %v (asked %v); want %s", res.Cancelled, drill.cancelled, running)
 	}
 }
+
+// TestDrillRootMustLieOutsideEveryTenantTree: a drill root inside a
+// tenant root or a cluster's state dir, or around one, on the same file
+// system, is refused before any drill runs (its cleanup would reach
+// production state); one beside them is fine.
+func TestDrillRootMustLieOutsideEveryTenantTree(t *testing.T) {
+	base := t.TempDir()
+	g, err := storage.NewGuard(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := inventory.Inventory{Tenants: []inventory.Tenant{{Name: "a", Root: base + "/tenants/a"}},
+		Clusters: []inventory.Cluster{{Tenant: "a", ClusterID: "c1", RESTURL: "http://c1", CheckpointDir: base + "/state/c1/checkpoints"}}}
+	for root, refused := range map[string]bool{
+		base + "/tenants/a/drills":         true,
+		base + "/state/c1/checkpoints/drl": true,
+		base + "/state":                    true,
+		base + "/drills":                   false,
+	} {
+		a := &Activities{Storage: &storage.Resolver{Guard: g}, Drill: DrillSettings{ClusterRESTURL: "http://drill:8081", Root: root}}
+		err := a.checkDrillIsolation(context.Background(), inv)
+		if (err != nil) != refused {
+			t.Errorf("drill.root %s: %v; want refused %v", root, err, refused)
+		}
+	}
+}
