@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -205,5 +206,25 @@ func TestOnlyASavepointByRetentionTakesItsResourcesWithIt(t *testing.T) {
 		if err := ex.validate(plan); !errors.Is(err, ErrInvalidPlan) {
 			t.Errorf("%s: validate %v; want an invalid plan", name, err)
 		}
+	}
+}
+
+// TestSnapshotTrashIsApartFromPathItems: the JSON of the
+// FlinkStateSnapshot resources goes under <trash>/<run>/kubernetes too; a
+// path item whose trash copy would land there is refused, with no
+// Kubernetes object in the plan.
+func TestSnapshotTrashIsApartFromPathItems(t *testing.T) {
+	e := newLocalEnv(t)
+	guard, err := storage.NewGuard("/kubernetes", e.trash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := "file:///kubernetes/savepoints/savepoint-aaaaaa-000000000001"
+	s := *snapshotRecord("done", sp, inventory.SnapshotCompleted, true).Snapshot
+	plan := Plan{Version: PlanVersion, Policy: Policy{Action: ActionTrash},
+		Delete: []Item{{Path: sp, Kind: KindSavepointDir, Rule: RuleSavepointRetention, Files: 1, Snapshots: []SnapshotRef{s}}}}
+	ex := e.executor("apart", func(c *ExecutorConfig) { c.FS, c.Guard, c.Snapshots = storage.NewLocal(guard), guard, &fakeSnapshots{} })
+	if err := ex.validate(plan); err == nil || !strings.Contains(err.Error(), "where the plan's Kubernetes objects go") {
+		t.Fatalf("validate %v; want the savepoint refused for landing among the resources' JSON", err)
 	}
 }
