@@ -354,3 +354,21 @@ func TestExecuteRefusesTheDirOfAJobLiveAgain(t *testing.T) {
 		t.Fatalf("the dir of the live job was moved: %v", err)
 	}
 }
+
+// TestAPlanOfOneDocumentOrShards: shard size 0 (what runs started before
+// plans were sharded pass) writes the plan as one document; a negative one
+// is refused.
+func TestAPlanOfOneDocumentOrShards(t *testing.T) {
+	p := newApprovedPlan(t)
+	var res PlanCleanupResult
+	if err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "whole", Scope: Scope{Tenants: []string{"team-t"}}}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Shards != 0 || res.Summary.Items != 2 || res.Summary.PlanSHA256 == "" {
+		t.Fatalf("plan %+v; want the 2 items in one document", res.Summary)
+	}
+	err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "negative", Scope: Scope{Tenants: []string{"team-t"}}, ShardItems: -1}, &res)
+	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeInvalidInput || !nonRetryable {
+		t.Fatalf("shard size -1: %v; want a non-retryable %s", err, ErrTypeInvalidInput)
+	}
+}
