@@ -54,6 +54,8 @@ type upgradeFixture struct {
 	frozen       bool
 	// stopErr, when set, is what StopWithSavepoint fails with.
 	stopErr error
+	// quotaFull makes the quota check say the new version does not fit.
+	quotaFull bool
 }
 
 var previousJobID = strings.Repeat("1", 32)
@@ -95,8 +97,10 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.events = append(f.events, in.Event)
 		return activities.NotifyResult{}, nil
 	})
-	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(activities.CheckQuotaResult{
-		Tenants: []activities.TenantQuota{{Tenant: "team-a", RestartAllowed: true}}}, nil)
+	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(context.Context, activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
+		return activities.CheckQuotaResult{Tenants: []activities.TenantQuota{
+			{Tenant: "team-b", RestartAllowed: true}, {Tenant: "team-a", RestartAllowed: !f.quotaFull, GateReason: "over the critical watermark"}}}, nil
+	})
 	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -660,5 +664,27 @@ func TestUpgradeRespectsFreezes(t *testing.T) {
 	var st UpgradeState
 	if err := f.env.GetWorkflowResult(&st); err != nil || st.Phase != UpgradePhaseCommitted || !strings.Contains(strings.Join(st.Notes, "\n"), "freeze overridden by ann: hotfix for INC-7") {
 		t.Fatalf("overridden upgrade: %v, %+v; want committed with the override noted", err, st)
+	}
+}
+
+// TestUpgradeStopsNothingWhenTheNewVersionDoesNotFit: a quota check
+// saying the job's tenant cannot take the restart pauses the upgrade
+// before the stop; aborted there, the job was never touched.
+func TestUpgradeStopsNothingWhenTheNewVersionDoesNotFit(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.quotaFull = true
+	seen := false
+	later(t, f.env, func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != DecisionQuota || !strings.Contains(st.Pending.Reason, "tenant team-a") || f.stops != 0 {
+			t.Errorf("pending %+v after %d stops; want a quota decision naming team-a before any stop", st.Pending, f.stops)
+			return
+		}
+		seen = true
+		f.update(UpdateDecide, DecideRequest{Action: ActionAbort, By: "op", Reason: "no room"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2"))
+	if !seen || f.stops != 0 || len(f.started) != 0 {
+		t.Fatalf("seen %v, %d stops, started %+v; want the pause and no stop", seen, f.stops, f.started)
 	}
 }
