@@ -56,6 +56,8 @@ type upgradeFixture struct {
 	stopErr error
 	// quotaFull makes the quota check say the new version does not fit.
 	quotaFull bool
+	// retireFails makes ending the previous version fail.
+	retireFails bool
 }
 
 var previousJobID = strings.Repeat("1", 32)
@@ -164,6 +166,9 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		defer f.mu.Unlock()
 		f.ended = append(f.ended, in)
 		f.calls = append(f.calls, "end "+in.Job.JobID)
+		if in.Job.JobID == previousJobID && f.retireFails {
+			return activities.EndJobResult{}, temporal.NewNonRetryableApplicationError("the JobManager refuses the stop", "FlinkBadRequest", nil)
+		}
 		if in.Job.JobID == previousJobID {
 			return activities.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-retired"}, nil
 		}
@@ -681,10 +686,37 @@ func TestUpgradeStopsNothingWhenTheNewVersionDoesNotFit(t *testing.T) {
 			return
 		}
 		seen = true
+		// Nothing was stopped: there is nothing to roll back.
+		f.update(UpdateRollback, RollbackRequest{By: "op", Reason: "changed my mind"}, true)
 		f.update(UpdateDecide, DecideRequest{Action: ActionAbort, By: "op", Reason: "no room"}, false)
 	}, time.Hour)
 	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2"))
 	if !seen || f.stops != 0 || len(f.started) != 0 {
 		t.Fatalf("seen %v, %d stops, started %+v; want the pause and no stop", seen, f.stops, f.started)
+	}
+}
+
+// TestUpgradeInParallelRollsBackWhenThePreviousVersionWillNotEnd: the
+// new version is healthy but the previous one cannot be ended; answered
+// with a rollback, the upgrade ends the new version and records nothing.
+func TestUpgradeInParallelRollsBackWhenThePreviousVersionWillNotEnd(t *testing.T) {
+	f := newUpgradeFixture(t)
+	in := upgradeInput("--version", "2")
+	in.Mode = UpgradeModeParallel
+	f.retireFails = true
+	asked := false
+	later(t, f.env, func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != DecisionRetireFailed {
+			t.Errorf("pending %+v; want %s", st.Pending, DecisionRetireFailed)
+			return
+		}
+		asked = true
+		f.update(UpdateDecide, DecideRequest{Action: ActionRollback, By: "op", Reason: "both run; keep the old one"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
+	st := f.rolledBack()
+	if !asked || len(f.recorded) != 0 || st.Retired {
+		t.Fatalf("asked %v, recorded %v, retired %v; want the rollback taken and nothing recorded", asked, f.recorded, st.Retired)
 	}
 }
