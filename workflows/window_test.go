@@ -263,6 +263,7 @@ func TestWindowHappyPath(t *testing.T) {
 		f.update(UpdateDecide, DecideRequest{Action: ActionResume, By: "op"}, true) // nothing to decide
 		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{Reason: "done"}, true)
 		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{By: "alice", Reason: "switches replaced"}, false)
+		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{By: "bob", Reason: "me too"}, true) // already confirmed
 	}, time.Minute)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
 	rep := f.result()
@@ -487,6 +488,7 @@ func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
 	later(t, f.env, func() {
 		f.update(UpdateAbort, AbortRequest{By: "erin"}, true) // no reason
 		f.update(UpdateAbort, AbortRequest{By: "erin", Reason: "change postponed"}, false)
+		f.update(UpdateAbort, AbortRequest{By: "frank", Reason: "again"}, true) // already aborting
 	}, time.Minute)
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
 	rep := f.result()
