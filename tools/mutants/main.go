@@ -94,14 +94,18 @@ func run(acceptedFile, root string, args []string) error {
 	}
 	var all []survivor
 	total := map[string]int{}
+	covered := map[string]bool{} // the files this run mutated
 	for _, arg := range args {
 		dir, file, ok := strings.Cut(arg, "=")
 		if !ok {
 			return fmt.Errorf("argument %q: want PKGDIR=RESULTS.json", arg)
 		}
-		counts, survivors, err := readResults(root, dir, file)
+		counts, survivors, files, err := readResults(root, dir, file)
 		if err != nil {
 			return err
+		}
+		for _, f := range files {
+			covered[f] = true
 		}
 		fmt.Printf("%-22s %s\n", dir, describe(counts))
 		for k, v := range counts {
@@ -132,15 +136,17 @@ func run(acceptedFile, root string, args []string) error {
 		}
 		fmt.Printf("  %s:%d:%d\n      %s\n      %s\n", s.path, s.line, s.col, s.key(), mark)
 	}
+	// An accepted entry of a file this run did not mutate (the default
+	// scope of a wide-scope entry) says nothing.
 	var stale []string
 	for k := range accepted {
-		if !seen[k] {
+		if file, _, _ := strings.Cut(k, " "); !seen[k] && covered[file] {
 			stale = append(stale, k)
 		}
 	}
 	sort.Strings(stale)
 	for _, k := range stale {
-		fmt.Printf("no longer survives (remove it from %s if this run covered its file): %s\n", acceptedFile, k)
+		fmt.Printf("no longer survives (remove it from %s): %s\n", acceptedFile, k)
 	}
 	if fresh > 0 {
 		return fmt.Errorf("%d new surviving mutants", fresh)
@@ -158,19 +164,21 @@ func describe(c map[string]int) string {
 		score, killed, lived, c["TIMED OUT"], c["NOT VIABLE"], c["NOT COVERED"])
 }
 
-func readResults(root, dir, file string) (map[string]int, []survivor, error) {
+func readResults(root, dir, file string) (map[string]int, []survivor, []string, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var res result
 	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", file, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	counts := map[string]int{}
 	var survivors []survivor
+	var covered []string
 	for _, f := range res.Files {
 		path := filepath.ToSlash(filepath.Join(dir, f.Name))
+		covered = append(covered, path)
 		var lines []string
 		for _, m := range f.Mutations {
 			counts[m.Status]++
@@ -180,12 +188,12 @@ func readResults(root, dir, file string) (map[string]int, []survivor, error) {
 			if lines == nil {
 				src, err := os.ReadFile(filepath.Join(root, path))
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				lines = strings.Split(string(src), "\n")
 			}
 			if m.Line < 1 || m.Line > len(lines) {
-				return nil, nil, fmt.Errorf("%s: survivor at line %d of a %d-line file", path, m.Line, len(lines))
+				return nil, nil, nil, fmt.Errorf("%s: survivor at line %d of a %d-line file", path, m.Line, len(lines))
 			}
 			src := lines[m.Line-1]
 			indent := len(src) - len(strings.TrimLeft(src, " \t"))
@@ -193,7 +201,7 @@ func readResults(root, dir, file string) (map[string]int, []survivor, error) {
 				typ: m.Type, code: strings.TrimSpace(src), at: m.Column - indent})
 		}
 	}
-	return counts, survivors, nil
+	return counts, survivors, covered, nil
 }
 
 // readAccepted reads the reviewed list: each entry's key line followed by
