@@ -483,6 +483,42 @@ func TestWindowPreflightPausesWhenTheRestartWouldNotFit(t *testing.T) {
 	}
 }
 
+// A retry while the restart still would not fit asks again and stops
+// nothing; a resume goes on, the manifest still written before the first
+// stop.
+func TestWindowPreflightRetryChecksAgainAndResumeGoesOn(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.quotaShortBefore = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	asked := 0
+	answer := func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != DecisionPreflightWatermark {
+			t.Errorf("pending %+v; want the preflight watermark decision", st.Pending)
+			return
+		}
+		asked++
+		f.mu.Lock()
+		stopped := len(f.stopped)
+		f.mu.Unlock()
+		if stopped != 0 {
+			t.Errorf("%d jobs stopped while the restart would not fit", stopped)
+		}
+		if asked == 1 {
+			f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "dave", Reason: "cleaned up, I think"}, false)
+			return
+		}
+		f.update(UpdateDecide, DecideRequest{Action: ActionResume, By: "dave", Reason: "the restart fits the hard quota"}, false)
+	}
+	later(t, f.env, answer, time.Hour)
+	later(t, f.env, answer, 2*time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	if rep := f.result(); rep.Phase != WindowPhaseCompleted || asked != 2 || len(f.unrecorded) != 0 {
+		t.Fatalf("phase %s after %d questions, stopped without a manifest %v; want completed after 2, none", rep.Phase, asked, f.unrecorded)
+	}
+}
+
 func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
 	f := newWindowFixture(t, 2)
 	later(t, f.env, func() {
