@@ -8,7 +8,7 @@
 # the HA dir of a deleted cluster. It starts a worker, checks it with
 # `flinkmaint ping`, adopts the old savepoints for their jobs, shows the
 # quota, then runs a maintenance window over the jobs: savepoint-all,
-# network gate (confirmed automatically after 20 s, for the demo only),
+# network gate (confirmed automatically after 10 s, for the demo only),
 # quota gate with its projection, canary + wave restart, post-restart
 # cleanup into the trash, report with the quota before and after.
 # Temporal, the worker and the sandbox keep running so the UI can be
@@ -58,7 +58,7 @@ cat <<'MSG'
 Starting a maintenance window over the demo jobs. Watch it in the Temporal Web UI (link below):
 the window's phase and job counts are its search attributes, each job has a savepoint and a
 restart child workflow, and `bin/flinkmaint window status <id>` shows every job's state.
-The network change is confirmed automatically after 20 s (policy.network.autoConfirmAfter,
+The network change is confirmed automatically after 10 s (policy.network.autoConfirmAfter,
 demo only); in a real window an operator runs `flinkmaint window confirm-network-change <id>`.
 After the restart, the cleanup moves what no restore can need into the trash at once
 (policy.cleanup.mode: auto, demo only; the default, plan-and-approve, waits for

@@ -212,8 +212,8 @@ func run(out string, perCluster int, temporalAddr string) error {
 		"policy": map[string]interface{}{
 			"manifestDir": demoRoot + "/windows",
 			"savepoint":   map[string]interface{}{"concurrency": 2},
-			"network":     map[string]interface{}{"autoConfirmAfter": "20s", "reminderInterval": "10s"},
-			"restart":     map[string]interface{}{"canarySize": 1, "concurrency": 2, "soak": "10s"},
+			"network":     map[string]interface{}{"autoConfirmAfter": "10s", "reminderInterval": "10s"},
+			"restart":     map[string]interface{}{"canarySize": 1, "concurrency": 2, "soak": "5s"},
 			// The cleanup acts at once, into the trash (recoverable); in
 			// production the default, plan-and-approve, waits for a person.
 			"cleanup": map[string]interface{}{"mode": "auto"},
@@ -231,7 +231,7 @@ func run(out string, perCluster int, temporalAddr string) error {
 		"policy": map[string]interface{}{
 			"manifestDir": demoRoot + "/windows",
 			"savepoint":   map[string]interface{}{"concurrency": 2},
-			"restart":     map[string]interface{}{"canarySize": 1, "concurrency": 2, "soak": "10s"},
+			"restart":     map[string]interface{}{"canarySize": 1, "concurrency": 2, "soak": "5s"},
 			"cleanup":     map[string]interface{}{"mode": "plan-and-approve", "approvalTimeout": "1h"},
 		},
 	}
