@@ -321,6 +321,21 @@ func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
 			t.Fatalf("savepoint %s: want the ffffff prefix both jobs share", sp)
 		}
 	}
+	// The job's checkpoint history is the evidence of whose the newest
+	// savepoint is; Flink serves it from a cache (web.refresh-interval),
+	// so the plan waits until the history names it.
+	e.waitFor(ctx, time.Minute, "job "+otherID+"'s checkpoint history names "+newest, func() (bool, string) {
+		st, err := fo.Checkpoints(ctx, otherID)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range st.History {
+			if strings.TrimRight(c.ExternalPath, "/") == newest {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d entries", len(st.History))
+	})
 
 	_, plan := e.plan(ctx, "ident-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond, RetiredJobTTL: time.Hour})
