@@ -339,18 +339,9 @@ func (n *Notifier) probe(ctx context.Context, s SinkConfig) error {
 	if s.Type == TypeAlertmanager {
 		method, endpoint = http.MethodGet, strings.TrimRight(endpoint, "/")+"/-/ready"
 	}
-	req, err := http.NewRequestWithContext(ctx, method, endpoint, nil)
+	resp, err := n.send(ctx, s, method, endpoint, nil, nil)
 	if err != nil {
-		return fmt.Errorf("%s %s: %v", s.Type, s.Name, err)
-	}
-	req.Header.Set("User-Agent", "flinkmaint-notify")
-	resp, err := n.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("%s sink %s: %v", s.Type, s.Name, err)
+		return err
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
@@ -393,20 +384,9 @@ func (n *Notifier) deliver(ctx context.Context, s SinkConfig, ev Event) error {
 			return err
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	resp, err := n.send(ctx, s, http.MethodPost, endpoint, header, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%s %s: %v", s.Type, s.Name, err)
-	}
-	req.Header = header
-	req.Header.Set("User-Agent", "flinkmaint-notify")
-	resp, err := n.client.Do(req)
-	if err != nil {
-		// The URL may carry a token (Slack): name the sink, not the URL.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("%s sink %s: %v", s.Type, s.Name, err)
+		return err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -414,6 +394,28 @@ func (n *Notifier) deliver(ctx context.Context, s SinkConfig, ev Event) error {
 		return fmt.Errorf("%s sink %s answered %s: %s", s.Type, s.Name, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	return nil
+}
+
+// send makes one request to sink s. Its errors name the sink, not the
+// URL: the URL may carry a token (Slack).
+func (n *Notifier) send(ctx context.Context, s SinkConfig, method, endpoint string, header http.Header, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %v", s.Type, s.Name, err)
+	}
+	if header != nil {
+		req.Header = header
+	}
+	req.Header.Set("User-Agent", "flinkmaint-notify")
+	resp, err := n.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s sink %s: %v", s.Type, s.Name, err)
+	}
+	return resp, nil
 }
 
 // Webhook signature headers. The signature is
