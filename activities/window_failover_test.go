@@ -286,15 +286,7 @@ func TestAForgottenStopWithTwoSavepointsOfOneMomentIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	guard, err := storage.NewGuard("file://" + root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: opUnknown}}, details: []detailsAnswer{{err: jobUnknown}}}
-	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
-	var out StopWithSavepointResult
-	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
+	_, err := stopForgottenBy(t, root, target)
 	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeJobStoppedWithoutSavepoint || !nonRetryable || !strings.Contains(err.Error(), "at the same time") {
 		t.Fatalf("error %v (type %s); want a non-retryable %s saying the two were written at the same time", err, typ, ErrTypeJobStoppedWithoutSavepoint)
 	}
@@ -330,6 +322,17 @@ func TestAForgottenStopTakesTheNewestSavepointSinceItBegan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	out, err := stopForgottenBy(t, root, target)
+	if want := "file://" + filepath.Join(target, listed[1].Name()); err != nil || out.SavepointPath != want {
+		t.Fatalf("savepoint %q, %v; want the newest, %s", out.SavepointPath, err, want)
+	}
+}
+
+// stopForgottenBy stops the job with a JobManager that loses the stop
+// operation and then no longer knows the job, so the stop must find its
+// savepoint in target, a local dir under root.
+func stopForgottenBy(t *testing.T, root, target string) (StopWithSavepointResult, error) {
+	t.Helper()
 	guard, err := storage.NewGuard("file://" + root)
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +342,5 @@ func TestAForgottenStopTakesTheNewestSavepointSinceItBegan(t *testing.T) {
 	var out StopWithSavepointResult
 	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
 		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
-	if want := "file://" + filepath.Join(target, listed[1].Name()); err != nil || out.SavepointPath != want {
-		t.Fatalf("savepoint %q, %v; want the newest, %s", out.SavepointPath, err, want)
-	}
+	return out, err
 }
