@@ -587,11 +587,8 @@ func (s Storage) validateHadoopConf(c Cleanup) []error {
 	}
 	var errs []error
 	check := func(field, uri string) {
-		u, err := storage.ParseURI(uri)
-		if err != nil || u.Scheme != "hdfs" || u.Authority == "" {
-			return
-		}
-		if _, port, err := net.SplitHostPort(u.Authority); err == nil && port != "" {
+		u, ok := portlessHDFS(uri)
+		if !ok {
 			return
 		}
 		if conf["dfs.ha.namenodes."+u.Authority] == "" && conf["dfs.namenode.rpc-address."+u.Authority] == "" {
@@ -615,6 +612,19 @@ func (s Storage) eachHDFSURI(c Cleanup, f func(field, uri string)) {
 	}
 }
 
+// portlessHDFS parses uri and says whether it is hdfs:// with an
+// authority but no port: a nameservice, or a host on port 8020.
+func portlessHDFS(uri string) (storage.URI, bool) {
+	u, err := storage.ParseURI(uri)
+	if err != nil || u.Scheme != "hdfs" || u.Authority == "" {
+		return u, false
+	}
+	if _, port, err := net.SplitHostPort(u.Authority); err == nil && port != "" {
+		return u, false
+	}
+	return u, true
+}
+
 // hadoopConfFromEnvironment is where the HDFS client looks when
 // storage.hadoopConfDir is unset: $HADOOP_CONF_DIR, then
 // $HADOOP_HOME/conf; "" when neither is set.
@@ -635,11 +645,8 @@ func hadoopConfFromEnvironment() (dir, from string) {
 func (s Storage) portlessWithoutHadoopConf(c Cleanup) []error {
 	var errs []error
 	s.eachHDFSURI(c, func(field, uri string) {
-		u, err := storage.ParseURI(uri)
-		if err != nil || u.Scheme != "hdfs" || u.Authority == "" {
-			return
-		}
-		if _, port, err := net.SplitHostPort(u.Authority); err == nil && port != "" {
+		u, ok := portlessHDFS(uri)
+		if !ok {
 			return
 		}
 		errs = append(errs, fmt.Errorf("%s=%q names %q without a port, and no Hadoop configuration is found (storage.hadoopConfDir, $HADOOP_CONF_DIR and $HADOOP_HOME are unset): for an HA nameservice set storage.hadoopConfDir to its client configuration (core-site.xml, hdfs-site.xml); for one NameNode write hdfs://%s:8020",
