@@ -487,6 +487,34 @@ func TestUpgradeOfAnOperatorJobRollsBack(t *testing.T) {
 	}
 }
 
+// When the redeployed previous version of an operator job fails its gate
+// too, the upgrade is not rolled back: it asks a person, and an abort ends
+// it failed, saying neither version runs.
+func TestUpgradeOfAnOperatorJobAsksWhenThePreviousVersionFailsItsGate(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.suspendFails = true
+	f.failJobs = map[string]bool{"new-version": true, "previous-version": true}
+	seen := false
+	later(t, f.env, func() {
+		st := f.status()
+		if st.Pending == nil || st.Pending.Kind != DecisionRollbackFailed || st.Phase == UpgradePhaseRolledBack ||
+			!strings.Contains(st.Rollback.Error, "NoSuchMethodError") {
+			t.Errorf("pending %+v, phase %s, rollback %+v; want a rollback-failed decision naming the gate's cause", st.Pending, st.Phase, st.Rollback)
+			return
+		}
+		seen = true
+		f.update(UpdateDecide, DecideRequest{Action: ActionAbort, By: "op", Reason: "by hand"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, operatorUpgradeInput())
+	var appErr *temporal.ApplicationError
+	if err := f.env.GetWorkflowError(); !seen || !errors.As(err, &appErr) || appErr.Type() != ErrTypeUpgradeFailed {
+		t.Fatalf("seen %v, ended with %v; want the decision, then %s", seen, err, ErrTypeUpgradeFailed)
+	}
+	if got := strings.Join(f.calls, ", "); !strings.HasSuffix(got, "redeploy hdfs://nn/sp/savepoint-payments-x, gate previous-version") {
+		t.Errorf("calls %s; want the previous version redeployed from the pre-upgrade savepoint and gated", got)
+	}
+}
+
 func TestUpgradeRefusesTheWrongKindOfNewVersion(t *testing.T) {
 	for name, in := range map[string]UpgradeInput{
 		"recipe for an operator job": func() UpgradeInput {
