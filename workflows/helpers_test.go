@@ -91,6 +91,8 @@ func later(t *testing.T, env *testsuite.TestWorkflowEnvironment, fn func(), d ti
 type lockLog struct {
 	mu    sync.Mutex
 	calls []string
+	// refuse, when set, is what every lock request fails with.
+	refuse error
 }
 
 func (l *lockLog) add(s string) {
@@ -115,7 +117,9 @@ func openGates(env *testsuite.TestWorkflowEnvironment, also ...func(*activity.In
 	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(activities.CheckFreezeResult{}, nil)
 	env.OnActivity(a.RequestTenantLock, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.LockRequest) ([]activities.LockHold, error) {
 		log.add("acquire " + req.Owner + " " + strings.Join(req.Tenants, ","))
-		return nil, nil
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return nil, log.refuse
 	})
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
 		if info.ActivityType.Name == "RequestTenantLock" && err == nil {

@@ -589,6 +589,41 @@ func TestWindowTellsThePeopleOnCallAndHoldsItsTenants(t *testing.T) {
 	}
 }
 
+// A window whose tenant lock cannot be requested stops nothing: without
+// the lock a governance execution or an upgrade could change a job between
+// its savepoint and its restart.
+func TestWindowStopsNothingWithoutItsTenantLock(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.locks.refuse = temporal.NewNonRetryableApplicationError("the tenant lock manager is not running", "LockUnavailable", nil)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
+	err := f.env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), "tenant lock") || len(f.stopped) != 0 {
+		t.Fatalf("window ended with %v after stopping %v; want it failed on the tenant lock with no job stopped", err, f.stopped)
+	}
+}
+
+// The tenant lock a window holds is in its state from savepoint-all until
+// every job is back: that state is what a run it hands over to starts from,
+// so the next run neither asks for the lock again nor forgets to give it back.
+func TestWindowStateSaysItHoldsItsTenantLock(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	seen := false
+	later(t, f.env, func() {
+		st := f.status()
+		if st.Phase != WindowPhaseNetworkGate || !st.TenantLockHeld {
+			t.Errorf("phase %s, tenant lock held %v; want the lock in the state at the network gate", st.Phase, st.TenantLockHeld)
+		}
+		seen = true
+		f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{By: "ops", Reason: "done"}, false)
+	}, 10*time.Minute)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
+	f.result()
+	const wid = "default-test-workflow-id"
+	if got, want := f.locks.String(), "acquire "+wid+" team-a,team-b | release "+wid; !seen || got != want {
+		t.Errorf("seen %v, tenant locks %s; want it held at the gate and given back: %s", seen, got, want)
+	}
+}
+
 func TestWindowNetworkGateAutoConfirmAndReminders(t *testing.T) {
 	f := newWindowFixture(t, 1)
 	in := windowInput()
