@@ -3,6 +3,9 @@
 // Exit codes: 0 clean shutdown, 1 runtime failure, 2 invalid configuration
 // or flags (storage credentials refused at start included), 3 Temporal
 // frontend unreachable at start.
+//
+// --check-config validates the configuration and the files it names,
+// reaching neither storage nor Temporal, and exits 0 or 2.
 package main
 
 import (
@@ -54,6 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, buildinfo.Describe("flinkmaint-worker", version))
 		return exitOK
 	}
+	args, checkOnly := checkConfigFlag(args)
 	cfg, err := config.Load(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -66,6 +70,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil { // unreachable after Validate, kept so a future field cannot panic
 		fmt.Fprintf(stderr, "flinkmaint-worker: %v\n", err)
 		return exitConfig
+	}
+	if checkOnly {
+		if err := checkConfig(cfg); err != nil {
+			fmt.Fprintf(stderr, "flinkmaint-worker: %v\n", err)
+			return exitConfig
+		}
+		fmt.Fprintf(stdout, "configuration valid: Temporal %s namespace %s task queue %s, storage %s\n",
+			cfg.Temporal.Address, cfg.Temporal.Namespace, cfg.Worker.TaskQueue, cfg.Storage.DefaultFS)
+		return exitOK
 	}
 	if err := serve(ctx, cfg, zl); err != nil {
 		var cerr *configError
@@ -81,6 +94,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitFailure
 	}
 	return exitOK
+}
+
+// checkConfigFlag takes --check-config out of args: the worker then
+// builds everything its configuration alone decides (files it names
+// included) and exits, reaching neither storage nor Temporal, so a
+// rendered deployment can be checked before it is applied.
+func checkConfigFlag(args []string) ([]string, bool) {
+	out := make([]string, 0, len(args))
+	found := false
+	for _, a := range args {
+		if a == "--check-config" || a == "-check-config" {
+			found = true
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, found
+}
+
+// checkConfig builds what serve builds before it reaches storage and
+// Temporal, and closes it again.
+func checkConfig(cfg config.Config) error {
+	_, closeAdapters, err := app.NewActivities(cfg, workerIdentity())
+	if err != nil {
+		return err
+	}
+	defer closeAdapters() //nolint:errcheck // nothing was opened yet
+	_, err = cfg.HTTP.CodecToken()
+	return err
 }
 
 // configError is a setting the worker cannot start with, found while

@@ -116,7 +116,29 @@ func TestRunRefusesBadStorageBeforeTemporal(t *testing.T) {
 			if strings.Contains(out, "127.0.0.1:1") {
 				t.Errorf("the worker tried Temporal before refusing its configuration:\n%s", out)
 			}
+			// --check-config refuses it alike.
+			stderr.Reset()
+			if code := run(context.Background(), []string{"--check-config", "--config", cfg}, noEnv, io.Discard, &stderr); code != exitConfig ||
+				!strings.Contains(stderr.String(), tc.want[0]) {
+				t.Errorf("--check-config: exit code %d, stderr %s; want %d naming %s", code, stderr.String(), exitConfig, tc.want[0])
+			}
 		})
+	}
+}
+
+// --check-config passes a configuration the worker can start with, and
+// reaches neither storage nor Temporal to say so.
+func TestRunCheckConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "worker.yaml")
+	body := "temporal:\n  address: 127.0.0.1:1\nstorage:\n  defaultFS: hdfs://127.0.0.1:1\n  writableRoots: [hdfs://127.0.0.1:1/flinkmaint]\n" +
+		"cleanup:\n  trashRoot: hdfs://127.0.0.1:1/flinkmaint/trash\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--check-config", "--config", cfg}, noEnv, &stdout, &stderr)
+	if code != exitOK || !strings.Contains(stdout.String(), "configuration valid: Temporal 127.0.0.1:1") || stderr.Len() != 0 {
+		t.Fatalf("exit code %d, stdout %q, stderr %q; want the configuration passed without a connection attempt", code, stdout.String(), stderr.String())
 	}
 }
 
