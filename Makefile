@@ -35,6 +35,12 @@ lint: bin/workflowcheck bin/staticcheck ## gofmt, go vet, staticcheck, workflowc
 bin/workflowcheck bin/staticcheck: tools/go.mod tools/go.sum
 	cd tools && GOBIN=$(CURDIR)/bin go install go.temporal.io/sdk/contrib/tools/workflowcheck honnef.co/go/tools/cmd/staticcheck
 
+bin/helm: tools/deploy/go.mod tools/deploy/go.sum
+	cd tools/deploy && go build -o $(CURDIR)/bin/helm helm.sh/helm/v4/cmd/helm
+
+bin/kustomize: tools/deploy/go.mod tools/deploy/go.sum
+	cd tools/deploy && go build -o $(CURDIR)/bin/kustomize sigs.k8s.io/kustomize/kustomize/v5
+
 .PHONY: mutate
 mutate: ## mutation testing of the guards between an approved plan and a deletion (unit tests; prints survivors, fails on a new one)
 	scripts/mutate.sh
@@ -55,6 +61,7 @@ tidy: ## go mod tidy for every module
 	go mod tidy
 	cd tools && go mod tidy
 	cd sandbox/kube/tools && go mod tidy
+	cd tools/deploy && go mod tidy
 
 .PHONY: temporal-cli
 temporal-cli: ## build the pinned Temporal CLI into bin/ (first time ~6-7 min)

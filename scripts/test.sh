@@ -15,6 +15,8 @@ scripts/temporal-dev.sh cli
 # promtool checks and unit-tests deploy/monitoring (-tags realpeers).
 scripts/promtool.sh
 scripts/alertmanager.sh build
+# Helm and kustomize render deploy/ for the apiserver dry runs (-tags realpeers).
+make -s bin/helm bin/kustomize
 # Headless Chromium (Debian's package) reads the Temporal Web UI (-tags realpeers).
 scripts/chromium.sh
 sandbox/sandbox.sh up

@@ -1,0 +1,59 @@
+{{/* Labels of every object; selectorLabels pick the worker's pods. */}}
+{{- define "flinkmaint.selectorLabels" -}}
+app.kubernetes.io/name: flinkmaint-worker
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "flinkmaint.labels" -}}
+{{ include "flinkmaint.selectorLabels" . }}
+app.kubernetes.io/part-of: flinkmaint
+app.kubernetes.io/version: {{ include "flinkmaint.tag" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{- define "flinkmaint.tag" -}}
+{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/*
+The worker's configuration: .Values.config with the listener the probes
+use and the paths of the files the chart mounts.
+*/}}
+{{- define "flinkmaint.config" -}}
+{{- $cfg := deepCopy .Values.config -}}
+{{- $http := get $cfg "http" | default dict -}}
+{{- $_ := set $http "listen" ":9090" -}}
+{{- $_ := set $cfg "http" $http -}}
+{{- $temporal := get $cfg "temporal" | default dict -}}
+{{- with .Values.temporal.tls -}}
+{{- if .secret -}}
+{{- $tls := get $temporal "tls" | default dict -}}
+{{- $_ := set $tls "enabled" true -}}
+{{- if .clientCertificate -}}
+{{- $_ := set $tls "certFile" "/etc/flinkmaint/temporal-tls/tls.crt" -}}
+{{- $_ := set $tls "keyFile" "/etc/flinkmaint/temporal-tls/tls.key" -}}
+{{- end -}}
+{{- if .ca -}}
+{{- $_ := set $tls "caFile" "/etc/flinkmaint/temporal-tls/ca.crt" -}}
+{{- end -}}
+{{- $_ := set $temporal "tls" $tls -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $cfg "temporal" $temporal -}}
+{{- $storage := get $cfg "storage" | default dict -}}
+{{- if .Values.hadoop.confConfigMap -}}
+{{- $_ := set $storage "hadoopConfDir" "/etc/hadoop/conf" -}}
+{{- end -}}
+{{- if .Values.kerberos.principal -}}
+{{- $krb := get $storage "kerberos" | default dict -}}
+{{- $_ := set $krb "principal" .Values.kerberos.principal -}}
+{{- $_ := set $krb "keytab" "/etc/flinkmaint/kerberos/keytab" -}}
+{{- if .Values.kerberos.krb5ConfigMap -}}
+{{- $_ := set $krb "krb5Conf" "/etc/flinkmaint/krb5/krb5.conf" -}}
+{{- end -}}
+{{- $_ := set $storage "kerberos" $krb -}}
+{{- end -}}
+{{- $_ := set $cfg "storage" $storage -}}
+{{ toYaml $cfg }}
+{{- end }}
