@@ -275,11 +275,11 @@ func (a *Activities) doctorKubernetes(ctx context.Context) []DoctorCheck {
 	}
 	if len(optional) > 0 {
 		c.Detail += "; governance restore cannot re-create trashed objects in " + strings.Join(optional, ", ") +
-			" (bind deploy/kustomize/rbac/tenant-restore there to allow it)"
+			" (the chart's rbac.restoreNamespaces, or deploy/kustomize/rbac/tenant-restore there, allow it)"
 	}
 	if len(missing) > 0 {
 		c.Result, c.Detail = CheckFail, "missing: "+strings.Join(missing, "; ")
-		c.Fix = "bind the ClusterRole flinkmaint-worker-tenant in each namespace named (deploy/kustomize/rbac/tenant), and flinkmaint-worker-namespaces for a namespace selector"
+		c.Fix = "bind the ClusterRole flinkmaint-worker-tenant in each namespace named (the chart's rbac.tenantNamespaces, or deploy/kustomize/rbac/tenant), and flinkmaint-worker-namespaces for a namespace selector"
 	}
 	return append(checks, c)
 }
