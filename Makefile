@@ -130,8 +130,8 @@ bench-governance: ## governance in trash mode over 500k retired job dirs on the 
 	scripts/bench-governance.sh
 
 .PHONY: image
-image: ## build the worker container image (needs a Docker engine)
-	docker build -f deploy/Dockerfile -t flinkmaint-worker:$(VERSION) .
+image: ## build the worker image as an OCI tarball in var/image/ (no Docker needed)
+	VERSION=$(VERSION) scripts/image.sh
 
 .PHONY: clean
 clean: stop ## stop everything and remove build outputs and state
