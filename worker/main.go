@@ -195,8 +195,7 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 	}
 	warnMissingDirs(ctx, cfg, acts.Storage, zl)
 
-	health.setStep("connecting to Temporal at " + cfg.Temporal.Address)
-	c, err := cfg.Temporal.Dial(ctx, cfg.Worker.TemporalConnectTimeout.D(), logging.NewTemporalLogger(zl), m.SDK)
+	c, err := dialTemporal(ctx, cfg, zl, m.SDK, health)
 	if err != nil {
 		return err
 	}
@@ -232,6 +231,34 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 	w.Stop()
 	zl.Info().Msg("worker stopped")
 	return runErr
+}
+
+// dialTemporal dials until Temporal answers or worker.temporalConnectTimeout
+// has passed: a frontend that is not there yet (its Service not created,
+// its pods starting, a name DNS does not know yet) is waited for, with
+// /readyz saying why, rather than a reason to exit into a crash loop.
+func dialTemporal(ctx context.Context, cfg config.Config, zl zerolog.Logger, sdkMetrics client.MetricsHandler, health *healthState) (client.Client, error) {
+	const maxAttempt, maxBackoff = 10 * time.Second, 30 * time.Second
+	deadline := time.Now().Add(cfg.Worker.TemporalConnectTimeout.D())
+	backoff := time.Second
+	health.setStep("connecting to Temporal at " + cfg.Temporal.Address)
+	for {
+		c, err := cfg.Temporal.Dial(ctx, min(time.Until(deadline), maxAttempt), logging.NewTemporalLogger(zl), sdkMetrics)
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil || time.Until(deadline) <= backoff {
+			return nil, err
+		}
+		health.setStep(fmt.Sprintf("connecting to Temporal at %s, retrying: %v", cfg.Temporal.Address, err))
+		zl.Warn().Err(err).Dur("retry_in", backoff).Msg("Temporal did not answer; waiting for it")
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
 }
 
 func workerIdentity() string {

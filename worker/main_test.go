@@ -382,3 +382,49 @@ func TestHealthzAnswersWhileStorageConnects(t *testing.T) {
 		t.Fatal("the worker did not stop when asked while it connected to storage")
 	}
 }
+
+// A Temporal frontend that is not there yet (here a name DNS does not
+// know) is waited for until worker.temporalConnectTimeout, with /readyz
+// saying why; only then the worker exits 3.
+func TestRunWaitsForTemporalUntilTheConnectTimeout(t *testing.T) {
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := probe.Addr().String()
+	probe.Close()
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(context.Background(), []string{"--temporal-address", "temporal-frontend.invalid:7233", "--temporal-connect-timeout", "6s",
+			"--http-listen", listen, "--log-format", "console"}, noEnv, io.Discard, &stderr)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get("http://" + listen + "/readyz")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "connecting to Temporal at temporal-frontend.invalid:7233, retrying") {
+				break
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("the worker exited %d while it should wait for Temporal:\n%s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never said the worker waits for Temporal (last error %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case code := <-done:
+		if code != exitUnreachable || !strings.Contains(stderr.String(), "temporal-frontend.invalid") {
+			t.Fatalf("exit code %d, want %d naming the address:\n%s", code, exitUnreachable, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the worker kept waiting past its connect timeout")
+	}
+}
