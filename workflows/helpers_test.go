@@ -54,6 +54,24 @@ func sendUpdate(t *testing.T, env *testsuite.TestWorkflowEnvironment, name strin
 	}, arg)
 }
 
+// sendRefused sends an update that must be rejected with an error naming
+// want: a refusal for another cause (a panic in a validator included)
+// fails the test.
+func sendRefused(t *testing.T, env *testsuite.TestWorkflowEnvironment, name string, arg interface{}, want string) {
+	t.Helper()
+	answered := mustBeAnswered(t, name, arg)
+	env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnReject: func(err error) {
+			answered.Store(true)
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("update %s rejected with %v; want a refusal naming %q", name, err, want)
+			}
+		},
+		OnAccept:   func() { t.Errorf("update %s accepted, want it refused: %s", name, want) },
+		OnComplete: func(interface{}, error) { answered.Store(true) },
+	}, arg)
+}
+
 // mustBeAnswered fails the test, when it ends, unless the returned flag
 // was set: by an update's rejection or its completion. An update sent to
 // a run that had already ended, or from a delayed callback that never

@@ -519,6 +519,29 @@ func TestWindowPreflightRetryChecksAgainAndResumeGoesOn(t *testing.T) {
 	}
 }
 
+// While stops are in flight nothing waits for a person: a decision is
+// refused, and a second abort of a window already aborting is refused
+// too, keeping the first one's reason in the report.
+func TestWindowRefusesADecisionWithNothingPendingAndASecondAbort(t *testing.T) {
+	f := newWindowFixture(t, 2)
+	f.stopTakes = 10 * time.Minute
+	later(t, f.env, func() {
+		if st := f.status(); st.Phase != WindowPhaseSavepointAll || st.Pending != nil {
+			t.Errorf("phase %s pending %+v; want savepoint-all with nothing pending", st.Phase, st.Pending)
+		}
+		sendRefused(t, f.env, UpdateDecide, DecideRequest{Action: ActionRetry, By: "op", Reason: "why not"}, "is not waiting for a decision")
+		f.update(UpdateAbort, AbortRequest{By: "erin", Reason: "change postponed"}, false)
+	}, 2*time.Minute)
+	later(t, f.env, func() {
+		sendRefused(t, f.env, UpdateAbort, AbortRequest{By: "frank", Reason: "mine instead"}, "is already")
+	}, 3*time.Minute)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, windowInput())
+	rep := f.result()
+	if rep.Phase != WindowPhaseAborted || !strings.Contains(rep.AbortReason, "change postponed (by erin)") {
+		t.Fatalf("phase %s abort %q; want aborted for the first reason", rep.Phase, rep.AbortReason)
+	}
+}
+
 func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
 	f := newWindowFixture(t, 2)
 	later(t, f.env, func() {
