@@ -82,6 +82,15 @@ func TestChartAndKustomizeApplyOnTheRealAPIServer(t *testing.T) {
 	if err != nil || len(valueFiles) == 0 {
 		t.Fatalf("no values files in %s/ci (%v)", chart, err)
 	}
+	for _, f := range append([]string{""}, valueFiles...) {
+		args := []string{"lint", "--strict", chart}
+		if f != "" {
+			args = append(args, "-f", f)
+		}
+		if out, err := exec.Command(filepath.Join(root, "bin", "helm"), args...).CombinedOutput(); err != nil {
+			t.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 	for _, f := range valueFiles {
 		renders = append(renders, rendering{name: "chart with ci/" + filepath.Base(f),
 			objects: render(t, root, "helm", "template", "flinkmaint", chart, "--namespace", chartNamespace, "-f", f)})
