@@ -119,6 +119,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 			return g.validate()
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n") // as `flinkmaint version` prints it
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

@@ -123,7 +123,7 @@ func TestWindowFileErrorsNameTheField(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, errOut := runCLI(args, nil)
-		if code != exitOK || !strings.Contains(out, "flinkmaint "+version+" (commit ") || !strings.Contains(out, "go1.") {
+		if code != exitOK || !strings.HasPrefix(out, "flinkmaint "+version+" (commit ") || !strings.Contains(out, "go1.") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want the release, the commit and the Go version", args, code, out, errOut)
 		}
 	}
