@@ -32,9 +32,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -104,6 +107,7 @@ func TestChartAndKustomizeApplyOnTheRealAPIServer(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			applyDryRun(t, ctx, kube, r.objects)
 			if dep := find(r.objects, "Deployment", "flinkmaint-worker"); dep != nil {
+				checkAvailability(t, r.objects, dep)
 				cfg := workerConfig(t, r.objects, dep)
 				checkConfig(t, worker, kube, cfg)
 				if r.waits {
@@ -237,6 +241,63 @@ func applyDryRun(t *testing.T, ctx context.Context, kube *sandbox.Kube, objs []*
 		if err != nil {
 			t.Errorf("apply %s %s/%s (dry run): %v", gvk.Kind, o.GetNamespace(), o.GetName(), err)
 		}
+	}
+}
+
+// checkAvailability checks what keeps the worker pods available and
+// reachable only where they must be: a disruption budget over their labels
+// that a drain can always satisfy, even when no pod is ready (a Temporal
+// outage); replicas spread over nodes and zones; a NetworkPolicy over them.
+func checkAvailability(t *testing.T, objs []*unstructured.Unstructured, o *unstructured.Unstructured) {
+	t.Helper()
+	var dep appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &dep); err != nil {
+		t.Fatal(err)
+	}
+	pods := labels.Set(dep.Spec.Template.Labels)
+	selects := func(sel *metav1.LabelSelector) bool {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		return err == nil && !s.Empty() && s.Matches(pods)
+	}
+	var budgets, policies int
+	for _, x := range objs {
+		switch x.GetKind() {
+		case "PodDisruptionBudget":
+			var pdb policyv1.PodDisruptionBudget
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(x.Object, &pdb); err != nil {
+				t.Fatal(err)
+			}
+			if !selects(pdb.Spec.Selector) {
+				continue
+			}
+			budgets++
+			if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+				t.Errorf("PodDisruptionBudget %s: unhealthyPodEvictionPolicy %v; want AlwaysAllow, or a Temporal outage blocks every drain", pdb.Name, p)
+			}
+			if m := pdb.Spec.MinAvailable; m == nil || m.IntValue() < 1 || dep.Spec.Replicas == nil || int32(m.IntValue()) >= *dep.Spec.Replicas {
+				t.Errorf("PodDisruptionBudget %s: minAvailable %v with %v replicas; want at least one and fewer than the replicas", pdb.Name, m, dep.Spec.Replicas)
+			}
+		case "NetworkPolicy":
+			var np networkingv1.NetworkPolicy
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(x.Object, &np); err != nil {
+				t.Fatal(err)
+			}
+			if selects(&np.Spec.PodSelector) {
+				policies++
+			}
+		}
+	}
+	if budgets != 1 || policies != 1 {
+		t.Errorf("%d disruption budgets and %d network policies select the worker pods %v; want one each", budgets, policies, pods)
+	}
+	keys := map[string]bool{}
+	for _, c := range dep.Spec.Template.Spec.TopologySpreadConstraints {
+		if selects(c.LabelSelector) {
+			keys[c.TopologyKey] = true
+		}
+	}
+	if !keys["kubernetes.io/hostname"] || !keys["topology.kubernetes.io/zone"] {
+		t.Errorf("the worker pods spread over %v; want nodes and zones", keys)
 	}
 }
 
