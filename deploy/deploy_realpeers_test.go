@@ -42,6 +42,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
@@ -271,8 +272,8 @@ func checkAvailability(t *testing.T, objs []*unstructured.Unstructured, o *unstr
 				continue
 			}
 			budgets++
-			if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
-				t.Errorf("PodDisruptionBudget %s: unhealthyPodEvictionPolicy %v; want AlwaysAllow, or a Temporal outage blocks every drain", pdb.Name, p)
+			if p := ptr.Deref(pdb.Spec.UnhealthyPodEvictionPolicy, "unset"); p != policyv1.AlwaysAllow {
+				t.Errorf("PodDisruptionBudget %s: unhealthyPodEvictionPolicy %s; want AlwaysAllow, or a Temporal outage blocks every drain", pdb.Name, p)
 			}
 			if m := pdb.Spec.MinAvailable; m == nil || m.IntValue() < 1 || dep.Spec.Replicas == nil || int32(m.IntValue()) >= *dep.Spec.Replicas {
 				t.Errorf("PodDisruptionBudget %s: minAvailable %v with %v replicas; want at least one and fewer than the replicas", pdb.Name, m, dep.Spec.Replicas)
