@@ -28,6 +28,15 @@ const (
 	OpSampleQuota    = "sample"
 )
 
+// inventoryTenantNames are the names of tenants, for SucceededFor.
+func inventoryTenantNames(tenants []inventory.Tenant) []string {
+	names := make([]string, 0, len(tenants))
+	for _, t := range tenants {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
 // maxPlanBytes bounds a plan read back from storage.
 const maxPlanBytes = 1 << 30
 
@@ -160,6 +169,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 			a.Metrics.CleanupObjectsPlanned(t.Tenant, t.Objects)
 		}
 		a.Metrics.Succeeded(OpPlanCleanup, a.now())
+		a.Metrics.SucceededFor(OpPlanCleanup, inventoryTenantNames(tenants), a.now())
 	}
 	activity.GetLogger(ctx).Info("cleanup planned", "run", in.RunID, "plan", planPath, "items", s.Items, "files", s.Files, "bytes", s.Bytes, "objects", s.Objects)
 	return PlanCleanupResult{Summary: s}, nil
@@ -448,6 +458,7 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 			}
 		}
 		a.Metrics.Succeeded(OpSampleQuota, a.now())
+		a.Metrics.SucceededFor(OpSampleQuota, inventoryTenantNames(tenants), a.now())
 	}
 	return res, nil
 }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -24,19 +25,20 @@ type NotifyResult struct {
 // sends it. The event gets the run's Temporal UI link here, where the
 // worker's configuration knows the UI.
 func (a *Activities) Notify(ctx context.Context, in NotifyInput) (NotifyResult, error) {
+	ev := in.Event
+	if ev.At.IsZero() {
+		ev.At = a.now()
+	}
+	a.recordDecision(ev)
 	if a.Notifier == nil {
 		return NotifyResult{}, nil
 	}
-	ev := in.Event
 	info := activity.GetInfo(ctx)
 	if ev.WorkflowID == "" {
 		ev.WorkflowID = info.WorkflowExecution.ID
 	}
 	if ev.UIURL == "" {
 		ev.UIURL = a.Notifier.UILink(info.Namespace, ev.WorkflowID)
-	}
-	if ev.At.IsZero() {
-		ev.At = a.now()
 	}
 	out := a.Notifier.Send(ctx, ev)
 	logger := activity.GetLogger(ctx)
@@ -49,4 +51,15 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) (NotifyResult, 
 		}
 	}
 	return NotifyResult{Outcomes: out}, nil
+}
+
+// recordDecision exports a notice of a pending decision, with or without
+// sinks: it is how Prometheus learns that a run waits for a person.
+func (a *Activities) recordDecision(ev notify.Event) {
+	if a.Metrics == nil || ev.Kind != notify.KindDecisionPending || ev.Decision == "" {
+		return
+	}
+	// The n-th reminder comes n repeat intervals after the first notice.
+	since := ev.At.Add(-time.Duration(ev.Reminder) * ev.RepeatEvery)
+	a.Metrics.DecisionNotified(ev.Workflow, ev.Decision, ev.Run, since, ev.At, ev.Resolved, ev.RepeatEvery)
 }

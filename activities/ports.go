@@ -128,6 +128,13 @@ type GovernanceMetrics interface {
 	// Succeeded records the time of the last successful operation
 	// (plan, execute, purge, sample).
 	Succeeded(operation string, at time.Time)
+	// SucceededFor records it for each tenant of the operation's scope, so
+	// a tenant no scheduled run covers any more shows as stale.
+	SucceededFor(operation string, tenants []string, at time.Time)
+	// DecisionNotified records a notice of a decision a run (kind: window,
+	// upgrade, governance) waits on: waiting since since, or answered; at
+	// is the notice's time, every how often it is repeated unanswered.
+	DecisionNotified(kind, decision, run string, since, at time.Time, answered bool, every time.Duration)
 	// ScheduledSavepoints records a tenant's outcome of the latest
 	// scheduled savepoint run: savepoints taken and jobs that failed.
 	ScheduledSavepoints(tenant string, taken, failed int64)

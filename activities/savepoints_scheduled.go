@@ -139,6 +139,7 @@ type RecordSavepointRunInput struct {
 func (a *Activities) RecordSavepointRun(ctx context.Context, in RecordSavepointRunInput) error {
 	logger := activity.GetLogger(ctx)
 	failed := false
+	var succeeded []string
 	for _, t := range in.Tenants {
 		if a.Metrics != nil {
 			a.Metrics.ScheduledSavepoints(t.Tenant, t.Taken, t.Failed)
@@ -146,10 +147,16 @@ func (a *Activities) RecordSavepointRun(ctx context.Context, in RecordSavepointR
 		if t.Failed > 0 {
 			failed = true
 			logger.Error("scheduled savepoints failed; the jobs keep running", "run", in.RunID, "tenant", t.Tenant, "failed", t.Failed, "taken", t.Taken)
+		} else {
+			succeeded = append(succeeded, t.Tenant)
 		}
 	}
-	if !failed && a.Metrics != nil {
-		a.Metrics.Succeeded("scheduled-savepoints", a.now())
+	if a.Metrics != nil {
+		if !failed {
+			a.Metrics.Succeeded("scheduled-savepoints", a.now())
+		}
+		// A tenant whose jobs all took theirs is fresh even when another's failed.
+		a.Metrics.SucceededFor("scheduled-savepoints", succeeded, a.now())
 	}
 	return nil
 }

@@ -153,6 +153,11 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 	}
 	if a.Metrics != nil {
 		a.Metrics.Succeeded(OpTenantUsage, a.now())
+		names := make([]string, 0, len(trees))
+		for _, w := range trees {
+			names = append(names, w.tenant.Name)
+		}
+		a.Metrics.SucceededFor(OpTenantUsage, names, a.now())
 	}
 	return res, nil
 }

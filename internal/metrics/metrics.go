@@ -107,6 +107,11 @@ type Governance struct {
 	DrillPassed        *prometheus.GaugeVec
 	DrillFailed        *prometheus.GaugeVec
 	Notifications      *prometheus.CounterVec
+	// TenantLastSuccess is LastSuccessSeconds per tenant of the run's
+	// scope: a tenant left out of every scheduled run shows as stale.
+	TenantLastSuccess *prometheus.GaugeVec
+	// Decisions are the decisions runs wait on, from their notices.
+	Decisions *Decisions
 }
 
 // NewGovernance creates the governance metrics on reg.
@@ -135,6 +140,9 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Kubernetes leftovers moved to trash or deleted by cleanup runs, per tenant."}, []string{"tenant"}),
 		LastSuccessSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "governance_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful governance operation (plan, execute, purge, sample)."}, []string{"operation"}),
+		TenantLastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "governance_tenant_last_success_timestamp_seconds",
+			Help: "Unix time of the last successful governance operation (plan, usage, sample, scheduled-savepoints) whose scope held the tenant."},
+			[]string{"operation", "tenant"}),
 		SavepointsTaken: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "scheduled_savepoints_taken",
 			Help: "Savepoints the latest scheduled savepoint run took, verified and catalogued, per tenant."}, []string{"tenant"}),
 		SavepointsFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "scheduled_savepoints_failed",
@@ -154,10 +162,11 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Snapshots that failed the tenant's latest restore drill run (missing files, no restore); alert on > 0."}, []string{"tenant"}),
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "notifications_total",
 			Help: "Events delivered to a notification sink, by outcome (delivered, failed after its retries); alert on failed."}, []string{"sink", "kind", "outcome"}),
+		Decisions: NewDecisions(),
 	}
 	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
-		g.ReclaimedFiles, g.ReclaimedBytes, g.RestoredFiles, g.RestoredBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.SavepointsTaken, g.SavepointsFailed,
-		g.UsageFiles, g.UsageBytes, g.UsageNamespace, g.DrillLastSuccess, g.DrillPassed, g.DrillFailed, g.Notifications} {
+		g.ReclaimedFiles, g.ReclaimedBytes, g.RestoredFiles, g.RestoredBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.TenantLastSuccess, g.SavepointsTaken, g.SavepointsFailed,
+		g.UsageFiles, g.UsageBytes, g.UsageNamespace, g.DrillLastSuccess, g.DrillPassed, g.DrillFailed, g.Notifications, g.Decisions} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: governance: %w", err)
 		}
@@ -222,6 +231,20 @@ func (g *Governance) UsageNamespaceSampled(tenant, kind string, namespace int64)
 // Succeeded records when an operation last succeeded.
 func (g *Governance) Succeeded(operation string, at time.Time) {
 	g.LastSuccessSeconds.WithLabelValues(operation).Set(float64(at.UnixNano()) / 1e9)
+}
+
+// SucceededFor records when an operation last succeeded for each tenant
+// of its scope.
+func (g *Governance) SucceededFor(operation string, tenants []string, at time.Time) {
+	for _, t := range tenants {
+		g.TenantLastSuccess.WithLabelValues(operation, t).Set(float64(at.UnixNano()) / 1e9)
+	}
+}
+
+// DecisionNotified records a notice of a decision a run waits on; see
+// Decisions.Notified.
+func (g *Governance) DecisionNotified(kind, decision, run string, since, at time.Time, answered bool, every time.Duration) {
+	g.Decisions.Notified(kind, decision, run, since, at, answered, every)
 }
 
 // ScheduledSavepoints records a tenant's latest scheduled savepoint run.
