@@ -11,7 +11,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -33,9 +35,14 @@ const (
 	dashboardFile = "grafana-dashboard.json"
 	ruleFile      = "prometheusrule.yaml"
 	kustomizeFile = "kustomization.yaml"
-	// runbookPage is the page every alert's runbook_url points into, at
-	// the section that describes the alert (path from the module root).
+	// runbookPage is the page that describes every alert, each in a
+	// section named after it (path from the module root).
 	runbookPage = "docs/monitoring.md"
+	// runbookBaseURL starts every runbook_url: the project's public home,
+	// the one string a chart replaces with its runbookBaseURL value.
+	runbookBaseURL = "https://github.com/flinkmaint/flinkmaint/blob/main/"
+	// runbookDir holds the runbook of each decision kind (<kind>.md).
+	runbookDir = "docs/runbooks"
 )
 
 // repoRoot is the module root: go test runs in deploy/monitoring.
@@ -107,6 +114,7 @@ type dashVariable struct {
 	Definition string          `json:"definition"`
 	Multi      bool            `json:"multi"`
 	IncludeAll bool            `json:"includeAll"`
+	AllValue   string          `json:"allValue"`
 }
 
 type dashboard struct {
@@ -195,6 +203,8 @@ var grafanaVars = strings.NewReplacer(
 	"${__interval}", "1m", "$__interval", "1m",
 	"${__range}", "1d", "$__range", "1d",
 	"${tenant}", "team-a", "$tenant", "team-a",
+	"${cluster}", ".*", "$cluster", ".*",
+	"${namespace}", "flinkmaint", "$namespace", "flinkmaint",
 )
 
 // ---- the dashboard ----
@@ -213,6 +223,13 @@ func TestDashboardIsAGrafanaDashboard(t *testing.T) {
 	}
 	if v, ok := vars["tenant"]; !ok || v.Type != "query" || !v.Multi || !v.IncludeAll {
 		t.Errorf("templating variable tenant: %+v, want a multi-value query variable with All", v)
+	}
+	// cluster and namespace pick the install: All must also match series
+	// without the label (no cluster label is common), hence .* for All.
+	for _, name := range []string{"cluster", "namespace"} {
+		if v, ok := vars[name]; !ok || v.Type != "query" || !v.IncludeAll || v.AllValue != ".*" {
+			t.Errorf("templating variable %s: %+v, want a query variable with All as .*", name, v)
+		}
 	}
 	if v, ok := vars["datasource"]; !ok || v.Type != "datasource" {
 		t.Errorf("templating variable datasource: %+v, want a data source variable", v)
@@ -298,7 +315,9 @@ func TestDashboardCoversTheOperatorsQuestions(t *testing.T) {
 		"files reclaimed by governance":                 "flinkmaint_cleanup_reclaimed_files_total",
 		"bytes reclaimed by governance":                 "flinkmaint_cleanup_reclaimed_bytes_total",
 		"window jobs by phase and outcome":              "temporal_workflow_failed_total",
-		"windows waiting for a decision":                "flinkmaint_window_network_reminders_total",
+		"decisions waiting for a person":                "flinkmaint:decision_pending_since_timestamp_seconds:latest",
+		"network-change reminders sent":                 "flinkmaint_window_network_reminders_total",
+		"governance freshness per tenant":               "flinkmaint:governance_tenant_last_success_timestamp_seconds:max",
 		"time since the last successful drill":          "flinkmaint_restore_drill_last_success_timestamp_seconds",
 		"scheduled savepoint failures":                  "flinkmaint:scheduled_savepoints_failed:latest",
 		"activity failures":                             "temporal_activity_execution_failed_total",
@@ -307,6 +326,56 @@ func TestDashboardCoversTheOperatorsQuestions(t *testing.T) {
 		if !read[metric] {
 			t.Errorf("no panel answers %q: no query reads %s", question, metric)
 		}
+	}
+}
+
+// Every panel and the variables after cluster read only the installs the
+// cluster and namespace variables select: a dashboard over two installs
+// must not add one's tenants to the other's.
+func TestDashboardQueriesSelectTheInstall(t *testing.T) {
+	d := loadDashboard(t)
+	both := map[string]string{"cluster": "=~$cluster", "namespace": "=~$namespace"}
+	check := func(where, expr string, want map[string]string) {
+		t.Helper()
+		sels, _, err := promqlSelectors(expr)
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+			return
+		}
+		if len(sels) == 0 {
+			t.Errorf("%s: %q reads no metric", where, expr)
+		}
+		for _, s := range sels {
+			for l, v := range want {
+				if s.Matchers[l] != v {
+					t.Errorf("%s: %s matches %s by %q, want %s%s", where, s.Name, l, s.Matchers[l], l, v)
+				}
+			}
+		}
+	}
+	n := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			check(fmt.Sprintf("panel %q target %s", p.Title, tg.RefID), tg.Expr, both)
+			n++
+		}
+	}
+	for _, v := range d.Templating.List {
+		m := labelValuesRe.FindStringSubmatch(v.variableQuery())
+		switch {
+		case v.Type != "query":
+		case m == nil:
+			t.Errorf("variable %s: %q is not label_values(selector, label)", v.Name, v.variableQuery())
+		case v.Name == "cluster":
+			check("variable cluster", m[1], nil)
+		case v.Name == "namespace":
+			check("variable namespace", m[1], map[string]string{"cluster": both["cluster"]})
+		default:
+			check("variable "+v.Name, m[1], both)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no panel target")
 	}
 }
 
@@ -323,6 +392,7 @@ func TestPrometheusRuleIsValidAndDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	sections := markdownSections(string(page))
+	decisionKinds := runbookKinds(t)
 	groups := map[string]bool{}
 	alerts := map[string]bool{}
 	for _, g := range pr.Spec.Groups {
@@ -350,17 +420,11 @@ func TestPrometheusRuleIsValidAndDocumented(t *testing.T) {
 					t.Errorf("alert %s: no %s annotation", r.Alert, a)
 				}
 			}
-			// The runbook is the section of runbookPage that describes
-			// this alert.
-			url := r.Annotations["runbook_url"]
-			anchor, ok := strings.CutPrefix(url, runbookPage+"#")
-			if !ok {
-				t.Errorf("alert %s: runbook_url %q, want %s#<anchor of the section describing it>", r.Alert, url, runbookPage)
-			} else if section, found := sections[anchor]; !found {
-				t.Errorf("alert %s: runbook_url %q: %s has no heading with anchor #%s", r.Alert, url, runbookPage, anchor)
-			} else if !strings.Contains(section, "`"+r.Alert+"`") {
-				t.Errorf("alert %s: runbook_url %q: the section #%s of %s does not describe it (no `%s` in it)", r.Alert, url, anchor, runbookPage, r.Alert)
+			// Every alert has its section in runbookPage, named after it.
+			if section, found := sections[headingAnchor(r.Alert)]; !found || !strings.Contains(section, "`"+r.Alert+"`") {
+				t.Errorf("alert %s: %s has no section #%s that names it", r.Alert, runbookPage, headingAnchor(r.Alert))
 			}
+			checkRunbookURL(t, r.Alert, r.Annotations["runbook_url"], decisionKinds)
 			// An alert about a tenant names it.
 			if strings.Contains(r.Expr, "tenant") && !strings.Contains(r.Annotations["summary"], "$labels.tenant") {
 				t.Errorf("alert %s reads per-tenant series but its summary does not name {{ $labels.tenant }}", r.Alert)
@@ -371,12 +435,75 @@ func TestPrometheusRuleIsValidAndDocumented(t *testing.T) {
 		"FlinkmaintQuotaWarning", "FlinkmaintQuotaCritical", "FlinkmaintQuotaFullSoon",
 		"FlinkmaintWindowAwaitingNetworkConfirmation", "FlinkmaintRestoreDrillStale",
 		"FlinkmaintScheduledSavepointsFailed", "FlinkmaintWorkerDown", "FlinkmaintWorkerAbsent",
+		"FlinkmaintDecisionUnanswered", "FlinkmaintGovernanceStale",
 	} {
 		if !alerts[want] {
 			t.Errorf("alert %s missing", want)
 		}
 	}
 }
+
+// decisionLabel is the template a runbook_url names a decision's runbook by.
+const decisionLabel = "{{ $labels.decision }}"
+
+// checkRunbookURL wants runbookBaseURL followed by a Markdown page of the
+// repository and, unless the page is a decision's runbook, the anchor of a
+// heading of it whose section names the alert. A URL with decisionLabel
+// in it must name an existing runbook for every decision kind.
+func checkRunbookURL(t *testing.T, alert, raw string, decisionKinds []string) {
+	t.Helper()
+	urls := []string{raw}
+	if strings.Contains(raw, decisionLabel) {
+		urls = nil
+		for _, k := range decisionKinds {
+			urls = append(urls, strings.ReplaceAll(raw, decisionLabel, k))
+		}
+	}
+	for _, s := range urls {
+		rest, ok := strings.CutPrefix(s, runbookBaseURL)
+		u, err := url.Parse(s)
+		if !ok || err != nil || u.Scheme != "https" || strings.Contains(s, "{{") {
+			t.Errorf("alert %s: runbook_url %q (%v): want an absolute URL %s<path>#<anchor>", alert, s, err, runbookBaseURL)
+			continue
+		}
+		file, anchor, _ := strings.Cut(rest, "#")
+		data, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		if err != nil || !strings.HasSuffix(file, ".md") || path.Clean(file) != file || strings.HasPrefix(file, "../") {
+			t.Errorf("alert %s: runbook_url %q: %s is no Markdown page of the repository (%v)", alert, s, file, err)
+			continue
+		}
+		if path.Dir(file) == runbookDir && anchor == "" {
+			continue // a decision's runbook: the whole page is about it
+		}
+		if section, found := markdownSections(string(data))[anchor]; !found {
+			t.Errorf("alert %s: runbook_url %q: %s has no heading with anchor #%s", alert, s, file, anchor)
+		} else if !strings.Contains(section, "`"+alert+"`") {
+			t.Errorf("alert %s: runbook_url %q: the section #%s of %s does not describe it (no `%s` in it)", alert, s, anchor, file, alert)
+		}
+	}
+}
+
+// runbookKinds are the kinds the index of runbookDir lists, each with its
+// page: the values a decision label can take (go test ./docs/ checks that
+// every kind the workflows know is there).
+func runbookKinds(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(runbookDir), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, m := range runbookRow.FindAllStringSubmatch(string(data), -1) {
+		kinds = append(kinds, m[1])
+	}
+	if len(kinds) < 10 {
+		t.Fatalf("%s/README.md lists %d kinds (%v): its table no longer reads as | `kind` | ...", runbookDir, len(kinds), kinds)
+	}
+	return kinds
+}
+
+// runbookRow is a row of the runbook index's table: | `kind` | ...
+var runbookRow = regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\|")
 
 // markdownSections returns, per heading anchor, the text from that heading
 // to the next heading of the same or a higher level. Anchors follow
@@ -486,6 +613,91 @@ func TestKustomizationListsTheRuleAndTheDashboard(t *testing.T) {
 	}
 }
 
+// The ServiceMonitor is the one way Prometheus scrapes the worker: no
+// manifest under deploy/ asks for a scrape by annotation (a second job
+// would double every series), the target's namespace label is kept (the
+// dashboard's install), and the job it gets, the Service's name, is the
+// one the worker alerts select.
+func TestServiceMonitorIsTheOneScrapePath(t *testing.T) {
+	data, err := os.ReadFile("servicemonitor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			JobLabel string `yaml:"jobLabel"`
+			Selector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+			Endpoints []struct {
+				Port        string `yaml:"port"`
+				Path        string `yaml:"path"`
+				HonorLabels bool   `yaml:"honorLabels"`
+			} `yaml:"endpoints"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &sm); err != nil {
+		t.Fatal(err)
+	}
+	if sm.Kind != "ServiceMonitor" || sm.Spec.JobLabel != "" || len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("servicemonitor.yaml: %+v, want a ServiceMonitor with one endpoint and the Service's name as job", sm)
+	}
+	if e := sm.Spec.Endpoints[0]; e.Port != "http" || e.Path != "/metrics" || e.HonorLabels {
+		t.Errorf("endpoint %+v: want port http, path /metrics, the target's labels kept", e)
+	}
+	svcData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "kustomize", "base", "service.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svc struct {
+		Metadata struct {
+			Name string `yaml:"name"`
+		} `yaml:"metadata"`
+		Spec struct {
+			Ports []struct {
+				Name string `yaml:"name"`
+			} `yaml:"ports"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(svcData, &svc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mustRead(t, ruleFile)), `job="`+svc.Metadata.Name+`"`) {
+		t.Errorf("the worker alerts do not select job=%q, the name of the Service the ServiceMonitor scrapes", svc.Metadata.Name)
+	}
+	found := false
+	for _, p := range svc.Spec.Ports {
+		found = found || p.Name == sm.Spec.Endpoints[0].Port
+	}
+	if !found {
+		t.Errorf("the Service %s has no port named %s", svc.Metadata.Name, sm.Spec.Endpoints[0].Port)
+	}
+	err = filepath.WalkDir(filepath.Join(repoRoot, "deploy"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !slices.Contains([]string{".yaml", ".yml", ".tpl", ".json"}, filepath.Ext(p)) {
+			return err
+		}
+		for n, line := range strings.Split(string(mustRead(t, p)), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, "prometheus.io/scrape") {
+				t.Errorf("%s:%d asks for a scrape by annotation; the ServiceMonitor already scrapes the worker", p, n+1)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // ---- metric names: every name the files read is one the worker exports ----
 
 // scrapeSeries are the series Prometheus itself adds to every target.
@@ -493,7 +705,10 @@ var scrapeSeries = map[string]bool{"up": true}
 
 // targetLabels are the labels Prometheus (and the ServiceMonitor) put on
 // every series of a target.
-var targetLabels = map[string]bool{"job": true, "instance": true, "pod": true, "namespace": true, "service": true, "endpoint": true, "container": true}
+// cluster is not one of them, but many installs add it (external labels,
+// relabelling); the dashboard's cluster variable selects by it.
+var targetLabels = map[string]bool{"job": true, "instance": true, "pod": true, "namespace": true, "service": true, "endpoint": true, "container": true,
+	"cluster": true}
 
 // exportedMetrics are the names (as PromQL sees them) the worker exports
 // and their labels; nil labels: not known.
@@ -874,10 +1089,12 @@ func TestReferencedMetricsAreExportedByTheWorker(t *testing.T) {
 
 // ---- the PromQL selector reader ----
 
-// selector is a metric name an expression reads and the labels it matches.
+// selector is a metric name an expression reads and the labels it matches;
+// Matchers holds, per label, its operator and value as written (=~$tenant).
 type selector struct {
-	Name   string
-	Labels []string
+	Name     string
+	Labels   []string
+	Matchers map[string]string
 }
 
 var (
@@ -934,35 +1151,45 @@ func promqlSelectors(expr string) (out []selector, grouping []string, err error)
 		}
 		return string(s[j:i])
 	}
-	matchers := func() ([]string, error) { // at '{'
+	matchers := func() ([]string, map[string]string, error) { // at '{'
 		var labels []string
+		values := map[string]string{}
 		i++
 		for {
 			skipSpace()
 			if i >= len(s) {
-				return nil, fmt.Errorf("unterminated {} in %q", expr)
+				return nil, nil, fmt.Errorf("unterminated {} in %q", expr)
 			}
 			switch {
 			case s[i] == '}':
 				i++
-				return labels, nil
+				return labels, values, nil
 			case s[i] == ',':
-				i++
-			case s[i] == '"' || s[i] == '\'' || s[i] == '`':
-				if err := skipString(); err != nil {
-					return nil, err
-				}
-			case strings.ContainsRune("=!~", s[i]):
 				i++
 			default:
 				l := ident()
 				if l == "" {
-					return nil, fmt.Errorf("unexpected %q in the matchers of %q", s[i], expr)
+					return nil, nil, fmt.Errorf("unexpected %q in the matchers of %q", s[i], expr)
 				}
 				if l == "__name__" {
-					return nil, fmt.Errorf("%q selects by __name__; name the metric instead", expr)
+					return nil, nil, fmt.Errorf("%q selects by __name__; name the metric instead", expr)
+				}
+				skipSpace()
+				j := i
+				for i < len(s) && strings.ContainsRune("=!~", s[i]) {
+					i++
+				}
+				op := string(s[j:i])
+				skipSpace()
+				if op == "" || i >= len(s) || !strings.ContainsRune("\"'`", s[i]) {
+					return nil, nil, fmt.Errorf("label %s without an operator and a quoted value in %q", l, expr)
+				}
+				j = i
+				if err := skipString(); err != nil {
+					return nil, nil, err
 				}
 				labels = append(labels, l)
+				values[l] = op + string(s[j+1:i-1])
 			}
 		}
 	}
@@ -1020,11 +1247,11 @@ func promqlSelectors(expr string) (out []selector, grouping []string, err error)
 			default:
 				sel := selector{Name: name}
 				if next == '{' {
-					labels, err := matchers()
+					labels, values, err := matchers()
 					if err != nil {
 						return nil, nil, err
 					}
-					sel.Labels = labels
+					sel.Labels, sel.Matchers = labels, values
 				}
 				out = append(out, sel)
 			}
@@ -1072,7 +1299,11 @@ func TestPromQLSelectors(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{`{__name__="a"}`, `rate(a[$__rate_interval])x{`, `sum(a{b="c)`, `count($x)`} {
+	sels, _, err := promqlSelectors(`a{cluster=~"$cluster", job = "w", l!~'x'} + b`)
+	if err != nil || len(sels) != 2 || !reflect.DeepEqual(sels[0].Matchers, map[string]string{"cluster": "=~$cluster", "job": "=w", "l": "!~x"}) || sels[1].Matchers != nil {
+		t.Errorf("matchers: %+v, %v", sels, err)
+	}
+	for _, bad := range []string{`{__name__="a"}`, `rate(a[$__rate_interval])x{`, `sum(a{b="c)`, `count($x)`, `a{b}`, `a{b=c}`} {
 		if _, _, err := promqlSelectors(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
