@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,6 +255,38 @@ func TestWindowProvesSavepointsBeforeAnyRestart(t *testing.T) {
 	}
 	if m := f.documents["hdfs://nn/flinkmaint/windows/w1/manifest.json"]; !strings.Contains(m, `"savepointProof": "failed"`) {
 		t.Errorf("manifest lacks the proof verdicts:\n%s", m)
+	}
+}
+
+// A job whose savepoint failed the proof and was skipped takes no place
+// in the restart waves: the canary is a job that restarts, not one left
+// stopped, which would let the rest go without a canary at all.
+func TestWindowCanaryIsAJobThatRestartsAfterAProofSkip(t *testing.T) {
+	f := newDrillFixture(t, 3)
+	f.badProof["hdfs://nn/sp/savepoint-job-a"] = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	in.Policy.Drill.ProveSavepoints = true
+	in.Policy.Restart.CanarySize = 1
+	later(t, f.env, func() {
+		f.update(UpdateDecide, DecideRequest{Action: ActionSkipJob, Job: "cluster-a/job-a", By: "op", Reason: "restore by hand"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	rep := f.result()
+	waves := map[string]int{}
+	for _, j := range rep.Jobs {
+		waves[j.Target.Key] = j.RestartWave
+	}
+	if waves["cluster-a/job-c"] != 0 || waves["cluster-b/job-b"] != 1 || len(f.started["cluster-a/job-a"]) != 0 {
+		t.Fatalf("restart waves %v, job-a started %v; want the canary cluster-a/job-c, then cluster-b/job-b, and job-a left stopped", waves, f.started["cluster-a/job-a"])
+	}
+	// Nor does the quota gate count the files its restart would write.
+	var projected []string
+	for _, r := range f.gateRestarts {
+		projected = append(projected, r.Key)
+	}
+	if slices.Contains(projected, "cluster-a/job-a") || len(projected) != 2 {
+		t.Errorf("the quota gate projected the restarts of %v; want job-b and job-c only", projected)
 	}
 }
 

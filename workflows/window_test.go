@@ -657,6 +657,47 @@ func TestWindowNetworkGateAutoConfirmAndReminders(t *testing.T) {
 	if rep.Network == nil || !rep.Network.Auto || rep.Network.Reminders != 3 {
 		t.Fatalf("network confirmation %+v, want auto after 3 reminders", rep.Network)
 	}
+	// At autoConfirmAfter, not at the next reminder after it.
+	if waited := rep.Network.At.Sub(rep.StartedAt); waited < 35*time.Minute || waited >= 36*time.Minute {
+		t.Errorf("confirmed automatically %s after the start; want at 35m", waited)
+	}
+}
+
+// Past policy.network.deadline a window that waits says so once and goes
+// on waiting; one told to abort ends aborted, with the jobs left stopped.
+func TestWindowNetworkGateDeadline(t *testing.T) {
+	for _, onDeadline := range []string{OnDeadlineWait, OnDeadlineAbort} {
+		t.Run(onDeadline, func(t *testing.T) {
+			f := newWindowFixture(t, 1)
+			in := windowInput()
+			in.Policy.Network.ReminderInterval = Duration(10 * time.Minute)
+			in.Policy.Network.Deadline = Duration(15 * time.Minute)
+			in.Policy.Network.OnDeadline = onDeadline
+			if onDeadline == OnDeadlineWait {
+				later(t, f.env, func() {
+					f.update(UpdateConfirmNetworkChange, ConfirmNetworkChangeRequest{By: "ops", Reason: "late but done"}, false)
+				}, 45*time.Minute)
+			}
+			f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+			rep := f.result()
+			notes := 0
+			for _, n := range rep.Notes {
+				if strings.Contains(n, "network change not confirmed within 15m") {
+					notes++
+				}
+			}
+			switch onDeadline {
+			case OnDeadlineWait:
+				if rep.Phase != WindowPhaseCompleted || notes != 1 || rep.Network == nil || rep.Network.By != "ops" {
+					t.Errorf("phase %s, %d deadline notes, network %+v; want completed after the late confirmation, the deadline noted once", rep.Phase, notes, rep.Network)
+				}
+			case OnDeadlineAbort:
+				if rep.Phase != WindowPhaseAborted || !strings.Contains(rep.AbortReason, "policy.network.deadline=15m") || len(f.started) != 0 {
+					t.Errorf("phase %s, abort %q, started %v; want aborted at the deadline with nothing restarted", rep.Phase, rep.AbortReason, f.started)
+				}
+			}
+		})
+	}
 }
 
 // A job whose stop failed but which no longer runs is not reported as
