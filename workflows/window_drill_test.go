@@ -30,6 +30,8 @@ type drillFixture struct {
 	// badProof are the savepoint paths whose storage proof fails.
 	badProof map[string]bool
 	proved   []string
+	// noTarget makes the canary drill's selection find nothing.
+	noTarget bool
 }
 
 func newDrillFixture(t *testing.T, n int, drillable ...string) *drillFixture {
@@ -48,6 +50,11 @@ func newDrillFixture(t *testing.T, n int, drillable ...string) *drillFixture {
 	f.env.OnActivity(a.SelectDrillTargets, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SelectDrillTargetsInput) (activities.SelectDrillTargetsResult, error) {
 		if !in.Restore || in.Selection.Mode != activities.DrillSnapshot {
 			t.Errorf("canary drill selection %+v; want one snapshot, restored", in)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.noTarget {
+			return activities.SelectDrillTargetsResult{}, nil
 		}
 		return activities.SelectDrillTargetsResult{Targets: []activities.DrillTarget{{Key: in.Selection.Job, Snapshot: in.Selection.Snapshot,
 			Kind: activities.SnapshotSavepoint, DrillCluster: "http://drill", DrillDir: "hdfs://nn/drills/" + in.RunID}}}, nil
@@ -287,6 +294,46 @@ func TestWindowCanaryIsAJobThatRestartsAfterAProofSkip(t *testing.T) {
 	}
 	if slices.Contains(projected, "cluster-a/job-a") || len(projected) != 2 {
 		t.Errorf("the quota gate projected the restarts of %v; want job-b and job-c only", projected)
+	}
+}
+
+// A canary drill that cannot be prepared (its selection finds no target)
+// is a failed drill: the window pauses with the canary alone stopped.
+func TestWindowPausesWhenTheCanaryDrillCannotBePrepared(t *testing.T) {
+	f := newDrillFixture(t, 3, "cluster-a/job-a")
+	f.noTarget = true
+	seen := false
+	later(t, f.env, func() {
+		st := f.status()
+		f.mu.Lock()
+		stopped := len(f.stopped)
+		f.mu.Unlock()
+		if st.Pending == nil || st.Pending.Kind != DecisionCanaryDrill || !strings.Contains(st.Pending.Reason, "could not be prepared: no target") || stopped != 1 {
+			t.Errorf("pending %+v after %d stops; want the canary drill's failure with the canary alone stopped", st.Pending, stopped)
+			return
+		}
+		seen = true
+		f.update(UpdateAbort, AbortRequest{By: "op", Reason: "no drill"}, false)
+	}, time.Hour)
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, canaryInput())
+	if rep := f.result(); !seen || rep.Phase != WindowPhaseAborted || len(f.drills) != 0 {
+		t.Fatalf("seen %v, phase %s, drills %v; want a pause, no drill run, then the abort", seen, rep.Phase, f.drills)
+	}
+}
+
+// Only savepoints the window took are proven: a job whose savepoint was
+// skipped has none.
+func TestWindowProvesOnlyTheSavepointsItTook(t *testing.T) {
+	f := newDrillFixture(t, 3)
+	f.failStop["cluster-b/job-b"] = true
+	in := windowInput()
+	in.Policy.Network.Skip = true
+	in.Policy.Drill.ProveSavepoints = true
+	in.Policy.Savepoint.OnFailure = OnFailureSkip
+	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+	f.result()
+	if len(f.proved) != 2 || slices.Contains(f.proved, "") {
+		t.Fatalf("proved %q; want the savepoints of job-a and job-c only", f.proved)
 	}
 }
 
