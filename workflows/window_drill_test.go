@@ -32,6 +32,10 @@ type drillFixture struct {
 	proved   []string
 	// noTarget makes the canary drill's selection find nothing.
 	noTarget bool
+	// proofErrors fails that many proof calls; shortProof makes a proof
+	// answer for one savepoint fewer than it was asked.
+	proofErrors int
+	shortProof  bool
 }
 
 func newDrillFixture(t *testing.T, n int, drillable ...string) *drillFixture {
@@ -68,8 +72,16 @@ func newDrillFixture(t *testing.T, n int, drillable ...string) *drillFixture {
 	f.env.OnActivity(a.ProveSnapshots, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProveSnapshotsInput) ([]activities.SnapshotVerdict, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.proofErrors > 0 {
+			f.proofErrors--
+			return nil, temporal.NewNonRetryableApplicationError("namenode in safe mode", "StorageUnavailable", nil)
+		}
 		var out []activities.SnapshotVerdict
-		for _, s := range in.Snapshots {
+		snapshots := in.Snapshots
+		if f.shortProof {
+			snapshots = snapshots[:len(snapshots)-1]
+		}
+		for _, s := range snapshots {
 			f.proved = append(f.proved, s)
 			v := activities.SnapshotVerdict{Snapshot: s, Files: 3}
 			if f.badProof[s] {
@@ -335,6 +347,53 @@ func TestWindowProvesOnlyTheSavepointsItTook(t *testing.T) {
 	if len(f.proved) != 2 || slices.Contains(f.proved, "") {
 		t.Fatalf("proved %q; want the savepoints of job-a and job-c only", f.proved)
 	}
+}
+
+// A proof that could not run is retried for every savepoint not yet
+// proven, and a proof that answers for fewer savepoints than asked pauses
+// the window: no job restarts from a savepoint nobody proved.
+func TestWindowProvesEverySavepointBeforeARestart(t *testing.T) {
+	t.Run("retried after an error", func(t *testing.T) {
+		f := newDrillFixture(t, 3)
+		f.proofErrors = 1
+		in := windowInput()
+		in.Policy.Network.Skip = true
+		in.Policy.Drill.ProveSavepoints = true
+		later(t, f.env, func() {
+			if st := f.status(); st.Pending == nil || st.Pending.Kind != DecisionSavepointProof || !strings.Contains(st.Pending.Reason, "safe mode") {
+				t.Errorf("pending %+v; want the failed proof", st.Pending)
+			}
+			f.update(UpdateDecide, DecideRequest{Action: ActionRetry, By: "op", Reason: "safe mode left"}, false)
+		}, time.Hour)
+		f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+		rep := f.result()
+		for _, j := range rep.Jobs {
+			if j.ProofState != StepDone || j.RestartState != StepDone {
+				t.Errorf("%s proof %q restart %s; want proven, then restarted", j.Target.Key, j.ProofState, j.RestartState)
+			}
+		}
+	})
+	t.Run("an answer short of a savepoint", func(t *testing.T) {
+		f := newDrillFixture(t, 3)
+		f.shortProof = true
+		in := windowInput()
+		in.Policy.Network.Skip = true
+		in.Policy.Drill.ProveSavepoints = true
+		later(t, f.env, func() {
+			f.mu.Lock()
+			started := len(f.started)
+			f.mu.Unlock()
+			if st := f.status(); st.Pending == nil || st.Pending.Kind != DecisionSavepointProof ||
+				!strings.Contains(st.Pending.Reason, "the proof answered for 2 of 3 savepoints") || started != 0 {
+				t.Errorf("pending %+v after %d restarts; want the short proof named before any restart", st.Pending, started)
+			}
+			f.update(UpdateAbort, AbortRequest{By: "op", Reason: "proof broken"}, false)
+		}, time.Hour)
+		f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, in)
+		if rep := f.result(); rep.Phase != WindowPhaseAborted || len(f.started) != 0 {
+			t.Fatalf("phase %s, started %v; want aborted with no restart", rep.Phase, f.started)
+		}
+	})
 }
 
 func TestWindowDrillPolicyValidation(t *testing.T) {
