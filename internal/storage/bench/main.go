@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/benchstat"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -31,16 +32,17 @@ func main() {
 	perDir := flag.Int("per-dir", 1000, "files per directory")
 	workers := flag.Int("workers", 6, "parallel HDFS clients used to create the tree")
 	recreate := flag.Bool("recreate", false, "delete and recreate the tree")
+	runs := flag.Int("runs", 5, "times each method is measured (median and spread printed)")
 	flag.Parse()
-	if err := run(*files, *perDir, *workers, *recreate); err != nil {
+	if err := run(*files, *perDir, *workers, *runs, *recreate); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(files, perDir, workers int, recreate bool) error {
-	if files < 1 || perDir < 1 || workers < 1 {
-		return fmt.Errorf("-files %d, -per-dir %d, -workers %d: all must be >= 1", files, perDir, workers)
+func run(files, perDir, workers, runs int, recreate bool) error {
+	if files < 1 || perDir < 1 || workers < 1 || runs < 1 {
+		return fmt.Errorf("-files %d, -per-dir %d, -workers %d, -runs %d: all must be >= 1", files, perDir, workers, runs)
 	}
 	ctx := context.Background()
 	peers, err := sandbox.LoadPeers()
@@ -83,54 +85,70 @@ func run(files, perDir, workers int, recreate bool) error {
 		fmt.Printf("created in %v (%.0f files/s)\n", time.Since(start).Round(time.Millisecond), float64(files)/time.Since(start).Seconds())
 	}
 
-	// Our walk, twice: the first may warm the namenode's caches.
-	var entries int64
-	var walkTime time.Duration
-	var rpcs uint64
-	for i := 0; i < 2; i++ {
-		entries = 0
-		r0 := fs.RPCs()
-		start := time.Now()
-		if err := fs.Walk(ctx, tree, func(storage.FileInfo) error { entries++; return nil }); err != nil {
-			return err
-		}
-		walkTime, rpcs = time.Since(start), fs.RPCs()-r0
-	}
-	r0 := fs.RPCs()
-	start := time.Now()
-	cs, err = fs.ContentSummary(ctx, tree)
-	if err != nil {
-		return err
-	}
-	csTime, csRPCs := time.Since(start), fs.RPCs()-r0
-
 	shell := func(args ...string) (time.Duration, string, error) {
 		start := time.Now()
 		out, err := peers.HadoopShell(ctx, args...)
 		return time.Since(start), out, err
 	}
-	jvmTime, _, err := shell("-ls", benchRoot)
-	if err != nil {
+	walk := func() (time.Duration, uint64, int64, error) {
+		var entries int64
+		r0 := fs.RPCs()
+		start := time.Now()
+		err := fs.Walk(ctx, tree, func(storage.FileInfo) error { entries++; return nil })
+		return time.Since(start), fs.RPCs() - r0, entries, err
+	}
+	// A first walk warms the namenode's caches; it is not counted.
+	if _, _, _, err := walk(); err != nil {
 		return err
 	}
-	lsTime, lsOut, err := shell("-ls", "-R", tree)
-	if err != nil {
-		return err
+	var walks, summaries, jvms, lists, counts benchstat.Durations
+	var entries, lsLines int64
+	var rpcs, csRPCs uint64
+	var countOut string
+	for i := 0; i < runs; i++ {
+		d, r, n, err := walk()
+		if err != nil {
+			return err
+		}
+		walks, rpcs, entries = append(walks, d), r, n
+		r0 := fs.RPCs()
+		start := time.Now()
+		if cs, err = fs.ContentSummary(ctx, tree); err != nil {
+			return err
+		}
+		summaries, csRPCs = append(summaries, time.Since(start)), fs.RPCs()-r0
+		jvm, _, err := shell("-ls", benchRoot)
+		if err != nil {
+			return err
+		}
+		ls, out, err := shell("-ls", "-R", tree)
+		if err != nil {
+			return err
+		}
+		lsLines = int64(strings.Count(out, "\n"))
+		count, out, err := shell("-count", tree)
+		if err != nil {
+			return err
+		}
+		jvms, lists, counts, countOut = append(jvms, jvm), append(lists, ls), append(counts, count), out
+		fmt.Printf("run %d/%d: walk %v, hdfs dfs -ls -R %v\n", i+1, runs, d.Round(time.Millisecond), ls.Round(time.Millisecond))
 	}
-	lsLines := strings.Count(lsOut, "\n")
-	countTime, countOut, err := shell("-count", tree)
-	if err != nil {
-		return err
+	var listsNoJVM benchstat.Durations
+	for i := range lists {
+		listsNoJVM = append(listsNoJVM, lists[i]-jvms[i])
 	}
+	rate := func(n int64, d benchstat.Durations) float64 { return float64(n) / d.Median().Seconds() }
 
-	fmt.Printf("\ntree %s: %d files, %d dirs (namenode content summary)\n", tree, cs.Files, cs.Dirs)
-	fmt.Printf("%-34s %9s %12s %14s %s\n", "method", "entries", "wall", "entries/s", "namenode RPCs per 1000 entries")
-	fmt.Printf("%-34s %9d %12v %14.0f %.2f (%d RPCs)\n", "storage.HDFS.Walk (batch 1000)", entries, walkTime.Round(time.Millisecond), float64(entries)/walkTime.Seconds(), 1000*float64(rpcs)/float64(entries), rpcs)
-	fmt.Printf("%-34s %9d %12v %14.0f %.3f (%d RPC)\n", "storage.HDFS.ContentSummary", cs.Files+cs.Dirs, csTime.Round(time.Millisecond), float64(cs.Files+cs.Dirs)/csTime.Seconds(), 1000*float64(csRPCs)/float64(cs.Files+cs.Dirs), csRPCs)
-	fmt.Printf("%-34s %9d %12v %14.0f %s\n", "hdfs dfs -ls -R (new JVM)", lsLines, lsTime.Round(time.Millisecond), float64(lsLines)/lsTime.Seconds(), "not measured (other process)")
-	fmt.Printf("%-34s %9d %12v %14.0f %s\n", "hdfs dfs -ls -R minus JVM start", lsLines, (lsTime - jvmTime).Round(time.Millisecond), float64(lsLines)/(lsTime-jvmTime).Seconds(), "")
-	fmt.Printf("%-34s %9s %12v %14s %s\n", "hdfs dfs -count (new JVM)", strings.Fields(countOut)[1], countTime.Round(time.Millisecond), "", "")
-	fmt.Printf("%-34s %9s %12v\n", "JVM start + hdfs dfs -ls (1 dir)", "", jvmTime.Round(time.Millisecond))
+	fmt.Printf("\ntree %s: %d files, %d dirs (namenode content summary); median (fastest-slowest) of %d runs\n", tree, cs.Files, cs.Dirs, runs)
+	fmt.Printf("%-34s %9s %34s %14s %s\n", "method", "entries", "wall", "entries/s", "namenode RPCs per 1000 entries")
+	fmt.Printf("%-34s %9d %34v %14.0f %.2f (%d RPCs)\n", "storage.HDFS.Walk (batch 1000)", entries, walks, rate(entries, walks), 1000*float64(rpcs)/float64(entries), rpcs)
+	fmt.Printf("%-34s %9d %34v %14.0f %.3f (%d RPC)\n", "storage.HDFS.ContentSummary", cs.Files+cs.Dirs, summaries, rate(cs.Files+cs.Dirs, summaries), 1000*float64(csRPCs)/float64(cs.Files+cs.Dirs), csRPCs)
+	fmt.Printf("%-34s %9d %34v %14.0f %s\n", "hdfs dfs -ls -R (new JVM)", lsLines, lists, rate(lsLines, lists), "not measured (other process)")
+	fmt.Printf("%-34s %9d %34v %14.0f %s\n", "hdfs dfs -ls -R minus JVM start", lsLines, listsNoJVM, rate(lsLines, listsNoJVM), "")
+	fmt.Printf("%-34s %9s %34v %14s %s\n", "hdfs dfs -count (new JVM)", strings.Fields(countOut)[1], counts, "", "")
+	fmt.Printf("%-34s %9s %34v\n", "JVM start + hdfs dfs -ls (1 dir)", "", jvms)
+	fmt.Printf("\nwalk vs hdfs dfs -ls -R, medians: %.1fx (%.1fx without the JVM start)\n",
+		lists.Median().Seconds()/walks.Median().Seconds(), listsNoJVM.Median().Seconds()/walks.Median().Seconds())
 	return nil
 }
 
