@@ -29,6 +29,16 @@ start=$SECONDS
 
 (cd tools && go build -o "$ROOT/bin/flinkmaint-image" ./image)
 
+# The image's CA bundle is Debian's: install it once where it is missing.
+if [[ ! -s /etc/ssl/certs/ca-certificates.crt ]]; then
+  SUDO=()
+  [[ "$(id -u)" == 0 ]] || SUDO=(sudo)
+  echo "Installing Debian's ca-certificates (the image's CA bundle; first time only)."
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null
+fi
+
 # timetzdata: the scratch image has no /usr/share/zoneinfo, and freeze
 # windows name time zones. -p 2: the build shares two cores with the tests.
 for pair in flinkmaint-worker:./worker flinkmaint:./starter; do
