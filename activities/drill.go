@@ -285,9 +285,18 @@ func (a *Activities) checkDrillIsolation(ctx context.Context, inv inventory.Inve
 	if d.ClusterRESTURL == "" || d.Root == "" {
 		return nonRetryable(ErrTypeInvalidInput, "a real restore (tier 2) needs drill.clusterRestUrl and drill.root in the worker configuration; run tier 1 alone, or configure them")
 	}
+	return a.checkDrillRootIsolation(ctx, inv)
+}
+
+// checkDrillRootIsolation refuses drill clusters that are inventory
+// clusters and a drill root inside or around production state.
+func (a *Activities) checkDrillRootIsolation(ctx context.Context, inv inventory.Inventory) error {
+	d := a.Drill
 	for _, c := range inv.Clusters {
-		if strings.TrimRight(c.RESTURL, "/") == strings.TrimRight(d.ClusterRESTURL, "/") {
-			return nonRetryable(ErrTypeInvalidInput, "drill.clusterRestUrl %s is inventory cluster %s: drills never run on a production cluster; give them a session cluster of their own", d.ClusterRESTURL, c.ClusterID)
+		for _, u := range d.restURLs() {
+			if strings.TrimRight(c.RESTURL, "/") == strings.TrimRight(u, "/") {
+				return nonRetryable(ErrTypeInvalidInput, "drill cluster %s is inventory cluster %s: drills never run on a production cluster; give them a session cluster of their own", u, c.ClusterID)
+			}
 		}
 	}
 	dfs, dpath, err := a.Storage.Resolve(ctx, d.Root)
@@ -508,12 +517,25 @@ func (a *Activities) StartDrillJob(ctx context.Context, in StartDrillJobInput) (
 	run, err := client.RunJar(ctx, jarID, flink.RunJarRequest{
 		EntryClass: t.Recipe.EntryClass, ProgramArgs: t.Recipe.ProgramArgs, Parallelism: t.Recipe.Parallelism,
 		JobID: in.JobID, SavepointPath: t.Snapshot, RestoreMode: flink.RestoreNoClaim,
-		FlinkConfiguration: map[string]string{confCheckpointDir: t.DrillDir, confCheckpointDirLegacy: t.DrillDir},
+		FlinkConfiguration: drillConfiguration(t.Recipe.FlinkConfiguration, t.DrillDir),
 	})
 	if err != nil {
 		return StartDrillJobResult{}, classify("start drill of "+t.Key+" from "+t.Snapshot, err)
 	}
 	return StartDrillJobResult{JobID: run.JobID, Reattached: run.Reattached}, nil
+}
+
+// drillConfiguration is the copy's job configuration: the recipe's keys,
+// with its checkpoints always going to its drill dir.
+func drillConfiguration(recipe map[string]string, drillDir string) map[string]string {
+	conf := map[string]string{}
+	for k, v := range recipe {
+		if inventory.ReservedConfigKey(k) == "" {
+			conf[k] = v
+		}
+	}
+	conf[confCheckpointDir], conf[confCheckpointDirLegacy] = drillDir, drillDir
+	return conf
 }
 
 // VerifyDrillState runs the recipe's verification program (a batch job,

@@ -13,6 +13,27 @@ type DrillSettings struct {
 	ClusterRESTURL string
 	// Root receives the drill jobs' checkpoints, <Root>/<run>/<job>.
 	Root string
+	// Clusters are drill clusters by Flink version (major.minor), for
+	// compatibility rehearsals.
+	Clusters []VersionDrillCluster
+}
+
+// VersionDrillCluster is a drill cluster of one Flink version.
+type VersionDrillCluster struct {
+	FlinkVersion string
+	RESTURL      string
+}
+
+// restURLs lists every drill cluster.
+func (d DrillSettings) restURLs() []string {
+	var out []string
+	if d.ClusterRESTURL != "" {
+		out = append(out, d.ClusterRESTURL)
+	}
+	for _, c := range d.Clusters {
+		out = append(out, c.RESTURL)
+	}
+	return out
 }
 
 // Drill selections: which snapshot of each job a drill proves.

@@ -141,7 +141,7 @@ func (a *Activities) savepointOwners(ctx context.Context, inv inventory.Inventor
 			path := strings.TrimRight(e.Path, "/")
 			claims[path] = append(claims[path], ownerClaim{job: e.Job, jobID: e.JobID, by: "catalog of tenant " + r.tenant + " (" + e.Trigger + ")",
 				adopted: e.Trigger == catalog.TriggerAdopted, catalogued: true, trigger: e.Trigger})
-			if e.JobID != "" && (e.Trigger == catalog.TriggerWindow || e.Trigger == catalog.TriggerScheduled) {
+			if e.JobID != "" && (e.Trigger == catalog.TriggerWindow || e.Trigger == catalog.TriggerScheduled || e.Trigger == catalog.TriggerRehearsal) {
 				addJob(e.JobID, e.Job) // flinkmaint took it of that very job
 			}
 		}
@@ -573,6 +573,7 @@ func (a *Activities) compactCatalogs(ctx context.Context, tenants []inventory.Te
 		}{
 			{"savepoint catalog", r.store.Compact},
 			{"restore drill records", catalog.DrillStore{FS: r.store.FS, Root: r.store.Root}.Compact},
+			{"rehearsal records", catalog.RehearsalStore{FS: r.store.FS, Root: r.store.Root}.Compact},
 		} {
 			res, err := c.compact(ctx, exists)
 			if err != nil {

@@ -142,6 +142,9 @@ type GovernanceMetrics interface {
 	// snapshots that passed and failed; with no failure and at least one
 	// pass, at is the tenant's last successful drill.
 	RestoreDrills(tenant string, passed, failed int64, at time.Time)
+	// Rehearsed counts one compatibility rehearsal of a tenant's job into
+	// a Flink version (major.minor) by its verdict.
+	Rehearsed(tenant, flinkVersion, verdict string)
 }
 
 // OperatorControl drives Flink Kubernetes Operator resources

@@ -23,7 +23,8 @@ type TakeSavepointInput struct {
 	Format string `json:"format,omitempty"`
 	// RunID names the run that asked, recorded in the catalog.
 	RunID string `json:"runId"`
-	// Trigger is the catalog's trigger: scheduled (default) or window.
+	// Trigger is the catalog's trigger: scheduled (default), window or
+	// rehearsal.
 	Trigger string `json:"trigger,omitempty"`
 }
 

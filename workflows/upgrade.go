@@ -33,10 +33,16 @@ func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, e
 	if invalid != nil {
 		return nil, newInvalidInputError("upgrade: " + invalid.Error())
 	}
-	u := &upgradeRun{in: in, wid: JobUpgradeWorkflowID(in.UpgradeID), logger: log.With(workflow.GetLogger(ctx), "upgrade", in.UpgradeID),
+	wid := JobUpgradeWorkflowID(in.UpgradeID)
+	if in.CheckOnly {
+		wid = UpgradeCheckWorkflowID(in.UpgradeID)
+	}
+	u := &upgradeRun{in: in, wid: wid, logger: log.With(workflow.GetLogger(ctx), "upgrade", in.UpgradeID),
 		rollbackCh: workflow.NewBufferedChannel(ctx, 1)}
-	u.st = UpgradeState{UpgradeID: in.UpgradeID, Phase: UpgradePhasePreflight, Mode: in.Mode, StartedAt: workflow.Now(ctx),
-		ManifestPath: strings.TrimRight(in.ManifestDir, "/") + "/" + in.UpgradeID + "/manifest.json"}
+	u.st = UpgradeState{UpgradeID: in.UpgradeID, Phase: UpgradePhasePreflight, Mode: in.Mode, StartedAt: workflow.Now(ctx)}
+	if !in.CheckOnly {
+		u.st.ManifestPath = strings.TrimRight(in.ManifestDir, "/") + "/" + in.UpgradeID + "/manifest.json"
+	}
 	if err := u.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
@@ -199,6 +205,17 @@ func (u *upgradeRun) run(ctx workflow.Context) error {
 		u.setPhase(ctx, UpgradePhaseFailed)
 		return err
 	}
+	if u.in.CheckOnly {
+		u.setPhase(ctx, UpgradePhaseChecked)
+		if r := u.st.Rehearsal; r == nil || r.Verdict != catalog.RehearsalCompatible {
+			text := "the upgrade was not rehearsed"
+			if r != nil {
+				text = r.Text()
+			}
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("check of the upgrade of %s: %s", u.in.Job, text), ErrTypeUpgradeCheckFailed, nil)
+		}
+		return nil
+	}
 	// No window or cleanup changes the tenant while its job changes.
 	if _, err := u.lock.acquire(ctx, KindUpgrade, fmt.Sprintf("upgrade %s of %s", u.in.UpgradeID, u.in.Job), []string{u.st.Job.Tenant},
 		func(h []LockHold) {
@@ -262,7 +279,9 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 		}
 		return newInvalidInputError(fmt.Sprintf("job %s cannot be upgraded: %s", u.in.Job, why))
 	}
-	if _, note, err := checkFreeze(ctx, "upgrade "+u.in.UpgradeID, []string{u.st.Job.Tenant}, u.in.OverrideFreeze,
+	if u.in.CheckOnly {
+		// A check stops nothing: a freeze does not hold it.
+	} else if _, note, err := checkFreeze(ctx, "upgrade "+u.in.UpgradeID, []string{u.st.Job.Tenant}, u.in.OverrideFreeze,
 		"flinkmaint upgrade start -f FILE --override-freeze --reason TEXT"); err != nil || note != "" && u.in.OverrideFreeze == nil {
 		if err == nil {
 			err = temporal.NewNonRetryableApplicationError(note, ErrTypeFrozen, nil)
@@ -273,6 +292,14 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 	}
 	if err := u.checkNewVersion(ctx); err != nil {
 		return err
+	}
+	if u.in.CheckOnly || workflow.GetVersion(ctx, changeUpgradeRehearsal, workflow.DefaultVersion, 1) >= 1 {
+		if err := u.rehearse(ctx); err != nil {
+			return err
+		}
+		if u.in.CheckOnly {
+			return nil
+		}
 	}
 	for {
 		q, err := u.quota(ctx, found)
@@ -308,6 +335,59 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 		}
 		if ans.Action == ActionAbort {
 			return errUpgradeAborted
+		}
+	}
+}
+
+// changeUpgradeRehearsal versions the rehearsal in preflight.
+const changeUpgradeRehearsal = "upgrade-rehearsal-2026-12-04"
+
+// rehearse restores a savepoint of the running job into the new version
+// on a drill cluster (a JobRehearsal child) before anything is stopped. A
+// verdict other than compatible pauses the upgrade for a decision: abort
+// (nothing changed), retry (a new savepoint, a new copy) or resume (upgrade
+// knowingly). Not rehearsed is noted in mode auto and a decision in mode
+// always. A check records the verdict and decides nothing.
+func (u *upgradeRun) rehearse(ctx workflow.Context) error {
+	rh := u.in.Rehearsal
+	if rh.Mode == RehearseNever {
+		u.st.Notes = append(u.st.Notes, "not rehearsed: rehearsal.mode is never")
+		return nil
+	}
+	newRecipe := u.st.NewRecipe
+	for n := 1; ; n++ {
+		u.setPhase(ctx, UpgradePhaseRehearse)
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: JobRehearsalWorkflowID(u.wid, n),
+			StaticSummary:         clip(fmt.Sprintf("rehearse the new version of %s (upgrade %s%s)", u.in.Job, u.in.UpgradeID, attemptText(n)), maxSummaryBytes),
+			TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindRehearsal))})
+		var res RehearsalResult
+		if err := workflow.ExecuteChildWorkflow(cctx, JobRehearsalWorkflowType, JobRehearsalInput{RunID: u.wid, N: n, Job: u.st.Job,
+			NewRecipe: &newRecipe, FlinkVersion: rh.FlinkVersion, Savepoint: rh.Savepoint, Format: u.in.Format,
+			SavepointTimeout: u.in.SavepointTimeout, Health: u.in.Health}).Get(ctx, &res); err != nil {
+			res = RehearsalResult{Key: u.in.Job, Verdict: catalog.RehearsalInconclusive, Why: "the rehearsal ended without a verdict: " + errorText(err)}
+		}
+		u.st.Rehearsal = &res
+		_ = u.writeManifest(ctx)
+		if u.in.CheckOnly || res.Verdict == catalog.RehearsalCompatible {
+			return nil
+		}
+		if res.Verdict == catalog.RehearsalNotRehearsed && rh.Mode == RehearseAuto {
+			u.st.Notes = append(u.st.Notes, res.Text())
+			return nil
+		}
+		ans, err := u.decide(ctx, DecisionRehearsal, fmt.Sprintf(
+			"the rehearsal of the new version did not prove it can restore the job's state: %s. Nothing has been stopped: "+
+				"abort ends the upgrade (nothing changes), retry rehearses again from a new savepoint, resume upgrades anyway, knowingly",
+			res.Text()), ActionAbort, ActionRetry, ActionResume)
+		if err != nil {
+			return err
+		}
+		switch ans.Action {
+		case ActionAbort:
+			return errUpgradeAborted
+		case ActionResume:
+			u.st.Notes = append(u.st.Notes, fmt.Sprintf("upgraded despite the rehearsal (%s), decided by %s: %s", res.Text(), ans.By, ans.Reason))
+			return nil
 		}
 	}
 }
@@ -744,6 +824,9 @@ type UpgradeManifest struct {
 
 func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, upgradeDetails(&u.in, &u.st)) // every change is written here
+	if u.in.CheckOnly {
+		return nil // a check changes nothing to undo by hand
+	}
 	var a *activities.Activities
 	m := UpgradeManifest{UpdatedAt: workflow.Now(ctx), Reason: u.in.Reason, Ticket: u.in.Ticket, State: u.st}
 	switch {

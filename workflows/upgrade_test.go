@@ -58,6 +58,14 @@ type upgradeFixture struct {
 	quotaFull bool
 	// retireFails makes ending the previous version fail.
 	retireFails bool
+	// rehearse says what the rehearsal meets: "" no drill cluster (not
+	// rehearsed), "compatible", "unmatched" (the copy's submission fails
+	// on an unmatched operator), "no-slots".
+	rehearse       string
+	prepared       []activities.PrepareRehearsalInput
+	drillStarts    []activities.StartDrillJobInput
+	drillEnds      []activities.EndDrillInput
+	rehearsalSaved []activities.RecordRehearsalInput
 }
 
 var previousJobID = strings.Repeat("1", 32)
@@ -72,7 +80,9 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	env.RegisterWorkflowWithOptions(JobUpgradeWorkflow, workflow.RegisterOptions{Name: JobUpgradeWorkflowType})
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
+	env.RegisterWorkflowWithOptions(JobRehearsalWorkflow, workflow.RegisterOptions{Name: JobRehearsalWorkflowType})
 	var a *activities.Activities
+	f.fakeRehearsal()
 	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckFreezeInput) (activities.CheckFreezeResult, error) {
 		if f.frozen {
 			return activities.CheckFreezeResult{Active: []freeze.Active{{Name: "trading-hours", Tenants: in.Tenants, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
@@ -146,6 +156,12 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.gates = append(f.gates, in)
 		if f.failJobs[in.JobID] {
 			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", activities.ErrTypeJobUnhealthy, nil)
+		}
+		if in.RESTURL == "http://drill" {
+			if f.rehearse == "no-slots" {
+				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job not RUNNING within 5m0s (state CREATED)", activities.ErrTypeJobUnhealthy, nil)
+			}
+			return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 3}, nil
 		}
 		for _, s := range f.started {
 			if s.NewJobID == in.JobID && hasArg(s.Job.Restart, "--fail-on-restore") || f.failGates > 0 {
@@ -231,6 +247,54 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		return activities.RestartJobResult{JobID: "previous-version"}, nil
 	})
 	return f
+}
+
+// fakeRehearsal fakes the drill side of a rehearsal, as f.rehearse says.
+func (f *upgradeFixture) fakeRehearsal() {
+	var a *activities.Activities
+	f.env.OnActivity(a.PrepareRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PrepareRehearsalInput) (activities.PrepareRehearsalResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.prepared = append(f.prepared, in)
+		if f.rehearse == "" {
+			return activities.PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured"}, nil
+		}
+		recipe := inventory.DrillRecipe{Jar: in.NewRecipe.Jar, EntryClass: in.NewRecipe.EntryClass,
+			ProgramArgs: activities.WithSandboxArgs(in.NewRecipe.ProgramArgs, []string{"--sink", "discard"}), SandboxArgs: []string{"--sink", "discard"}}
+		return activities.PrepareRehearsalResult{FlinkVersion: "1.20.3", Target: &activities.DrillTarget{Key: in.Job.Key, Tenant: in.Job.Tenant,
+			ClusterID: in.Job.ClusterID, JobName: in.Job.JobName, Kind: activities.SnapshotSavepoint, Recipe: &recipe,
+			DrillCluster: "http://drill", DrillDir: fmt.Sprintf("hdfs://nn/drills/%s/cluster-a/orders-%d", in.RunID, in.N)}}, nil
+	})
+	f.env.OnActivity(a.StartDrillJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StartDrillJobInput) (activities.StartDrillJobResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.drillStarts = append(f.drillStarts, in)
+		f.calls = append(f.calls, "drill "+in.Target.Snapshot)
+		if f.rehearse == "unmatched" {
+			return activities.StartDrillJobResult{}, temporal.NewNonRetryableApplicationError("start drill of cluster-a/orders: "+
+				strings.Repeat("at org.apache.flink.runtime.scheduler.DefaultScheduler.restoreState(DefaultScheduler.java:123) ", 8)+unmatchedText, "FlinkBadRequest", nil)
+		}
+		return activities.StartDrillJobResult{JobID: in.JobID}, nil
+	})
+	f.env.OnActivity(a.ExplainRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ExplainRehearsalInput) (activities.RehearsalCause, error) {
+		if f.rehearse == "no-slots" {
+			in.Failure += "\nCaused by: org.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: Could not acquire the minimum required resources."
+		}
+		return activities.ClassifyRestoreFailure(in.Failure), nil
+	})
+	f.env.OnActivity(a.EndDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EndDrillInput) (activities.EndDrillResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.drillEnds = append(f.drillEnds, in)
+		f.calls = append(f.calls, "end drill")
+		return activities.EndDrillResult{Removed: in.DrillDir}, nil
+	})
+	f.env.OnActivity(a.RecordRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordRehearsalInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.rehearsalSaved = append(f.rehearsalSaved, in)
+		return nil
+	})
 }
 
 func hasArg(r inventory.RestartRecipe, arg string) bool {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -19,6 +20,10 @@ const KindUpgrade = "upgrade"
 
 // JobUpgradeWorkflowID is the ID of an upgrade: one run per name.
 func JobUpgradeWorkflowID(upgradeID string) string { return "upgrade-" + upgradeID }
+
+// UpgradeCheckWorkflowID is the ID of `upgrade check` of an upgrade: apart
+// from the upgrade's own, so a check never blocks the upgrade it checks.
+func UpgradeCheckWorkflowID(upgradeID string) string { return "upgrade-check-" + upgradeID }
 
 // Messages of JobUpgradeWorkflow. Names are public API.
 const (
@@ -40,7 +45,37 @@ const (
 	DecisionUpgradeManifestFailed = "upgrade-manifest-unwritable" // nothing stops before the manifest is on storage
 	DecisionRecipeUnrecorded      = "recipe-unrecorded"           // the new version runs but is not yet the recipe of record
 	DecisionRetireFailed          = "retire-failed"               // mode parallel: the previous version could not be ended
+	DecisionRehearsal             = "rehearsal"                   // the new version's rehearsal did not prove it compatible; nothing is stopped
 )
+
+// Values of UpgradeRehearsal.Mode.
+const (
+	// RehearseAuto rehearses when the worker has a drill cluster of the
+	// job's Flink version and the job a drill recipe, and notes why not
+	// otherwise.
+	RehearseAuto = "auto"
+	// RehearseAlways pauses for a decision when the upgrade cannot be
+	// rehearsed.
+	RehearseAlways = "always"
+	// RehearseNever skips the rehearsal.
+	RehearseNever = "never"
+)
+
+// UpgradeRehearsal says whether and how the new version is rehearsed
+// before the job is stopped: a savepoint taken without stopping it is
+// restored into the new version on a drill cluster and gated like the
+// real start (see JobRehearsalWorkflow).
+type UpgradeRehearsal struct {
+	// Mode is auto (default), always or never.
+	Mode string `json:"mode,omitempty"`
+	// FlinkVersion (major.minor) rehearses into another Flink version than
+	// the job's cluster runs; for checkOnly runs (`upgrade check
+	// --flink-version`), since the upgrade itself restarts the job on its
+	// own cluster.
+	FlinkVersion string `json:"flinkVersion,omitempty"`
+	// Savepoint is rehearsed instead of a fresh one.
+	Savepoint string `json:"savepoint,omitempty"`
+}
 
 // Values of UpgradeInput.Mode.
 const (
@@ -64,6 +99,8 @@ const (
 // Upgrade phases.
 const (
 	UpgradePhasePreflight  = "preflight"
+	UpgradePhaseRehearse   = "rehearse"
+	UpgradePhaseChecked    = "checked" // checkOnly: the rehearsal's verdict is in
 	UpgradePhaseStop       = "stop"
 	UpgradePhaseStart      = "start"
 	UpgradePhaseCommit     = "commit"
@@ -74,6 +111,10 @@ const (
 	UpgradePhaseRolledBack = "rolled-back"
 	UpgradePhaseFailed     = "failed"
 )
+
+// ErrTypeUpgradeCheckFailed ends a checkOnly run whose rehearsal did not
+// find the new version compatible; the state is in the error's details.
+const ErrTypeUpgradeCheckFailed = "UpgradeCheckFailed"
 
 // ErrTypeUpgradeRolledBack ends an upgrade that went back to the previous
 // version; the report is in the error's details.
@@ -116,6 +157,11 @@ type UpgradeInput struct {
 	HoldAfterCommit Duration `json:"holdAfterCommit,omitempty"`
 	// OverrideFreeze lets the upgrade run inside a freeze.
 	OverrideFreeze *FreezeOverride `json:"overrideFreeze,omitempty"`
+	// Rehearsal rehearses the new version before the job is stopped.
+	Rehearsal UpgradeRehearsal `json:"rehearsal"`
+	// CheckOnly ends after preflight and the rehearsal (`upgrade check`):
+	// nothing is stopped, no manifest written, no tenant lock taken.
+	CheckOnly bool `json:"checkOnly,omitempty"`
 }
 
 // UpgradeRecipe is the new version of a REST-run job. A field left unset
@@ -187,6 +233,7 @@ func (in *UpgradeInput) ApplyDefaults() {
 	setDur(&in.Health.RunningTimeout, 5*time.Minute)
 	setDur(&in.Health.CheckpointTimeout, 5*time.Minute)
 	setDur(&in.Health.Soak, 30*time.Second)
+	setStr(&in.Rehearsal.Mode, RehearseAuto)
 }
 
 // Validate names every field that is wrong and what would be valid.
@@ -227,7 +274,17 @@ func (in *UpgradeInput) Validate() error {
 	if r.Parallelism < 0 {
 		problems = append(problems, fmt.Sprintf("recipe.parallelism=%d: use a positive number, or leave it out to keep the current one", r.Parallelism))
 	}
-	if in.ManifestDir == "" {
+	switch rh := in.Rehearsal; {
+	case rh.Mode != RehearseAuto && rh.Mode != RehearseAlways && rh.Mode != RehearseNever:
+		problems = append(problems, fmt.Sprintf("rehearsal.mode=%q: use auto (rehearse when a drill cluster and the job's drill recipe allow it), always or never", rh.Mode))
+	case rh.FlinkVersion != "" && !in.CheckOnly:
+		problems = append(problems, fmt.Sprintf("rehearsal.flinkVersion=%q: the upgrade restarts the job on its own cluster, so it rehearses that cluster's version; use `upgrade check --flink-version` to rehearse another", rh.FlinkVersion))
+	case rh.FlinkVersion != "" && !flinkMinorVersion.MatchString(rh.FlinkVersion):
+		problems = append(problems, fmt.Sprintf("rehearsal.flinkVersion=%q: use major.minor, such as 2.3", rh.FlinkVersion))
+	case in.CheckOnly && rh.Mode == RehearseNever:
+		problems = append(problems, "rehearsal.mode=never: a check is its rehearsal; use auto or always")
+	}
+	if in.ManifestDir == "" && !in.CheckOnly {
 		problems = append(problems, "manifestDir is empty: set a directory URI under a writable root, e.g. hdfs://nn:8020/flinkmaint/upgrades")
 	}
 	if in.Format != FormatCanonical && in.Format != FormatNative {
@@ -275,6 +332,9 @@ func (in *UpgradeInput) Validate() error {
 	return nil
 }
 
+// flinkMinorVersion is a Flink version as major.minor.
+var flinkMinorVersion = regexp.MustCompile(`^[1-9][0-9]*\.[0-9]+$`)
+
 // fieldProblem words an inventory field error as one of an input's problems.
 func fieldProblem(err error) string {
 	var fe *inventory.FieldError
@@ -316,6 +376,8 @@ type UpgradeState struct {
 	NewJobID      string            `json:"newJobId,omitempty"`
 	Healthy       *JobRestartResult `json:"healthy,omitempty"`
 	GateError     string            `json:"gateError,omitempty"`
+	// Rehearsal is the new version's rehearsal, before the job stopped.
+	Rehearsal *RehearsalResult `json:"rehearsal,omitempty"`
 	// Unmatched are the operator ids whose state the new version cannot
 	// map, when a restore failed on them.
 	Unmatched []string         `json:"unmatched,omitempty"`

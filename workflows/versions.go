@@ -71,4 +71,6 @@ var VersionLedger = []VersionChange{
 		What: "every shard of an approved plan checked before the first one runs"},
 	{ID: changeNetworkGateVisibility, Newest: 1, Since: "2026-12-04", Workflows: []string{MaintenanceWindowWorkflowType},
 		What: "FlinkmaintPausedForDecision cleared as soon as the network gate is answered, not after the endpoint probe"},
+	{ID: changeUpgradeRehearsal, Newest: 1, Since: "2026-12-04", Workflows: []string{JobUpgradeWorkflowType},
+		What: "preflight rehearses the new version on a drill cluster (a JobRehearsal child) before the job is stopped"},
 }

@@ -37,6 +37,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.UsageWorkflow, workflow.RegisterOptions{Name: workflows.UsageWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.RestoreDrillWorkflow, workflow.RegisterOptions{Name: workflows.RestoreDrillWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobDrillWorkflow, workflow.RegisterOptions{Name: workflows.JobDrillWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.JobRehearsalWorkflow, workflow.RegisterOptions{Name: workflows.JobRehearsalWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.TenantLockWorkflow, workflow.RegisterOptions{Name: workflows.TenantLockWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.GovernanceRestoreWorkflow, workflow.RegisterOptions{Name: workflows.GovernanceRestoreWorkflowType})
 }

@@ -31,6 +31,7 @@ const maxEntryBytes = 64 << 10
 const (
 	TriggerWindow     = "window"     // taken by a maintenance window
 	TriggerScheduled  = "scheduled"  // taken by a savepoint schedule
+	TriggerRehearsal  = "rehearsal"  // taken to rehearse a job's new version
 	TriggerOperator   = "operator"   // recorded by the Flink Kubernetes Operator
 	TriggerDiscovered = "discovered" // found on storage, its job id known to the cluster
 	TriggerAdopted    = "adopted"    // assigned by a person (savepoints adopt)

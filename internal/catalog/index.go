@@ -20,8 +20,9 @@ const IndexName = "index.json"
 
 // Index formats, one per record kind.
 const (
-	catalogIndexFormat = "flinkmaint-catalog-index/1"
-	drillIndexFormat   = "flinkmaint-drill-index/1"
+	catalogIndexFormat   = "flinkmaint-catalog-index/1"
+	drillIndexFormat     = "flinkmaint-drill-index/1"
+	rehearsalIndexFormat = "flinkmaint-rehearsal-index/1"
 )
 
 // maxIndexBytes bounds an index read back: about 200,000 records.
@@ -45,6 +46,9 @@ var (
 		return e.Path, e.Path != "" && e.Job.Valid() && file == entryName(e.Path)
 	}}
 	drillRecords = recordKind[DrillRecord]{format: drillIndexFormat, path: func(file string, r DrillRecord) (string, bool) {
+		return r.Snapshot, r.Snapshot != "" && file == entryName(r.Snapshot)
+	}}
+	rehearsalRecords = recordKind[RehearsalRecord]{format: rehearsalIndexFormat, path: func(file string, r RehearsalRecord) (string, bool) {
 		return r.Snapshot, r.Snapshot != "" && file == entryName(r.Snapshot)
 	}}
 )

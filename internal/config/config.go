@@ -98,6 +98,21 @@ type Drill struct {
 	// <root>/<run>/<cluster>/<job>-<n>, each removed when its drill ends. It must lie under storage.writableRoots
 	// and outside every tenant's tree (checked when a drill starts).
 	Root string `yaml:"root"`
+	// Clusters are more drill session clusters, each running the Flink
+	// version it names: a compatibility rehearsal restores a job's
+	// snapshot on a drill cluster of the version the job moves to (`upgrade
+	// check --flink-version 2.3`, a window's policy.rehearse). Like
+	// clusterRestUrl, none may be an inventory cluster; they need root.
+	Clusters []DrillCluster `yaml:"clusters"`
+}
+
+// DrillCluster is a drill session cluster of one Flink version.
+type DrillCluster struct {
+	// FlinkVersion is the cluster's Flink version as major.minor, e.g.
+	// "2.3"; a rehearsal checks the cluster reports it before it uses it.
+	FlinkVersion string `yaml:"flinkVersion"`
+	// RESTURL is its REST endpoint.
+	RESTURL string `yaml:"restUrl"`
 }
 
 // Cleanup locates what reference-safe cleanup writes: plans, trash and
@@ -754,11 +769,30 @@ func (d Drill) validate(writable []string) []error {
 			errs = append(errs, fmt.Errorf("drill.root=%q is not under any of storage.writableRoots %v: the worker could not remove the drills' checkpoints; add a writable root that contains it", d.Root, writable))
 		}
 	}
-	if (d.ClusterRESTURL == "") != (d.Root == "") {
+	if (d.ClusterRESTURL == "" && len(d.Clusters) == 0) != (d.Root == "") {
 		errs = append(errs, fmt.Errorf("drill.clusterRestUrl=%q and drill.root=%q: set both for real restores, or neither (storage proofs only)", d.ClusterRESTURL, d.Root))
+	}
+	seen := map[string]int{}
+	for i, c := range d.Clusters {
+		field := fmt.Sprintf("drill.clusters[%d]", i)
+		if !flinkMinorVersion.MatchString(c.FlinkVersion) {
+			errs = append(errs, fmt.Errorf("%s.flinkVersion=%q: use the cluster's Flink version as major.minor, such as \"2.3\"", field, c.FlinkVersion))
+		} else if j, dup := seen[c.FlinkVersion]; dup {
+			errs = append(errs, fmt.Errorf("%s.flinkVersion=%q is also drill.clusters[%d]'s: give each Flink version one drill cluster", field, c.FlinkVersion, j))
+		} else {
+			seen[c.FlinkVersion] = i
+		}
+		if u, err := url.Parse(c.RESTURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s.restUrl=%q: use the drill session cluster's REST URL, such as http://flink-drill-2-3:8081", field, redact.URL(c.RESTURL)))
+		} else if strings.TrimRight(c.RESTURL, "/") == strings.TrimRight(d.ClusterRESTURL, "/") {
+			errs = append(errs, fmt.Errorf("%s.restUrl=%q is drill.clusterRestUrl: list a cluster once", field, redact.URL(c.RESTURL)))
+		}
 	}
 	return errs
 }
+
+// flinkMinorVersion is a Flink version as major.minor.
+var flinkMinorVersion = regexp.MustCompile(`^[1-9][0-9]*\.[0-9]+$`)
 
 // underAny reports whether p is a root or lies below one. A plain path is
 // compared with the path part of a URI root (the default file system).

@@ -143,6 +143,16 @@ func TestLoadRejects(t *testing.T) {
 			file: "storage:\n  writableRoots: [hdfs://nn/flinkmaint]\ndrill:\n  root: hdfs://nn/flinkmaint/drills\n",
 			want: []string{"set both for real restores, or neither"},
 		},
+		"drill clusters of a version: bad version, twice, bad URL, the default again": {
+			file: "storage:\n  writableRoots: [hdfs://nn/flinkmaint]\ndrill:\n  clusterRestUrl: http://drill:8081\n  root: hdfs://nn/flinkmaint/drills\n  clusters:\n" +
+				"  - {flinkVersion: 2.3.0, restUrl: http://d23:8081}\n  - {flinkVersion: \"2.3\", restUrl: d23}\n  - {flinkVersion: \"2.3\", restUrl: http://d23b:8081}\n  - {flinkVersion: \"1.20\", restUrl: http://drill:8081/}\n",
+			want: []string{`drill.clusters[0].flinkVersion="2.3.0": use the cluster's Flink version as major.minor`, `drill.clusters[1].restUrl="d23"`,
+				`drill.clusters[2].flinkVersion="2.3" is also drill.clusters[1]'s`, `drill.clusters[3].restUrl="http://drill:8081/" is drill.clusterRestUrl`},
+		},
+		"drill clusters without a root": {
+			file: "drill:\n  clusters:\n  - {flinkVersion: \"2.3\", restUrl: http://d23:8081}\n",
+			want: []string{"set both for real restores, or neither"},
+		},
 		"stray argument": {
 			args: []string{"run"},
 			want: []string{`unexpected argument "run"`},

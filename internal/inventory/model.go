@@ -161,6 +161,48 @@ type DrillRecipe struct {
 	// Verify optionally runs a program (e.g. a State Processor API job)
 	// against the snapshot; the drill passes only if it finishes.
 	Verify *DrillVerify `json:"verify,omitempty" yaml:"verify,omitempty"`
+	// FlinkConfiguration sets job configuration keys of the copy, as a
+	// restart recipe's do; the keys ReservedConfigKey refuses stay with the
+	// drill cluster.
+	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty" yaml:"flinkConfiguration,omitempty"`
+	// FlinkVersions are the job's builds for other Flink versions, by
+	// major.minor ("2.3"): a migration rehearsal restores the job's
+	// snapshot with the build of the version the fleet moves to. Unset
+	// fields keep this recipe's; programArgs, when given, must include
+	// sandboxArgs too.
+	FlinkVersions map[string]DrillBuild `json:"flinkVersions,omitempty" yaml:"flinkVersions,omitempty"`
+}
+
+// DrillBuild is a job's build for another Flink version.
+type DrillBuild struct {
+	Jar         string   `json:"jar,omitempty" yaml:"jar,omitempty"`
+	EntryClass  string   `json:"entryClass,omitempty" yaml:"entryClass,omitempty"`
+	ProgramArgs []string `json:"programArgs,omitempty" yaml:"programArgs,omitempty"`
+	Parallelism int      `json:"parallelism,omitempty" yaml:"parallelism,omitempty"`
+}
+
+// ForFlinkVersion returns the recipe with the build for version applied;
+// false when it names none.
+func (d DrillRecipe) ForFlinkVersion(version string) (DrillRecipe, bool) {
+	b, ok := d.FlinkVersions[version]
+	if !ok {
+		return d, false
+	}
+	out := d
+	out.FlinkVersions = nil
+	if b.Jar != "" {
+		out.Jar = b.Jar
+	}
+	if b.EntryClass != "" {
+		out.EntryClass = b.EntryClass
+	}
+	if b.ProgramArgs != nil {
+		out.ProgramArgs = append([]string{}, b.ProgramArgs...)
+	}
+	if b.Parallelism != 0 {
+		out.Parallelism = b.Parallelism
+	}
+	return out, true
 }
 
 // DrillVerify is a batch program run on the drill cluster whose success

@@ -305,7 +305,34 @@ func ValidateDrillRecipe(field string, d DrillRecipe, r RestartRecipe) error {
 			return &FieldError{Field: field + ".verify.entryClass", Value: v.EntryClass, Valid: "the verification program's fully qualified main class (required)"}
 		}
 	}
+	for _, k := range sortedKeys(d.FlinkConfiguration) {
+		if why := ReservedConfigKey(k); why != "" {
+			return &FieldError{Field: field + ".flinkConfiguration." + k, Value: d.FlinkConfiguration[k], Valid: "a key other than this one: " + why}
+		}
+	}
+	for _, v := range sortedKeys(d.FlinkVersions) {
+		if !flinkMinorVersion.MatchString(v) {
+			return &FieldError{Field: field + ".flinkVersions", Value: v, Valid: "Flink versions as major.minor, such as \"2.3\""}
+		}
+		built, _ := d.ForFlinkVersion(v)
+		built.Verify = nil
+		if err := ValidateDrillRecipe(field+".flinkVersions."+v, built, r); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// flinkMinorVersion is a Flink version as major.minor.
+var flinkMinorVersion = regexp.MustCompile(`^[1-9][0-9]*\.[0-9]+$`)
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // containsRun says whether want appears in list as a contiguous run.
@@ -411,15 +438,6 @@ func validateFlinkConfiguration(field string, conf map[string]string) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func contains(list []string, v string) bool {

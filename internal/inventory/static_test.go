@@ -252,6 +252,12 @@ func TestValidateDrillRecipe(t *testing.T) {
 		"no jar anywhere": {ok, RestartRecipe{Kind: RestartOperatorResume}, "jobs[0].drill.jar", "required"},
 		"verify without class": {DrillRecipe{ProgramArgs: ok.ProgramArgs, SandboxArgs: ok.SandboxArgs, Verify: &DrillVerify{}}, restart,
 			"jobs[0].drill.verify.entryClass", "main class"},
+		"a configuration key that moves state": {DrillRecipe{ProgramArgs: ok.ProgramArgs, SandboxArgs: ok.SandboxArgs,
+			FlinkConfiguration: map[string]string{"state.checkpoints.dir": "hdfs://nn/x"}}, restart, "jobs[0].drill.flinkConfiguration.state.checkpoints.dir", "moves the job's state"},
+		"a build for a version that is no major.minor": {DrillRecipe{ProgramArgs: ok.ProgramArgs, SandboxArgs: ok.SandboxArgs,
+			FlinkVersions: map[string]DrillBuild{"2.3.0": {Jar: "/jars/j2.jar"}}}, restart, "jobs[0].drill.flinkVersions", "major.minor"},
+		"a build whose arguments keep the sinks": {DrillRecipe{ProgramArgs: ok.ProgramArgs, SandboxArgs: ok.SandboxArgs,
+			FlinkVersions: map[string]DrillBuild{"2.3": {Jar: "/jars/j2.jar", ProgramArgs: []string{"--sink", "kafka"}}}}, restart, "jobs[0].drill.flinkVersions.2.3.programArgs", "--sink discard"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -261,6 +267,17 @@ func TestValidateDrillRecipe(t *testing.T) {
 				t.Fatalf("validate: %v; want field %s saying %q", err, c.field, c.wantMsg)
 			}
 		})
+	}
+	withBuild := ok
+	withBuild.FlinkVersions = map[string]DrillBuild{"2.3": {Jar: "/jars/j2.jar", Parallelism: 2}}
+	if err := ValidateDrillRecipe("jobs[0].drill", withBuild, restart); err != nil {
+		t.Fatalf("a recipe with a 2.3 build: %v", err)
+	}
+	if b, found := withBuild.ForFlinkVersion("2.3"); !found || b.Jar != "/jars/j2.jar" || b.Parallelism != 2 || strings.Join(b.ProgramArgs, " ") != "--rate 10 --sink discard" || b.FlinkVersions != nil {
+		t.Errorf("2.3 build %+v (%v); want its jar and parallelism over the recipe's arguments", b, found)
+	}
+	if _, found := withBuild.ForFlinkVersion("2.2"); found {
+		t.Error("a build for 2.2 found; the recipe has none")
 	}
 	// The static file and the jobs annotation validate it too.
 	bad := strings.Replace(validStatic, "          restoreMode: CLAIM\n", "          restoreMode: CLAIM\n        drill:\n          programArgs: [--x]\n          sandboxArgs: [--sink, discard]\n", 1)

@@ -106,7 +106,9 @@ type Governance struct {
 	DrillLastSuccess   *prometheus.GaugeVec
 	DrillPassed        *prometheus.GaugeVec
 	DrillFailed        *prometheus.GaugeVec
-	Notifications      *prometheus.CounterVec
+	// Rehearsals counts compatibility rehearsals by verdict.
+	Rehearsals    *prometheus.CounterVec
+	Notifications *prometheus.CounterVec
 	// TenantLastSuccess is LastSuccessSeconds per tenant of the run's
 	// scope: a tenant left out of every scheduled run shows as stale.
 	TenantLastSuccess *prometheus.GaugeVec
@@ -160,13 +162,16 @@ func NewGovernance(reg prometheus.Registerer) (*Governance, error) {
 			Help: "Snapshots that passed the tenant's latest restore drill run."}, []string{"tenant"}),
 		DrillFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "restore_drill_failed",
 			Help: "Snapshots that failed the tenant's latest restore drill run (missing files, no restore); alert on > 0."}, []string{"tenant"}),
+		Rehearsals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "rehearsals_total",
+			Help: "Compatibility rehearsals (a snapshot restored with a job's new version on a drill cluster), per tenant, target Flink version and verdict (compatible, incompatible, inconclusive, not-rehearsed)."},
+			[]string{"tenant", "flink_version", "verdict"}),
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "notifications_total",
 			Help: "Events delivered to a notification sink, by outcome (delivered, failed after its retries); alert on failed."}, []string{"sink", "kind", "outcome"}),
 		Decisions: NewDecisions(),
 	}
 	for _, c := range []prometheus.Collector{g.QuotaUtilisation, g.PlannedFiles, g.PlannedBytes, g.KeptUnparseable,
 		g.ReclaimedFiles, g.ReclaimedBytes, g.RestoredFiles, g.RestoredBytes, g.PlannedObjects, g.RemovedObjects, g.LastSuccessSeconds, g.TenantLastSuccess, g.SavepointsTaken, g.SavepointsFailed,
-		g.UsageFiles, g.UsageBytes, g.UsageNamespace, g.DrillLastSuccess, g.DrillPassed, g.DrillFailed, g.Notifications, g.Decisions} {
+		g.UsageFiles, g.UsageBytes, g.UsageNamespace, g.DrillLastSuccess, g.DrillPassed, g.DrillFailed, g.Rehearsals, g.Notifications, g.Decisions} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: governance: %w", err)
 		}
@@ -245,6 +250,11 @@ func (g *Governance) SucceededFor(operation string, tenants []string, at time.Ti
 // Decisions.Notified.
 func (g *Governance) DecisionNotified(kind, decision, run string, since, at time.Time, answered bool, every time.Duration) {
 	g.Decisions.Notified(kind, decision, run, since, at, answered, every)
+}
+
+// Rehearsed counts one compatibility rehearsal.
+func (g *Governance) Rehearsed(tenant, flinkVersion, verdict string) {
+	g.Rehearsals.WithLabelValues(tenant, flinkVersion, verdict).Inc()
 }
 
 // ScheduledSavepoints records a tenant's latest scheduled savepoint run.
