@@ -29,6 +29,10 @@ type PrepareRehearsalInput struct {
 	// FlinkVersion is the version to rehearse into, as major.minor; empty
 	// is the version the job's cluster runs.
 	FlinkVersion string `json:"flinkVersion,omitempty"`
+	// ProgramArgs, when set, are the arguments the copy runs with: a new
+	// version whose arguments changed is rehearsed only with them, since
+	// production arguments may name production sinks and paths.
+	ProgramArgs []string `json:"programArgs,omitempty"`
 }
 
 // PrepareRehearsalResult is where and how the rehearsal restores.
@@ -91,7 +95,7 @@ func (a *Activities) PrepareRehearsal(ctx context.Context, in PrepareRehearsalIn
 			return PrepareRehearsalResult{NotRehearsed: fmt.Sprintf("cluster %s reports Flink version %q, which names no major.minor", in.Job.ClusterID, ov.FlinkVersion)}, nil
 		}
 	}
-	recipe, why := RehearsalRecipe(*spec, in.NewRecipe, version)
+	recipe, why := RehearsalRecipe(*spec, in.NewRecipe, version, in.ProgramArgs)
 	if why != "" {
 		return PrepareRehearsalResult{NotRehearsed: why}, nil
 	}
@@ -157,16 +161,22 @@ var leadingMinor = regexp.MustCompile(`^([1-9][0-9]*\.[0-9]+)(?:[.-]|$)`)
 
 // RehearsalRecipe is the drill recipe a rehearsal restores with: for an
 // upgrade (next set) the new build, entry class, parallelism and
-// configuration, with the new program arguments when they changed (else
-// the drill recipe's own) and the drill recipe's sandboxArgs in force; for
-// a migration the inventory's build of the job for version. Why says what
-// keeps it from being rehearsed.
-func RehearsalRecipe(spec inventory.JobSpec, next *inventory.RestartRecipe, version string) (recipe inventory.DrillRecipe, why string) {
+// configuration with the drill recipe's own program arguments; for a
+// migration the inventory's build of the job for version. A new version
+// whose program arguments changed is rehearsed only with args, the
+// arguments its copy runs with, given by a person: production arguments may
+// name sinks and paths that sandboxArgs does not cover, and a copy never
+// writes to production. The drill recipe's sandboxArgs are in force either
+// way. Why says what keeps it from being rehearsed.
+func RehearsalRecipe(spec inventory.JobSpec, next *inventory.RestartRecipe, version string, args []string) (recipe inventory.DrillRecipe, why string) {
 	base := *targetOf(inventory.Cluster{Jobs: []inventory.JobSpec{spec}}, spec.Name, "", "").Recipe
 	if next == nil {
 		r, ok := base.ForFlinkVersion(version)
 		if !ok {
 			return r, fmt.Sprintf("the drill recipe of %s has no build for Flink %s (drill.flinkVersions)", spec.Name, version)
+		}
+		if args != nil {
+			r.ProgramArgs = WithSandboxArgs(args, base.SandboxArgs)
 		}
 		if r.Verify != nil && r.Verify.Jar == base.Jar {
 			v := *r.Verify
@@ -185,8 +195,13 @@ func RehearsalRecipe(spec inventory.JobSpec, next *inventory.RestartRecipe, vers
 	r.FlinkVersions = nil
 	r.Jar, r.EntryClass, r.Parallelism = next.Jar, next.EntryClass, next.Parallelism
 	r.FlinkConfiguration = next.FlinkConfiguration
-	if !slices.Equal(next.ProgramArgs, spec.Restart.ProgramArgs) {
-		r.ProgramArgs = WithSandboxArgs(next.ProgramArgs, base.SandboxArgs)
+	switch {
+	case args != nil:
+		r.ProgramArgs = WithSandboxArgs(args, base.SandboxArgs)
+	case !slices.Equal(next.ProgramArgs, spec.Restart.ProgramArgs):
+		return base, fmt.Sprintf("the new version of %s changes its program arguments, which may name production sinks or paths: "+
+			"give rehearsal.programArgs, the arguments its drill copy runs with (the drill recipe's sandboxArgs %s are put in force)",
+			spec.Name, strings.Join(base.SandboxArgs, " "))
 	}
 	if r.Verify != nil && r.Verify.Jar == base.Jar {
 		v := *r.Verify
@@ -237,6 +252,7 @@ const (
 	CauseRestoreFailed     = "restore-failed"          // the state did not restore, for another reason Flink names
 	CauseNotHealthy        = "not-healthy"             // the copy restored but did not pass the gate
 	CauseNoSlots           = "no-slots"                // the drill cluster had no slots: proves nothing
+	CauseOutsideDrillDir   = "outside-drill-dir"       // the copy checkpointed outside its drill dir, told so by its arguments: proves nothing
 )
 
 // RehearsalCause is why a rehearsal failed.
@@ -249,8 +265,8 @@ type RehearsalCause struct {
 	Operators []string `json:"operators,omitempty"`
 }
 
-// Inconclusive says the failure was the drill cluster's, not the version's.
-func (c RehearsalCause) Inconclusive() bool { return c.Kind == CauseNoSlots }
+// Inconclusive says the failure was the drill's, not the version's.
+func (c RehearsalCause) Inconclusive() bool { return c.Kind == CauseNoSlots || c.Kind == CauseOutsideDrillDir }
 
 var (
 	reUnmatched   = regexp.MustCompile(`Cannot map checkpoint/savepoint state for operator ([0-9a-fA-F]{32})`)
@@ -258,6 +274,7 @@ var (
 	reMaxPar      = regexp.MustCompile(`(?i)[^\n]*max(imum)?[ -]?parallelism[^\n]*(chang|match|compatib|support|smaller|lower)[^\n]*`)
 	reSerializer  = regexp.MustCompile(`(?i)[^\n]*(StateMigrationException|incompatible (state )?serializer|serializer[^\n]*incompatible|KryoException|InvalidClassException)[^\n]*`)
 	reNoSlots     = regexp.MustCompile(`NoResourceAvailableException[^\n]*`)
+	reOutside     = regexp.MustCompile(`checkpointed to \S+, outside [^\n]*`)
 	reRestoreFail = regexp.MustCompile(`[^\n]*(Could not restore|Exception while creating StreamOperatorStateContext|Failed to rollback to checkpoint/savepoint|Failed to restore|Could not instantiate)[^\n]*`)
 )
 
@@ -286,6 +303,10 @@ func ClassifyRestoreFailure(text string) RehearsalCause {
 	}
 	if m := reSerializer.FindString(text); m != "" {
 		return RehearsalCause{Kind: CauseSerializer, Text: "a state's serializer is incompatible with what the snapshot holds: " + flinkLine(m)}
+	}
+	if m := reOutside.FindString(text); m != "" {
+		return RehearsalCause{Kind: CauseOutsideDrillDir, Text: "the copy " + flinkLine(m) + ": its program arguments point its checkpoints elsewhere; " +
+			"give it arguments that leave them to the configuration (drill recipe or rehearsal.programArgs), so the rehearsal proves something"}
 	}
 	if m := reNoSlots.FindString(text); m != "" {
 		return RehearsalCause{Kind: CauseNoSlots, Text: "the drill cluster had no free slots for the copy, so the rehearsal proves nothing: " + flinkLine(m)}

@@ -29,6 +29,8 @@ func TestClassifyRestoreFailureNamesFlinksCause(t *testing.T) {
 			CauseSerializer, "serializer is incompatible with what the snapshot holds: org.apache.flink.util.StateMigrationException: The new state serializer", false},
 		"another restore failure": {"java.lang.Exception: Exception while creating StreamOperatorStateContext.\nCaused by: org.apache.flink.util.FlinkException: Could not restore keyed state backend for KeyedProcessOperator_fcfb (1/1) from any of the 1 provided restore options.",
 			CauseRestoreFailed, "the state did not restore: java.lang.Exception: Exception while creating StreamOperatorStateContext.", false},
+		"a copy told to checkpoint elsewhere": {"job 5761 checkpointed to hdfs://nn/prod/b/checkpoints/5761/chk-42, outside hdfs://nn/drills/u/cluster-c/c-1 where it was told to",
+			CauseOutsideDrillDir, "the copy checkpointed to hdfs://nn/prod/b/checkpoints/5761/chk-42, outside", true},
 		"no slots on the drill cluster": {"job not RUNNING within 5m0s (state CREATED)\norg.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: Could not acquire the minimum required resources.",
 			CauseNoSlots, "had no free slots", true},
 		"a copy that failed after its restore": {"job restarted during the soak: java.lang.NullPointerException\n\tat com.example.Orders.map", CauseNotHealthy,
@@ -77,18 +79,23 @@ func TestRehearsalRecipe(t *testing.T) {
 
 	next := spec.Restart
 	next.Jar = "/jars/v2.jar"
-	r, why := RehearsalRecipe(spec, &next, "1.20")
+	r, why := RehearsalRecipe(spec, &next, "1.20", nil)
 	if why != "" || r.Jar != "/jars/v2.jar" || r.EntryClass != "com.example.Orders" || r.Parallelism != 4 ||
 		strings.Join(r.ProgramArgs, " ") != "--topic orders --sink discard --rate 10" || r.Verify.Jar != "/jars/v2.jar" {
 		t.Errorf("a new jar, same arguments: %+v (%s); want the new jar with the drill recipe's own arguments", r, why)
 	}
-	next.ProgramArgs = []string{"--topic", "orders-v2", "--sink", "kafka"}
+	// New arguments are never run as they are: they may name production
+	// sinks and paths. A person gives the copy's.
+	next.ProgramArgs = []string{"--topic", "orders-v2", "--sink", "kafka", "--checkpoint-dir", "hdfs://nn/prod/orders"}
 	next.FlinkConfiguration = map[string]string{"pipeline.max-parallelism": "256"}
-	r, _ = RehearsalRecipe(spec, &next, "1.20")
-	if strings.Join(r.ProgramArgs, " ") != "--topic orders-v2 --sink discard" || r.FlinkConfiguration["pipeline.max-parallelism"] != "256" {
-		t.Errorf("new arguments: %q conf %v; want them sandboxed, the new configuration kept", r.ProgramArgs, r.FlinkConfiguration)
+	if _, why := RehearsalRecipe(spec, &next, "1.20", nil); !strings.Contains(why, "give rehearsal.programArgs") || !strings.Contains(why, "--sink discard") {
+		t.Errorf("new arguments without the copy's: %q; want not rehearsed, asking for rehearsal.programArgs", why)
 	}
-	r, why = RehearsalRecipe(spec, nil, "2.3")
+	r, why = RehearsalRecipe(spec, &next, "1.20", []string{"--topic", "orders-v2", "--sink", "print"})
+	if why != "" || strings.Join(r.ProgramArgs, " ") != "--topic orders-v2 --sink discard" || r.FlinkConfiguration["pipeline.max-parallelism"] != "256" {
+		t.Errorf("the copy's arguments given: %q conf %v (%s); want them sandboxed, the new configuration kept", r.ProgramArgs, r.FlinkConfiguration, why)
+	}
+	r, why = RehearsalRecipe(spec, nil, "2.3", nil)
 	if why != "" || r.Jar != "/jars/v1-flink2.jar" || strings.Join(r.ProgramArgs, " ") != "--topic orders --sink discard --rate 10" || r.Verify.Jar != "/jars/v1-flink2.jar" {
 		t.Errorf("migration to 2.3: %+v (%s); want the 2.3 build", r, why)
 	}
@@ -101,7 +108,7 @@ func TestRehearsalRecipe(t *testing.T) {
 		{&inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, JarID: "abc_orders.jar"}, "1.20", "names jar id abc_orders.jar"},
 		{&inventory.RestartRecipe{Kind: inventory.RestartOperatorResume}, "1.20", "only a new jar run through Flink's REST API"},
 	} {
-		if _, why := RehearsalRecipe(spec, tc.next, tc.version); !strings.Contains(why, tc.want) {
+		if _, why := RehearsalRecipe(spec, tc.next, tc.version, nil); !strings.Contains(why, tc.want) {
 			t.Errorf("%+v into %s: %q; want %q", tc.next, tc.version, why, tc.want)
 		}
 	}

@@ -33,6 +33,8 @@ type SavepointRow struct {
 	Written      time.Time `json:"written"`
 	// Drill is the savepoint's latest restore drill, if any.
 	Drill *catalog.DrillRecord `json:"drill,omitempty"`
+	// Rehearsal is the savepoint's latest compatibility rehearsal, if any.
+	Rehearsal *catalog.RehearsalRecord `json:"rehearsal,omitempty"`
 }
 
 // ListSavepointsInput selects tenants (all when empty) and, optionally, one
@@ -137,6 +139,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	lineage := owners.lineage
 	entries := map[string]catalog.Entry{}
 	drills := map[string]catalog.DrillRecord{}
+	rehearsals := map[string]catalog.RehearsalRecord{}
 	for _, t := range tenants {
 		if e, err := a.catalogOf(ctx, t); err == nil {
 			for _, en := range e {
@@ -150,6 +153,13 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		} else {
 			res.Notes = append(res.Notes, fmt.Sprintf("drill records of tenant %s unreadable: %v", t.Name, err))
 		}
+		if recs, err := a.rehearsalsOf(ctx, t); err == nil {
+			for _, r := range recs {
+				rehearsals[r.Snapshot] = r
+			}
+		} else {
+			res.Notes = append(res.Notes, fmt.Sprintf("rehearsal records of tenant %s unreadable: %v", t.Name, err))
+		}
 	}
 	for _, sp := range listing.Report.Savepoints {
 		if !sp.Completed {
@@ -162,6 +172,9 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		}
 		if d, ok := drills[path]; ok {
 			row.Drill = &d
+		}
+		if r, ok := rehearsals[path]; ok {
+			row.Rehearsal = &r
 		}
 		for _, t := range tenants {
 			if strings.HasPrefix(path, strings.TrimRight(t.Root, "/")+"/") {
@@ -189,6 +202,15 @@ func (a *Activities) drillsOf(ctx context.Context, t inventory.Tenant) ([]catalo
 		return nil, err
 	}
 	return catalog.DrillStore{FS: fs, Root: p}.List(ctx)
+}
+
+// rehearsalsOf reads the rehearsal records of tenant t.
+func (a *Activities) rehearsalsOf(ctx context.Context, t inventory.Tenant) ([]catalog.RehearsalRecord, error) {
+	fs, p, err := a.Storage.Resolve(ctx, t.Root)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.RehearsalStore{FS: fs, Root: p}.List(ctx)
 }
 
 // recipesOf is the recipe records of tenant t.

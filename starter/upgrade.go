@@ -25,6 +25,7 @@ func newUpgradeCommand(g *globals) *cobra.Command {
 	cmd := newGroupCommand("upgrade", "Upgrade one job to a new version from its savepoint, gated, with a rollback")
 	cmd.AddCommand(
 		upgradeStartCommand(g),
+		upgradeCheckCommand(g),
 		withWatch(g, upgradeStatusCommand(g), func(a []string) string { return workflows.JobUpgradeWorkflowID(a[0]) }),
 		runListCommand(g, workflows.KindUpgrade, "job upgrades", "upgrade-"),
 		upgradeRollbackCommand(g),
@@ -136,6 +137,113 @@ func upgradeStartCommand(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&reason, "reason", "", "why the freeze is overridden")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the upgrade to end and print its outcome")
 	durationFlag(cmd.Flags(), &timeout, "timeout", time.Hour, "how long --wait waits")
+	return cmd
+}
+
+// upgradeCheckCommand rehearses an upgrade file's new version without
+// changing anything: a savepoint of the running job restored into the new
+// version on a drill cluster, gated like the real start.
+func upgradeCheckCommand(g *globals) *cobra.Command {
+	var file, flinkVersion, savepoint string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "check -f upgrade.yaml",
+		Short: "Rehearse an upgrade on a drill cluster: will the job's state restore into the new version? Nothing is stopped",
+		Long: `Takes a savepoint of the running job without stopping it (or uses --savepoint) and starts the
+new version from it on a drill cluster of the job's Flink version (--flink-version: of another one,
+e.g. 2.3 for a job built for Flink 2.3 that runs on 1.20 today), with allowNonRestoredState off and
+the drill recipe's sandboxArgs in force. It passes when the copy runs, restored from exactly that
+savepoint, completes a checkpoint and does not restart during the soak, and the recipe's state
+check finishes. The copy and its drill dir are removed afterwards. Exit 0: compatible; otherwise the
+verdict and Flink's cause are printed and the exit code is 4.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				return usageErrorf("-f upgrade.yaml is required")
+			}
+			if timeout <= 0 {
+				return usageErrorf("--timeout=%s is not valid: use a positive duration such as 30m", timeout)
+			}
+			var in workflows.UpgradeInput
+			if err := loadStrictYAML("upgrade", file, &in); err != nil {
+				return err
+			}
+			in.CheckOnly = true
+			if flinkVersion != "" {
+				in.Rehearsal.FlinkVersion = flinkVersion
+			}
+			if savepoint != "" {
+				in.Rehearsal.Savepoint = savepoint
+			}
+			in.ApplyDefaults()
+			if err := in.Validate(); err != nil {
+				return usageErrorf("upgrade file %s:\n%v", file, err)
+			}
+			c, err := g.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			wid := workflows.UpgradeCheckWorkflowID(in.UpgradeID)
+			run, err := c.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
+				ID: wid, TaskQueue: g.taskQueue,
+				// A check may be repeated, one at a time.
+				WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+				WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+				WorkflowExecutionErrorWhenAlreadyStarted: true,
+				TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindUpgradeCheck)),
+				Memo:                                     map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket, "job": in.Job},
+				StaticSummary:                            workflows.StartSummary(in),
+			}, workflows.JobUpgradeWorkflowType, in)
+			if err != nil {
+				var started *serviceerror.WorkflowExecutionAlreadyStarted
+				if errors.As(err, &started) {
+					return fmt.Errorf("a check of upgrade %q runs already (workflow %s): wait for it, or see it in the UI", in.UpgradeID, wid)
+				}
+				return fmt.Errorf("start check of upgrade %s: %w", in.UpgradeID, err)
+			}
+			url := g.conn.ExecutionURL(run.GetID(), run.GetRunID())
+			if g.output != outputJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "check of upgrade %s of %s started (workflow %s), waiting up to %s\nui        %s\n", in.UpgradeID, in.Job, wid, timeout, url)
+			}
+			ctx, cancel := contextWithTimeout(cmd, timeout)
+			defer cancel()
+			var st workflows.UpgradeState
+			runErr := run.Get(ctx, &st)
+			var appErr *temporal.ApplicationError
+			if errors.As(runErr, &appErr) && appErr.HasDetails() {
+				_ = appErr.Details(&st)
+			}
+			if runErr != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
+				return workflowFailedError{fmt.Errorf("the check of upgrade %s did not finish within --timeout=%s; it goes on: %s", in.UpgradeID, timeout, url)}
+			}
+			if g.output == outputJSON {
+				if err := printJSON(cmd.OutOrStdout(), st); err != nil {
+					return err
+				}
+			} else if st.UpgradeID != "" {
+				fmt.Fprintln(cmd.OutOrStdout())
+				if err := printUpgradeState(cmd.OutOrStdout(), &st); err != nil {
+					return err
+				}
+			}
+			if runErr != nil {
+				msg := runErr.Error()
+				if appErr != nil {
+					msg = appErr.Message()
+				}
+				return workflowFailedError{fmt.Errorf("%s\n  %s", msg, url)}
+			}
+			if g.output != outputJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "\ncheck of upgrade %s: %s\n", in.UpgradeID, st.Rehearsal.Text())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "upgrade file (YAML), as for upgrade start")
+	cmd.Flags().StringVar(&flinkVersion, "flink-version", "", "rehearse on a drill cluster of this Flink version (major.minor, e.g. 2.3); default: the job's cluster's")
+	cmd.Flags().StringVar(&savepoint, "savepoint", "", "rehearse this savepoint instead of taking one")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 30*time.Minute, "how long to wait for the verdict")
 	return cmd
 }
 
@@ -302,7 +410,23 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 	if st.WaitingFor != "" {
 		p("lock       %s\n", st.WaitingFor)
 	}
-	p("savepoint  %s\n", dash(st.Savepoint))
+	if r := st.Rehearsal; r != nil {
+		p("rehearsal  %s\n", r.Text())
+		if r.Savepoint != "" {
+			p("           from %s on %s", r.Savepoint, dash(r.DrillCluster))
+			if r.Jar != "" {
+				p(" with %s", r.Jar)
+			}
+			p("\n")
+		}
+		if r.FormatNote != "" {
+			p("           %s\n", r.FormatNote)
+		}
+	}
+	checked := st.Phase == workflows.UpgradePhaseChecked // a check stops nothing: no savepoint of its own, no record, no manifest
+	if !checked {
+		p("savepoint  %s\n", dash(st.Savepoint))
+	}
 	if st.NewJobID != "" || st.StartAttempts > 0 {
 		p("new job    %s (start attempts %d)", dash(newVersionJobID(st)), st.StartAttempts)
 		if st.Healthy != nil {
@@ -351,8 +475,10 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 	} else if st.Rollback == nil && (st.Phase == workflows.UpgradePhaseStart || st.Phase == workflows.UpgradePhaseHold) {
 		p("rollback   possible now: %s\n", rollbackCommand(st.UpgradeID))
 	}
-	p("recorded   %s (the new recipe as the job's recipe of record)\n", yesNo(st.RecipeRecorded))
-	p("manifest   %s\n", dash(st.ManifestPath))
+	if !checked {
+		p("recorded   %s (the new recipe as the job's recipe of record)\n", yesNo(st.RecipeRecorded))
+		p("manifest   %s\n", dash(st.ManifestPath))
+	}
 	for _, d := range st.Decisions {
 		what := d.Kind
 		if d.Action != "" {

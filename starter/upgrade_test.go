@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -54,6 +55,10 @@ func TestUpgradeUsageErrors(t *testing.T) {
 		"override without reason": {[]string{"upgrade", "start", "-f", valid, "--override-freeze"}, "--override-freeze needs --reason"},
 		"governance override":     {[]string{"governance", "run", "--override-freeze"}, "--override-freeze needs --reason"},
 		"drill override":          {[]string{"drill", "start", "--override-freeze"}, "--override-freeze needs --reason"},
+		"check without file":      {[]string{"upgrade", "check"}, "-f upgrade.yaml is required"},
+		"check bad version":       {[]string{"upgrade", "check", "-f", valid, "--flink-version", "2.3.0"}, `rehearsal.flinkVersion="2.3.0": use major.minor`},
+		"check bad timeout":       {[]string{"upgrade", "check", "-f", valid, "--timeout", "0s"}, "--timeout=0s"},
+		"start rehearsal version": {[]string{"upgrade", "start", "-f", writeUpgradeFile(t, validUpgrade+"rehearsal:\n  flinkVersion: \"2.3\"\n")}, "use `upgrade check --flink-version`"},
 		"status without ID":       {[]string{"upgrade", "status"}, "exactly one UPGRADE-ID"},
 		"status two IDs":          {[]string{"upgrade", "status", "a", "b"}, "exactly one UPGRADE-ID"},
 		"status bad ID":           {[]string{"upgrade", "status", "a/b"}, `upgrade ID "a/b"`},
@@ -162,6 +167,31 @@ func sampleUpgradeState() workflows.UpgradeState {
 			Allowed: []string{workflows.ActionAllowNonRestoredState, workflows.ActionRollback}, Since: at},
 		ManifestPath: "hdfs://nn/flinkmaint/upgrades/orders-1/manifest.json", StartedAt: at,
 		Notes: []string{"quota overridden by ann: raise pending"},
+	}
+}
+
+func TestPrintUpgradeCheck(t *testing.T) {
+	st := sampleUpgradeState()
+	st.Phase, st.Pending, st.Savepoint, st.ManifestPath, st.GateError, st.Unmatched, st.NewJobID, st.StartAttempts = workflows.UpgradePhaseChecked, nil, "", "", "", nil, "", 0
+	st.FinishedAt = st.StartedAt.Add(time.Minute)
+	st.Rehearsal = &workflows.RehearsalResult{Verdict: catalog.RehearsalIncompatible, FlinkVersion: "2.3.0", Savepoint: "hdfs://nn/sp/savepoint-aaaa-2",
+		DrillCluster: "http://drill-2-3:8081", Jar: "hdfs://nn/jars/orders-2.jar",
+		Cause: &activities.RehearsalCause{Kind: activities.CauseUnmatchedOperator, Text: "Flink cannot map the state of operator keyed (0123) to the new program"}}
+	var out bytes.Buffer
+	if err := printUpgradeState(&out, &st); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"phase      checked", "rehearsal  incompatible on Flink 2.3.0: Flink cannot map the state of operator keyed (0123)",
+		"           from hdfs://nn/sp/savepoint-aaaa-2 on http://drill-2-3:8081 with hdfs://nn/jars/orders-2.jar"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("check does not show %q:\n%s", want, text)
+		}
+	}
+	for _, unwanted := range []string{"manifest", "recorded", "savepoint  -"} {
+		if strings.Contains(text, unwanted) {
+			t.Errorf("a check shows %q, which only an upgrade has:\n%s", unwanted, text)
+		}
 	}
 }
 

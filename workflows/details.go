@@ -54,6 +54,13 @@ func StartSummary(in interface{}) string {
 		if mode == "" {
 			mode = UpgradeModeStop
 		}
+		if v.CheckOnly {
+			into := ""
+			if v.Rehearsal.FlinkVersion != "" {
+				into = " on Flink " + v.Rehearsal.FlinkVersion
+			}
+			return clip(fmt.Sprintf("check of upgrade %s: rehearse the new version of %s%s, nothing stops", v.UpgradeID, v.Job, into)+reasonText(v.Reason), maxSummaryBytes)
+		}
 		return clip(fmt.Sprintf("upgrade %s: %s to a new version (mode %s)", v.UpgradeID, v.Job, mode)+reasonText(v.Reason), maxSummaryBytes)
 	case ScheduledSavepointsInput:
 		return clip(fmt.Sprintf("savepoints of %s in %s%s, jobs keep running", jobsText(v.Scope), tenantsText(v.Scope), clustersText(v.Scope))+scheduleText(v.Schedule), maxSummaryBytes)
@@ -534,7 +541,11 @@ func drillDetails(rep *RestoreDrillReport) string {
 func upgradeDetails(in *UpgradeInput, st *UpgradeState) string {
 	var b strings.Builder
 	id := in.UpgradeID
-	b.WriteString(fmt.Sprintf("**Upgrade** `%s` of `%s` (mode %s) · **phase** `%s`", id, in.Job, st.Mode, st.Phase))
+	what := "**Upgrade**"
+	if in.CheckOnly {
+		what = "**Check** of upgrade"
+	}
+	b.WriteString(fmt.Sprintf("%s `%s` of `%s` (mode %s) · **phase** `%s`", what, id, in.Job, st.Mode, st.Phase))
 	if !st.FinishedAt.IsZero() {
 		b.WriteString(fmt.Sprintf(" · finished %s", timeText(st.FinishedAt)))
 	}
@@ -545,6 +556,9 @@ func upgradeDetails(in *UpgradeInput, st *UpgradeState) string {
 		}
 	}
 	row("old job", code(st.Job.JobID))
+	if r := st.Rehearsal; r != nil {
+		row("rehearsal", cellText(clip(r.Text(), 400)))
+	}
 	row("savepoint", code(st.Savepoint))
 	newJob := code(st.NewJobID)
 	if st.StartAttempts > 1 {

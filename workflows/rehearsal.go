@@ -33,6 +33,9 @@ type JobRehearsalInput struct {
 	// FlinkVersion (major.minor) is the version to rehearse into; empty is
 	// the version the job's cluster runs.
 	FlinkVersion string `json:"flinkVersion,omitempty"`
+	// ProgramArgs are the copy's arguments when given (see
+	// activities.RehearsalRecipe).
+	ProgramArgs []string `json:"programArgs,omitempty"`
 	// Savepoint is rehearsed when given; otherwise one is taken without
 	// stopping the job, verified and catalogued (trigger rehearsal).
 	Savepoint        string        `json:"savepoint,omitempty"`
@@ -102,7 +105,7 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 	short := workflow.WithActivityOptions(ctx, shortActivityOptions())
 	var prep activities.PrepareRehearsalResult
 	err := workflow.ExecuteActivity(short, a.PrepareRehearsal, activities.PrepareRehearsalInput{RunID: in.RunID, N: in.N, Job: in.Job,
-		NewRecipe: in.NewRecipe, FlinkVersion: in.FlinkVersion}).Get(ctx, &prep)
+		NewRecipe: in.NewRecipe, FlinkVersion: in.FlinkVersion, ProgramArgs: in.ProgramArgs}).Get(ctx, &prep)
 	switch {
 	case err != nil:
 		res.Verdict, res.Why = catalog.RehearsalNotRehearsed, "the rehearsal could not be prepared: "+errorText(err)

@@ -17,7 +17,9 @@ import (
 func TestUpgradeRehearsesTheNewVersionBeforeStopping(t *testing.T) {
 	f := newUpgradeFixture(t)
 	f.rehearse = "compatible"
-	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2", "--sink", "kafka"))
+	in := upgradeInput("--version", "2", "--sink", "kafka")
+	in.Rehearsal.ProgramArgs = []string{"--version", "2", "--sink", "print"}
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
 	if err := f.env.GetWorkflowError(); err != nil {
 		t.Fatalf("upgrade failed: %v", err)
 	}
@@ -67,7 +69,9 @@ func TestUpgradeStopsNothingWhenTheRehearsalFindsItIncompatible(t *testing.T) {
 		sendRefused(t, f.env, UpdateDecide, DecideRequest{Action: ActionRollback, By: "op"}, "accepts abort, retry, resume")
 		f.update(UpdateDecide, DecideRequest{Action: ActionAbort, By: "op", Reason: "fix the uid"}, false)
 	}, time.Minute)
-	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2", "--state-uid", "v2"))
+	in := upgradeInput("--version", "2", "--state-uid", "v2")
+	in.Rehearsal.ProgramArgs = []string{"--state-uid", "v2"}
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
 	var appErr *temporal.ApplicationError
 	if err := f.env.GetWorkflowError(); !errors.As(err, &appErr) || !strings.Contains(err.Error(), "nothing changed") {
 		t.Fatalf("upgrade ended with %v; want aborted, nothing changed", err)
@@ -96,7 +100,9 @@ func TestUpgradeRehearsalRetryThenResume(t *testing.T) {
 			f.update(UpdateDecide, ans, false)
 		}, time.Duration(i+1)*time.Hour)
 	}
-	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput("--version", "2"))
+	in := upgradeInput("--version", "2")
+	in.Rehearsal.ProgramArgs = []string{"--version", "2"}
+	f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
 	if len(f.prepared) != 2 || f.prepared[1].N != 2 || len(f.drillStarts) != 2 || f.drillStarts[0].JobID == f.drillStarts[1].JobID {
 		t.Fatalf("prepared %+v drill starts %+v; want a second rehearsal with a copy of its own", f.prepared, f.drillStarts)
 	}
@@ -132,7 +138,7 @@ func TestUpgradeRehearsalModes(t *testing.T) {
 			f.update(UpdateDecide, DecideRequest{Action: ActionAbort, By: "op"}, false)
 		}, time.Minute)
 		in := upgradeInput("--version", "2")
-		in.Rehearsal.Mode = tc.mode
+		in.Rehearsal.Mode, in.Rehearsal.ProgramArgs = tc.mode, []string{"--version", "2"}
 		f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
 		if !strings.Contains(asked, tc.want) || f.stops != 0 {
 			t.Errorf("%s/%s: asked %q, stops %d; want a decision saying %q and no stop", tc.rehearse, tc.mode, asked, f.stops, tc.want)
@@ -163,7 +169,7 @@ func TestUpgradeCheckOnlyRehearses(t *testing.T) {
 		f := newUpgradeFixture(t)
 		f.rehearse = tc.rehearse
 		f.frozen = true // a check stops nothing: a freeze does not hold it
-		in := upgradeInput("--version", "2")
+		in := upgradeInput("--version", "1")
 		in.CheckOnly, in.ManifestDir, in.Rehearsal.FlinkVersion = true, "", tc.flinkVersion
 		f.env.ExecuteWorkflow(JobUpgradeWorkflow, in)
 		err := f.env.GetWorkflowError()

@@ -156,7 +156,11 @@ func (u *upgradeRun) record(ctx workflow.Context, d DecisionRecord) {
 func (u *upgradeRun) setPhase(ctx workflow.Context, phase string) {
 	u.logger.Info("phase", "from", u.st.Phase, "to", phase)
 	u.st.Phase = phase
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrKind.ValueSet(KindUpgrade), SearchAttrPhase.ValueSet(phase),
+	kind := KindUpgrade
+	if u.in.CheckOnly {
+		kind = KindUpgradeCheck
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrKind.ValueSet(kind), SearchAttrPhase.ValueSet(phase),
 		SearchAttrPausedForDecision.ValueSet(u.st.Pending != nil)); err != nil {
 		u.logger.Warn("search attributes not updated", "error", err)
 	}
@@ -362,7 +366,7 @@ func (u *upgradeRun) rehearse(ctx workflow.Context) error {
 			TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrKind.ValueSet(KindRehearsal))})
 		var res RehearsalResult
 		if err := workflow.ExecuteChildWorkflow(cctx, JobRehearsalWorkflowType, JobRehearsalInput{RunID: u.wid, N: n, Job: u.st.Job,
-			NewRecipe: &newRecipe, FlinkVersion: rh.FlinkVersion, Savepoint: rh.Savepoint, Format: u.in.Format,
+			NewRecipe: &newRecipe, FlinkVersion: rh.FlinkVersion, ProgramArgs: rh.ProgramArgs, Savepoint: rh.Savepoint, Format: u.in.Format,
 			SavepointTimeout: u.in.SavepointTimeout, Health: u.in.Health}).Get(ctx, &res); err != nil {
 			res = RehearsalResult{Key: u.in.Job, Verdict: catalog.RehearsalInconclusive, Why: "the rehearsal ended without a verdict: " + errorText(err)}
 		}

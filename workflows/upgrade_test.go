@@ -259,8 +259,12 @@ func (f *upgradeFixture) fakeRehearsal() {
 		if f.rehearse == "" {
 			return activities.PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured"}, nil
 		}
-		recipe := inventory.DrillRecipe{Jar: in.NewRecipe.Jar, EntryClass: in.NewRecipe.EntryClass,
-			ProgramArgs: activities.WithSandboxArgs(in.NewRecipe.ProgramArgs, []string{"--sink", "discard"}), SandboxArgs: []string{"--sink", "discard"}}
+		spec := inventory.JobSpec{Name: "orders", Restart: previousRecipe,
+			Drill: &inventory.DrillRecipe{ProgramArgs: []string{"--version", "1", "--sink", "discard"}, SandboxArgs: []string{"--sink", "discard"}}}
+		recipe, why := activities.RehearsalRecipe(spec, in.NewRecipe, "1.20", in.ProgramArgs)
+		if why != "" {
+			return activities.PrepareRehearsalResult{NotRehearsed: why}, nil
+		}
 		return activities.PrepareRehearsalResult{FlinkVersion: "1.20.3", Target: &activities.DrillTarget{Key: in.Job.Key, Tenant: in.Job.Tenant,
 			ClusterID: in.Job.ClusterID, JobName: in.Job.JobName, Kind: activities.SnapshotSavepoint, Recipe: &recipe,
 			DrillCluster: "http://drill", DrillDir: fmt.Sprintf("hdfs://nn/drills/%s/cluster-a/orders-%d", in.RunID, in.N)}}, nil

@@ -15,8 +15,12 @@ import (
 // version from exactly that savepoint, health gate, commit; or roll back.
 const JobUpgradeWorkflowType = "JobUpgrade"
 
-// KindUpgrade is the SearchAttrKind of upgrades.
-const KindUpgrade = "upgrade"
+// KindUpgrade is the SearchAttrKind of upgrades, KindUpgradeCheck of
+// `upgrade check` runs.
+const (
+	KindUpgrade      = "upgrade"
+	KindUpgradeCheck = "upgrade-check"
+)
 
 // JobUpgradeWorkflowID is the ID of an upgrade: one run per name.
 func JobUpgradeWorkflowID(upgradeID string) string { return "upgrade-" + upgradeID }
@@ -75,6 +79,11 @@ type UpgradeRehearsal struct {
 	FlinkVersion string `json:"flinkVersion,omitempty"`
 	// Savepoint is rehearsed instead of a fresh one.
 	Savepoint string `json:"savepoint,omitempty"`
+	// ProgramArgs are the arguments the drill copy of the new version runs
+	// with (the drill recipe's sandboxArgs put in force). Required to
+	// rehearse a new version whose arguments changed: production arguments
+	// may name sinks and paths a copy must never write to.
+	ProgramArgs []string `json:"programArgs,omitempty"`
 }
 
 // Values of UpgradeInput.Mode.

@@ -40,6 +40,8 @@ type drillEnv struct {
 	drill     sandbox.FlinkCluster
 	static    *inventory.Static
 	queue     string // the task queue of the drill runs
+	// versionClusters are drill clusters by Flink version, for rehearsals.
+	versionClusters []config.DrillCluster
 }
 
 // stateCheckClass is the sample job's State Processor API state check.
@@ -105,7 +107,7 @@ func (d *drillEnv) workerProcessOf(tmp *sandbox.Temporal, queue, bin string) *wo
 	cfg.Storage.HDFSUser = d.peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{d.root}
 	cfg.Inventory.StaticFile = peertest.WriteInventory(d.t, *d.static)
-	cfg.Drill = config.Drill{ClusterRESTURL: d.drill.RESTURL, Root: d.drillRoot}
+	cfg.Drill = config.Drill{ClusterRESTURL: d.drill.RESTURL, Root: d.drillRoot, Clusters: d.versionClusters}
 	cfg.Cleanup = config.Cleanup{TrashRoot: d.root + "/trash", PlanDir: d.root + "/plans"}
 	cfgPath := peertest.WriteWorkerConfig(d.t, cfg)
 	d.queue = queue

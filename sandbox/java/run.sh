@@ -28,6 +28,11 @@
 #                                          and secure-up
 #   sandbox/java/run.sh secure-flink-down  stop it (down and secure-down stop it too)
 #
+#   sandbox/java/run.sh drill2-up      start or reuse a Flink 2.3 session cluster that belongs to no
+#                                      tenant (drill-2): the drill cluster of version 2.3 a
+#                                      compatibility rehearsal restores on, write drill-2.json; needs up
+#   sandbox/java/run.sh drill2-down    stop it (down stops it too)
+#
 # State, pid files and logs live under <repo>/var/sandbox (override: FLINKMAINT_SANDBOX_DIR).
 # HDFS and ZooKeeper data are fresh whenever the storage JVM starts; a Flink cluster started
 # against an older storage JVM is restarted with it.
@@ -84,6 +89,10 @@ FAILOVER_ZK_SESSION_MS="${FLINKMAINT_FAILOVER_ZK_SESSION_MS:-20000}"
 SECURE_FLINK="secure-flink"
 SECURE_FLINK_TENANT="team-a"
 SECURE_FLINK_JSON="$STATE/secure-flink.json"
+# A Flink 2.3 session cluster no tenant owns, for rehearsals on Flink 2.3 beside cluster-c: drills
+# never run on an inventory cluster.
+DRILL2="drill-2"
+DRILL2_JSON="$STATE/drill-2.json"
 # Extra JVM options for the next start_peer (the secure cluster's krb5.conf).
 PEER_JVM_OPTS=()
 
@@ -306,7 +315,8 @@ storage_healthy() {
 # A cluster is reusable if it answers, runs the current build and its config (which names the
 # running storage JVM's ports) is the one generated now in conf.next.
 cluster_healthy() {
-    local id="$1" ready="$JAVA_STATE/$id.ready"
+    local id="$1"
+    local ready="$JAVA_STATE/$id.ready"
     [[ -n "$(peer_pid "$id")" && -f "$ready" ]] || return 1
     [[ "$JAVA_STATE/$id.pid" -nt "$BUILD_STAMP" ]] || return 1
     same_conf "$JAVA_STATE/$id/conf/config.yaml" "$JAVA_STATE/$id/conf.next/config.yaml" || return 1
@@ -457,6 +467,8 @@ cmd_up() {
         rm -f "$FAILOVER_JSON"
         stop_peer "$SECURE_FLINK"
         rm -f "$SECURE_FLINK_JSON"
+        stop_peer "$DRILL2"
+        rm -f "$DRILL2_JSON"
         stop_peer storage
         local tenant_args=()
         for tenant in "${TENANTS[@]}"; do tenant_args+=(--tenant "$tenant"); done
@@ -508,6 +520,8 @@ cmd_down() {
     rm -f "$FAILOVER_JSON"
     stop_peer "$SECURE_FLINK"
     rm -f "$SECURE_FLINK_JSON"
+    stop_peer "$DRILL2"
+    rm -f "$DRILL2_JSON"
     stop_peer storage
     stop_peer secure-storage
     rm -f "$SECURE_JSON"
@@ -652,10 +666,11 @@ cmd_secure_status() {
 
 failover_ha_id() { env_value "$JAVA_STATE/$FAILOVER/ha-cluster-id" ID; }
 
-# write_single_cluster_json ID TENANT TENANT_ROOT_URI HA_CLUSTER_ID HDFS_USER OUT: the description
-# of a Flink 1.20 cluster started on its own (failover, secure-flink), for tests.
+# write_single_cluster_json ID TENANT TENANT_ROOT_URI HA_CLUSTER_ID HDFS_USER OUT [LINE]: the
+# description of a cluster started on its own (failover, secure-flink, drill-2; line 1 by default),
+# for tests.
 write_single_cluster_json() {
-    local id="$1" tenant="$2" root="$3" ha_id="$4" user="$5" out="$6" rest pid
+    local id="$1" tenant="$2" root="$3" ha_id="$4" user="$5" out="$6" line="${7:-1}" rest pid
     rest="$(env_value "$JAVA_STATE/$id.ready" REST_URL)"
     pid="$(env_value "$JAVA_STATE/$id.ready" PID)"
     {
@@ -664,7 +679,7 @@ write_single_cluster_json() {
         printf '  "checkpointDir": %s, "savepointDir": %s, "haStorageDir": %s,\n' \
             "$(json_str "$root/checkpoints")" "$(json_str "$root/savepoints")" "$(json_str "$root/ha")"
         printf '  "flinkVersion": %s, "sampleJobJar": %s, "javaClasspathFile": %s,\n' \
-            "$(json_str "$(line_version 1)")" "$(json_str "$(line_sample_jar 1)")" "$(json_str "$(line_classpath 1)")"
+            "$(json_str "$(line_version "$line")")" "$(json_str "$(line_sample_jar "$line")")" "$(json_str "$(line_classpath "$line")")"
         printf '  "pid": %s, "hdfsUser": %s, "log": %s\n}\n' "$pid" "$(json_str "$user")" "$(json_str "$LOGS/$id.log")"
     } >"$out.tmp"
     mv "$out.tmp" "$out"
@@ -772,6 +787,49 @@ cmd_failover_status() {
     return 0
 }
 
+# ---------------------------------------------------------------- Flink 2.3 drill cluster (opt-in)
+
+cmd_drill2_up() {
+    local start=$SECONDS root rest
+    take_lock
+    storage_healthy || die "storage peers do not run: run '$0 up' first"
+    [[ "$JAVA_STATE/storage.pid" -nt "$BUILD_STAMP" ]] || die "storage peers predate the build: run '$0 up' first"
+    root="hdfs://127.0.0.1:$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)/user/app/$DRILL2"
+    write_cluster_conf "$DRILL2" "$DRILL2" "$root" "$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)"
+    if cluster_healthy "$DRILL2"; then
+        log "reusing $DRILL2 (pid $(peer_pid "$DRILL2"))"
+    else
+        stop_peer "$DRILL2"
+        cp "$JAVA_STATE/$DRILL2/conf.next/config.yaml" "$JAVA_STATE/$DRILL2/conf/config.yaml"
+        log "starting $DRILL2 (no tenant, Flink $(line_version 2)), log: $LOGS/$DRILL2.log"
+        start_peer "$DRILL2" "$CLUSTER_MAIN" 640m "$(line_classpath 2)" -- \
+            --conf-dir "$JAVA_STATE/$DRILL2/conf" --ready-file "$JAVA_STATE/$DRILL2.ready"
+        wait_ready "$DRILL2" 240
+        rest="$(env_value "$JAVA_STATE/$DRILL2.ready" REST_URL)"
+        wait_rest "$rest" || die "$DRILL2 REST endpoint $rest does not answer within $REST_WAIT_SECONDS s, see $LOGS/$DRILL2.log"
+        remember_rest_port "$DRILL2"
+    fi
+    write_single_cluster_json "$DRILL2" "" "$root" "$DRILL2" "$(env_value "$JAVA_STATE/storage.ready" HDFS_USER)" "$DRILL2_JSON" 2
+    log "$DRILL2 up in $((SECONDS - start)) s"
+}
+
+cmd_drill2_down() {
+    take_lock
+    stop_peer "$DRILL2"
+    rm -f "$DRILL2_JSON"
+}
+
+cmd_drill2_status() {
+    local pid
+    pid="$(peer_pid "$DRILL2")"
+    if [[ -n "$pid" ]]; then
+        printf 'drill-2    running pid %-7s %s\n' "$pid" "$(env_value "$JAVA_STATE/$DRILL2.ready" REST_URL)"
+    else
+        printf 'drill-2    stopped\n'
+    fi
+    return 0
+}
+
 # ---------------------------------------------------------------- secure Flink cluster (opt-in)
 
 cmd_secure_flink_up() {
@@ -844,7 +902,9 @@ case "${1:-}" in
     build) cmd_build ;;
     up) cmd_up ;;
     down) cmd_down ;;
-    status) cmd_status; cmd_secure_status; cmd_failover_status; cmd_secure_flink_status ;;
+    status) cmd_status; cmd_secure_status; cmd_failover_status; cmd_secure_flink_status; cmd_drill2_status ;;
+    drill2-up) cmd_drill2_up ;;
+    drill2-down) cmd_drill2_down ;;
     secure-up) cmd_secure_up ;;
     secure-down) cmd_secure_down ;;
     secure-status) cmd_secure_status ;;
@@ -856,5 +916,5 @@ case "${1:-}" in
     secure-flink-up) cmd_secure_flink_up ;;
     secure-flink-down) cmd_secure_flink_down ;;
     secure-flink-status) cmd_secure_flink_status ;;
-    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status|failover-up|failover-kill|failover-restart|failover-down|failover-status|secure-flink-up|secure-flink-down|secure-flink-status" >&2; exit 2 ;;
+    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status|failover-up|failover-kill|failover-restart|failover-down|failover-status|secure-flink-up|secure-flink-down|secure-flink-status|drill2-up|drill2-down" >&2; exit 2 ;;
 esac
