@@ -266,7 +266,9 @@ type RehearsalCause struct {
 }
 
 // Inconclusive says the failure was the drill's, not the version's.
-func (c RehearsalCause) Inconclusive() bool { return c.Kind == CauseNoSlots || c.Kind == CauseOutsideDrillDir }
+func (c RehearsalCause) Inconclusive() bool {
+	return c.Kind == CauseNoSlots || c.Kind == CauseOutsideDrillDir
+}
 
 var (
 	reUnmatched   = regexp.MustCompile(`Cannot map checkpoint/savepoint state for operator ([0-9a-fA-F]{32})`)
