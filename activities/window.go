@@ -142,10 +142,17 @@ func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope, needR
 	recipes := map[string]inventory.RestartRecipe{}
 	drain := map[string]*bool{}
 	drillable := map[string]bool{}
+	builds := map[string][]string{}
 	for _, js := range c.Jobs {
 		recipes[js.Name] = js.Restart
 		drain[js.Name] = js.DrainOnStop
 		drillable[js.Name] = js.Drill != nil
+		if js.Drill != nil {
+			for v := range js.Drill.FlinkVersions {
+				builds[js.Name] = append(builds[js.Name], v)
+			}
+			sort.Strings(builds[js.Name])
+		}
 	}
 	running := map[string][]flink.JobOverview{}
 	for _, j := range jobs {
@@ -183,7 +190,7 @@ func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope, needR
 			targets = append(targets, JobTarget{
 				Key: key, Tenant: c.Tenant, ClusterID: c.ClusterID, KubeCluster: c.KubeCluster, RESTURL: c.RESTURL,
 				JobName: name, JobID: js[0].ID, CheckpointDir: c.CheckpointDir, SavepointDir: c.SavepointDir,
-				Restart: recipe, Drillable: drillable[name], DrainOnStop: drain[name],
+				Restart: recipe, Drillable: drillable[name], DrillBuilds: builds[name], DrainOnStop: drain[name],
 			})
 		}
 	}

@@ -48,6 +48,9 @@ type JobTarget struct {
 	// Drillable says the inventory has a drill recipe for the job, so a
 	// window can drill its savepoint as the canary.
 	Drillable bool `json:"drillable,omitempty"`
+	// DrillBuilds are the Flink versions (major.minor) the drill recipe
+	// has a build of the job for, for a migration rehearsal.
+	DrillBuilds []string `json:"drillBuilds,omitempty"`
 	// DrainOnStop is the inventory's per-job drain setting, if any.
 	DrainOnStop *bool `json:"drainOnStop,omitempty"`
 }

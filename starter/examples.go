@@ -74,6 +74,8 @@ flinkmaint drill start --job cluster-a/orders --snapshot hdfs://nn:8020/flink/pa
 
 	"upgrade start": `flinkmaint upgrade start -f upgrade.yaml
 flinkmaint upgrade start -f upgrade.yaml --wait`,
+	"upgrade check": `flinkmaint upgrade check -f upgrade.yaml
+flinkmaint upgrade check -f upgrade.yaml --flink-version 2.3`,
 	"upgrade status": `flinkmaint upgrade status orders-v2`,
 	"upgrade decide": `flinkmaint upgrade status orders-v2
 flinkmaint upgrade decide orders-v2 --action allow-non-restored-state --reason "the dropped operator's state is rebuilt from Kafka"

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -319,6 +320,12 @@ func printWindowState(w io.Writer, st *workflows.WindowState) error {
 		sp := j.SavepointState
 		if j.ProofState != "" {
 			sp += ", proof " + j.ProofState
+		}
+		if j.Rehearsal != "" {
+			sp = strings.TrimPrefix(sp+", rehearsal "+j.Rehearsal, ", ")
+			if note == "" && j.Rehearsal != catalog.RehearsalCompatible {
+				note = j.RehearsalCause
+			}
 		}
 		if len(note) > 100 {
 			note = note[:100] + "..."

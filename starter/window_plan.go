@@ -212,6 +212,9 @@ func renderPlan(w io.Writer, p *workflows.WindowPlan) error {
 		if j.DrillCanary {
 			wave += ", drill canary"
 		}
+		if j.Rehearsal != "" {
+			wave += ", " + j.Rehearsal
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Tenant, cluster, j.JobName, j.JobID, j.RestartKind, orDash(j.SavepointDir), wave)
 	}
 	if len(p.Skipped) > 0 {
@@ -228,6 +231,16 @@ func renderPlan(w io.Writer, p *workflows.WindowPlan) error {
 	next := func(format string, args ...interface{}) {
 		step++
 		fmt.Fprintf(tw, "%d.\t%s\n", step, fmt.Sprintf(format, args...))
+	}
+	if r := p.Policy.Rehearse; r.FlinkVersion != "" {
+		n := 0
+		for _, j := range p.Jobs {
+			if strings.HasPrefix(j.Rehearsal, "rehearsed") {
+				n++
+			}
+		}
+		next("rehearse: %d of %d job(s) restored from a savepoint taken without stopping them, with their Flink %s build on a drill cluster of that version, %d at once; "+
+			"an incompatible job pauses the window before anything stops", n, len(p.Jobs), r.FlinkVersion, r.Concurrency)
 	}
 	if p.DrillCanary != "" {
 		next("drill canary %s: stopped with a savepoint first and restored on the drill cluster; no other job stops before it passes", p.DrillCanary)

@@ -252,6 +252,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		fn   func(workflow.Context) error
 	}{
 		{WindowPhasePreflight, r.preflight},
+		{WindowPhaseRehearse, r.rehearse},
 		{WindowPhaseSavepointAll, r.savepointAll},
 		{WindowPhaseNetworkGate, r.networkGate},
 		{WindowPhaseProveSavepoints, r.proveSavepoints},
@@ -274,7 +275,7 @@ func (r *windowRun) run(ctx workflow.Context) (*WindowReport, error) {
 		}
 		// Only windows that ask for the proof have the phase, so windows
 		// without it, running or new, keep their commands.
-		if p.name == WindowPhaseProveSavepoints && !r.in.Policy.Drill.ProveSavepoints {
+		if p.name == WindowPhaseProveSavepoints && !r.in.Policy.Drill.ProveSavepoints || p.name == WindowPhaseRehearse && !r.in.Policy.Rehearse.on() {
 			continue
 		}
 		r.setPhase(ctx, p.name)

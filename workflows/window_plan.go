@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +53,19 @@ type WindowPlan struct {
 	Notes       []string     `json:"notes,omitempty"`
 }
 
+// planRehearsal says what policy.rehearse would do with job j.
+func planRehearsal(p RehearsePolicy, j activities.JobTarget) string {
+	switch {
+	case !p.on():
+		return ""
+	case !j.Drillable:
+		return "not rehearsed: no drill recipe"
+	case !slices.Contains(j.DrillBuilds, p.FlinkVersion):
+		return "not rehearsed: no build for Flink " + p.FlinkVersion
+	}
+	return "rehearsed on Flink " + p.FlinkVersion
+}
+
 // PlanTenant is one tenant in scope.
 type PlanTenant struct {
 	Name     string   `json:"name"`
@@ -75,6 +89,9 @@ type PlanJob struct {
 	// window assigns waves to the jobs whose savepoint it has).
 	Wave        int  `json:"wave"`
 	DrillCanary bool `json:"drillCanary,omitempty"`
+	// Rehearsal says whether policy.rehearse would rehearse the job, and
+	// why not.
+	Rehearsal string `json:"rehearsal,omitempty"`
 }
 
 // PlanWave is one restart wave, in order; wave 0 is the canary when
@@ -243,7 +260,8 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 	}
 	for _, j := range found.Jobs {
 		plan.Jobs = append(plan.Jobs, PlanJob{Key: j.Key, Tenant: j.Tenant, ClusterID: j.ClusterID, KubeCluster: j.KubeCluster, JobName: j.JobName,
-			JobID: j.JobID, RestartKind: string(j.Restart.Kind), SavepointDir: j.SavepointDir, Wave: wave[j.Key], DrillCanary: j.Key == plan.DrillCanary})
+			JobID: j.JobID, RestartKind: string(j.Restart.Kind), SavepointDir: j.SavepointDir, Wave: wave[j.Key], DrillCanary: j.Key == plan.DrillCanary,
+			Rehearsal: planRehearsal(w.Policy.Rehearse, j)})
 	}
 	plan.Tenants = planTenants(found)
 	plan.Duration = planDuration(&w, len(found.Jobs), waves, plan.DrillCanary != "", plan.Quota)

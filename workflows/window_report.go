@@ -36,6 +36,26 @@ type WindowReport struct {
 	Manifest  string           `json:"manifest"`
 }
 
+// rehearsalLines are the report's rows of the jobs a rehearsal phase saw.
+func rehearsalLines(jobs []JobProgress) string {
+	var b strings.Builder
+	for _, j := range jobs {
+		if j.Rehearsal == "" {
+			continue
+		}
+		verdict := j.Rehearsal
+		if j.RehearsalWaived {
+			verdict += " (went on knowingly)"
+		}
+		sp := ""
+		if j.RehearsalSavepoint != "" {
+			sp = "`" + j.RehearsalSavepoint + "`"
+		}
+		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s |\n", j.Target.Label(), verdict, sp, mdEscape(j.RehearsalCause)))
+	}
+	return b.String()
+}
+
 func buildReport(in *WindowInput, st *WindowState) *WindowReport {
 	return &WindowReport{
 		WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Phase: st.Phase,
@@ -100,6 +120,9 @@ func (rep *WindowReport) Markdown() string {
 			chk = fmt.Sprintf("%d", j.CheckpointID)
 		}
 		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |\n", j.Target.Label(), j.Target.JobID, sp, j.RestartState, j.NewJobID, chk, mdEscape(note)))
+	}
+	if rehearsed := rehearsalLines(rep.Jobs); rehearsed != "" {
+		b.WriteString("\n## Rehearsal\n\n| job | verdict | savepoint | cause or why |\n|---|---|---|---|\n" + rehearsed)
 	}
 	if c := rep.Canary; c != nil {
 		b.WriteString("\n## Canary restore drill\n\n")

@@ -93,6 +93,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	env.RegisterWorkflowWithOptions(GovernanceWorkflow, workflow.RegisterOptions{Name: GovernanceWorkflowType})
 	env.RegisterWorkflowWithOptions(JobDrillWorkflow, workflow.RegisterOptions{Name: JobDrillWorkflowType})
+	env.RegisterWorkflowWithOptions(JobRehearsalWorkflow, workflow.RegisterOptions{Name: JobRehearsalWorkflowType})
 	f.locks = openGates(env)
 	env.OnWorkflow(GovernanceWorkflowType, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in GovernanceInput) (*GovernanceReport, error) {
 		f.mu.Lock()

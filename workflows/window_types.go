@@ -38,7 +38,30 @@ type WindowPolicy struct {
 	Cleanup   CleanupPolicy   `json:"cleanup"`
 	History   HistoryPolicy   `json:"history"`
 	Drill     DrillPolicy     `json:"drill"`
+	Rehearse  RehearsePolicy  `json:"rehearse"`
 }
+
+// RehearsePolicy rehearses a migration before the window stops anything:
+// a savepoint of every job in scope, taken without stopping it, restored
+// with the job's build for the target Flink version (its drill recipe's
+// flinkVersions) on a drill cluster of that version (see
+// JobRehearsalWorkflow). Off unless FlinkVersion is set.
+type RehearsePolicy struct {
+	// FlinkVersion is the version the fleet moves to, as major.minor
+	// ("2.3").
+	FlinkVersion string `json:"flinkVersion,omitempty"`
+	// Concurrency bounds the rehearsals at once (default 2: each takes
+	// slots on the drill cluster).
+	Concurrency int `json:"concurrency,omitempty"`
+	// RunningTimeout, CheckpointTimeout and Soak say what healthy means for
+	// a copy; by default the restart's.
+	RunningTimeout    Duration `json:"runningTimeout,omitempty"`
+	CheckpointTimeout Duration `json:"checkpointTimeout,omitempty"`
+	Soak              Duration `json:"soak,omitempty"`
+}
+
+// on says the window rehearses.
+func (p RehearsePolicy) on() bool { return p.FlinkVersion != "" }
 
 // DrillPolicy proves the window's savepoints before the window relies on
 // them. Both checks are off by default.
@@ -211,6 +234,12 @@ func (p *WindowPolicy) ApplyDefaults() {
 	setStr(&p.Cleanup.Mode, ModePlanAndApprove)
 	setDur(&p.Cleanup.ApprovalTimeout, 24*time.Hour)
 	setInt(&p.History.MaxEventsPerRun, 10000)
+	if h := &p.Rehearse; h.on() {
+		setInt(&h.Concurrency, 2)
+		setDur(&h.RunningTimeout, r.RunningTimeout.D())
+		setDur(&h.CheckpointTimeout, r.CheckpointTimeout.D())
+		setDur(&h.Soak, r.Soak.D())
+	}
 	if d := &p.Drill; d.Canary {
 		setDur(&d.RunningTimeout, r.RunningTimeout.D())
 		setDur(&d.CheckpointTimeout, r.CheckpointTimeout.D())
@@ -263,7 +292,8 @@ func (in *WindowInput) validate(strict bool) error {
 		{"policy.network.autoConfirmAfter", p.Network.AutoConfirmAfter}, {"policy.restart.runningTimeout", p.Restart.RunningTimeout},
 		{"policy.restart.checkpointTimeout", p.Restart.CheckpointTimeout}, {"policy.restart.soak", p.Restart.Soak},
 		{"policy.drill.runningTimeout", p.Drill.RunningTimeout}, {"policy.drill.checkpointTimeout", p.Drill.CheckpointTimeout},
-		{"policy.drill.soak", p.Drill.Soak},
+		{"policy.drill.soak", p.Drill.Soak}, {"policy.rehearse.runningTimeout", p.Rehearse.RunningTimeout},
+		{"policy.rehearse.checkpointTimeout", p.Rehearse.CheckpointTimeout}, {"policy.rehearse.soak", p.Rehearse.Soak},
 	} {
 		if d.v < 0 {
 			bad("%s=%s: use a positive duration", d.name, d.v)
@@ -295,6 +325,13 @@ func (in *WindowInput) validate(strict bool) error {
 		bad("policy.drill.canaryJob=%q is set but policy.drill.canary is false: turn the canary drill on, or drop canaryJob", d.CanaryJob)
 	} else if c, n, ok := strings.Cut(d.CanaryJob, "/"); d.CanaryJob != "" && (!ok || c == "" || n == "") {
 		bad("policy.drill.canaryJob=%q: use cluster/name, as in the window's job list", d.CanaryJob)
+	}
+	if h := p.Rehearse; h.on() && !flinkMinorVersion.MatchString(h.FlinkVersion) {
+		bad("policy.rehearse.flinkVersion=%q: use the Flink version the fleet moves to as major.minor, such as \"2.3\"", h.FlinkVersion)
+	} else if h.on() && (h.Concurrency < 1 || h.Concurrency > 64) {
+		bad("policy.rehearse.concurrency=%d: use 1..64", h.Concurrency)
+	} else if !h.on() && (h.Concurrency != 0 || h.RunningTimeout != 0 || h.CheckpointTimeout != 0 || h.Soak != 0) {
+		bad("policy.rehearse: set flinkVersion to rehearse; the other fields mean nothing without it")
 	}
 	if h := p.History.MaxEventsPerRun; h < minEventsPerRun || h > maxEventsPerRun {
 		bad("policy.history.maxEventsPerRun=%d: use %d..%d (a run drains its running children before it hands over, so it needs headroom below Temporal's limit of 51200)",
@@ -341,7 +378,9 @@ func setDur(v *Duration, d time.Duration) {
 
 // Window phases, in order.
 const (
-	WindowPhasePreflight    = "preflight"
+	WindowPhasePreflight = "preflight"
+	// WindowPhaseRehearse runs with policy.rehearse.flinkVersion.
+	WindowPhaseRehearse     = "rehearse"
 	WindowPhaseSavepointAll = "savepoint-all"
 	WindowPhaseNetworkGate  = "network-gate"
 	// WindowPhaseProveSavepoints runs with policy.drill.proveSavepoints.
@@ -396,6 +435,14 @@ type JobProgress struct {
 	// ProofError saying which files fail, or waived by an operator.
 	ProofState string `json:"proofState,omitempty"`
 	ProofError string `json:"proofError,omitempty"`
+	// Rehearsal is the job's migration rehearsal (policy.rehearse): its
+	// verdict (catalog.Rehearsal*), cause or why, savepoint, and how often
+	// it ran; RehearsalWaived says a person let the window go on despite it.
+	Rehearsal          string `json:"rehearsal,omitempty"`
+	RehearsalCause     string `json:"rehearsalCause,omitempty"`
+	RehearsalSavepoint string `json:"rehearsalSavepoint,omitempty"`
+	RehearsalAttempts  int    `json:"rehearsalAttempts,omitempty"`
+	RehearsalWaived    bool   `json:"rehearsalWaived,omitempty"`
 
 	RestartState    string    `json:"restartState"`
 	RestartWave     int       `json:"restartWave"`
