@@ -34,7 +34,12 @@ import (
 //     check` naming that operator, and `upgrade start` of it pauses before
 //     the job stops, which runs on with the same id after the abort;
 //   - a 2.3 job upgraded to a new jar on 2.3 is rehearsed on the 2.3 drill
-//     cluster, then upgraded.
+//     cluster, then upgraded;
+//   - a window with policy.rehearse over a compatible and an incompatible
+//     job (its 2.3 build renames its keyed operator's uid) pauses before
+//     stopping anything, naming the incompatible job and Flink's cause;
+//     leaving that job out lets the window complete for the other, while it
+//     runs on with its id.
 //
 // After each, no copy runs on a drill cluster and the drill root is empty;
 // verdicts are recorded beside the savepoints.
@@ -46,7 +51,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	c23 := sandbox.RequirePeersLine(t, sandbox.Line2).Clusters[0]
 	drill23 := sandbox.RequireDrill2Cluster(t)
 	sfx := peertest.RandomHex(4)
-	a1, c1 := "rh-a-"+sfx, "rh-c-"+sfx
+	a1, a2, c1 := "rh-a-"+sfx, "rh-a2-"+sfx, "rh-c-"+sfx
 	args := func(ckpts, name string, extra ...string) []string {
 		return append([]string{"--checkpoint-dir", ckpts, "--job-name", name, "--keys", "2000", "--value-bytes", "256", "--rate", "200"}, extra...)
 	}
@@ -57,8 +62,13 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 		static.Clusters = static.Clusters[:1]
 		onA := sampleDrill(a1)
 		onA.FlinkVersions = map[string]inventory.DrillBuild{"2.3": {Jar: c23.SampleJobJar}}
+		// a2's build for 2.3 gives its keyed operator another uid.
+		renamed := sampleDrill(a2)
+		renamed.FlinkVersions = map[string]inventory.DrillBuild{"2.3": {Jar: c23.SampleJobJar, ProgramArgs: append(sampleDrill(a2).ProgramArgs, "--state-uid", "keyed-payload-state-2x")}}
 		static.Clusters[0].Jobs = []inventory.JobSpec{{Name: a1, Drill: onA, Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun,
-			Jar: e.peers.SampleJob.Jar, EntryClass: entry, ProgramArgs: args(e.root+"/a/checkpoints", a1)}}}
+			Jar: e.peers.SampleJob.Jar, EntryClass: entry, ProgramArgs: args(e.root+"/a/checkpoints", a1)}},
+			{Name: a2, Drill: renamed, Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun,
+				Jar: e.peers.SampleJob.Jar, EntryClass: entry, ProgramArgs: args(e.root+"/a/checkpoints", a2)}}}
 		static.Clusters = append(static.Clusters, inventory.Cluster{Tenant: e.tenant[1], ClusterID: c23.ClusterID, Mode: inventory.ModeSession,
 			RESTURL: c23.RESTURL, CheckpointDir: e.root + "/b/checkpoints", SavepointDir: e.root + "/b/savepoints",
 			Jobs: []inventory.JobSpec{{Name: c1, Drill: sampleDrill(c1), Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun,
@@ -68,7 +78,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 		d.versionClusters = []config.DrillCluster{{FlinkVersion: "2.3", RESTURL: drill23.RESTURL}}
 		cfg.Drill = config.Drill{ClusterRESTURL: d.drill.RESTURL, Root: d.drillRoot, Clusters: d.versionClusters}
 	})
-	if _, err := d.peers.HadoopShell(ctx, "-mkdir", "-p", d.plain+"/drills", d.plain+"/b/savepoints", d.plain+"/upgrades"); err != nil {
+	if _, err := d.peers.HadoopShell(ctx, "-mkdir", "-p", d.plain+"/drills", d.plain+"/b/savepoints", d.plain+"/upgrades", d.plain+"/windows"); err != nil {
 		t.Fatal(err)
 	}
 	queue := "rehearsal-" + sfx
@@ -76,6 +86,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 
 	ca := d.peers.Clusters[0]
 	fcA, a1ID := d.start(ctx, ca, a1, d.root+"/a/checkpoints", "", "", nil)
+	_, a2ID := d.start(ctx, ca, a2, d.root+"/a/checkpoints", "", "", nil)
 	fcC := peertest.FlinkClient(t, c23.RESTURL)
 	jar, err := fcC.UploadJar(ctx, c23.SampleJobJar)
 	if err != nil {
@@ -252,4 +263,60 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	t.Cleanup(func() { _ = fcC.CancelJob(context.Background(), st.NewJobID) })
 	stillRunning(fcC, st.NewJobID, "upgrade on 2.3")
 	nothingLeft("upgrade on 2.3")
+
+	// 5. A window rehearsing the move to 2.3: a1's build restores, a2's
+	// does not; a2 is left out, running, and the window goes on with a1.
+	d.checkpointed(ctx, fcA, a2ID, 1)
+	soak := workflows.Duration(3 * time.Second)
+	win := workflows.WindowInput{WindowID: "rh-" + sfx, Reason: "rehearsal test", Scope: activities.Scope{Clusters: []string{ca.ClusterID}, IncludeJobs: []string{a1, a2}},
+		Policy: workflows.WindowPolicy{ManifestDir: d.root + "/windows", Network: workflows.NetworkPolicy{Skip: true},
+			Restart: workflows.RestartPolicy{Soak: soak}, Cleanup: workflows.CleanupPolicy{Mode: workflows.CleanupModeSkip},
+			Rehearse: workflows.RehearsePolicy{FlinkVersion: "2.3", Soak: soak}}}
+	run, err = tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WindowWorkflowID(win.WindowID), TaskQueue: queue},
+		workflows.MaintenanceWindowWorkflowType, win)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws workflows.WindowState
+	d.waitFor(ctx, 5*time.Minute, "the window's rehearsal decision", func() (bool, string) {
+		v, err := tmp.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus)
+		if err != nil || v.Get(&ws) != nil {
+			return false, stringOr(err, "no status")
+		}
+		return ws.Pending != nil, ws.Phase
+	})
+	key2 := ca.ClusterID + "/" + a2
+	if p := ws.Pending; p.Kind != workflows.DecisionRehearsal || len(p.Jobs) != 1 || p.Jobs[0] != key2 || !strings.Contains(p.Reason, "keyed-payload-state") {
+		t.Fatalf("window pending %+v; want the rehearsal decision about %s alone, naming its operator", p, key2)
+	}
+	stillRunning(fcA, a1ID, "window waiting on its rehearsal")
+	stillRunning(fcA, a2ID, "window waiting on its rehearsal")
+	h, err = tmp.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: workflows.UpdateDecide,
+		Args: []interface{}{workflows.DecideRequest{Action: workflows.ActionSkipJob, Job: key2, By: "test", Reason: "a2 stays on 1.20"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep workflows.WindowReport
+	if err := run.Get(ctx, &rep); err != nil {
+		t.Fatalf("window: %v\nworker log:\n%s", err, w.Tail())
+	}
+	for _, j := range rep.Jobs {
+		switch j.Target.JobName {
+		case a1:
+			if j.Rehearsal != catalog.RehearsalCompatible || j.RestartState != workflows.StepDone {
+				t.Errorf("%s: rehearsal %s, restart %s; want compatible and restarted", a1, j.Rehearsal, j.RestartState)
+			}
+			t.Cleanup(func() { _ = fcA.CancelJob(context.Background(), j.NewJobID) })
+		case a2:
+			if j.Rehearsal != catalog.RehearsalIncompatible || j.RestartState != workflows.StepSkipped || !strings.Contains(j.RehearsalCause, "keyed-payload-state") {
+				t.Errorf("%s: rehearsal %s (%s), restart %s; want incompatible, left out", a2, j.Rehearsal, j.RehearsalCause, j.RestartState)
+			}
+		}
+	}
+	t.Logf("window %s ended %s: %d jobs, a2 left out: %s", win.WindowID, rep.Phase, len(rep.Jobs), ws.Pending.Reason)
+	stillRunning(fcA, a2ID, "window that left it out")
+	nothingLeft("window rehearsal")
 }
