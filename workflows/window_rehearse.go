@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -49,6 +50,10 @@ func (r *windowRun) rehearse(ctx workflow.Context) error {
 				j.Rehearsal, j.RehearsalSavepoint, j.RehearsalCause = res.Verdict, res.Savepoint, res.Why
 				if res.Cause != nil {
 					j.RehearsalCause = res.Cause.Text
+				}
+				if res.FormatNote != "" {
+					// A ForSt job's savepoint is NATIVE: say so beside the verdict.
+					j.RehearsalCause = strings.TrimPrefix(j.RehearsalCause+"; "+res.FormatNote, "; ")
 				}
 			})
 		if err != nil {
