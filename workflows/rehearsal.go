@@ -20,6 +20,10 @@ const JobRehearsalWorkflowType = "JobRehearsal"
 // KindRehearsal is the SearchAttrKind of rehearsals.
 const KindRehearsal = "rehearsal"
 
+// QueryRehearsalStatus returns a rehearsal's RehearsalResult so far: its
+// savepoint is held (cleanup keeps it) while the copy restores from it.
+const QueryRehearsalStatus = "rehearsal-status"
+
 // JobRehearsalInput says what to rehearse into what.
 type JobRehearsalInput struct {
 	// RunID names the run the rehearsal belongs to: the savepoint's
@@ -101,7 +105,10 @@ func JobRehearsalWorkflowID(parent string, n int) string {
 // rehearsal that could not clean up after itself.
 func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (RehearsalResult, error) {
 	var a *activities.Activities
-	res := RehearsalResult{Key: in.Job.Key, Tenant: in.Job.Tenant}
+	res := RehearsalResult{Key: in.Job.Key, Tenant: in.Job.Tenant, Savepoint: in.Savepoint}
+	if err := workflow.SetQueryHandler(ctx, QueryRehearsalStatus, func() (RehearsalResult, error) { return res, nil }); err != nil {
+		return res, err
+	}
 	short := workflow.WithActivityOptions(ctx, shortActivityOptions())
 	var prep activities.PrepareRehearsalResult
 	err := workflow.ExecuteActivity(short, a.PrepareRehearsal, activities.PrepareRehearsalInput{RunID: in.RunID, N: in.N, Job: in.Job,
@@ -118,7 +125,6 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 	}
 	t := *prep.Target
 	res.DrillCluster, res.FlinkVersion, res.Jar = t.DrillCluster, prep.FlinkVersion, t.Recipe.Jar
-	res.Savepoint = in.Savepoint
 	if res.Savepoint == "" {
 		var sp activities.TakeSavepointResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, takeSavepointOptions(in.SavepointTimeout.D())), a.TakeSavepoint,

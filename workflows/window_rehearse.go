@@ -27,6 +27,14 @@ func WindowRehearsalWorkflowID(windowID, jobKey string, attempt int) string {
 func (r *windowRun) rehearse(ctx workflow.Context) error {
 	p := r.in.Policy.Rehearse
 	health := RestartPolicy{RunningTimeout: p.RunningTimeout, CheckpointTimeout: p.CheckpointTimeout, Soak: p.Soak, Checks: r.in.Policy.Restart.Checks}
+	for i := range r.st.Jobs {
+		// A job discovery found no build of for the version is reported
+		// without a child: a fleet of such jobs costs no history.
+		j := &r.st.Jobs[i]
+		if why := planRehearsal(p, j.Target); j.Rehearsal == "" && j.RestartState != StepSkipped && !strings.HasPrefix(why, "rehearsed") {
+			j.Rehearsal, j.RehearsalCause = catalog.RehearsalNotRehearsed, strings.TrimPrefix(why, "not rehearsed: ")
+		}
+	}
 	for {
 		keys := r.jobsWhere(func(j *JobProgress) bool { return j.Rehearsal == "" && j.RestartState != StepSkipped })
 		err := r.runChildren(ctx, keys, p.Concurrency,

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ type rehearseFixture struct {
 
 func newRehearseFixture(t *testing.T, n int) *rehearseFixture {
 	f := &rehearseFixture{windowFixture: newWindowFixture(t, n), verdicts: map[string][]string{}}
+	for i := range f.jobs {
+		f.jobs[i].Drillable, f.jobs[i].DrillBuilds = true, []string{"2.2", "2.3"}
+	}
 	f.env.OnWorkflow(JobRehearsalWorkflowType, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in JobRehearsalInput) (RehearsalResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -54,12 +58,13 @@ func rehearseInput() WindowInput {
 // Every job is rehearsed into the target version before any is stopped;
 // compatible jobs go through the window as usual.
 func TestWindowRehearsesEveryJobBeforeStoppingAny(t *testing.T) {
-	f := newRehearseFixture(t, 3)
+	f := newRehearseFixture(t, 4)
 	f.verdicts["cluster-a/job-c"] = []string{catalog.RehearsalNotRehearsed}
+	f.jobs[3].DrillBuilds = []string{"2.2"} // job-d has no build for 2.3
 	f.env.ExecuteWorkflow(MaintenanceWindowWorkflow, rehearseInput())
 	rep := f.result()
-	if len(f.rehearsals) != 3 {
-		t.Fatalf("rehearsals %+v; want one per job", f.rehearsals)
+	if len(f.rehearsals) != 3 || slices.ContainsFunc(f.rehearsals, func(in JobRehearsalInput) bool { return in.Job.Key == "cluster-b/job-d" }) {
+		t.Fatalf("rehearsals %+v; want one per job with a build for 2.3", f.rehearsals)
 	}
 	for i, in := range f.rehearsals {
 		if f.stoppedAt[i] != 0 || in.FlinkVersion != "2.3" || in.NewRecipe != nil || in.RunID != "window-w1" || in.N != 1 || in.Health.Soak == 0 || in.Format != FormatCanonical {
@@ -72,7 +77,8 @@ func TestWindowRehearsesEveryJobBeforeStoppingAny(t *testing.T) {
 		}
 	}
 	md := rep.Markdown()
-	for _, want := range []string{"## Rehearsal", "| cluster-a/job-a | compatible | `hdfs://nn/sp/rehearsal-job-a` |", "| cluster-a/job-c | not-rehearsed |  | the drill recipe of job-c has no build for Flink 2.3"} {
+	for _, want := range []string{"## Rehearsal", "| cluster-a/job-a | compatible | `hdfs://nn/sp/rehearsal-job-a` |",
+		"| cluster-a/job-c | not-rehearsed |  | the drill recipe of job-c has no build for Flink 2.3", "| cluster-b/job-d | not-rehearsed |  | no build for Flink 2.3 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -174,6 +176,16 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 		}
 		return false, "not running yet"
 	})
+	// While the copy restores, the rehearsal holds its savepoint: cleanup
+	// reads that from Temporal and keeps it.
+	child := workflows.JobRehearsalWorkflowID(workflows.UpgradeCheckWorkflowID("to-2-3-"+sfx), 1)
+	held, err := app.TemporalRuns{Client: tmp.Client}.SnapshotsInUse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(held, func(h activities.RunSnapshot) bool { return h.Run == child && strings.Contains(h.Path, "/a/savepoints/") }); i < 0 {
+		t.Errorf("runs in flight hold %+v; want rehearsal %s holding the savepoint its copy restores from", held, child)
+	}
 	w.Kill()
 	w.Start()
 	st, err := outcome(run)

@@ -29,8 +29,8 @@ var _ activities.RunRecords = TemporalRuns{}
 // runsInFlightQuery selects the runs that can hold a snapshot to restore
 // from. Drills are not among them: their jobs run on the drill cluster,
 // which is read as a live cluster.
-var runsInFlightQuery = fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType IN ('%s', '%s')",
-	workflows.MaintenanceWindowWorkflowType, workflows.JobUpgradeWorkflowType)
+var runsInFlightQuery = fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType IN ('%s', '%s', '%s')",
+	workflows.MaintenanceWindowWorkflowType, workflows.JobUpgradeWorkflowType, workflows.JobRehearsalWorkflowType)
 
 // runQueryTimeout bounds one run's answer: a run that cannot answer fails
 // the step (it is retried), it never counts as holding nothing.
@@ -73,8 +73,11 @@ func runSnapshots(ctx context.Context, c client.Client, workflowType, id, runID 
 	qctx, cancel := context.WithTimeout(ctx, runQueryTimeout)
 	defer cancel()
 	query := workflows.QueryStatus
-	if workflowType == workflows.JobUpgradeWorkflowType {
+	switch workflowType {
+	case workflows.JobUpgradeWorkflowType:
 		query = workflows.QueryUpgradeStatus
+	case workflows.JobRehearsalWorkflowType:
+		query = workflows.QueryRehearsalStatus
 	}
 	v, err := c.QueryWorkflow(qctx, id, runID, query)
 	var nf *serviceerror.NotFound
@@ -109,6 +112,12 @@ func runSnapshots(ctx context.Context, c client.Client, workflowType, id, runID 
 		if st.Rollback != nil {
 			add(st.Rollback.NewVersionSavepoint, "savepoint of the new version of job "+st.Job.JobID+" taken at rollback")
 		}
+	case workflows.JobRehearsalWorkflowType:
+		var st workflows.RehearsalResult
+		if err := v.Get(&st); err != nil {
+			return nil, fmt.Errorf("read the state of rehearsal %s: %w", id, err)
+		}
+		add(st.Savepoint, "savepoint a rehearsal of "+st.Key+" restores a copy from")
 	}
 	return out, nil
 }
