@@ -183,7 +183,9 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(held, func(h activities.RunSnapshot) bool { return h.Run == child && strings.Contains(h.Path, "/a/savepoints/") }); i < 0 {
+	if i := slices.IndexFunc(held, func(h activities.RunSnapshot) bool {
+		return h.Run == child && strings.Contains(h.Path, "/a/savepoints/")
+	}); i < 0 {
 		t.Errorf("runs in flight hold %+v; want rehearsal %s holding the savepoint its copy restores from", held, child)
 	}
 	w.Kill()
