@@ -115,7 +115,9 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 		NewRecipe: in.NewRecipe, FlinkVersion: in.FlinkVersion, ProgramArgs: in.ProgramArgs}).Get(ctx, &prep)
 	switch {
 	case err != nil:
-		res.Verdict, res.Why = catalog.RehearsalNotRehearsed, "the rehearsal could not be prepared: "+errorText(err)
+		// A drill cluster that does not answer, or a set-up that could touch
+		// production, proves nothing: the run decides, it is not waved through.
+		res.Verdict, res.Why = catalog.RehearsalInconclusive, "the rehearsal could not be prepared: "+errorText(err)
 	case prep.Target == nil:
 		res.Verdict, res.Why = catalog.RehearsalNotRehearsed, prep.NotRehearsed
 	}

@@ -127,6 +127,7 @@ func TestUpgradeRehearsalModes(t *testing.T) {
 	for _, tc := range []struct{ rehearse, mode, want string }{
 		{"", RehearseAlways, "not rehearsed: no drill cluster"},
 		{"no-slots", RehearseAuto, "inconclusive on Flink 1.20.3: the drill cluster had no free slots"},
+		{"unreachable", RehearseAuto, "inconclusive: the rehearsal could not be prepared: reach drill cluster http://drill: connection refused"},
 	} {
 		f := newUpgradeFixture(t)
 		f.rehearse = tc.rehearse

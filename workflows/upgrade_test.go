@@ -256,6 +256,9 @@ func (f *upgradeFixture) fakeRehearsal() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.prepared = append(f.prepared, in)
+		if f.rehearse == "unreachable" {
+			return activities.PrepareRehearsalResult{}, temporal.NewNonRetryableApplicationError("reach drill cluster http://drill: connection refused", "FlinkUnavailable", nil)
+		}
 		if f.rehearse == "" {
 			return activities.PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured"}, nil
 		}
