@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -288,7 +287,7 @@ func (in *UpgradeInput) Validate() error {
 		problems = append(problems, fmt.Sprintf("rehearsal.mode=%q: use auto (rehearse when a drill cluster and the job's drill recipe allow it), always or never", rh.Mode))
 	case rh.FlinkVersion != "" && !in.CheckOnly:
 		problems = append(problems, fmt.Sprintf("rehearsal.flinkVersion=%q: the upgrade restarts the job on its own cluster, so it rehearses that cluster's version; use `upgrade check --flink-version` to rehearse another", rh.FlinkVersion))
-	case rh.FlinkVersion != "" && !flinkMinorVersion.MatchString(rh.FlinkVersion):
+	case rh.FlinkVersion != "" && !inventory.IsFlinkMinorVersion(rh.FlinkVersion):
 		problems = append(problems, fmt.Sprintf("rehearsal.flinkVersion=%q: use major.minor, such as 2.3", rh.FlinkVersion))
 	case in.CheckOnly && rh.Mode == RehearseNever:
 		problems = append(problems, "rehearsal.mode=never: a check is its rehearsal; use auto or always")
@@ -340,9 +339,6 @@ func (in *UpgradeInput) Validate() error {
 	}
 	return nil
 }
-
-// flinkMinorVersion is a Flink version as major.minor.
-var flinkMinorVersion = regexp.MustCompile(`^[1-9][0-9]*\.[0-9]+$`)
 
 // fieldProblem words an inventory field error as one of an input's problems.
 func fieldProblem(err error) string {

@@ -326,7 +326,7 @@ func (in *WindowInput) validate(strict bool) error {
 	} else if c, n, ok := strings.Cut(d.CanaryJob, "/"); d.CanaryJob != "" && (!ok || c == "" || n == "") {
 		bad("policy.drill.canaryJob=%q: use cluster/name, as in the window's job list", d.CanaryJob)
 	}
-	if h := p.Rehearse; h.on() && !flinkMinorVersion.MatchString(h.FlinkVersion) {
+	if h := p.Rehearse; h.on() && !inventory.IsFlinkMinorVersion(h.FlinkVersion) {
 		bad("policy.rehearse.flinkVersion=%q: use the Flink version the fleet moves to as major.minor, such as \"2.3\"", h.FlinkVersion)
 	} else if h.on() && (h.Concurrency < 1 || h.Concurrency > 64) {
 		bad("policy.rehearse.concurrency=%d: use 1..64", h.Concurrency)

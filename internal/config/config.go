@@ -23,6 +23,7 @@ import (
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
+	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -775,7 +776,7 @@ func (d Drill) validate(writable []string) []error {
 	seen := map[string]int{}
 	for i, c := range d.Clusters {
 		field := fmt.Sprintf("drill.clusters[%d]", i)
-		if !flinkMinorVersion.MatchString(c.FlinkVersion) {
+		if !inventory.IsFlinkMinorVersion(c.FlinkVersion) {
 			errs = append(errs, fmt.Errorf("%s.flinkVersion=%q: use the cluster's Flink version as major.minor, such as \"2.3\"", field, c.FlinkVersion))
 		} else if j, dup := seen[c.FlinkVersion]; dup {
 			errs = append(errs, fmt.Errorf("%s.flinkVersion=%q is also drill.clusters[%d]'s: give each Flink version one drill cluster", field, c.FlinkVersion, j))
@@ -790,9 +791,6 @@ func (d Drill) validate(writable []string) []error {
 	}
 	return errs
 }
-
-// flinkMinorVersion is a Flink version as major.minor.
-var flinkMinorVersion = regexp.MustCompile(`^[1-9][0-9]*\.[0-9]+$`)
 
 // underAny reports whether p is a root or lies below one. A plain path is
 // compared with the path part of a URI root (the default file system).

@@ -311,7 +311,7 @@ func ValidateDrillRecipe(field string, d DrillRecipe, r RestartRecipe) error {
 		}
 	}
 	for _, v := range sortedKeys(d.FlinkVersions) {
-		if !flinkMinorVersion.MatchString(v) {
+		if !IsFlinkMinorVersion(v) {
 			return &FieldError{Field: field + ".flinkVersions", Value: v, Valid: "Flink versions as major.minor, such as \"2.3\""}
 		}
 		built, _ := d.ForFlinkVersion(v)
@@ -323,7 +323,10 @@ func ValidateDrillRecipe(field string, d DrillRecipe, r RestartRecipe) error {
 	return nil
 }
 
-// flinkMinorVersion is a Flink version as major.minor.
+// IsFlinkMinorVersion says v names a Flink version as major.minor
+// ("2.3"), the way drill clusters and builds are keyed.
+func IsFlinkMinorVersion(v string) bool { return flinkMinorVersion.MatchString(v) }
+
 var flinkMinorVersion = regexp.MustCompile(`^[1-9][0-9]*\.[0-9]+$`)
 
 func sortedKeys[V any](m map[string]V) []string {
