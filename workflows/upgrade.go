@@ -47,7 +47,7 @@ func JobUpgradeWorkflow(ctx workflow.Context, in UpgradeInput) (*UpgradeState, e
 		return nil, err
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]interface{}{"reason": in.Reason, "ticket": in.Ticket, "job": in.Job})
-	u.notes = newNotifier(ctx, KindUpgrade, in.UpgradeID, nil)
+	u.notes = newNotifier(ctx, u.kind(), in.UpgradeID, nil) // sinks can tell a check from an upgrade
 	u.lock = newTenantLock(ctx, false)
 	err := u.run(ctx)
 	u.lock.release(ctx)
@@ -156,11 +156,7 @@ func (u *upgradeRun) record(ctx workflow.Context, d DecisionRecord) {
 func (u *upgradeRun) setPhase(ctx workflow.Context, phase string) {
 	u.logger.Info("phase", "from", u.st.Phase, "to", phase)
 	u.st.Phase = phase
-	kind := KindUpgrade
-	if u.in.CheckOnly {
-		kind = KindUpgradeCheck
-	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrKind.ValueSet(kind), SearchAttrPhase.ValueSet(phase),
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrKind.ValueSet(u.kind()), SearchAttrPhase.ValueSet(phase),
 		SearchAttrPausedForDecision.ValueSet(u.st.Pending != nil)); err != nil {
 		u.logger.Warn("search attributes not updated", "error", err)
 	}
@@ -394,6 +390,14 @@ func (u *upgradeRun) rehearse(ctx workflow.Context) error {
 			return nil
 		}
 	}
+}
+
+// kind is the run's SearchAttrKind: a check is not an upgrade.
+func (u *upgradeRun) kind() string {
+	if u.in.CheckOnly {
+		return KindUpgradeCheck
+	}
+	return KindUpgrade
 }
 
 // parallel says the new version starts beside the running previous one.
