@@ -58,8 +58,10 @@ func TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers(t *testing.T) {
 // period fail, naming the job, instead of treating its uploads as garbage;
 // and one whose longest checkpoint timeout of the fleet is shorter (the
 // default 10m) fails naming that setting.
+//
+// Not parallel: while its job runs, every plan over cluster-a fails the same
+// way, so the package's other scenarios must not plan beside it.
 func TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := newFailClosedEnv(t, ctx)
