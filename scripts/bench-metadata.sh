@@ -30,13 +30,23 @@ fi
 go test -count=1 -run TestWriteSynthetic ./internal/checkpoint/ -synthetic-out="$OUT/synthetic/chk-1000/_metadata" -synthetic-version=4 >/dev/null
 go build -o "$OUT/gobench" ./internal/checkpoint/bench
 
-if (( ${#fixtures[@]} > 0 )); then
-  echo "== ${#fixtures[@]} shared fixtures (versions 2-4)"
-  "$OUT/gobench" -iterations 200 "${fixtures[@]}"
+# Runs per side: each prints the median and spread of its timed runs.
+RUNS="${FLINKMAINT_BENCH_RUNS:-5}"
+# compare LABEL ITERATIONS FILE...: both readers over the same files, then the ratio of their medians.
+compare() {
+  local label="$1" iterations="$2" go_out java_out go_mbps java_mbps
+  shift 2
+  echo "== $label"
+  go_out="$("$OUT/gobench" -iterations "$iterations" -runs "$RUNS" "$@")"
+  grep -v '^GO_MEDIAN_MBPS=' <<<"$go_out"
   # shellcheck disable=SC2086
-  java $JAVA_OPTS -cp "$CP" io.github.flinkmaint.sandbox.peers.MetadataLoadBench 200 "${fixtures[@]}" 2>/dev/null
+  java_out="$(java $JAVA_OPTS -Xmx2g -cp "$CP" io.github.flinkmaint.sandbox.peers.MetadataLoadBench --runs="$RUNS" "$iterations" "$@" 2>/dev/null)"
+  grep -v '^JAVA_MEDIAN_MBPS=' <<<"$java_out"
+  go_mbps="$(sed -n 's/^GO_MEDIAN_MBPS=//p' <<<"$go_out")"
+  java_mbps="$(sed -n 's/^JAVA_MEDIAN_MBPS=//p' <<<"$java_out")"
+  awk -v g="$go_mbps" -v j="$java_mbps" 'BEGIN { printf "ratio of medians: %.1fx (go %.1f MB/s, java %.1f MB/s)\n", g / j, g, j }'
+}
+if (( ${#fixtures[@]} > 0 )); then
+  compare "${#fixtures[@]} shared fixtures (versions 2-4)" 200 "${fixtures[@]}"
 fi
-echo "== synthetic: 5,000 subtasks x 20 shared files"
-"$OUT/gobench" -iterations 5 "$OUT/synthetic/chk-1000/_metadata"
-# shellcheck disable=SC2086
-java $JAVA_OPTS -Xmx2g -cp "$CP" io.github.flinkmaint.sandbox.peers.MetadataLoadBench 5 "$OUT/synthetic/chk-1000/_metadata" 2>/dev/null
+compare "synthetic: 5,000 subtasks x 20 shared files" 5 "$OUT/synthetic/chk-1000/_metadata"

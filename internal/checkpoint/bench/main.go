@@ -1,6 +1,8 @@
 // Command bench times the _metadata reader over files given on the command
 // line and prints MB/s and referenced files/s, the figures `make
-// bench-metadata` sets beside Flink's own Java loader on the same files.
+// bench-metadata` sets beside Flink's own Java loader on the same files:
+// the median and spread of -runs timed runs of -iterations passes each,
+// and the heap a parse allocates and keeps, against the files' size.
 // Files are read into memory first, so only parsing is timed.
 package main
 
@@ -8,21 +10,27 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/benchstat"
 )
 
+type file struct {
+	path string
+	data []byte
+}
+
 func main() {
-	iterations := flag.Int("iterations", 20, "passes over all files")
+	iterations := flag.Int("iterations", 20, "passes over all files per timed run")
+	runs := flag.Int("runs", 5, "timed runs; the median and spread are printed")
 	flag.Parse()
-	if flag.NArg() == 0 || *iterations < 1 {
-		fmt.Fprintln(os.Stderr, "usage: bench [-iterations N] PATH/_metadata...")
+	if flag.NArg() == 0 || *iterations < 1 || *runs < 1 {
+		fmt.Fprintln(os.Stderr, "usage: bench [-iterations N] [-runs N] PATH/_metadata...")
 		os.Exit(2)
-	}
-	type file struct {
-		path string
-		data []byte
 	}
 	var files []file
 	var bytes int64
@@ -35,28 +43,68 @@ func main() {
 		files = append(files, file{p, data})
 		bytes += int64(len(data))
 	}
-	parse := func() int {
-		refs := 0
-		for _, f := range files {
-			md, err := checkpoint.ParseBytes(f.data, f.path)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "%s: %v\n", f.path, err)
-				os.Exit(1)
-			}
-			refs += len(md.Files)
-		}
-		return refs
-	}
 	for w := 0; w < max(1, *iterations/5); w++ {
-		parse()
+		parseAll(files)
 	}
-	start := time.Now()
+	var took benchstat.Durations
+	var mbps []float64
 	refs := 0
-	for i := 0; i < *iterations; i++ {
-		refs += parse()
+	for r := 0; r < *runs; r++ {
+		start := time.Now()
+		refs = 0
+		for i := 0; i < *iterations; i++ {
+			for _, md := range parseAll(files) {
+				refs += len(md.References)
+			}
+		}
+		d := time.Since(start)
+		took = append(took, d)
+		mbps = append(mbps, float64(bytes)*float64(*iterations)/1e6/d.Seconds())
 	}
-	secs := time.Since(start).Seconds()
-	fmt.Printf("go checkpoint.ParseBytes: %d files, %d bytes, %d iterations, %.3f s, %.1f MB/s, %.0f metadata/s, %.0f referenced files/s\n",
-		len(files), bytes, *iterations, secs, float64(bytes)*float64(*iterations)/1e6/secs,
-		float64(len(files)**iterations)/secs, float64(refs)/secs)
+	distinct := 0
+	for _, md := range parseAll(files) {
+		distinct += len(md.Files)
+	}
+	slices.Sort(mbps)
+	median := took.Median().Seconds()
+	fmt.Printf("go checkpoint.ParseBytes: %d files, %d bytes, %d iterations a run, %s a run; median %.1f MB/s (%.1f–%.1f), %.0f metadata/s, %.0f file references/s (%d distinct files a pass)\n",
+		len(files), bytes, *iterations, took, float64(bytes)*float64(*iterations)/1e6/median, mbps[0], mbps[len(mbps)-1],
+		float64(len(files)**iterations)/median, float64(refs)/median, distinct)
+	allocated, kept := heapOfOneParse(files)
+	fmt.Printf("go heap of one parse of all files: %.1f MB allocated (%.1fx the files, the peak without a collection), %.1f MB kept in the results (%.1fx)\n",
+		float64(allocated)/1e6, float64(allocated)/float64(bytes), float64(kept)/1e6, float64(kept)/float64(bytes))
+	fmt.Printf("GO_MEDIAN_MBPS=%.3f\n", float64(bytes)*float64(*iterations)/1e6/median)
+}
+
+func parseAll(files []file) []*checkpoint.Metadata {
+	out := make([]*checkpoint.Metadata, 0, len(files))
+	for _, f := range files {
+		md, err := checkpoint.ParseBytes(f.data, f.path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", f.path, err)
+			os.Exit(1)
+		}
+		out = append(out, md)
+	}
+	return out
+}
+
+// heapOfOneParse is what one pass allocates with the collector off (the
+// most it could hold at once) and what its results keep once collected.
+func heapOfOneParse(files []file) (allocated, kept uint64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	old := debug.SetGCPercent(-1)
+	runtime.ReadMemStats(&before)
+	results := parseAll(files)
+	runtime.ReadMemStats(&after)
+	debug.SetGCPercent(old)
+	allocated = after.TotalAlloc - before.TotalAlloc
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if after.HeapAlloc > before.HeapAlloc {
+		kept = after.HeapAlloc - before.HeapAlloc
+	}
+	runtime.KeepAlive(results)
+	return allocated, kept
 }

@@ -5,6 +5,7 @@ import java.io.DataInputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
@@ -14,20 +15,27 @@ import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
  * (Checkpoints.loadCheckpointMetadata) and prints the throughput, for a side-by-side
  * comparison with flinkmaint's Go reader over the same files.
  *
- * <p>Usage: MetadataLoadBench ITERATIONS PATH... (each PATH a _metadata file). Files are read
- * into memory first, so only parsing is timed.
+ * <p>Usage: MetadataLoadBench [--runs=N] ITERATIONS PATH... (each PATH a _metadata file):
+ * N timed runs (default 5) of ITERATIONS passes each, printed as their median and spread. Files
+ * are read into memory first, so only parsing is timed.
  */
 public final class MetadataLoadBench {
     public static void main(String[] args) throws Exception {
-        if (args.length < 2) {
-            System.err.println("usage: MetadataLoadBench ITERATIONS PATH...");
+        int runs = 5;
+        int first = 0;
+        if (args.length > 0 && args[0].startsWith("--runs=")) {
+            runs = Integer.parseInt(args[0].substring("--runs=".length()));
+            first = 1;
+        }
+        if (args.length - first < 2 || runs < 1) {
+            System.err.println("usage: MetadataLoadBench [--runs=N] ITERATIONS PATH...");
             System.exit(2);
         }
-        int iterations = Integer.parseInt(args[0]);
+        int iterations = Integer.parseInt(args[first]);
         List<byte[]> files = new ArrayList<>();
         List<String> names = new ArrayList<>();
         long bytes = 0;
-        for (int i = 1; i < args.length; i++) {
+        for (int i = first + 1; i < args.length; i++) {
             byte[] data = Files.readAllBytes(Path.of(args[i]));
             files.add(data);
             names.add(args[i]);
@@ -39,16 +47,26 @@ public final class MetadataLoadBench {
         for (int w = 0; w < warmup; w++) {
             load(files, names, cl);
         }
-        long start = System.nanoTime();
+        double[] mbps = new double[runs];
+        double[] seconds = new double[runs];
         long operators = 0;
-        for (int it = 0; it < iterations; it++) {
-            operators += load(files, names, cl);
+        for (int r = 0; r < runs; r++) {
+            long start = System.nanoTime();
+            operators = 0;
+            for (int it = 0; it < iterations; it++) {
+                operators += load(files, names, cl);
+            }
+            seconds[r] = (System.nanoTime() - start) / 1e9;
+            mbps[r] = (double) bytes * iterations / 1e6 / seconds[r];
         }
-        double seconds = (System.nanoTime() - start) / 1e9;
-        double mb = (double) bytes * iterations / 1e6;
+        double[] sorted = mbps.clone();
+        Arrays.sort(sorted);
+        double median = runs % 2 == 1 ? sorted[runs / 2] : (sorted[runs / 2 - 1] + sorted[runs / 2]) / 2;
         System.out.printf(
-                "java Checkpoints.loadCheckpointMetadata: %d files, %d bytes, %d iterations, %.3f s, %.1f MB/s, %.0f metadata/s, %d operators%n",
-                files.size(), bytes, iterations, seconds, mb / seconds, files.size() * iterations / seconds, operators / iterations);
+                "java Checkpoints.loadCheckpointMetadata: %d files, %d bytes, %d iterations a run, %d runs; median %.1f MB/s (%.1f-%.1f), %.0f metadata/s, %d operators%n",
+                files.size(), bytes, iterations, runs, median, sorted[0], sorted[runs - 1],
+                median * 1e6 / bytes * files.size(), operators / iterations);
+        System.out.printf("JAVA_MEDIAN_MBPS=%.3f%n", median);
     }
 
     private static long load(List<byte[]> files, List<String> names, ClassLoader cl) throws Exception {
