@@ -12,6 +12,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers lists a real,
@@ -59,19 +61,31 @@ func TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers(t *testing.T) {
 // and one whose longest checkpoint timeout of the fleet is shorter (the
 // default 10m) fails naming that setting.
 //
-// Not parallel: while its job runs, every plan over cluster-a fails the same
-// way, so the package's other scenarios must not plan beside it.
+// Its job runs on the sandbox's Flink 2.3 cluster that no tenant owns
+// (drill-2, no other scenario's inventory): on a shared cluster, every plan
+// of the package's other scenarios would fail the same way beside it.
 func TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e := newFailClosedEnv(t, ctx)
-	fc, job := e.start(ctx, e.peers.Clusters[0], "slow-checkpoints", e.root+"/a/checkpoints", "", "",
+	own := sandbox.RequireDrill2Cluster(t)
+	e := newFailClosedEnvWith(t, ctx, func(e *failClosedEnv, static *inventory.Static, _ *config.Config) {
+		static.Clusters[0].ClusterID, static.Clusters[0].RESTURL = own.ClusterID, own.RESTURL
+	})
+	fc := peertest.FlinkClient(t, own.RESTURL)
+	jar, err := fc.UploadJar(ctx, own.SampleJobJar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.DeleteJar(context.Background(), jar) })
+	e.jar[own.RESTURL] = jar // the 2.3 build
+	fc, job := e.start(ctx, own, "slow-checkpoints", e.root+"/a/checkpoints", "", "",
 		map[string]string{"execution.checkpointing.timeout": "2h"})
 	// Cancelled before the test ends: a plan of the next test must not see it.
 	defer e.cancel(ctx, fc, job)
 	e.checkpointed(ctx, fc, job, 1)
 	var res activities.PlanCleanupResult
-	err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-1", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
+	err = e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-1", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
 		Policy: cleanup.Policy{Grace: time.Hour, MaxCheckpointTimeout: 3 * time.Hour}}, &res)
 	if err == nil || !strings.Contains(err.Error(), "grace") || !strings.Contains(err.Error(), job) || !strings.Contains(err.Error(), activities.ErrTypeInvalidInput) {
 		t.Fatalf("plan with grace 1h beside a job with a 2h checkpoint timeout: %v; want InvalidInput naming grace and job %s", err, job)
