@@ -86,19 +86,30 @@ func replaceFile(ctx context.Context, fs storage.FileSystem, dir, name string, d
 // List reads every record, sorted by snapshot; a missing directory is
 // empty.
 func (s DrillStore) List(ctx context.Context) ([]DrillRecord, error) {
-	bySnapshot, err := readIndex(ctx, s.FS, s.dir(), drillRecords)
+	return listLatest(ctx, s.FS, s.dir(), drillRecords)
+}
+
+// listLatest reads the index and the record files of dir, a file
+// replacing the index's record of the same snapshot, sorted by snapshot.
+func listLatest[T any](ctx context.Context, fs storage.FileSystem, dir string, kind recordKind[T]) ([]T, error) {
+	bySnapshot, err := readIndex(ctx, fs, dir, kind)
 	if err != nil {
 		return nil, err
 	}
-	files, err := readRecords[DrillRecord](ctx, s.FS, s.dir())
+	files, err := readRecords[T](ctx, fs, dir)
 	for _, r := range files {
-		bySnapshot[r.Snapshot] = r // a file is newer than the index
+		p, _ := kind.path("", r)
+		bySnapshot[p] = r // a file is newer than the index
 	}
-	out := make([]DrillRecord, 0, len(bySnapshot))
-	for _, r := range bySnapshot {
-		out = append(out, r)
+	keys := make([]string, 0, len(bySnapshot))
+	for p := range bySnapshot {
+		keys = append(keys, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Snapshot < out[j].Snapshot })
+	sort.Strings(keys)
+	out := make([]T, 0, len(keys))
+	for _, p := range keys {
+		out = append(out, bySnapshot[p])
+	}
 	return out, err
 }
 

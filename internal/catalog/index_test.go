@@ -160,3 +160,27 @@ func TestCompactDrillRecords(t *testing.T) {
 		t.Fatalf("drills %+v %v; want %s by d2 and %s by d1", list, err, snap(1), snap(2))
 	}
 }
+
+func TestRehearsalRecordsLatestPerSavepoint(t *testing.T) {
+	ctx := context.Background()
+	s := RehearsalStore(newStore(t))
+	snap := func(i int) string { return fmt.Sprintf("hdfs://nn:8020/sp/savepoint-aaaaaa-%012d", i) }
+	if err := s.Put(ctx, RehearsalRecord{Snapshot: snap(0), RunID: "r1"}); err == nil {
+		t.Fatal("a record without a verdict was taken")
+	}
+	for i, v := range []string{RehearsalIncompatible, RehearsalCompatible} {
+		if err := s.Put(ctx, RehearsalRecord{Snapshot: snap(i) + "/", RunID: "r1", Verdict: v, FlinkVersion: "2.3.0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Compact(ctx, func(context.Context, string) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, RehearsalRecord{Snapshot: snap(0), RunID: "r2", Verdict: RehearsalCompatible}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 2 || list[0].Snapshot != snap(0) || list[0].RunID != "r2" || list[1].Verdict != RehearsalCompatible {
+		t.Fatalf("rehearsals %+v %v; want the newest verdict per savepoint, the index and a newer file merged", list, err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -66,20 +65,7 @@ func (s RehearsalStore) Put(ctx context.Context, r RehearsalRecord) error {
 // List reads every record, sorted by snapshot; a missing directory is
 // empty.
 func (s RehearsalStore) List(ctx context.Context) ([]RehearsalRecord, error) {
-	bySnapshot, err := readIndex(ctx, s.FS, s.dir(), rehearsalRecords)
-	if err != nil {
-		return nil, err
-	}
-	files, err := readRecords[RehearsalRecord](ctx, s.FS, s.dir())
-	for _, r := range files {
-		bySnapshot[r.Snapshot] = r // a file is newer than the index
-	}
-	out := make([]RehearsalRecord, 0, len(bySnapshot))
-	for _, r := range bySnapshot {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Snapshot < out[j].Snapshot })
-	return out, err
+	return listLatest(ctx, s.FS, s.dir(), rehearsalRecords)
 }
 
 // Compact folds the rehearsal records into their index and drops the
