@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -243,18 +244,6 @@ func (e *failClosedEnv) plan(ctx context.Context, runID string, scope activities
 // age sets the mtime of every file below plain path dir (and the dirs).
 func (e *failClosedEnv) age(dir string, when time.Time, filesOnly bool) {
 	e.t.Helper()
-	e.ageTree(dir, when, filesOnly, true)
-}
-
-// ageRunning ages the tree of a job that is still running: it never
-// settles, so it is aged as it is.
-func (e *failClosedEnv) ageRunning(dir string, when time.Time, filesOnly bool) {
-	e.t.Helper()
-	e.ageTree(dir, when, filesOnly, false)
-}
-
-func (e *failClosedEnv) ageTree(dir string, when time.Time, filesOnly, settle bool) {
-	e.t.Helper()
 	walk := func() (all []string, seen string) {
 		var b strings.Builder
 		_ = e.raw.Walk(dir, func(p string, fi os.FileInfo, err error) error {
@@ -272,7 +261,7 @@ func (e *failClosedEnv) ageTree(dir string, when time.Time, filesOnly, settle bo
 	// background: age the tree once it has settled (unchanged for 2 s), or
 	// a late discard makes it look written a moment ago.
 	all, last := walk()
-	for settled, deadline := 0, time.Now().Add(time.Minute); settle && settled < 4; {
+	for settled, deadline := 0, time.Now().Add(time.Minute); settled < 4; {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("%s did not settle within a minute", dir)
 		}
@@ -290,6 +279,27 @@ func (e *failClosedEnv) ageTree(dir string, when time.Time, filesOnly, settle bo
 	for _, p := range all {
 		if err := e.raw.Chtimes(p, when, when); err != nil && !os.IsNotExist(err) {
 			e.t.Fatalf("age %s: %v", p, err)
+		}
+	}
+}
+
+// ageCheckpointed ages the files a running job's latest completed
+// checkpoint references, and only those: a file its next checkpoint is
+// uploading meanwhile keeps the fresh mtime every real upload has (aged, it
+// would look like garbage no real cleanup could ever see).
+func (e *failClosedEnv) ageCheckpointed(ctx context.Context, fc *flink.Client, job string, when time.Time) {
+	e.t.Helper()
+	dir, refs := e.latestRefs(ctx, fc, job)
+	if len(refs) == 0 {
+		e.t.Fatalf("%s references no file to age", dir)
+	}
+	for _, f := range refs {
+		u, err := url.Parse(f)
+		if err != nil {
+			e.t.Fatalf("reference %q of %s: %v", f, dir, err)
+		}
+		if err := e.raw.Chtimes(u.Path, when, when); err != nil {
+			e.t.Fatalf("age %s: %v", u.Path, err)
 		}
 	}
 }
@@ -418,7 +428,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	port := e.peers.HDFS.NameNode[strings.LastIndex(e.peers.HDFS.NameNode, ":")+1:]
 	fd, jobD := e.start(ctx, ca, "failclosed-d", "hdfs://localhost:"+port+e.plain+"/a/checkpoints", "", "", nil)
 	e.checkpointed(ctx, fd, jobD, 2)
-	e.ageRunning(e.plain+"/a/checkpoints/"+jobD+"/shared", time.Now().Add(-2*time.Hour), true)
+	e.ageCheckpointed(ctx, fd, jobD, time.Now().Add(-2*time.Hour))
 
 	pol := cleanup.Policy{KeepSavepoints: 1}
 	sum, plan := e.plan(ctx, "failclosed-1", activities.Scope{Tenants: []string{e.tenant[0]}}, pol)
