@@ -24,14 +24,17 @@ trap 'sandbox/sandbox.sh down' EXIT
 
 # -tags realpeers: the tests that need a real peer (`make test-unit` leaves them out).
 go vet -tags realpeers ./...
-# -p 2: two packages at a time on the shared sandbox; Flink has slots for it.
+# The real-peer scenarios mostly wait (on Flink, on heartbeat timeouts after a
+# kill, on Kerberos tickets), so three packages at a time, each with three
+# tests at a time, keep two cores busy; the sandbox's clusters have 8 slots
+# each, and every scenario runs its own few jobs.
 # The report prints each package's result and a failing test's whole output,
 # then ends with the failures, the slowest tests and each package's time;
 # every event is kept in var/test.json.
 mkdir -p var
 go build -o bin/testreport ./internal/testsupport/testreport
 rc=0
-go test -json -tags realpeers -race -count=1 -p 2 -timeout 80m ./... 2>&1 |
+go test -json -tags realpeers -race -count=1 -p 3 -parallel 3 -timeout 80m ./... 2>&1 |
   tee var/test.json | bin/testreport -slowest 15 || rc=$?
 [[ "$rc" == 0 ]] || exit "$rc"
 
