@@ -386,7 +386,7 @@ func (a *Activities) ProveSnapshotStorage(ctx context.Context, in ProveSnapshotI
 	}
 	needs := map[string]*need{}
 	var order []string
-	for _, r := range md.References {
+	for r := range md.References() {
 		if r.Path == "" {
 			continue
 		}

@@ -74,7 +74,7 @@ func TestProveSnapshotStorageFindsMissingAndShortFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var files []checkpoint.Reference
-	for _, r := range md.References {
+	for r := range md.References() {
 		if r.Path != "" && r.Size > 1 {
 			files = append(files, r)
 		}

@@ -414,7 +414,7 @@ func (d *drillEnv) sharedFileOf(ctx context.Context, chk string) (string, string
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	for _, r := range md.References {
+	for r := range md.References() {
 		if strings.Contains(r.Path, "/shared/") {
 			return r.Path, r.OperatorID
 		}

@@ -25,7 +25,16 @@ func filesByMap(refs []Reference) []File {
 			files[r.Path] = i
 			out = append(out, File{Path: r.Path, Kind: r.Kind, Scope: r.Scope, Size: -1})
 		}
-		out[i].absorb(&r)
+		f := &out[i]
+		f.References++
+		if scopeRank(r.Scope) > scopeRank(f.Scope) {
+			f.Scope = r.Scope
+		}
+		if r.Range != nil {
+			f.Ranges = append(f.Ranges, *r.Range)
+		} else if r.Size > f.Size {
+			f.Size = r.Size
+		}
 	}
 	for i := range out {
 		slices.SortFunc(out[i].Ranges, func(a, b ByteRange) int {
@@ -63,8 +72,11 @@ func TestFinishMatchesMapAndSort(t *testing.T) {
 		for i := range refs {
 			r := Reference{Path: pool[rng.IntN(len(pool))], Kind: kinds[rng.IntN(3)],
 				Scope: scopes[rng.IntN(4)], Size: int64(rng.IntN(5)) - 1}
+			r.Raw = r.Path
 			if r.Kind == KindSegment {
-				r.Range = &ByteRange{Offset: int64(rng.IntN(4)), Length: int64(rng.IntN(3))}
+				// A segment's size is its length (streamHandle).
+				r.Size = int64(rng.IntN(3))
+				r.Range = &ByteRange{Offset: int64(rng.IntN(4)), Length: r.Size}
 			}
 			refs[i] = r
 		}
@@ -82,7 +94,7 @@ func TestFinishMatchesMapAndSort(t *testing.T) {
 		}
 		// A zero parser is at subtask 0 of operator "": the references
 		// come back as given, in order.
-		if n > 0 && !reflect.DeepEqual(p.md.References, refs) {
+		if n > 0 && !reflect.DeepEqual(slices.Collect(p.md.References()), refs) {
 			t.Fatalf("round %d: references changed or reordered", round)
 		}
 	}

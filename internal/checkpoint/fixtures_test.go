@@ -147,11 +147,11 @@ func TestFixtures(t *testing.T) {
 			}
 
 			// Every reference, in file order.
-			if len(md.References) != len(exp.References) {
-				t.Fatalf("references = %d, want %d", len(md.References), len(exp.References))
+			if md.NumReferences() != len(exp.References) {
+				t.Fatalf("references = %d, want %d", md.NumReferences(), len(exp.References))
 			}
 			for i, want := range exp.References {
-				got := md.References[i]
+				got := md.Reference(i)
 				if got.Kind != expectedKind[want.Kind] || got.Raw != want.Path || got.Path != dir+"/"+want.Path ||
 					got.Size != want.Size || got.Context != want.Ctx || got.LocalName != want.Local {
 					t.Errorf("reference %d = %+v, want %+v", i, got, want)

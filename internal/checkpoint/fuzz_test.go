@@ -102,7 +102,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted version %d checkpoint %d", md.Version, md.CheckpointID)
 		}
 		seen := map[string]bool{}
-		for _, r := range md.References {
+		for r := range md.References() {
 			if n, err := NormalizePath(r.Path); err != nil || n != r.Path {
 				t.Fatalf("reference path %q is not normalised (%q, %v)", r.Path, n, err)
 			}

@@ -1,37 +1,95 @@
 package checkpoint
 
-// HandleKind says which stream-handle type referenced a file.
-type HandleKind string
+import "fmt"
+
+// HandleKind says which stream-handle type referenced a file. It is one
+// byte (a big checkpoint has hundreds of thousands of Files) and reads
+// and writes as its name in JSON.
+type HandleKind uint8
 
 const (
 	// KindRelative is a RelativeFileStateHandle (tag 6): a path relative to the
 	// directory holding _metadata, resolved by the reader.
-	KindRelative HandleKind = "relative"
+	KindRelative HandleKind = iota + 1
 	// KindAbsolute is a FileStateHandle (tag 2): an absolute path string.
-	KindAbsolute HandleKind = "absolute"
+	KindAbsolute
 	// KindSegment is a SegmentFileStateHandle (tag 15): a byte range inside a
 	// physical file shared by many handles (file merging, Flink 1.20+).
-	KindSegment HandleKind = "segment"
+	KindSegment
 )
 
+var handleKindNames = [...]string{"", "relative", "absolute", "segment"}
+
+func (k HandleKind) String() string { return enumName(handleKindNames[:], int(k)) }
+
+// MarshalText writes the kind's name.
+func (k HandleKind) MarshalText() ([]byte, error) {
+	return enumText(handleKindNames[:], int(k), "handle kind")
+}
+
+// UnmarshalText reads a kind's name.
+func (k *HandleKind) UnmarshalText(b []byte) error {
+	i, err := enumParse(handleKindNames[:], string(b), "handle kind")
+	*k = HandleKind(i)
+	return err
+}
+
 // Scope says who owns a referenced file, which decides when it may go away.
-type Scope string
+// Like HandleKind it is one byte that reads and writes as its name.
+type Scope uint8
 
 const (
 	// ScopeExclusive: state of this checkpoint only (chk-N/ or savepoint dir):
 	// operator state, key-group state, RocksDB metadata, channel state.
-	ScopeExclusive Scope = "exclusive"
+	ScopeExclusive Scope = iota + 1
 	// ScopeShared: may be referenced by other checkpoints too: incremental
 	// RocksDB shared files (shared/), changelog (DSTL) files, file-merging
 	// segments written with SHARED scope.
-	ScopeShared Scope = "shared"
+	ScopeShared
 	// ScopePrivate: RocksDB private files of an incremental handle (MANIFEST,
 	// CURRENT, OPTIONS, and every file of a native full snapshot).
-	ScopePrivate Scope = "private"
+	ScopePrivate
 	// ScopeTaskOwned: file-merging segments written with EXCLUSIVE scope, which
 	// live in the TaskManager-owned taskowned/ directory.
-	ScopeTaskOwned Scope = "task-owned"
+	ScopeTaskOwned
 )
+
+var scopeNames = [...]string{"", "exclusive", "shared", "private", "task-owned"}
+
+func (s Scope) String() string { return enumName(scopeNames[:], int(s)) }
+
+// MarshalText writes the scope's name.
+func (s Scope) MarshalText() ([]byte, error) { return enumText(scopeNames[:], int(s), "scope") }
+
+// UnmarshalText reads a scope's name.
+func (s *Scope) UnmarshalText(b []byte) error {
+	i, err := enumParse(scopeNames[:], string(b), "scope")
+	*s = Scope(i)
+	return err
+}
+
+func enumName(names []string, i int) string {
+	if i < len(names) {
+		return names[i]
+	}
+	return fmt.Sprintf("unknown(%d)", i)
+}
+
+func enumText(names []string, i int, what string) ([]byte, error) {
+	if i < len(names) {
+		return []byte(names[i]), nil
+	}
+	return nil, fmt.Errorf("checkpoint: %s %d has no name", what, i)
+}
+
+func enumParse(names []string, s, what string) (int, error) {
+	for i, n := range names {
+		if n == s {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("checkpoint: %s %q is not one of %q", what, s, names[1:])
+}
 
 // scopeRank orders scopes by how long the file may outlive this checkpoint;
 // when one path is referenced with several scopes the widest one is reported.
@@ -59,7 +117,7 @@ type File struct {
 	// Path is absolute and normalised (see NormalizePath).
 	Path  string     `json:"path"`
 	Kind  HandleKind `json:"kind"`
-	Scope Scope      `json:"scope"`
+	Scope Scope      `json:"scope"` // the widest of its handles' scopes (scopeRank)
 	// Size is the largest state size Flink recorded for the file, -1 if no
 	// handle recorded one (Flink writes -1 for unknown; segments have none,
 	// their extent is in Ranges).
@@ -71,7 +129,8 @@ type File struct {
 }
 
 // Reference is one file-referencing handle occurrence, in file order, with
-// where it was found. Use it for diagnostics; Files is the de-duplicated set.
+// where it was found (Metadata.References). Use it for diagnostics; Files
+// is the de-duplicated set.
 type Reference struct {
 	Path       string     // resolved, normalised
 	Raw        string     // path string as written in the file
@@ -165,6 +224,6 @@ type Metadata struct {
 	// Properties is nil for V2/V3 and when the trailer is a serialized null.
 	Properties     *Properties `json:"properties,omitempty"`
 	PropertiesNull bool        `json:"propertiesNull,omitempty"`
-	// References lists every file-referencing handle in file order.
-	References []Reference `json:"-"`
+	// refs holds every file-referencing handle in file order (References).
+	refs refTable
 }

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -925,20 +926,21 @@ func (p *parser) channelHandles(input bool) error {
 // addRef records one file reference.
 func (p *parser) addRef(r Reference) {
 	r.OperatorID, r.Subtask = p.opID, p.subtask
-	if refs := p.md.References; len(refs) == cap(refs) {
-		p.md.References = slices.Grow(refs, refCapacity(len(refs), p.d.off, len(p.d.data))-len(refs))
+	t := &p.md.refs
+	if len(t.recs) == cap(t.recs) {
+		t.recs = slices.Grow(t.recs, refCapacity(len(t.recs), p.d.off, len(p.d.data))-len(t.recs))
 	}
-	p.md.References = append(p.md.References, r)
+	t.recs = append(t.recs, t.record(r))
 }
 
-// refCapacity is the capacity to grow References to when its n entries
-// fill it at file offset off of size bytes. References are 176 bytes and a
-// big checkpoint has hundreds of thousands, about evenly spread through
-// the file, so the total is extrapolated (with 1/8 to spare) rather than
-// reached by append's many 1.25x steps, which allocate several times the
-// final size and copy it as often. Like every count the reader trusts, the
-// estimate is bounded by what the rest of the input could hold: a file
-// reference takes at least minRefBytes.
+// refCapacity is the capacity to grow the reference records to when their
+// n entries fill it at file offset off of size bytes. A big checkpoint has
+// hundreds of thousands, about evenly spread through the file, so the
+// total is extrapolated (with 1/8 to spare) rather than reached by
+// append's many 1.25x steps, which allocate several times the final size
+// and copy it as often. Like every count the reader trusts, the estimate
+// is bounded by what the rest of the input could hold: a file reference
+// takes at least minRefBytes.
 func refCapacity(n, off, size int) int {
 	if n < 1024 {
 		return max(2*n, 16)
@@ -952,56 +954,63 @@ func refCapacity(n, off, size int) int {
 // and a one-byte path with its 2-byte length (tags 2 and 6).
 const minRefBytes = 12
 
-// trimRefs drops References' spare capacity if an overestimate left much.
+// trimRefs drops the records' spare capacity if an overestimate left
+// much, and the interning map, which only parsing needs.
 func (p *parser) trimRefs() {
-	if refs := p.md.References; cap(refs)-len(refs) > max(len(refs)/4, 1024) {
-		p.md.References = slices.Clip(slices.Clone(refs))
+	t := &p.md.refs
+	if cap(t.recs)-len(t.recs) > max(len(t.recs)/4, 1024) {
+		t.recs = slices.Clip(slices.Clone(t.recs))
 	}
+	t.seen = nil
 }
 
-// fileKey is one reference in the path sort of finish.
+// fileKey is one reference in the path sort of finish, in 16 bytes.
 type fileKey struct {
-	// hi and lo are the next 14 bytes of the path from the current depth,
-	// 7 in each, zero-padded, each followed by how many of its 7 bytes the
-	// path has: keys order like the paths they come from, and a count
-	// below 7 means the path ends there.
-	hi, lo uint64
-	i      int32 // index in md.References; MaxMetadataSize keeps it small
-	dup    bool  // same path as the key before it, once sorted
+	// chunk is the next 7 bytes of the path from the current depth,
+	// zero-padded, followed by how many of them the path has: keys order
+	// like the paths they come from, and a count below 7 means the path
+	// ends there.
+	chunk uint64
+	// ref is the index of the reference record (MaxMetadataSize keeps it
+	// below 1<<31) and, in bit keyDup, whether once sorted its path is the
+	// same as the path of the key before it.
+	ref uint32
 }
+
+const keyDup = 1 << 31
+
+func (k fileKey) index() int { return int(k.ref &^ keyDup) }
 
 // sortByPath sorts keys by the path of their reference, equal paths in
-// file order, and marks each repeat of a path as dup. keys must be in
+// file order, and marks each repeat of a path as a dup. keys must be in
 // file order and every key's path must hold the same depth bytes first;
 // tmp is scratch as long as keys. It is a most-significant-digit radix
-// sort on 14-byte chunks: no string comparisons, and each path is read
+// sort on 7-byte chunks: no string comparisons, and each path is read
 // once per chunk. A large run first skips the prefix all its paths share
 // (typically a job directory), after which "shared/" and a UUID, say,
-// mostly differ within 14 bytes.
-func sortByPath(refs []Reference, keys, tmp []fileKey, depth int) {
+// mostly differ within a chunk or two.
+func sortByPath(refs []refRecord, keys, tmp []fileKey, depth int) {
 	if len(keys) >= 32 {
 		depth = sharedPrefixLen(refs, keys, depth)
 	}
 	for k := range keys {
-		path := refs[keys[k].i].Path
-		keys[k].hi = pathChunk(path, depth)
-		keys[k].lo = pathChunk(path, depth+7)
+		keys[k].chunk = pathChunk(refs[keys[k].index()].path, depth)
 	}
 	radixSort(keys, tmp)
 	for start := 0; start < len(keys); {
 		end := start + 1
-		for end < len(keys) && keys[end].hi == keys[start].hi && keys[end].lo == keys[start].lo {
+		for end < len(keys) && keys[end].chunk == keys[start].chunk {
 			end++
 		}
 		if end-start > 1 {
-			if keys[start].hi&0xFF < 7 || keys[start].lo&0xFF < 7 {
+			if keys[start].chunk&0xFF < 7 {
 				// The paths end in this chunk, so they are equal; the
 				// stable sort left them in file order.
 				for k := start + 1; k < end; k++ {
-					keys[k].dup = true
+					keys[k].ref |= keyDup
 				}
 			} else {
-				sortByPath(refs, keys[start:end], tmp[start:end], depth+14)
+				sortByPath(refs, keys[start:end], tmp[start:end], depth+7)
 			}
 		}
 		start = end
@@ -1020,37 +1029,29 @@ func pathChunk(s string, depth int) uint64 {
 	return c | uint64(n)
 }
 
-// radixSort sorts keys by (hi, lo), stably, with tmp (as long as keys) as
+// radixSort sorts keys by chunk, stably, with tmp (as long as keys) as
 // scratch: a least-significant-digit radix sort, one pass per byte,
 // skipping the bytes all keys share.
 func radixSort(keys, tmp []fileKey) {
-	less := func(a, b *fileKey) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
 	if len(keys) < 32 {
 		for i := 1; i < len(keys); i++ {
-			for j := i; j > 0 && less(&keys[j], &keys[j-1]); j-- {
+			for j := i; j > 0 && keys[j].chunk < keys[j-1].chunk; j-- {
 				keys[j-1], keys[j] = keys[j], keys[j-1]
 			}
 		}
 		return
 	}
-	digit := func(k *fileKey, b int) byte {
-		if b < 8 {
-			return byte(k.lo >> (8 * b))
-		}
-		return byte(k.hi >> (8 * (b - 8)))
-	}
-	var counts [16][256]int
+	var counts [8][256]int
 	for k := range keys {
-		lo, hi := keys[k].lo, keys[k].hi
+		c := keys[k].chunk
 		for b := range 8 {
-			counts[b][byte(lo>>(8*b))]++
-			counts[8+b][byte(hi>>(8*b))]++
+			counts[b][byte(c>>(8*b))]++
 		}
 	}
 	src, dst := keys, tmp
 	for b := range counts {
 		count := &counts[b]
-		if count[digit(&src[0], b)] == len(src) {
+		if count[byte(src[0].chunk>>(8*b))] == len(src) {
 			continue
 		}
 		pos := 0
@@ -1059,7 +1060,7 @@ func radixSort(keys, tmp []fileKey) {
 			pos += c
 		}
 		for k := range src {
-			v := digit(&src[k], b)
+			v := byte(src[k].chunk >> (8 * b))
 			dst[count[v]] = src[k]
 			count[v]++
 		}
@@ -1073,27 +1074,27 @@ func radixSort(keys, tmp []fileKey) {
 // finish builds the de-duplicated file set and the tag counts.
 func (p *parser) finish() {
 	p.trimRefs()
-	refs := p.md.References
+	refs := p.md.refs.recs
 	// Sort the references by path, ties in file order, and build one File
 	// per run of equal paths.
 	keys := make([]fileKey, len(refs))
 	for i := range keys {
-		keys[i].i = int32(i)
+		keys[i].ref = uint32(i)
 	}
 	sortByPath(refs, keys, make([]fileKey, len(keys)), 0)
 	nFiles := 0
 	for _, key := range keys {
-		if !key.dup {
+		if key.ref&keyDup == 0 {
 			nFiles++
 		}
 	}
 	out := make([]File, 0, nFiles)
 	for _, key := range keys {
-		r := &refs[key.i]
-		if !key.dup {
-			out = append(out, File{Path: r.Path, Kind: r.Kind, Scope: r.Scope, Size: -1})
+		r := &refs[key.index()]
+		if key.ref&keyDup == 0 {
+			out = append(out, File{Path: r.path, Kind: r.kind, Scope: r.scope, Size: -1})
 		}
-		out[len(out)-1].absorb(r)
+		out[len(out)-1].absorb(r, p.md.refs.segs)
 	}
 	for i := range out {
 		if rs := out[i].Ranges; len(rs) > 1 {
@@ -1114,7 +1115,7 @@ func (p *parser) finish() {
 			if c := strings.Compare(a.Path, b.Path); c != 0 {
 				return c
 			}
-			return strings.Compare(string(a.Scope), string(b.Scope))
+			return cmp.Compare(a.Scope, b.Scope)
 		})
 		p.md.ManagedDirs = slices.Compact(dirs)
 	}
@@ -1134,24 +1135,24 @@ func (p *parser) finish() {
 
 // absorb counts reference r in f, the file it names: the widest scope,
 // every byte range, otherwise the largest size.
-func (f *File) absorb(r *Reference) {
+func (f *File) absorb(r *refRecord, segs []segment) {
 	f.References++
-	if scopeRank(r.Scope) > scopeRank(f.Scope) {
-		f.Scope = r.Scope
+	if scopeRank(r.scope) > scopeRank(f.Scope) {
+		f.Scope = r.scope
 	}
-	if r.Range != nil {
-		f.Ranges = append(f.Ranges, *r.Range)
-	} else if r.Size > f.Size {
-		f.Size = r.Size
+	if r.seg != 0 {
+		f.Ranges = append(f.Ranges, ByteRange{Offset: segs[r.seg].start, Length: r.size})
+	} else if r.size > f.Size {
+		f.Size = r.size
 	}
 }
 
 // sharedPrefixLen is the length of the longest prefix the paths of keys
 // share, given that they share depth bytes.
-func sharedPrefixLen(refs []Reference, keys []fileKey, depth int) int {
-	prefix := refs[keys[0].i].Path
+func sharedPrefixLen(refs []refRecord, keys []fileKey, depth int) int {
+	prefix := refs[keys[0].index()].path
 	for _, k := range keys[1:] {
-		s := refs[k.i].Path
+		s := refs[k.index()].path
 		if strings.HasPrefix(s, prefix) {
 			continue
 		}

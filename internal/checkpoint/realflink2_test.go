@@ -145,7 +145,7 @@ func accountFor(t *testing.T, hc *hdfs.Client, uri, dir string, owned []string) 
 		for _, o := range owned {
 			parent = strings.Replace(parent, strings.TrimSuffix(o, "/"), "<"+o[strings.LastIndex(strings.TrimSuffix(o, "/"), "/")+1:len(o)-1]+">", 1)
 		}
-		byScope[string(f.Scope)+" "+string(f.Kind)+" in "+parent]++
+		byScope[f.Scope.String()+" "+f.Kind.String()+" in "+parent]++
 		inside := false
 		for _, o := range owned {
 			inside = inside || strings.HasPrefix(p, o)

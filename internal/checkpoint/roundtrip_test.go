@@ -220,11 +220,11 @@ func TestRoundTripSyntheticHandles(t *testing.T) {
 				if wantName := map[bool]string{true: "Keyed Process -> Sink", false: ""}[v >= 5]; md.Operators[0].Name != wantName {
 					t.Errorf("operator name = %q, want %q", md.Operators[0].Name, wantName)
 				}
-				if len(md.References) != len(tc.want) {
-					t.Fatalf("got %d references, want %d: %+v", len(md.References), len(tc.want), md.References)
+				if md.NumReferences() != len(tc.want) {
+					t.Fatalf("got %d references, want %d: %+v", md.NumReferences(), len(tc.want), slices.Collect(md.References()))
 				}
 				for i, w := range tc.want {
-					r := md.References[i]
+					r := md.Reference(i)
 					got := wantRef{r.Path, r.Kind, r.Scope, r.Size, r.Range, r.Context, r.LocalName}
 					if got.path != w.path || got.kind != w.kind || got.scope != w.scope || got.size != w.size ||
 						got.ctx != w.ctx || got.local != w.local || (got.rng == nil) != (w.rng == nil) || (w.rng != nil && *got.rng != *w.rng) {
@@ -256,7 +256,7 @@ func TestRoundTripSyntheticHandles(t *testing.T) {
 func checkFilesConsistent(t *testing.T, md *Metadata) {
 	t.Helper()
 	byPath := map[string][]Reference{}
-	for _, r := range md.References {
+	for r := range md.References() {
 		byPath[r.Path] = append(byPath[r.Path], r)
 	}
 	if len(byPath) != len(md.Files) {
