@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
 // maxShardBytes bounds one plan shard read back from storage.
@@ -200,7 +202,9 @@ func (a *Activities) executePart(ctx context.Context, in ExecuteCleanupInput, h 
 	if err != nil {
 		return res, err
 	}
-	out, runErr := ex.Run(ctx, plan)
+	var calls atomic.Uint64
+	out, runErr := ex.Run(storage.CountNamenodeCalls(ctx, &calls), plan)
+	res.NamenodeCalls = calls.Load()
 	res.Removed = out.Counts[cleanup.OutcomeTrashed] + out.Counts[cleanup.OutcomeDeleted]
 	res.Refused, res.Gone = out.Counts[cleanup.OutcomeRefused], out.Counts[cleanup.OutcomeGone]
 	if runErr != nil {

@@ -178,6 +178,9 @@ type ExecuteCleanupPartResult struct {
 	Refused int    `json:"refused,omitempty"`
 	Gone    int    `json:"gone,omitempty"`
 	Resumed bool   `json:"resumed,omitempty"`
+	// NamenodeCalls is what acting on the part's items asked of the HDFS
+	// namenodes (0 for other storage).
+	NamenodeCalls uint64 `json:"namenodeCalls,omitempty"`
 }
 
 // ExecuteProgress is the heartbeat of ExecuteCleanup and

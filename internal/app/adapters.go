@@ -31,7 +31,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		AuthorityAliases: cfg.Storage.AuthorityAliases,
 		HDFS: storage.HDFSOptions{
 			User: cfg.Storage.HDFSUser, HadoopConfDir: cfg.Storage.HadoopConfDir, Kerberos: cfg.Storage.Kerberos.Options(),
-			RPCTimeout: cfg.Storage.RPCTimeout.D(), Guard: guard,
+			RPCTimeout: cfg.Storage.RPCTimeout.D(), Connections: cfg.Storage.HDFSConnections, Guard: guard,
 		},
 	}
 	acts := &activities.Activities{

@@ -483,18 +483,15 @@ func (r *run) process(ctx context.Context, it Item) Record {
 		rec.Retryable = IsRetryable(classify(op, it.Path, err))
 		return rec
 	}
-	fi, err := fsys.Stat(ctx, it.Path)
+	now, err := r.walkItem(ctx, it.Path)
 	if errors.Is(err, storage.ErrNotFound) {
 		o, tp, detail := r.vanished(ctx, it.Path, trash)
 		return r.record(it, o, tp, detail)
 	}
 	if err != nil {
-		return failed("stat", err)
+		return failed("walk", err)
 	}
-	if reason := r.verify(ctx, it, fi); reason != "" {
-		if strings.HasPrefix(reason, "error: ") {
-			return r.record(it, OutcomeFailed, trash, reason)
-		}
+	if reason := r.verify(it, now); reason != "" {
 		return r.record(it, OutcomeRefused, "", reason)
 	}
 	// The resources that name the savepoint go first: a savepoint left
@@ -540,9 +537,35 @@ func (r *run) process(ctx context.Context, it Item) Record {
 	return withResources(r.record(it, OutcomeDeleted, "", ""))
 }
 
-// verify re-checks an item right before acting, fi its entry just read;
-// it returns why the item must not be touched, or "" if it may.
-func (r *run) verify(ctx context.Context, it Item, fi storage.FileInfo) string {
+// itemNow is what a walk of an item right before acting found.
+type itemNow struct {
+	// newest is the newest modification of the item and everything in it.
+	newest time.Time
+	// completed is a _metadata in it the plan did not know of, if any.
+	completed string
+}
+
+// walkItem walks the item at p; a missing item is ErrNotFound.
+func (r *run) walkItem(ctx context.Context, p string) (itemNow, error) {
+	var now itemNow
+	base := r.e.cfg.FS.URI().String()
+	err := r.e.cfg.FS.Walk(ctx, p, func(fi storage.FileInfo) error {
+		if fi.ModTime.After(now.newest) {
+			now.newest = fi.ModTime
+		}
+		if !fi.IsDir && fi.Name == layout.MetadataFileName && now.completed == "" {
+			if key, err := normPath(fi.Path, base); err != nil || !r.planned[key] {
+				now.completed = fi.Path
+			}
+		}
+		return nil
+	})
+	return now, err
+}
+
+// verify re-checks an item right before acting, now what a walk of it
+// just found; it returns why the item must not be touched, or "" if it may.
+func (r *run) verify(it Item, now itemNow) string {
 	r.mu.Lock()
 	bad, fresh, live, liveJobs, liveClusters, ended := firstBad(r.freshBad), r.freshIx, r.live, r.liveJobs, r.liveClusters, r.ended
 	r.mu.Unlock()
@@ -590,29 +613,11 @@ func (r *run) verify(ctx context.Context, it Item, fi storage.FileInfo) string {
 			}
 		}
 	}
-	var newest time.Time
-	var completed string
-	base := r.e.cfg.FS.URI().String()
-	// From the entry just read: a NameNode round trip less per item.
-	err := storage.WalkFrom(ctx, r.e.cfg.FS, fi, func(fi storage.FileInfo) error {
-		if fi.ModTime.After(newest) {
-			newest = fi.ModTime
-		}
-		if !fi.IsDir && fi.Name == layout.MetadataFileName && completed == "" {
-			if key, err := normPath(fi.Path, base); err != nil || !r.planned[key] {
-				completed = fi.Path
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return "error: walk: " + err.Error()
+	if now.completed != "" {
+		return "holds " + now.completed + ", a checkpoint or savepoint completed since planning"
 	}
-	if completed != "" {
-		return "holds " + completed + ", a checkpoint or savepoint completed since planning"
-	}
-	if newest.After(it.Newest) {
-		return fmt.Sprintf("modified since planning (newest %s, planned %s)", newest.UTC().Format(time.RFC3339Nano), it.Newest.UTC().Format(time.RFC3339Nano))
+	if now.newest.After(it.Newest) {
+		return fmt.Sprintf("modified since planning (newest %s, planned %s)", now.newest.UTC().Format(time.RFC3339Nano), it.Newest.UTC().Format(time.RFC3339Nano))
 	}
 	r.mu.Lock()
 	writers := r.writers

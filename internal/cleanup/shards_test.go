@@ -192,6 +192,19 @@ func (c *listCounter) List(ctx context.Context, dir string, batch int, fn storag
 	return c.FileSystem.List(ctx, dir, batch, fn)
 }
 
+// Walk counts each dir it visits as a listing: a file system's walk lists
+// them through its own List.
+func (c *listCounter) Walk(ctx context.Context, root string, fn storage.WalkFunc) error {
+	return c.FileSystem.Walk(ctx, root, func(fi storage.FileInfo) error {
+		if fi.IsDir {
+			c.mu.Lock()
+			c.lists[fi.Path]++
+			c.mu.Unlock()
+		}
+		return fn(fi)
+	})
+}
+
 // Re-reading the roots for checkpoints completed since planning costs a
 // bounded share of the work: job dirs untouched since well before
 // planning are not listed again, and a large root is re-listed once every

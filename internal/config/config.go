@@ -153,6 +153,10 @@ type Storage struct {
 	// RPCTimeout bounds each NameNode call, retries on the other
 	// NameNode of an HA pair included.
 	RPCTimeout Duration `yaml:"rpcTimeout"`
+	// HDFSConnections is how many NameNode connections the worker keeps
+	// per HDFS cluster, each answering one call at a time; more let a
+	// cleanup run act on more items at once (1 to 32).
+	HDFSConnections int `yaml:"hdfsConnections"`
 	// AuthorityAliases are groups of authorities that each name one file
 	// system, e.g. [[nn1.corp:8020, 10.1.2.3:8020, ns1]], for names that
 	// DNS and the Hadoop configuration do not tie together.
@@ -364,7 +368,7 @@ func Default() Config {
 		},
 		HTTP:    HTTP{Listen: ":9090", CodecAllowOrigin: DefaultCodecAllowOrigin},
 		Log:     Log{Level: "info", Format: logging.FormatJSON},
-		Storage: Storage{DefaultFS: "file:///", RPCTimeout: Duration(time.Minute)},
+		Storage: Storage{DefaultFS: "file:///", RPCTimeout: Duration(time.Minute), HDFSConnections: storage.DefaultConnections},
 		Flink:   Flink{RequestTimeout: Duration(30 * time.Second)},
 	}
 	c.Temporal.ApplyDefaults()
@@ -490,6 +494,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.RPCTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("storage.rpcTimeout=%s: use a positive duration such as 1m", c.Storage.RPCTimeout.D()))
+	}
+	if n := c.Storage.HDFSConnections; n < 1 || n > storage.MaxConnections {
+		errs = append(errs, fmt.Errorf("storage.hdfsConnections=%d: use 1 to %d (default %d)", n, storage.MaxConnections, storage.DefaultConnections))
 	}
 	if c.Flink.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("flink.requestTimeout=%s: use a positive duration such as 30s", c.Flink.RequestTimeout.D()))

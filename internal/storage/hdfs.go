@@ -20,11 +20,10 @@ import (
 // HDFS is the FileSystem over one HDFS cluster (one namenode or one HA
 // nameservice).
 //
-// The namenode connection of colinmarc/hdfs handles one RPC at a time, so
-// an HDFS value runs one call at a time too: create one per worker and
-// share it between activities rather than one per goroutine; more
-// parallelism means more HDFS values (more connections), which the
-// namenode may or may not welcome.
+// A namenode connection of colinmarc/hdfs handles one RPC at a time (the
+// Java client sends many on one), so an HDFS value keeps a small pool of
+// connections (HDFSOptions.Connections) and runs a call on each at once:
+// create one per worker and share it between activities and goroutines.
 //
 // The library takes no context. Every call runs under a deadline (the
 // context's, capped by RPCTimeout) on the namenode socket and on datanode
@@ -39,8 +38,9 @@ type HDFS struct {
 	rpcTimeout  time.Duration
 	batch       int
 
-	sem  chan struct{} // one call at a time
-	rpcs atomic.Uint64
+	sem   chan struct{} // a slot per connection: at most cap(sem) calls at once
+	conns []*nnConn     // every connection, for Close
+	rpcs  atomic.Uint64
 	// who names the Kerberos principal (user@REALM) or the simple user,
 	// for errors about who the cluster refused.
 	who string
@@ -50,11 +50,12 @@ type HDFS struct {
 	// answered "replication in progress" (tests).
 	afterReplicating func()
 
-	mu      sync.Mutex // guards the fields below
-	client  *gohdfs.Client
-	conn    *deadlineConn
-	dialCtx context.Context
-	closed  bool
+	mu     sync.Mutex // guards the fields below and those of every nnConn
+	closed bool
+	// free are the connections no call is using, the most recently used
+	// last: a caller alone keeps reusing one connection, so a listing
+	// goes on where it was opened and spare connections stay unopened.
+	free []*nnConn
 	// preferred is the namenode that answered last; a new connection
 	// tries it first, so that after a failover every reconnect does not
 	// ask the standby first.
@@ -62,6 +63,14 @@ type HDFS struct {
 }
 
 var _ FileSystem = (*HDFS)(nil)
+
+// nnConn is one namenode connection of the pool: a library client, made on
+// first use and again after the connection broke, and its socket.
+type nnConn struct {
+	client  *gohdfs.Client
+	conn    *deadlineConn
+	dialCtx context.Context // of the call that is connecting
+}
 
 // NewHDFS validates opts and connects to the namenode.
 func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
@@ -136,7 +145,6 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 		dialTimeout: opts.DialTimeout,
 		rpcTimeout:  opts.RPCTimeout,
 		batch:       opts.ListBatchSize,
-		sem:         make(chan struct{}, 1),
 		who:         who,
 		ha:          len(addrs) > 1,
 	}
@@ -149,7 +157,18 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 	if h.batch <= 0 {
 		h.batch = defaultListBatch
 	}
-	copts.NamenodeDialFunc = h.dialNamenode
+	n := opts.Connections
+	switch {
+	case n == 0:
+		n = DefaultConnections
+	case n < 0 || n > MaxConnections:
+		return nil, fmt.Errorf("storage: HDFS Connections %d: want 1 to %d (0 means %d)", n, MaxConnections, DefaultConnections)
+	}
+	h.sem = make(chan struct{}, n)
+	for range n {
+		h.conns = append(h.conns, &nnConn{})
+	}
+	h.free = slices.Clone(h.conns)
 	copts.DatanodeDialFunc = (&net.Dialer{Timeout: h.dialTimeout}).DialContext
 	h.clientOpts = copts
 	// Connect and ask the namenode something now, so that bad addresses,
@@ -171,30 +190,45 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 // URI returns hdfs://<authority>.
 func (h *HDFS) URI() URI { return h.base }
 
+type namenodeCallsKey struct{}
+
+// CountNamenodeCalls returns a context under which every HDFS call adds
+// the namenode requests it sends to n: what one task costs the namenode
+// while other tasks share the connections (a lease renewal the library
+// sends meanwhile on the same connection counts too).
+func CountNamenodeCalls(ctx context.Context, n *atomic.Uint64) context.Context {
+	return context.WithValue(ctx, namenodeCallsKey{}, n)
+}
+
 // RPCs returns the namenode requests sent so far (connection preambles
 // excluded, the library's once-a-second lease renewals included).
 func (h *HDFS) RPCs() uint64 { return h.rpcs.Load() }
 
-// Close closes the namenode connection; later calls fail.
+// Close closes the namenode connections; later calls fail.
 func (h *HDFS) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
-	return h.resetLocked()
+	var errs []error
+	for _, c := range h.conns {
+		errs = append(errs, c.resetLocked())
+	}
+	return errors.Join(errs...)
 }
 
-func (h *HDFS) resetLocked() error {
-	if h.client == nil {
+// resetLocked closes the connection; the next call on it reconnects.
+func (c *nnConn) resetLocked() error {
+	if c.client == nil {
 		return nil
 	}
-	err := h.client.Close()
-	h.client, h.conn = nil, nil
+	err := c.client.Close()
+	c.client, c.conn = nil, nil
 	return err
 }
 
-func (h *HDFS) dialNamenode(_ context.Context, network, addr string) (net.Conn, error) {
+func (h *HDFS) dialNamenode(nc *nnConn, network, addr string) (net.Conn, error) {
 	h.mu.Lock()
-	ctx := h.dialCtx
+	ctx := nc.dialCtx
 	h.mu.Unlock()
 	if ctx == nil {
 		ctx = context.Background()
@@ -205,7 +239,7 @@ func (h *HDFS) dialNamenode(_ context.Context, network, addr string) (net.Conn, 
 	}
 	dc := &deadlineConn{Conn: conn, idle: h.rpcTimeout, rpcs: &h.rpcs, addr: addr, kerberos: h.clientOpts.KerberosClient != nil}
 	h.mu.Lock()
-	h.conn = dc
+	nc.conn = dc
 	h.mu.Unlock()
 	return dc, nil
 }
@@ -226,7 +260,16 @@ func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, d
 	case <-ctx.Done():
 		return newError(op, p, nil, ctx.Err())
 	}
-	defer func() { <-h.sem }()
+	h.mu.Lock()
+	nc := h.free[len(h.free)-1]
+	h.free = h.free[:len(h.free)-1]
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.free = append(h.free, nc)
+		h.mu.Unlock()
+		<-h.sem
+	}()
 	if err := ctx.Err(); err != nil {
 		return newError(op, p, nil, err)
 	}
@@ -237,7 +280,7 @@ func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, d
 	}
 	wait := 50 * time.Millisecond
 	for {
-		err := h.once(ctx, op, p, deadline, fn)
+		err := h.once(ctx, nc, op, p, deadline, fn)
 		if err == nil {
 			return nil
 		}
@@ -275,25 +318,29 @@ func connectionLost(err error) bool {
 // after a connection broke mid-call is harmless.
 var readOnly = map[string]bool{"connect": true, "stat": true, "list": true, "read": true, "content-summary": true}
 
-// once is one attempt of do: connect if needed, run fn, and drop the
-// connection if fn left it in an unknown state. It returns fn's error as is.
-func (h *HDFS) once(ctx context.Context, op, p string, deadline time.Time, fn func(c *gohdfs.Client, deadline time.Time) error) error {
+// once is one attempt of do on connection nc: connect if needed, run fn,
+// and drop the connection if fn left it in an unknown state. It returns
+// fn's error as is.
+func (h *HDFS) once(ctx context.Context, nc *nnConn, op, p string, deadline time.Time, fn func(c *gohdfs.Client, deadline time.Time) error) error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return newError(op, p, ErrUnavailable, errors.New("HDFS client closed"))
 	}
-	client := h.client
+	client := nc.client
 	if client == nil {
-		h.dialCtx = ctx
+		nc.dialCtx = ctx
 		opts := h.clientOpts
 		opts.Addresses = preferFirst(opts.Addresses, h.preferred)
+		opts.NamenodeDialFunc = func(_ context.Context, network, addr string) (net.Conn, error) {
+			return h.dialNamenode(nc, network, addr)
+		}
 		h.mu.Unlock()
 		// NewClient dials and writes the preamble (and, with Kerberos,
 		// authenticates); the dial is bounded by DialTimeout and ctx.
 		c, err := gohdfs.NewClient(opts)
 		h.mu.Lock()
-		h.dialCtx = nil
+		nc.dialCtx = nil
 		if err != nil {
 			h.mu.Unlock()
 			if ctx.Err() != nil {
@@ -301,17 +348,25 @@ func (h *HDFS) once(ctx context.Context, op, p string, deadline time.Time, fn fu
 			}
 			return &connectError{addrs: opts.Addresses, err: err}
 		}
-		h.client, client = c, c
+		if h.closed {
+			// Closed while connecting: Close did not see this client.
+			h.mu.Unlock()
+			_ = c.Close()
+			return newError(op, p, ErrUnavailable, errors.New("HDFS client closed"))
+		}
+		nc.client, client = c, c
 	}
-	conn := h.conn
+	conn := nc.conn
 	h.mu.Unlock()
 
+	var sent uint64
 	if conn != nil {
 		conn.begin(deadline)
+		sent = conn.sent.Load()
 	}
 	stop := context.AfterFunc(ctx, func() {
 		h.mu.Lock()
-		c := h.conn
+		c := nc.conn
 		h.mu.Unlock()
 		if c != nil {
 			c.interrupt()
@@ -319,16 +374,19 @@ func (h *HDFS) once(ctx context.Context, op, p string, deadline time.Time, fn fu
 	})
 	err := fn(client, deadline)
 	stop()
+	if n, ok := ctx.Value(namenodeCallsKey{}).(*atomic.Uint64); ok && conn != nil {
+		n.Add(conn.sent.Load() - sent)
+	}
 	interrupted := false
 	h.mu.Lock()
-	if h.conn != nil {
-		interrupted = h.conn.end()
+	if nc.conn != nil {
+		interrupted = nc.conn.end()
 		if err == nil {
-			h.preferred = h.conn.addr
+			h.preferred = nc.conn.addr
 		}
 	}
 	if interrupted || (err != nil && brokenConnection(err)) {
-		_ = h.resetLocked()
+		_ = nc.resetLocked()
 	}
 	h.mu.Unlock()
 	return err
@@ -492,10 +550,19 @@ func (h *HDFS) Stat(ctx context.Context, p string) (FileInfo, error) {
 
 // List streams a directory in batches, sorted by name (namenode order).
 // Each batch is one getListing call; the first call also stats dir. When
-// the connection was replaced between batches (a namenode went away), the
-// listing is opened again on the new one and continues after the last
-// name delivered.
+// a batch runs on another connection than the one before (a namenode went
+// away, or other calls held that one), the listing is opened again on it
+// and continues after the last name delivered.
 func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc) error {
+	return h.list(ctx, dir, batchSize, nil, fn)
+}
+
+// errListedFile ends a listing whose path is a file, for self.
+var errListedFile = errors.New("a file")
+
+// list is List; self, if set, is given dir's own entry, which opening the
+// listing reads anyway, before the first batch, or alone if dir is a file.
+func (h *HDFS) list(ctx context.Context, dir string, batchSize int, self func(FileInfo) error, fn ListFunc) error {
 	if batchSize <= 0 {
 		batchSize = h.batch
 	}
@@ -508,6 +575,7 @@ func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc)
 		openedOn *gohdfs.Client
 		last     string // the last name delivered to fn
 		started  bool
+		entry    FileInfo // dir's own, from the first open
 	)
 	open := func(c *gohdfs.Client) error {
 		if f != nil {
@@ -518,8 +586,14 @@ func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc)
 		if err != nil {
 			return err
 		}
+		if !started {
+			entry = hdfsInfo(u, nf.Stat())
+		}
 		if !nf.Stat().IsDir() {
 			_ = nf.Close()
+			if self != nil && !started {
+				return errListedFile
+			}
 			return newError("list", u.String(), ErrNotDir, nil)
 		}
 		f, openedOn = nf, c
@@ -575,8 +649,16 @@ func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc)
 				}
 			}
 		})
+		if errors.Is(err, errListedFile) {
+			return self(entry)
+		}
 		if err != nil {
 			return err
+		}
+		if !started && self != nil {
+			if err := self(entry); err != nil {
+				return err
+			}
 		}
 		started = true
 		batch = slices.Grow(batch[:0], len(infos))
@@ -599,8 +681,41 @@ func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc)
 }
 
 // Walk visits root and everything below it, depth first, in name order.
+// Root's own entry comes from opening it for its listing: a getFileInfo
+// fewer than a Stat first, which a cleanup run saves on every item.
 func (h *HDFS) Walk(ctx context.Context, root string, fn WalkFunc) error {
-	return walk(ctx, h, root, h.batch, fn)
+	skipped := false
+	err := h.list(ctx, root, h.batch, func(info FileInfo) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := fn(info)
+		if errors.Is(err, SkipDir) {
+			skipped = true
+			return ErrStopListing
+		}
+		if err != nil {
+			return userError{err}
+		}
+		return nil
+	}, func(batch []FileInfo) error {
+		// Copy: list reuses the slice, and walkFrom lists before it returns.
+		entries := append([]FileInfo(nil), batch...)
+		for _, e := range entries {
+			if err := walkFrom(ctx, h, e, h.batch, fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var ue userError
+	switch {
+	case skipped && errors.Is(err, ErrStopListing):
+		return nil
+	case errors.As(err, &ue):
+		return ue.err
+	}
+	return err
 }
 
 // ReadFile reads a whole file of at most maxBytes from the datanodes.

@@ -40,6 +40,11 @@ type HDFSOptions struct {
 	// RPCTimeout bounds each call when the context has no earlier deadline
 	// (default 60s).
 	RPCTimeout time.Duration
+	// Connections is how many namenode connections calls run on at once
+	// (default DefaultConnections): the library's connection answers one
+	// call at a time, so executing a plan over many items waits on round
+	// trips, not on the namenode, with fewer.
+	Connections int
 	// ListBatchSize is the number of entries per listing call (default 1000,
 	// the namenode's dfs.ls.limit; smaller values cost extra calls).
 	ListBatchSize int
@@ -74,6 +79,16 @@ const (
 	defaultRPCTimeout   = 60 * time.Second
 	defaultListBatch    = 1000
 	defaultNamenodePort = "8020"
+)
+
+// DefaultConnections is how many namenode connections an HDFS value keeps
+// unless told otherwise, and MaxConnections the most it accepts: a
+// namenode serves each connection's calls on its handler threads
+// (dfs.namenode.handler.count, 10 by default), which a few per worker do
+// not crowd.
+const (
+	DefaultConnections = 4
+	MaxConnections     = 32
 )
 
 // namenodeAddresses resolves an hdfs URI authority to namenode addresses

@@ -15,7 +15,9 @@ import (
 type deadlineConn struct {
 	net.Conn
 	idle time.Duration
-	rpcs *atomic.Uint64
+	rpcs *atomic.Uint64 // of the HDFS value
+	// sent counts this connection's RPCs, for CountNamenodeCalls.
+	sent atomic.Uint64
 	// addr is the namenode address as configured (host:port).
 	addr string
 	// kerberos: the SASL negotiation writes before the first RPC are not
@@ -71,6 +73,7 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 		c.handshake++
 	} else {
 		c.rpcs.Add(1)
+		c.sent.Add(1)
 	}
 	c.mu.Unlock()
 	return c.Conn.Write(p)

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -235,5 +238,59 @@ func TestHDFSStalledNamenodeTimesOut(t *testing.T) {
 	_, err = h.Stat(context.Background(), "/x")
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Stat past RPCTimeout = %v; want ErrUnavailable", err)
+	}
+}
+
+func TestHDFSRunsCallsOnSeveralConnections(t *testing.T) {
+	// A namenode that accepts and never answers holds every call in
+	// flight: three connections must carry three calls at once, and no
+	// more connections than that are opened however many calls wait.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	h, err := NewHDFS(context.Background(), HDFSOptions{URI: "hdfs://" + ln.Addr().String(), HadoopConfDir: t.TempDir(), User: "u", Connections: 3, connectOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = h.Stat(ctx, "/x")
+		}()
+	}
+	for accepted.Load() < 3 && ctx.Err() == nil {
+		runtime.Gosched()
+	}
+	cancel()
+	wg.Wait()
+	if n := accepted.Load(); n != 3 {
+		t.Fatalf("%d connections accepted; want 3: the startup one and two more for calls in flight at once", n)
+	}
+}
+
+func TestHDFSConnectionsOutOfRangeAreRefused(t *testing.T) {
+	for _, n := range []int{-1, MaxConnections + 1} {
+		_, err := NewHDFS(context.Background(), HDFSOptions{URI: "hdfs://127.0.0.1:1", HadoopConfDir: t.TempDir(), User: "u", Connections: n, connectOnly: true})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("Connections %d", n)) {
+			t.Errorf("Connections %d: %v; want an error naming it", n, err)
+		}
 	}
 }

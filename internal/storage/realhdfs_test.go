@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,6 +254,41 @@ func TestRealHDFSOperations(t *testing.T) {
 	}
 	if fmt.Sprint(walked) != "[/a /a/_metadata /a/b /a/b/c]" {
 		t.Fatalf("walk: %v", walked)
+	}
+	// Walk reads its root's entry from the open its listing makes: two
+	// calls for an empty dir, where a Stat first made three, and one for
+	// a file (the least of three tries: the library renews leases every
+	// second in between).
+	for _, c := range []struct {
+		root string
+		want uint64
+	}{{r.dir + "/a/b/c", 2}, {file, 1}} {
+		least, leastCounted := uint64(math.MaxUint64), uint64(math.MaxUint64)
+		for range 3 {
+			var counted atomic.Uint64
+			before, visited := r.fs.RPCs(), 0
+			if err := r.fs.Walk(storage.CountNamenodeCalls(ctx, &counted), c.root, func(storage.FileInfo) error { visited++; return nil }); err != nil || visited != 1 {
+				t.Fatalf("Walk(%s) visited %d, %v; want the root alone", c.root, visited, err)
+			}
+			least, leastCounted = min(least, r.fs.RPCs()-before), min(leastCounted, counted.Load())
+		}
+		if least != c.want || leastCounted != c.want {
+			t.Fatalf("Walk(%s) took %d namenode calls, %d counted in its context; want %d", c.root, least, leastCounted, c.want)
+		}
+	}
+	if err := r.fs.Walk(ctx, r.dir+"/missing", func(storage.FileInfo) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Walk(missing) = %v; want ErrNotFound", err)
+	}
+	walked = nil
+	if err := r.fs.Walk(ctx, r.dir+"/a", func(fi storage.FileInfo) error {
+		walked = append(walked, fi.Name)
+		return storage.SkipDir
+	}); err != nil || fmt.Sprint(walked) != "[a]" {
+		t.Fatalf("Walk skipping its root visited %v, %v; want [a]", walked, err)
+	}
+	stop := errors.New("stop")
+	if err := r.fs.Walk(ctx, r.dir+"/a", func(storage.FileInfo) error { return stop }); err != stop {
+		t.Fatalf("Walk whose func fails at the root = %v; want that error as is", err)
 	}
 	for name, p := range map[string]string{
 		"outside":      "/user/app/x",

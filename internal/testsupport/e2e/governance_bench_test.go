@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -249,8 +250,9 @@ func (b *governanceBench) run(n int, mode string, files int) (*workflows.Governa
 	line := fmt.Sprintf("%d worker(s): %d files, %d items planned, %d kept, in %s; plan %s (gather in %d parts %s)",
 		n, files, planned, kept, wall.Round(time.Millisecond), ph.plan.Round(time.Millisecond), in.GatherParts, ph.gather.Round(time.Millisecond))
 	if ph.parts > 0 {
-		line += fmt.Sprintf(", execute %s = %.0f items/s (%d shard activities, %d at once), tally %s",
-			ph.execute.Round(time.Millisecond), float64(planned)/ph.execute.Seconds(), ph.parts, in.ExecuteParallelism, ph.tally.Round(time.Millisecond))
+		line += fmt.Sprintf(", execute %s = %.0f items/s (%d shard activities, %d at once; %.2f namenode calls an item), tally %s",
+			ph.execute.Round(time.Millisecond), float64(planned)/ph.execute.Seconds(), ph.parts, in.ExecuteParallelism,
+			float64(ph.namenodeCalls)/float64(planned), ph.tally.Round(time.Millisecond))
 	}
 	line += fmt.Sprintf("; peak worker RSS %.0f MiB; %d history events%s", float64(peak)/(1<<20), ph.events, restored)
 	t.Log(line)
@@ -292,6 +294,8 @@ func (b *governanceBench) removeRun(runID string) {
 type phases struct {
 	gather, plan, execute, tally time.Duration
 	events, parts                int
+	// namenodeCalls are what the parts' executors asked of the namenode.
+	namenodeCalls uint64
 }
 
 // governancePhases reads when each part of run wfID began and ended: the
@@ -321,7 +325,15 @@ func governancePhases(t *testing.T, ctx context.Context, c client.Client, wfID s
 			}
 		}
 		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil {
-			last[kind[a.GetScheduledEventId()]] = at
+			name := kind[a.GetScheduledEventId()]
+			last[name] = at
+			if p := a.GetResult().GetPayloads(); name == "ExecuteCleanupPart" && len(p) == 1 {
+				var part activities.ExecuteCleanupPartResult
+				if err := json.Unmarshal(p[0].GetData(), &part); err != nil {
+					t.Fatalf("result of %s: %v", name, err)
+				}
+				ph.namenodeCalls += part.NamenodeCalls
+			}
 		}
 	}
 	planStart := first["PlanCleanup"]
