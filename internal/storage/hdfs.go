@@ -38,8 +38,7 @@ type HDFS struct {
 	rpcTimeout  time.Duration
 	batch       int
 
-	sem   chan struct{} // a slot per connection: at most cap(sem) calls at once
-	conns []*nnConn     // every connection, for Close
+	conns []*nnConn // every connection, for Close
 	rpcs  atomic.Uint64
 	// who names the Kerberos principal (user@REALM) or the simple user,
 	// for errors about who the cluster refused.
@@ -53,9 +52,15 @@ type HDFS struct {
 	mu     sync.Mutex // guards the fields below and those of every nnConn
 	closed bool
 	// free are the connections no call is using, the most recently used
-	// last: a caller alone keeps reusing one connection, so a listing
-	// goes on where it was opened and spare connections stay unopened.
+	// last: a caller alone keeps reusing one connection and spare ones
+	// stay unopened. A listing goes on on the connection it was opened on
+	// (the library cannot resume it elsewhere without reading it again
+	// from the start), so other calls take a connection no listing holds
+	// while there is one.
 	free []*nnConn
+	// released is closed, and replaced, whenever a call gives its
+	// connection back.
+	released chan struct{}
 	// preferred is the namenode that answered last; a new connection
 	// tries it first, so that after a failover every reconnect does not
 	// ask the standby first.
@@ -70,6 +75,8 @@ type nnConn struct {
 	client  *gohdfs.Client
 	conn    *deadlineConn
 	dialCtx context.Context // of the call that is connecting
+	// listings are the listings in progress on this connection.
+	listings int
 }
 
 // NewHDFS validates opts and connects to the namenode.
@@ -164,11 +171,11 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 	case n < 0 || n > MaxConnections:
 		return nil, fmt.Errorf("storage: HDFS Connections %d: want 1 to %d (0 means %d)", n, MaxConnections, DefaultConnections)
 	}
-	h.sem = make(chan struct{}, n)
 	for range n {
 		h.conns = append(h.conns, &nnConn{})
 	}
 	h.free = slices.Clone(h.conns)
+	h.released = make(chan struct{})
 	copts.DatanodeDialFunc = (&net.Dialer{Timeout: h.dialTimeout}).DialContext
 	h.clientOpts = copts
 	// Connect and ask the namenode something now, so that bad addresses,
@@ -255,21 +262,28 @@ func (h *HDFS) dialNamenode(nc *nnConn, network, addr string) (net.Conn, error) 
 // Read-only calls are also tried again after a connection broke mid-call;
 // a write whose fate is unknown is not, and returns ErrUnavailable.
 func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, deadline time.Time) error) error {
-	select {
-	case h.sem <- struct{}{}:
-	case <-ctx.Done():
-		return newError(op, p, nil, ctx.Err())
+	return h.doOn(ctx, nil, op, p, fn)
+}
+
+// doOn is do on the connection *listing names, for the batches of one
+// listing: the first call sets it (and counts the listing on it), later
+// ones wait for it. The caller ends the listing with endListing.
+func (h *HDFS) doOn(ctx context.Context, listing **nnConn, op, p string, fn func(c *gohdfs.Client, deadline time.Time) error) error {
+	var want *nnConn
+	if listing != nil {
+		want = *listing
 	}
-	h.mu.Lock()
-	nc := h.free[len(h.free)-1]
-	h.free = h.free[:len(h.free)-1]
-	h.mu.Unlock()
-	defer func() {
+	nc, err := h.acquire(ctx, want)
+	if err != nil {
+		return newError(op, p, nil, err)
+	}
+	if listing != nil && *listing == nil {
 		h.mu.Lock()
-		h.free = append(h.free, nc)
+		nc.listings++
 		h.mu.Unlock()
-		<-h.sem
-	}()
+		*listing = nc
+	}
+	defer h.release(nc)
 	if err := ctx.Err(); err != nil {
 		return newError(op, p, nil, err)
 	}
@@ -306,6 +320,56 @@ func (h *HDFS) do(ctx context.Context, op, p string, fn func(c *gohdfs.Client, d
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// acquire takes connection want once it is free or, with want nil, the
+// most recently used free one no listing holds, else any free one.
+func (h *HDFS) acquire(ctx context.Context, want *nnConn) (*nnConn, error) {
+	for {
+		h.mu.Lock()
+		pick := -1
+		for i := len(h.free) - 1; i >= 0; i-- {
+			c := h.free[i]
+			if c == want || want == nil && (c.listings == 0 || pick < 0) {
+				pick = i
+				if want != nil || c.listings == 0 {
+					break
+				}
+			}
+		}
+		if pick >= 0 {
+			nc := h.free[pick]
+			h.free = slices.Delete(h.free, pick, pick+1)
+			h.mu.Unlock()
+			return nc, nil
+		}
+		released := h.released
+		h.mu.Unlock()
+		select {
+		case <-released:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// release gives nc back and wakes the calls waiting for a connection.
+func (h *HDFS) release(nc *nnConn) {
+	h.mu.Lock()
+	h.free = append(h.free, nc)
+	close(h.released)
+	h.released = make(chan struct{})
+	h.mu.Unlock()
+}
+
+// endListing ends a listing doOn counted on nc (nil: none was).
+func (h *HDFS) endListing(nc *nnConn) {
+	if nc == nil {
+		return
+	}
+	h.mu.Lock()
+	nc.listings--
+	h.mu.Unlock()
 }
 
 // connectionLost reports a connection that broke mid-call (the namenode
@@ -549,10 +613,10 @@ func (h *HDFS) Stat(ctx context.Context, p string) (FileInfo, error) {
 }
 
 // List streams a directory in batches, sorted by name (namenode order).
-// Each batch is one getListing call; the first call also stats dir. When
-// a batch runs on another connection than the one before (a namenode went
-// away, or other calls held that one), the listing is opened again on it
-// and continues after the last name delivered.
+// Each batch is one getListing call on the connection of the first; the
+// first call also stats dir. When that connection was replaced between
+// batches (a namenode went away), the listing is opened again on the new
+// one and continues after the last name delivered.
 func (h *HDFS) List(ctx context.Context, dir string, batchSize int, fn ListFunc) error {
 	return h.list(ctx, dir, batchSize, nil, fn)
 }
@@ -573,10 +637,12 @@ func (h *HDFS) list(ctx context.Context, dir string, batchSize int, self func(Fi
 	var (
 		f        *gohdfs.FileReader
 		openedOn *gohdfs.Client
-		last     string // the last name delivered to fn
+		on       *nnConn // the connection the listing runs on
+		last     string  // the last name delivered to fn
 		started  bool
 		entry    FileInfo // dir's own, from the first open
 	)
+	defer func() { h.endListing(on) }()
 	open := func(c *gohdfs.Client) error {
 		if f != nil {
 			_ = f.Close()
@@ -613,7 +679,7 @@ func (h *HDFS) list(ctx context.Context, dir string, batchSize int, self func(Fi
 			infos []os.FileInfo
 			eof   bool
 		)
-		err := h.do(ctx, "list", u.String(), func(c *gohdfs.Client, _ time.Time) error {
+		err := h.doOn(ctx, &on, "list", u.String(), func(c *gohdfs.Client, _ time.Time) error {
 			if f == nil || c != openedOn {
 				if err := open(c); err != nil {
 					return err

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -358,6 +359,34 @@ func TestRealHDFSBatchedList(t *testing.T) {
 		if min := uint64(1 + (n+999)/1000); used < min || used > uint64(1+2*wantBatches+2) {
 			t.Fatalf("batch %d: %d RPCs; want about %d", batchSize, used, min)
 		}
+	}
+	// While other calls keep every connection busy, a listing goes on on
+	// the connection it was opened on: reopened elsewhere, the library
+	// would read it again from the start, batch after batch.
+	busy, stopBusy := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 2 * storage.DefaultConnections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for busy.Err() == nil {
+				_, _ = r.fs.Stat(busy, dir)
+			}
+		}()
+	}
+	var counted atomic.Uint64
+	listed := 0
+	err := r.fs.List(storage.CountNamenodeCalls(ctx, &counted), dir, 500, func(batch []storage.FileInfo) error {
+		listed += len(batch)
+		_, err := r.fs.Stat(ctx, dir) // the listing's caller uses a connection between batches
+		return err
+	})
+	stopBusy()
+	wg.Wait()
+	// One open and a getListing per batch of 500, 6 calls; a lease
+	// renewal may slip in.
+	if err != nil || listed != n || counted.Load() > 1+5+2 {
+		t.Fatalf("listing among busy connections: %d entries, %d namenode calls, %v; want %d entries in at most %d calls", listed, counted.Load(), err, n, 1+5+2)
 	}
 	// Stopping early reads one batch only.
 	calls := 0
