@@ -67,27 +67,36 @@ func TestReferenceRecordSizes(t *testing.T) {
 	}
 }
 
+// textEnum is HandleKind or Scope: a one-byte enum written as its name.
+type textEnum interface {
+	~uint8
+	String() string
+	MarshalText() ([]byte, error)
+}
+
+// roundTripNames writes each value as text and reads it back with read.
+func roundTripNames[E textEnum](t *testing.T, values []E, read func([]byte) (E, error)) {
+	t.Helper()
+	for _, v := range values {
+		b, err := v.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := read(b); err != nil || back != v || v.String() != string(b) {
+			t.Errorf("%T %d: %q -> %d, %v", v, v, b, back, err)
+		}
+	}
+}
+
 func TestKindAndScopeReadAndWriteTheirNames(t *testing.T) {
-	for _, k := range []HandleKind{KindRelative, KindAbsolute, KindSegment} {
-		b, err := k.MarshalText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back HandleKind
-		if err := back.UnmarshalText(b); err != nil || back != k || k.String() != string(b) {
-			t.Errorf("kind %d: %q -> %d, %v", k, b, back, err)
-		}
-	}
-	for _, s := range []Scope{ScopeExclusive, ScopeShared, ScopePrivate, ScopeTaskOwned} {
-		b, err := s.MarshalText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Scope
-		if err := back.UnmarshalText(b); err != nil || back != s || s.String() != string(b) {
-			t.Errorf("scope %d: %q -> %d, %v", s, b, back, err)
-		}
-	}
+	roundTripNames(t, []HandleKind{KindRelative, KindAbsolute, KindSegment}, func(b []byte) (k HandleKind, err error) {
+		err = k.UnmarshalText(b)
+		return k, err
+	})
+	roundTripNames(t, []Scope{ScopeExclusive, ScopeShared, ScopePrivate, ScopeTaskOwned}, func(b []byte) (s Scope, err error) {
+		err = s.UnmarshalText(b)
+		return s, err
+	})
 	var k HandleKind
 	if err := k.UnmarshalText([]byte("symlink")); err == nil {
 		t.Error("unknown kind accepted")

@@ -764,16 +764,7 @@ func (h *HDFS) Walk(ctx context.Context, root string, fn WalkFunc) error {
 			return userError{err}
 		}
 		return nil
-	}, func(batch []FileInfo) error {
-		// Copy: list reuses the slice, and walkFrom lists before it returns.
-		entries := append([]FileInfo(nil), batch...)
-		for _, e := range entries {
-			if err := walkFrom(ctx, h, e, h.batch, fn); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}, walkBatch(ctx, h, h.batch, fn))
 	var ue userError
 	switch {
 	case skipped && errors.Is(err, ErrStopListing):

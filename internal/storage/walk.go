@@ -45,8 +45,19 @@ func walkFrom(ctx context.Context, f walkFS, info FileInfo, batchSize int, fn Wa
 	if !info.IsDir {
 		return nil
 	}
-	err := f.List(ctx, info.Path, batchSize, func(batch []FileInfo) error {
-		// Copy: List reuses the slice, and we recurse before it returns.
+	err := f.List(ctx, info.Path, batchSize, walkBatch(ctx, f, batchSize, fn))
+	var ue userError
+	if !errors.As(err, &ue) && errors.Is(err, ErrNotFound) {
+		// The directory vanished between being listed and being opened.
+		return nil
+	}
+	return err
+}
+
+// walkBatch is the ListFunc that walks each entry of a listed dir.
+func walkBatch(ctx context.Context, f walkFS, batchSize int, fn WalkFunc) ListFunc {
+	return func(batch []FileInfo) error {
+		// Copy: List reuses the slice, and the walk lists before it returns.
 		entries := append([]FileInfo(nil), batch...)
 		for _, e := range entries {
 			if err := walkFrom(ctx, f, e, batchSize, fn); err != nil {
@@ -54,13 +65,7 @@ func walkFrom(ctx context.Context, f walkFS, info FileInfo, batchSize int, fn Wa
 			}
 		}
 		return nil
-	})
-	var ue userError
-	if !errors.As(err, &ue) && errors.Is(err, ErrNotFound) {
-		// The directory vanished between being listed and being opened.
-		return nil
 	}
-	return err
 }
 
 // WalkFrom walks the subtree of an entry the caller already has (from a
