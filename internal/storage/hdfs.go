@@ -428,7 +428,9 @@ func (h *HDFS) once(ctx context.Context, nc *nnConn, op, p string, deadline time
 		conn.begin(deadline)
 		sent = conn.sent.Load()
 	}
+	interrupting := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		defer close(interrupting)
 		h.mu.Lock()
 		c := nc.conn
 		h.mu.Unlock()
@@ -437,7 +439,12 @@ func (h *HDFS) once(ctx context.Context, nc *nnConn, op, p string, deadline time
 		}
 	})
 	err := fn(client, deadline)
-	stop()
+	if !stop() {
+		// The context ended meanwhile: let the interrupt land before the
+		// connection is looked at and handed on, or it would break the
+		// next call on it.
+		<-interrupting
+	}
 	if n, ok := ctx.Value(namenodeCallsKey{}).(*atomic.Uint64); ok && conn != nil {
 		n.Add(conn.sent.Load() - sent)
 	}
