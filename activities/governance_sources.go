@@ -391,8 +391,11 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 	var cfg flink.CheckpointConfig
 	err := a.untilDeadline(ctx, deadline, where, func() (err error) {
 		cfg, err = client.CheckpointConfig(ctx, jobID)
-		return err
+		return checkpointingShown(ctx, client, jobID, err)
 	})
+	if errors.Is(err, errJobEnded) {
+		return lj, nil, err
+	}
 	if err != nil {
 		return lj, nil, classify("checkpoint configuration of "+where, err)
 	}
@@ -401,8 +404,11 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 		var st flink.CheckpointingStatistics
 		err := a.untilDeadline(ctx, deadline, where, func() (err error) {
 			st, err = client.Checkpoints(ctx, jobID)
-			return err
+			return checkpointingShown(ctx, client, jobID, err)
 		})
+		if errors.Is(err, errJobEnded) {
+			return lj, nil, err
+		}
 		if err != nil {
 			return lj, nil, classify("checkpoints of "+where, err)
 		}
@@ -477,7 +483,7 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 func (a *Activities) untilDeadline(ctx context.Context, deadline time.Time, where string, fn func() error) error {
 	for {
 		err := fn()
-		if err == nil || !flink.IsRetryable(err) || !time.Now().Before(deadline) {
+		if err == nil || errors.Is(err, errJobEnded) || !flink.IsRetryable(err) || !time.Now().Before(deadline) {
 			return err
 		}
 		activity.RecordHeartbeat(ctx, where+": "+err.Error())
@@ -487,6 +493,28 @@ func (a *Activities) untilDeadline(ctx context.Context, deadline time.Time, wher
 		case <-time.After(a.pollInterval()):
 		}
 	}
+}
+
+// checkpointingShown passes err on unless Flink said checkpointing is not
+// enabled for a job that is not running: while a job initializes or
+// restarts, its JobManager serves a sparse view of it without any
+// checkpointing, which says nothing about the job's own settings. Such an
+// answer becomes a transient error, asked again; a job that ended since
+// is errJobEnded. A running job without checkpointing keeps Flink's answer.
+func checkpointingShown(ctx context.Context, client FlinkAPI, jobID string, err error) error {
+	if !errors.Is(err, flink.ErrCheckpointingDisabled) {
+		return err
+	}
+	d, derr := client.JobDetails(ctx, jobID)
+	switch {
+	case derr != nil:
+		return err
+	case d.State.IsGloballyTerminal():
+		return errJobEnded
+	case d.State != flink.JobRunning:
+		return fmt.Errorf("job %s is %s: Flink shows no checkpointing for it until it runs (%s)", jobID, d.State, err.Error())
+	}
+	return err
 }
 
 // readLiveMetadata reads the _metadata of a restore point or checkpoint

@@ -30,12 +30,28 @@ type sourcesFlink struct {
 	// initializing answers this many statistics calls as Flink does for a
 	// job whose JobMaster is not up yet.
 	initializing int
+	// While disabled > 0, checkpoint calls answer as Flink does for its
+	// sparse view of a job (checkpointing not enabled), and the job is in
+	// disabledState; each look at the job's state counts one down.
+	disabled      int
+	disabledState flink.JobState
+}
+
+func (f *sourcesFlink) checkpointingDisabled(op string) error {
+	if f.disabled == 0 {
+		return nil
+	}
+	return &flink.Error{Op: op, Reason: flink.ErrorReasonCheckpointingDisabled, StatusCode: 404,
+		Message: "RestHandlerException: Checkpointing is not enabled for this job"}
 }
 
 func (f *sourcesFlink) ListJobs(context.Context) ([]flink.JobOverview, error) {
 	return []flink.JobOverview{{ID: "0123456789abcdef0123456789abcdef", State: flink.JobRunning}}, nil
 }
 func (f *sourcesFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
+	if err := f.checkpointingDisabled("checkpoint statistics"); err != nil {
+		return flink.CheckpointingStatistics{}, err
+	}
 	if f.initializing > 0 {
 		f.initializing--
 		return flink.CheckpointingStatistics{}, &flink.Error{Op: "checkpoint statistics", Reason: flink.ErrorReasonServerError, Retryable: true, StatusCode: 500,
@@ -44,9 +60,16 @@ func (f *sourcesFlink) Checkpoints(context.Context, string) (flink.Checkpointing
 	return f.stats, nil
 }
 func (f *sourcesFlink) CheckpointConfig(context.Context, string) (flink.CheckpointConfig, error) {
+	if err := f.checkpointingDisabled("checkpoint config"); err != nil {
+		return flink.CheckpointConfig{}, err
+	}
 	return flink.CheckpointConfig{Timeout: 600_000}, nil
 }
 func (f *sourcesFlink) JobDetails(context.Context, string) (flink.JobDetails, error) {
+	if f.disabled > 0 {
+		f.disabled--
+		return flink.JobDetails{State: f.disabledState}, nil
+	}
 	return flink.JobDetails{State: f.state}, nil
 }
 func (f *sourcesFlink) JobManagerConfig(context.Context) (flink.Config, error) { return f.config, nil }
@@ -95,11 +118,51 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 		return &flink.CheckpointStatistics{ID: id, Status: "COMPLETED", ExternalPath: path}
 	}
 	cases := map[string]struct {
-		stats        flink.CheckpointingStatistics
-		state        flink.JobState
-		initializing int
-		check        func(t *testing.T, a *Activities)
+		stats         flink.CheckpointingStatistics
+		state         flink.JobState
+		initializing  int
+		disabled      int
+		disabledState flink.JobState
+		check         func(t *testing.T, a *Activities)
 	}{
+		// Flink's sparse view of a job that initializes or restarts says
+		// checkpointing is not enabled; a plan made then must wait for the
+		// job's real settings, not fail on them.
+		"job initializing shows no checkpointing, then checkpointed": {
+			stats:         flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest)}},
+			state:         flink.JobRunning,
+			disabled:      3,
+			disabledState: flink.JobInitializing,
+			check: func(t *testing.T, a *Activities) {
+				live, _, err := liveInventoryIn(t, a, inv)
+				if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != latest {
+					t.Fatalf("live %+v err %v; want the job read once it runs", live, err)
+				}
+			},
+		},
+		"job ended while it showed no checkpointing": {
+			disabled:      1 << 30,
+			disabledState: flink.JobCanceled,
+			check: func(t *testing.T, a *Activities) {
+				live, _, err := liveInventoryIn(t, a, inv)
+				if err != nil || len(live.Clusters[0].Jobs) != 0 {
+					t.Fatalf("live %+v err %v; want the ended job left out", live, err)
+				}
+			},
+		},
+		// What a running job without checkpointing restored from is not
+		// known: the plan fails, naming why.
+		"running job without checkpointing": {
+			disabled:      1 << 30,
+			disabledState: flink.JobRunning,
+			check: func(t *testing.T, a *Activities) {
+				_, _, err := liveInventoryIn(t, a, inv)
+				var appErr *temporal.ApplicationError
+				if !errors.As(err, &appErr) || !appErr.NonRetryable() || !strings.Contains(err.Error(), "Checkpointing is not enabled") {
+					t.Fatalf("err %v; want a non-retryable error saying checkpointing is not enabled", err)
+				}
+			},
+		},
 		"job still initializing, then checkpointed": {
 			stats:        flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest)}},
 			state:        flink.JobRunning,
@@ -173,7 +236,7 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ff := &sourcesFlink{stats: tc.stats, state: tc.state, initializing: tc.initializing, config: flink.Config{
+			ff := &sourcesFlink{stats: tc.stats, state: tc.state, initializing: tc.initializing, disabled: tc.disabled, disabledState: tc.disabledState, config: flink.Config{
 				{Key: "high-availability.type", Value: "zookeeper"}, {Key: "high-availability.storageDir", Value: "hdfs://nn/ha/"},
 				{Key: "high-availability.cluster-id", Value: "/orders"}}}
 			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
