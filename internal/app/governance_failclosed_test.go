@@ -160,6 +160,29 @@ func (e *failClosedEnv) checkpointed(ctx context.Context, fc *flink.Client, job 
 	return st
 }
 
+// checkpointedIntoFiles waits until the job's latest completed checkpoint
+// names a file under dir. Flink triggers a job's first checkpoint after a
+// random delay of up to one interval, so it may come before the job has
+// written much; state files below state.storage.fs.memory-threshold are
+// kept inside _metadata and name no file a restored job could share.
+func (e *failClosedEnv) checkpointedIntoFiles(ctx context.Context, fc *flink.Client, job, dir string) {
+	e.t.Helper()
+	e.checkpointed(ctx, fc, job, 1)
+	e.waitFor(ctx, 2*time.Minute, "a checkpoint of job "+job+" naming a file under "+dir, func() (bool, string) {
+		st, err := fc.Checkpoints(ctx, job)
+		if err != nil || st.Latest.Completed == nil {
+			return false, stringOr(err, "no completed checkpoint")
+		}
+		latest, refs := e.metadataRefs(ctx, strings.TrimRight(st.Latest.Completed.ExternalPath, "/"))
+		for _, f := range refs {
+			if strings.HasPrefix(f, dir+"/") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%s names %v", latest, refs)
+	})
+}
+
 func stringOr(err error, s string) string {
 	if err != nil {
 		return err.Error()
@@ -359,7 +382,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	// from it has no compaction pending that would replace them at once.
 	slow := map[string]string{"execution.checkpointing.interval": "20s", "execution.checkpointing.num-retained": "1"}
 	fa, jobA := e.start(ctx, ca, "failclosed-a", e.root+"/a/checkpoints", "", "", slow)
-	e.checkpointed(ctx, fa, jobA, 1)
+	e.checkpointedIntoFiles(ctx, fa, jobA, e.root+"/a/checkpoints/"+jobA)
 	var sps []string
 	for range 2 {
 		tr, err := fa.TriggerSavepoint(ctx, jobA, flink.SavepointRequest{TargetDirectory: e.root + "/a/savepoints"})
@@ -428,6 +451,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	port := e.peers.HDFS.NameNode[strings.LastIndex(e.peers.HDFS.NameNode, ":")+1:]
 	fd, jobD := e.start(ctx, ca, "failclosed-d", "hdfs://localhost:"+port+e.plain+"/a/checkpoints", "", "", nil)
 	e.checkpointed(ctx, fd, jobD, 2)
+	e.checkpointedIntoFiles(ctx, fd, jobD, "hdfs://localhost:"+port+e.plain+"/a/checkpoints/"+jobD)
 	e.ageCheckpointed(ctx, fd, jobD, time.Now().Add(-2*time.Hour))
 
 	pol := cleanup.Policy{KeepSavepoints: 1}

@@ -45,9 +45,9 @@ func TestExecutionRereadsReferenceRootsOnRealPeers(t *testing.T) {
 	// pending that would replace them before its first checkpoint.
 	slow := map[string]string{"execution.checkpointing.interval": "20s", "execution.checkpointing.num-retained": "1"}
 	fr, retired := e.start(ctx, ca, "refroot-retired-"+sfx, ckpts, "", "", slow)
-	e.checkpointed(ctx, fr, retired, 1)
-	e.cancel(ctx, fr, retired)
 	jobDir := ckpts + "/" + retired
+	e.checkpointedIntoFiles(ctx, fr, retired, jobDir)
+	e.cancel(ctx, fr, retired)
 	latest := e.latestCompleted(jobDir)
 	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
 
