@@ -507,11 +507,14 @@ func checkpointingShown(ctx context.Context, client FlinkAPI, jobID string, err 
 	}
 	d, derr := client.JobDetails(ctx, jobID)
 	switch {
+	case derr != nil && flink.IsRetryable(derr):
+		return fmt.Errorf("checkpointing not shown for job %s, and its state not read: %w", jobID, derr)
 	case derr != nil:
 		return err
 	case d.State.IsGloballyTerminal():
 		return errJobEnded
 	case d.State != flink.JobRunning:
+		// Not wrapped: Flink's answer is final, this one is not.
 		return fmt.Errorf("job %s is %s: Flink shows no checkpointing for it until it runs (%s)", jobID, d.State, err.Error())
 	}
 	return err

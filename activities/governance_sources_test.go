@@ -35,6 +35,9 @@ type sourcesFlink struct {
 	// disabledState; each look at the job's state counts one down.
 	disabled      int
 	disabledState flink.JobState
+	// detailsUnavailable answers this many looks at the job's state with a
+	// transient error first.
+	detailsUnavailable int
 }
 
 func (f *sourcesFlink) checkpointingDisabled(op string) error {
@@ -66,6 +69,10 @@ func (f *sourcesFlink) CheckpointConfig(context.Context, string) (flink.Checkpoi
 	return flink.CheckpointConfig{Timeout: 600_000}, nil
 }
 func (f *sourcesFlink) JobDetails(context.Context, string) (flink.JobDetails, error) {
+	if f.detailsUnavailable > 0 {
+		f.detailsUnavailable--
+		return flink.JobDetails{}, &flink.Error{Op: "job details", Reason: flink.ErrorReasonUnavailable, Retryable: true, Message: "connection refused"}
+	}
 	if f.disabled > 0 {
 		f.disabled--
 		return flink.JobDetails{State: f.disabledState}, nil
@@ -123,7 +130,9 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 		initializing  int
 		disabled      int
 		disabledState flink.JobState
-		check         func(t *testing.T, a *Activities)
+		// detailsUnavailable: see sourcesFlink.
+		detailsUnavailable int
+		check              func(t *testing.T, a *Activities)
 	}{
 		// Flink's sparse view of a job that initializes or restarts says
 		// checkpointing is not enabled; a plan made then must wait for the
@@ -133,6 +142,19 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 			state:         flink.JobRunning,
 			disabled:      3,
 			disabledState: flink.JobInitializing,
+			check: func(t *testing.T, a *Activities) {
+				live, _, err := liveInventoryIn(t, a, inv)
+				if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != latest {
+					t.Fatalf("live %+v err %v; want the job read once it runs", live, err)
+				}
+			},
+		},
+		"job initializing shows no checkpointing, its state not read at first": {
+			stats:              flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest)}},
+			state:              flink.JobRunning,
+			disabled:           2,
+			disabledState:      flink.JobInitializing,
+			detailsUnavailable: 2,
 			check: func(t *testing.T, a *Activities) {
 				live, _, err := liveInventoryIn(t, a, inv)
 				if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != latest {
@@ -236,7 +258,7 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ff := &sourcesFlink{stats: tc.stats, state: tc.state, initializing: tc.initializing, disabled: tc.disabled, disabledState: tc.disabledState, config: flink.Config{
+			ff := &sourcesFlink{stats: tc.stats, state: tc.state, initializing: tc.initializing, disabled: tc.disabled, disabledState: tc.disabledState, detailsUnavailable: tc.detailsUnavailable, config: flink.Config{
 				{Key: "high-availability.type", Value: "zookeeper"}, {Key: "high-availability.storageDir", Value: "hdfs://nn/ha/"},
 				{Key: "high-availability.cluster-id", Value: "/orders"}}}
 			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
