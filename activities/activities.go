@@ -29,6 +29,9 @@ type Activities struct {
 	// FailoverWait is how long a stop waits for a Flink cluster that does
 	// not answer (a JobManager failover); zero is 3 minutes.
 	FailoverWait time.Duration
+	// LiveReadWait is how long a live job's state is asked for again while
+	// Flink cannot give it yet; zero is 15 seconds.
+	LiveReadWait time.Duration
 
 	Inventory  InventorySource
 	Flink      FlinkClients

@@ -24,10 +24,18 @@ var (
 	keysHAClusterID  = []string{"high-availability.cluster-id", "kubernetes.cluster-id"}
 )
 
-// latestReadWait bounds how long a live job's latest checkpoint is looked
-// up again when it is missing: Flink subsumed it since the statistics
-// (served from a cache refreshed every few seconds), or the job is ending.
+// latestReadWait bounds how long a live job's state is asked for again:
+// its latest checkpoint missing (Flink subsumed it since the statistics,
+// served from a cache refreshed every few seconds, or the job is ending),
+// or Flink not ready to answer (a job initializing or restarting).
 const latestReadWait = 15 * time.Second
+
+func (a *Activities) liveReadWait() time.Duration {
+	if a.LiveReadWait > 0 {
+		return a.LiveReadWait
+	}
+	return latestReadWait
+}
 
 // liveInventory asks every cluster of the inventory (not only those in
 // scope: a job restored in CLAIM or LEGACY mode references another
@@ -185,10 +193,21 @@ func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster stri
 func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveJob, error) {
 	lj := cleanup.LiveJob{JobID: jobID}
 	where := "failed job " + jobID + " on " + cluster
-	st, err := client.Checkpoints(ctx, jobID)
+	var st flink.CheckpointingStatistics
+	err := a.untilDeadline(ctx, time.Now().Add(a.liveReadWait()), where, func() (err error) {
+		st, err = client.Checkpoints(ctx, jobID)
+		return err
+	})
+	if flinkUnanswered(err) || ctx.Err() != nil {
+		// Flink did not answer: nothing is known of what the job restores
+		// from, so the read fails rather than go on without it.
+		return lj, classify("checkpoints of "+where, err)
+	}
 	if err != nil {
-		// Checkpointing off, or the statistics gone with the job: its
-		// snapshots are judged by the other rules.
+		// Checkpointing off, or the statistics gone with the job (a
+		// JobManager that recovered only its result fails internally on
+		// them, for as long as it lists the job): its snapshots are judged
+		// by the other rules.
 		*notes = append(*notes, fmt.Sprintf("%s: checkpoint statistics not readable (%v): nothing of it kept as live", where, err))
 		return lj, nil
 	}
@@ -387,7 +406,7 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 	lj := cleanup.LiveJob{JobID: jobID}
 	var notes []string
 	where := "job " + jobID + " on " + cluster
-	deadline := time.Now().Add(latestReadWait)
+	deadline := time.Now().Add(a.liveReadWait())
 	var cfg flink.CheckpointConfig
 	err := a.untilDeadline(ctx, deadline, where, func() (err error) {
 		cfg, err = client.CheckpointConfig(ctx, jobID)

@@ -38,6 +38,8 @@ type sourcesFlink struct {
 	// detailsUnavailable answers this many looks at the job's state with a
 	// transient error first.
 	detailsUnavailable int
+	// unanswered: this many statistics calls find no JobManager answering.
+	unanswered int
 }
 
 func (f *sourcesFlink) checkpointingDisabled(op string) error {
@@ -52,6 +54,10 @@ func (f *sourcesFlink) ListJobs(context.Context) ([]flink.JobOverview, error) {
 	return []flink.JobOverview{{ID: "0123456789abcdef0123456789abcdef", State: flink.JobRunning}}, nil
 }
 func (f *sourcesFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
+	if f.unanswered > 0 {
+		f.unanswered--
+		return flink.CheckpointingStatistics{}, &flink.Error{Op: "checkpoint statistics", Reason: flink.ErrorReasonUnavailable, Retryable: true, Message: "connection refused"}
+	}
 	if err := f.checkpointingDisabled("checkpoint statistics"); err != nil {
 		return flink.CheckpointingStatistics{}, err
 	}
@@ -337,6 +343,26 @@ func TestLiveInventoryKeepsAFailedRestore(t *testing.T) {
 	}
 	if len(notes) == 0 || !strings.Contains(strings.Join(notes, "\n"), "failed job") {
 		t.Fatalf("notes %q; want the failed job said", notes)
+	}
+
+	// Flink not answering, or not ready, at first is asked again, not read
+	// as "nothing to keep"; not answering at all fails the read.
+	ff.initializing, ff.unanswered = 2, 2
+	live, _, err = liveInventoryIn(t, a, inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}})
+	if err != nil || len(live.Clusters[0].Jobs) != 1 || live.Clusters[0].Jobs[0].RestorePath != sp {
+		t.Fatalf("live %+v err %v; want the failed job read once Flink answers", live, err)
+	}
+	ff.unanswered = 1 << 30
+	a.LiveReadWait = 50 * time.Millisecond
+	if _, _, err := liveInventoryIn(t, a, inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}); err == nil {
+		t.Fatal("Flink never answered about the failed job, and the read went on without it")
+	}
+	// A JobManager that recovered only the job's result fails internally
+	// on its statistics for as long as it lists it: said, not waited for.
+	ff.unanswered, ff.initializing = 0, 1<<30
+	live, notes, err = liveInventoryIn(t, a, inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}})
+	if err != nil || len(live.Clusters[0].Jobs) != 0 || !strings.Contains(strings.Join(notes, "\n"), "not readable") {
+		t.Fatalf("live %+v notes %q err %v; want the failed job said and nothing kept for it", live, notes, err)
 	}
 }
 
