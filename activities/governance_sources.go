@@ -412,9 +412,6 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 		cfg, err = client.CheckpointConfig(ctx, jobID)
 		return checkpointingShown(ctx, client, jobID, err)
 	})
-	if errors.Is(err, errJobEnded) {
-		return lj, nil, err
-	}
 	if err != nil {
 		return lj, nil, classify("checkpoint configuration of "+where, err)
 	}
@@ -425,9 +422,6 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 			st, err = client.Checkpoints(ctx, jobID)
 			return checkpointingShown(ctx, client, jobID, err)
 		})
-		if errors.Is(err, errJobEnded) {
-			return lj, nil, err
-		}
 		if err != nil {
 			return lj, nil, classify("checkpoints of "+where, err)
 		}

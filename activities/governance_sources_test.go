@@ -130,6 +130,14 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 	completed := func(id int64, path string) *flink.CheckpointStatistics {
 		return &flink.CheckpointStatistics{ID: id, Status: "COMPLETED", ExternalPath: path}
 	}
+	// readOnceRunning: the job is read, its latest checkpoint known, once
+	// Flink can say what it needs.
+	readOnceRunning := func(t *testing.T, a *Activities) {
+		live, _, err := liveInventoryIn(t, a, inv)
+		if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != latest {
+			t.Fatalf("live %+v err %v; want the job read once it runs", live, err)
+		}
+	}
 	cases := map[string]struct {
 		stats         flink.CheckpointingStatistics
 		state         flink.JobState
@@ -148,12 +156,7 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 			state:         flink.JobRunning,
 			disabled:      3,
 			disabledState: flink.JobInitializing,
-			check: func(t *testing.T, a *Activities) {
-				live, _, err := liveInventoryIn(t, a, inv)
-				if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != latest {
-					t.Fatalf("live %+v err %v; want the job read once it runs", live, err)
-				}
-			},
+			check:         readOnceRunning,
 		},
 		"job initializing shows no checkpointing, its state not read at first": {
 			stats:              flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest)}},
@@ -161,12 +164,7 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 			disabled:           2,
 			disabledState:      flink.JobInitializing,
 			detailsUnavailable: 2,
-			check: func(t *testing.T, a *Activities) {
-				live, _, err := liveInventoryIn(t, a, inv)
-				if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != latest {
-					t.Fatalf("live %+v err %v; want the job read once it runs", live, err)
-				}
-			},
+			check:              readOnceRunning,
 		},
 		"job ended while it showed no checkpointing": {
 			disabled:      1 << 30,
@@ -195,12 +193,7 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 			stats:        flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest)}},
 			state:        flink.JobRunning,
 			initializing: 3,
-			check: func(t *testing.T, a *Activities) {
-				live, _, err := liveInventoryIn(t, a, inv)
-				if err != nil || live.Clusters[0].Jobs[0].LatestCheckpoint != latest {
-					t.Fatalf("live %+v err %v; want the job read once it initialized", live, err)
-				}
-			},
+			check:        readOnceRunning,
 		},
 		"latest checkpoint read, restore point gone but superseded": {
 			stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{Completed: completed(5, latest),
