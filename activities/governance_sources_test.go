@@ -166,6 +166,20 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 			detailsUnavailable: 2,
 			check:              readOnceRunning,
 		},
+		// A job that does not come up within the wait is not read as
+		// having nothing to keep: the read fails, to be retried.
+		"job initializing for longer than the wait": {
+			disabled:      1 << 30,
+			disabledState: flink.JobInitializing,
+			check: func(t *testing.T, a *Activities) {
+				a.LiveReadWait = 50 * time.Millisecond
+				live, _, err := liveInventoryIn(t, a, inv)
+				var appErr *temporal.ApplicationError
+				if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) || !strings.Contains(err.Error(), "INITIALIZING") {
+					t.Fatalf("live %+v err %v; want a retryable error naming the initializing job", live, err)
+				}
+			},
+		},
 		"job ended while it showed no checkpointing": {
 			disabled:      1 << 30,
 			disabledState: flink.JobCanceled,
