@@ -626,8 +626,8 @@ func (r *run) verify(it Item, now itemNow) string {
 		if _, ok := liveJobs[w.job]; ok {
 			continue // a live job's needs are read from its cluster
 		}
-		if endedBy(ended, w.job, w.newest) {
-			continue // its cluster lists it as ended since its last write: it writes and restores nothing now
+		if endedBy(ended, w.dir, w.newest) {
+			continue // a cluster writing this dir lists it as ended since its last write: it writes and restores nothing now
 		}
 		switch {
 		case w.started && !w.completed && it.Kind != KindHAClusterDir:
@@ -681,9 +681,13 @@ type jobDirWriter struct {
 	dir, job string
 	// evidence says what was written when.
 	evidence string
-	// metadata are the _metadata paths of its checkpoints; completed says
-	// one of them is known complete.
+	// metadata are the _metadata paths of its checkpoints, chks those
+	// checkpoints by id with their dirs' modification times; completed
+	// says the run writing it has a completed checkpoint of its own (see
+	// ownCheckpoint): one that an earlier run of the same job id left
+	// there says nothing of what this run restored from.
 	metadata  []string
+	chks      []chkEntry
 	completed bool
 	// started says the writing began after the listing did, read without
 	// the skew margin: a dir written just before the listing was the
@@ -775,9 +779,11 @@ func (r *run) rescan(ctx context.Context) error {
 					return classify("re-list job dir", jd, err)
 				}
 				var metadata []string
+				var chks []chkEntry
 				for _, fi := range inDir {
-					if fi.IsDir && layout.ClassifyJobDirEntry(fi.Name, true).Kind == layout.KindCheckpoint {
+					if e := layout.ClassifyJobDirEntry(fi.Name, true); fi.IsDir && e.Kind == layout.KindCheckpoint {
 						metadata = append(metadata, fi.Path+"/"+layout.MetadataFileName)
+						chks = append(chks, chkEntry{ID: e.CheckpointID, At: fi.ModTime})
 					}
 				}
 				found = append(found, metadata...)
@@ -792,7 +798,7 @@ func (r *run) rescan(ctx context.Context) error {
 							newest = fi.ModTime
 						}
 					}
-					writers = append(writers, jobDirWriter{dir: dir, job: path.Base(dir), evidence: ev, metadata: metadata,
+					writers = append(writers, jobDirWriter{dir: dir, job: path.Base(dir), evidence: ev, metadata: metadata, chks: chks,
 						started: at.After(since.Add(PendingMargin)), newest: newest})
 				}
 			}
@@ -849,12 +855,15 @@ func (r *run) rescan(ctx context.Context) error {
 	// A writer's checkpoint known complete (seen holds those known at
 	// planning and those read since) names what it uses; until then, what
 	// it restored from is unknown.
+	gap := r.plan.Policy.ApplyDefaults().MaxCheckpointTimeout + PendingMargin
 	for i := range writers {
-		for _, m := range writers[i].metadata {
+		w := &writers[i]
+		for k, m := range w.metadata {
 			if key, err := normPath(m, base); err == nil && r.seen[key] {
-				writers[i].completed = true
+				w.chks[k].Completed = true
 			}
 		}
+		w.completed = ownCheckpoint(w.chks, w.newest, gap)
 	}
 	r.mu.Lock()
 	r.writers = writers
@@ -903,7 +912,7 @@ func (r *run) reloadLive(ctx context.Context) error {
 		}
 		r.mu.Lock()
 		r.live = &l
-		r.liveJobs, r.liveClusters, r.ended = l.jobs(), l.clusterIDs(), l.ended()
+		r.liveJobs, r.liveClusters, r.ended = l.jobs(), l.clusterIDs(), l.ended(r.canon)
 		r.liveRefs, r.liveDirs, r.liveBad = newRefIndex(refs), dirs, bad
 		r.mu.Unlock()
 	}

@@ -303,9 +303,18 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		}
 		return out
 	}
-	t.Run("a quiet job dir written again", func(t *testing.T) {
+	t.Run("a quiet job dir written again by the run that checkpoints there", func(t *testing.T) {
 		e, plan := layoutWithGarbage(t)
-		mkdirNow(t, e, "checkpoints/"+quiet+"/chk-4")
+		// Its newest checkpoint completed just now, the next is under way:
+		// the run names what it uses.
+		dir := filepath.Join(e.tenant, "checkpoints", quiet, "chk-4")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "_metadata"), md, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mkdirNow(t, e, "checkpoints/"+quiet+"/chk-4", "checkpoints/"+quiet+"/chk-5")
 		res, err := e.executor("r1", nil).Run(context.Background(), plan)
 		if err != nil {
 			t.Fatal(err)
@@ -320,6 +329,30 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 			t.Errorf("result %+v; want the other job dir's two items trashed", res)
 		}
 	})
+	// A fixed job id's dir: a new run writes there, its numbering going on
+	// from what it restored. The completed checkpoint an earlier run left
+	// a day ago is not its own and names nothing of what it restored from.
+	for name, next := range map[string]string{
+		"a new run numbering below the earlier run's checkpoint": "chk-1",
+		"a new run numbering above the earlier run's checkpoint": "chk-101",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, plan := layoutWithGarbage(t)
+			mkdirNow(t, e, "checkpoints/"+quiet+"/"+next)
+			res, err := e.executor("r1", nil).Run(context.Background(), plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Counts[OutcomeRefused] != 4 {
+				t.Fatalf("result %+v; want every item refused", res)
+			}
+			for p, why := range byPath(res) {
+				if !strings.Contains(why, "what it restored from is unknown") || !strings.Contains(why, quiet) {
+					t.Errorf("%s refused for %q; want the new run's unknown restore named", p, why)
+				}
+			}
+		})
+	}
 	t.Run("a new job with no checkpoint yet", func(t *testing.T) {
 		e, plan := layoutWithGarbage(t)
 		mkdirNow(t, e, "checkpoints/"+started+"/shared", "checkpoints/"+started+"/taskowned")
@@ -368,20 +401,29 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		// cancelled): it writes and restores nothing.
 		e4, plan4 := layoutWithGarbage(t)
 		mkdirNow(t, e4, "checkpoints/"+started+"/shared")
-		endedAt := func(at time.Time) func(context.Context) (Live, error) {
+		endedAt := func(at time.Time, root string) func(context.Context) (Live, error) {
 			return func(context.Context) (Live, error) {
-				return Live{Clusters: []LiveCluster{{ClusterID: "c1", Ended: []EndedJob{{ID: started, At: at}}}}}, nil
+				return Live{Clusters: []LiveCluster{{ClusterID: "c1", Ended: []EndedJob{{ID: started, At: at}}, CheckpointDirs: []string{root}}}}, nil
 			}
 		}
-		res, err = e4.executor("r1", func(c *ExecutorConfig) { c.Live = endedAt(time.Now()) }).Run(context.Background(), plan4)
+		res, err = e4.executor("r1", func(c *ExecutorConfig) { c.Live = endedAt(time.Now(), e4.uri("checkpoints")) }).Run(context.Background(), plan4)
 		if err != nil || res.Counts[OutcomeTrashed] != 4 {
 			t.Fatalf("result %+v err %v; want everything trashed: the writer ended", res, err)
+		}
+		// The same id listed as ended by a cluster that writes another
+		// root (a fixed job id, its cluster-id started elsewhere too):
+		// no evidence for this dir.
+		e6, plan6 := layoutWithGarbage(t)
+		mkdirNow(t, e6, "checkpoints/"+started+"/shared")
+		res, err = e6.executor("r1", func(c *ExecutorConfig) { c.Live = endedAt(time.Now(), e6.uri("elsewhere")) }).Run(context.Background(), plan6)
+		if err != nil || res.Counts[OutcomeRefused] != 4 || !strings.Contains(res.Refused[0].Detail, "what it restored from is unknown") {
+			t.Fatalf("result %+v err %v; want every item refused: the end was listed for another root", res, err)
 		}
 		// The same id listed as ended an hour before the dir was written:
 		// the write is another job's, and what it restored from is unknown.
 		e5, plan5 := layoutWithGarbage(t)
 		mkdirNow(t, e5, "checkpoints/"+started+"/shared")
-		res, err = e5.executor("r1", func(c *ExecutorConfig) { c.Live = endedAt(time.Now().Add(-time.Hour)) }).Run(context.Background(), plan5)
+		res, err = e5.executor("r1", func(c *ExecutorConfig) { c.Live = endedAt(time.Now().Add(-time.Hour), e5.uri("checkpoints")) }).Run(context.Background(), plan5)
 		if err != nil || res.Counts[OutcomeRefused] != 4 || !strings.Contains(res.Refused[0].Detail, "what it restored from is unknown") {
 			t.Fatalf("result %+v err %v; want every item refused: the dir was written after that end", res, err)
 		}

@@ -247,21 +247,29 @@ func TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading(t *testing.T) {
 	// write (a window stopped it a minute ago) is no writer: its old
 	// orphans go at once. Written after the listed end (the same id
 	// resubmitted elsewhere), or ended at an unknown time, it may be one.
+	// An end is evidence only for the dir the listing cluster writes: a
+	// fixed job id listed as ended by a cluster writing another root (the
+	// same cluster-id elsewhere), or by one whose checkpoint dir is not
+	// known, proves nothing of this dir.
 	for name, tc := range map[string]struct {
 		ended   []EndedJob
+		roots   []string
 		planned bool
 	}{
-		"ended after its last write": {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute)}}, true},
-		"written after its end":      {[]EndedJob{{ID: jobA, At: now.Add(-2 * time.Hour)}}, false},
-		"an end of unknown time":     {[]EndedJob{{ID: jobA}}, false},
-		"not listed as ended":        {nil, false},
+		"ended after its last write":             {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute)}}, []string{ckRoot}, true},
+		"ended, its cluster's root spelled /":    {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute)}}, []string{ckRoot + "/"}, true},
+		"written after its end":                  {[]EndedJob{{ID: jobA, At: now.Add(-2 * time.Hour)}}, []string{ckRoot}, false},
+		"an end of unknown time":                 {[]EndedJob{{ID: jobA}}, []string{ckRoot}, false},
+		"not listed as ended":                    {nil, []string{ckRoot}, false},
+		"ended on a cluster writing other roots": {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute)}}, []string{"hdfs://nn:8020/other/checkpoints"}, false},
+		"ended on a cluster of unknown root":     {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute)}}, nil, false},
 	} {
 		f = newFixture()
 		f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
 		f.job(jobA, now.Add(-2*time.Minute))
 		f.chk(jobA, 3, true, now.Add(-2*time.Minute))
 		orphan := f.state(jobA, "shared", "orphan", 10, now.Add(-45*24*time.Hour))
-		f.live.Clusters = []LiveCluster{{ClusterID: "c1", Ended: tc.ended}}
+		f.live.Clusters = []LiveCluster{{ClusterID: "c1", Ended: tc.ended, CheckpointDirs: tc.roots}}
 		if p, err = f.build(Spellings{}); err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +291,7 @@ func TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading(t *testing.T) {
 // ended writes nothing: it holds nothing back. Once that dir is older than the timeout, the snapshots
 // go by their own rules again.
 func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnknown(t *testing.T) {
-	build := func(started time.Time, ended ...EndedJob) (p Plan, snapshots []string, ha string) {
+	build := func(started time.Time, roots []string, ended ...EndedJob) (p Plan, snapshots []string, ha string) {
 		f := newFixture()
 		f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour
 		f.job(jobA, started) // shared/ and taskowned/ made, no chk-N yet
@@ -296,7 +304,7 @@ func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnk
 		f.job(jobC, old)
 		f.chk(jobC, 9, false, old)
 		ha = f.ha("retired-cluster", old)
-		p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1", Ended: ended}}}, Policy: f.pol,
+		p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1", Ended: ended, CheckpointDirs: roots}}}, Policy: f.pol,
 			Lineage: byPrefix(f.l), RetiredClusters: []string{"retired-cluster"}})
 		if err != nil {
 			t.Fatal(err)
@@ -304,7 +312,8 @@ func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnk
 		return p, snapshots[:2], ha // the oldest savepoint is past keep-K
 	}
 
-	p, snapshots, ha := build(now.Add(-time.Hour))
+	own := []string{ckRoot}
+	p, snapshots, ha := build(now.Add(-time.Hour), own)
 	for _, path := range snapshots {
 		if k, ok := keptFor(p, path); !ok || k.Reason != KeepUnknownRestore || !strings.Contains(k.By, jobA) {
 			t.Errorf("%s kept %+v (planned %v); want %s naming job %s", path, k, planned(p), KeepUnknownRestore, jobA)
@@ -319,10 +328,10 @@ func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnk
 	}
 
 	for what, p := range map[string]Plan{
-		"once the writer is past the timeout": planOf(build(now.Add(-3 * time.Hour))),
+		"once the writer is past the timeout": planOf(build(now.Add(-3*time.Hour), own)),
 		// A job a window stopped with a savepoint: Flink removed its
 		// checkpoints as it finished, and its cluster lists it as ended.
-		"when its cluster lists the writer as ended": planOf(build(now.Add(-time.Hour), EndedJob{ID: jobA, At: now.Add(-50 * time.Minute)})),
+		"when its cluster lists the writer as ended": planOf(build(now.Add(-time.Hour), own, EndedJob{ID: jobA, At: now.Add(-50 * time.Minute)})),
 	} {
 		for _, path := range snapshots {
 			if _, ok := planned(p)[path]; !ok {
@@ -336,8 +345,12 @@ func TestPlanKeepsEverySnapshotWhileAWriterOutsideTheInventoryRestoredFromTheUnk
 	// under the same id, elsewhere), and an end of unknown time proves
 	// nothing.
 	for what, p := range map[string]Plan{
-		"written after the listed end": planOf(build(now.Add(-time.Hour), EndedJob{ID: jobA, At: now.Add(-2 * time.Hour)})),
-		"an end of unknown time":       planOf(build(now.Add(-time.Hour), EndedJob{ID: jobA})),
+		"written after the listed end": planOf(build(now.Add(-time.Hour), own, EndedJob{ID: jobA, At: now.Add(-2 * time.Hour)})),
+		"an end of unknown time":       planOf(build(now.Add(-time.Hour), own, EndedJob{ID: jobA})),
+		// The fixed job id of an application cluster, listed as ended by
+		// the cluster in the inventory, while a cluster outside it with
+		// the same cluster-id writes into another root.
+		"ended on a cluster writing another root": planOf(build(now.Add(-time.Hour), []string{"hdfs://nn:8020/other/checkpoints"}, EndedJob{ID: jobA, At: now.Add(-50 * time.Minute)})),
 	} {
 		for _, path := range snapshots {
 			if k, ok := keptFor(p, path); !ok || k.Reason != KeepUnknownRestore {

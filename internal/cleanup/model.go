@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"strings"
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -40,8 +41,16 @@ type LiveCluster struct {
 	// Ended are the jobs the cluster lists as ended (globally terminal),
 	// with their end times: evidence that what their job dirs got until
 	// then was theirs, e.g. the checkpoints Flink removed as a job a
-	// window stopped with a savepoint finished.
+	// window stopped with a savepoint finished. An end is evidence only
+	// for the job's dir under the cluster's CheckpointDirs: a fixed job id
+	// (application mode with HA) is written by every run of the cluster-id,
+	// and another cluster with that id may write it under another root.
 	Ended []EndedJob `json:"ended,omitempty"`
+	// CheckpointDirs are the checkpoint roots the cluster writes its jobs'
+	// <jobId> dirs under (configured in the inventory or read from its
+	// JobManager configuration); empty when unknown, and then its ends
+	// prove nothing.
+	CheckpointDirs []string `json:"checkpointDirs,omitempty"`
 }
 
 // EndedJob is a job a cluster lists as ended, and when it ended.
@@ -113,29 +122,39 @@ func (l Live) jobs() map[string]LiveJob {
 	return m
 }
 
-// ended maps the ids of jobs some cluster lists as ended, and none as
-// live, to the latest end any lists; an end of unknown time is no
-// evidence and is left out.
-func (l Live) ended() map[string]time.Time {
+// ended maps the job dirs that inventory clusters list a job of as ended,
+// and none as live, to the latest end listed for that dir: an end listed
+// by cluster C is evidence for <C's checkpoint dir>/<job id> only, never
+// for the same id under another root. An end of unknown time, or of a
+// cluster whose checkpoint dirs are unknown or not spelled on a known file
+// system, is no evidence and is left out.
+func (l Live) ended(c canon) map[string]time.Time {
 	live := l.jobs()
 	m := map[string]time.Time{}
-	for _, c := range l.Clusters {
-		for _, e := range c.Ended {
-			if _, ok := live[e.ID]; !ok && !e.At.IsZero() && e.At.After(m[e.ID]) {
-				m[e.ID] = e.At
+	for _, cl := range l.Clusters {
+		for _, root := range cl.CheckpointDirs {
+			r, err := c.path(root)
+			if err != nil {
+				continue
+			}
+			for _, e := range cl.Ended {
+				dir := strings.TrimRight(r, "/") + "/" + e.ID
+				if _, ok := live[e.ID]; !ok && !e.At.IsZero() && e.At.After(m[dir]) {
+					m[dir] = e.At
+				}
 			}
 		}
 	}
 	return m
 }
 
-// endedBy says a job dir last written at newest was written by a job its
-// cluster lists as ended by then, give or take the clocks' skew
-// (PendingMargin): a write after that end is another writer's, such as a
-// job resubmitted under the same id elsewhere. A dir of unknown write time
-// proves nothing.
-func endedBy(ended map[string]time.Time, job string, newest time.Time) bool {
-	at, ok := ended[job]
+// endedBy says a job dir last written at newest was written by a job that
+// an inventory cluster writing that dir lists as ended by then, give or
+// take the clocks' skew (PendingMargin): a write after that end is another
+// writer's, such as a run of the same fixed job id started elsewhere. A
+// dir of unknown write time proves nothing.
+func endedBy(ended map[string]time.Time, jobDir string, newest time.Time) bool {
+	at, ok := ended[jobDir]
 	return ok && !newest.IsZero() && !newest.After(at.Add(PendingMargin))
 }
 

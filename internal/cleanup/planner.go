@@ -2,7 +2,6 @@ package cleanup
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -62,7 +61,8 @@ type planner struct {
 	// unknownRestore names a writer outside the inventory whose restore
 	// point is unknown; while it is set no snapshot is a candidate.
 	unknownRestore string
-	// ended are jobs an inventory cluster lists as ended, and when.
+	// ended are the job dirs of jobs an inventory cluster lists as ended,
+	// by the cluster's checkpoint dirs, and when (see Live.ended).
 	ended map[string]time.Time
 	// drilled are the savepoint dirs whose latest restore drill passed.
 	drilled map[string]bool
@@ -101,7 +101,6 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 	p := &planner{
 		in: in, pol: pol, now: in.Now,
 		liveJobs:       in.Live.jobs(),
-		ended:          in.Live.ended(),
 		liveCluster:    in.Live.clusterIDs(),
 		haDirs:         map[string]string{},
 		retired:        map[string]bool{},
@@ -126,6 +125,7 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 	if p.canon, err = newCanon(in.Spellings, roots); err != nil {
 		return nil, err
 	}
+	p.ended = in.Live.ended(p.canon)
 	// path is canon.path for inputs, its errors classified as for every
 	// restore source (unknownSource).
 	path := func(what, v string) (string, error) {
@@ -471,12 +471,9 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 	live, isLive := p.liveJobs[j.JobID]
 	retiredPastTTL := !isLive && p.old(j.Total.Newest, p.pol.RetiredJobTTL)
 	writer, mayBeWritten := p.possiblyLiveWriter(j, isLive)
-	var latest int64 = -1
-	for _, c := range j.Checkpoints {
-		if c.Completed && c.ID > latest {
-			latest = c.ID
-		}
-	}
+	// The checkpoints that may be a run's last state: by time, never by
+	// id (a dir holds many runs of a fixed job id).
+	last, runs := lastStates(j.JobID, chkEntries(j))
 	for _, c := range j.Checkpoints {
 		cp := p.norm(c.Path)
 		k := Kept{Path: cp, Kind: KindCheckpointDir, JobID: j.JobID, Files: c.Usage.Files, Dirs: c.Usage.Dirs, Bytes: c.Usage.Bytes}
@@ -515,8 +512,11 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 		case !retiredPastTTL:
 			k.Reason, k.By = KeepWithinTTL, "job absent from the inventory, last modified "+j.Total.Newest.UTC().Format(time.RFC3339)
 			p.addKeep(k)
-		case c.ID == latest && !p.pol.DeleteLatestRetiredCheckpoint && !p.hasNewerSavepoint(j.JobID, c):
+		case last[c.ID] && !p.pol.DeleteLatestRetiredCheckpoint && !p.hasNewerSavepoint(j.JobID, c):
 			k.Reason, k.By = KeepLatestRetired, "no savepoint proven to be of job "+j.JobID+" (by its job id or logical job) is newer"
+			if runs != "" {
+				k.By += "; " + runs
+			}
 			p.addKeep(k)
 		case p.badMeta:
 			k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
@@ -524,7 +524,7 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 		default:
 			item.Rule = RuleRetiredJob
 			item.Detail = "job absent from the inventory, last modified " + j.Total.Newest.UTC().Format(time.RFC3339)
-			if sp, ok := p.newerSavepoint(j.JobID, c); ok && c.ID == latest {
+			if sp, ok := p.newerSavepoint(j.JobID, c); ok && last[c.ID] {
 				item.Detail += "; newer savepoint of the same job: " + sp.path + ", written " + sp.written.UTC().Format(time.RFC3339)
 			}
 			p.addCand(&candidate{item: item, metas: []string{cp + "/" + layout.MetadataFileName}, dir: true})
@@ -540,7 +540,7 @@ func (p *planner) planJobDir(j layout.JobCheckpoints) bool {
 // inventory cluster lists as ended after the dir's last write (a window
 // stopped it) writes nothing more.
 func (p *planner) possiblyLiveWriter(j layout.JobCheckpoints, isLive bool) (string, bool) {
-	if isLive || endedBy(p.ended, j.JobID, j.Total.Newest) || p.old(j.Total.Newest, p.pol.MaxCheckpointTimeout) {
+	if isLive || endedBy(p.ended, p.norm(j.Path), j.Total.Newest) || p.old(j.Total.Newest, p.pol.MaxCheckpointTimeout) {
 		return "", false
 	}
 	return fmt.Sprintf("job %s is absent from the inventory, but its dir was written %s, within the longest checkpoint timeout the fleet allows (%v): "+
@@ -549,16 +549,19 @@ func (p *planner) possiblyLiveWriter(j layout.JobCheckpoints, isLive bool) (stri
 
 // restoredFromTheUnknown names a job outside the inventory that may be
 // running from a snapshot nothing names: its dir was written within the
-// longest checkpoint timeout and holds no completed checkpoint yet, whose
-// _metadata would name its restore point, and no inventory cluster lists
-// the job as ended (Flink removes a finished job's checkpoints). Restored in CLAIM mode, any of
-// the plan's snapshots may be its own now, so while it is there none is
-// planned ("" when there is no such job; the first by path otherwise).
+// longest checkpoint timeout, no inventory cluster writing that dir lists
+// the job as ended (Flink removes a finished job's checkpoints), and the
+// run writing it has no completed checkpoint of its own yet, whose
+// _metadata would name its restore point. Completed checkpoints an
+// earlier run of the same job id left in the dir say nothing of what
+// this run restored from (see ownCheckpoint). Restored in CLAIM mode, any
+// of the plan's snapshots may be its own now, so while it is there none
+// is planned ("" when there is no such job; the first by path otherwise).
 func (p *planner) restoredFromTheUnknown(jobs []layout.JobCheckpoints) string {
 	first := ""
 	for _, j := range jobs {
 		_, isLive := p.liveJobs[j.JobID]
-		if _, mayBeWritten := p.possiblyLiveWriter(j, isLive); !mayBeWritten || slices.ContainsFunc(j.Checkpoints, func(c layout.Checkpoint) bool { return c.Completed }) {
+		if _, mayBeWritten := p.possiblyLiveWriter(j, isLive); !mayBeWritten || ownCheckpoint(chkEntries(j), j.Total.Newest, p.pol.MaxCheckpointTimeout+PendingMargin) {
 			continue
 		}
 		if dir := p.norm(j.Path); first == "" || dir < first {
@@ -568,7 +571,7 @@ func (p *planner) restoredFromTheUnknown(jobs []layout.JobCheckpoints) string {
 	if first == "" {
 		return ""
 	}
-	return fmt.Sprintf("a job outside the inventory writes into %s (written within the longest checkpoint timeout, %v) and has no completed checkpoint yet: "+
+	return fmt.Sprintf("a job outside the inventory writes into %s (written within the longest checkpoint timeout, %v) and has no completed checkpoint of its own yet: "+
 		"what it restored from is unknown, so no checkpoint or savepoint is planned until its first checkpoint names it (or its cluster joins the inventory)",
 		first, p.pol.MaxCheckpointTimeout)
 }
