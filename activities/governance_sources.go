@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -66,8 +67,10 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 			live.Clusters = append(live.Clusters, lc)
 			continue
 		}
-		lc := cleanup.LiveCluster{ClusterID: c.ClusterID, Ended: endedJobs(jobs)}
-		lc.HADir, lc.HAUnknown = a.haDir(ctx, client, c)
+		lc := cleanup.LiveCluster{ClusterID: c.ClusterID, Ended: a.endedJobs(ctx, client, jobs)}
+		conf, confErr := client.JobManagerConfig(ctx)
+		lc.HADir, lc.HAUnknown = a.haDir(ctx, conf, confErr, c)
+		lc.CheckpointDirs = checkpointDirs(conf, confErr, c)
 		if lc.Jobs, err = a.liveJobs(ctx, client, c.ClusterID, jobs, live.Metadata, &notes); err != nil {
 			return live, nil, err
 		}
@@ -85,7 +88,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 		if err != nil {
 			return live, nil, classify("list jobs of the drill cluster "+u+" (a drill in flight restores from snapshots in scope)", err)
 		}
-		lc := cleanup.LiveCluster{ClusterID: DrillClusterID, Ended: endedJobs(jobs)}
+		lc := cleanup.LiveCluster{ClusterID: DrillClusterID, Ended: a.endedJobs(ctx, client, jobs)}
 		if lc.Jobs, err = a.liveJobs(ctx, client, DrillClusterID, jobs, live.Metadata, &notes); err != nil {
 			return live, nil, err
 		}
@@ -136,13 +139,20 @@ func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]stri
 }
 
 // endedJobs are the jobs a cluster lists as globally terminal, with their
-// end times: none of them writes a checkpoint after it.
-func endedJobs(jobs []flink.JobOverview) []cleanup.EndedJob {
+// end times and the job dirs their checkpoint history names: none of them
+// writes a checkpoint after it. History that cannot be read leaves the
+// end evidence for the cluster's configured checkpoint dir only.
+func (a *Activities) endedJobs(ctx context.Context, client FlinkAPI, jobs []flink.JobOverview) []cleanup.EndedJob {
 	var out []cleanup.EndedJob
 	for _, j := range jobs {
-		if j.State.IsGloballyTerminal() {
-			out = append(out, cleanup.EndedJob{ID: j.ID, At: j.Ended()})
+		if !j.State.IsGloballyTerminal() {
+			continue
 		}
+		e := cleanup.EndedJob{ID: j.ID, At: j.Ended()}
+		if st, err := client.Checkpoints(ctx, j.ID); err == nil {
+			e.Dirs = checkpointJobDirs(st)
+		}
+		out = append(out, e)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out
@@ -575,8 +585,7 @@ func metadataOf(dir string) string {
 // haDir is <high-availability.storageDir>/<cluster-id> as the cluster's
 // JobManager is configured; unknown when the configuration cannot be
 // read. A cluster without file-system HA has none.
-func (a *Activities) haDir(ctx context.Context, client FlinkAPI, c inventory.Cluster) (string, bool) {
-	conf, err := client.JobManagerConfig(ctx)
+func (a *Activities) haDir(ctx context.Context, conf flink.Config, err error, c inventory.Cluster) (string, bool) {
 	if err != nil {
 		activity.GetLogger(ctx).Warn("JobManager configuration unreadable; its HA dirs are kept as owner-unknown", "cluster", c.ClusterID, "error", err)
 		return "", true
@@ -595,6 +604,46 @@ func (a *Activities) haDir(ctx context.Context, client FlinkAPI, c inventory.Clu
 		id = "default" // Flink's default cluster-id, "/default"
 	}
 	return strings.TrimRight(strings.TrimSpace(dir), "/") + "/" + strings.Trim(strings.TrimSpace(id), "/"), false
+}
+
+// checkpointJobDirs are the job dirs the completed checkpoints (not
+// savepoints) of a job's statistics lie in, sorted.
+func checkpointJobDirs(st flink.CheckpointingStatistics) []string {
+	var dirs []string
+	add := func(c *flink.CheckpointStatistics) {
+		if c == nil || c.IsSavepoint || c.ExternalPath == "" || !onStorage(c.ExternalPath) {
+			return
+		}
+		chk := strings.TrimRight(c.ExternalPath, "/")
+		if d := chk[:strings.LastIndexByte(chk, '/')]; !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	add(st.Latest.Completed)
+	for i := range st.History {
+		if st.History[i].Status == "COMPLETED" {
+			add(&st.History[i])
+		}
+	}
+	sort.Strings(dirs)
+	return dirs
+}
+
+// checkpointDirs are the checkpoint roots a cluster writes its jobs' dirs
+// under: the inventory's and the JobManager's configured one. A cluster's
+// list of ended jobs is evidence only for the dirs under these (see
+// cleanup.LiveCluster.Ended); with none known, it proves nothing.
+func checkpointDirs(conf flink.Config, confErr error, c inventory.Cluster) []string {
+	var dirs []string
+	if d := strings.TrimSpace(c.CheckpointDir); d != "" {
+		dirs = append(dirs, d)
+	}
+	if confErr == nil {
+		if d, ok := conf.Get(flink.KeysCheckpointDir...); ok && strings.TrimSpace(d) != "" && !slices.Contains(dirs, strings.TrimSpace(d)) {
+			dirs = append(dirs, strings.TrimSpace(d))
+		}
+	}
+	return dirs
 }
 
 // spellings finds out which of the other scheme://authority prefixes the

@@ -263,6 +263,8 @@ func TestPlanKeepsWhatAWriterOutsideTheInventoryMayBeUploading(t *testing.T) {
 		"not listed as ended":                    {nil, []string{ckRoot}, false},
 		"ended on a cluster writing other roots": {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute)}}, []string{"hdfs://nn:8020/other/checkpoints"}, false},
 		"ended on a cluster of unknown root":     {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute)}}, nil, false},
+		"ended, its history naming this dir":     {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute), Dirs: []string{jobDir(jobA)}}}, []string{"hdfs://nn:8020/other/checkpoints"}, true},
+		"ended, its history naming another dir":  {[]EndedJob{{ID: jobA, At: now.Add(-time.Minute), Dirs: []string{"hdfs://nn:8020/other/checkpoints/" + jobA}}}, nil, false},
 	} {
 		f = newFixture()
 		f.pol.Grace, f.pol.MaxCheckpointTimeout = 10*time.Minute, 2*time.Hour

@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"path"
 	"strings"
 	"time"
 
@@ -57,6 +58,11 @@ type LiveCluster struct {
 type EndedJob struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
+	// Dirs are the job dirs Flink's checkpoint history of this job names
+	// (the parents of its completed checkpoints): where it wrote, even
+	// with a checkpoint dir of its own. The end is evidence for these and
+	// for <CheckpointDirs>/<ID>.
+	Dirs []string `json:"dirs,omitempty"`
 }
 
 // Live is the inventory as the planner needs it.
@@ -124,24 +130,31 @@ func (l Live) jobs() map[string]LiveJob {
 
 // ended maps the job dirs that inventory clusters list a job of as ended,
 // and none as live, to the latest end listed for that dir: an end listed
-// by cluster C is evidence for <C's checkpoint dir>/<job id> only, never
-// for the same id under another root. An end of unknown time, or of a
+// by cluster C is evidence for <C's checkpoint dir>/<job id> and the dirs
+// Flink's history of that job names, never for the same id under another
+// root. An end of unknown time, or of a
 // cluster whose checkpoint dirs are unknown or not spelled on a known file
 // system, is no evidence and is left out.
 func (l Live) ended(c canon) map[string]time.Time {
 	live := l.jobs()
 	m := map[string]time.Time{}
+	add := func(e EndedJob, dir string) {
+		d, err := c.path(dir)
+		if err != nil {
+			return
+		}
+		d = strings.TrimRight(d, "/")
+		if _, ok := live[e.ID]; !ok && !e.At.IsZero() && path.Base(d) == e.ID && e.At.After(m[d]) {
+			m[d] = e.At
+		}
+	}
 	for _, cl := range l.Clusters {
-		for _, root := range cl.CheckpointDirs {
-			r, err := c.path(root)
-			if err != nil {
-				continue
+		for _, e := range cl.Ended {
+			for _, root := range cl.CheckpointDirs {
+				add(e, strings.TrimRight(root, "/")+"/"+e.ID)
 			}
-			for _, e := range cl.Ended {
-				dir := strings.TrimRight(r, "/") + "/" + e.ID
-				if _, ok := live[e.ID]; !ok && !e.At.IsZero() && e.At.After(m[dir]) {
-					m[dir] = e.At
-				}
+			for _, d := range e.Dirs {
+				add(e, d)
 			}
 		}
 	}
