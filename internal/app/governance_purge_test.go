@@ -27,7 +27,7 @@ func TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers(t *testing.T) {
 	ca := e.peers.Clusters[0]
 	sfx := peertest.RandomHex(4)
 	ckpts, sps := e.root+"/a/checkpoints", e.root+"/a/savepoints"
-	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "purge-src-"+sfx, ckpts, sps, 1)
+	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "", "purge-src-"+sfx, ckpts, sps, 1)
 	runID := "purge-" + sfx
 	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
 	planned := false

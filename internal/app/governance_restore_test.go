@@ -5,6 +5,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,15 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
-// TestGovernanceRestorePutsTheTrashBackOnRealPeers trashes a retired
-// job's checkpoint dir (with its latest checkpoint) and an older savepoint
-// of it, then restores the run's trash: a dry run moves nothing; an item
+// TestGovernanceRestorePutsTheTrashBackOnRealPeers first runs a fixed job
+// id twice into one job dir, as application mode with HA does: run 1
+// checkpoints past two savepoints and is cancelled; run 2, the same id on
+// the other cluster, is restored from the older savepoint and so numbers
+// its checkpoints below run 1's last. Both clusters list that one id. A
+// plan keeps run 2's last checkpoint and what it names (the highest chk-N
+// is run 1's, not the latest state) and run 1's. It then trashes the
+// retired job's dir and an older savepoint of it, and restores the
+// run's trash: a dry run moves nothing; an item
 // whose original path was re-created is refused while the rest goes back;
 // once that path is free it goes back too and the items back already are
 // left alone; a restore of everything back is a no-op. A job then restores
@@ -35,11 +42,30 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	ca := e.peers.Clusters[0]
 	sfx := peertest.RandomHex(4)
 	ckpts, sps := e.root+"/a/checkpoints", e.root+"/a/savepoints"
-	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "restore-src-"+sfx, ckpts, sps, 2)
+	fixed := "ffffffff" + peertest.RandomHex(4) + "0000000000000000"
+	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, fixed, "restore-src-"+sfx, ckpts, sps, 2)
+	// Checkpoints after both savepoints: run 1 ends above them.
+	after := e.checkpointed(ctx, fc, job, 1).Counts.Completed
+	e.checkpointed(ctx, fc, job, after+2)
 	e.cancel(ctx, fc, job)
 	jobDir := ckpts + "/" + job
 	latest := e.latestCompleted(jobDir)
+	run2Latest := e.secondRunFromAnOlderSavepoint(ctx, fc, e.peers.Clusters[1], job, ckpts, taken[0], latest)
 	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
+
+	_, kept := e.plan(ctx, "runs-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	for _, cp := range []string{run2Latest, latest} {
+		k, ok := keptAt(kept, cp)
+		if !ok || k.Reason != cleanup.KeepLatestRetired || !strings.Contains(k.By, "several runs") {
+			t.Errorf("%s kept %+v; want %s, the dir holding several runs", cp, k, cleanup.KeepLatestRetired)
+		}
+	}
+	_, names := e.metadataRefs(ctx, run2Latest)
+	for _, it := range kept.Delete {
+		if it.Path == jobDir || it.Path == run2Latest || slices.Contains(names, it.Path) {
+			t.Errorf("planned %s (%s): run 2's last state or a file it names", it.Path, it.Rule)
+		}
+	}
 
 	runID := "restore-" + sfx
 	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}},
@@ -119,6 +145,46 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	e.restores(ctx, ca, taken[0])
 }
 
+// secondRunFromAnOlderSavepoint runs job id job a second time, on cluster
+// c (a session cluster refuses an id it still lists), restored from the
+// older savepoint from into the same checkpoint dir, until it completes a
+// checkpoint; then cancels it. It returns that run's last checkpoint,
+// numbered below run 1's last, last1. Both clusters must list the id.
+func (e *failClosedEnv) secondRunFromAnOlderSavepoint(ctx context.Context, first *flink.Client, c sandbox.FlinkCluster, job, ckpts, from, last1 string) string {
+	e.t.Helper()
+	fc2, job2 := e.startAs(ctx, c, job, "second-run", ckpts, from, flink.RestoreNoClaim, nil)
+	if job2 != job {
+		e.t.Fatalf("second run got job id %s; want %s", job2, job)
+	}
+	st := e.checkpointed(ctx, fc2, job, 1)
+	e.cancel(ctx, fc2, job)
+	last2 := strings.TrimRight(st.Latest.Completed.ExternalPath, "/")
+	var n1, n2 int64
+	_, err1 := fmt.Sscanf(last1[strings.LastIndex(last1, "/")+1:], "chk-%d", &n1)
+	_, err2 := fmt.Sscanf(last2[strings.LastIndex(last2, "/")+1:], "chk-%d", &n2)
+	if err1 != nil || err2 != nil || n2 >= n1 || !strings.HasPrefix(last2, ckpts+"/"+job+"/") {
+		e.t.Fatalf("run 2 ended at %s, run 1 at %s: want run 2 below run 1 in the same job dir; the case is not exercised", last2, last1)
+	}
+	for run, fc := range []*flink.Client{first, fc2} {
+		if s, err := fc.JobState(ctx, job); err != nil || s != flink.JobCanceled {
+			e.t.Fatalf("job %s of run %d: %s %v; want both clusters to list the one id as cancelled", job, run+1, s, err)
+		}
+	}
+	e.waitFor(ctx, time.Minute, "run 2's last checkpoint written", func() (bool, string) {
+		return e.exists(last2 + "/_metadata"), last2 + " has no _metadata yet"
+	})
+	return last2
+}
+
+func keptAt(p cleanup.Plan, path string) (cleanup.Kept, bool) {
+	for _, k := range p.Keep {
+		if k.Path == path {
+			return k, true
+		}
+	}
+	return cleanup.Kept{}, false
+}
+
 // latestCompleted is the newest chk-N of jobDir with a _metadata.
 func (e *failClosedEnv) latestCompleted(jobDir string) string {
 	e.t.Helper()
@@ -139,13 +205,14 @@ func (e *failClosedEnv) latestCompleted(jobDir string) string {
 	return fmt.Sprintf("%s/chk-%d", jobDir, latestID)
 }
 
-// jobWithTwoSavepoints starts a job checkpointing into ckpts, waits for n
+// jobWithTwoSavepoints starts a job (of jobID, "" for one Flink chooses)
+// checkpointing into ckpts, waits for n
 // checkpoints, takes two savepoints into sps and waits until the job's
 // checkpoint history (served from a cache) names both: the evidence that
 // they are the job's.
-func (e *failClosedEnv) jobWithTwoSavepoints(ctx context.Context, c sandbox.FlinkCluster, name, ckpts, sps string, n int64) (*flink.Client, string, []string) {
+func (e *failClosedEnv) jobWithTwoSavepoints(ctx context.Context, c sandbox.FlinkCluster, jobID, name, ckpts, sps string, n int64) (*flink.Client, string, []string) {
 	e.t.Helper()
-	fc, job := e.start(ctx, c, name, ckpts, "", "", nil)
+	fc, job := e.startAs(ctx, c, jobID, name, ckpts, "", "", nil)
 	e.checkpointed(ctx, fc, job, n)
 	var taken []string
 	for range 2 {
