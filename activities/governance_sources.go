@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -172,7 +173,7 @@ func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster stri
 			if err != nil {
 				return nil, err
 			}
-			if lj.RestorePath != "" || lj.LatestCheckpoint != "" {
+			if lj.RestorePath != "" || lj.LatestCheckpoint != "" || lj.RestoreUnknown != "" {
 				out = append(out, lj)
 			}
 			continue
@@ -213,20 +214,36 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 		// from, so the read fails rather than go on without it.
 		return lj, classify("checkpoints of "+where, err)
 	}
-	if err != nil {
+	var restore, latest string
+	if err == nil {
+		if r := st.Latest.Restored; r != nil && onStorage(r.ExternalPath) {
+			restore = strings.TrimRight(r.ExternalPath, "/")
+		}
+		if l := st.Latest.Completed; l != nil && onStorage(l.ExternalPath) {
+			latest = strings.TrimRight(l.ExternalPath, "/")
+		}
+	}
+	if restore == "" {
+		// A job that failed while restoring has no restore point in its
+		// statistics: Flink names the snapshot in its exception history.
+		from, why := failedRestoreSource(ctx, client, jobID)
+		switch {
+		case from != "":
+			restore = from
+			*notes = append(*notes, fmt.Sprintf("%s failed while restoring from %s (its exception history says so): a retry restores from it", where, from))
+		case why != "":
+			lj.RestoreUnknown = why
+			*notes = append(*notes, fmt.Sprintf("%s: %s; no snapshot is planned while its cluster lists it", where, why))
+			return lj, nil
+		}
+	}
+	if err != nil && restore == "" {
 		// Checkpointing off, or the statistics gone with the job (a
 		// JobManager that recovered only its result fails internally on
 		// them, for as long as it lists the job): its snapshots are judged
 		// by the other rules.
 		*notes = append(*notes, fmt.Sprintf("%s: checkpoint statistics not readable (%v): nothing of it kept as live", where, err))
 		return lj, nil
-	}
-	var restore, latest string
-	if r := st.Latest.Restored; r != nil && onStorage(r.ExternalPath) {
-		restore = strings.TrimRight(r.ExternalPath, "/")
-	}
-	if l := st.Latest.Completed; l != nil && onStorage(l.ExternalPath) {
-		latest = strings.TrimRight(l.ExternalPath, "/")
 	}
 	for _, p := range []*string{&restore, &latest} {
 		if *p == "" {
@@ -256,6 +273,41 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 		*notes = append(*notes, fmt.Sprintf("%s is kept as live while its cluster lists it: a restore that failed is retried from the same snapshot", where))
 	}
 	return lj, nil
+}
+
+// reRollback finds the snapshot a restore failed on in Flink's exception
+// text ("Failed to rollback to checkpoint/savepoint <pointer>. <why>"), as
+// Flink reports state it cannot map to the program or a changed max
+// parallelism.
+var reRollback = regexp.MustCompile(`Failed to rollback to checkpoint/savepoint (\S+?)\.?(?:\s|$)`)
+
+// failedRestoreSource reads a failed job's exception history for the
+// snapshot it failed to restore from. It returns that snapshot's dir, or
+// why the history cannot tell ("" for both when it names none: the job
+// failed after it started).
+func failedRestoreSource(ctx context.Context, client FlinkAPI, jobID string) (from, why string) {
+	ex, err := client.JobExceptions(ctx, jobID, 20)
+	switch {
+	case flink.Reason(err) == flink.ErrorReasonJobNotFound:
+		return "", ""
+	case err != nil:
+		return "", "its exception history, which names a snapshot a restore failed on, cannot be read: " + err.Error()
+	}
+	var texts []string
+	for _, e := range ex.History.Entries {
+		texts = append(texts, e.Stacktrace)
+		for _, c := range e.ConcurrentExceptions {
+			texts = append(texts, c.Stacktrace)
+		}
+	}
+	for _, t := range texts {
+		if m := reRollback.FindStringSubmatch(t); m != nil && onStorage(m[1]) {
+			return strings.TrimSuffix(strings.TrimRight(m[1], "/"), "/_metadata"), ""
+		}
+	}
+	// A truncated history keeps the newest entries: the failure that ended
+	// the job is among them.
+	return "", ""
 }
 
 // inventoryCluster says whether restURL is an inventory cluster's.

@@ -40,6 +40,13 @@ type sourcesFlink struct {
 	detailsUnavailable int
 	// unanswered: this many statistics calls find no JobManager answering.
 	unanswered int
+	// exceptions and exceptionsErr answer JobExceptions.
+	exceptions    flink.JobExceptions
+	exceptionsErr error
+}
+
+func (f *sourcesFlink) JobExceptions(context.Context, string, int) (flink.JobExceptions, error) {
+	return f.exceptions, f.exceptionsErr
 }
 
 func (f *sourcesFlink) checkpointingDisabled(op string) error {
@@ -370,6 +377,51 @@ func TestLiveInventoryKeepsAFailedRestore(t *testing.T) {
 	live, notes, err = liveInventoryIn(t, a, inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}})
 	if err != nil || len(live.Clusters[0].Jobs) != 0 || !strings.Contains(strings.Join(notes, "\n"), "not readable") {
 		t.Fatalf("live %+v notes %q err %v; want the failed job said and nothing kept for it", live, notes, err)
+	}
+}
+
+// TestLiveInventoryKeepsWhatAFailedRestoreFailedOn: a job that failed
+// while restoring has no restore point in its statistics; Flink names the
+// snapshot in its exception history, and a retry restores from it. A
+// history that cannot be read leaves the restore source unknown, said for
+// the planner to keep every snapshot; one that names no restore (the job
+// failed after it started) keeps nothing for it.
+func TestLiveInventoryKeepsWhatAFailedRestoreFailedOn(t *testing.T) {
+	dir := t.TempDir()
+	sp := savepointWithMetadata(t, dir, "savepoint-012345-0123456789ab")
+	inv := inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}
+	for name, tc := range map[string]struct {
+		stacktrace    string
+		exceptionsErr error
+		restore       string
+		unknown       bool
+	}{
+		"state that cannot be mapped": {stacktrace: "java.lang.IllegalStateException: Failed to rollback to checkpoint/savepoint " + sp +
+			". Cannot map checkpoint/savepoint state for operator 0a448493b4782967b150582570326227 to the new program, because the operator is not available in the new program.",
+			restore: sp},
+		"a changed max parallelism, the _metadata named": {stacktrace: "java.lang.IllegalStateException: Failed to rollback to checkpoint/savepoint " + sp + "/_metadata" +
+			". The max parallelism changed from 128 to 256.\n\tat org.apache.flink...", restore: sp},
+		"a failure after the start":     {stacktrace: "java.lang.RuntimeException: boom"},
+		"a history that cannot be read": {exceptionsErr: &flink.Error{Op: "exceptions", StatusCode: 500, Message: "internal"}, unknown: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ff := &failedCluster{sourcesFlink{exceptionsErr: tc.exceptionsErr, exceptions: flink.JobExceptions{History: flink.ExceptionHistory{
+				Entries: []flink.RootException{{ExceptionName: "x", Stacktrace: tc.stacktrace}}}}}}
+			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond, LiveReadWait: 50 * time.Millisecond}
+			live, notes, err := liveInventoryIn(t, a, inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := live.Clusters[0].Jobs
+			switch {
+			case tc.restore != "" && (len(jobs) != 1 || jobs[0].RestorePath != tc.restore || live.Metadata[tc.restore+"/_metadata"].Refs == nil):
+				t.Fatalf("live %+v notes %q; want the failed job live with restore point %s", live, notes, tc.restore)
+			case tc.unknown && (len(jobs) != 1 || jobs[0].RestoreUnknown == "" || jobs[0].RestorePath != ""):
+				t.Fatalf("live %+v notes %q; want the failed job's restore source unknown", live, notes)
+			case tc.restore == "" && !tc.unknown && len(jobs) != 0:
+				t.Fatalf("live %+v; want nothing kept for a job that failed after it started", live)
+			}
+		})
 	}
 }
 

@@ -610,3 +610,25 @@ func TestPlanDeletesASnapshotResourceWithItsSavepoint(t *testing.T) {
 		t.Errorf("policy operatorSnapshots forget: err %v; want invalid input naming the field", err)
 	}
 }
+
+// A job that failed while restoring, whose exception history could not
+// be read, may be retried from any snapshot: while its cluster lists it,
+// no snapshot is planned; what is no snapshot still is.
+func TestPlanKeepsEverySnapshotWhileAFailedRestoreIsUnknown(t *testing.T) {
+	f := newFixture()
+	f.job(jobB, old)
+	f.chk(jobB, 5, true, old)
+	older := f.chk(jobB, 4, true, old.Add(-time.Hour))
+	incomplete := f.chk(jobB, 6, false, old)
+	f.liveJob(LiveJob{JobID: jobA, RestoreUnknown: "its exception history cannot be read"})
+	p, err := f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := keptFor(p, older); !ok || k.Reason != KeepUnknownRestore || !strings.Contains(k.By, jobA) {
+		t.Errorf("%s kept %+v (planned %v); want %s naming job %s", older, k, planned(p), KeepUnknownRestore, jobA)
+	}
+	if planned(p)[incomplete] != RuleIncompleteCheckpoint {
+		t.Errorf("%s planned %q; want %s", incomplete, planned(p)[incomplete], RuleIncompleteCheckpoint)
+	}
+}

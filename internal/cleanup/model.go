@@ -27,6 +27,11 @@ type LiveJob struct {
 	// CheckpointTimeout is how long the job lets a checkpoint run; 0 when
 	// unknown.
 	CheckpointTimeout time.Duration `json:"checkpointTimeout,omitempty"`
+	// RestoreUnknown says why what the job restores from cannot be told:
+	// a job that failed while restoring names its snapshot only in its
+	// exception history, and that could not be read. Its retry may
+	// restore from any snapshot, so none is planned while it is listed.
+	RestoreUnknown string `json:"restoreUnknown,omitempty"`
 }
 
 // LiveCluster is a cluster that exists, with its live jobs.

@@ -370,6 +370,9 @@ func (p *planner) run() {
 	p.indexSavepoints()
 	jobs := p.in.Listing.Report.Jobs
 	p.unknownRestore = p.restoredFromTheUnknown(jobs)
+	if p.unknownRestore == "" {
+		p.unknownRestore = p.failedRestoreUnknown()
+	}
 	whole := map[string]bool{} // job dirs kept whole
 	for _, j := range jobs {
 		if p.planJobDir(j) {
@@ -574,6 +577,22 @@ func (p *planner) restoredFromTheUnknown(jobs []layout.JobCheckpoints) string {
 	return fmt.Sprintf("a job outside the inventory writes into %s (written within the longest checkpoint timeout, %v) and has no completed checkpoint of its own yet: "+
 		"what it restored from is unknown, so no checkpoint or savepoint is planned until its first checkpoint names it (or its cluster joins the inventory)",
 		first, p.pol.MaxCheckpointTimeout)
+}
+
+// failedRestoreUnknown names a live job whose restore source cannot be
+// told (see LiveJob.RestoreUnknown), the first by job id; "" if none.
+func (p *planner) failedRestoreUnknown() string {
+	first := ""
+	for id, j := range p.liveJobs {
+		if j.RestoreUnknown != "" && (first == "" || id < first) {
+			first = id
+		}
+	}
+	if first == "" {
+		return ""
+	}
+	return "job " + first + " failed, and what it restores from cannot be told (" + p.liveJobs[first].RestoreUnknown +
+		"): a retry may restore from any snapshot, so none is planned while its cluster lists it"
 }
 
 // planSavepoints applies retention per logical job: a job's id changes on
