@@ -435,6 +435,11 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 	var notes []string
 	for _, r := range recs {
 		by := r.Resource.Kind + " " + r.Resource.Namespace + "/" + r.Resource.Name + " " + r.Field
+		if r.Unknown != "" {
+			live.UnknownSources = append(live.UnknownSources, r.Resource.Kind+" "+r.Resource.Namespace+"/"+r.Resource.Name+": "+r.Unknown)
+			notes = append(notes, fmt.Sprintf("%s: %s; no snapshot is planned until it can be read", by, r.Unknown))
+			continue
+		}
 		if !onStorage(r.Path) {
 			notes = append(notes, fmt.Sprintf("%s is %q, not a path on storage", by, r.Path))
 			continue

@@ -583,6 +583,11 @@ func (r *run) verify(it Item, now itemNow) string {
 	if liveBad != "" {
 		return liveBad
 	}
+	if live != nil && it.snapshot() {
+		if why := live.unknownRestore(); why != "" {
+			return why
+		}
+	}
 	for dir, n := range liveDirs {
 		if under(dir, it.Path) || under(it.Path, dir) {
 			return "needed now (" + string(n.reason) + "): " + dir + " is the " + n.by

@@ -475,3 +475,50 @@ func TestAManifestLineThatIsNoRecordIsCorrupt(t *testing.T) {
 		t.Fatalf("records %+v, %v; want a then b", recs, err)
 	}
 }
+
+// A job that failed while restoring, listed since planning with a restore
+// source that cannot be read, may be retried from any snapshot: right
+// before acting, every item that may be a snapshot is refused; what is no
+// snapshot (a checkpoint that never completed) still goes.
+func TestExecutorRefusesSnapshotsWhileARestoreSourceIsUnknown(t *testing.T) {
+	const retired = "0123456789abcdef0123456789abcdef"
+	const recent = "00000000000000000000000000000042"
+	e := newLocalEnv(t)
+	e.file("checkpoints/"+retired+"/chk-3/state", 10, e.past)
+	two := time.Now().Add(-48 * time.Hour)
+	e.file("checkpoints/"+recent+"/chk-5/state", 10, two)
+	e.age("checkpoints/"+recent, two)
+	plan := e.plan(Live{}, Policy{})
+	kinds := map[string]ItemKind{}
+	for _, it := range plan.Delete {
+		kinds[it.Path] = it.Kind
+	}
+	jobDir, incomplete := e.uri("checkpoints/"+retired), e.uri("checkpoints/"+recent+"/chk-5")
+	if kinds[jobDir] != KindJobDir || kinds[incomplete] != KindCheckpointDir || len(kinds) != 2 {
+		t.Fatalf("planned %v; want the retired job dir and the incomplete checkpoint", kinds)
+	}
+	for name, live := range map[string]Live{
+		"a failed job's unreadable restore source": liveWith(LiveJob{JobID: "fedcba9876543210fedcba9876543210", RestoreUnknown: "its exception history cannot be read"}),
+		"an unreadable operator record":            {Clusters: []LiveCluster{{ClusterID: "c1"}}, UnknownSources: []string{"FlinkDeployment ns/orders status.jobStatus.upgradeSnapshotReference names FlinkStateSnapshot ns/gone, which does not exist"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e2 := *e
+			res, err := e2.executor("r-"+strings.ReplaceAll(name, " ", "-")[:12], func(c *ExecutorConfig) {
+				c.Live = func(context.Context) (Live, error) { return live, nil }
+			}).Run(context.Background(), plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused := map[string]string{}
+			for _, r := range res.Refused {
+				refused[r.Path] = r.Detail
+			}
+			if !strings.Contains(refused[jobDir], "cannot") || !e.exists(jobDir) {
+				t.Errorf("job dir refused %q, exists %v; want it refused and kept", refused[jobDir], e.exists(jobDir))
+			}
+			if _, ok := refused[incomplete]; ok {
+				t.Errorf("incomplete checkpoint refused %q; want it acted on: it is no snapshot", refused[incomplete])
+			}
+		})
+	}
+}

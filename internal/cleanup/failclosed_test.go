@@ -613,22 +613,42 @@ func TestPlanDeletesASnapshotResourceWithItsSavepoint(t *testing.T) {
 
 // A job that failed while restoring, whose exception history could not
 // be read, may be retried from any snapshot: while its cluster lists it,
-// no snapshot is planned; what is no snapshot still is.
-func TestPlanKeepsEverySnapshotWhileAFailedRestoreIsUnknown(t *testing.T) {
-	f := newFixture()
-	f.job(jobB, old)
-	f.chk(jobB, 5, true, old)
-	older := f.chk(jobB, 4, true, old.Add(-time.Hour))
-	incomplete := f.chk(jobB, 6, false, old)
-	f.liveJob(LiveJob{JobID: jobA, RestoreUnknown: "its exception history cannot be read"})
-	p, err := f.build(Spellings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k, ok := keptFor(p, older); !ok || k.Reason != KeepUnknownRestore || !strings.Contains(k.By, jobA) {
-		t.Errorf("%s kept %+v (planned %v); want %s naming job %s", older, k, planned(p), KeepUnknownRestore, jobA)
-	}
-	if planned(p)[incomplete] != RuleIncompleteCheckpoint {
-		t.Errorf("%s planned %q; want %s", incomplete, planned(p)[incomplete], RuleIncompleteCheckpoint)
+// no snapshot is planned; what is no snapshot still is. An operator record whose snapshot cannot be resolved is the same.
+func TestPlanKeepsEverySnapshotWhileARestoreSourceIsUnknown(t *testing.T) {
+	for name, tc := range map[string]struct {
+		live   func(*fixture)
+		naming string
+	}{
+		"a failed job's restore": {func(f *fixture) {
+			f.liveJob(LiveJob{JobID: jobA, RestoreUnknown: "its exception history cannot be read"})
+		}, jobA},
+		"an operator record": {func(f *fixture) {
+			f.live.Clusters = []LiveCluster{{ClusterID: "c1"}}
+			f.live.UnknownSources = []string{"FlinkDeployment ns/orders: status.jobStatus.upgradeSnapshotReference names FlinkStateSnapshot ns/gone, which does not exist"}
+		}, "ns/gone"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture()
+			f.job(jobB, old)
+			f.chk(jobB, 5, true, old)
+			older := f.chk(jobB, 4, true, old.Add(-time.Hour))
+			incomplete := f.chk(jobB, 6, false, old)
+			sp := f.savepoint("cccccc", "000000000001", true, old)
+			f.savepoint("cccccc", "000000000002", true, old.Add(time.Hour))
+			f.pol.KeepSavepoints, f.pol.SavepointMaxAge = 1, time.Hour
+			tc.live(f)
+			p, err := f.build(Spellings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, path := range []string{older, sp} {
+				if k, ok := keptFor(p, path); !ok || k.Reason != KeepUnknownRestore || !strings.Contains(k.By, tc.naming) {
+					t.Errorf("%s kept %+v (planned %v); want %s naming %s", path, k, planned(p), KeepUnknownRestore, tc.naming)
+				}
+			}
+			if planned(p)[incomplete] != RuleIncompleteCheckpoint {
+				t.Errorf("%s planned %q; want %s", incomplete, planned(p)[incomplete], RuleIncompleteCheckpoint)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,6 +83,41 @@ type Live struct {
 	// other than a running job: the Flink Kubernetes Operator's resources.
 	// Their _metadata must be in Metadata too.
 	Records []LiveRecord `json:"records,omitempty"`
+	// UnknownSources say why a restore source could not be read (an
+	// operator record naming a snapshot resource that cannot be
+	// resolved): each may name any snapshot, so while one is listed no
+	// snapshot is planned or acted on.
+	UnknownSources []string `json:"unknownSources,omitempty"`
+}
+
+// unknownRestore says why some restore source cannot be told, naming the
+// first failed job by id whose restore source is unknown, else the first
+// unknown source; "" when every source answered.
+func (l Live) unknownRestore() string {
+	job := ""
+	var why string
+	for _, c := range l.Clusters {
+		for _, j := range c.Jobs {
+			if j.RestoreUnknown != "" && (job == "" || j.JobID < job) {
+				job, why = j.JobID, j.RestoreUnknown
+			}
+		}
+	}
+	if job != "" {
+		return "job " + job + " failed, and what it restores from cannot be told (" + why +
+			"): a retry may restore from any snapshot, so none is deleted while its cluster lists it"
+	}
+	if len(l.UnknownSources) > 0 {
+		src := slices.Min(l.UnknownSources)
+		return "a restore source cannot be read (" + src + "): it may name any snapshot, so none is deleted until it can"
+	}
+	return ""
+}
+
+// snapshot says the item is a completed checkpoint or savepoint (or a job
+// dir that may hold one): what a job may restore from.
+func (it Item) snapshot() bool {
+	return it.Rule == RuleRetiredJob && (it.Kind == KindCheckpointDir || it.Kind == KindJobDir) || it.Rule == RuleSavepointRetention
 }
 
 // LiveRecord is one snapshot on record.

@@ -371,7 +371,7 @@ func (p *planner) run() {
 	jobs := p.in.Listing.Report.Jobs
 	p.unknownRestore = p.restoredFromTheUnknown(jobs)
 	if p.unknownRestore == "" {
-		p.unknownRestore = p.failedRestoreUnknown()
+		p.unknownRestore = p.in.Live.unknownRestore()
 	}
 	whole := map[string]bool{} // job dirs kept whole
 	for _, j := range jobs {
@@ -577,22 +577,6 @@ func (p *planner) restoredFromTheUnknown(jobs []layout.JobCheckpoints) string {
 	return fmt.Sprintf("a job outside the inventory writes into %s (written within the longest checkpoint timeout, %v) and has no completed checkpoint of its own yet: "+
 		"what it restored from is unknown, so no checkpoint or savepoint is planned until its first checkpoint names it (or its cluster joins the inventory)",
 		first, p.pol.MaxCheckpointTimeout)
-}
-
-// failedRestoreUnknown names a live job whose restore source cannot be
-// told (see LiveJob.RestoreUnknown), the first by job id; "" if none.
-func (p *planner) failedRestoreUnknown() string {
-	first := ""
-	for id, j := range p.liveJobs {
-		if j.RestoreUnknown != "" && (first == "" || id < first) {
-			first = id
-		}
-	}
-	if first == "" {
-		return ""
-	}
-	return "job " + first + " failed, and what it restores from cannot be told (" + p.liveJobs[first].RestoreUnknown +
-		"): a retry may restore from any snapshot, so none is planned while its cluster lists it"
 }
 
 // planSavepoints applies retention per logical job: a job's id changes on

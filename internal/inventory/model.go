@@ -238,6 +238,10 @@ type OperatorRecord struct {
 	// resource says of itself, so that governance can remove the resource
 	// together with the savepoint it names.
 	Snapshot *SnapshotResource `json:"snapshot,omitempty"`
+	// Unknown says why the snapshot the field names cannot be told (a
+	// reference to a FlinkStateSnapshot that does not exist or has no
+	// path yet); Path is empty then.
+	Unknown string `json:"unknown,omitempty"`
 }
 
 // SnapshotResource is a FlinkStateSnapshot as governance judges it.

@@ -33,6 +33,16 @@ type env struct {
 	runs string // unique suffix of this test's namespaces
 }
 
+// newEnvOn is newEnv on a control plane a test chose.
+func newEnvOn(t *testing.T, k *sandbox.Kube, cs kubernetes.Interface, dyn dynamic.Interface) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return &env{t: t, k: k, cs: cs, dyn: dyn, ctx: ctx, runs: hex.EncodeToString(b)}
+}
+
 // newEnv connects to the real apiserver (failing when there is none) and
 // makes sure the Flink operator CRDs are installed.
 func newEnv(t *testing.T) *env {

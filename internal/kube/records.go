@@ -29,6 +29,18 @@ var recordFields = []struct {
 	{"status.jobStatus.savepointInfo.lastSavepoint.location", []string{"status", "jobStatus", "savepointInfo", "lastSavepoint", "location"}},
 }
 
+// referenceFields hold a FlinkStateSnapshotReference (newer operator
+// releases name the snapshot to start or upgrade from there instead of
+// initialSavepointPath or upgradeSavepointPath): a path, or the namespace
+// and name of a FlinkStateSnapshot whose status.path is the snapshot.
+var referenceFields = []struct {
+	field string
+	path  []string
+}{
+	{"spec.job.flinkStateSnapshotReference", []string{"spec", "job", "flinkStateSnapshotReference"}},
+	{"status.jobStatus.upgradeSnapshotReference", []string{"status", "jobStatus", "upgradeSnapshotReference"}},
+}
+
 // OperatorRecords lists every snapshot path the operator's resources in
 // the namespaces name: FlinkDeployments and FlinkSessionJobs (initial,
 // upgrade and last savepoint, the legacy savepoint history) and every
@@ -60,6 +72,15 @@ func (c *Client) OperatorRecords(ctx context.Context, namespaces []string) ([]in
 				for _, f := range recordFields {
 					if p, _, _ := unstructured.NestedString(u.Object, f.path...); p != "" {
 						out = append(out, inventory.OperatorRecord{Resource: ref, Field: f.field, Path: p})
+					}
+				}
+				for _, f := range referenceFields {
+					rec, ok, err := c.referenceRecord(ctx, ref, u, f.field, f.path)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						out = append(out, rec)
 					}
 				}
 				history, _, _ := unstructured.NestedSlice(u.Object, "status", "jobStatus", "savepointInfo", "savepointHistory")
@@ -97,6 +118,55 @@ func (c *Client) OperatorRecords(ctx context.Context, namespaces []string) ([]in
 	}
 	sort.SliceStable(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out, nil
+}
+
+// referenceRecord reads the FlinkStateSnapshotReference at fields of u: a
+// path is the record; a reference to a FlinkStateSnapshot (in u's
+// namespace unless it names one) is resolved to that resource's
+// status.path. One that cannot be resolved (gone, no path yet, not a
+// reference) is a record of an unknown snapshot, never none: the operator
+// may restore from it.
+func (c *Client) referenceRecord(ctx context.Context, ref inventory.ObjectRef, u *unstructured.Unstructured, field string, fields []string) (inventory.OperatorRecord, bool, error) {
+	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, fields...)
+	if !found || raw == nil {
+		return inventory.OperatorRecord{}, false, nil
+	}
+	rec := inventory.OperatorRecord{Resource: ref, Field: field}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		rec.Unknown = fmt.Sprintf("%s is %T, not a FlinkStateSnapshotReference (path, or namespace and name)", field, raw)
+		return rec, true, nil
+	}
+	path, _ := m["path"].(string)
+	name, _ := m["name"].(string)
+	ns, _ := m["namespace"].(string)
+	switch {
+	case path != "":
+		rec.Path = path
+		return rec, true, nil
+	case name == "":
+		rec.Unknown = field + " names neither a path nor a FlinkStateSnapshot"
+		return rec, true, nil
+	}
+	if ns == "" {
+		ns = ref.Namespace
+	}
+	snap := KindFlinkStateSnapshot + " " + ns + "/" + name
+	rec.Field = field + " -> " + snap + " status.path"
+	s, err := c.dyn.Resource(FlinkStateSnapshotGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		rec.Unknown = field + " names " + snap + ", which does not exist"
+	case err != nil:
+		return rec, false, newError("get", snap+" ("+field+" of "+describe(ref)+")", err)
+	default:
+		if p, _, _ := unstructured.NestedString(s.Object, "status", "path"); p != "" {
+			rec.Path = p
+		} else {
+			rec.Unknown = field + " names " + snap + ", which has no status.path yet"
+		}
+	}
+	return rec, true, nil
 }
 
 // snapshotResource reads what a FlinkStateSnapshot says of itself

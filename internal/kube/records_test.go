@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // TestOperatorRecordsListsEverySnapshotPath reads the records of a
@@ -146,5 +147,74 @@ func TestDeleteSnapshotTurnsOffDisposalFirst(t *testing.T) {
 	}
 	if err := c.DeleteSnapshot(e.ctx, ref, s.UID, s.ResourceVersion); err != nil {
 		t.Fatalf("delete of a gone resource: %v; want nil", err)
+	}
+}
+
+// TestOperatorRecordsFollowSnapshotReferences reads the records an
+// operator release newer than the fixtures writes (CRDs the project
+// writes for it, on the second control plane): a FlinkStateSnapshotReference
+// by path is the record; one by name is the named FlinkStateSnapshot's
+// status.path; one naming a resource that does not exist or has no path
+// yet is a record of an unknown snapshot, never none.
+func TestOperatorRecordsFollowSnapshotReferences(t *testing.T) {
+	k, cs, dyn := sandbox.RequireNewerOperatorKube(t)
+	e := newEnvOn(t, k, cs, dyn)
+	ns := e.ns("references", nil)
+	snaps := dyn.Resource(FlinkStateSnapshotGVR).Namespace(ns)
+	for name, path := range map[string]string{"upgrade": "hdfs://nn/sp/savepoint-444444-upgrade", "pending": ""} {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": operatorAPIVersion, "kind": KindFlinkStateSnapshot,
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     map[string]any{"savepoint": map[string]any{}, "jobReference": map[string]any{"kind": KindFlinkDeployment, "name": "orders"}}}}
+		created, err := snaps.Create(e.ctx, u, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path != "" {
+			created.Object["status"] = map[string]any{"state": "COMPLETED", "path": path}
+			if _, err := snaps.UpdateStatus(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deploy := func(name string, job map[string]any, jobStatus map[string]any) {
+		t.Helper()
+		spec := appJob()
+		for k, v := range job {
+			spec[k] = v
+		}
+		e.flinkDeployment(ns, name, map[string]any{}, spec)
+		if jobStatus != nil {
+			e.setStatus(ns, name, map[string]any{"jobStatus": jobStatus})
+		}
+	}
+	deploy("orders", map[string]any{"flinkStateSnapshotReference": map[string]any{"path": "hdfs://nn/sp/savepoint-444444-initial"}},
+		map[string]any{"upgradeSnapshotReference": map[string]any{"namespace": ns, "name": "upgrade"}})
+	deploy("gone", nil, map[string]any{"upgradeSnapshotReference": map[string]any{"name": "no-such-snapshot"}})
+	deploy("pending", map[string]any{"flinkStateSnapshotReference": map[string]any{"name": "pending"}}, nil)
+	recs, err := e.client(Config{Namespaces: []string{ns}, TenantRootTemplate: "hdfs://nn/user/app/{namespace}"}, nil).OperatorRecords(e.ctx, []string{ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range recs {
+		if r.Resource.Kind != KindFlinkDeployment {
+			continue
+		}
+		v := r.Path
+		if r.Unknown != "" {
+			v = "unknown: " + r.Unknown
+		}
+		got[r.Resource.Name+" "+r.Field] = v
+	}
+	want := map[string]string{
+		"orders spec.job.flinkStateSnapshotReference":                                                           "hdfs://nn/sp/savepoint-444444-initial",
+		"orders status.jobStatus.upgradeSnapshotReference -> FlinkStateSnapshot " + ns + "/upgrade status.path": "hdfs://nn/sp/savepoint-444444-upgrade",
+		"gone status.jobStatus.upgradeSnapshotReference -> FlinkStateSnapshot " + ns + "/no-such-snapshot status.path": "unknown: status.jobStatus.upgradeSnapshotReference names FlinkStateSnapshot " +
+			ns + "/no-such-snapshot, which does not exist",
+		"pending spec.job.flinkStateSnapshotReference -> FlinkStateSnapshot " + ns + "/pending status.path": "unknown: spec.job.flinkStateSnapshotReference names FlinkStateSnapshot " +
+			ns + "/pending, which has no status.path yet",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("records\n got %v\nwant %v", got, want)
 	}
 }

@@ -709,3 +709,39 @@ func RequireFlinkKube(t testing.TB) (*Kube, kubernetes.Interface, dynamic.Interf
 	}
 	return k, cs, dyn
 }
+
+var (
+	newerOperatorOnce sync.Once
+	newerOperatorErr  error
+)
+
+// RequireNewerOperatorKube is RequireFlinkKube on the second control plane
+// (see RequireSecondKube) with the CRDs of fko-next/: an operator release
+// newer than the fixtures, whose resources carry fields the 1.15.0 CRDs
+// prune (FlinkStateSnapshotReference in spec.job and status.jobStatus).
+func RequireNewerOperatorKube(t testing.TB) (*Kube, kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	k := RequireSecondKube(t)
+	newerOperatorOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			newerOperatorErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		newerOperatorErr = k.InstallCRDsFrom(ctx, filepath.Join(root, "internal", "testsupport", "sandbox", "fko-next"))
+	})
+	if newerOperatorErr != nil {
+		t.Fatalf("install the newer operator's CRDs: %v", newerOperatorErr)
+	}
+	cs, err := k.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := k.Dynamic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, cs, dyn
+}
