@@ -51,7 +51,13 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	jobDir := ckpts + "/" + job
 	latest := e.latestCompleted(jobDir)
 	run2Latest := e.secondRunFromAnOlderSavepoint(ctx, fc, e.peers.Clusters[1], job, ckpts, taken[0], latest)
-	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
+	// A month ago, in the order things happened: the savepoints, run 1's
+	// last checkpoint, run 2's.
+	plain := func(uri string) string { return strings.TrimPrefix(uri, e.peers.HDFS.URI) }
+	e.age(plain(jobDir), time.Now().Add(-30*24*time.Hour), false)
+	e.age(plain(latest), time.Now().Add(-31*24*time.Hour), false)
+	e.age(plain(taken[1]), time.Now().Add(-32*24*time.Hour), false)
+	e.age(plain(taken[0]), time.Now().Add(-33*24*time.Hour), false)
 
 	_, kept := e.plan(ctx, "runs-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	for _, cp := range []string{run2Latest, latest} {
