@@ -29,6 +29,7 @@ func BuildPlan(in Input) (Plan, error) {
 		return Plan{}, err
 	}
 	p.run()
+	p.markRelocatable()
 	plan := p.finish(objects, keepObjects)
 	return plan, nil
 }
