@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -411,6 +412,72 @@ func TestRestoreHintsSayTheTruth(t *testing.T) {
 			for _, n := range tc.not {
 				if strings.Contains(h, n) {
 					t.Errorf("hint %q; want it not to say %q", h, n)
+				}
+			}
+		})
+	}
+}
+
+// TestRestoreAsksTheInventoryWhoWritesAJobDir: a job dir whose files are
+// all old may still be a live job's (a long checkpoint interval): the
+// inventory decides, bound to where the job's checkpoints go, and a
+// restore that cannot ask moves nothing.
+func TestRestoreAsksTheInventoryWhoWritesAJobDir(t *testing.T) {
+	ctx := context.Background()
+	k := "checkpoints/" + jobK
+	for name, tc := range map[string]struct {
+		live    func(e *localEnv) (Live, error)
+		back    bool
+		errWant bool
+	}{
+		"a live job of that id checkpoints there": {
+			live: func(e *localEnv) (Live, error) {
+				return liveWith(LiveJob{JobID: jobK, LatestCheckpoint: e.uri(k + "/chk-101")}), nil
+			},
+		},
+		"a live job of that id has no checkpoint yet": {
+			live: func(e *localEnv) (Live, error) { return liveWith(LiveJob{JobID: jobK}), nil },
+		},
+		"a live job of that id checkpoints under another root": {
+			live: func(e *localEnv) (Live, error) {
+				return liveWith(LiveJob{JobID: jobK, LatestCheckpoint: "file:///elsewhere/checkpoints/" + jobK + "/chk-7"}), nil
+			},
+			back: true,
+		},
+		"the inventory does not answer": {
+			live:    func(e *localEnv) (Live, error) { return Live{}, errors.New("cluster c1 does not answer") },
+			errWant: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newLocalEnv(t)
+			e.retiredJob(jobK)
+			e.trashRun("r1", Policy{DeleteLatestRetiredCheckpoint: true}, e.uri(k))
+			e.file(k+"/chk-101/state", 5, e.past.Add(time.Hour)) // the new run, quiet on disk
+			before := snapshotTree(t, filepath.Join(e.tenant, k))
+			res, err := Restore(ctx, e.restoreConfig(func(c *RestoreConfig) {
+				c.Paths = []string{plain(e.uri(k))}
+				c.Live = func(context.Context) (Live, error) { return tc.live(e) }
+			}))
+			if tc.errWant {
+				if err == nil || !IsRetryable(err) {
+					t.Fatalf("restore: %+v %v; want a retryable error", res, err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			got := outcomes(res)[e.uri(k)]
+			switch {
+			case tc.back && got.Outcome != OutcomeRestored:
+				t.Errorf("%+v; want it back beside the other root's job", got)
+			case tc.back:
+				e.requireHome("restore", k+"/chk-2/_metadata", k+"/chk-101/state")
+			case !tc.errWant && (got.Outcome != OutcomeRefused || !strings.Contains(got.Detail, "is live on cluster c1")):
+				t.Errorf("%+v; want it refused, naming the live job", got)
+			}
+			if !tc.back {
+				if after := snapshotTree(t, filepath.Join(e.tenant, k)); after != before {
+					t.Errorf("the live job's dir changed:\n%s\nwant\n%s", after, before)
 				}
 			}
 		})
