@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,8 +26,10 @@ type restoreItem struct {
 	// selected item names a file in it (namedBy).
 	selected bool
 	namedBy  string
-	// group is the union-find parent: items that go back together.
-	group *restoreItem
+	// roots are the selected items whose snapshots need this one: it
+	// goes back if one of them can go back whole. A selected item is its
+	// own root.
+	roots []*restoreItem
 	// relocatable: every _metadata read in it names its files relative to
 	// its own dir, so a job can restore from its trash path.
 	relocatable bool
@@ -42,15 +45,11 @@ type restoreItem struct {
 	decided bool
 }
 
-func (it *restoreItem) find() *restoreItem {
-	for it.group != it {
-		it.group = it.group.group
-		it = it.group
+func (it *restoreItem) neededBy(root *restoreItem) {
+	if !slices.Contains(it.roots, root) {
+		it.roots = append(it.roots, root)
 	}
-	return it
 }
-
-func union(a, b *restoreItem) { a.find().group = b.find() }
 
 // restoreRun is a run's trash as a restore reads it.
 type restoreRun struct {
@@ -117,7 +116,6 @@ func (rs *restorer) load(ctx context.Context, run string) (*restoreRun, error) {
 			r.objects = append(r.objects, rec)
 		default:
 			it := &restoreItem{run: run, rec: rec, orig: rec.Path}
-			it.group = it
 			if n, err := normPath(rec.Path, rs.base); err == nil {
 				it.orig = n
 			}
@@ -268,14 +266,15 @@ func selectsInside(p string, globs []string) bool {
 
 // closure adds to set every trashed item, of any run, that holds a file
 // a _metadata in a selected item names (the selected part of it, when a
-// glob names a path inside it) and that is not at home, and groups each
-// with the item that needs it. A file found nowhere is recorded missing
-// for that item.
+// glob names a path inside it) and that is not at home, each noting the
+// selected items that need it. A file found nowhere is recorded missing
+// for the item whose _metadata names it.
 func (rs *restorer) closure(ctx context.Context, set []*restoreItem) ([]*restoreItem, error) {
 	fsys := rs.cfg.FS
 	in := map[*restoreItem]bool{}
 	for _, it := range set {
 		in[it] = true
+		it.neededBy(it)
 	}
 	type need struct {
 		path, by string
@@ -379,7 +378,7 @@ func (rs *restorer) closure(ctx context.Context, set []*restoreItem) ([]*restore
 				}
 			}
 		}
-		union(h, n.root)
+		h.neededBy(n.root)
 	}
 	return set, nil
 }
@@ -666,9 +665,11 @@ func (rs *restorer) missingText(it *restoreItem) string {
 	return s + "; nothing of it was moved"
 }
 
-// decide checks every item, then lets a group go back only if every item
-// of it can and no file its _metadata name is missing: each other item is
-// decided (already back, refused, or, dry, to be moved) and recorded.
+// decide checks every item, then lets a selected item's snapshot go back
+// only whole: when no file its _metadata names is missing and every item
+// it needs can go back. An item goes back when a selected item that needs
+// it does; the others are decided here (already back, refused or, dry,
+// to be moved) and recorded.
 func (rs *restorer) decide(ctx context.Context, set []*restoreItem, tick func()) error {
 	for _, it := range set {
 		if err := ctx.Err(); err != nil {
@@ -678,51 +679,61 @@ func (rs *restorer) decide(ctx context.Context, set []*restoreItem, tick func())
 			return err
 		}
 	}
-	why := map[*restoreItem]string{}
-	lead := map[*restoreItem]*restoreItem{}
+	// blocked says why a selected item's snapshot cannot go back whole.
+	blocked := map[*restoreItem]string{}
 	for _, it := range set {
-		g := it.find()
-		if it.selected && lead[g] == nil {
-			lead[g] = it
+		if t := rs.missingText(it); t != "" {
+			blocked[it] = t
 		}
-		if _, ok := why[g]; ok {
-			continue
-		}
+	}
+	for _, it := range set {
+		own := ""
 		switch {
-		case rs.missingText(it) != "":
-			why[g] = it.rec.Path + ": " + rs.missingText(it)
 		case it.why != "":
-			why[g] = it.rec.Path + ": " + it.why
+			own = it.rec.Path + ": " + it.why
 		case it.gone:
-			why[g] = it.rec.Path + " is not in the trash any more"
+			own = it.rec.Path + " is not in the trash any more"
+		}
+		for _, r := range it.roots {
+			if own != "" && blocked[r] == "" {
+				blocked[r] = "nothing of it was moved: the snapshot cannot go back whole: " + own
+			}
 		}
 	}
 	now := rs.cfg.Now()
 	var purged map[string]Record
 	finals := map[string][]Record{}
 	for _, it := range set {
-		g := it.find()
-		reason, bad := why[g]
+		var with *restoreItem // a selected item that needs it and cannot go back whole
+		goes := false
+		for _, r := range it.roots {
+			if blocked[r] == "" {
+				goes = true
+			} else if with == nil {
+				with = r
+			}
+		}
 		refuse := func(detail string) Record { return restoreRecord(it.rec, OutcomeRefused, now, detail) }
 		switch {
-		case rs.missingText(it) != "":
-			it.out = refuse(rs.missingText(it))
-		case it.back:
-			it.out = restoreRecord(it.rec, OutcomeRestored, now, AlreadyBack)
+		case it.why != "":
+			it.out = refuse(it.why)
 		case it.gone:
 			if purged == nil {
 				purged = purgedRuns(ctx, rs.cfg.FS, rs.audit)
 			}
 			it.out = refuse("not in the trash any more: " + goneReason(purged, rs.runTrash(it.run)))
-		case it.why != "":
-			it.out = refuse(it.why)
-		case bad && (lead[g] == nil || lead[g] == it):
-			it.out = refuse("nothing of it was moved: the snapshot cannot go back whole: " + reason)
-		case bad:
-			it.out = refuse("not moved: it goes back only together with " + lead[g].rec.Path + ", and " + reason)
+		case it.selected && blocked[it] != "" && !goes:
+			it.out = refuse(blocked[it])
+		case it.back:
+			it.out = restoreRecord(it.rec, OutcomeRestored, now, AlreadyBack)
+		case !goes:
+			it.out = refuse("not moved: it goes back only together with " + with.rec.Path + ", and " + blocked[with])
 		case rs.cfg.DryRun:
 			it.out = restoreRecord(it.rec, OutcomeStarted, now, "would be "+rs.moveDetail(it))
 		default:
+			if it.selected && blocked[it] != "" {
+				it.notes = append(it.notes, "it goes back for another snapshot that names it, but its own "+strings.TrimPrefix(blocked[it], "nothing of it was moved: "))
+			}
 			continue // to be moved
 		}
 		rs.annotate(it)

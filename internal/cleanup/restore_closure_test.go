@@ -194,6 +194,36 @@ func TestRestoreGivesBackTheClosure(t *testing.T) {
 				t.Errorf("restore of run r0 after: %+v %v; want A already back", again, err)
 			}
 		},
+		// On 5024bd4: A's job dir stays in run r0's trash.
+		"a snapshot that cannot go back whole does not hold back another that needs the same files": func(t *testing.T, e *localEnv) {
+			a := "checkpoints/" + jobClaimed
+			e.file(a+"/shared/a1", 10, e.past)
+			e.metadata(a+"/chk-5/_metadata", 5, e.past, e.shared(a+"/shared/a1"))
+			e.age(a, e.past)
+			e.trashRun("r0", Policy{DeleteLatestRetiredCheckpoint: true}, e.uri(a))
+			// Jobs B and K were both started from A's chk-5 in CLAIM mode;
+			// K's own shared file is lost from the trash below.
+			b, k := "checkpoints/"+jobClaiming, "checkpoints/"+jobK
+			e.file(b+"/shared/b1", 10, e.past)
+			e.metadata(b+"/chk-7/_metadata", 7, e.past, e.shared(a+"/shared/a1"), e.shared(b+"/shared/b1"))
+			e.file(k+"/shared/k1", 10, e.past)
+			e.metadata(k+"/chk-9/_metadata", 9, e.past, e.shared(a+"/shared/a1"), e.shared(k+"/shared/k1"))
+			e.age(b, e.past)
+			e.age(k, e.past)
+			e.trashRun("r1", Policy{DeleteLatestRetiredCheckpoint: true}, e.uri(b), e.uri(k))
+			if err := os.Remove(plain(e.trashOf("r1", e.uri(k+"/shared/k1")))); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Restore(ctx, e.restoreConfig(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.requireHome("restore of run r1", b+"/chk-7/_metadata", b+"/shared/b1", a+"/shared/a1")
+			e.requireAway("restore of run r1", k)
+			if got := outcomes(res)[e.uri(k)]; got.Outcome != OutcomeRefused || !strings.Contains(got.Detail, "/shared/k1") {
+				t.Errorf("K: %+v; want it refused, naming shared/k1", got)
+			}
+		},
 		// On 5024bd4: chk-1 goes back without shared/old.
 		"a snapshot that cannot be made whole is refused, naming what is missing, and nothing moves": func(t *testing.T, e *localEnv) {
 			chk1, _ := e.retiredJobTrashedApart(jobJ)
