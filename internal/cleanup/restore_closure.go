@@ -627,8 +627,12 @@ func (rs *restorer) findWriter(ctx context.Context, dir string) (string, error) 
 // writerWhy says why an item does not go into dir, where a job may be
 // writing, and what can be done without touching that job.
 func (rs *restorer) writerWhy(it *restoreItem, dir, evidence string) string {
-	s := fmt.Sprintf("a job writes into %s now, or may (%s): nothing goes into a dir a running job uses, so nothing of this was moved and the job is not touched; "+
-		"once nothing has written there for %v (that job stopped), restore again: it goes back beside that job's files, overwriting none", dir, evidence, rs.cfg.QuietFor)
+	who := "a job"
+	if !layout.IsJobID(path.Base(dir)) {
+		who = "a job (taking a savepoint), or someone,"
+	}
+	s := fmt.Sprintf("%s writes into %s now, or may (%s): nothing goes into a dir a running job uses, so nothing of this was moved and the writer is not touched; "+
+		"once nothing has written there for %v (the writer stopped), restore again: it goes back beside what is there, overwriting nothing", who, dir, evidence, rs.cfg.QuietFor)
 	if it.relocatable {
 		s += "; meanwhile a job can restore from its trash path as it is (" + it.rec.TrashPath + "): its _metadata names every file relative to its own dir"
 	} else if it.rec.Kind == KindJobDir || it.rec.Kind == KindCheckpointDir {
