@@ -162,10 +162,11 @@ func jobDirOf(p string, kind ItemKind) string {
 }
 
 // writer says what shows that a job may be writing into dir now ("" when
-// nothing does, or dir does not exist): a job of that id live on an
-// inventory cluster whose latest checkpoint lies in dir or that has none
-// yet (cfg.Live), or a file written there within cfg.QuietFor, or, in a
-// dir holding no file yet, a change within it (a job that just started).
+// nothing does): a job of that id live on an inventory cluster whose
+// latest checkpoint lies in dir or that has none yet (cfg.Live; it may be
+// about to write there), or a file written there within cfg.QuietFor, or,
+// in a dir holding no file yet, a change within it (a job that just
+// started).
 func (rs *restorer) writer(ctx context.Context, dir string) (string, error) {
 	if ev, ok := rs.writers[dir]; ok {
 		return ev, nil
@@ -244,10 +245,11 @@ func (rs *restorer) writerWhy(it *restoreItem, dir, evidence string) string {
 	}
 	s := fmt.Sprintf("%s writes into %s now, or may (%s): nothing goes into a dir a running job uses, so nothing of this was moved and the writer is not touched; "+
 		"once nothing has written there for %v (the writer stopped), restore again: it goes back beside what is there, overwriting nothing", who, dir, evidence, rs.cfg.QuietFor)
-	if it.relocatable {
+	switch {
+	case it.relocatable:
 		s += "; meanwhile a job can restore from its trash path as it is (" + it.rec.TrashPath + "): its _metadata names every file relative to its own dir"
-	} else if it.rec.Kind == KindJobDir || it.rec.Kind == KindCheckpointDir {
-		s += "; its checkpoints name their files by absolute path under " + dir + ", so they restore only from there, not from the trash or a copy beside it"
+	case it.parsed:
+		s += "; its _metadata names files by absolute path, so a job restores from it only once they are where they were written, not from the trash or a copy beside it"
 	}
 	return s
 }

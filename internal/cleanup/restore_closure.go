@@ -28,10 +28,11 @@ type restoreItem struct {
 	// goes back if one of them can go back whole. A selected item is its
 	// own root.
 	roots []*restoreItem
-	// relocatable: every _metadata read in it names its files relative to
-	// its own dir, so a job can restore from its trash path.
-	relocatable bool
-	notes       []string
+	// parsed: a _metadata in it was read; relocatable: every one read
+	// names its files relative to its own dir, so a job can restore from
+	// its trash path.
+	parsed, relocatable bool
+	notes               []string
 
 	// What the checks found.
 	why   string // why it cannot go back
@@ -308,7 +309,7 @@ func (rs *restorer) closure(ctx context.Context, set []*restoreItem) ([]*restore
 			return nil, classify("walk", src, err)
 		}
 		sort.Strings(metas)
-		it.relocatable = len(metas) > 0
+		relocatable := true
 		for _, m := range metas {
 			at := it.orig + strings.TrimPrefix(pathPart(m), pathPart(src))
 			if len(rs.cfg.Paths) > 0 && !selected(parentDir(at), rs.cfg.Paths) {
@@ -320,15 +321,17 @@ func (rs *restorer) closure(ctx context.Context, set []*restoreItem) ([]*restore
 			}
 			refs, err := ParseReferences(data, at, rs.base)
 			if err != nil {
-				it.relocatable = false
+				relocatable = false
 				it.notes = append(it.notes, fmt.Sprintf("%s cannot be read (%v): the files it names were not looked for", at, err))
 				continue
 			}
-			it.relocatable = it.relocatable && refs.Relocatable
+			it.parsed = true
+			relocatable = relocatable && refs.Relocatable
 			for _, f := range append(append([]string(nil), refs.Files...), refs.ManagedDirs...) {
 				needs = append(needs, need{path: f, by: at, root: it})
 			}
 		}
+		it.relocatable = it.parsed && relocatable
 	}
 	for _, n := range needs {
 		if err := ctx.Err(); err != nil {
