@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
@@ -340,7 +341,20 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 				a.Cleanup.TrashRoot, t.Root, t.Name)
 		}
 	}
-	needed := func(ctx context.Context) (map[string]string, error) { return a.restoreNeeds(ctx, inv) }
+	needed := func(ctx context.Context) (map[string]string, error) {
+		n, err := a.restoreNeeds(ctx, inv)
+		if err != nil {
+			return nil, err
+		}
+		// A job restored from a trash path that stopped since is in no
+		// cluster's list, but its retained checkpoints name the trash.
+		retained, err := a.retainedMetadata(ctx, inv)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(n, cleanup.TrashReferences(retained, trash))
+		return n, nil
+	}
 	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: a.now(), Needed: needed})
 	if err != nil {
 		return PurgeTrashResult{}, classify("purge trash", err)
@@ -359,6 +373,53 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		a.Metrics.Succeeded(OpPurgeTrash, a.now())
 	}
 	return res, nil
+}
+
+// retainedMetadata reads the _metadata of every retained checkpoint and
+// savepoint under the checkpoint and savepoint roots of every inventory
+// cluster and under the reference roots, each parsed or with why not. A
+// root that does not exist holds none; one that cannot be read is an
+// error.
+func (a *Activities) retainedMetadata(ctx context.Context, inv inventory.Inventory) (map[string]cleanup.MetadataResult, error) {
+	out, err := a.referenceMetadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, c := range inv.Clusters {
+		for _, r := range []struct {
+			dir  string
+			kind layout.RootKind
+		}{{c.CheckpointDir, layout.CheckpointRoot}, {c.SavepointDir, layout.SavepointRoot}} {
+			if r.dir == "" {
+				continue
+			}
+			fs, p, err := a.Storage.Resolve(ctx, r.dir)
+			if err != nil {
+				return nil, classify("resolve "+r.kind.String()+" "+r.dir+" of cluster "+c.ClusterID, err)
+			}
+			p = strings.TrimRight(p, "/")
+			key := fs.URI().String() + " " + r.kind.String() + " " + p
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			_, err = fs.Stat(ctx, p)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, classify("stat "+p, err)
+			}
+			l, err := cleanup.Gather(ctx, fs, []layout.Root{{Path: p, Kind: r.kind}}, cleanup.GatherOptions{ReferencesOnly: true})
+			if err != nil {
+				return nil, classify("read the retained _metadata under "+r.dir, err)
+			}
+			maps.Copy(out, l.Metadata)
+			activity.RecordHeartbeat(ctx, "retained snapshots under "+r.dir)
+		}
+	}
+	return out, nil
 }
 
 // restoreNeeds reads, from every inventory cluster, what could restore

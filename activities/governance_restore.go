@@ -2,8 +2,10 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -15,8 +17,9 @@ import (
 // RestoreTrashInput names the governance run whose trash goes back.
 type RestoreTrashInput struct {
 	RunID string `json:"runId"`
-	// Paths, when set, are globs of original paths: only matching items
-	// (or items under a matching dir) go back.
+	// Paths, when set, are globs of original paths: only matching items,
+	// items under a matching dir and items holding a matching path go
+	// back, each with what its _metadata name.
 	Paths  []string `json:"paths,omitempty"`
 	DryRun bool     `json:"dryRun,omitempty"`
 }
@@ -29,10 +32,12 @@ type RestoreTrashResult struct {
 }
 
 // RestoreTrash moves the trashed items of a governance run back to their
-// original paths (cleanup.Restore): each only into a root of a tenant of
-// the inventory, each checked right before it moves. Dry, it says what
-// would go back and what would be refused, and touches nothing. Retried,
-// it goes on where it stopped.
+// original paths (cleanup.Restore), each snapshot whole, with the files
+// its _metadata names from this run's trash or an earlier run's: each
+// only into a root of a tenant of the inventory and never into a job dir
+// a live job of the inventory writes, each checked before anything moves.
+// Dry, it says what would go back and what would be refused, and touches
+// nothing. Retried, it goes on where it stopped.
 func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (RestoreTrashResult, error) {
 	var out RestoreTrashResult
 	if a.Storage == nil || a.Inventory == nil {
@@ -84,11 +89,35 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 	cfg := cleanup.RestoreConfig{FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID,
 		Paths: in.Paths, DryRun: in.DryRun, Now: a.now,
 		Progress: func(done, total int) { activity.RecordHeartbeat(ctx, done) },
+		// Nothing goes into a job dir a live job of the inventory writes.
+		Live: func(ctx context.Context) (cleanup.Live, error) {
+			if a.Flink == nil {
+				return cleanup.Live{}, errors.New("this worker has no Flink client configured: whether a live job writes into the dir cannot be told")
+			}
+			live, _, err := a.liveInventory(ctx, inv)
+			return live, err
+		},
 	}
 	if a.Orphans != nil {
 		cfg.Objects = recreator{a.Orphans}
 	}
+	// Finding a snapshot's closure reads its _metadata and walks the
+	// trash before anything moves: heartbeat through it.
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(a.pollInterval())
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx, "restore of run "+in.RunID)
+			}
+		}
+	}()
 	res, err := cleanup.Restore(ctx, cfg)
+	close(stop)
 	if err != nil {
 		return out, classify("restore the trash of run "+in.RunID, err)
 	}

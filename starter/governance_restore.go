@@ -22,14 +22,30 @@ func governanceRestoreCommand(g *globals) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "restore RUN",
-		Short: "Put a governance run's trash back where it was (each item checked first; --dry-run to see)",
-		Long: `Moves the items a governance run trashed back to their original paths, the
-last trashed first. An item whose original path exists again, that lies on
-another file system, that the manifest does not name as the run would, or
-that is no longer in the trash (purged) is refused and named; the rest goes
-back. Run it again to go on after an interruption: what is back already is
-left as it is. Needs the tenant lock of the tenants the items go back into
-and honours freezes, as an execution does.
+		Short: "Put a governance run's trash back where it was, whole snapshots at a time (--dry-run to see)",
+		Long: `Moves the items a governance run trashed back to their original paths.
+--path selects items by their original path: an item it matches, one under
+a dir it matches, and one holding what it matches (a chk-N of a job dir
+trashed whole). A checkpoint or savepoint comes back with
+everything its _metadata names that governance trashed, as separate items
+of this run or of an earlier run (shared files; another job's files after
+a restore in CLAIM mode); the dry run lists all of it, each with its run.
+
+A snapshot goes back whole or not at all: when a file it names is in no
+run's trash and not at home, or an item it needs cannot go back,
+nothing of it moves and the refusal names why. An item is refused when it
+lies on another file system, the manifest does not name it as its run
+would, it is no longer in the trash (purged), or a running job may write
+into the job dir it goes into (a live job of the inventory, or a file
+written there in the last hour): nothing goes into a dir a running job
+uses. Dirs go back before what lies in them; a job, checkpoint or
+savepoint dir that exists again (an earlier restore, or a stopped run of
+the same job id, made it) takes the item entry by entry, never over an
+existing file.
+
+Run it again to go on after an interruption: what is back already is left
+as it is. Needs the tenant lock of the tenants the items go back into and
+honours freezes, as an execution does.
 
 RUN is the governance run's name (its trash is <cleanup.trashRoot>/RUN).`,
 		Args: oneArg("RUN"),
@@ -79,7 +95,7 @@ RUN is the governance run's name (its trash is <cleanup.trashRoot>/RUN).`,
 			return printRestore(cmd, &st)
 		},
 	}
-	cmd.Flags().StringArrayVar(&in.Paths, "path", nil, "only items whose original path (or a parent dir) matches this glob; repeatable")
+	cmd.Flags().StringArrayVar(&in.Paths, "path", nil, "only items whose original path, a parent dir of it or a path inside it matches this glob, with what their _metadata name; repeatable")
 	cmd.Flags().BoolVar(&in.DryRun, "dry-run", false, "say what would go back and what would be refused; move nothing")
 	cmd.Flags().StringVar(&in.Reason, "reason", "", "why (recorded; required unless --dry-run)")
 	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "restore inside a freeze (needs --reason)")
@@ -101,13 +117,17 @@ func printRestore(cmd *cobra.Command, st *workflows.GovernanceRestoreState) erro
 	fmt.Fprintf(w, "run %s: %s %d items (%d files, %d bytes), %d back already, %d refused\n", st.RunID, verb,
 		res.Counts[cleanup.OutcomeRestored]+res.Counts[cleanup.OutcomeStarted]-res.AlreadyBack, res.Files, res.Bytes, res.AlreadyBack, res.Counts[cleanup.OutcomeRefused])
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tKIND\tOUTCOME\tDETAIL")
+	fmt.Fprintln(tw, "PATH\tKIND\tRUN\tOUTCOME\tDETAIL")
 	for _, it := range res.Items {
 		outcome := string(it.Outcome)
 		if it.Outcome == cleanup.OutcomeStarted {
 			outcome = "would restore"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Path, it.Kind, outcome, it.Detail)
+		run := it.Run
+		if run == "" {
+			run = st.RunID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", it.Path, it.Kind, run, outcome, it.Detail)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

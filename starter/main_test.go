@@ -173,3 +173,22 @@ func TestSpecTextWritesCalendarsAsCron(t *testing.T) {
 		t.Errorf("specText = %q, want %q", got, want)
 	}
 }
+
+// The restore's help says what it gives back: a snapshot whole, with
+// what its _metadata names from any run's trash, or nothing of it.
+// On 5024bd4 it says each item goes back on its own.
+func TestGovernanceRestoreHelpSaysItRestoresWholeSnapshots(t *testing.T) {
+	code, out, errOut := runCLI([]string{"governance", "restore", "--help"}, nil)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var missing []string
+	for _, want := range []string{"everything its _metadata names", "earlier run", "nothing of it moves", "running job"} {
+		if !strings.Contains(out, want) {
+			missing = append(missing, want)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("help %q; want it to say %q", out, missing)
+	}
+}

@@ -32,8 +32,9 @@ const (
 type GovernanceRestoreInput struct {
 	// RunID is the governance run (its trash is <trashRoot>/<RunID>).
 	RunID string `json:"runId"`
-	// Paths, when set, are globs of original paths: only those items (or
-	// the items under those dirs) go back.
+	// Paths, when set, are globs of original paths: only those items, the
+	// items under those dirs and the items holding those paths go back,
+	// each snapshot with what its _metadata name (from any run's trash).
 	Paths []string `json:"paths,omitempty"`
 	// DryRun says what would go back and what would be refused.
 	DryRun bool `json:"dryRun,omitempty"`

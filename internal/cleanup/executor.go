@@ -444,16 +444,26 @@ func (r *run) record(it Item, o Outcome, trash, detail string) Record {
 	return rec
 }
 
-// restoreHint says how a trashed item comes back: a savepoint names its
-// files relative to its own dir, so a job restores from its trash path as
-// it is; a checkpoint names its shared state by absolute path, so it
-// restores only where it was written, once put back.
+// restoreHint says how a trashed item comes back. The command it names
+// restores the item with everything the _metadata in it name that
+// governance trashed, from any run (Restore). A savepoint whose _metadata
+// the planner read as naming every file relative to its own dir
+// (Item.Relocatable) restores from its trash path as it is; any other
+// snapshot names files by absolute path and restores only where it was
+// written, once put back.
 func restoreHint(run string, it Item) string {
 	back := "flinkmaint governance restore " + run + " --path '" + stripScheme(it.Path) + "' --reason TEXT"
-	if it.Kind == KindSavepointDir {
-		return "a job restores from the trash path as it is (a savepoint is self-contained); to put it back: " + back
+	switch {
+	case it.Kind == KindSavepointDir && it.Relocatable:
+		return "a job restores from the trash path as it is (its _metadata names every file relative to its own dir); to put it back: " + back
+	case it.Kind == KindSavepointDir:
+		return "put it back before a job restores from it (its _metadata names files by absolute path, or was not read); " +
+			"every file its _metadata names that governance trashed comes back with it: " + back
+	case it.Kind == KindCheckpointDir || it.Kind == KindJobDir:
+		return "put it back before a job restores from it; every file its _metadata names that governance trashed, " +
+			"in this run or an earlier one, comes back with it: " + back
 	}
-	return "put it back before a job restores from it: " + back
+	return "put it back: " + back
 }
 
 // vanished is the outcome of an item (a path or an object) found missing

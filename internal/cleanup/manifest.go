@@ -60,6 +60,10 @@ type Record struct {
 	Resources []string `json:"resources,omitempty"`
 	// Restore says, for a trashed item, how it comes back.
 	Restore string `json:"restore,omitempty"`
+	// Run is, in a restore's result, the run whose trash held the item
+	// when that is not the run restored: an earlier run trashed a file
+	// the restored snapshot names.
+	Run string `json:"run,omitempty"`
 }
 
 const manifestPrefix = "manifest-"

@@ -232,6 +232,11 @@ type References struct {
 	// ManagedDirs are file-merging directories declared in use; everything
 	// below them counts as referenced.
 	ManagedDirs []string `json:"managedDirs,omitempty"`
+	// Relocatable says every file the _metadata names is named relative
+	// to its own dir (and lies in it): a job can restore from the snapshot
+	// wherever the dir lies, a trash path included. False when any file is
+	// named by absolute path or lies elsewhere, and when it was not told.
+	Relocatable bool `json:"relocatable,omitempty"`
 }
 
 // MetadataResult is a parsed _metadata or why it could not be parsed.
@@ -390,6 +395,9 @@ type Item struct {
 	// savepoint: they are deleted with it, before it, so that no resource
 	// is left pointing at nothing.
 	Snapshots []SnapshotRef `json:"snapshots,omitempty"`
+	// Relocatable is set for a savepoint whose _metadata names every file
+	// relative to its own dir: a job can restore from its trash path.
+	Relocatable bool `json:"relocatable,omitempty"`
 }
 
 // Kept is one path kept, with the reason.

@@ -28,6 +28,7 @@ func BuildPlan(in Input) (Plan, error) {
 		return Plan{}, err
 	}
 	p.run()
+	p.markRelocatable()
 	plan := p.finish(objects, keepObjects)
 	return plan, nil
 }
@@ -188,21 +189,14 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 		}
 		p.pinned[n] = "policy pinnedSavepoints"
 	}
-	// A savepoint is self-contained: its _metadata names files in its own
-	// dir only, so one that does not parse keeps that dir (planSavepoints)
-	// and nothing else. A checkpoint's may name another job's files (a
-	// CLAIM or LEGACY restore) or a native savepoint's.
-	savepointDirs := map[string]bool{}
-	for _, sp := range in.Listing.Report.Savepoints {
-		if n, err := p.canon.path(sp.Path); err == nil {
-			savepointDirs[n] = true
-		}
-	}
+	// A _metadata that does not parse may name anything: nothing proves
+	// it relative, a savepoint's no more than a checkpoint's (a savepoint
+	// may name files by absolute path), so any one of them stops what a
+	// reference could veto (badMeta).
 	for _, src := range []struct {
-		what    string
-		m       map[string]MetadataResult
-		scanned bool
-	}{{"metadata", in.Listing.Metadata, true}, {"reference-root metadata", in.References, false}} {
+		what string
+		m    map[string]MetadataResult
+	}{{"metadata", in.Listing.Metadata}, {"reference-root metadata", in.References}} {
 		for k, v := range src.m {
 			n, err := path(src.what+" key", k)
 			if err != nil {
@@ -213,7 +207,7 @@ func newPlanner(in Input, pol Policy) (*planner, error) {
 			}
 			if v.Error != "" {
 				v.Refs = nil
-				p.badMeta = p.badMeta || !src.scanned || !savepointDirs[strings.TrimSuffix(n, "/"+layout.MetadataFileName)]
+				p.badMeta = true
 			} else if v.Refs, err = p.canon.refs(v.Refs); err != nil {
 				return nil, sourceUnknown("%v", err)
 			}

@@ -388,7 +388,9 @@ func TestPlanRules(t *testing.T) {
 					orphan: KeepUnparseableInScope, sp: KeepUnparseableInScope},
 			}
 		}},
-		"an unparseable savepoint keeps itself only: a savepoint names nothing outside its dir": {func(f *fixture) expect {
+		// On 5024bd4 b1, orphan and sp are planned: an unparseable savepoint
+		// was taken to name nothing outside its dir.
+		"an unparseable savepoint stops reference-dependent deletions: its _metadata is not known to be relative": {func(f *fixture) expect {
 			f.job(jobB, old)
 			b1 := f.chk(jobB, 1, true, old.Add(-time.Hour))
 			b2 := f.chk(jobB, 2, true, old)
@@ -399,8 +401,9 @@ func TestPlanRules(t *testing.T) {
 			f.savepoint("dddddd", "000000000002", true, old.Add(time.Hour))
 			f.savepoint("dddddd", "000000000003", true, old.Add(2*time.Hour))
 			return expect{
-				del:  map[string]Rule{b1: RuleRetiredJob, orphan: RuleRetiredJob, sp: RuleSavepointRetention},
-				keep: map[string]Reason{bad: KeepUnparseable, b2: KeepLatestRetired},
+				del: map[string]Rule{},
+				keep: map[string]Reason{bad: KeepUnparseable, b2: KeepLatestRetired,
+					b1: KeepUnparseableInScope, orphan: KeepUnparseableInScope, sp: KeepUnparseableInScope},
 			}
 		}},
 		"unknown entries are kept and keep their job dir": {func(f *fixture) expect {

@@ -20,7 +20,15 @@ func referencesFromMetadata(md *checkpoint.Metadata, metadataPath, base string) 
 	if err != nil {
 		return nil, err
 	}
-	r := &References{Metadata: loc, Dir: storage.ParentOf(loc), CheckpointID: md.CheckpointID}
+	r := &References{Metadata: loc, Dir: storage.ParentOf(loc), CheckpointID: md.CheckpointID, Relocatable: len(md.ManagedDirs) == 0}
+	for i := range md.NumReferences() {
+		// A relative handle resolves against the _metadata's dir wherever
+		// it lies; an absolute or segment handle names one place only.
+		if ref := md.Reference(i); ref.Kind != checkpoint.KindRelative || !under(ref.Path, strings.TrimSuffix(md.Dir, "/")) {
+			r.Relocatable = false
+			break
+		}
+	}
 	for _, f := range md.Files {
 		p, err := normPath(f.Path, base)
 		if err != nil {

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -37,10 +35,21 @@ type RestoreConfig struct {
 	RunID string
 	// Paths, when set, are globs (path.Match, on the item's path without
 	// scheme and authority, or on the whole URI): only items matching one,
-	// or lying under a dir matching one, go back.
+	// lying under a dir matching one, or holding a path matching one go
+	// back, each with what its _metadata name.
 	Paths []string
 	// DryRun says what would be done and does nothing.
 	DryRun bool
+	// Live, when set, returns the live inventory: nothing goes into a job
+	// dir that a job live on an inventory cluster may write (its latest
+	// checkpoint lies there, or it has none yet). An error stops the
+	// restore before anything moves.
+	Live func(ctx context.Context) (Live, error)
+	// QuietFor: a dir that a file was written into within this long (or,
+	// holding no file, that changed within it) may have a running writer,
+	// a job outside the inventory: nothing goes into it. Default
+	// DefaultGrace.
+	QuietFor time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Progress, when set, hears each item done.
@@ -51,13 +60,14 @@ type RestoreConfig struct {
 }
 
 // RestoreResult says what a restore did (or, dry, would do) with each
-// trashed item of the run it selected.
+// trashed item it selected, and each item of any run that holds a file
+// their _metadata name (Record.Run names that run).
 type RestoreResult struct {
 	RunID    string `json:"runId"`
 	DryRun   bool   `json:"dryRun,omitempty"`
 	Manifest string `json:"manifest,omitempty"`
-	// Items are the selected items, each with its outcome: restored (or,
-	// dry, to be restored: OutcomeStarted), refused with the reason.
+	// Items are the items, each with its outcome: restored (or, dry, to
+	// be restored: OutcomeStarted), refused with the reason.
 	Items  []Record        `json:"items"`
 	Counts map[Outcome]int `json:"counts"`
 	// AlreadyBack counts items an earlier restore put back.
@@ -71,14 +81,36 @@ func RestoreManifestDir(auditRoot, run string) string {
 	return strings.TrimSuffix(auditRoot, "/") + "/" + restoreDirName + "/" + run
 }
 
-// Restore moves the trashed items of a run back to their original paths,
-// the last trashed first. Each item is checked right before it moves and
-// refused, with the reason, when it cannot go back safely: its original
-// path exists again, it lies on another file system, the manifest names a
-// trash path the run would not have used, or it is no longer in the trash
-// (purged). A move is atomic: a crash leaves each item back or still in
-// the trash, and the next restore finds which from this manifest and the
-// file system. A restore of items already back does nothing.
+// Restore puts trashed items back where they were, a whole snapshot at a
+// time. It selects the items of run cfg.RunID that cfg.Paths name (all of
+// them without paths): an item a glob matches, one under a dir a glob
+// matches, and one holding a path a glob matches (a chk-N of a job dir
+// trashed whole). Then, for every _metadata in what it selected, it adds
+// each item that holds a file that _metadata names and that is not at
+// home now, from this run's trash or any other run's (the audit root's
+// manifests say which): a checkpoint comes back with the shared files
+// trashed apart from it, by this run or an earlier one, and with the files
+// of another job's dir it names after a restore in CLAIM mode. A snapshot
+// goes back whole or not at all: when a file it names is in no run's
+// trash and not at home, or an item it needs cannot go back, nothing of
+// it moves and each of its items says why.
+//
+// Every item is checked before anything moves and refused, with the
+// reason, when it cannot go back safely: it lies on another file system,
+// the manifest names a trash path its run would not have used, it lies
+// outside the writable roots, it is not in the trash any more (purged),
+// a job may be writing into the job dir it goes into (a live job of the
+// inventory, cfg.Live, or a file written there within cfg.QuietFor), or
+// its original path exists again and cannot take it: a dir of a job,
+// checkpoint or savepoint that exists again is merged into, entry by
+// entry, never over anything there (another restore re-created it, or a
+// stopped run of the same job id wrote there), anything else is refused.
+// Parents go back before what lies in them.
+//
+// A move is a rename: a crash leaves each item, each entry of a merge,
+// back or still in the trash, and the next restore finds which from the
+// restore manifests of the runs involved and the file system. A restore
+// of items already back does nothing.
 //
 // Then the run's Kubernetes objects come back through cfg.Objects: the
 // HA ConfigMaps it deleted, and the FlinkStateSnapshot resources deleted
@@ -101,9 +133,14 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 			return res, bad("path glob %q: %v", g, err)
 		}
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	if cfg.QuietFor < 0 {
+		return res, bad("QuietFor %v is negative", cfg.QuietFor)
+	}
+	if cfg.QuietFor == 0 {
+		cfg.QuietFor = DefaultGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	base := cfg.FS.URI().String()
 	trash, err := normPath(cfg.TrashRoot, base)
@@ -118,125 +155,90 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		}
 		audit = strings.TrimSuffix(audit, "/")
 	}
-	runTrash := trash + "/" + cfg.RunID
-	recs, err := ReadManifest(ctx, cfg.FS, audit, cfg.RunID)
+	rs := newRestorer(cfg, base, trash, audit)
+	own, err := rs.load(ctx, cfg.RunID)
 	if err != nil {
 		return res, err
 	}
-	if len(recs) == 0 {
+	if own.records == 0 {
 		return res, &Error{Op: "restore", Path: audit + "/" + cfg.RunID, Kind: ErrNoManifest, Err: errors.New("no audit manifest for this run: check the run name (a run's report names it and its trash: flinkmaint governance report NAME)")}
 	}
-	m, earlier, err := loadManifest(ctx, cfg.FS, RestoreManifestDir(audit, cfg.RunID), "")
-	if err != nil {
-		return res, err
+	var set []*restoreItem
+	for _, it := range own.items {
+		if selected(it.rec.Path, cfg.Paths) || selectsInside(it.rec.Path, cfg.Paths) {
+			it.selected = true
+			set = append(set, it)
+		}
 	}
-	var todo, objects []Record
-	for _, r := range recs {
-		switch {
-		case r.Outcome != OutcomeTrashed || !selected(r.Path, cfg.Paths):
-		case IsObjectPath(r.Path):
+	var objects []Record
+	for _, r := range own.objects {
+		if selected(r.Path, cfg.Paths) {
 			objects = append(objects, r)
-		default:
-			todo = append(todo, r)
 		}
 	}
-	// The last trashed goes back first.
-	sort.SliceStable(todo, func(i, j int) bool {
-		if !todo[i].Time.Equal(todo[j].Time) {
-			return todo[i].Time.After(todo[j].Time)
-		}
-		return todo[i].Path > todo[j].Path
-	})
-	if !cfg.DryRun && len(todo)+len(objects) > 0 {
-		release, err := holdOffPurge(ctx, cfg.FS, runTrash, now())
-		if err != nil {
+	defer rs.release()
+	if !cfg.DryRun && len(set)+len(objects) > 0 {
+		if err := rs.hold(ctx, cfg.RunID); err != nil {
 			return res, err
 		}
-		defer release()
 	}
-	var purged map[string]Record
+	// collect is the result so far: what was decided and done, also when
+	// a move failed.
+	collect := func() {
+		for _, it := range set {
+			if it.out.Path == "" {
+				continue // not decided, or its move failed
+			}
+			o := it.out
+			if it.run != cfg.RunID {
+				o.Run = it.run
+			}
+			res.Items = append(res.Items, o)
+			res.Counts[o.Outcome]++
+			if o.Detail == AlreadyBack {
+				res.AlreadyBack++
+			}
+			if o.Outcome == OutcomeRestored || o.Outcome == OutcomeStarted {
+				res.Files += it.rec.Files
+				res.Bytes += it.rec.Bytes
+			}
+		}
+	}
+	if set, err = rs.closure(ctx, set); err != nil {
+		return res, err
+	}
+	sortParentsFirst(set)
 	done := 0
 	tick := func() {
 		done++
 		if cfg.Progress != nil {
-			cfg.Progress(done, len(todo))
+			cfg.Progress(done, len(set))
 		}
 	}
-	for start := 0; start < len(todo); start += restoreBatch {
-		batch := todo[start:min(start+restoreBatch, len(todo))]
-		outs := make([]Record, len(batch))
-		var move []int
-		for i, r := range batch {
-			if err := ctx.Err(); err != nil {
-				return res, err
-			}
-			out := restoreRecord(r, OutcomeRefused, now(), "")
-			why, isBack, err := restoreCheck(ctx, cfg, r, runTrash, earlier[r.Path])
-			if err != nil {
-				return res, err
-			}
-			switch {
-			case isBack:
-				out.Outcome, out.Detail = OutcomeRestored, AlreadyBack
-				res.AlreadyBack++
-			case why == errGoneFromTrash:
-				if purged == nil {
-					purged = purgedRuns(ctx, cfg.FS, audit)
-				}
-				out.Detail = "not in the trash any more: " + goneReason(purged, runTrash)
-			case why != "":
-				out.Detail = why
-			case cfg.DryRun:
-				out.Outcome, out.Detail = OutcomeStarted, "would be moved back from "+r.TrashPath
-			default:
-				move = append(move, i)
-				continue
-			}
-			outs[i] = out
-			tick()
-		}
-		err := restoreMoves(ctx, cfg.FS, m, batch, move, outs, now, tick)
-		// What was decided and done is recorded even when a move failed.
-		var final []Record
-		for _, o := range outs {
-			if o.Path != "" && o.Detail != AlreadyBack {
-				final = append(final, o)
-			}
-		}
-		if !cfg.DryRun {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), manifestWriteLimit)
-			werr := m.append(wctx, final)
-			cancel()
-			if err == nil {
-				err = werr
-			}
-		}
-		for i, o := range outs {
-			if o.Path == "" {
-				continue // not moved: a failed move
-			}
-			res.Items = append(res.Items, o)
-			res.Counts[o.Outcome]++
-			if o.Outcome == OutcomeRestored || o.Outcome == OutcomeStarted {
-				res.Files += batch[i].Files
-				res.Bytes += batch[i].Bytes
-			}
-		}
-		if err != nil {
-			return res, err
-		}
+	if err := rs.decide(ctx, set, tick); err != nil {
+		collect()
+		return res, err
+	}
+	err = rs.moveAll(ctx, set, tick)
+	collect()
+	if err != nil {
+		return res, err
 	}
 	// Kubernetes objects after the files, so that a FlinkStateSnapshot
 	// comes back only once its savepoint is there.
 	back := map[string]bool{}
 	for _, it := range res.Items {
-		if it.Kind == KindSavepointDir && (it.Outcome == OutcomeRestored || it.Outcome == OutcomeStarted) {
+		if it.Kind == KindSavepointDir && it.Run == "" && (it.Outcome == OutcomeRestored || it.Outcome == OutcomeStarted) {
 			if n, err := normPath(it.Path, base); err == nil {
 				back[n] = true
 			}
 		}
 	}
-	objs, err := restoreObjects(ctx, cfg, objects, back, runTrash, earlier, now)
+	st, err := rs.state(ctx, cfg.RunID)
+	if err != nil {
+		return res, err
+	}
+	objs, err := restoreObjects(ctx, cfg, objects, back, rs.runTrash(cfg.RunID), st.earlier, cfg.Now)
 	if !cfg.DryRun {
 		var final []Record
 		for _, o := range objs {
@@ -245,7 +247,7 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 			}
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), manifestWriteLimit)
-		werr := m.append(wctx, final)
+		werr := st.man.append(wctx, final)
 		cancel()
 		if err == nil {
 			err = werr
@@ -262,7 +264,7 @@ func Restore(ctx context.Context, cfg RestoreConfig) (RestoreResult, error) {
 		return res, err
 	}
 	if !cfg.DryRun {
-		res.Manifest = m.dir
+		res.Manifest = st.man.dir
 	}
 	return res, nil
 }
@@ -289,123 +291,16 @@ func holdOffPurge(ctx context.Context, fsys storage.FileSystem, run string, now 
 	}, nil
 }
 
-// restoreBatch is how many items are checked, recorded as started, moved
-// and recorded as done together: two manifest segments per batch.
+// restoreBatch is how many items are recorded as started, moved and
+// recorded as done together: two manifest segments per batch and run.
 const restoreBatch = 256
 
 // AlreadyBack is the detail of an item an earlier restore put back.
 const AlreadyBack = "already back: put back by an earlier restore"
 
-// restoreMoves records the intent to move the items of batch at the
-// indexes move, then moves them, restoreConcurrency at a time, filling
-// outs; after the first move that fails (or when ctx ends) it starts no
-// more, leaving the outs of the items not moved empty, and returns that
-// error.
-func restoreMoves(ctx context.Context, fsys storage.FileSystem, m *manifest, batch []Record, move []int, outs []Record, now func() time.Time, tick func()) error {
-	if len(move) == 0 {
-		return nil
-	}
-	intent := make([]Record, 0, len(move))
-	for _, i := range move {
-		intent = append(intent, restoreRecord(batch[i], OutcomeStarted, now(), ""))
-	}
-	if err := m.append(ctx, intent); err != nil {
-		return err
-	}
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
-	next := make(chan int)
-	for range min(restoreConcurrency, len(move)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				r := batch[i]
-				err := fsys.MkdirAll(ctx, parentDir(r.Path))
-				if err != nil {
-					err = classify("create the parent of", r.Path, err)
-				} else if err = fsys.Rename(ctx, r.TrashPath, r.Path); err != nil {
-					err = classify("move back", r.TrashPath, err)
-				}
-				mu.Lock()
-				if err != nil {
-					if first == nil {
-						first = err
-					}
-				} else {
-					outs[i] = restoreRecord(r, OutcomeRestored, now(), "moved back from "+r.TrashPath)
-					tick()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, i := range move {
-		mu.Lock()
-		stop := first != nil
-		mu.Unlock()
-		if stop || ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
-}
-
 // restoreConcurrency is how many moves of a batch are in flight at once:
-// each is one rename at the NameNode, independent of the others.
+// each is one rename at the NameNode (a merge, one per entry).
 const restoreConcurrency = 16
-
-// errGoneFromTrash marks an item whose trash path and original path are
-// both missing.
-const errGoneFromTrash = "gone from the trash"
-
-// restoreCheck says why item r cannot go back now (""), or that it is
-// back already (done). prev is what an earlier restore recorded of it.
-func restoreCheck(ctx context.Context, cfg RestoreConfig, r Record, runTrash string, prev Record) (why string, done bool, err error) {
-	base := cfg.FS.URI().String()
-	orig, err := normPath(r.Path, base)
-	if err != nil {
-		return fmt.Sprintf("the manifest's path %q does not parse: %v", r.Path, err), false, nil
-	}
-	if prefixOf(orig) != prefixOf(strings.TrimSuffix(base, "/")+"/") {
-		return fmt.Sprintf("%s is on another file system than the trash (%s): a move cannot put it back", orig, base), false, nil
-	}
-	// The trash path the run itself would have used: a manifest naming
-	// another one was not written by that run, or was edited.
-	if want := runTrash + stripScheme(orig); r.TrashPath != want {
-		return fmt.Sprintf("the manifest names trash path %q, not %q where run %s puts this item: the manifest does not match the run", r.TrashPath, want, cfg.RunID), false, nil
-	}
-	if _, err := cfg.Guard.Check(cfg.FS.URI(), orig); err != nil {
-		return fmt.Sprintf("%s is outside the roots a restore may write into (the tenants' roots): %v", orig, err), false, nil
-	}
-	inTrash, err := exists(ctx, cfg.FS, r.TrashPath)
-	if err != nil {
-		return "", false, err
-	}
-	atHome, err := exists(ctx, cfg.FS, orig)
-	if err != nil {
-		return "", false, err
-	}
-	wasMoved := prev.Outcome == OutcomeRestored || prev.Outcome == OutcomeStarted
-	switch {
-	case !inTrash && atHome && wasMoved:
-		return "", true, nil
-	case atHome:
-		return "its original path exists again (re-created since it was trashed): nothing is overwritten; move it aside to restore this item", false, nil
-	case !inTrash:
-		return errGoneFromTrash, false, nil
-	}
-	return "", false, nil
-}
 
 func restoreRecord(r Record, o Outcome, at time.Time, detail string) Record {
 	return Record{Path: r.Path, Kind: r.Kind, Rule: r.Rule, Files: r.Files, Dirs: r.Dirs, Bytes: r.Bytes, Outcome: o, Time: at.UTC(),

@@ -75,6 +75,17 @@ func TestExecutorDeletesSnapshotResourcesWithTheirSavepoint(t *testing.T) {
 			if err := os.WriteFile(p, md, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// The files it names are in its dir, as Flink wrote them: a
+			// restore brings the savepoint back whole or not at all.
+			refs, err := ParseReferences(md, "file://"+p, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range refs.Files {
+				if err := os.WriteFile(strings.TrimPrefix(f, "file://"), []byte("s"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			e.age("savepoints/"+name, e.past.Add(time.Duration(i)*time.Minute))
 			sps = append(sps, e.uri("savepoints/"+name))
 		}

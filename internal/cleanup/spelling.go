@@ -110,7 +110,7 @@ func (c canon) path(p string) (string, error) {
 
 // refs returns r with every path in its one spelling.
 func (c canon) refs(r *References) (*References, error) {
-	out := &References{CheckpointID: r.CheckpointID}
+	out := &References{CheckpointID: r.CheckpointID, Relocatable: r.Relocatable}
 	var err error
 	if out.Metadata, err = c.path(r.Metadata); err != nil {
 		return nil, err

@@ -27,9 +27,10 @@ type PurgeConfig struct {
 	// Needed, when set, is read right before the runs are judged: every
 	// path that something that could restore needs (a live job's restore
 	// point and latest checkpoint and what their _metadata name, an
-	// operator record), each with who needs it. A job restored from a
-	// trash path makes that run a restore source: it is refused, not
-	// purged. An error stops the purge before anything is removed.
+	// operator record, what the retained snapshots under the roots name:
+	// TrashReferences), each with who needs it. A run holding a needed
+	// path, or held by one, is refused, not purged. An error stops the
+	// purge before anything is removed.
 	Needed func(ctx context.Context) (map[string]string, error)
 }
 
@@ -143,16 +144,17 @@ func PurgeTrash(ctx context.Context, cfg PurgeConfig) (PurgeResult, error) {
 	return res, nil
 }
 
-// neededUnder reports whether a needed path lies in dir, and who needs
-// it. Paths are compared without scheme and authority: a source that
-// names the trash under another spelling of its file system still keeps
-// it (and one on another file system with the same path keeps it too,
-// which costs a purge, never a restore).
+// neededUnder reports whether a needed path lies in dir, or holds it (a
+// source that may name anything in the trash needs the trash root), and
+// who needs it. Paths are compared without scheme and authority: a source
+// that names the trash under another spelling of its file system still
+// keeps it (and one on another file system with the same path keeps it
+// too, which costs a purge, never a restore).
 func neededUnder(needed map[string]string, dir string) (string, bool) {
 	d := pathPart(dir)
 	var hits []string
 	for p, by := range needed {
-		if under(pathPart(p), d) {
+		if pp := pathPart(p); under(pp, d) || under(d, pp) {
 			hits = append(hits, p+" ("+by+")")
 		}
 	}
@@ -164,6 +166,36 @@ func neededUnder(needed map[string]string, dir string) (string, bool) {
 		hits = append(hits[:3], fmt.Sprintf("and %d more", len(hits)-3))
 	}
 	return strings.Join(hits, "; "), true
+}
+
+// TrashReferences is what the _metadata in metas (the retained
+// checkpoints and savepoints read under the roots) name in the trash:
+// each path under trashRoot, with the _metadata that names it. Such a
+// snapshot restored from the trash (a job started from a trash path in
+// CLAIM mode that then stopped, its retained checkpoint naming the trashed
+// snapshot's files), or restored from one that did: a purge keeps those
+// files for as long as it is retained. A _metadata that cannot be read may
+// name anything in the trash: it needs the trash root itself.
+func TrashReferences(metas map[string]MetadataResult, trashRoot string) map[string]string {
+	root := pathPart(trashRoot)
+	out := map[string]string{}
+	var unread []string
+	for m, res := range metas {
+		if res.Refs == nil {
+			unread = append(unread, m+" cannot be read ("+res.Error+")")
+			continue
+		}
+		for _, f := range append(append([]string(nil), res.Refs.Files...), res.Refs.ManagedDirs...) {
+			if under(pathPart(f), root) {
+				out[f] = "named by " + m + ", a retained snapshot restored from the trash"
+			}
+		}
+	}
+	if len(unread) > 0 {
+		sort.Strings(unread)
+		out[trashRoot] = listSome(unread, 3) + ": it may name anything in the trash"
+	}
+	return out
 }
 
 // pathPart is p cleaned as normPath does, without scheme and authority.
