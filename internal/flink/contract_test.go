@@ -129,6 +129,20 @@ func TestContractEndpointsMatchEverySpec(t *testing.T) {
 	}
 }
 
+// TestContractCheckpointOperationIsCheckpointInfo walks the operation of a
+// checkpoint trigger's status against CheckpointInfo alone: the endpoint's
+// schema merges it with the savepoint operations, which spell the failure
+// cause failure-cause, so only this pins the camelCase failureCause.
+func TestContractCheckpointOperationIsCheckpointInfo(t *testing.T) {
+	specs := loadSpecs(t)
+	for _, v := range supportedVersions {
+		t.Run(v, func(t *testing.T) {
+			w := walker{t: t, doc: specs[v], version: v, file: specFiles[v]}
+			w.walk(reflect.TypeOf(checkpointOperation{}), &schema{Ref: "#/components/schemas/CheckpointInfo"}, "operation")
+		})
+	}
+}
+
 // TestContractWalkerReportsMismatches proves the walker fails on fields the
 // spec lacks, on wrong since tags and on type mismatches, so the contract
 // test cannot pass vacuously.

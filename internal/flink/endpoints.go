@@ -42,6 +42,9 @@ var (
 	// specs describe; the real-cluster tests check the wire format.
 	epJobMetrics    = endpoint{method: "GET", path: "/jobs/{jobid}/metrics", query: []string{"get"}}
 	epVertexMetrics = endpoint{method: "GET", path: "/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics", query: []string{"get", "agg"}}
+	// Checkpoint triggers (Flink 1.19+).
+	epTriggerCheckpoint       = endpoint{method: "POST", path: "/jobs/{jobid}/checkpoints", request: checkpointTriggerBody{}, response: triggerResponse{}}
+	epCheckpointTriggerStatus = endpoint{method: "GET", path: "/jobs/{jobid}/checkpoints/{triggerid}", response: checkpointOperationResult{}}
 )
 
 // allEndpoints is every endpoint the client uses.
@@ -50,5 +53,5 @@ var allEndpoints = []endpoint{
 	epJobStatus, epJobExceptions, epJobJobManagerConfig, epCheckpoints, epCheckpointConfig,
 	epCheckpointDetails, epTriggerSavepoint, epSavepointStatus, epStopWithSavepoint, epCancelJob,
 	epDisposeSavepoint, epDisposalStatus, epJarUpload, epJarList, epJarRun, epJarDelete,
-	epJobMetrics, epVertexMetrics,
+	epJobMetrics, epVertexMetrics, epTriggerCheckpoint, epCheckpointTriggerStatus,
 }
