@@ -33,7 +33,9 @@ import (
 // once that path is free it goes back too and the items back already are
 // left alone; a restore of everything back is a no-op. A job then restores
 // from the checkpoint at its original path and checkpoints, and from the
-// savepoint.
+// savepoint. Then a retired job's older checkpoint, trashed apart from the
+// shared files only it names, comes back whole from a restore of its dir
+// alone (sharedFilesComeBackWithTheirCheckpoint).
 func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -149,6 +151,163 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	}
 	e.restores(ctx, ca, latest)
 	e.restores(ctx, ca, taken[0])
+
+	e.sharedFilesComeBackWithTheirCheckpoint(ctx, ca, "shared-"+sfx, ckpts)
+}
+
+// sharedFilesComeBackWithTheirCheckpoint runs a job on cluster c that
+// checkpoints only when told to, into ckpts, until the oldest of its three
+// retained checkpoints names shared files the newest does not (RocksDB
+// compacted them away). Cancelled and a month old, the job is retired: a
+// plan keeps its newest checkpoint and trashes the older one and those
+// files as separate items. A restore of the older checkpoint's dir alone
+// lists them (dry) and puts them all back, and a job restores from it and
+// checkpoints.
+func (e *failClosedEnv) sharedFilesComeBackWithTheirCheckpoint(ctx context.Context, c sandbox.FlinkCluster, runID, ckpts string) {
+	e.t.Helper()
+	manual := map[string]string{"execution.checkpointing.interval": "1h", "execution.checkpointing.num-retained": "3"}
+	fc, job := e.start(ctx, c, runID, ckpts, "", "", manual)
+	jobDir := ckpts + "/" + job
+	var retained, olderRefs, only []string
+	for n := 1; len(only) == 0; n++ {
+		if n > 20 {
+			e.t.Fatalf("after 20 checkpoints of job %s the oldest retained, %s, names no file under %s/shared/ that the newest does not: the case is not exercised",
+				job, retained[0], jobDir)
+		}
+		retained = e.retainedAfter(ctx, jobDir, e.checkpointNow(ctx, fc, job), 3)
+		if len(retained) < 3 {
+			continue
+		}
+		_, olderRefs = e.metadataRefs(ctx, retained[0])
+		_, newestRefs := e.metadataRefs(ctx, retained[2])
+		only = nil
+		for _, f := range olderRefs {
+			if strings.HasPrefix(f, jobDir+"/shared/") && !slices.Contains(newestRefs, f) {
+				only = append(only, f)
+			}
+		}
+	}
+	older, middle, newest := retained[0], retained[1], retained[2]
+	e.t.Logf("%s names %d shared files %s does not", older, len(only), newest)
+	e.cancel(ctx, fc, job)
+	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
+
+	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	planned := map[string]cleanup.Item{}
+	for _, it := range plan.Delete {
+		planned[it.Path] = it
+	}
+	if it, ok := planned[older]; !ok || it.Kind != cleanup.KindCheckpointDir {
+		e.t.Fatalf("%s planned as %+v; want the retired job's older checkpoint as an item of its own", older, it)
+	}
+	var apart []string
+	for _, f := range only {
+		if it, ok := planned[f]; ok && it.Kind == cleanup.KindSharedFile {
+			apart = append(apart, f)
+		}
+	}
+	if _, whole := planned[jobDir]; whole || len(apart) == 0 {
+		e.t.Fatalf("planned the job dir %s whole: %v; of the shared files only %s names (%v) as items of their own: %v; want at least one",
+			jobDir, whole, older, only, apart)
+	}
+	if _, ok := planned[newest]; ok {
+		e.t.Fatalf("planned %s, the retired job's latest checkpoint", newest)
+	}
+	var ex activities.ExecuteCleanupResult
+	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+		e.t.Fatalf("execute: %v", err)
+	}
+	for _, p := range append([]string{older}, apart...) {
+		if e.exists(p) {
+			e.t.Fatalf("%s still in place after the run: %+v refused %+v", p, ex.Outcomes, ex.Refused)
+		}
+	}
+
+	restore := func(dry bool) map[string]cleanup.Record {
+		e.t.Helper()
+		var res activities.RestoreTrashResult
+		if err := e.activity(e.acts.RestoreTrash, activities.RestoreTrashInput{RunID: runID, Paths: []string{older}, DryRun: dry}, &res); err != nil {
+			e.t.Fatalf("restore of %s (dry %v): %v", older, dry, err)
+		}
+		if len(res.Tenants) != 1 || res.Tenants[0] != e.tenant[0] {
+			e.t.Errorf("restore names tenants %v; want %s, whose lock it needs", res.Tenants, e.tenant[0])
+		}
+		out := map[string]cleanup.Record{}
+		for _, r := range res.Items {
+			out[r.Path] = r
+		}
+		return out
+	}
+	got := restore(true)
+	for _, p := range append([]string{older}, apart...) {
+		if got[p].Outcome != cleanup.OutcomeStarted || e.exists(p) {
+			e.t.Fatalf("dry run: %s %+v (in place: %v); want it listed to go back and not moved: %+v", p, got[p], e.exists(p), got)
+		}
+	}
+	got = restore(false)
+	for _, p := range append([]string{older}, apart...) {
+		if got[p].Outcome != cleanup.OutcomeRestored || !e.exists(p) {
+			e.t.Fatalf("restore: %s %+v (in place: %v); want it back: %+v", p, got[p], e.exists(p), got)
+		}
+	}
+	for _, f := range olderRefs {
+		if !e.exists(f) {
+			e.t.Errorf("%s names %s, which is not back", older, f)
+		}
+	}
+	if _, trashed := planned[middle]; trashed && (got[middle].Path != "" || e.exists(middle)) {
+		e.t.Errorf("%s went back (%+v); only what %s needs was asked for", middle, got[middle], older)
+	}
+	e.restores(ctx, c, older)
+}
+
+// checkpointNow triggers a checkpoint of job and returns its id once it
+// completed, triggering again while Flink declines (tasks not running yet).
+func (e *failClosedEnv) checkpointNow(ctx context.Context, fc *flink.Client, job string) int64 {
+	e.t.Helper()
+	var id int64
+	e.waitFor(ctx, 2*time.Minute, "a checkpoint of job "+job, func() (bool, string) {
+		tr, err := fc.TriggerCheckpoint(ctx, job, flink.CheckpointConfigured)
+		if err == nil {
+			actx, cancel := context.WithTimeout(ctx, time.Minute)
+			id, err = fc.AwaitCheckpoint(actx, job, tr.TriggerID)
+			cancel()
+		}
+		if err != nil && !flink.IsRetryable(err) {
+			e.t.Fatalf("checkpoint of job %s: %v", job, err)
+		}
+		return err == nil, stringOr(err, "")
+	})
+	return id
+}
+
+// retainedAfter waits until the completed checkpoints in jobDir are those
+// Flink retains once chk-id completed: chk-id or a newer one among at most
+// n (it discards subsumed ones in the background). It returns them oldest
+// first.
+func (e *failClosedEnv) retainedAfter(ctx context.Context, jobDir string, id int64, n int) []string {
+	e.t.Helper()
+	var done []string
+	e.waitFor(ctx, time.Minute, fmt.Sprintf("at most %d completed checkpoints in %s, the newest chk-%d", n, jobDir, id), func() (bool, string) {
+		entries, err := e.raw.ReadDir(strings.TrimPrefix(jobDir, e.peers.HDFS.URI))
+		if err != nil {
+			return false, err.Error()
+		}
+		var ids []int64
+		for _, en := range entries {
+			var k int64
+			if _, err := fmt.Sscanf(en.Name(), "chk-%d", &k); err == nil && e.exists(fmt.Sprintf("%s/chk-%d/_metadata", jobDir, k)) {
+				ids = append(ids, k)
+			}
+		}
+		slices.Sort(ids)
+		done = done[:0]
+		for _, k := range ids {
+			done = append(done, fmt.Sprintf("%s/chk-%d", jobDir, k))
+		}
+		return len(ids) > 0 && len(ids) <= n && ids[len(ids)-1] >= id, fmt.Sprintf("completed %v", ids)
+	})
+	return done
 }
 
 // secondRunFromAnOlderSavepoint runs job id job a second time, on cluster
