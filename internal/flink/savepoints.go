@@ -44,7 +44,8 @@ type StopRequest struct {
 	TriggerID  string
 }
 
-// Trigger identifies a started (or re-attached) savepoint operation.
+// Trigger identifies a started (or re-attached) savepoint or checkpoint
+// operation.
 type Trigger struct {
 	JobID     string
 	TriggerID string
