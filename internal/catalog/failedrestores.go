@@ -37,6 +37,10 @@ type FailedRestoreRecord struct {
 	Message string `json:"message,omitempty"`
 }
 
+// maxFailedRestoreMessage bounds the message a record keeps, well under
+// what a record file may hold (maxEntryBytes).
+const maxFailedRestoreMessage = 2048
+
 // FailedRestoreStore keeps failed-restore records under
 // Root/.flinkmaint/failed-restores on FS.
 type FailedRestoreStore struct {
@@ -59,6 +63,10 @@ func (s FailedRestoreStore) Seen(ctx context.Context, r FailedRestoreRecord) (Fa
 	r.Snapshot = strings.TrimRight(r.Snapshot, "/")
 	if r.Snapshot == "" || r.JobID == "" || r.Cluster == "" || r.LastSeen.IsZero() {
 		return r, fmt.Errorf("%w: failed-restore record of %q by job %q on %q at %v: all are required", ErrInvalid, r.Snapshot, r.JobID, r.Cluster, r.LastSeen)
+	}
+	if len(r.Message) > maxFailedRestoreMessage {
+		// A record too large to read back would keep every snapshot.
+		r.Message = strings.ToValidUTF8(r.Message[:maxFailedRestoreMessage], "") + "…"
 	}
 	if r.FirstSeen.IsZero() || r.FirstSeen.After(r.LastSeen) {
 		r.FirstSeen = r.LastSeen

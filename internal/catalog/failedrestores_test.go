@@ -71,6 +71,13 @@ func TestFailedRestoreSeenIsIdempotent(t *testing.T) {
 	if _, err := s.Seen(ctx, r); err != nil {
 		t.Fatal(err)
 	}
+	// Flink's line may be a whole stack trace's worth: it is cut, so the
+	// record always reads back.
+	long := r
+	long.Snapshot, long.Message = "hdfs://nn:8020/sp/savepoint-2", strings.Repeat("Failed to rollback ", 1<<13)
+	if got, err := s.Seen(ctx, long); err != nil || len(got.Message) > maxFailedRestoreMessage+len("…") {
+		t.Fatalf("record of a long message: %d bytes, err %v; want it cut to %d", len(got.Message), err, maxFailedRestoreMessage)
+	}
 	file := filepath.Join(base.Root, FailedRestoreDir, entryName(r.Snapshot))
 	old := time.Unix(1, 0)
 	if err := os.Chtimes(file, old, old); err != nil {
