@@ -357,3 +357,41 @@ func writeRecord(t *testing.T, f *failedRestoreFixture, r catalog.FailedRestoreR
 		t.Fatal(err)
 	}
 }
+
+// TestSavepointsListShowsAFailedRestore: savepoints list names the job a
+// savepoint is held for and until when; a record that cannot be read is
+// said.
+func TestSavepointsListShowsAFailedRestore(t *testing.T) {
+	f := newFailedRestoreFixture(t)
+	f.flink.listed = true
+	if _, _, err := liveInventoryIn(t, f.a, f.inv); err != nil {
+		t.Fatal(err)
+	}
+	var res ListSavepointsResult
+	if err := runActivity(t, f.a, f.a.ListSavepoints, ListSavepointsInput{}, &res); err != nil {
+		t.Fatal(err)
+	}
+	var held *FailedRestoreHold
+	for _, r := range res.Savepoints {
+		switch r.Path {
+		case f.older:
+			held = r.FailedRestore
+		case f.newer:
+			if r.FailedRestore != nil {
+				t.Fatalf("%s shown held for %+v; want nothing", f.newer, r.FailedRestore)
+			}
+		}
+	}
+	if held == nil || held.JobID != failedJobID || !held.HeldUntil.Equal(f.now.Add(7*24*time.Hour)) {
+		t.Fatalf("savepoints %+v; want %s held for job %s until %v", res.Savepoints, f.older, failedJobID, f.now.Add(7*24*time.Hour))
+	}
+	if err := os.WriteFile(filepath.Join(f.tenant, catalog.FailedRestoreDir, "x.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runActivity(t, f.a, f.a.ListSavepoints, ListSavepointsInput{}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "x.json of tenant team-t cannot be read") {
+		t.Fatalf("notes %q; want the unreadable record said", res.Notes)
+	}
+}
