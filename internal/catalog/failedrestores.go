@@ -56,9 +56,10 @@ func (s FailedRestoreStore) dir() string {
 // r.LastSeen, and returns the record as stored. An earlier record of the
 // snapshot keeps its FirstSeen, and a later sighting than r keeps its job
 // and LastSeen. The same sighting again writes nothing, so a retry or a
-// second plan in the same minute costs nothing. A record of the snapshot
-// that does not decode is replaced: its file is this snapshot's, and this
-// sighting says what it should hold.
+// second plan in the same minute costs nothing. A record in the
+// snapshot's file that does not decode is replaced: the file is this
+// snapshot's, and this sighting says what it should hold. One that names
+// another snapshot is left as it is, and this sighting not recorded.
 func (s FailedRestoreStore) Seen(ctx context.Context, r FailedRestoreRecord) (FailedRestoreRecord, error) {
 	r.Snapshot = strings.TrimRight(r.Snapshot, "/")
 	if r.Snapshot == "" || r.JobID == "" || r.Cluster == "" || r.LastSeen.IsZero() {
@@ -111,7 +112,12 @@ func (s FailedRestoreStore) current(ctx context.Context, snapshot string) (Faile
 		if err := json.Unmarshal(data, &r); err != nil {
 			return r, false, fmt.Errorf("%w: %s: %v", ErrInvalid, file, err)
 		}
-		return r, r.Snapshot == snapshot, nil
+		if r.Snapshot != snapshot {
+			// Not this snapshot's record, though in its file: someone
+			// else's to repair, and said by Claims until then.
+			return r, false, fmt.Errorf("%s names snapshot %q, not %s: not replaced", file, r.Snapshot, snapshot)
+		}
+		return r, true, nil
 	case !errors.Is(err, storage.ErrNotFound):
 		return FailedRestoreRecord{}, false, err
 	}

@@ -91,6 +91,44 @@ func TestFailedRestoreSeenIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestFailedRestoreSeenOverDamage: a record in the snapshot's file that
+// does not decode is replaced by the sighting; one that names another
+// snapshot is not someone's sighting to overwrite, and stays to be said.
+func TestFailedRestoreSeenOverDamage(t *testing.T) {
+	const sp = "hdfs://nn:8020/sp/savepoint-1"
+	for name, tc := range map[string]struct {
+		content  string
+		replaced bool
+	}{
+		"does not decode":        {content: `{"snapshot": "hdfs://`, replaced: true},
+		"names another snapshot": {content: `{"snapshot":"hdfs://nn:8020/sp/savepoint-2","jobId":"j2","cluster":"c1","lastSeen":"2026-01-01T00:00:00Z"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			base := newStore(t)
+			s := FailedRestoreStore{FS: base.FS, Root: base.Root}
+			dir := filepath.Join(base.Root, FailedRestoreDir)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, entryName(sp)), []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Seen(ctx, FailedRestoreRecord{Snapshot: sp, JobID: "j1", Cluster: "c1", LastSeen: time.Unix(100, 0).UTC()})
+			got, rejected, cerr := s.Claims(ctx)
+			if cerr != nil {
+				t.Fatal(cerr)
+			}
+			if tc.replaced && (err != nil || len(got) != 1 || got[0].JobID != "j1" || len(rejected) != 0) {
+				t.Fatalf("seen: %v; claims %+v rejected %+v; want the damaged record replaced", err, got, rejected)
+			}
+			if !tc.replaced && (err == nil || len(got) != 0 || len(rejected) != 1) {
+				t.Fatalf("seen: %v; claims %+v rejected %+v; want the sighting refused and the record still said", err, got, rejected)
+			}
+		})
+	}
+}
+
 // TestFailedRestoreClaims: a record that does not decode, lacks what it
 // must hold, or sits in a file that is not its snapshot's is rejected and
 // said, never silently dropped; the others still count.
