@@ -574,6 +574,7 @@ func (a *Activities) compactCatalogs(ctx context.Context, tenants []inventory.Te
 			{"savepoint catalog", r.store.Compact},
 			{"restore drill records", catalog.DrillStore{FS: r.store.FS, Root: r.store.Root}.Compact},
 			{"rehearsal records", catalog.RehearsalStore{FS: r.store.FS, Root: r.store.Root}.Compact},
+			{"failed-restore records", catalog.FailedRestoreStore{FS: r.store.FS, Root: r.store.Root}.Compact},
 		} {
 			res, err := c.compact(ctx, exists)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -49,6 +50,8 @@ func (a *Activities) liveReadWait() time.Duration {
 func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory) (cleanup.Live, []string, error) {
 	live := cleanup.Live{Metadata: map[string]cleanup.MetadataResult{}}
 	var notes []string
+	// failed are the snapshots jobs were seen FAILED restoring from.
+	var failed []catalog.FailedRestoreRecord
 	for _, c := range inv.Clusters {
 		client, err := a.flinkFor(c.RESTURL)
 		if err != nil {
@@ -72,7 +75,14 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 		conf, confErr := client.JobManagerConfig(ctx)
 		lc.HADir, lc.HAUnknown = a.haDir(ctx, conf, confErr, c)
 		lc.CheckpointDirs = checkpointDirs(conf, confErr, c)
-		if lc.Jobs, err = a.liveJobs(ctx, client, c.ClusterID, jobs, live.Metadata, &notes); err != nil {
+		seen := func(j flink.JobOverview, snapshot, message string) {
+			r := catalog.FailedRestoreRecord{Snapshot: snapshot, JobID: j.ID, Cluster: c.ClusterID, Message: message}
+			if c.Tenant != "" && j.Name != "" {
+				r.Job = catalog.LogicalJob{Tenant: c.Tenant, Cluster: c.ClusterID, Job: j.Name}
+			}
+			failed = append(failed, r)
+		}
+		if lc.Jobs, err = a.liveJobs(ctx, client, c.ClusterID, jobs, live.Metadata, &notes, seen); err != nil {
 			return live, nil, err
 		}
 		live.Clusters = append(live.Clusters, lc)
@@ -90,7 +100,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 			return live, nil, classify("list jobs of the drill cluster "+u+" (a drill in flight restores from snapshots in scope)", err)
 		}
 		lc := cleanup.LiveCluster{ClusterID: DrillClusterID, Ended: a.endedJobs(ctx, client, jobs)}
-		if lc.Jobs, err = a.liveJobs(ctx, client, DrillClusterID, jobs, live.Metadata, &notes); err != nil {
+		if lc.Jobs, err = a.liveJobs(ctx, client, DrillClusterID, jobs, live.Metadata, &notes, nil); err != nil {
 			return live, nil, err
 		}
 		live.Clusters = append(live.Clusters, lc)
@@ -103,7 +113,11 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	if err != nil {
 		return live, nil, err
 	}
-	return live, append(append(notes, recNotes...), runNotes...), nil
+	failedNotes, err := a.failedRestores(ctx, inv, failed, &live)
+	if err != nil {
+		return live, nil, err
+	}
+	return live, append(append(append(notes, recNotes...), runNotes...), failedNotes...), nil
 }
 
 // runRecords adds the snapshots flinkmaint's own runs in flight hold (a
@@ -163,18 +177,23 @@ func (a *Activities) endedJobs(ctx context.Context, client FlinkAPI, jobs []flin
 const DrillClusterID = "flinkmaint-drill-cluster"
 
 // liveJobs reads what each job of jobs that has not ended needs, in job
-// id order.
-func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster string, jobs []flink.JobOverview, meta map[string]cleanup.MetadataResult, notes *[]string) ([]cleanup.LiveJob, error) {
+// id order. seen, when set, is told each snapshot a FAILED job restored
+// from, or failed to, with the line of Flink's that names it.
+func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster string, jobs []flink.JobOverview, meta map[string]cleanup.MetadataResult, notes *[]string,
+	seen func(j flink.JobOverview, snapshot, message string)) ([]cleanup.LiveJob, error) {
 	var out []cleanup.LiveJob
 	for _, j := range jobs {
 		if j.State == flink.JobFailed {
 			// A restore that failed is retried from the same snapshot.
-			lj, err := a.failedJob(ctx, client, cluster, j.ID, meta, notes)
+			lj, message, err := a.failedJob(ctx, client, cluster, j.ID, meta, notes)
 			if err != nil {
 				return nil, err
 			}
 			if lj.RestorePath != "" || lj.LatestCheckpoint != "" || lj.RestoreUnknown != "" {
 				out = append(out, lj)
+			}
+			if lj.RestorePath != "" && seen != nil {
+				seen(j, lj.RestorePath, message)
 			}
 			continue
 		}
@@ -200,8 +219,9 @@ func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster stri
 // latest checkpoint as a running job's do. Either one gone, or one whose
 // _metadata does not parse (a retry would fail the same way), is noted,
 // not an error: a failed job must not stop every plan while its cluster
-// lists it, and other rules still judge that snapshot.
-func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveJob, error) {
+// lists it, and other rules still judge that snapshot. message is the
+// line of Flink's that names the restore point.
+func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveJob, string, error) {
 	lj := cleanup.LiveJob{JobID: jobID}
 	where := "failed job " + jobID + " on " + cluster
 	var st flink.CheckpointingStatistics
@@ -212,12 +232,13 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 	if flinkUnanswered(err) || ctx.Err() != nil {
 		// Flink did not answer: nothing is known of what the job restores
 		// from, so the read fails rather than go on without it.
-		return lj, classify("checkpoints of "+where, err)
+		return lj, "", classify("checkpoints of "+where, err)
 	}
-	var restore, latest string
+	var restore, latest, message string
 	if err == nil {
 		if r := st.Latest.Restored; r != nil && onStorage(r.ExternalPath) {
 			restore = strings.TrimRight(r.ExternalPath, "/")
+			message = fmt.Sprintf("checkpoint statistics: latest restored %s %d from %s", restoredKind(r.IsSavepoint), r.ID, r.ExternalPath)
 		}
 		if l := st.Latest.Completed; l != nil && onStorage(l.ExternalPath) {
 			latest = strings.TrimRight(l.ExternalPath, "/")
@@ -226,15 +247,15 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 	if restore == "" {
 		// A job that failed while restoring has no restore point in its
 		// statistics: Flink names the snapshot in its exception history.
-		from, why := failedRestoreSource(ctx, client, jobID)
+		from, line, why := failedRestoreSource(ctx, client, jobID)
 		switch {
 		case from != "":
-			restore = from
+			restore, message = from, line
 			*notes = append(*notes, fmt.Sprintf("%s failed while restoring from %s (its exception history says so): a retry restores from it", where, from))
 		case why != "":
 			lj.RestoreUnknown = why
 			*notes = append(*notes, fmt.Sprintf("%s: %s; no snapshot is planned while its cluster lists it", where, why))
-			return lj, nil
+			return lj, "", nil
 		}
 	}
 	if err != nil && restore == "" {
@@ -243,7 +264,7 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 		// them, for as long as it lists the job): its snapshots are judged
 		// by the other rules.
 		*notes = append(*notes, fmt.Sprintf("%s: checkpoint statistics not readable (%v): nothing of it kept as live", where, err))
-		return lj, nil
+		return lj, "", nil
 	}
 	for _, p := range []*string{&restore, &latest} {
 		if *p == "" {
@@ -252,7 +273,7 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 		read := map[string]cleanup.MetadataResult{}
 		found, err := a.readLiveMetadata(ctx, *p, read)
 		if err != nil {
-			return lj, err
+			return lj, "", err
 		}
 		if !found {
 			*notes = append(*notes, fmt.Sprintf("%s: %s no longer exists; nothing of it to keep", where, *p))
@@ -272,7 +293,7 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 	if restore != "" || latest != "" {
 		*notes = append(*notes, fmt.Sprintf("%s is kept as live while its cluster lists it: a restore that failed is retried from the same snapshot", where))
 	}
-	return lj, nil
+	return lj, message, nil
 }
 
 // reRollback finds the snapshot a restore failed on in Flink's exception
@@ -282,16 +303,16 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 var reRollback = regexp.MustCompile(`Failed to rollback to checkpoint/savepoint (\S+?)\.?(?:\s|$)`)
 
 // failedRestoreSource reads a failed job's exception history for the
-// snapshot it failed to restore from. It returns that snapshot's dir, or
-// why the history cannot tell ("" for both when it names none: the job
-// failed after it started).
-func failedRestoreSource(ctx context.Context, client FlinkAPI, jobID string) (from, why string) {
+// snapshot it failed to restore from. It returns that snapshot's dir and
+// the line that names it, or why the history cannot tell ("" for all when
+// it names none: the job failed after it started).
+func failedRestoreSource(ctx context.Context, client FlinkAPI, jobID string) (from, line, why string) {
 	ex, err := client.JobExceptions(ctx, jobID, 20)
 	switch {
 	case flink.Reason(err) == flink.ErrorReasonJobNotFound:
-		return "", ""
+		return "", "", ""
 	case err != nil:
-		return "", "its exception history, which names a snapshot a restore failed on, cannot be read: " + err.Error()
+		return "", "", "its exception history, which names a snapshot a restore failed on, cannot be read: " + err.Error()
 	}
 	var texts []string
 	for _, e := range ex.History.Entries {
@@ -301,13 +322,25 @@ func failedRestoreSource(ctx context.Context, client FlinkAPI, jobID string) (fr
 		}
 	}
 	for _, t := range texts {
-		if m := reRollback.FindStringSubmatch(t); m != nil && onStorage(m[1]) {
-			return strings.TrimSuffix(strings.TrimRight(m[1], "/"), "/_metadata"), ""
+		if m := reRollback.FindStringSubmatchIndex(t); m != nil && onStorage(t[m[2]:m[3]]) {
+			start := strings.LastIndexByte(t[:m[0]], '\n') + 1
+			end := len(t)
+			if i := strings.IndexByte(t[m[0]:], '\n'); i >= 0 {
+				end = m[0] + i
+			}
+			return strings.TrimSuffix(strings.TrimRight(t[m[2]:m[3]], "/"), "/_metadata"), strings.TrimSpace(t[start:end]), ""
 		}
 	}
 	// A truncated history keeps the newest entries: the failure that ended
 	// the job is among them.
-	return "", ""
+	return "", "", ""
+}
+
+func restoredKind(savepoint bool) string {
+	if savepoint {
+		return "savepoint"
+	}
+	return "checkpoint"
 }
 
 // inventoryCluster says whether restURL is an inventory cluster's.

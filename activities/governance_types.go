@@ -22,6 +22,10 @@ type CleanupSettings struct {
 	// their retained _metadata are read (never changed) and what they
 	// reference is kept.
 	ReferenceRoots []string
+	// FailedRestoreHold is how long a snapshot a job was seen FAILED
+	// restoring from is kept after the last plan that saw it so; zero
+	// takes cleanup.DefaultFailedRestoreHold.
+	FailedRestoreHold time.Duration
 }
 
 // CleanupPolicy is the cleanup rules as activities take them; zero fields

@@ -35,6 +35,16 @@ type SavepointRow struct {
 	Drill *catalog.DrillRecord `json:"drill,omitempty"`
 	// Rehearsal is the savepoint's latest compatibility rehearsal, if any.
 	Rehearsal *catalog.RehearsalRecord `json:"rehearsal,omitempty"`
+	// FailedRestore is the latest job seen FAILED restoring from the
+	// savepoint, if any, and until when governance keeps it for a retry.
+	FailedRestore *FailedRestoreHold `json:"failedRestore,omitempty"`
+}
+
+// FailedRestoreHold is a failed-restore record and the end of its hold
+// (cleanup.failedRestoreHold after it was last seen).
+type FailedRestoreHold struct {
+	catalog.FailedRestoreRecord
+	HeldUntil time.Time `json:"heldUntil"`
 }
 
 // ListSavepointsInput selects tenants (all when empty) and, optionally, one
@@ -140,6 +150,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	entries := map[string]catalog.Entry{}
 	drills := map[string]catalog.DrillRecord{}
 	rehearsals := map[string]catalog.RehearsalRecord{}
+	failed := map[string]catalog.FailedRestoreRecord{}
 	for _, t := range tenants {
 		if e, err := a.catalogOf(ctx, t); err == nil {
 			for _, en := range e {
@@ -160,6 +171,16 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		} else {
 			res.Notes = append(res.Notes, fmt.Sprintf("rehearsal records of tenant %s unreadable: %v", t.Name, err))
 		}
+		recs, rejected, err := a.failedRestoresOf(ctx, t)
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("failed-restore records of tenant %s unreadable: %v", t.Name, err))
+		}
+		for _, r := range recs {
+			failed[r.Snapshot] = r
+		}
+		for _, rj := range rejected {
+			res.Notes = append(res.Notes, fmt.Sprintf("failed-restore record %s of tenant %s cannot be read (%s): governance plans no snapshot until it is repaired or removed", rj.File, t.Name, rj.Reason))
+		}
 	}
 	for _, sp := range listing.Report.Savepoints {
 		if !sp.Completed {
@@ -175,6 +196,9 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		}
 		if r, ok := rehearsals[path]; ok {
 			row.Rehearsal = &r
+		}
+		if r, ok := failed[path]; ok {
+			row.FailedRestore = &FailedRestoreHold{FailedRestoreRecord: r, HeldUntil: r.LastSeen.Add(a.failedRestoreHold())}
 		}
 		for _, t := range tenants {
 			if strings.HasPrefix(path, strings.TrimRight(t.Root, "/")+"/") {
@@ -211,6 +235,16 @@ func (a *Activities) rehearsalsOf(ctx context.Context, t inventory.Tenant) ([]ca
 		return nil, err
 	}
 	return catalog.RehearsalStore{FS: fs, Root: p}.List(ctx)
+}
+
+// failedRestoresOf reads the failed-restore records of tenant t, and
+// those it cannot stand on.
+func (a *Activities) failedRestoresOf(ctx context.Context, t inventory.Tenant) ([]catalog.FailedRestoreRecord, []catalog.Rejected, error) {
+	fs, p, err := a.Storage.Resolve(ctx, t.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	return catalog.FailedRestoreStore{FS: fs, Root: p}.Claims(ctx)
 }
 
 // recipesOf is the recipe records of tenant t.

@@ -111,7 +111,7 @@ func newSavepointsListCommand(g *globals) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WRITTEN\tJOB\tTRIGGER\tRUN\tFORMAT\tDRILL\tREHEARSAL\tFILES\tBYTES\tPATH")
+			fmt.Fprintln(tw, "WRITTEN\tJOB\tTRIGGER\tRUN\tFORMAT\tDRILL\tREHEARSAL\tFAILED-RESTORE\tFILES\tBYTES\tPATH")
 			for _, r := range res.Savepoints {
 				j, trig := r.Job, r.Trigger
 				if j == "" {
@@ -125,8 +125,12 @@ func newSavepointsListCommand(g *globals) *cobra.Command {
 				if h := r.Rehearsal; h != nil {
 					rehearsal = fmt.Sprintf("%s (Flink %s, %s)", h.Verdict, orDash(h.FlinkVersion), h.At.UTC().Format("2006-01-02"))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Written.UTC().Format(time.RFC3339), j, trig,
-					orDash(r.RunID), orDash(r.Format), drill, rehearsal, r.Files, r.Bytes, r.Path)
+				failed := "-"
+				if f := r.FailedRestore; f != nil {
+					failed = fmt.Sprintf("job %s on %s, held until %s", f.JobID, f.Cluster, f.HeldUntil.UTC().Format(time.RFC3339))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Written.UTC().Format(time.RFC3339), j, trig,
+					orDash(r.RunID), orDash(r.Format), drill, rehearsal, failed, r.Files, r.Bytes, r.Path)
 			}
 			for _, n := range res.Notes {
 				fmt.Fprintln(tw, "note: "+n)

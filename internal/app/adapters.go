@@ -61,7 +61,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		}
 	}
 	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
-		ReferenceRoots: cfg.Cleanup.ReferenceRoots}
+		ReferenceRoots: cfg.Cleanup.ReferenceRoots, FailedRestoreHold: cfg.Cleanup.FailedRestoreHold.D()}
 	acts.Drill = activities.DrillSettings{ClusterRESTURL: cfg.Drill.ClusterRESTURL, Root: cfg.Drill.Root}
 	for _, c := range cfg.Drill.Clusters {
 		acts.Drill.Clusters = append(acts.Drill.Clusters, activities.VersionDrillCluster{FlinkVersion: c.FlinkVersion, RESTURL: c.RESTURL})

@@ -23,6 +23,7 @@ const (
 	catalogIndexFormat   = "flinkmaint-catalog-index/1"
 	drillIndexFormat     = "flinkmaint-drill-index/1"
 	rehearsalIndexFormat = "flinkmaint-rehearsal-index/1"
+	failedRestoreFormat  = "flinkmaint-failed-restore-index/1"
 )
 
 // maxIndexBytes bounds an index read back: about 200,000 records.
@@ -50,6 +51,9 @@ var (
 	}}
 	rehearsalRecords = recordKind[RehearsalRecord]{format: rehearsalIndexFormat, path: func(file string, r RehearsalRecord) (string, bool) {
 		return r.Snapshot, r.Snapshot != "" && file == entryName(r.Snapshot)
+	}}
+	failedRestoreRecords = recordKind[FailedRestoreRecord]{format: failedRestoreFormat, path: func(file string, r FailedRestoreRecord) (string, bool) {
+		return r.Snapshot, r.Snapshot != "" && r.JobID != "" && r.Cluster != "" && !r.LastSeen.IsZero() && file == entryName(r.Snapshot)
 	}}
 )
 

@@ -492,6 +492,16 @@ func TestPlanKeepsSnapshotsOnRecord(t *testing.T) {
 	if k, ok := keptFor(p, old1); !ok || k.Reason != KeepHeldByRun || !strings.Contains(k.By, "window-w1") {
 		t.Errorf("%s kept %+v; want %s by window-w1", old1, k, KeepHeldByRun)
 	}
+	// Seen FAILED restoring from it by a job its cluster no longer lists:
+	// kept for that job's retry, said as such.
+	f.live.Records = []LiveRecord{{Path: old1, By: "failed job 0123 on c1, last seen FAILED restoring from it at 2026-03-01T10:00:00Z", FailedJob: "0123"}}
+	p, err = f.build(Spellings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := keptFor(p, old1); !ok || k.Reason != KeepFailedRestore || !strings.Contains(k.By, "failed job 0123") {
+		t.Errorf("%s kept %+v; want %s by failed job 0123", old1, k, KeepFailedRestore)
+	}
 	f.live.Records = f.live.Records[:0]
 	f.live.Records = append(f.live.Records, LiveRecord{Path: old1, By: "FlinkDeployment ns/orders status.jobStatus.upgradeSavepointPath"})
 	f.live.Metadata = map[string]MetadataResult{old1 + "/_metadata": {Error: "truncated"}}

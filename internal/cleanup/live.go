@@ -58,8 +58,11 @@ func liveNeeds(c canon, l Live, listed map[string]MetadataResult, released map[s
 	var sources []source
 	for _, r := range l.Records {
 		reason := KeepOperatorRecord
-		if r.Run != "" {
+		switch {
+		case r.Run != "":
 			reason = KeepHeldByRun
+		case r.FailedJob != "":
+			reason = KeepFailedRestore
 		}
 		sources = append(sources, source{what: "snapshot on record in " + r.By + ": " + r.Path, path: r.Path, need: need{reason, r.By}})
 	}

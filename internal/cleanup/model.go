@@ -140,6 +140,10 @@ type LiveRecord struct {
 	// Run is the flinkmaint run (workflow ID) in flight that holds the
 	// snapshot; empty for an operator record.
 	Run string `json:"run,omitempty"`
+	// FailedJob is the full id of a job flinkmaint saw FAILED restoring
+	// from the snapshot, recorded after its cluster stopped listing it: a
+	// retry restores from the same snapshot.
+	FailedJob string `json:"failedJob,omitempty"`
 }
 
 // SnapshotRef is a FlinkStateSnapshot resource that names a snapshot.
@@ -361,6 +365,7 @@ const (
 	KeepRestorePoint        Reason = "restore-point-of-live-job"
 	KeepOperatorRecord      Reason = "operator-record"
 	KeepHeldByRun           Reason = "held-by-run-in-flight"
+	KeepFailedRestore       Reason = "failed-restore-on-record"
 	KeepPinned              Reason = "pinned"
 	KeepNewestSavepoints    Reason = "newest-k-savepoints"
 	KeepLastDrilled         Reason = "newest-drilled-savepoint"

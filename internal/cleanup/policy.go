@@ -24,6 +24,10 @@ const (
 	DefaultSavepointMaxAge = 7 * 24 * time.Hour
 	DefaultHATTL           = 7 * 24 * time.Hour
 	DefaultOrphanTTL       = 24 * time.Hour
+	// DefaultFailedRestoreHold is how long a snapshot a job was seen FAILED
+	// restoring from is kept after it was last seen so (worker config
+	// cleanup.failedRestoreHold).
+	DefaultFailedRestoreHold = 7 * 24 * time.Hour
 	// DefaultMaxCheckpointTimeout is Flink's own default
 	// execution.checkpointing.timeout.
 	DefaultMaxCheckpointTimeout = 10 * time.Minute

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCleanupValidation(t *testing.T) {
@@ -35,6 +37,7 @@ func TestCleanupValidation(t *testing.T) {
 			c := Default()
 			c.Storage.WritableRoots = tc.writable
 			c.Cleanup = tc.cleanup
+			c.Cleanup.FailedRestoreHold = Default().Cleanup.FailedRestoreHold
 			if strings.HasPrefix(tc.want, "drill.root") {
 				c.Drill.Root = "/f/trash/drills" // the one drill root these cases use
 			}
@@ -75,6 +78,35 @@ func TestAuthorityAliasesValidation(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), "storage.authorityAliases") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v; want storage.authorityAliases and %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFailedRestoreHold: the hold defaults to 7 days; 0 or a negative one
+// would let a snapshot a failed job is retried from go as soon as its
+// cluster forgets the job, and is refused naming the key.
+func TestFailedRestoreHold(t *testing.T) {
+	for name, tc := range map[string]struct {
+		file string
+		want time.Duration
+		err  string
+	}{
+		"unset":    {file: "cleanup: {}\n", want: 7 * 24 * time.Hour},
+		"set":      {file: "cleanup:\n  failedRestoreHold: 36h\n", want: 36 * time.Hour},
+		"zero":     {file: "cleanup:\n  failedRestoreHold: 0s\n", err: "cleanup.failedRestoreHold=0s: use a positive duration"},
+		"negative": {file: "cleanup:\n  failedRestoreHold: -1h\n", err: "cleanup.failedRestoreHold=-1h0m0s: use a positive duration"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := Load([]string{"--config", writeFile(t, tc.file)}, envOf(nil), io.Discard)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v; want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || cfg.Cleanup.FailedRestoreHold.D() != tc.want {
+				t.Fatalf("hold %v err %v; want %v", cfg.Cleanup.FailedRestoreHold.D(), err, tc.want)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
+	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -132,6 +133,12 @@ type Cleanup struct {
 	// cleanup reads their retained _metadata (never writes there) and
 	// keeps what they reference.
 	ReferenceRoots []string `yaml:"referenceRoots"`
+	// FailedRestoreHold is how long cleanup keeps a snapshot a job was
+	// seen FAILED restoring from, counted from the last time flinkmaint saw
+	// the job so: a retry restores from it after the cluster forgets the
+	// job (jobstore.expiration-time, 1h by default) or shuts down. It must
+	// be positive.
+	FailedRestoreHold Duration `yaml:"failedRestoreHold"`
 }
 
 // Storage configures how the worker reaches checkpoint storage.
@@ -370,6 +377,7 @@ func Default() Config {
 		Log:     Log{Level: "info", Format: logging.FormatJSON},
 		Storage: Storage{DefaultFS: "file:///", RPCTimeout: Duration(time.Minute), HDFSConnections: storage.DefaultConnections},
 		Flink:   Flink{RequestTimeout: Duration(30 * time.Second)},
+		Cleanup: Cleanup{FailedRestoreHold: Duration(cleanup.DefaultFailedRestoreHold)},
 	}
 	c.Temporal.ApplyDefaults()
 	return c
@@ -700,6 +708,9 @@ func (c Cleanup) validate(writable []string) []error {
 		if !strings.Contains(r, "://") && !strings.HasPrefix(r, "/") || strings.Contains("/"+r+"/", "/../") {
 			errs = append(errs, fmt.Errorf("cleanup.referenceRoots[%d]=%q: use an absolute path or a URI such as hdfs://nn:8020/flink/checkpoints, without \"..\"", i, r))
 		}
+	}
+	if c.FailedRestoreHold <= 0 {
+		errs = append(errs, fmt.Errorf("cleanup.failedRestoreHold=%s: use a positive duration such as 168h (the default); a snapshot a failed job may be retried from would go as soon as its cluster forgets the job", c.FailedRestoreHold.D()))
 	}
 	if c.AuditRoot != "" && c.TrashRoot == "" {
 		errs = append(errs, fmt.Errorf("cleanup.auditRoot=%q is set but cleanup.trashRoot is empty: set cleanup.trashRoot too (trash is the default action)", c.AuditRoot))
