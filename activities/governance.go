@@ -432,6 +432,10 @@ func (a *Activities) restoreNeeds(ctx context.Context, inv inventory.Inventory) 
 	if err != nil {
 		return nil, err
 	}
+	if why := live.UnknownRestore(); why != "" {
+		// A source that cannot be read may name anything in the trash.
+		return nil, fmt.Errorf("%s", why)
+	}
 	needed := map[string]string{}
 	for _, c := range live.Clusters {
 		for _, j := range c.Jobs {

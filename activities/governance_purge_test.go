@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint/checkpointtest"
+	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
@@ -103,5 +105,63 @@ func TestPurgeKeepsWhatASnapshotRestoredFromTheTrashNeeds(t *testing.T) {
 				t.Fatalf("the savepoint file the stopped job's checkpoint names was purged: %v", statErr)
 			}
 		})
+	}
+}
+
+// failedUnreadable lists one FAILED job whose exception history cannot be
+// read: what a retry restores from is unknown.
+type failedUnreadable struct{ quietFlink }
+
+func (*failedUnreadable) ListJobs(context.Context) ([]flink.JobOverview, error) {
+	return []flink.JobOverview{{ID: "0123456789abcdef0123456789abcdef", State: flink.JobFailed}}, nil
+}
+
+func (*failedUnreadable) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
+	return flink.CheckpointingStatistics{}, nil
+}
+
+func (*failedUnreadable) JobExceptions(context.Context, string, int) (flink.JobExceptions, error) {
+	return flink.JobExceptions{}, &flink.Error{Op: "exceptions", StatusCode: 500, Message: "internal"}
+}
+
+// A restore source that cannot be read may name anything in the trash: a
+// purge waits (retryably) until it can be read, and deletes nothing.
+func TestPurgeWaitsWhileARestoreSourceIsUnknown(t *testing.T) {
+	dir := t.TempDir()
+	tenant, trash := filepath.Join(dir, "tenant"), filepath.Join(dir, "trash")
+	old := filepath.Join(trash, "old-run", tenant, "savepoints", "savepoint-5e5e5e-000000000001", "state")
+	if err := os.MkdirAll(filepath.Dir(old), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, []byte("s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	longAgo := time.Now().Add(-30 * 24 * time.Hour)
+	for p := old; strings.HasPrefix(p, trash+"/"); p = filepath.Dir(p) {
+		if err := os.Chtimes(p, longAgo, longAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(tenant, "checkpoints"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	guard, err := storage.NewGuard(tenant, trash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := inventory.Inventory{
+		Tenants: []inventory.Tenant{{Name: "team-t", Root: "file://" + tenant}},
+		Clusters: []inventory.Cluster{{Tenant: "team-t", ClusterID: "c1", Mode: inventory.ModeSession, RESTURL: "http://c1",
+			CheckpointDir: "file://" + tenant + "/checkpoints"}},
+	}
+	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&failedUnreadable{}}, Storage: &storage.Resolver{Guard: guard},
+		Cleanup: CleanupSettings{TrashRoot: "file://" + trash}, LiveReadWait: 10 * time.Millisecond}
+	var res PurgeTrashResult
+	err = runActivity(t, a, a.PurgeTrash, PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &res)
+	if err == nil || !strings.Contains(err.Error(), "cannot be told") {
+		t.Fatalf("purge %+v err %v; want it to wait, naming the unknown restore source", res, err)
+	}
+	if _, statErr := os.Stat(old); statErr != nil {
+		t.Fatalf("the trash was purged while a restore source was unknown: %v", statErr)
 	}
 }

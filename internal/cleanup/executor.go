@@ -594,7 +594,7 @@ func (r *run) verify(it Item, now itemNow) string {
 		return liveBad
 	}
 	if live != nil && it.snapshot() {
-		if why := live.unknownRestore(); why != "" {
+		if why := live.UnknownRestore(); why != "" {
 			return why
 		}
 	}

@@ -90,10 +90,10 @@ type Live struct {
 	UnknownSources []string `json:"unknownSources,omitempty"`
 }
 
-// unknownRestore says why some restore source cannot be told, naming the
+// UnknownRestore says why some restore source cannot be told, naming the
 // first failed job by id whose restore source is unknown, else the first
 // unknown source; "" when every source answered.
-func (l Live) unknownRestore() string {
+func (l Live) UnknownRestore() string {
 	job := ""
 	var why string
 	for _, c := range l.Clusters {

@@ -365,7 +365,7 @@ func (p *planner) run() {
 	jobs := p.in.Listing.Report.Jobs
 	p.unknownRestore = p.restoredFromTheUnknown(jobs)
 	if p.unknownRestore == "" {
-		p.unknownRestore = p.in.Live.unknownRestore()
+		p.unknownRestore = p.in.Live.UnknownRestore()
 	}
 	whole := map[string]bool{} // job dirs kept whole
 	for _, j := range jobs {
