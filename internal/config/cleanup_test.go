@@ -83,9 +83,9 @@ func TestAuthorityAliasesValidation(t *testing.T) {
 	}
 }
 
-// TestFailedRestoreHold: the hold defaults to 7 days; 0 or a negative one
-// would let a snapshot a failed job is retried from go as soon as its
-// cluster forgets the job, and is refused naming the key.
+// TestFailedRestoreHold: the hold defaults to 7 days, unset or 0; a
+// negative one would let a snapshot a failed job is retried from go as
+// soon as its cluster forgets the job, and is refused naming the key.
 func TestFailedRestoreHold(t *testing.T) {
 	for name, tc := range map[string]struct {
 		file string
@@ -94,7 +94,7 @@ func TestFailedRestoreHold(t *testing.T) {
 	}{
 		"unset":    {file: "cleanup: {}\n", want: 7 * 24 * time.Hour},
 		"set":      {file: "cleanup:\n  failedRestoreHold: 36h\n", want: 36 * time.Hour},
-		"zero":     {file: "cleanup:\n  failedRestoreHold: 0s\n", err: "cleanup.failedRestoreHold=0s: use a positive duration"},
+		"zero":     {file: "cleanup:\n  failedRestoreHold: 0s\n", want: 7 * 24 * time.Hour},
 		"negative": {file: "cleanup:\n  failedRestoreHold: -1h\n", err: "cleanup.failedRestoreHold=-1h0m0s: use a positive duration"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -136,8 +136,8 @@ type Cleanup struct {
 	// FailedRestoreHold is how long cleanup keeps a snapshot a job was
 	// seen FAILED restoring from, counted from the last time flinkmaint saw
 	// the job so: a retry restores from it after the cluster forgets the
-	// job (jobstore.expiration-time, 1h by default) or shuts down. It must
-	// be positive.
+	// job (jobstore.expiration-time, 1h by default) or shuts down. Unset or
+	// 0 is the default, 168h; it cannot be negative.
 	FailedRestoreHold Duration `yaml:"failedRestoreHold"`
 }
 
@@ -709,8 +709,8 @@ func (c Cleanup) validate(writable []string) []error {
 			errs = append(errs, fmt.Errorf("cleanup.referenceRoots[%d]=%q: use an absolute path or a URI such as hdfs://nn:8020/flink/checkpoints, without \"..\"", i, r))
 		}
 	}
-	if c.FailedRestoreHold <= 0 {
-		errs = append(errs, fmt.Errorf("cleanup.failedRestoreHold=%s: use a positive duration such as 168h (the default); a snapshot a failed job may be retried from would go as soon as its cluster forgets the job", c.FailedRestoreHold.D()))
+	if c.FailedRestoreHold < 0 {
+		errs = append(errs, fmt.Errorf("cleanup.failedRestoreHold=%s: use a positive duration such as 168h (the default, also taken when unset or 0); a snapshot a failed job may be retried from would go as soon as its cluster forgets the job", c.FailedRestoreHold.D()))
 	}
 	if c.AuditRoot != "" && c.TrashRoot == "" {
 		errs = append(errs, fmt.Errorf("cleanup.auditRoot=%q is set but cleanup.trashRoot is empty: set cleanup.trashRoot too (trash is the default action)", c.AuditRoot))
