@@ -94,7 +94,7 @@ func TestFailedRestoreHold(t *testing.T) {
 	}{
 		"unset":    {file: "cleanup: {}\n", want: 7 * 24 * time.Hour},
 		"set":      {file: "cleanup:\n  failedRestoreHold: 36h\n", want: 36 * time.Hour},
-		"zero":     {file: "cleanup:\n  failedRestoreHold: 0s\n", want: 7 * 24 * time.Hour},
+		"zero":     {file: "cleanup:\n  failedRestoreHold: 0s\n", want: 0}, // loads; the governance activities take the default
 		"negative": {file: "cleanup:\n  failedRestoreHold: -1h\n", err: "cleanup.failedRestoreHold=-1h0m0s: use a positive duration"},
 	} {
 		t.Run(name, func(t *testing.T) {
