@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,11 +17,12 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
 // copyFixture copies a real Flink 1.20 RocksDB checkpoint (its _metadata
-// and the files it references) to a temporary dir.
+// and the files it references) from ../shared to a temporary dir.
 func copyFixture(t *testing.T, name string) string {
 	t.Helper()
 	src := filepath.Join(sandbox.RequireShared(t), "fixtures/flink-metadata", name)
@@ -44,13 +46,59 @@ func copyFixture(t *testing.T, name string) string {
 	return dst
 }
 
+// writtenCheckpoint lays out an incremental RocksDB checkpoint whose
+// _metadata is written from the spec: shared files named by absolute path
+// and private files in its own dir, each as long as its handle says.
+func writtenCheckpoint(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	dir := filepath.Join(base, "chk-10")
+	var shared, private []mdwrite.File
+	for i, size := range []int64{300, 200, 100} {
+		p := filepath.Join(base, "shared", fmt.Sprintf("%06d.sst", i+1))
+		shared = append(shared, mdwrite.File{Path: "file:" + p, Size: size})
+		private = append(private, mdwrite.File{Path: fmt.Sprintf("private-%d", i), Size: size / 10})
+	}
+	for _, f := range shared {
+		writeSized(t, strings.TrimPrefix(f.Path, "file:"), f.Size)
+	}
+	for _, f := range private {
+		writeSized(t, filepath.Join(dir, f.Path), f.Size)
+	}
+	md := mdwrite.Snapshot{CheckpointID: 10, Exclusive: private, Shared: shared}.Bytes()
+	if err := os.WriteFile(filepath.Join(dir, "_metadata"), md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func writeSized(t *testing.T, p string, size int64) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestProveSnapshotStorageFindsMissingAndShortFiles runs tier 1 over a
-// real RocksDB checkpoint: whole, it passes; with one referenced file
-// deleted and another cut short, it names both, with the bytes the handle
-// reads and the operator and subtask whose state needs them; a _metadata
-// that is gone or does not parse is reported, not raised.
+// RocksDB checkpoint: whole, it passes; with one referenced file deleted
+// and another cut short, it names both, with the bytes the handle reads
+// and the operator and subtask whose state needs them; a _metadata that is
+// gone or does not parse is reported, not raised. A checkpoint written
+// from the spec proves that everywhere; a real one where ../shared is.
 func TestProveSnapshotStorageFindsMissingAndShortFiles(t *testing.T) {
-	dir := copyFixture(t, "v4-flink1.20-rocksdb-checkpoint")
+	for name, checkpointIn := range map[string]func(t *testing.T) string{
+		"written from the spec":        writtenCheckpoint,
+		"a real Flink 1.20 checkpoint": func(t *testing.T) string { return copyFixture(t, "v4-flink1.20-rocksdb-checkpoint") },
+	} {
+		t.Run(name, func(t *testing.T) { proveStorage(t, checkpointIn(t)) })
+	}
+}
+
+func proveStorage(t *testing.T, dir string) {
+	t.Helper()
 	a := &Activities{Storage: &storage.Resolver{}}
 	prove := func() StorageProof {
 		t.Helper()
@@ -60,11 +108,6 @@ func TestProveSnapshotStorageFindsMissingAndShortFiles(t *testing.T) {
 		}
 		return p
 	}
-	whole := prove()
-	if !whole.Passed() || whole.Files < 10 || whole.CheckpointID == 0 {
-		t.Fatalf("proof of the whole checkpoint %+v; want it passed over its files", whole)
-	}
-
 	data, err := os.ReadFile(filepath.Join(dir, "_metadata"))
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +115,11 @@ func TestProveSnapshotStorageFindsMissingAndShortFiles(t *testing.T) {
 	md, err := checkpoint.ParseBytes(data, dir+"/_metadata")
 	if err != nil {
 		t.Fatal(err)
+	}
+	whole := prove()
+	// Every file the _metadata names, and the _metadata itself.
+	if !whole.Passed() || whole.Files != int64(len(md.Files))+1 || whole.CheckpointID == 0 {
+		t.Fatalf("proof of the whole checkpoint %+v; want it passed over its %d files", whole, len(md.Files))
 	}
 	var files []checkpoint.Reference
 	for r := range md.References() {

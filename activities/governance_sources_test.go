@@ -17,7 +17,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
-	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 // sourcesFlink scripts the answers of one job's checkpoint statistics
@@ -119,16 +119,12 @@ func liveInventoryIn(t *testing.T, a *Activities, inv inventory.Inventory) (clea
 }
 
 func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	latest := "file://" + filepath.Join(dir, "job", "chk-5")
 	if err := os.MkdirAll(strings.TrimPrefix(latest, "file://"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	md := mdwrite.Checkpoint(5, "file://"+filepath.Join(dir, "job", "shared", "s1"))
 	if err := os.WriteFile(strings.TrimPrefix(latest, "file://")+"/_metadata", md, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -471,20 +467,16 @@ func TestLiveInventoryReadsRunsInFlight(t *testing.T) {
 	}
 }
 
-// savepointWithMetadata writes a real savepoint's _metadata (a fixture of
-// ../shared) under dir/savepoints/name and returns the savepoint's URI.
+// savepointWithMetadata writes a savepoint's _metadata, naming one state
+// file in its dir, under dir/savepoints/name and returns the savepoint's
+// URI.
 func savepointWithMetadata(t *testing.T, dir, name string) string {
 	t.Helper()
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	sp := filepath.Join(dir, "savepoints", name)
 	if err := os.MkdirAll(sp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(sp+"/_metadata", md, 0o644); err != nil {
+	if err := os.WriteFile(sp+"/_metadata", mdwrite.Savepoint("state"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return "file://" + sp

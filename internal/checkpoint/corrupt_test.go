@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 // mustFail parses data and checks it fails with a *FormatError of kind.
@@ -108,29 +110,29 @@ func TestHeaderErrors(t *testing.T) {
 	}
 }
 
-func rawTag(tag byte) handle { return func(w *mdWriter) { w.i8(tag) } }
+func rawTag(tag byte) mdwrite.Handle { return func(w *mdwrite.Writer) { w.I8(tag) } }
 
-func oneSubtask(v int, st subtaskSpec) []byte {
-	return writeMetadata(metadataSpec{version: v, checkpointID: 1, operators: []operatorSpec{
-		{id: opID(1), parallelism: 4, maxParallelism: 128, subtasks: []subtaskSpec{st}}}})
+func oneSubtask(v int, st mdwrite.Subtask) []byte {
+	return mdwrite.Metadata(mdwrite.Spec{Version: v, CheckpointID: 1, Operators: []mdwrite.Operator{
+		{ID: mdwrite.OpID(1), Parallelism: 4, MaxParallelism: 128, Subtasks: []mdwrite.Subtask{st}}}})
 }
 
 func TestUnknownAndMisplacedTags(t *testing.T) {
 	cases := map[string]struct {
 		version int
-		st      subtaskSpec
-		coord   handle
+		st      mdwrite.Subtask
+		coord   mdwrite.Handle
 		tag     byte
 		kind    error
 	}{
-		"unknown keyed tag":              {3, subtaskSpec{managedKeyed: rawTag(99)}, nil, 99, ErrUnknownHandleTag},
-		"stream tag 4 in keyed position": {6, subtaskSpec{rawKeyed: rawTag(4)}, nil, 4, ErrUnknownHandleTag},
-		"unknown stream tag":             {2, subtaskSpec{managedKeyed: keyGroups(12, 0, nil, rawTag(5), "x")}, nil, 5, ErrUnknownHandleTag},
-		"unknown operator tag":           {4, subtaskSpec{managedOp: rawTag(12)}, nil, 12, ErrUnknownHandleTag},
-		"unknown channel tag":            {6, subtaskSpec{inputChannels: []channel{{delegate: nullStream()}}, managedKeyed: nil}, nil, 0, nil},
-		"coordinator as file":            {3, subtaskSpec{}, fileStream(1, "/a"), 2, ErrUnexpectedHandle},
-		"coordinator unknown tag":        {5, subtaskSpec{}, rawTag(42), 42, ErrUnknownHandleTag},
-		"file-merging delegate not a segment": {4, subtaskSpec{managedOp: fileMergingOperator(nil, "/t", "/s", false, relativeStream("x", 1))},
+		"unknown keyed tag":              {3, mdwrite.Subtask{ManagedKeyed: rawTag(99)}, nil, 99, ErrUnknownHandleTag},
+		"stream tag 4 in keyed position": {6, mdwrite.Subtask{RawKeyed: rawTag(4)}, nil, 4, ErrUnknownHandleTag},
+		"unknown stream tag":             {2, mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(12, 0, nil, rawTag(5), "x")}, nil, 5, ErrUnknownHandleTag},
+		"unknown operator tag":           {4, mdwrite.Subtask{ManagedOp: rawTag(12)}, nil, 12, ErrUnknownHandleTag},
+		"unknown channel tag":            {6, mdwrite.Subtask{InputChannels: []mdwrite.Channel{{Delegate: mdwrite.NullStream()}}, ManagedKeyed: nil}, nil, 0, nil},
+		"coordinator as file":            {3, mdwrite.Subtask{}, mdwrite.FileStream(1, "/a"), 2, ErrUnexpectedHandle},
+		"coordinator unknown tag":        {5, mdwrite.Subtask{}, rawTag(42), 42, ErrUnknownHandleTag},
+		"file-merging delegate not a segment": {4, mdwrite.Subtask{ManagedOp: mdwrite.FileMergingOperator(nil, "/t", "/s", false, mdwrite.RelativeStream("x", 1))},
 			nil, 6, ErrUnexpectedHandle},
 	}
 	for name, tc := range cases {
@@ -138,8 +140,8 @@ func TestUnknownAndMisplacedTags(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			data := writeMetadata(metadataSpec{version: tc.version, checkpointID: 1, operators: []operatorSpec{
-				{id: opID(1), parallelism: 4, maxParallelism: 128, coordinator: tc.coord, subtasks: []subtaskSpec{tc.st}}}})
+			data := mdwrite.Metadata(mdwrite.Spec{Version: tc.version, CheckpointID: 1, Operators: []mdwrite.Operator{
+				{ID: mdwrite.OpID(1), Parallelism: 4, MaxParallelism: 128, Coordinator: tc.coord, Subtasks: []mdwrite.Subtask{tc.st}}}})
 			fe := mustFail(t, data, "/cp/_metadata", tc.kind)
 			if data[fe.Offset] != tc.tag {
 				t.Errorf("error offset %d holds byte %d, want the tag %d (%v)", fe.Offset, data[fe.Offset], tc.tag, fe)
@@ -153,9 +155,9 @@ func TestUnknownAndMisplacedTags(t *testing.T) {
 		kind error
 	}{"output tag in input list": {2, ErrUnexpectedHandle}, "merged output tag in input list": {4, ErrUnexpectedHandle}, "unknown channel tag": {9, ErrUnknownHandleTag}} {
 		t.Run(name, func(t *testing.T) {
-			data := oneSubtask(6, subtaskSpec{inputChannels: []channel{{subtask: 0, delegate: nullStream()}}})
+			data := oneSubtask(6, mdwrite.Subtask{InputChannels: []mdwrite.Channel{{Subtask: 0, Delegate: mdwrite.NullStream()}}})
 			// The input channel tag follows the two keyed NULL tags and the channel count.
-			at := len(data) - len(javaCheckpointProperties(false)) - 4 /*output count*/ - (1 + 4 + 8 + 4 + 8 + 1)
+			at := len(data) - len(mdwrite.CheckpointProperties(false)) - 4 /*output count*/ - (1 + 4 + 8 + 4 + 8 + 1)
 			if data[at] != 1 {
 				t.Fatalf("test layout: byte at %d is %d, want input tag 1", at, data[at])
 			}
@@ -173,44 +175,44 @@ func TestOutOfRangeValues(t *testing.T) {
 		data []byte
 		kind error
 	}{
-		"subtask index beyond parallelism":    {oneSubtask(3, subtaskSpec{index: 4}), ErrOutOfRange},
-		"finished subtask beyond parallelism": {oneSubtask(3, subtaskSpec{index: 9, finished: true}), ErrOutOfRange},
-		"parallelism above max":               {writeMetadata(metadataSpec{version: 3, operators: []operatorSpec{{id: opID(1), parallelism: 8, maxParallelism: 4}}}), ErrOutOfRange},
-		"zero parallelism":                    {writeMetadata(metadataSpec{version: 3, operators: []operatorSpec{{id: opID(1), parallelism: 0, maxParallelism: 4}}}), ErrOutOfRange},
-		"fully finished with coordinator": {writeMetadata(metadataSpec{version: 3, operators: []operatorSpec{
-			{id: opID(1), parallelism: 1, maxParallelism: 4, fullyFinished: true, coordinator: byteStream("c", nil)}}}), ErrUnexpectedHandle},
-		"negative subtask count in V2": {writeMetadata(metadataSpec{version: 2, operators: []operatorSpec{{id: opID(1), parallelism: 1, maxParallelism: 4, fullyFinished: true}}}), ErrOutOfRange},
-		"segment scope 2":              {oneSubtask(4, subtaskSpec{managedKeyed: keyGroups(7, 0, nil, segmentStream(0, 1, 2, "/f", "l"), "")}), ErrOutOfRange},
-		"negative segment start":       {oneSubtask(4, subtaskSpec{managedKeyed: keyGroups(7, 0, nil, segmentStream(-1, 1, 0, "/f", "l"), "")}), ErrOutOfRange},
-		"distribution mode 3":          {oneSubtask(5, subtaskSpec{managedOp: operatorStream([]opStateMeta{{name: "s", mode: 3}}, nullStream())}), ErrOutOfRange},
-		"negative key-group start":     {oneSubtask(6, subtaskSpec{managedKeyed: keyGroups(12, -1, nil, nullStream(), "x")}), ErrOutOfRange},
-		"huge key-group count":         {oneSubtask(6, subtaskSpec{managedKeyed: func(w *mdWriter) { w.i8(12); w.i32(0); w.i32(0x7FFFFFFF) }}), ErrOutOfRange},
-		"huge inline length":           {oneSubtask(6, subtaskSpec{managedKeyed: keyGroups(7, 0, nil, func(w *mdWriter) { w.i8(1); w.utf("n"); w.i32(0x7FFFFFF0) }, "")}), ErrOutOfRange},
-		"huge shared file count": {oneSubtask(6, subtaskSpec{managedKeyed: func(w *mdWriter) {
-			w.i8(11)
-			w.i64(1)
-			w.utf("b")
-			w.i32(0)
-			w.i32(1)
-			w.i64(0)
-			w.i8(0)
-			w.i32(0x40000000)
+		"subtask index beyond parallelism":    {oneSubtask(3, mdwrite.Subtask{Index: 4}), ErrOutOfRange},
+		"finished subtask beyond parallelism": {oneSubtask(3, mdwrite.Subtask{Index: 9, Finished: true}), ErrOutOfRange},
+		"parallelism above max":               {mdwrite.Metadata(mdwrite.Spec{Version: 3, Operators: []mdwrite.Operator{{ID: mdwrite.OpID(1), Parallelism: 8, MaxParallelism: 4}}}), ErrOutOfRange},
+		"zero parallelism":                    {mdwrite.Metadata(mdwrite.Spec{Version: 3, Operators: []mdwrite.Operator{{ID: mdwrite.OpID(1), Parallelism: 0, MaxParallelism: 4}}}), ErrOutOfRange},
+		"fully finished with coordinator": {mdwrite.Metadata(mdwrite.Spec{Version: 3, Operators: []mdwrite.Operator{
+			{ID: mdwrite.OpID(1), Parallelism: 1, MaxParallelism: 4, FullyFinished: true, Coordinator: mdwrite.ByteStream("c", nil)}}}), ErrUnexpectedHandle},
+		"negative subtask count in V2": {mdwrite.Metadata(mdwrite.Spec{Version: 2, Operators: []mdwrite.Operator{{ID: mdwrite.OpID(1), Parallelism: 1, MaxParallelism: 4, FullyFinished: true}}}), ErrOutOfRange},
+		"segment scope 2":              {oneSubtask(4, mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.SegmentStream(0, 1, 2, "/f", "l"), "")}), ErrOutOfRange},
+		"negative segment start":       {oneSubtask(4, mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.SegmentStream(-1, 1, 0, "/f", "l"), "")}), ErrOutOfRange},
+		"distribution mode 3":          {oneSubtask(5, mdwrite.Subtask{ManagedOp: mdwrite.OperatorStream([]mdwrite.OpStateMeta{{Name: "s", Mode: 3}}, mdwrite.NullStream())}), ErrOutOfRange},
+		"negative key-group start":     {oneSubtask(6, mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(12, -1, nil, mdwrite.NullStream(), "x")}), ErrOutOfRange},
+		"huge key-group count":         {oneSubtask(6, mdwrite.Subtask{ManagedKeyed: func(w *mdwrite.Writer) { w.I8(12); w.I32(0); w.I32(0x7FFFFFFF) }}), ErrOutOfRange},
+		"huge inline length":           {oneSubtask(6, mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, func(w *mdwrite.Writer) { w.I8(1); w.UTF("n"); w.I32(0x7FFFFFF0) }, "")}), ErrOutOfRange},
+		"huge shared file count": {oneSubtask(6, mdwrite.Subtask{ManagedKeyed: func(w *mdwrite.Writer) {
+			w.I8(11)
+			w.I64(1)
+			w.UTF("b")
+			w.I32(0)
+			w.I32(1)
+			w.I64(0)
+			w.I8(0)
+			w.I32(0x40000000)
 		}}), ErrOutOfRange},
-		"huge changelog count": {oneSubtask(6, subtaskSpec{managedKeyed: func(w *mdWriter) { w.i8(14); w.i32(0); w.i32(1); w.i64(0); w.i32(0x7FFFFFFF) }}), ErrOutOfRange},
-		"huge channel count":   {oneSubtask(4, subtaskSpec{inputChannels: nil, managedKeyed: nil, rawKeyed: func(w *mdWriter) { w.i8(0); w.i32(0x10000000) }}), ErrOutOfRange},
+		"huge changelog count": {oneSubtask(6, mdwrite.Subtask{ManagedKeyed: func(w *mdwrite.Writer) { w.I8(14); w.I32(0); w.I32(1); w.I64(0); w.I32(0x7FFFFFFF) }}), ErrOutOfRange},
+		"huge channel count":   {oneSubtask(4, mdwrite.Subtask{InputChannels: nil, ManagedKeyed: nil, RawKeyed: func(w *mdwrite.Writer) { w.I8(0); w.I32(0x10000000) }}), ErrOutOfRange},
 		"legacy state in V2": {func() []byte {
-			d := oneSubtask(2, subtaskSpec{})
+			d := oneSubtask(2, mdwrite.Subtask{})
 			// V2 subtask: index, duration, legacy count(4), two operator flags(4+4), two keyed tags(1+1).
 			binary.BigEndian.PutUint32(d[len(d)-14:], 1)
 			return d
 		}(), ErrOutOfRange},
 		"master state bad magic": {func() []byte {
-			d := writeMetadata(metadataSpec{version: 3, masters: []masterSpec{{1, "m", nil}}})
+			d := mdwrite.Metadata(mdwrite.Spec{Version: 3, Masters: []mdwrite.Master{{Version: 1, Name: "m", Payload: nil}}})
 			d[20] ^= 0xFF
 			return d
 		}(), ErrBadMagic},
 		"master state with extra bytes": {func() []byte {
-			d := writeMetadata(metadataSpec{version: 3, masters: []masterSpec{{1, "m", []byte{1, 2}}}})
+			d := mdwrite.Metadata(mdwrite.Spec{Version: 3, Masters: []mdwrite.Master{{Version: 1, Name: "m", Payload: []byte{1, 2}}}})
 			// magic at 20, length 24, version 28, name 32..34, payload length 35
 			binary.BigEndian.PutUint32(d[35:], 1) // payload length 2 -> 1 leaves one byte over
 			return d
@@ -224,19 +226,19 @@ func TestOutOfRangeValues(t *testing.T) {
 func TestHugeCountsDoNotAllocate(t *testing.T) {
 	inputs := map[string][]byte{
 		"operators":  binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(header(6), 1), 0), 0x7FFFFFFF),
-		"key groups": oneSubtask(6, subtaskSpec{managedKeyed: func(w *mdWriter) { w.i8(12); w.i32(0); w.i32(0x7FFFFFFF) }}),
+		"key groups": oneSubtask(6, mdwrite.Subtask{ManagedKeyed: func(w *mdwrite.Writer) { w.I8(12); w.I32(0); w.I32(0x7FFFFFFF) }}),
 		"subtasks": func() []byte {
-			w := &mdWriter{version: 3}
-			w.raw(header(3))
-			w.i64(1)
-			w.i32(0)
-			w.i32(1)
-			w.raw(make([]byte, 16))
-			w.i32(1)
-			w.i32(1)
-			w.i8(0)
-			w.i32(0x7FFFFFFF)
-			return w.buf
+			w := &mdwrite.Writer{Version: 3}
+			w.Raw(header(3))
+			w.I64(1)
+			w.I32(0)
+			w.I32(1)
+			w.Raw(make([]byte, 16))
+			w.I32(1)
+			w.I32(1)
+			w.I8(0)
+			w.I32(0x7FFFFFFF)
+			return w.Buf
 		}(),
 	}
 	for name, data := range inputs {
@@ -256,33 +258,33 @@ func TestHugeCountsDoNotAllocate(t *testing.T) {
 }
 
 func TestDeepNestingIsBounded(t *testing.T) {
-	cases := map[string]handle{
-		"key-group stream handles": func() handle {
-			h := nullStream()
+	cases := map[string]mdwrite.Handle{
+		"key-group stream handles": func() mdwrite.Handle {
+			h := mdwrite.NullStream()
 			for range 100000 {
-				h = keyGroupsStream(0, nil, h)
+				h = mdwrite.KeyGroupsStream(0, nil, h)
 			}
-			return keyGroups(7, 0, nil, h, "")
+			return mdwrite.KeyGroups(7, 0, nil, h, "")
 		}(),
-		"changelog in changelog": func() handle {
-			h := nullKeyed()
+		"changelog in changelog": func() mdwrite.Handle {
+			h := mdwrite.NullKeyed()
 			for range 100000 {
-				h = changelog(14, 0, 1, []handle{h}, nil, 1, 1, "x")
+				h = mdwrite.Changelog(14, 0, 1, []mdwrite.Handle{h}, nil, 1, 1, "x")
 			}
 			return h
 		}(),
 	}
 	for name, h := range cases {
 		t.Run(name, func(t *testing.T) {
-			mustFail(t, oneSubtask(6, subtaskSpec{managedKeyed: h}), "", ErrTooDeep)
+			mustFail(t, oneSubtask(6, mdwrite.Subtask{ManagedKeyed: h}), "", ErrTooDeep)
 		})
 	}
 }
 
 func TestTrailerErrors(t *testing.T) {
-	body := writeMetadata(metadataSpec{version: 4, trailer: []byte{}})
-	good := javaCheckpointProperties(false)
-	wrongClass := javaCheckpointProperties(false)
+	body := mdwrite.Metadata(mdwrite.Spec{Version: 4, Trailer: []byte{}})
+	good := mdwrite.CheckpointProperties(false)
+	wrongClass := mdwrite.CheckpointProperties(false)
 	copy(wrongClass[9:], "com") // class name "org.apache..." -> "com.apache..."
 	cases := map[string]struct {
 		trailer []byte
@@ -309,32 +311,32 @@ func TestTrailerErrors(t *testing.T) {
 	if _, err := ParseBytes(append(append([]byte{}, body...), 0xAC, 0xED, 0x00, 0x05, 0x70), ""); err != nil {
 		t.Errorf("serialized null trailer: %v", err)
 	}
-	mustFail(t, append(writeMetadata(metadataSpec{version: 3}), 0), "", ErrTrailingData)
+	mustFail(t, append(mdwrite.Metadata(mdwrite.Spec{Version: 3}), 0), "", ErrTrailingData)
 }
 
 func TestInvalidPaths(t *testing.T) {
 	cases := map[string]struct {
-		st       subtaskSpec
+		st       mdwrite.Subtask
 		location string
 	}{
-		"relative path in a file handle":     {subtaskSpec{managedKeyed: keyGroups(7, 0, nil, fileStream(1, "chk-1/x"), "")}, "/cp/chk-1/_metadata"},
-		"empty path in a file handle":        {subtaskSpec{managedKeyed: keyGroups(7, 0, nil, fileStream(1, ""), "")}, "/cp/chk-1/_metadata"},
-		"scheme without path in a segment":   {subtaskSpec{managedKeyed: keyGroups(7, 0, nil, segmentStream(0, 1, 0, "hdfs:x", "l"), "")}, "/cp/chk-1/_metadata"},
-		"relative handle without location":   {subtaskSpec{managedKeyed: keyGroups(7, 0, nil, relativeStream("x", 1), "")}, ""},
-		"absolute path in a relative handle": {subtaskSpec{managedKeyed: keyGroups(7, 0, nil, relativeStream("/etc/x", 1), "")}, "/cp/chk-1/_metadata"},
-		"scheme in a relative handle":        {subtaskSpec{managedKeyed: keyGroups(7, 0, nil, relativeStream("hdfs://nn/x", 1), "")}, "/cp/chk-1/_metadata"},
-		"relative file-merging directory":    {subtaskSpec{managedOp: fileMergingOperator(nil, "taskowned", "/s", false, emptySegment())}, "/cp/_metadata"},
+		"relative path in a file handle":     {mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.FileStream(1, "chk-1/x"), "")}, "/cp/chk-1/_metadata"},
+		"empty path in a file handle":        {mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.FileStream(1, ""), "")}, "/cp/chk-1/_metadata"},
+		"scheme without path in a segment":   {mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.SegmentStream(0, 1, 0, "hdfs:x", "l"), "")}, "/cp/chk-1/_metadata"},
+		"relative handle without location":   {mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.RelativeStream("x", 1), "")}, ""},
+		"absolute path in a relative handle": {mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.RelativeStream("/etc/x", 1), "")}, "/cp/chk-1/_metadata"},
+		"scheme in a relative handle":        {mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.RelativeStream("hdfs://nn/x", 1), "")}, "/cp/chk-1/_metadata"},
+		"relative file-merging directory":    {mdwrite.Subtask{ManagedOp: mdwrite.FileMergingOperator(nil, "taskowned", "/s", false, mdwrite.EmptySegment())}, "/cp/_metadata"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) { mustFail(t, oneSubtask(6, tc.st), tc.location, ErrInvalidPath) })
 	}
-	if _, err := ParseBytes(oneSubtask(6, subtaskSpec{}), "relative/_metadata"); !errors.Is(err, ErrInvalidPath) {
+	if _, err := ParseBytes(oneSubtask(6, mdwrite.Subtask{}), "relative/_metadata"); !errors.Is(err, ErrInvalidPath) {
 		t.Errorf("relative metadata location: err = %v, want ErrInvalidPath", err)
 	}
 }
 
 func TestInvalidStringIsRejected(t *testing.T) {
-	data := writeMetadata(metadataSpec{version: 5, operators: []operatorSpec{{name: "ab", id: opID(1), parallelism: 1, maxParallelism: 1}}})
+	data := mdwrite.Metadata(mdwrite.Spec{Version: 5, Operators: []mdwrite.Operator{{Name: "ab", ID: mdwrite.OpID(1), Parallelism: 1, MaxParallelism: 1}}})
 	// Operator name bytes start after header(8) + id(8) + masters(4) + count(4) + length(2).
 	data[26] = 0xF0
 	fe := mustFail(t, data, "", ErrInvalidString)

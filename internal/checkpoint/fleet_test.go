@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 // The fleet: the checkpoints of many incremental RocksDB jobs, laid out as
@@ -35,24 +37,24 @@ func fleetJobDir(root string, job int) string { return fmt.Sprintf("%s/%032x", r
 func fleetMetadata(root string, job, c, refs, shift int) ([]byte, []string) {
 	jobDir := fleetJobDir(root, job)
 	chk := fmt.Sprintf("%s/chk-%d", jobDir, c)
-	shared := make([][]localFile, fleetSubtasks)
+	shared := make([][]mdwrite.LocalFile, fleetSubtasks)
 	var want []string
 	for k := shift * (c - 1); k < shift*(c-1)+refs; k++ {
 		path := fmt.Sprintf("%s/shared/sst-%05d", jobDir, k)
 		s := k % fleetSubtasks
-		shared[s] = append(shared[s], localFile{fmt.Sprintf("%06d.sst", k), fileStream(64<<20, path)})
+		shared[s] = append(shared[s], mdwrite.LocalFile{Name: fmt.Sprintf("%06d.sst", k), H: mdwrite.FileStream(64<<20, path)})
 		want = append(want, path)
 	}
 	want = append(want, chk+"/meta")
-	keyed := operatorSpec{id: opID(10), parallelism: fleetSubtasks, maxParallelism: 128}
+	keyed := mdwrite.Operator{ID: mdwrite.OpID(10), Parallelism: fleetSubtasks, MaxParallelism: 128}
 	per := int32(128 / fleetSubtasks)
 	for s := range fleetSubtasks {
 		// Every subtask's meta handle names the checkpoint's one private file.
-		keyed.subtasks = append(keyed.subtasks, subtaskSpec{index: int32(s),
-			managedKeyed: incremental(11, int64(c), fmt.Sprintf("backend-%d", s), int32(s)*per, per,
-				relativeStream("meta", 4096), shared[s], nil, uuidFor(job*1000+c*10+s))})
+		keyed.Subtasks = append(keyed.Subtasks, mdwrite.Subtask{Index: int32(s),
+			ManagedKeyed: mdwrite.Incremental(11, int64(c), fmt.Sprintf("backend-%d", s), int32(s)*per, per,
+				mdwrite.RelativeStream("meta", 4096), shared[s], nil, mdwrite.UUIDFor(job*1000+c*10+s))})
 	}
-	return writeMetadata(metadataSpec{version: 4, checkpointID: int64(c), operators: []operatorSpec{keyed}}), want
+	return mdwrite.Metadata(mdwrite.Spec{Version: 4, CheckpointID: int64(c), Operators: []mdwrite.Operator{keyed}}), want
 }
 
 // TestWriteFleetMetadata checks every fleet _metadata parses to exactly the

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 var updateFuzzCorpus = flag.Bool("update-fuzz-corpus", false, "rewrite testdata/fuzz/FuzzParse seeds from the test writer")
@@ -26,12 +28,12 @@ func writerSeeds() map[string][]byte {
 		}
 	}
 	for v := 3; v <= 6; v++ {
-		seeds[fmt.Sprintf("writer-structure-v%d", v)] = writeMetadata(metadataSpec{version: v, checkpointID: 7, savepoint: v%2 == 0,
-			masters: []masterSpec{{version: 1, name: "hook", payload: []byte{1, 2, 3}}},
-			operators: []operatorSpec{
-				{name: "Map \x00 😀", uid: "u", id: opID(1), parallelism: 3, maxParallelism: 128, coordinator: byteStream("coord", []byte("state")),
-					subtasks: []subtaskSpec{{index: 1, finished: true}, {index: 2, managedOp: operatorStream(nil, relativeStream("a", 1))}}},
-				{id: opID(2), parallelism: 1, maxParallelism: 1, fullyFinished: true},
+		seeds[fmt.Sprintf("writer-structure-v%d", v)] = mdwrite.Metadata(mdwrite.Spec{Version: v, CheckpointID: 7, Savepoint: v%2 == 0,
+			Masters: []mdwrite.Master{{Version: 1, Name: "hook", Payload: []byte{1, 2, 3}}},
+			Operators: []mdwrite.Operator{
+				{Name: "Map \x00 😀", UID: "u", ID: mdwrite.OpID(1), Parallelism: 3, MaxParallelism: 128, Coordinator: mdwrite.ByteStream("coord", []byte("state")),
+					Subtasks: []mdwrite.Subtask{{Index: 1, Finished: true}, {Index: 2, ManagedOp: mdwrite.OperatorStream(nil, mdwrite.RelativeStream("a", 1))}}},
+				{ID: mdwrite.OpID(2), Parallelism: 1, MaxParallelism: 1, FullyFinished: true},
 			}})
 	}
 	seeds["writer-synthetic-small-v6"] = syntheticMetadata(6, 8, 4)

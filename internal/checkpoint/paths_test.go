@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"errors"
 	"testing"
+
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 func TestNormalizePath(t *testing.T) {
@@ -42,7 +44,7 @@ func TestNormalizePath(t *testing.T) {
 		"root":                 "hdfs://nn:8020/",
 	} {
 		t.Run("invalid location/"+name, func(t *testing.T) {
-			if _, err := ParseBytes(oneSubtask(4, subtaskSpec{}), loc); !errors.Is(err, ErrInvalidPath) {
+			if _, err := ParseBytes(oneSubtask(4, mdwrite.Subtask{}), loc); !errors.Is(err, ErrInvalidPath) {
 				t.Errorf("ParseBytes at %q: err = %v, want ErrInvalidPath", loc, err)
 			}
 		})
@@ -85,7 +87,7 @@ func TestRelativeResolution(t *testing.T) {
 				t.Fatalf("resolve(%q, %q) = %q, %v; want %q", dir, tc.rel, got, err, tc.want)
 			}
 			// The same answer through the parser.
-			md, err := ParseBytes(oneSubtask(4, subtaskSpec{managedKeyed: keyGroups(7, 0, nil, relativeStream(tc.rel, 3), "")}), tc.location)
+			md, err := ParseBytes(oneSubtask(4, mdwrite.Subtask{ManagedKeyed: mdwrite.KeyGroups(7, 0, nil, mdwrite.RelativeStream(tc.rel, 3), "")}), tc.location)
 			if err != nil || len(md.Files) != 1 || md.Files[0].Path != tc.want {
 				t.Fatalf("parsed files %+v, %v; want %q", md, err, tc.want)
 			}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 const (
@@ -26,7 +28,7 @@ type wantRef struct {
 
 type roundTripCase struct {
 	minVersion, maxVersion int
-	subtask                func(version int) subtaskSpec
+	subtask                func(version int) mdwrite.Subtask
 	want                   []wantRef
 	wantDirs               []ManagedDir
 	wantInline             int
@@ -34,22 +36,22 @@ type roundTripCase struct {
 }
 
 func roundTripCases() map[string]roundTripCase {
-	opState := []opStateMeta{{name: "source-offsets", mode: 0, offsets: []int64{0, 17}}, {name: "broadcast", mode: 2, offsets: []int64{40}}}
+	opState := []mdwrite.OpStateMeta{{Name: "source-offsets", Mode: 0, Offsets: []int64{0, 17}}, {Name: "broadcast", Mode: 2, Offsets: []int64{40}}}
 	return map[string]roundTripCase{
 		"incremental RocksDB: absolute shared SSTs, relative private files, inline CURRENT": {
 			minVersion: 2, maxVersion: 6,
-			subtask: func(int) subtaskSpec {
-				return subtaskSpec{index: 0, managedKeyed: incremental(11, 42, "backend-1", 0, 128,
-					relativeStream("meta-uuid", 505),
-					[]localFile{
-						{"000010.sst", fileStream(982, "hdfs://namenode:8020/flink/cp/job1/shared/sst-a")},
-						{"000011.sst", fileStream(-1, "hdfs://NAMENODE:8020//flink/cp/job1/shared//sst-b/")},
+			subtask: func(int) mdwrite.Subtask {
+				return mdwrite.Subtask{Index: 0, ManagedKeyed: mdwrite.Incremental(11, 42, "backend-1", 0, 128,
+					mdwrite.RelativeStream("meta-uuid", 505),
+					[]mdwrite.LocalFile{
+						{Name: "000010.sst", H: mdwrite.FileStream(982, "hdfs://namenode:8020/flink/cp/job1/shared/sst-a")},
+						{Name: "000011.sst", H: mdwrite.FileStream(-1, "hdfs://NAMENODE:8020//flink/cp/job1/shared//sst-b/")},
 						// CLAIM restore: a shared file in the previous job's directory.
-						{"000007.sst", fileStream(4096, "hdfs://namenode:8020/flink/cp/job0/shared/sst-old")},
+						{Name: "000007.sst", H: mdwrite.FileStream(4096, "hdfs://namenode:8020/flink/cp/job0/shared/sst-old")},
 					},
-					[]localFile{
-						{"MANIFEST-000004", relativeStream("manifest-uuid", 120)},
-						{"CURRENT", byteStream("hdfs://namenode:8020/flink/cp/job1/chk-42/never-written", []byte("MANIFEST-000004\n"))},
+					[]mdwrite.LocalFile{
+						{Name: "MANIFEST-000004", H: mdwrite.RelativeStream("manifest-uuid", 120)},
+						{Name: "CURRENT", H: mdwrite.ByteStream("hdfs://namenode:8020/flink/cp/job1/chk-42/never-written", []byte("MANIFEST-000004\n"))},
 					}, "handle-1")}
 			},
 			want: []wantRef{
@@ -63,9 +65,9 @@ func roundTripCases() map[string]roundTripCase {
 		},
 		"incremental handle, old form (tag 5)": {
 			minVersion: 2, maxVersion: 6,
-			subtask: func(int) subtaskSpec {
-				return subtaskSpec{index: 0, rawKeyed: incremental(5, 7, "b", 0, 4, fileStream(10, "/flink/cp/job1/chk-42/meta"),
-					[]localFile{{"1.sst", fileStream(20, "/flink/cp/job1/shared/1.sst")}}, nil, "")}
+			subtask: func(int) mdwrite.Subtask {
+				return mdwrite.Subtask{Index: 0, RawKeyed: mdwrite.Incremental(5, 7, "b", 0, 4, mdwrite.FileStream(10, "/flink/cp/job1/chk-42/meta"),
+					[]mdwrite.LocalFile{{Name: "1.sst", H: mdwrite.FileStream(20, "/flink/cp/job1/shared/1.sst")}}, nil, "")}
 			},
 			want: []wantRef{
 				{"/flink/cp/job1/chk-42/meta", KindAbsolute, ScopeExclusive, 10, nil, "raw-keyed-incremental-meta", ""},
@@ -75,12 +77,12 @@ func roundTripCases() map[string]roundTripCase {
 		},
 		"key-group handles with absolute delegates (entropy injection, file: paths)": {
 			minVersion: 2, maxVersion: 6,
-			subtask: func(int) subtaskSpec {
-				return subtaskSpec{index: 0,
-					managedKeyed: keyGroups(12, 0, []int64{0, 10, 20}, fileStream(30, "file:/tmp/cp/chk-42/kg"), "id-1"),
-					rawKeyed:     keyGroups(7, 3, []int64{0}, fileStream(5, "file:///tmp/cp/chk-42/kg"), ""),
-					managedOp:    operatorStream(opState, keyGroupsStream(0, []int64{1, 2}, fileStream(8, "/plain/dir/op"))),
-					rawOp:        operatorStream(nil, nullStream()),
+			subtask: func(int) mdwrite.Subtask {
+				return mdwrite.Subtask{Index: 0,
+					ManagedKeyed: mdwrite.KeyGroups(12, 0, []int64{0, 10, 20}, mdwrite.FileStream(30, "file:/tmp/cp/chk-42/kg"), "id-1"),
+					RawKeyed:     mdwrite.KeyGroups(7, 3, []int64{0}, mdwrite.FileStream(5, "file:///tmp/cp/chk-42/kg"), ""),
+					ManagedOp:    mdwrite.OperatorStream(opState, mdwrite.KeyGroupsStream(0, []int64{1, 2}, mdwrite.FileStream(8, "/plain/dir/op"))),
+					RawOp:        mdwrite.OperatorStream(nil, mdwrite.NullStream()),
 				}
 			},
 			want: []wantRef{
@@ -92,28 +94,28 @@ func roundTripCases() map[string]roundTripCase {
 		},
 		"key-group handle, old form (tag 3) with relative delegate": {
 			minVersion: 2, maxVersion: 6,
-			subtask: func(int) subtaskSpec {
-				return subtaskSpec{index: 0, managedKeyed: keyGroups(3, 0, []int64{0}, relativeStream("kg-uuid", 77), "")}
+			subtask: func(int) mdwrite.Subtask {
+				return mdwrite.Subtask{Index: 0, ManagedKeyed: mdwrite.KeyGroups(3, 0, []int64{0}, mdwrite.RelativeStream("kg-uuid", 77), "")}
 			},
 			want:      []wantRef{{synthDir + "/kg-uuid", KindRelative, ScopeExclusive, 77, nil, "managed-keyed-keygroups", ""}},
 			wantFiles: 1,
 		},
 		"file merging: segments, empty segments, managed directories": {
 			minVersion: 2, maxVersion: 6,
-			subtask: func(int) subtaskSpec {
+			subtask: func(int) mdwrite.Subtask {
 				phys := "hdfs://namenode:8020/flink/cp/job1/taskowned/job_j1_tm_tm1/phys-1"
 				sharedPhys := "hdfs://namenode:8020/flink/cp/job1/shared/job_j1_op_o1_0_2/phys-2"
-				return subtaskSpec{index: 0,
-					managedOp: fileMergingOperator(opState, "hdfs://namenode:8020/flink/cp/job1/taskowned/job_j1_tm_tm1",
-						"hdfs://namenode:8020/flink/cp/job1/shared/job_j1_op_o1_0_2", false, segmentStream(100, 50, 0, phys, "logical-1")),
-					rawOp: fileMergingOperator(nil, "hdfs://namenode:8020/flink/cp/job1/taskowned/job_j1_tm_tm1/",
-						"hdfs://namenode:8020/flink/cp/job1/shared/job_j1_op_o1_0_2", true, emptySegment()),
-					managedKeyed: incremental(11, 42, "b", 0, 2, segmentStream(0, 100, 0, phys, "logical-2"),
-						[]localFile{
-							{"1.sst", segmentStream(0, 400, 1, sharedPhys, "l3")},
-							{"2.sst", segmentStream(400, 300, 1, sharedPhys, "l4")},
-							{"3.sst", segmentStream(0, 400, 1, sharedPhys, "l5")}, // same range again
-							{"4.sst", emptySegment()},
+				return mdwrite.Subtask{Index: 0,
+					ManagedOp: mdwrite.FileMergingOperator(opState, "hdfs://namenode:8020/flink/cp/job1/taskowned/job_j1_tm_tm1",
+						"hdfs://namenode:8020/flink/cp/job1/shared/job_j1_op_o1_0_2", false, mdwrite.SegmentStream(100, 50, 0, phys, "logical-1")),
+					RawOp: mdwrite.FileMergingOperator(nil, "hdfs://namenode:8020/flink/cp/job1/taskowned/job_j1_tm_tm1/",
+						"hdfs://namenode:8020/flink/cp/job1/shared/job_j1_op_o1_0_2", true, mdwrite.EmptySegment()),
+					ManagedKeyed: mdwrite.Incremental(11, 42, "b", 0, 2, mdwrite.SegmentStream(0, 100, 0, phys, "logical-2"),
+						[]mdwrite.LocalFile{
+							{Name: "1.sst", H: mdwrite.SegmentStream(0, 400, 1, sharedPhys, "l3")},
+							{Name: "2.sst", H: mdwrite.SegmentStream(400, 300, 1, sharedPhys, "l4")},
+							{Name: "3.sst", H: mdwrite.SegmentStream(0, 400, 1, sharedPhys, "l5")}, // same range again
+							{Name: "4.sst", H: mdwrite.EmptySegment()},
 						}, nil, "id"),
 				}
 			},
@@ -132,14 +134,14 @@ func roundTripCases() map[string]roundTripCase {
 		},
 		"changelog backend: materialized incremental, DSTL files, in-memory changes": {
 			minVersion: 2, maxVersion: 6,
-			subtask: func(int) subtaskSpec {
+			subtask: func(int) mdwrite.Subtask {
 				dstl := "hdfs://namenode:8020/dstl/job1/dstl/"
-				return subtaskSpec{index: 0, managedKeyed: changelog(14, 0, 128,
-					[]handle{incremental(11, 40, "b", 0, 128, relativeStream("m", 1), []localFile{{"9.sst", fileStream(9, sharedDir+"/9")}}, nil, "i"), nullKeyed()},
-					[]handle{
-						changelogFiles(13, 0, 128, []increment{{0, fileStream(100, dstl+"f1")}, {100, fileStream(100, dstl+"f1")}, {0, byteStream("x", []byte{1})}}, "c1", "filesystem"),
-						changelogFiles(10, 0, 128, []increment{{5, fileStream(-1, dstl+"f2")}}, "c2", ""),
-						inMemoryChangelog(0, 128, 1, 5, []change{{3, []byte("abc")}, {7, nil}}, "c3"),
+				return mdwrite.Subtask{Index: 0, ManagedKeyed: mdwrite.Changelog(14, 0, 128,
+					[]mdwrite.Handle{mdwrite.Incremental(11, 40, "b", 0, 128, mdwrite.RelativeStream("m", 1), []mdwrite.LocalFile{{Name: "9.sst", H: mdwrite.FileStream(9, sharedDir+"/9")}}, nil, "i"), mdwrite.NullKeyed()},
+					[]mdwrite.Handle{
+						mdwrite.ChangelogFiles(13, 0, 128, []mdwrite.Increment{{Offset: 0, H: mdwrite.FileStream(100, dstl+"f1")}, {Offset: 100, H: mdwrite.FileStream(100, dstl+"f1")}, {Offset: 0, H: mdwrite.ByteStream("x", []byte{1})}}, "c1", "filesystem"),
+						mdwrite.ChangelogFiles(10, 0, 128, []mdwrite.Increment{{Offset: 5, H: mdwrite.FileStream(-1, dstl+"f2")}}, "c2", ""),
+						mdwrite.InMemoryChangelog(0, 128, 1, 5, []mdwrite.Change{{KeyGroup: 3, Data: []byte("abc")}, {KeyGroup: 7, Data: nil}}, "c3"),
 					}, 3, 42, "cl")}
 			},
 			want: []wantRef{
@@ -153,20 +155,20 @@ func roundTripCases() map[string]roundTripCase {
 		},
 		"changelog handle, old form (tag 8)": {
 			minVersion: 2, maxVersion: 6,
-			subtask: func(int) subtaskSpec {
-				return subtaskSpec{index: 0, managedKeyed: changelog(8, 0, 1, nil,
-					[]handle{changelogFiles(10, 0, 1, []increment{{0, fileStream(1, "/dstl/a")}}, "c", "")}, 1, 0, "x")}
+			subtask: func(int) mdwrite.Subtask {
+				return mdwrite.Subtask{Index: 0, ManagedKeyed: mdwrite.Changelog(8, 0, 1, nil,
+					[]mdwrite.Handle{mdwrite.ChangelogFiles(10, 0, 1, []mdwrite.Increment{{Offset: 0, H: mdwrite.FileStream(1, "/dstl/a")}}, "c", "")}, 1, 0, "x")}
 			},
 			want:      []wantRef{{"/dstl/a", KindAbsolute, ScopeShared, 1, nil, "managed-keyed-changelog-nonmaterialized-changelog-increment", ""}},
 			wantFiles: 1,
 		},
 		"unaligned checkpoint channel state (V1 serializer)": {
 			minVersion: 3, maxVersion: 5,
-			subtask: func(int) subtaskSpec {
-				f := fileStream(300, "hdfs://namenode:8020/flink/cp/job1/chk-42/channels")
-				return subtaskSpec{index: 1,
-					inputChannels: []channel{{subtask: 1, a: 0, b: 0, offsets: []int64{0, 10}, size: 20, delegate: f}, {subtask: 1, a: 0, b: 1, offsets: []int64{20}, size: 30, delegate: f}},
-					outputChans:   []channel{{subtask: 1, a: 0, b: 3, offsets: nil, size: 0, delegate: relativeStream("out-uuid", 64)}},
+			subtask: func(int) mdwrite.Subtask {
+				f := mdwrite.FileStream(300, "hdfs://namenode:8020/flink/cp/job1/chk-42/channels")
+				return mdwrite.Subtask{Index: 1,
+					InputChannels:  []mdwrite.Channel{{Subtask: 1, A: 0, B: 0, Offsets: []int64{0, 10}, Size: 20, Delegate: f}, {Subtask: 1, A: 0, B: 1, Offsets: []int64{20}, Size: 30, Delegate: f}},
+					OutputChannels: []mdwrite.Channel{{Subtask: 1, A: 0, B: 3, Offsets: nil, Size: 0, Delegate: mdwrite.RelativeStream("out-uuid", 64)}},
 				}
 			},
 			want: []wantRef{
@@ -178,11 +180,11 @@ func roundTripCases() map[string]roundTripCase {
 		},
 		"unaligned checkpoint channel state (V2 serializer, merged handles)": {
 			minVersion: 6, maxVersion: 6,
-			subtask: func(int) subtaskSpec {
-				f := relativeStream("ch-uuid", 500)
-				return subtaskSpec{index: 1,
-					inputChannels: []channel{{subtask: 1, a: 1, b: 2, offsets: []int64{0}, size: 20, delegate: f}, {merged: true, subtask: 1, size: 480, delegate: f, info: []byte{1, 2, 3}}},
-					outputChans:   []channel{{merged: true, subtask: 1, size: 7, delegate: segmentStream(7, 7, 0, "/tm/seg", "l")}, {subtask: 1, delegate: byteStream("n", []byte("xy"))}},
+			subtask: func(int) mdwrite.Subtask {
+				f := mdwrite.RelativeStream("ch-uuid", 500)
+				return mdwrite.Subtask{Index: 1,
+					InputChannels:  []mdwrite.Channel{{Subtask: 1, A: 1, B: 2, Offsets: []int64{0}, Size: 20, Delegate: f}, {Merged: true, Subtask: 1, Size: 480, Delegate: f, Info: []byte{1, 2, 3}}},
+					OutputChannels: []mdwrite.Channel{{Merged: true, Subtask: 1, Size: 7, Delegate: mdwrite.SegmentStream(7, 7, 0, "/tm/seg", "l")}, {Subtask: 1, Delegate: mdwrite.ByteStream("n", []byte("xy"))}},
 				}
 			},
 			want: []wantRef{
@@ -196,9 +198,9 @@ func roundTripCases() map[string]roundTripCase {
 }
 
 func buildRoundTrip(tc roundTripCase, v int) []byte {
-	op := operatorSpec{name: "Keyed Process -> Sink", uid: "proc-uid", id: opID(1), parallelism: 2, maxParallelism: 128,
-		subtasks: []subtaskSpec{tc.subtask(v)}}
-	return writeMetadata(metadataSpec{version: v, checkpointID: 42, operators: []operatorSpec{op}})
+	op := mdwrite.Operator{Name: "Keyed Process -> Sink", UID: "proc-uid", ID: mdwrite.OpID(1), Parallelism: 2, MaxParallelism: 128,
+		Subtasks: []mdwrite.Subtask{tc.subtask(v)}}
+	return mdwrite.Metadata(mdwrite.Spec{Version: v, CheckpointID: 42, Operators: []mdwrite.Operator{op}})
 }
 
 func TestRoundTripSyntheticHandles(t *testing.T) {
@@ -296,7 +298,7 @@ func TestWriterTrailerMatchesFlink(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := javaCheckpointProperties(tc.savepoint)
+			want := mdwrite.CheckpointProperties(tc.savepoint)
 			if !bytes.HasSuffix(data, want) {
 				t.Fatalf("writer trailer (%d bytes) is not the trailer Flink wrote in %s", len(want), tc.fixture)
 			}
@@ -317,7 +319,7 @@ func TestModifiedUTF8(t *testing.T) {
 		"surrogate pair":         {[]byte{0xED, 0xA0, 0xBD, 0xED, 0xB8, 0x80}, "😀"},
 		"lone high surrogate":    {[]byte{0xED, 0xA0, 0xBD, 'x'}, "\uFFFDx"},
 		"lone low surrogate":     {[]byte{0xED, 0xB8, 0x80}, "\uFFFD"},
-		"writer round trip text": {encodeModifiedUTF8("Op \x00 😀 流 é"), "Op \x00 😀 流 é"},
+		"writer round trip text": {mdwrite.EncodeModifiedUTF8("Op \x00 😀 流 é"), "Op \x00 😀 流 é"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -346,27 +348,27 @@ func TestModifiedUTF8(t *testing.T) {
 
 func TestOperatorNamesInModifiedUTF8(t *testing.T) {
 	for _, v := range []int{5, 6} {
-		op := operatorSpec{name: "Map \x00 😀 流", uid: "uid-é", id: opID(3), parallelism: 1, maxParallelism: 1}
-		md, err := ParseBytes(writeMetadata(metadataSpec{version: v, checkpointID: 1, operators: []operatorSpec{op}}), "")
+		op := mdwrite.Operator{Name: "Map \x00 😀 流", UID: "uid-é", ID: mdwrite.OpID(3), Parallelism: 1, MaxParallelism: 1}
+		md, err := ParseBytes(mdwrite.Metadata(mdwrite.Spec{Version: v, CheckpointID: 1, Operators: []mdwrite.Operator{op}}), "")
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
-		if md.Operators[0].Name != op.name || md.Operators[0].UID != op.uid {
-			t.Errorf("v%d: name/uid = %q/%q, want %q/%q", v, md.Operators[0].Name, md.Operators[0].UID, op.name, op.uid)
+		if md.Operators[0].Name != op.Name || md.Operators[0].UID != op.UID {
+			t.Errorf("v%d: name/uid = %q/%q, want %q/%q", v, md.Operators[0].Name, md.Operators[0].UID, op.Name, op.UID)
 		}
 	}
 }
 
 func TestStructureRoundTrip(t *testing.T) {
 	for v := 3; v <= 6; v++ {
-		spec := metadataSpec{version: v, checkpointID: 7, savepoint: true,
-			masters: []masterSpec{{version: 1, name: "hook", payload: []byte{1, 2, 3}}},
-			operators: []operatorSpec{
-				{id: opID(1), parallelism: 3, maxParallelism: 128, coordinator: byteStream("coord", []byte("state")),
-					subtasks: []subtaskSpec{{index: 1, finished: true}, {index: 2, managedOp: operatorStream(nil, relativeStream("a", 1))}}},
-				{id: opID(2), parallelism: 1, maxParallelism: 1, fullyFinished: true},
+		spec := mdwrite.Spec{Version: v, CheckpointID: 7, Savepoint: true,
+			Masters: []mdwrite.Master{{Version: 1, Name: "hook", Payload: []byte{1, 2, 3}}},
+			Operators: []mdwrite.Operator{
+				{ID: mdwrite.OpID(1), Parallelism: 3, MaxParallelism: 128, Coordinator: mdwrite.ByteStream("coord", []byte("state")),
+					Subtasks: []mdwrite.Subtask{{Index: 1, Finished: true}, {Index: 2, ManagedOp: mdwrite.OperatorStream(nil, mdwrite.RelativeStream("a", 1))}}},
+				{ID: mdwrite.OpID(2), Parallelism: 1, MaxParallelism: 1, FullyFinished: true},
 			}}
-		md, err := ParseBytes(writeMetadata(spec), "/sp/savepoint-1/_metadata")
+		md, err := ParseBytes(mdwrite.Metadata(spec), "/sp/savepoint-1/_metadata")
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}

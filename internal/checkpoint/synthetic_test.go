@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 var (
@@ -25,39 +27,39 @@ const (
 // as relative private files and an inline CURRENT; plus a source operator
 // with operator state and, for V3+, unaligned channel state.
 func syntheticMetadata(version, subtasks, sharedPerSubtask int) []byte {
-	keyed := operatorSpec{name: "KeyedProcess", uid: "keyed-process", id: opID(10), parallelism: int32(subtasks), maxParallelism: 32768}
-	source := operatorSpec{name: "Source: Kafka", uid: "kafka-source", id: opID(11), parallelism: int32(subtasks), maxParallelism: 32768}
+	keyed := mdwrite.Operator{Name: "KeyedProcess", UID: "keyed-process", ID: mdwrite.OpID(10), Parallelism: int32(subtasks), MaxParallelism: 32768}
+	source := mdwrite.Operator{Name: "Source: Kafka", UID: "kafka-source", ID: mdwrite.OpID(11), Parallelism: int32(subtasks), MaxParallelism: 32768}
 	perSubtask := 32768 / subtasks
 	file := 0
 	for s := range subtasks {
-		var shared []localFile
+		var shared []mdwrite.LocalFile
 		for k := range sharedPerSubtask {
-			shared = append(shared, localFile{fmt.Sprintf("%06d.sst", k+10),
-				fileStream(int64(64<<20+k), syntheticJob+"/shared/"+uuidFor(file))})
+			shared = append(shared, mdwrite.LocalFile{Name: fmt.Sprintf("%06d.sst", k+10),
+				H: mdwrite.FileStream(int64(64<<20+k), syntheticJob+"/shared/"+mdwrite.UUIDFor(file))})
 			file++
 		}
 		if s%10 == 1 {
-			shared = append(shared, localFile{"000009.sst", fileStream(64<<20, syntheticJob+"/shared/"+uuidFor(file-2*sharedPerSubtask))})
+			shared = append(shared, mdwrite.LocalFile{Name: "000009.sst", H: mdwrite.FileStream(64<<20, syntheticJob+"/shared/"+mdwrite.UUIDFor(file-2*sharedPerSubtask))})
 		}
-		private := []localFile{
-			{"MANIFEST-000004", relativeStream(uuidFor(1_000_000+3*s), 1024)},
-			{"OPTIONS-000009", relativeStream(uuidFor(1_000_001+3*s), 7000)},
-			{"CURRENT", byteStream(syntheticJob+"/chk-1000/"+uuidFor(1_000_002+3*s), []byte("MANIFEST-000004\n"))},
+		private := []mdwrite.LocalFile{
+			{Name: "MANIFEST-000004", H: mdwrite.RelativeStream(mdwrite.UUIDFor(1_000_000+3*s), 1024)},
+			{Name: "OPTIONS-000009", H: mdwrite.RelativeStream(mdwrite.UUIDFor(1_000_001+3*s), 7000)},
+			{Name: "CURRENT", H: mdwrite.ByteStream(syntheticJob+"/chk-1000/"+mdwrite.UUIDFor(1_000_002+3*s), []byte("MANIFEST-000004\n"))},
 		}
-		keyed.subtasks = append(keyed.subtasks, subtaskSpec{index: int32(s),
-			managedKeyed: incremental(11, 1000, fmt.Sprintf("backend-%d", s), int32(s*perSubtask), int32(perSubtask),
-				relativeStream(uuidFor(2_000_000+s), 4096), shared, private, uuidFor(3_000_000+s))})
-		st := subtaskSpec{index: int32(s),
-			managedOp: operatorStream([]opStateMeta{{name: "topic-partition-offset-states", mode: 1, offsets: []int64{0, 80}}},
-				relativeStream(uuidFor(4_000_000+s), 160))}
+		keyed.Subtasks = append(keyed.Subtasks, mdwrite.Subtask{Index: int32(s),
+			ManagedKeyed: mdwrite.Incremental(11, 1000, fmt.Sprintf("backend-%d", s), int32(s*perSubtask), int32(perSubtask),
+				mdwrite.RelativeStream(mdwrite.UUIDFor(2_000_000+s), 4096), shared, private, mdwrite.UUIDFor(3_000_000+s))})
+		st := mdwrite.Subtask{Index: int32(s),
+			ManagedOp: mdwrite.OperatorStream([]mdwrite.OpStateMeta{{Name: "topic-partition-offset-states", Mode: 1, Offsets: []int64{0, 80}}},
+				mdwrite.RelativeStream(mdwrite.UUIDFor(4_000_000+s), 160))}
 		if version >= 3 {
-			ch := fileStream(2048, syntheticJob+"/chk-1000/"+uuidFor(5_000_000+s))
-			st.outputChans = []channel{{subtask: int32(s), a: 0, b: 0, offsets: []int64{0, 512}, size: 1024, delegate: ch},
-				{subtask: int32(s), a: 0, b: 1, offsets: []int64{1024}, size: 1024, delegate: ch}}
+			ch := mdwrite.FileStream(2048, syntheticJob+"/chk-1000/"+mdwrite.UUIDFor(5_000_000+s))
+			st.OutputChannels = []mdwrite.Channel{{Subtask: int32(s), A: 0, B: 0, Offsets: []int64{0, 512}, Size: 1024, Delegate: ch},
+				{Subtask: int32(s), A: 0, B: 1, Offsets: []int64{1024}, Size: 1024, Delegate: ch}}
 		}
-		source.subtasks = append(source.subtasks, st)
+		source.Subtasks = append(source.Subtasks, st)
 	}
-	return writeMetadata(metadataSpec{version: version, checkpointID: 1000, operators: []operatorSpec{source, keyed}})
+	return mdwrite.Metadata(mdwrite.Spec{Version: version, CheckpointID: 1000, Operators: []mdwrite.Operator{source, keyed}})
 }
 
 // syntheticFileCount is how many distinct files syntheticMetadata references.

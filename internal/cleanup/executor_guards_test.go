@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/internal/storage"
-	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 // The checks an executor makes on its configuration and the plan before it
@@ -105,19 +105,11 @@ func TestExecutorReverifiesEachItem(t *testing.T) {
 	liveNow := func(l Live) func(context.Context) (Live, error) {
 		return func(context.Context) (Live, error) { return l, nil }
 	}
-	// The fixture _metadata, written where a checkpoint or savepoint
-	// completes after the plan was made, aged like the rest.
+	// A _metadata written where a checkpoint or savepoint completes after
+	// the plan was made, naming a file of its own, aged like the rest.
 	metadata := func(t *testing.T, e *localEnv, dir string) {
 		t.Helper()
-		md, err := os.ReadFile(filepath.Join(sandbox.RequireShared(t), "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.file(dir+"/_metadata", 0, e.past)
-		if err := os.WriteFile(filepath.Join(e.tenant, dir, "_metadata"), md, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		e.age(dir, e.past)
+		e.metadata(dir, mdwrite.Savepoint("state"), e.past)
 		e.age(filepath.Dir(dir), e.past)
 	}
 	t.Run("nothing changed: every item acted on", func(t *testing.T) {
@@ -190,17 +182,13 @@ func TestExecutorReverifiesEachItem(t *testing.T) {
 		// savepoint root for what completed since planning finds that.
 		e := newLocalEnv(t)
 		const sp = "savepoints/savepoint-fedcba-0123456789ab"
-		state := e.file(sp+"/149103a1-a140-4923-894b-e0b3ea3475ae", 10, e.past)
+		state := e.file(sp+"/state", 10, e.past)
 		plan := e.plan(Live{}, Policy{})
 		if len(plan.Delete) != 1 {
 			t.Fatalf("plan %+v; want the incomplete savepoint", plan.Delete)
 		}
 		plan.Delete[0] = Item{Path: state, Kind: KindSharedFile, Rule: RuleUnreferencedState, Tenant: plan.Delete[0].Tenant, Files: 1, Bytes: 10, Newest: e.past}
-		md, err := os.ReadFile(filepath.Join(sandbox.RequireShared(t), "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(e.tenant, sp, "_metadata"), md, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(e.tenant, sp, "_metadata"), mdwrite.Savepoint("state"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		res, err := e.executor("r1", nil).Run(context.Background(), plan)
@@ -258,18 +246,11 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 	const started = "fedcba9876543210fedcba9876543210"
 	// Old enough to be planned, young enough not to be a retired job's.
 	was := time.Now().Add(-24 * time.Hour)
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	layoutWithGarbage := func(t *testing.T) (*localEnv, Plan) {
 		e := newLocalEnv(t)
 		// The quiet job's completed checkpoint, kept as its latest.
-		e.file("checkpoints/"+quiet+"/chk-2/_metadata", 0, was)
-		if err := os.WriteFile(filepath.Join(e.tenant, "checkpoints", quiet, "chk-2", "_metadata"), md, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		e.metadata("checkpoints/"+quiet+"/chk-2", mdwrite.Checkpoint(2, e.uri("checkpoints/"+quiet+"/shared/s1")), was)
+		e.file("checkpoints/"+quiet+"/shared/s1", 20, was)
 		e.age("checkpoints/"+quiet, was)
 		e.file("checkpoints/"+quiet+"/chk-3/state", 10, was)
 		e.file("checkpoints/"+quiet+"/shared/orphan", 20, was)
@@ -311,7 +292,7 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "_metadata"), md, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "_metadata"), mdwrite.Checkpoint(4, e.uri("checkpoints/"+quiet+"/shared/s1")), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		mkdirNow(t, e, "checkpoints/"+quiet+"/chk-4", "checkpoints/"+quiet+"/chk-5")
@@ -434,7 +415,7 @@ func TestExecutorRefusesForAWriterOutsideTheInventory(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "_metadata"), md, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "_metadata"), mdwrite.Checkpoint(6, e.uri("checkpoints/"+started+"/shared/s1")), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		res, err := e.executor("r1", nil).Run(context.Background(), plan)

@@ -15,7 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
-	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 // localEnv is a tenant tree and a trash root on the local file system.
@@ -100,6 +100,18 @@ func (e *localEnv) age(rel string, when time.Time) {
 			e.t.Fatal(err)
 		}
 	}
+}
+
+// metadata writes data as the _metadata of tenant-relative dir rel, aged
+// with the dir to when, and returns the dir's URI.
+func (e *localEnv) metadata(rel string, data []byte, when time.Time) string {
+	e.t.Helper()
+	e.file(rel+"/"+layout.MetadataFileName, 0, when)
+	if err := os.WriteFile(filepath.Join(e.tenant, rel, layout.MetadataFileName), data, 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	e.age(rel, when)
+	return e.uri(rel)
 }
 
 func (e *localEnv) exists(uri string) bool {
@@ -238,24 +250,15 @@ func TestExecutorReverification(t *testing.T) {
 	const live = "fedcba9876543210fedcba9876543210"
 	const retired = "0123456789abcdef0123456789abcdef"
 	t.Run("checkpoint completed since planning", func(t *testing.T) {
-		shared := sandbox.RequireShared(t)
-		md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-		if err != nil {
-			t.Fatal(err)
-		}
 		e := newLocalEnv(t)
-		e.file("checkpoints/"+live+"/chk-9/149103a1-a140-4923-894b-e0b3ea3475ae", 10, e.past)
+		e.file("checkpoints/"+live+"/chk-9/state", 10, e.past)
 		plan := e.plan(liveWith(LiveJob{JobID: live}), Policy{})
 		if len(plan.Delete) != 1 || plan.Delete[0].Rule != RuleIncompleteCheckpoint {
 			t.Fatalf("plan %+v", plan.Delete)
 		}
 		// The checkpoint completes late; its _metadata is aged like the
 		// rest so only the reference check can catch it.
-		e.file("checkpoints/"+live+"/chk-9/_metadata", 0, e.past)
-		if err := os.WriteFile(filepath.Join(e.tenant, "checkpoints", live, "chk-9", "_metadata"), md, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		e.age("checkpoints/"+live+"/chk-9", e.past)
+		e.metadata("checkpoints/"+live+"/chk-9", mdwrite.Snapshot{CheckpointID: 9, Exclusive: []mdwrite.File{{Path: "state", Size: 10}}}.Bytes(), e.past)
 		res, err := e.executor("r1", nil).Run(context.Background(), plan)
 		if err != nil {
 			t.Fatal(err)

@@ -8,29 +8,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
-	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 func TestGatherReadsMetadataPinsAndStateFiles(t *testing.T) {
-	shared := sandbox.RequireShared(t)
-	fixture := filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata")
-	md, err := os.ReadFile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
 	e := newLocalEnv(t)
 	const job = "0123456789abcdef0123456789abcdef"
-	e.file("checkpoints/"+job+"/chk-2/_metadata", 0, e.past)
-	if err := os.WriteFile(filepath.Join(e.tenant, "checkpoints", job, "chk-2", "_metadata"), md, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// A relative file in chk-2 and a shared one, spelled file:/ as Flink does.
+	e.metadata("checkpoints/"+job+"/chk-2", mdwrite.Snapshot{CheckpointID: 2, Exclusive: []mdwrite.File{{Path: "p"}},
+		Shared: []mdwrite.File{{Path: "file:" + filepath.Join(e.tenant, "checkpoints", job, "shared", "sub", "s1")}}}.Bytes(), e.past)
 	e.file("checkpoints/"+job+"/chk-3/_metadata", 5, e.past) // five zero bytes: not metadata
 	e.file("checkpoints/"+job+"/shared/sub/s1", 3, e.past)
 	e.file("checkpoints/"+job+"/taskowned/t1", 0, e.past)
@@ -41,17 +34,8 @@ func TestGatherReadsMetadataPinsAndStateFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := l.Metadata[e.uri("checkpoints/"+job+"/chk-2/_metadata")]
-	want, err := checkpoint.ParseFile(filepath.Join(e.tenant, "checkpoints", job, "chk-2", "_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if good.Refs == nil || len(good.Refs.Files) != len(want.Files) || len(want.Files) == 0 {
-		t.Fatalf("chk-2 references %+v; want %d files", good, len(want.Files))
-	}
-	for _, f := range good.Refs.Files {
-		if !strings.HasPrefix(f, e.uri("checkpoints/"+job+"/chk-2/")) {
-			t.Errorf("reference %s not resolved into chk-2 as file:///", f)
-		}
+	if want := []string{e.uri("checkpoints/" + job + "/chk-2/p"), e.uri("checkpoints/" + job + "/shared/sub/s1")}; good.Refs == nil || !slices.Equal(good.Refs.Files, want) {
+		t.Fatalf("chk-2 references %+v; want %v, each spelled file:///", good, want)
 	}
 	bad := l.Metadata[e.uri("checkpoints/"+job+"/chk-3/_metadata")]
 	if bad.Refs != nil || bad.Error == "" {
@@ -86,20 +70,16 @@ func TestGatherReadsMetadataPinsAndStateFiles(t *testing.T) {
 // read back from JSON gives exactly the listing one Gather makes, and so
 // exactly its plan.
 func TestGatherInPartsMergesToTheWhole(t *testing.T) {
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	e := newLocalEnv(t)
 	e.garbage()
 	for i := range 40 {
 		job := fmt.Sprintf("%032x", i+100)
 		e.file("checkpoints/"+job+"/shared/s-"+job[28:], 4, e.past)
-		e.file("checkpoints/"+job+"/chk-9/_metadata", 0, e.past)
-		if err := os.WriteFile(filepath.Join(e.tenant, "checkpoints", job, "chk-9", "_metadata"), md, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		// Restored from the previous job in CLAIM mode: it names that job's
+		// shared file too, which may be gathered in another part.
+		prev := fmt.Sprintf("%032x", i+99)
+		e.metadata("checkpoints/"+job+"/chk-9", mdwrite.Checkpoint(9, e.uri("checkpoints/"+job+"/shared/s-"+job[28:]),
+			e.uri("checkpoints/"+prev+"/shared/s-"+prev[28:])), e.past)
 		e.file(fmt.Sprintf("savepoints/savepoint-%s-%012x/%s", job[:6], i, PinMarkerName), 0, e.past)
 		e.file(fmt.Sprintf("ha/cluster-%d/completedCheckpoint%012x", i, i), 2, e.past)
 	}
@@ -224,11 +204,7 @@ func (h *halfWritten) ReadFile(ctx context.Context, p string, max int64) ([]byte
 // parses when read again; one that stays the same and does not parse is
 // unparseable after a single second look.
 func TestMetadataCaughtMidWriteIsReadAgain(t *testing.T) {
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mdwrite.Checkpoint(9, "file:/state/shared/s1", "file:/state/shared/s2")
 	dir := t.TempDir()
 	g, err := storage.NewGuard(dir)
 	if err != nil {

@@ -21,9 +21,9 @@ const (
 	jobClaiming = "0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d"
 )
 
-// metadata writes a _metadata at tenant-relative rel naming files, aged
+// snapshotMetadata writes a _metadata at tenant-relative rel naming files, aged
 // to when, and returns the dir it is in.
-func (e *localEnv) metadata(rel string, id int64, when time.Time, files ...checkpointtest.File) string {
+func (e *localEnv) snapshotMetadata(rel string, id int64, when time.Time, files ...checkpointtest.File) string {
 	e.t.Helper()
 	p := filepath.Join(e.tenant, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -89,8 +89,8 @@ func (e *localEnv) retiredJob(job string) (chk1, chk2 string) {
 	e.file(d+"/shared/both", 10, e.past)
 	e.file(d+"/chk-1/x", 5, e.past)
 	e.file(d+"/chk-2/y", 5, e.past)
-	chk1 = e.metadata(d+"/chk-1/_metadata", 1, e.past, e.shared(d+"/shared/old"), e.shared(d+"/shared/both"), e.private(d+"/chk-1/x"))
-	chk2 = e.metadata(d+"/chk-2/_metadata", 2, e.past, e.shared(d+"/shared/both"), e.private(d+"/chk-2/y"))
+	chk1 = e.snapshotMetadata(d+"/chk-1/_metadata", 1, e.past, e.shared(d+"/shared/old"), e.shared(d+"/shared/both"), e.private(d+"/chk-1/x"))
+	chk2 = e.snapshotMetadata(d+"/chk-2/_metadata", 2, e.past, e.shared(d+"/shared/both"), e.private(d+"/chk-2/y"))
 	e.age(d, e.past)
 	e.age(d+"/chk-1", e.past.Add(-time.Hour))
 	return chk1, chk2
@@ -170,14 +170,14 @@ func TestRestoreGivesBackTheClosure(t *testing.T) {
 			a := "checkpoints/" + jobClaimed
 			e.file(a+"/shared/a1", 10, e.past)
 			e.file(a+"/chk-5/p", 5, e.past)
-			e.metadata(a+"/chk-5/_metadata", 5, e.past, e.shared(a+"/shared/a1"), e.private(a+"/chk-5/p"))
+			e.snapshotMetadata(a+"/chk-5/_metadata", 5, e.past, e.shared(a+"/shared/a1"), e.private(a+"/chk-5/p"))
 			e.age(a, e.past)
 			e.trashRun("r0", Policy{DeleteLatestRetiredCheckpoint: true}, e.uri(a))
 			// Job B was started from A's chk-5 in CLAIM mode: its checkpoint
 			// names A's shared file where A wrote it.
 			b := "checkpoints/" + jobClaiming
 			e.file(b+"/shared/b1", 10, e.past)
-			chk7 := e.metadata(b+"/chk-7/_metadata", 7, e.past, e.shared(a+"/shared/a1"), e.shared(b+"/shared/b1"))
+			chk7 := e.snapshotMetadata(b+"/chk-7/_metadata", 7, e.past, e.shared(a+"/shared/a1"), e.shared(b+"/shared/b1"))
 			e.age(b, e.past)
 			e.trashRun("r1", Policy{DeleteLatestRetiredCheckpoint: true}, e.uri(b))
 			res, err := Restore(ctx, e.restoreConfig(func(c *RestoreConfig) { c.Paths = []string{plain(chk7)} }))
@@ -198,16 +198,16 @@ func TestRestoreGivesBackTheClosure(t *testing.T) {
 		"a snapshot that cannot go back whole does not hold back another that needs the same files": func(t *testing.T, e *localEnv) {
 			a := "checkpoints/" + jobClaimed
 			e.file(a+"/shared/a1", 10, e.past)
-			e.metadata(a+"/chk-5/_metadata", 5, e.past, e.shared(a+"/shared/a1"))
+			e.snapshotMetadata(a+"/chk-5/_metadata", 5, e.past, e.shared(a+"/shared/a1"))
 			e.age(a, e.past)
 			e.trashRun("r0", Policy{DeleteLatestRetiredCheckpoint: true}, e.uri(a))
 			// Jobs B and K were both started from A's chk-5 in CLAIM mode;
 			// K's own shared file is lost from the trash below.
 			b, k := "checkpoints/"+jobClaiming, "checkpoints/"+jobK
 			e.file(b+"/shared/b1", 10, e.past)
-			e.metadata(b+"/chk-7/_metadata", 7, e.past, e.shared(a+"/shared/a1"), e.shared(b+"/shared/b1"))
+			e.snapshotMetadata(b+"/chk-7/_metadata", 7, e.past, e.shared(a+"/shared/a1"), e.shared(b+"/shared/b1"))
 			e.file(k+"/shared/k1", 10, e.past)
-			e.metadata(k+"/chk-9/_metadata", 9, e.past, e.shared(a+"/shared/a1"), e.shared(k+"/shared/k1"))
+			e.snapshotMetadata(k+"/chk-9/_metadata", 9, e.past, e.shared(a+"/shared/a1"), e.shared(k+"/shared/k1"))
 			e.age(b, e.past)
 			e.age(k, e.past)
 			e.trashRun("r1", Policy{DeleteLatestRetiredCheckpoint: true}, e.uri(b), e.uri(k))
@@ -400,7 +400,7 @@ func TestRestoreHintsSayTheTruth(t *testing.T) {
 	sp := func(prefix, rnd string, when time.Time, files ...checkpointtest.File) string {
 		d := "savepoints/savepoint-" + prefix + "-" + rnd
 		e.file(d+"/state", 5, when)
-		dir := e.metadata(d+"/_metadata", 1, when, files...)
+		dir := e.snapshotMetadata(d+"/_metadata", 1, when, files...)
 		e.age(d, when)
 		return dir
 	}

@@ -306,3 +306,75 @@ func TestPurgeLeavesARunBeingRestored(t *testing.T) {
 		t.Error("the restore hold was left behind")
 	}
 }
+
+// TestRestoreCallsBackOnlyWhatARestoreMoved: an item found at its original
+// path and no longer in the trash is back only if a restore moved it or
+// began to (the restore stopped before it recorded the move done). When
+// its trash copy is gone and something else was written where it was,
+// that is not the item: it is refused, not counted back.
+func TestRestoreCallsBackOnlyWhatARestoreMoved(t *testing.T) {
+	for name, tc := range map[string]struct {
+		// change does what happened to item p (trashed to trash) since.
+		change func(t *testing.T, e *localEnv, p, trash string)
+		back   bool
+	}{
+		"its trash copy gone, its path written anew": {change: func(t *testing.T, e *localEnv, p, trash string) {
+			if err := os.RemoveAll(trash); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		"moved back by a restore stopped before it recorded so": {back: true, change: func(t *testing.T, e *localEnv, p, trash string) {
+			if _, err := Restore(context.Background(), e.restoreConfig(nil)); err != nil {
+				t.Fatal(err)
+			}
+			// What the restore manifest holds when the restore stops between
+			// a move and its record: the move begun, not done.
+			dir := strings.TrimPrefix(RestoreManifestDir("file://"+e.trash+"/_audit", "r1"), "file://")
+			segs, err := filepath.Glob(filepath.Join(dir, "manifest-*.jsonl"))
+			if err != nil || len(segs) == 0 {
+				t.Fatalf("restore manifest segments %v, %v", segs, err)
+			}
+			for _, seg := range segs {
+				data, err := os.ReadFile(seg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var kept []string
+				for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+					var r Record
+					if err := json.Unmarshal([]byte(line), &r); err != nil {
+						t.Fatal(err)
+					}
+					if r.Outcome != OutcomeRestored {
+						kept = append(kept, line)
+					}
+				}
+				if err := os.WriteFile(seg, []byte(strings.Join(kept, "\n")+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newLocalEnv(t)
+			items := trashedRun(t, e)
+			item := items[0]
+			p := strings.TrimPrefix(item, "file://")
+			tc.change(t, e, p, filepath.Join(e.trash, "r1", p))
+			res, err := Restore(context.Background(), e.restoreConfig(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := outcomes(res)[item]
+			switch {
+			case tc.back && (r.Outcome != OutcomeRestored || r.Detail != AlreadyBack):
+				t.Fatalf("%s: %+v; want it already back: a restore moved it", item, r)
+			case !tc.back && (r.Outcome != OutcomeRefused || !strings.Contains(r.Detail, "exists again") || res.AlreadyBack != 0):
+				t.Fatalf("%s: %+v (%d already back); want it refused: what is there now is not what was trashed", item, r, res.AlreadyBack)
+			}
+		})
+	}
+}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
-	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/mdwrite"
 )
 
 // fakeSnapshots is an in-memory SnapshotStore that applies the
@@ -61,33 +61,12 @@ func (f *fakeSnapshots) DeleteSnapshot(_ context.Context, ref inventory.ObjectRe
 // trash, its JSON kept there; a resource created or recreated since
 // planning keeps the savepoint.
 func TestExecutorDeletesSnapshotResourcesWithTheirSavepoint(t *testing.T) {
-	shared := sandbox.RequireShared(t)
-	md, err := os.ReadFile(filepath.Join(shared, "fixtures/flink-metadata/v4-flink1.20-hashmap-savepoint/_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	setup := func(t *testing.T) (*localEnv, Plan, LiveRecord, *fakeSnapshots) {
 		e := newLocalEnv(t)
 		var sps []string
 		for i, name := range []string{"savepoint-aaaaaa-000000000001", "savepoint-aaaaaa-000000000002"} {
-			e.file("savepoints/"+name+"/_metadata", 0, e.past)
-			p := filepath.Join(e.tenant, "savepoints", name, "_metadata")
-			if err := os.WriteFile(p, md, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			// The files it names are in its dir, as Flink wrote them: a
-			// restore brings the savepoint back whole or not at all.
-			refs, err := ParseReferences(md, "file://"+p, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range refs.Files {
-				if err := os.WriteFile(strings.TrimPrefix(f, "file://"), []byte("s"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			e.age("savepoints/"+name, e.past.Add(time.Duration(i)*time.Minute))
-			sps = append(sps, e.uri("savepoints/"+name))
+			e.file("savepoints/"+name+"/state", 10, e.past)
+			sps = append(sps, e.metadata("savepoints/"+name, mdwrite.Savepoint("state"), e.past.Add(time.Duration(i)*time.Minute)))
 		}
 		rec := snapshotRecord("done", sps[0], inventory.SnapshotCompleted, true)
 		plan := e.plan(Live{Records: []LiveRecord{rec}}, Policy{KeepSavepoints: 1})
