@@ -37,7 +37,7 @@ func TestFailedRestoreSeen(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			base := newStore(t)
-			s := FailedRestoreStore{FS: base.FS, Root: base.Root}
+			s := FailedRestoreStore(base)
 			for i, r := range tc.sightings {
 				if tc.compact && i == len(tc.sightings)-1 {
 					if _, err := s.Compact(ctx, func(context.Context, string) (bool, error) { return true, nil }); err != nil {
@@ -66,7 +66,7 @@ func TestFailedRestoreSeen(t *testing.T) {
 func TestFailedRestoreSeenIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	base := newStore(t)
-	s := FailedRestoreStore{FS: base.FS, Root: base.Root}
+	s := FailedRestoreStore(base)
 	r := FailedRestoreRecord{Snapshot: "hdfs://nn:8020/sp/savepoint-1", JobID: "j1", Cluster: "c1", LastSeen: time.Unix(100, 0).UTC()}
 	if _, err := s.Seen(ctx, r); err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestFailedRestoreSeenOverDamage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			base := newStore(t)
-			s := FailedRestoreStore{FS: base.FS, Root: base.Root}
+			s := FailedRestoreStore(base)
 			dir := filepath.Join(base.Root, FailedRestoreDir)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
@@ -135,7 +135,7 @@ func TestFailedRestoreSeenOverDamage(t *testing.T) {
 func TestFailedRestoreClaims(t *testing.T) {
 	ctx := context.Background()
 	base := newStore(t)
-	s := FailedRestoreStore{FS: base.FS, Root: base.Root}
+	s := FailedRestoreStore(base)
 	good := FailedRestoreRecord{Snapshot: "hdfs://nn:8020/sp/savepoint-1", JobID: "j1", Cluster: "c1", LastSeen: time.Unix(100, 0).UTC()}
 	if _, err := s.Seen(ctx, good); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestFailedRestoreClaims(t *testing.T) {
 func TestFailedRestoreCompactDropsGoneSnapshots(t *testing.T) {
 	ctx := context.Background()
 	base := newStore(t)
-	s := FailedRestoreStore{FS: base.FS, Root: base.Root}
+	s := FailedRestoreStore(base)
 	for _, p := range []string{"hdfs://nn:8020/sp/savepoint-1", "hdfs://nn:8020/sp/savepoint-gone"} {
 		if _, err := s.Seen(ctx, FailedRestoreRecord{Snapshot: p, JobID: "j1", Cluster: "c1", LastSeen: time.Unix(100, 0).UTC()}); err != nil {
 			t.Fatal(err)

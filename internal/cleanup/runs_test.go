@@ -90,8 +90,8 @@ func TestRetiredJobDirOfManyRunsKeepsEveryLastState(t *testing.T) {
 func TestRunsLastStatesGoOnceANewerSavepointOfTheJobIsProven(t *testing.T) {
 	f := newFixture()
 	f.job(jobA, now.Add(-10*24*time.Hour))
-	c1000 := f.chk(jobA, 1000, true, now.Add(-20*24*time.Hour))
-	c600 := f.chk(jobA, 600, true, now.Add(-10*24*time.Hour))
+	f.chk(jobA, 1000, true, now.Add(-20*24*time.Hour))
+	f.chk(jobA, 600, true, now.Add(-10*24*time.Hour))
 	sp := f.savepoint("aaaaaa", "000000000001", true, now.Add(-9*24*time.Hour))
 	f.savepointJobIDs = map[string]string{sp: jobA}
 	p, err := f.build(Spellings{})
@@ -105,8 +105,8 @@ func TestRunsLastStatesGoOnceANewerSavepointOfTheJobIsProven(t *testing.T) {
 	// last state stays.
 	f = newFixture()
 	f.job(jobA, now.Add(-10*24*time.Hour))
-	c1000 = f.chk(jobA, 1000, true, now.Add(-20*24*time.Hour))
-	c600 = f.chk(jobA, 600, true, now.Add(-10*24*time.Hour))
+	c1000 := f.chk(jobA, 1000, true, now.Add(-20*24*time.Hour))
+	c600 := f.chk(jobA, 600, true, now.Add(-10*24*time.Hour))
 	sp = f.savepoint("aaaaaa", "000000000001", true, now.Add(-15*24*time.Hour))
 	f.savepointJobIDs = map[string]string{sp: jobA}
 	if p, err = f.build(Spellings{}); err != nil {
