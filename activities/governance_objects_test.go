@@ -64,6 +64,12 @@ func (c restClient) Checkpoints(context.Context, string) (flink.CheckpointingSta
 	return flink.CheckpointingStatistics{}, nil
 }
 
+// JobExceptions: a job listed as failed failed after it started; it names
+// no snapshot it failed to restore from.
+func (c restClient) JobExceptions(context.Context, string, int) (flink.JobExceptions, error) {
+	return flink.JobExceptions{}, nil
+}
+
 func (c restClient) CheckpointConfig(context.Context, string) (flink.CheckpointConfig, error) {
 	return flink.CheckpointConfig{Timeout: 600_000}, nil
 }
