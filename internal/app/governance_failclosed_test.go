@@ -83,7 +83,9 @@ func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClose
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.HadoopConfDir = t.TempDir()
 	cfg.Storage.WritableRoots = []string{e.root}
-	cfg.Cleanup = config.Cleanup{TrashRoot: e.root + "/trash", PlanDir: e.root + "/plans"}
+	// The default hold, so the worker.yaml written for a worker of the
+	// previous release (rolling_upgrade_test.go) names no key it lacks.
+	cfg.Cleanup = config.Cleanup{TrashRoot: e.root + "/trash", PlanDir: e.root + "/plans", FailedRestoreHold: config.Default().Cleanup.FailedRestoreHold}
 	if mod != nil {
 		mod(e, &static, &cfg)
 	}
