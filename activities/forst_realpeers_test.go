@@ -179,7 +179,7 @@ func forStActivities(t *testing.T, p *sandbox.Peers, static inventory.Static, ba
 	cfg.Storage.HadoopConfDir = t.TempDir()
 	cfg.Storage.WritableRoots = []string{base}
 	cfg.Inventory.StaticFile = invPath
-	cfg.Cleanup = config.Cleanup{TrashRoot: base + "/trash", PlanDir: base + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = base+"/trash", base+"/plans"
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}

@@ -108,7 +108,7 @@ func (d *drillEnv) workerProcessOf(tmp *sandbox.Temporal, queue, bin string) *wo
 	cfg.Storage.WritableRoots = []string{d.root}
 	cfg.Inventory.StaticFile = peertest.WriteInventory(d.t, *d.static)
 	cfg.Drill = config.Drill{ClusterRESTURL: d.drill.RESTURL, Root: d.drillRoot, Clusters: d.versionClusters}
-	cfg.Cleanup = config.Cleanup{TrashRoot: d.root + "/trash", PlanDir: d.root + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = d.root+"/trash", d.root+"/plans"
 	cfgPath := peertest.WriteWorkerConfig(d.t, cfg)
 	d.queue = queue
 	w := workerproc.New(d.t, bin, cfgPath, filepath.Join(dir, "worker.log"))

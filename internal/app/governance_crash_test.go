@@ -15,7 +15,6 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
-	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
@@ -58,7 +57,7 @@ func TestGovernanceSurvivesWorkerKill(t *testing.T) {
 	cfg.Storage.HDFSUser = e.peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{e.root}
 	cfg.Inventory.StaticFile = invPath
-	cfg.Cleanup = config.Cleanup{TrashRoot: e.root + "/trash", PlanDir: e.root + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = e.root+"/trash", e.root+"/plans"
 	cfgPath := peertest.WriteWorkerConfig(t, cfg)
 	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log"))
 	w.Start()

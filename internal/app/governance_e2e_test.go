@@ -91,7 +91,7 @@ func newGovEnv(t *testing.T, ctx context.Context) *govEnv {
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{e.root}
 	cfg.Inventory.StaticFile = invPath
-	cfg.Cleanup = config.Cleanup{TrashRoot: e.root + "/trash", PlanDir: e.root + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = e.root+"/trash", e.root+"/plans"
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}

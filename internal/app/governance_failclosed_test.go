@@ -85,7 +85,7 @@ func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClose
 	cfg.Storage.WritableRoots = []string{e.root}
 	// The default hold, so the worker.yaml written for a worker of the
 	// previous release (rolling_upgrade_test.go) names no key it lacks.
-	cfg.Cleanup = config.Cleanup{TrashRoot: e.root + "/trash", PlanDir: e.root + "/plans", FailedRestoreHold: config.Default().Cleanup.FailedRestoreHold}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = e.root+"/trash", e.root+"/plans"
 	if mod != nil {
 		mod(e, &static, &cfg)
 	}

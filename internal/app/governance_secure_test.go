@@ -111,7 +111,7 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 	cfg.Storage.Kerberos = &config.Kerberos{Krb5Conf: s.Krb5Conf, Principal: s.Principals.Worker.Principal, Keytab: s.Principals.Worker.Keytab}
 	cfg.Storage.WritableRoots = []string{e.root}
 	cfg.Inventory.StaticFile = invPath
-	cfg.Cleanup = config.Cleanup{TrashRoot: e.root + "/trash", PlanDir: e.root + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = e.root+"/trash", e.root+"/plans"
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}

@@ -120,6 +120,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 
 	queue := "rolling-" + sfx
 	oldWorker := d.workerProcessOf(tmp, queue, oldBin)
+	oldWorker.AwaitPolling(ctx, tmp.Client, queue)
 	start := func(id, typ string, in any) client.WorkflowRun {
 		t.Helper()
 		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, typ, in)
@@ -199,6 +200,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 	oldWorker.Stop()
 	t.Logf("previous release %s stopped; worker of this checkout starting", release[:12])
 	newWorker := d.workerProcessOf(tmp, queue, newBin)
+	newWorker.AwaitPolling(ctx, tmp.Client, queue)
 
 	peertest.Update(t, ctx, tmp.Client, window, workflows.UpdateConfirmNetworkChange, workflows.ConfirmNetworkChangeRequest{By: "rolling", Reason: "done"})
 	plan := awaiting.Plan

@@ -56,7 +56,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = invPath
-	cfg.Cleanup = config.Cleanup{TrashRoot: testRoot + "/trash", PlanDir: testRoot + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = testRoot+"/trash", testRoot+"/plans"
 	acts := peertest.NewActivities(t, cfg, "window-e2e")
 	const queue = "window-e2e"
 	w := worker.New(tmp.Client, queue, worker.Options{})

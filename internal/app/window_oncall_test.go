@@ -93,7 +93,7 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = peertest.WriteInventory(t, fl.static)
-	cfg.Cleanup = config.Cleanup{TrashRoot: testRoot + "/trash", PlanDir: testRoot + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = testRoot+"/trash", testRoot+"/plans"
 	const ui = "http://temporal-ui.test:8233"
 	cfg.Notify = config.Notify{UIBaseURL: ui, Sinks: []notify.SinkConfig{
 		{Name: "hook", Type: notify.TypeWebhook, URL: hookSrv.URL, SecretFile: keyFile},

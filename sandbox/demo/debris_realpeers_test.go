@@ -157,7 +157,7 @@ func newActivities(t *testing.T, peers *sandbox.Peers, static inventory.Static, 
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{base}
 	cfg.Inventory.StaticFile = invPath
-	cfg.Cleanup = config.Cleanup{TrashRoot: base + "/trash", PlanDir: base + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = base+"/trash", base+"/plans"
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}

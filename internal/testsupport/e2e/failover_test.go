@@ -69,7 +69,7 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = peertest.WriteInventory(t, static)
-	cfg.Cleanup = config.Cleanup{TrashRoot: testRoot + "/trash", PlanDir: testRoot + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = testRoot+"/trash", testRoot+"/plans"
 	acts := peertest.NewActivities(t, cfg, "failover-e2e")
 	// The stop activity looks at its operation every 5 s: once Flink has
 	// finished a job, the window learns it seconds later, and the kill

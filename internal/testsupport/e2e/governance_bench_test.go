@@ -19,7 +19,6 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
-	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
@@ -212,7 +211,7 @@ func (b *governanceBench) run(n int, mode string, files int) (*workflows.Governa
 	cfg.Storage.HDFSUser = b.peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{b.root}
 	cfg.Inventory.StaticFile = b.invPath
-	cfg.Cleanup = config.Cleanup{TrashRoot: b.root + "/trash", PlanDir: b.root + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = b.root+"/trash", b.root+"/plans"
 	fleet := startWorkers(t, peertest.WorkerConfigYAML(t, cfg), n)
 	in := workflows.GovernanceInput{RunID: runID, Reason: "governance bench", Mode: mode,
 		Scope:       activities.Scope{Tenants: []string{"bench"}},

@@ -20,7 +20,6 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
-	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
@@ -214,7 +213,7 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{root}
 	cfg.Inventory.StaticFile = invPath
-	cfg.Cleanup = config.Cleanup{TrashRoot: root + "/trash", PlanDir: root + "/plans"}
+	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = root+"/trash", root+"/plans"
 	fleet := startWorkerFleet(t, peertest.WorkerConfigYAML(t, cfg))
 
 	resolver := &storage.Resolver{HDFS: storage.HDFSOptions{User: peers.HDFS.User}}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -156,8 +157,26 @@ func WaitForCheckpoint(t testing.TB, ctx context.Context, c *flink.Client, jobID
 		if err != nil {
 			return false, err.Error()
 		}
-		return stats.Counts.Completed > 0, "no completed checkpoint yet"
+		if stats.Counts.Completed > 0 {
+			return true, ""
+		}
+		return false, checkpointWaitState(ctx, c, jobID, stats)
 	})
+}
+
+// checkpointWaitState says why a job has no completed checkpoint yet: its
+// state and task statuses, the checkpoints counted, and the free slots of
+// its cluster (a job whose tasks wait for a slot takes no checkpoint).
+func checkpointWaitState(ctx context.Context, c *flink.Client, jobID string, stats flink.CheckpointingStatistics) string {
+	why := fmt.Sprintf("no completed checkpoint yet (%d triggered, %d in progress, %d failed)",
+		stats.Counts.Total, stats.Counts.InProgress, stats.Counts.Failed)
+	if d, err := c.JobDetails(ctx, jobID); err == nil {
+		why += fmt.Sprintf("; job %s, tasks %v", d.State, d.StatusCounts)
+	}
+	if o, err := c.ClusterOverview(ctx); err == nil {
+		why += fmt.Sprintf("; cluster: %d of %d slots free, %d jobs running", o.SlotsAvailable, o.SlotsTotal, o.JobsRunning)
+	}
+	return why
 }
 
 // WaitForWindow polls the window's status until done holds; a window that

@@ -5,6 +5,7 @@
 package workerproc
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
@@ -142,6 +146,38 @@ func (p *Process) Start() {
 	p.cmd, p.exited = cmd, exited
 	p.starts++
 	p.mu.Unlock()
+}
+
+// AwaitPolling waits until the process polls queue for workflow tasks. A
+// process that exits first (a config it refuses, a release that cannot
+// start) fails the test at once with its log, rather than leaving runs
+// waiting for a worker that is gone.
+func (p *Process) AwaitPolling(ctx context.Context, c client.Client, queue string) {
+	p.t.Helper()
+	p.mu.Lock()
+	exited, pid := p.exited, 0
+	if p.cmd != nil && p.cmd.Process != nil {
+		pid = p.cmd.Process.Pid
+	}
+	p.mu.Unlock()
+	suffix := fmt.Sprintf("/%d", pid)
+	for {
+		resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		if err == nil {
+			for _, poller := range resp.GetPollers() {
+				if strings.HasSuffix(poller.GetIdentity(), suffix) {
+					return
+				}
+			}
+		}
+		select {
+		case <-exited:
+			p.t.Fatalf("worker %s exited before it polled task queue %s:\n%s", p.bin, queue, p.Tail())
+		case <-ctx.Done():
+			p.t.Fatalf("worker %s did not poll task queue %s (%v; last describe error %v):\n%s", p.bin, queue, ctx.Err(), err, p.Tail())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // PID is the running process's pid, 0 before the first start.
