@@ -36,10 +36,10 @@ bin/workflowcheck bin/staticcheck: tools/go.mod tools/go.sum
 	cd tools && GOBIN=$(CURDIR)/bin go install go.temporal.io/sdk/contrib/tools/workflowcheck honnef.co/go/tools/cmd/staticcheck
 
 bin/helm: tools/deploy/go.mod tools/deploy/go.sum
-	cd tools/deploy && go build -o $(CURDIR)/bin/helm helm.sh/helm/v4/cmd/helm
+	scripts/deploy-tools.sh helm
 
 bin/kustomize: tools/deploy/go.mod tools/deploy/go.sum
-	cd tools/deploy && go build -o $(CURDIR)/bin/kustomize sigs.k8s.io/kustomize/kustomize/v5
+	scripts/deploy-tools.sh kustomize
 
 .PHONY: mutate
 mutate: ## mutation testing of the guards between an approved plan and a deletion (unit tests; prints survivors, fails on a new one)
