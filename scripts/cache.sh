@@ -62,7 +62,15 @@ cache_put() {
     cp -p "$src/$f" "$tmp/$f"
   done
   date -u +%Y-%m-%dT%H:%M:%SZ >"$tmp/.complete"
-  if ! mv -T "$tmp" "$(cache_entry "$tool" "$key")" 2>/dev/null; then
+  local entry stale
+  entry="$(cache_entry "$tool" "$key")"
+  if [[ -d "$entry" && ! -f "$entry/.complete" ]]; then
+    # Not one of ours (those are renamed in whole): set it aside first.
+    stale="$(mktemp -d "$FLINKMAINT_CACHE/$tool/.stale-$key.XXXXXX")"
+    mv -T "$entry" "$stale/entry" 2>/dev/null || true
+    rm -rf "$stale"
+  fi
+  if ! mv -T "$tmp" "$entry" 2>/dev/null; then
     rm -rf "$tmp"
   fi
 }

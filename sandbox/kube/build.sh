@@ -55,21 +55,18 @@ build() {
 		ldflags+=" -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=34"
 		ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
 	done
-	# go.sum is committed: a build must not rewrite it. Both binaries at
-	# once: each leaves cores idle while it links or waits on downloads.
+	# go.sum is committed: a build must not rewrite it. One after the
+	# other: etcd then finds most of what it shares with kube-apiserver
+	# compiled.
 	(
 		cd "${tools}"
 		export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off
 		start=$(date +%s)
-		go build -trimpath -ldflags "${ldflags}" -o "${OUT}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver &
-		local api=$!
-		go build -trimpath -ldflags "-s -w" -o "${OUT}/etcd" ./cmd/etcd &
-		local etcd=$! rc=0
-		wait "${etcd}" || rc=$?
-		echo "etcd ${ETCD_VERSION} built in $(( $(date +%s) - start ))s"
-		wait "${api}" || rc=$?
+		go build -trimpath -ldflags "${ldflags}" -o "${OUT}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver || exit
 		echo "kube-apiserver ${KUBE_VERSION} built in $(( $(date +%s) - start ))s"
-		return "${rc}"
+		start=$(date +%s)
+		go build -trimpath -ldflags "-s -w" -o "${OUT}/etcd" ./cmd/etcd || exit
+		echo "etcd ${ETCD_VERSION} built in $(( $(date +%s) - start ))s"
 	)
 }
 cached_build kube "$(cache_key "${stamp}" "CGO_ENABLED=0 -trimpath")" "${out}" kube-apiserver etcd -- build
