@@ -60,6 +60,9 @@ type Hold struct {
 	// Detail, when set, must be part of the heartbeat's details as %v
 	// prints them (Heartbeat only).
 	Detail string `json:"detail,omitempty"`
+	// Input, when set, must be part of the activity's input as %+v
+	// prints it (say "DryRun:false").
+	Input string `json:"input,omitempty"`
 	// Hit is which matching occurrence holds, counted over every worker
 	// sharing the directory: 1 is the first.
 	Hit int `json:"hit"`
@@ -142,12 +145,15 @@ func (a *activityInbound) Init(outbound interceptor.ActivityOutboundInterceptor)
 }
 
 func (a *activityInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	reach(ctx, a.dir, Start, nil, nil, nil)
+	a.out.mu.Lock()
+	a.out.input = fmt.Sprintf("%+v", in.Args)
+	a.out.mu.Unlock()
+	reach(ctx, a.dir, Start, nil, a.out.input, nil, nil)
 	res, err := a.Next.ExecuteActivity(ctx, in)
 	a.out.mu.Lock()
 	last := a.out.last
 	a.out.mu.Unlock()
-	reach(ctx, a.dir, Done, last, a.out.Next, nil)
+	reach(ctx, a.dir, Done, last, a.out.input, a.out.Next, nil)
 	return res, err
 }
 
@@ -157,6 +163,8 @@ type activityOutbound struct {
 	// mu guards last and counted: activities heartbeat from several
 	// goroutines.
 	mu sync.Mutex
+	// input is the execution's input as %+v prints it.
+	input string
 	// last are the details of the latest heartbeat of this execution.
 	last []any
 	// counted are the PerExecution holds this execution has counted.
@@ -167,8 +175,9 @@ func (a *activityOutbound) RecordHeartbeat(ctx context.Context, details ...any) 
 	a.Next.RecordHeartbeat(ctx, details...)
 	a.mu.Lock()
 	a.last = details
+	input := a.input
 	a.mu.Unlock()
-	reach(ctx, a.dir, Heartbeat, details, a.Next, func(name string) bool {
+	reach(ctx, a.dir, Heartbeat, details, input, a.Next, func(name string) bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		if a.counted[name] {
@@ -183,7 +192,7 @@ func (a *activityOutbound) RecordHeartbeat(ctx context.Context, details ...any) 
 // counts the hit, and at the hold's hit says so and waits for the release
 // (or the activity's end), heartbeating its last details meanwhile. first,
 // when set, says whether this execution counts for a PerExecution hold.
-func reach(ctx context.Context, dir string, at Point, details []any, beat interceptor.ActivityOutboundInterceptor, first func(name string) bool) {
+func reach(ctx context.Context, dir string, at Point, details []any, input string, beat interceptor.ActivityOutboundInterceptor, first func(name string) bool) {
 	holds := armed(dir)
 	if len(holds) == 0 {
 		return
@@ -194,7 +203,8 @@ func reach(ctx context.Context, dir string, at Point, details []any, beat interc
 		text = fmt.Sprint(details...)
 	}
 	for _, h := range holds {
-		if h.Activity != info.ActivityType.Name || h.At != at || !strings.Contains(info.WorkflowExecution.ID, h.Workflow) || !strings.Contains(text, h.Detail) {
+		if h.Activity != info.ActivityType.Name || h.At != at || !strings.Contains(info.WorkflowExecution.ID, h.Workflow) ||
+			!strings.Contains(text, h.Detail) || !strings.Contains(input, h.Input) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(dir, h.Name+hitInfix+strconv.Itoa(h.Hit))); err == nil {

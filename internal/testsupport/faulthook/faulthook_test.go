@@ -85,6 +85,7 @@ func TestNoHoldWithoutAMatch(t *testing.T) {
 	h := faulthook.New(t)
 	h.Arm(faulthook.Hold{Name: "other", Activity: "somethingElse", At: faulthook.Start, Hit: 1})
 	h.Arm(faulthook.Hold{Name: "wf", Activity: "countTo", At: faulthook.Start, Workflow: "no-such-workflow", Hit: 1})
+	h.Arm(faulthook.Hold{Name: "in", Activity: "countTo", At: faulthook.Start, Input: "[7]", Hit: 1})
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{faulthook.Interceptor(h.Dir())}})
@@ -92,7 +93,7 @@ func TestNoHoldWithoutAMatch(t *testing.T) {
 	if _, err := env.ExecuteActivity(countTo, 3); err != nil {
 		t.Fatal(err)
 	}
-	if h.IsHeld("other") || h.IsHeld("wf") {
+	if h.IsHeld("other") || h.IsHeld("wf") || h.IsHeld("in") {
 		t.Fatal("an activity held at a hold it does not match")
 	}
 }
