@@ -28,6 +28,7 @@ lint: bin/workflowcheck bin/staticcheck ## gofmt, go vet, staticcheck, workflowc
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(GO_PACKAGES)
 	go vet -tags realpeers $(GO_PACKAGES)
+	go vet -tags faulthooks ./worker
 	bin/staticcheck $(GO_PACKAGES)
 	bin/staticcheck -tags realpeers $(GO_PACKAGES)
 	bin/workflowcheck ./workflows/...
