@@ -120,6 +120,27 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("restarted the cluster as pid %d on %s", fc.PID, fc.RESTURL)
+	// The window goes on once the new JobManager runs the jobs it
+	// recovered: a stop asked of a job it still initializes is refused
+	// (Flink 1.20: "Unable to get JobMasterGateway for initializing job"),
+	// and this test is about the stop that finished before the crash.
+	peertest.WaitFor(t, ctx, 3*time.Minute, "the recovered jobs running on the restarted JobManager", func() (bool, string) {
+		overview, err := flinkAPI.ListJobs(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		var states []string
+		for _, o := range overview {
+			if _, ours := jobs.names[o.ID]; ours {
+				states = append(states, o.Name+" "+string(o.State))
+				if o.State == flink.JobRunning {
+					running++
+				}
+			}
+		}
+		return running == failoverJobs-1, strings.Join(states, ", ")
+	})
 	hooks.Release("stop")
 
 	st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
