@@ -66,16 +66,6 @@ func startWorkers(t *testing.T, config string, n int, hooks *faulthook.Hooks) wo
 	return f
 }
 
-// byIdentity returns the fleet's process with the given Temporal identity.
-func (f workerFleet) byIdentity(id string) *workerproc.Process {
-	for _, p := range f {
-		if p.Identity() == id {
-			return p
-		}
-	}
-	return nil
-}
-
 func (f workerFleet) tails() string {
 	var b strings.Builder
 	for i, p := range f {
