@@ -30,7 +30,8 @@ job() {
   (
     t=$SECONDS
     if "$@" >"$LOGDIR/$name.log" 2>&1; then
-      echo "  $name: done in $((SECONDS - t)) s ($(tail -n 1 "$LOGDIR/$name.log"))"
+      last="$(tail -n 1 "$LOGDIR/$name.log")"
+      echo "  $name: done in $((SECONDS - t)) s${last:+ ($last)}"
     else
       rc=$?
       echo "  $name: FAILED after $((SECONDS - t)) s; last lines of $LOGDIR/$name.log:" >&2
