@@ -28,6 +28,7 @@ lint: bin/workflowcheck bin/staticcheck ## gofmt, go vet, staticcheck, workflowc
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(GO_PACKAGES)
 	go vet -tags realpeers $(GO_PACKAGES)
+	go vet -tags faulthooks ./worker
 	bin/staticcheck $(GO_PACKAGES)
 	bin/staticcheck -tags realpeers $(GO_PACKAGES)
 	bin/workflowcheck ./workflows/...
@@ -36,10 +37,10 @@ bin/workflowcheck bin/staticcheck: tools/go.mod tools/go.sum
 	cd tools && GOBIN=$(CURDIR)/bin go install go.temporal.io/sdk/contrib/tools/workflowcheck honnef.co/go/tools/cmd/staticcheck
 
 bin/helm: tools/deploy/go.mod tools/deploy/go.sum
-	cd tools/deploy && go build -o $(CURDIR)/bin/helm helm.sh/helm/v4/cmd/helm
+	scripts/deploy-tools.sh helm
 
 bin/kustomize: tools/deploy/go.mod tools/deploy/go.sum
-	cd tools/deploy && go build -o $(CURDIR)/bin/kustomize sigs.k8s.io/kustomize/kustomize/v5
+	scripts/deploy-tools.sh kustomize
 
 .PHONY: mutate
 mutate: ## mutation testing of the guards between an approved plan and a deletion (unit tests; prints survivors, fails on a new one)

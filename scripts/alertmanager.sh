@@ -3,10 +3,13 @@
 # Go modules into ./bin, like the Temporal CLI. (Releases after v0.31 embed
 # a web UI their module does not ship, so they do not build from it.)
 #
-#   scripts/alertmanager.sh build   build it once (reused afterwards)
+#   scripts/alertmanager.sh build   build it once (reused afterwards; kept in the tools
+#                                   cache, scripts/cache.sh, for other clones)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/cache.sh
+source "$ROOT/scripts/cache.sh"
 VERSION="0.31.1"
 BIN="$ROOT/bin/alertmanager"
 
@@ -15,10 +18,12 @@ build() {
   if [[ -x "$BIN" ]] && mods="$(go version -m "$BIN" 2>/dev/null)" && grep -qE "^\s+mod\s+github.com/prometheus/alertmanager\s+v$VERSION\s" <<<"$mods"; then
     return 0
   fi
-  echo "Building Alertmanager v$VERSION from Go modules into ./bin (first time: about 1-2 minutes on 2 cores)."
-  local start=$SECONDS
-  GOBIN="$ROOT/bin" go install "github.com/prometheus/alertmanager/cmd/alertmanager@v$VERSION"
-  echo "Alertmanager built in $((SECONDS - start)) s: $BIN"
+  local module="github.com/prometheus/alertmanager/cmd/alertmanager@v$VERSION"
+  build_alertmanager() {
+    echo "Building Alertmanager v$VERSION from Go modules (first time on a machine: about 1-2 minutes on 2 cores)."
+    GOBIN="$OUT" go install "$module"
+  }
+  cached_build alertmanager "$(cache_key "$module")" "$ROOT/bin" alertmanager -- build_alertmanager
 }
 
 case "${1:-}" in

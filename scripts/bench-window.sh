@@ -21,6 +21,7 @@ if ! [[ "$JOBS" =~ ^[1-9][0-9]*$ ]]; then
 fi
 scripts/temporal-dev.sh cli
 echo "window over $JOBS simulated jobs (no -race); this takes a few minutes"
+FLINKMAINT_SCALE_CONCURRENCY="${FLINKMAINT_SCALE_CONCURRENCY:-40}" \
 FLINKMAINT_SCALE_WORKER_PROCESS="${FLINKMAINT_SCALE_WORKER_PROCESS:-1}" FLINKMAINT_SCALE_JOBS="$JOBS" go test -tags realpeers -count=1 -timeout 60m \
   -run 'TestMaintenanceWindowHistoryStaysBoundedAtFleetScale$' -v ./internal/app/ |
   grep -E 'window_scale_test|^(--- |ok|FAIL)'

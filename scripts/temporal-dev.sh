@@ -2,13 +2,16 @@
 # The embedded default Temporal: the pinned CLI built from Go modules into
 # ./bin and `temporal server start-dev` with its SQLite file under ./var.
 #
-#   scripts/temporal-dev.sh cli     build the CLI once (reused afterwards)
+#   scripts/temporal-dev.sh cli     build the CLI once (reused afterwards; kept in the
+#                                   tools cache, scripts/cache.sh, for other clones)
 #   scripts/temporal-dev.sh up      start the dev server, or reuse a running one
 #   scripts/temporal-dev.sh down    stop it and remove its files
 #   scripts/temporal-dev.sh status  say whether it runs
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/cache.sh
+source "$ROOT/scripts/cache.sh"
 CLI_VERSION="1.5.1"
 CLI="$ROOT/bin/temporal"
 STATE="$ROOT/var/temporal"
@@ -39,11 +42,12 @@ cli() {
   if [[ -x "$CLI" ]] && mods="$(go version -m "$CLI" 2>/dev/null)" && grep -qE "^\s+mod\s+github.com/temporalio/cli\s+v$CLI_VERSION\s" <<<"$mods"; then
     return 0
   fi
-  echo "Building the Temporal CLI v$CLI_VERSION from Go modules into ./bin."
-  echo "First time only: this takes about 6-7 minutes on 2 cores."
-  local start=$SECONDS
-  GOBIN="$ROOT/bin" go install "github.com/temporalio/cli/cmd/temporal@v$CLI_VERSION"
-  echo "Temporal CLI built in $((SECONDS - start)) s: $CLI"
+  local module="github.com/temporalio/cli/cmd/temporal@v$CLI_VERSION"
+  build_cli() {
+    echo "Building the Temporal CLI v$CLI_VERSION from Go modules (first time on a machine: about 4-7 minutes on 2 cores)."
+    GOBIN="$OUT" go install "$module"
+  }
+  cached_build temporal-cli "$(cache_key "$module")" "$ROOT/bin" temporal -- build_cli
 }
 
 healthy() {

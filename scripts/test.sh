@@ -11,19 +11,26 @@ if [[ ! -d "$ROOT/../shared/fixtures" ]]; then
   echo "note: ../shared is absent; tests that read its fixtures will say they skip" >&2
 fi
 
-scripts/temporal-dev.sh cli
-# promtool checks and unit-tests deploy/monitoring (-tags realpeers).
-scripts/promtool.sh
-scripts/alertmanager.sh build
-# Helm and kustomize render deploy/ for the apiserver dry runs (-tags realpeers).
-make -s bin/helm bin/kustomize
-# Headless Chromium (Debian's package) reads the Temporal Web UI (-tags realpeers).
-scripts/chromium.sh
-sandbox/sandbox.sh up
-trap 'sandbox/sandbox.sh down' EXIT
+# The pinned tools, the Maven sandbox and Chromium, built (or taken from the
+# tools cache outside the clone, scripts/cache.sh) side by side: promtool
+# checks deploy/monitoring, Alertmanager receives notifications, Helm and
+# kustomize render deploy/, headless Chromium reads the Temporal Web UI.
+scripts/build-tools.sh
+# The peers start while the test binaries compile.
+mkdir -p var/log
+sandbox/sandbox.sh up >var/log/sandbox-up.log 2>&1 &
+sandbox_up=$!
+trap 'wait "$sandbox_up" 2>/dev/null; sandbox/sandbox.sh down' EXIT
 
 # -tags realpeers: the tests that need a real peer (`make test-unit` leaves them out).
 go vet -tags realpeers ./...
+go vet -tags faulthooks ./worker
+if ! wait "$sandbox_up"; then
+  tail -n 40 var/log/sandbox-up.log >&2
+  echo "the sandbox did not start; whole log: var/log/sandbox-up.log" >&2
+  exit 1
+fi
+tail -n 1 var/log/sandbox-up.log
 # The real-peer scenarios mostly wait (on Flink, on heartbeat timeouts after a
 # kill, on Kerberos tickets), so three packages at a time, each with three
 # tests at a time, keep two cores busy; the sandbox's clusters have 8 slots
@@ -34,7 +41,12 @@ go vet -tags realpeers ./...
 mkdir -p var
 go build -o bin/testreport ./internal/testsupport/testreport
 rc=0
-go test -json -tags realpeers -race -count=1 -p 3 -parallel 3 -timeout 80m ./... 2>&1 |
+# The two longest packages are named first, so they start first; ./... adds
+# the others in their order (each package runs once). Not more of the
+# packages that run Flink jobs at once: their tests together would want
+# more task slots than the shared clusters have.
+go test -json -tags realpeers -race -count=1 -p 3 -parallel 3 -timeout 80m \
+  ./internal/app ./deploy/image ./... 2>&1 |
   tee var/test.json | bin/testreport -slowest 15 || rc=$?
 [[ "$rc" == 0 ]] || exit "$rc"
 

@@ -209,6 +209,7 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.Worker.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                      cfg.Worker.ShutdownTimeout.D(),
 		OnFatalError:                           func(err error) { fatal <- err },
+		Interceptors:                           faultHooks(),
 	})
 	app.Register(w, acts)
 

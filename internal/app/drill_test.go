@@ -25,6 +25,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
@@ -42,6 +43,8 @@ type drillEnv struct {
 	queue     string // the task queue of the drill runs
 	// versionClusters are drill clusters by Flink version, for rehearsals.
 	versionClusters []config.DrillCluster
+	// hooks hold the worker processes' activities where a test says.
+	hooks *faulthook.Hooks
 }
 
 // stateCheckClass is the sample job's State Processor API state check.
@@ -111,7 +114,10 @@ func (d *drillEnv) workerProcessOf(tmp *sandbox.Temporal, queue, bin string) *wo
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = d.root+"/trash", d.root+"/plans"
 	cfgPath := peertest.WriteWorkerConfig(d.t, cfg)
 	d.queue = queue
-	w := workerproc.New(d.t, bin, cfgPath, filepath.Join(dir, "worker.log"))
+	if d.hooks == nil {
+		d.hooks = faulthook.New(d.t)
+	}
+	w := workerproc.New(d.t, bin, cfgPath, filepath.Join(dir, "worker.log")).WithHooks(d.hooks)
 	w.Start()
 	return w
 }
@@ -439,7 +445,7 @@ func (d *drillEnv) drillLeftovers() []string {
 
 // TestRestoreDrillSurvivesWorkerKill runs a drill through the real worker
 // binary and kills it with SIGKILL while the drill's copy of the job runs
-// on the drill cluster. Once the run ends, the copy is no longer running,
+// on the drill cluster (its health gate held in the soak by a fault hook). Once the run ends, the copy is no longer running,
 // the drill root holds nothing, and the production job ran on untouched.
 func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
 	t.Parallel()
@@ -455,29 +461,32 @@ func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
 	ca := d.peers.Clusters[0]
 	fc, liveID := d.start(ctx, ca, live, d.root+"/a/checkpoints", "", "", map[string]string{"execution.checkpointing.interval": "10s"})
 	d.checkpointed(ctx, fc, liveID, 1)
+	// The gate of the copy holds in its soak: the copy runs and has
+	// checkpointed.
+	d.hooks.Arm(faulthook.Hold{Name: "soak", Activity: "AwaitHealthy", At: faulthook.Heartbeat, Detail: "soak", Hit: 1})
 	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RestoreDrillWorkflowID("kill-" + sfx), TaskQueue: "drill-kill-" + sfx},
 		workflows.RestoreDrillWorkflowType, workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{live}},
-			Soak: workflows.Duration(40 * time.Second)})
+			Soak: workflows.Duration(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// Kill while the copy runs on the drill cluster.
+	d.hooks.WaitHeld(ctx, "soak", peertest.WorkflowEnded(ctx, tmp.Client, run.GetID()))
 	drillFC := peertest.FlinkClient(t, d.drill.RESTURL)
 	var copyID string
-	d.waitFor(ctx, 3*time.Minute, "the drill's copy running on the drill cluster", func() (bool, string) {
-		jobs, err := drillFC.ListJobs(ctx)
-		if err != nil {
-			return false, err.Error()
+	jobs, err := drillFC.ListJobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.Name == "drill-"+live && j.State == flink.JobRunning {
+			copyID = j.ID
 		}
-		for _, j := range jobs {
-			if j.Name == "drill-"+live && j.State == flink.JobRunning {
-				copyID = j.ID
-				return true, ""
-			}
-		}
-		return false, "not running yet"
-	})
+	}
+	if copyID == "" {
+		t.Fatalf("the drill's gate holds in its soak, yet no copy drill-%s runs on the drill cluster: %+v", live, jobs)
+	}
 	w.Kill()
 	w.Start()
 
@@ -489,7 +498,7 @@ func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
 		t.Fatalf("report %+v after %d worker starts; want the one drill passed, by the copy %s", rep, w.Starts(), copyID)
 	}
 	d.noDrillJobRunning(ctx, copyID)
-	jobs, err := drillFC.ListJobs(ctx)
+	jobs, err = drillFC.ListJobs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
-	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
@@ -24,7 +24,8 @@ import (
 
 // TestGovernanceSurvivesWorkerKill executes an approved cleanup through the
 // real worker binary and kills it with SIGKILL while items are being moved
-// to trash. After a restart the run completes: every planned item is in the
+// to trash: once 100 are moved, the execution is held there (a fault hook)
+// until the kill. After a restart the run completes: every planned item is in the
 // trash, none is left in place, and the audit manifest has exactly one final
 // record per item (nothing redone, nothing skipped).
 func TestGovernanceSurvivesWorkerKill(t *testing.T) {
@@ -59,36 +60,51 @@ func TestGovernanceSurvivesWorkerKill(t *testing.T) {
 	cfg.Inventory.StaticFile = invPath
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = e.root+"/trash", e.root+"/plans"
 	cfgPath := peertest.WriteWorkerConfig(t, cfg)
-	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log"))
+	hooks := faulthook.New(t)
+	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log")).WithHooks(hooks)
 	w.Start()
 
 	in := workflows.GovernanceInput{RunID: "crash-" + e.tenant, Reason: "crash-safety test", Mode: workflows.ModeAuto,
 		Scope: activities.Scope{Tenants: []string{e.tenant}}}
+	hooks.Arm(faulthook.Hold{Name: "execute", Activity: "ExecuteCleanupPart", At: faulthook.Heartbeat, Hit: 100})
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceWorkflowID(in.RunID), TaskQueue: queue},
 		workflows.GovernanceWorkflowType, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	// Kill as soon as the audit manifest shows the execution under way.
+	// Kill while the execution holds at its 100th item: those moved, the
+	// others not, the manifest naming them all as started.
 	fs, _, err := e.acts.Storage.Resolve(ctx, e.root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	audit := e.root + "/trash/_audit"
-	killedAt := -1
-	for ctx.Err() == nil && killedAt < 0 {
-		recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
-		if err == nil && len(recs) > 0 {
-			w.Kill()
-			killedAt = len(recs)
+	held := hooks.WaitHeld(ctx, "execute", peertest.WorkflowEnded(ctx, e.tmp.Client, wf.GetID()))
+	w.Kill()
+	recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killedAt := 0
+	for _, r := range recs {
+		if r.Outcome == cleanup.OutcomeTrashed {
+			killedAt++
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	if killedAt >= items {
-		t.Fatalf("the run finished (%d records) before the worker could be killed; make it longer", killedAt)
+		t.Fatalf("the manifest records all %d items trashed while the execution was held at %s: the case was not reached", killedAt, held.Details)
 	}
-	t.Logf("worker killed with %d of %d items recorded", killedAt, items)
+	moved := 0
+	for g := range garbage {
+		if !e.exists(t, g[len(e.peers.HDFS.URI):]) {
+			moved++
+		}
+	}
+	if moved == 0 || moved == items {
+		t.Fatalf("%d of %d items moved while the execution was held at %s; want some, not all", moved, items, held.Details)
+	}
+	t.Logf("worker killed with %d of %d items moved, %d recorded trashed", moved, items, killedAt)
 	w.Start()
 
 	var rep workflows.GovernanceReport
@@ -98,7 +114,7 @@ func TestGovernanceSurvivesWorkerKill(t *testing.T) {
 	if rep.Outcome != workflows.GovernancePhaseCompleted || rep.Execution == nil || rep.Execution.Items != items {
 		t.Fatalf("report outcome %s execution %+v", rep.Outcome, rep.Execution)
 	}
-	recs, err := cleanup.ReadManifest(ctx, fs, audit, in.RunID)
+	recs, err = cleanup.ReadManifest(ctx, fs, audit, in.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,40 +142,34 @@ func TestGovernanceSurvivesWorkerKill(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	testRestoreSurvivesWorkerKill(t, ctx, e, w, fs, queue, in.RunID, garbage)
+	testRestoreSurvivesWorkerKill(t, ctx, e, w, hooks, queue, in.RunID, garbage)
 }
 
 // testRestoreSurvivesWorkerKill puts the run's trash back through the same
-// worker binary, killed with SIGKILL while items move: after a restart the
+// worker binary, killed with SIGKILL while items move (held at the 100th
+// by a fault hook): after a restart the
 // restore completes, every item is back and none is left in the trash or
 // lost on the way.
-func testRestoreSurvivesWorkerKill(t *testing.T, ctx context.Context, e *govEnv, w *workerproc.Process, fs storage.FileSystem, queue, runID string, garbage map[string]bool) {
+func testRestoreSurvivesWorkerKill(t *testing.T, ctx context.Context, e *govEnv, w *workerproc.Process, hooks *faulthook.Hooks, queue, runID string, garbage map[string]bool) {
 	t.Helper()
+	// Not in the dry run the restore begins with: in the moves.
+	hooks.Arm(faulthook.Hold{Name: "restore", Activity: "RestoreTrash", At: faulthook.Heartbeat, Input: "DryRun:false", Hit: 100})
 	in := workflows.GovernanceRestoreInput{RunID: runID, By: "crash-test", Reason: "crash-safety test of a restore"}
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceRestoreWorkflowID(runID), TaskQueue: queue},
 		workflows.GovernanceRestoreWorkflowType, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := cleanup.RestoreManifestDir(e.root+"/trash/_audit", runID)
-	killed := false
-	for ctx.Err() == nil && !killed {
-		segments := 0
-		_ = fs.List(ctx, dir, 0, func(b []storage.FileInfo) error { segments += len(b); return nil })
-		if segments > 0 {
-			w.Kill()
-			killed = true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	held := hooks.WaitHeld(ctx, "restore", peertest.WorkflowEnded(ctx, e.tmp.Client, wf.GetID()))
+	w.Kill()
 	back := 0
 	for g := range garbage {
 		if e.exists(t, g[len(e.peers.HDFS.URI):]) {
 			back++
 		}
 	}
-	if back == len(garbage) {
-		t.Fatalf("the restore finished before the worker could be killed; make it longer")
+	if back == 0 || back == len(garbage) {
+		t.Fatalf("%d of %d items back while the restore was held at %s; want some, not all", back, len(garbage), held.Details)
 	}
 	t.Logf("worker killed with %d of %d items back", back, len(garbage))
 	w.Start()

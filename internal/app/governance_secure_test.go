@@ -23,6 +23,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -68,6 +70,8 @@ type secureGovEnv struct {
 	tenant    string
 	clusterID string
 	queue     string
+	// hooks hold the worker's activities where a test says.
+	hooks *faulthook.Hooks
 }
 
 func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
@@ -143,7 +147,8 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 	})
 
 	e.tmp = sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
-	w := worker.New(e.tmp.Client, e.queue, worker.Options{})
+	e.hooks = faulthook.New(t)
+	w := worker.New(e.tmp.Client, e.queue, worker.Options{Interceptors: []interceptor.WorkerInterceptor{faulthook.Interceptor(e.hooks.Dir())}})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -556,7 +561,9 @@ func testSecureQuotaWatch(t *testing.T, ctx context.Context, e *secureGovEnv) {
 
 // TestGovernanceFailoverDuringExecutionOnSecureHAHDFS fails the NameNodes
 // of ns1 over (the active one becomes standby, the other active) while the
-// worker moves a few hundred planned items to trash, and again half-way.
+// worker moves a few hundred planned items to trash, and again half-way:
+// a fault hook holds the execution at its 100th and its 300th item until
+// the failover is done.
 // The run completes; the audit manifest has every item exactly once as
 // trashed, each tried once; every planned path is in the trash and nothing
 // else moved.
@@ -566,8 +573,8 @@ func TestGovernanceFailoverDuringExecutionOnSecureHAHDFS(t *testing.T) {
 }
 
 // TestGovernanceActiveNameNodeDiesDuringExecutionOnSecureHAHDFS stops the
-// active NameNode of ns1 while the worker moves items (the other takes
-// over; calls in flight are cut) and finishes the run on the other one. A
+// active NameNode of ns1 while the worker moves items (held at its 100th
+// by a fault hook; the other NameNode takes over; calls in flight are cut) and finishes the run on the other one. A
 // move whose outcome a cut left unknown, if the cut hits one, fails and is
 // resumed by the next attempt; every item is still trashed exactly once,
 // every planned path is in the trash and nothing else moved.
@@ -588,10 +595,10 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 			}
 		})
 	}
-	// Enough items that the run outlasts two failovers on a busy machine:
-	// a failover takes seconds, and the manifest shows progress a batch
-	// (256 items) at a time, so the first failover starts 256 in.
-	const items = 600
+	// The execution holds at its 100th item (the first manifest batch of
+	// 256 under way) and, for a second failover, at its 300th (the first
+	// batch recorded, the second under way).
+	const items = 400
 	longAgo := time.Now().Add(-30 * 24 * time.Hour)
 	ck := e.plain + "/tenant/checkpoints"
 	garbage := map[string]bool{}
@@ -606,6 +613,13 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 	e.put(t, young, map[string]int{"chk-1/6f1d2c3b-0002": 10}, time.Now())
 	t.Logf("seeded %d items in %v", items, time.Since(seedStart).Round(time.Millisecond))
 
+	holdsAt := []int{100, 300}
+	if stopActive {
+		holdsAt = holdsAt[:1] // the run goes on with one NameNode
+	}
+	for i, at := range holdsAt {
+		e.hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("failover-%d", i+1), Activity: "ExecuteCleanupPart", At: faulthook.Heartbeat, Hit: at})
+	}
 	in := workflows.GovernanceInput{RunID: "failover-" + e.tenant, Reason: "failover during execution", Mode: workflows.ModeAuto,
 		Scope: activities.Scope{Tenants: []string{e.tenant}}}
 	wf := e.start(t, ctx, in)
@@ -613,58 +627,42 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 	ended := make(chan error, 1)
 	go func() { ended <- wf.Get(ctx, &rep) }()
 
-	// Fail over once the manifest shows items trashed, and again when a
-	// third of them are.
 	audit := e.root + "/trash/_audit"
 	var failovers []string
-	want := 2
-	if stopActive {
-		want = 1 // the run goes on with one NameNode
-	}
-	for ctx.Err() == nil && len(failovers) < want {
-		select {
-		case err := <-ended:
-			t.Fatalf("the run ended (%v) after %d failovers (%v); want %d while it moves items", err, len(failovers), failovers, want)
-		default:
+	for i, at := range holdsAt {
+		name := fmt.Sprintf("failover-%d", i+1)
+		e.hooks.WaitHeld(ctx, name, func() string {
+			select {
+			case err := <-ended:
+				return fmt.Sprintf("the run ended (%v) after %d failovers (%v)", err, len(failovers), failovers)
+			default:
+				return ""
+			}
+		})
+		failover, what := e.s.Failover, "failover"
+		if stopActive {
+			failover, what = e.s.FailoverStop, "active NameNode stopped"
 		}
+		st, err := failover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := st.Active()
 		recs, err := cleanup.ReadManifest(ctx, e.check, audit, in.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
 		trashed := 0
 		for _, r := range recs {
 			if r.Outcome == cleanup.OutcomeTrashed {
 				trashed++
 			}
 		}
-		if err == nil && (len(failovers) == 0 && trashed > 0 || len(failovers) == 1 && trashed >= items/3) {
-			if trashed >= items {
-				t.Fatalf("the run trashed all %d items before failover %d; make it longer", trashed, len(failovers)+1)
-			}
-			failover, what := e.s.Failover, "failover"
-			if stopActive && len(failovers) == 0 {
-				failover, what = e.s.FailoverStop, "active NameNode stopped"
-			}
-			st, err := failover(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, _ := st.Active()
-			// The failover is done; the run must still have items to move.
-			after, err := cleanup.ReadManifest(ctx, e.check, audit, in.RunID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			left := items
-			for _, r := range after {
-				if r.Outcome == cleanup.OutcomeTrashed {
-					left--
-				}
-			}
-			if left == 0 {
-				t.Fatalf("the run trashed all %d items while failover %d was under way; make it longer", items, len(failovers)+1)
-			}
-			failovers = append(failovers, fmt.Sprintf("%s at %d of %d trashed, now %s active with %d still to move", what, trashed, items, a.ID, left))
-			continue
+		if trashed >= items {
+			t.Fatalf("the manifest records all %d items trashed while the execution was held at item %d: the case was not reached", items, at)
 		}
-		time.Sleep(100 * time.Millisecond)
+		failovers = append(failovers, fmt.Sprintf("%s at item %d (%d recorded trashed), now %s active", what, at, trashed, a.ID))
+		e.hooks.Release(name)
 	}
 	if err := <-ended; err != nil {
 		t.Fatalf("governance run: %v (failovers: %v)", err, failovers)
@@ -705,7 +703,8 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 
 // TestQuotaWatchOutlivesTicketOnSecureHAHDFS keeps a quota watch sampling
 // ns1 through the worker for longer than the KDC's ticket lifetime, and
-// fails the NameNodes over after every sample, so that each sample
+// fails the NameNodes over before every sample but the first (a fault hook
+// holds the sample until the failover is done), so that each sample
 // connects anew: past the first lifetime only tickets the keytab login
 // renewed are accepted. Every sample succeeds and is saved on ns1.
 func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
@@ -719,6 +718,9 @@ func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
 		t.Fatalf("ticket lifetime %v: the secure sandbox must run with short tickets (FLINKMAINT_SECURE_TICKET_LIFETIME)", lifetime)
 	}
 	const samples = 4 // at 0, 1/2, 1 and 3/2 lifetimes
+	for i := 2; i <= samples; i++ {
+		e.hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("sample-%d", i), Activity: "SampleQuota", At: faulthook.Start, Hit: i})
+	}
 	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: samples,
 		Interval: workflows.Duration(lifetime / 2), SamplesPath: e.root + "/plans/quota-samples.json"}
 	start := time.Now()
@@ -728,34 +730,20 @@ func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st workflows.QuotaWatchState
-	ended := make(chan error, 1)
-	go func() { ended <- wf.Get(ctx, &st) }()
-	var failedOver int64
 	var failovers []string
-	for done := false; !done; {
-		select {
-		case err := <-ended:
-			if err != nil {
-				t.Fatalf("quota watch after %v (%v): %v", time.Since(start).Round(time.Second), failovers, err)
-			}
-			done = true
-			continue
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-		v, err := e.tmp.Client.QueryWorkflow(ctx, wf.GetID(), "", workflows.QueryStatus)
-		var cur workflows.QuotaWatchState
-		if err != nil || v.Get(&cur) != nil || cur.SamplesTaken <= failedOver || cur.SamplesTaken >= samples {
-			continue
-		}
+	for i := 2; i <= samples; i++ {
+		name := fmt.Sprintf("sample-%d", i)
+		e.hooks.WaitHeld(ctx, name, peertest.WorkflowEnded(ctx, e.tmp.Client, wf.GetID()))
 		hs, err := e.s.Failover(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a, _ := hs.Active()
-		failedOver = cur.SamplesTaken
-		failovers = append(failovers, fmt.Sprintf("after sample %d at %v: %s active", cur.SamplesTaken, time.Since(start).Round(time.Second), a.ID))
+		failovers = append(failovers, fmt.Sprintf("before sample %d at %v: %s active", i, time.Since(start).Round(time.Second), a.ID))
+		e.hooks.Release(name)
+	}
+	if err := wf.Get(ctx, &st); err != nil {
+		t.Fatalf("quota watch after %v (%v): %v", time.Since(start).Round(time.Second), failovers, err)
 	}
 	took := time.Since(start)
 	if st.SamplesTaken != samples || len(st.Tenants) != 1 || len(st.Tenants[0].Samples) != samples || st.LastError != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -162,20 +163,19 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 
 	// 1. The 1.20 job into its 2.3 build on the 2.3 drill cluster; the
 	// worker is killed while the copy runs there.
+	// The copy's health gate holds in its soak: the copy runs there.
+	d.hooks.Arm(faulthook.Hold{Name: "copy", Activity: "AwaitHealthy", At: faulthook.Heartbeat, Detail: "soak",
+		Workflow: "to-2-3-" + sfx, Hit: 1})
 	run := start("to-2-3-"+sfx, ca.ClusterID+"/"+a1, workflows.UpgradeRecipe{Jar: c23.SampleJobJar}, true, "2.3")
+	d.hooks.WaitHeld(ctx, "copy", peertest.WorkflowEnded(ctx, tmp.Client, run.GetID()))
 	drillFC := peertest.FlinkClient(t, drill23.RESTURL)
-	d.waitFor(ctx, 3*time.Minute, "the rehearsal's copy running on the 2.3 drill cluster", func() (bool, string) {
-		jobs, err := drillFC.ListJobs(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, j := range jobs {
-			if j.Name == "drill-"+a1 && j.State == flink.JobRunning {
-				return true, ""
-			}
-		}
-		return false, "not running yet"
-	})
+	copies, err := drillFC.ListJobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(copies, func(j flink.JobOverview) bool { return j.Name == "drill-"+a1 && j.State == flink.JobRunning }) {
+		t.Fatalf("the rehearsal's gate holds in its soak, yet no copy drill-%s runs on the 2.3 drill cluster: %+v", a1, copies)
+	}
 	// While the copy restores, the rehearsal holds its savepoint: cleanup
 	// reads that from Temporal and keeps it.
 	child := workflows.JobRehearsalWorkflowID(workflows.UpgradeCheckWorkflowID("to-2-3-"+sfx), 1)

@@ -20,6 +20,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -189,7 +190,10 @@ func jobUserConfig(t *testing.T, ctx context.Context, restURL, jobID string) str
 // TestJobUpgradeSurvivesWorkerKills kills the worker without warning in
 // each step of an upgrade, starting it again each time: during the stop,
 // the start and the health gate of an upgrade that commits, and during the
-// rollback of one whose new version fails. Both runs complete; each job
+// rollback of one whose new version fails. A fault hook holds each step
+// where the kill lands: the stop with its savepoint in progress, the new
+// version submitted to Flink without the upgrade knowing, the gate in its
+// soak, the previous version submitted again in the rollback. Both runs complete; each job
 // was stopped once (one upgrade savepoint) and runs exactly one version.
 func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 	t.Parallel()
@@ -216,18 +220,20 @@ func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 		}
 		return run
 	}
-	killWhen := func(run client.WorkflowRun, what string, cond func(workflows.UpgradeState) bool) {
+	// killHeld kills the worker once it holds at the hook name, with the
+	// upgrade in phase, and returns the upgrade's state there.
+	killHeld := func(run client.WorkflowRun, name, phase string) workflows.UpgradeState {
 		t.Helper()
-		d.waitFor(ctx, 5*time.Minute, what, func() (bool, string) {
-			var st workflows.UpgradeState
-			v, err := tmp.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryUpgradeStatus)
-			if err != nil || v.Get(&st) != nil {
-				return false, stringOr(err, "no status")
-			}
-			return cond(st), st.Phase
-		})
+		held := d.hooks.WaitHeld(ctx, name, peertest.WorkflowEnded(ctx, tmp.Client, run.GetID()))
+		var st workflows.UpgradeState
+		v, err := tmp.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryUpgradeStatus)
+		if err != nil || v.Get(&st) != nil || st.Phase != phase {
+			t.Fatalf("held %s of %s with the upgrade in phase %q (%v); want %s", held.Activity, held.WorkflowID, st.Phase, err, phase)
+		}
 		w.Kill()
+		t.Logf("killed the worker while it held %s of %s at its %s, the upgrade in phase %s", held.Activity, held.WorkflowID, held.At, phase)
 		w.Start()
+		return st
 	}
 	// versions lists the jobs of name on the cluster that are not over, and
 	// counts the upgrade savepoints taken of the original job.
@@ -258,15 +264,17 @@ func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 	// An upgrade that commits, with a kill in its stop, start and gate.
 	_, commitID := d.start(ctx, ca, commit, ckpts, "", "", nil)
 	d.checkpointed(ctx, fc, commitID, 1)
-	run := upgrade(commit, 20*time.Second, "--value-bytes", "300")
-	killWhen(run, "the stop", func(st workflows.UpgradeState) bool { return st.Phase == workflows.UpgradePhaseStop })
-	killWhen(run, "the start", func(st workflows.UpgradeState) bool { return st.Phase == workflows.UpgradePhaseStart })
-	var newID string
-	killWhen(run, "the gate: the new version running", func(st workflows.UpgradeState) bool {
-		newID = st.NewJobID
-		s, err := fc.JobState(ctx, st.NewJobID)
-		return st.Phase == workflows.UpgradePhaseStart && err == nil && s == flink.JobRunning
-	})
+	d.hooks.Arm(faulthook.Hold{Name: "stop", Activity: "StopWithSavepoint", At: faulthook.Heartbeat, Detail: "savepoint in progress",
+		Workflow: commit, Hit: 1})
+	d.hooks.Arm(faulthook.Hold{Name: "start", Activity: "RestartJob", At: faulthook.Done, Workflow: commit, Hit: 1})
+	d.hooks.Arm(faulthook.Hold{Name: "gate", Activity: "AwaitHealthy", At: faulthook.Heartbeat, Detail: "soak", Workflow: commit, Hit: 1})
+	run := upgrade(commit, 5*time.Second, "--value-bytes", "300")
+	killHeld(run, "stop", workflows.UpgradePhaseStop)
+	killHeld(run, "start", workflows.UpgradePhaseStart)
+	newID := killHeld(run, "gate", workflows.UpgradePhaseStart).NewJobID
+	if s, err := fc.JobState(ctx, newID); err != nil || s != flink.JobRunning {
+		t.Fatalf("the gate held in its soak with the new version %s %s (%v); want it running", newID, s, err)
+	}
 	var st workflows.UpgradeState
 	if err := run.Get(ctx, &st); err != nil {
 		t.Fatalf("upgrade of %s: %v\nworker log:\n%s", commit, err, w.Tail())
@@ -280,8 +288,9 @@ func TestJobUpgradeSurvivesWorkerKills(t *testing.T) {
 	// An upgrade that rolls back, with a kill in the rollback.
 	_, failingID := d.start(ctx, ca, failing, ckpts, "", "", nil)
 	d.checkpointed(ctx, fc, failingID, 1)
+	d.hooks.Arm(faulthook.Hold{Name: "rollback", Activity: "RestartJob", At: faulthook.Done, Workflow: failing + "/rollback", Hit: 1})
 	run = upgrade(failing, 3*time.Second, "--fail-on-restore")
-	killWhen(run, "the rollback", func(st workflows.UpgradeState) bool { return st.Phase == workflows.UpgradePhaseRollback })
+	killHeld(run, "rollback", workflows.UpgradePhaseRollback)
 	st = rolledBack(t, run.Get(ctx, &st))
 	running, savepoints = versions(failing, failingID)
 	if len(running) != 1 || running[0] != st.Rollback.JobID || savepoints != 1 {

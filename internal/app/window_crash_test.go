@@ -14,6 +14,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
@@ -22,7 +23,10 @@ import (
 
 // TestMaintenanceWindowSurvivesWorkerKills runs a window through the real
 // worker binary and kills it with SIGKILL once during savepoint-all and
-// once during the staged restart. The window still completes; every job is
+// once during the staged restart, each time where a fault hook holds it:
+// the second job's stop in flight (Flink reports its savepoint in
+// progress), and the second job's restart submitted to Flink without the
+// window knowing. The window still completes; every job is
 // stopped exactly once (one savepoint each), and every job ends RUNNING
 // once, restored from its recorded savepoint: none stopped twice, none
 // left down, none started twice.
@@ -44,8 +48,12 @@ func TestMaintenanceWindowSurvivesWorkerKills(t *testing.T) {
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = peertest.WriteInventory(t, fl.static)
 	cfgPath := peertest.WriteWorkerConfig(t, cfg)
-	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log"))
+	hooks := faulthook.New(t)
+	w := workerproc.New(t, bin, cfgPath, filepath.Join(dir, "worker.log")).WithHooks(hooks)
 	w.Start()
+	hooks.Arm(faulthook.Hold{Name: "stop", Activity: "StopWithSavepoint", At: faulthook.Heartbeat, Detail: "savepoint in progress",
+		PerExecution: true, Hit: 2})
+	hooks.Arm(faulthook.Hold{Name: "restart", Activity: "RestartJob", At: faulthook.Done, Hit: 2})
 
 	in := workflows.WindowInput{
 		WindowID: "crash-" + suffix, Reason: "crash-safety test",
@@ -67,15 +75,21 @@ func TestMaintenanceWindowSurvivesWorkerKills(t *testing.T) {
 	}
 
 	// Kill during savepoint-all: one savepoint done, another in flight.
-	peertest.WaitForWindow(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.SavepointState }))
-	w.Kill()
-	w.Start()
-
-	// Kill during the staged restart: the canary healthy, the next job in
-	// flight.
-	peertest.WaitForWindow(t, ctx, tmp.Client, run, oneDoneOneRunning(func(j workflows.JobProgress) string { return j.RestartState }))
-	w.Kill()
-	w.Start()
+	killHeld := func(name string, step func(workflows.JobProgress) string) {
+		t.Helper()
+		held := hooks.WaitHeld(ctx, name, peertest.WorkflowEnded(ctx, tmp.Client, run.GetID()))
+		st := peertest.WaitForWindow(t, ctx, tmp.Client, run, func(workflows.WindowState) bool { return true })
+		if !oneDoneOneRunning(step)(st) {
+			t.Fatalf("held %s of %s, but the window does not show one job done and one in flight: %+v", held.Activity, held.WorkflowID, st.Jobs)
+		}
+		w.Kill()
+		t.Logf("killed the worker while it held %s of %s at its %s", held.Activity, held.WorkflowID, held.At)
+		w.Start()
+	}
+	killHeld("stop", func(j workflows.JobProgress) string { return j.SavepointState })
+	// Kill during the staged restart: the canary healthy, the next job
+	// started in Flink and the window not told.
+	killHeld("restart", func(j workflows.JobProgress) string { return j.RestartState })
 
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {

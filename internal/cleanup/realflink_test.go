@@ -196,6 +196,48 @@ func (e *realEnv) savepoint(ctx context.Context, jobID, dir string) string {
 	return strings.TrimSuffix(loc, "/")
 }
 
+// retainedCheckpoints is execution.checkpointing.num-retained of the
+// sandbox clusters (sandbox/java/run.sh).
+const retainedCheckpoints = 3
+
+// waitRetainedOnly waits until the checkpoint dir of a cancelled job holds
+// no chk-N but those Flink retains: the retainedCheckpoints latest
+// completed checkpoints of stats (savepoints are not among them).
+func (e *realEnv) waitRetainedOnly(ctx context.Context, jobDir string, stats flink.CheckpointingStatistics) {
+	e.t.Helper()
+	var completed []int64
+	for _, c := range stats.History {
+		if c.Status == "COMPLETED" && !c.IsSavepoint {
+			completed = append(completed, c.ID)
+		}
+	}
+	sort.Slice(completed, func(i, j int) bool { return completed[i] > completed[j] })
+	retained := map[string]bool{}
+	for _, id := range completed[:min(retainedCheckpoints, len(completed))] {
+		retained[fmt.Sprintf("chk-%d", id)] = true
+	}
+	dir := strings.TrimPrefix(jobDir, e.nnURI)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		entries, err := e.raw.ReadDir(dir)
+		var extra []string
+		for _, fi := range entries {
+			if strings.HasPrefix(fi.Name(), "chk-") && !retained[fi.Name()] {
+				extra = append(extra, fi.Name())
+			}
+		}
+		if err == nil && len(extra) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			e.t.Fatalf("%s still holds %v (%v) besides the checkpoints Flink retains %v", dir, extra, err, retained)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // age sets the modification time of p and everything below it.
 func (e *realEnv) age(p string, when time.Time) {
 	e.t.Helper()
@@ -305,6 +347,10 @@ func testRealSandboxCleanup(t *testing.T, line string) {
 	}
 	latestA := strings.TrimSuffix(statsA.Latest.Completed.ExternalPath, "/")
 	jobADir := ckptRoot + "/" + jobA
+	// Flink discards the subsumed and the aborted checkpoints of a
+	// cancelled job in the background: age A once they are gone, or a
+	// discard racing the aging removes what it walks and touches the dir.
+	e.waitRetainedOnly(ctx, jobADir, statsA)
 
 	// Age A, the two oldest savepoints, and add garbage of every kind.
 	e.age(jobADir, longAgo)

@@ -235,65 +235,90 @@ func TestSecureHDFSQuotaMatchesShell(t *testing.T) {
 // client writes, lists and reads: first administratively (the active one
 // becomes standby: StandbyException), then by stopping the active one
 // (connection refused, a connection cut mid-call). Every call succeeds and
-// every file is there exactly once with its content.
+// every file is there exactly once with its content. The writer keeps
+// writing through each failover and writes a third of its files after
+// each; the stop lands between two pages of a listing.
 func TestSecureHDFSFailoverDuringWork(t *testing.T) {
 	sandbox.RequireSecureStorage(t).HoldFailovers(t)
 	r := newSecureHDFS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	const files = 120
-	progress := make(chan int, files)
+	// Each phase writes at least step files; the phase ends once the
+	// failover begun at its start is done.
+	const step = 40
 	var (
-		wg     sync.WaitGroup
-		workEr error
+		written    atomic.Int64
+		failedOver = make(chan struct{}, 2)
+		reached    = make(chan int64, 2)
+		wg         sync.WaitGroup
+		workEr     error
 	)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer close(progress)
-		for i := range files {
-			p := fmt.Sprintf("%s/f%03d", r.dir, i)
+		defer close(reached)
+		write := func() bool {
+			i := written.Load()
+			p := fmt.Sprintf("%s/f%04d", r.dir, i)
 			if err := r.fs.WriteFile(ctx, p, []byte(p)); err != nil {
 				workEr = fmt.Errorf("write %d: %w", i, err)
-				return
+				return false
 			}
 			if _, err := r.fs.Stat(ctx, p); err != nil {
 				workEr = fmt.Errorf("stat %d: %w", i, err)
+				return false
+			}
+			written.Add(1)
+			return true
+		}
+		for phase := range 3 {
+			for n := 0; n < step; n++ {
+				if !write() {
+					return
+				}
+			}
+			if phase == 2 {
 				return
 			}
-			progress <- i
+			// Ask for a failover, and write on until it is done.
+			reached <- written.Load()
+			for done := false; !done; {
+				select {
+				case <-failedOver:
+					done = true
+				default:
+					if !write() {
+						return
+					}
+				}
+			}
 		}
 	}()
-	// Fail over once a third of the files are written, and again at two
-	// thirds: the writer is mid-run both times.
 	var failovers []string
-	for i := range progress {
-		switch i {
-		case files / 3:
-			st, err := r.s.Failover(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, _ := st.Active()
-			failovers = append(failovers, fmt.Sprintf("standby failover at file %d, now %s active", i, a.ID))
-		case 2 * files / 3:
-			st, err := r.s.Failover(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, _ := st.Active()
-			failovers = append(failovers, fmt.Sprintf("standby failover at file %d, now %s active", i, a.ID))
+	for at := range reached {
+		st, err := r.s.Failover(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
+		a, _ := st.Active()
+		failovers = append(failovers, fmt.Sprintf("standby failover at file %d, done at file %d, now %s active", at, written.Load(), a.ID))
+		failedOver <- struct{}{}
 	}
 	wg.Wait()
 	if workEr != nil {
 		t.Fatalf("during failover: %v (failovers: %v)", workEr, failovers)
 	}
+	if len(failovers) != 2 {
+		t.Fatalf("failovers %v; want 2 while the writer writes", failovers)
+	}
 	t.Log(strings.Join(failovers, "; "))
+	files := int(written.Load())
 
-	// Now the active NameNode dies while a client lists and reads.
-	readAll := func() map[string]string {
+	// Now the active NameNode dies while a client lists and reads: after
+	// the first page, before the next.
+	readAll := func(between func()) map[string]string {
 		seen := map[string]string{}
+		pages := 0
 		err := r.fs.List(ctx, r.dir, 7, func(batch []storage.FileInfo) error {
 			for _, fi := range batch {
 				if _, dup := seen[fi.Name]; dup {
@@ -305,6 +330,9 @@ func TestSecureHDFSFailoverDuringWork(t *testing.T) {
 				}
 				seen[fi.Name] = string(data)
 			}
+			if pages++; pages == 1 && between != nil {
+				between()
+			}
 			return nil
 		})
 		if err != nil {
@@ -312,32 +340,28 @@ func TestSecureHDFSFailoverDuringWork(t *testing.T) {
 		}
 		return seen
 	}
-	stopped := make(chan sandbox.HAState, 1)
-	var stopErr error
-	go func() {
+	var stopped sandbox.HAState
+	seen := readAll(func() {
 		st, err := r.s.FailoverStop(ctx)
-		stopErr = err
-		stopped <- st
-	}()
-	seen := readAll()
-	st := <-stopped
-	if stopErr != nil {
-		t.Fatal(stopErr)
-	}
-	seen2 := readAll() // certainly after the stop
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped = st
+	})
+	seen2 := readAll(nil) // wholly after the stop
 	for _, s := range []map[string]string{seen, seen2} {
 		if len(s) != files {
 			t.Fatalf("listed %d files; want %d", len(s), files)
 		}
 		for i := range files {
-			name := fmt.Sprintf("f%03d", i)
+			name := fmt.Sprintf("f%04d", i)
 			if s[name] != r.dir+"/"+name {
 				t.Fatalf("%s holds %q; want its own path", name, s[name])
 			}
 		}
 	}
 	if _, err := r.s.RestartStopped(ctx); err != nil {
-		t.Fatalf("restart the NameNode stopped at %+v: %v", st, err)
+		t.Fatalf("restart the NameNode stopped at %+v: %v", stopped, err)
 	}
 }
 

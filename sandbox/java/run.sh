@@ -21,11 +21,11 @@
 #                                         jobs recover from ZooKeeper HA
 #   sandbox/java/run.sh failover-down     stop it (down stops it too)
 #
-#   sandbox/java/run.sh secure-flink-up    start a fresh Flink 1.20 session cluster on the secure
+#   sandbox/java/run.sh secure-flink-up    start or reuse a Flink 1.20 session cluster on the secure
 #                                          HDFS (tenant team-a under hdfs://ns1, logged in from the
-#                                          flink principal's keytab, a new HA cluster-id each time,
+#                                          flink principal's keytab, a new HA cluster-id each start,
 #                                          the sandbox ZooKeeper), write secure-flink.json; needs up
-#                                          and secure-up
+#                                          and secure-up; one started before them is started again
 #   sandbox/java/run.sh secure-flink-down  stop it (down and secure-down stop it too)
 #
 #   sandbox/java/run.sh drill2-up      start or reuse a Flink 2.3 session cluster that belongs to no
@@ -40,6 +40,8 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+# shellcheck source=scripts/cache.sh
+source "$REPO/scripts/cache.sh"
 STATE="${FLINKMAINT_SANDBOX_DIR:-$REPO/var/sandbox}"
 JAVA_STATE="$STATE/java"
 LOGS="$STATE/logs"
@@ -68,8 +70,9 @@ STORAGE_MAIN="io.github.flinkmaint.sandbox.peers.StoragePeers"
 SECURE_MAIN="io.github.flinkmaint.sandbox.peers.SecureStoragePeers"
 SECURE_DIR="$STATE/secure"
 SECURE_JSON="$STATE/secure.json"
-# Kerberos ticket lifetime of the secure sandbox: short, so that tests outlive tickets.
-SECURE_TICKET_LIFETIME="${FLINKMAINT_SECURE_TICKET_LIFETIME:-120}"
+# Kerberos ticket lifetime of the secure sandbox: the shortest it takes (60 s), so that
+# the tests that outlive tickets wait as little as they can.
+SECURE_TICKET_LIFETIME="${FLINKMAINT_SECURE_TICKET_LIFETIME:-60}"
 SECURE_RPC_PROTECTION="${FLINKMAINT_SECURE_RPC_PROTECTION:-privacy}"
 SECURE_DATA_PROTECTION="${FLINKMAINT_SECURE_DATA_TRANSFER_PROTECTION:-authentication}"
 CLUSTER_MAIN="io.github.flinkmaint.sandbox.peers.FlinkSessionCluster"
@@ -160,6 +163,25 @@ source_digest() {
         | LC_ALL=C sort | xargs -d '\n' sha256sum | sha256sum | cut -d' ' -f1)
 }
 
+# What the build leaves that the sandbox runs: the jars and the runtime classpaths (the jars in
+# the local Maven repository they name). Kept in the tools cache (scripts/cache.sh) under a key
+# of the sources, the JDK, Maven and that repository, so another clone copies them.
+BUILD_OUTPUTS=(peers/target/peers-0.1.0.jar peers/target/runtime-classpath.txt sample-job/target/sample-job-0.1.0.jar
+    peers-flink2/target/peers-flink2-0.1.0.jar peers-flink2/target/runtime-classpath.txt
+    sample-job-flink2/target/sample-job-flink2-0.1.0.jar)
+
+# classpaths_whole: every jar the runtime classpaths name exists (the local repository may have
+# been emptied since the cache entry was made).
+classpaths_whole() {
+    local f entry
+    for f in "$HERE/peers/target/runtime-classpath.txt" "$HERE/peers-flink2/target/runtime-classpath.txt"; do
+        [[ -s "$f" ]] || return 1
+        while IFS= read -r -d: entry; do
+            [[ -z "$entry" || -e "$entry" ]] || return 1
+        done < <(tr -d '\n' <"$f"; printf ':')
+    done
+}
+
 cmd_build() {
     take_lock
     mkdir -p "$JAVA_STATE" "$LOGS"
@@ -172,20 +194,26 @@ cmd_build() {
     local flink_version flink2_version
     flink_version="$(sed -n 's:.*<flink.version>\(.*\)</flink.version>.*:\1:p' "$HERE/pom.xml" | head -1)"
     flink2_version="$(sed -n 's:.*<flink2.version>\(.*\)</flink2.version>.*:\1:p' "$HERE/pom.xml" | head -1)"
-    if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink_version" ]]; then
-        log "first run downloads ~230 MB of Maven artifacts (Flink $flink_version, Hadoop, RocksDB), takes a few minutes"
-    fi
-    if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink2_version" ]]; then
-        log "downloading Flink $flink2_version (RocksDB, ForSt) for the 2.x clusters, ~200 MB more"
-    fi
-    log "building (mvn package), log: $LOGS/maven-build.log"
-    local start=$SECONDS digest
+    local start=$SECONDS digest key
     digest="$(source_digest)"
-    local repo_opt=()
-    [[ -n "${MAVEN_REPO_LOCAL:-}" ]] && repo_opt=("-Dmaven.repo.local=$MAVEN_REPO_LOCAL")
-    if ! (cd "$HERE" && mvn -B -ntp "${repo_opt[@]}" package -DskipTests >"$LOGS/maven-build.log" 2>&1); then
-        tail -40 "$LOGS/maven-build.log" >&2
-        die "maven build failed, see $LOGS/maven-build.log"
+    key="$(cache_key maven-sandbox "$digest" "$m2" "$("$JAVA_BIN" -version 2>&1 | head -1)" "$(mvn -v 2>/dev/null | head -1)")"
+    if cache_get maven-sandbox "$key" "$HERE" "${BUILD_OUTPUTS[@]}" && classpaths_whole; then
+        log "jars and classpaths from the tools cache ($(cache_entry maven-sandbox "$key"))"
+    else
+        if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink_version" ]]; then
+            log "first run downloads ~230 MB of Maven artifacts (Flink $flink_version, Hadoop, RocksDB), takes a few minutes"
+        fi
+        if [[ ! -d "$m2/org/apache/flink/flink-runtime/$flink2_version" ]]; then
+            log "downloading Flink $flink2_version (RocksDB, ForSt) for the 2.x clusters, ~200 MB more"
+        fi
+        log "building (mvn package), log: $LOGS/maven-build.log"
+        local repo_opt=()
+        [[ -n "${MAVEN_REPO_LOCAL:-}" ]] && repo_opt=("-Dmaven.repo.local=$MAVEN_REPO_LOCAL")
+        if ! (cd "$HERE" && mvn -B -ntp "${repo_opt[@]}" package -DskipTests >"$LOGS/maven-build.log" 2>&1); then
+            tail -40 "$LOGS/maven-build.log" >&2
+            die "maven build failed, see $LOGS/maven-build.log"
+        fi
+        cache_put maven-sandbox "$key" "$HERE" "${BUILD_OUTPUTS[@]}"
     fi
     local peers_jar="$HERE/peers/target/peers-0.1.0.jar"
     local sample_jar="$HERE/sample-job/target/sample-job-0.1.0.jar"
@@ -204,7 +232,7 @@ SAMPLE_JAR_2=$sample2_jar
 PEERS_JAR_2=$peers2_jar
 EOF
     echo "$digest" >"$BUILD_STAMP"
-    log "built in $((SECONDS - start)) s; classpath: $CLASSPATH_FILE"
+    log "ready in $((SECONDS - start)) s; classpath: $CLASSPATH_FILE"
 }
 
 # ---------------------------------------------------------------- processes
@@ -832,15 +860,29 @@ cmd_drill2_status() {
 
 # ---------------------------------------------------------------- secure Flink cluster (opt-in)
 
+# secure_flink_reusable: the secure Flink cluster runs, answers, and was started after the
+# storage and secure storage JVMs that run now (its ZooKeeper, its HDFS and its KDC).
+secure_flink_reusable() {
+    local pid_file="$JAVA_STATE/$SECURE_FLINK.pid"
+    [[ -n "$(peer_pid "$SECURE_FLINK")" && -f "$JAVA_STATE/$SECURE_FLINK.ready" && -f "$SECURE_FLINK_JSON" ]] || return 1
+    [[ "$pid_file" -nt "$JAVA_STATE/storage.pid" && "$pid_file" -nt "$JAVA_STATE/secure-storage.pid" ]] || return 1
+    rest_answers "$(env_value "$JAVA_STATE/$SECURE_FLINK.ready" REST_URL)"
+}
+
 cmd_secure_flink_up() {
     local start=$SECONDS r="$JAVA_STATE/secure-storage.ready" dir="$JAVA_STATE/$SECURE_FLINK" ha_id root
     take_lock
     storage_healthy || die "storage peers do not run (the cluster's ZooKeeper): run '$0 up' first"
     secure_healthy || die "secure storage peers do not run: run '$0 secure-up' first"
+    if secure_flink_reusable; then
+        log "reusing $SECURE_FLINK (pid $(peer_pid "$SECURE_FLINK")), started on the running storage peers"
+        cmd_secure_flink_status
+        return 0
+    fi
     stop_peer "$SECURE_FLINK"
     rm -f "$SECURE_FLINK_JSON"
     mkdir -p "$dir"
-    # Fresh every time: the HA data of an earlier start may name files of an earlier secure HDFS.
+    # Fresh on every start: the HA data of an earlier start may name files of an earlier secure HDFS.
     rm -f "$dir/rest-port"
     ha_id="secure-flink-$(date +%s)-$RANDOM"
     root="hdfs://$(env_value "$r" NAMESERVICE)/user/app/$SECURE_FLINK_TENANT"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
@@ -20,6 +21,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -37,7 +39,10 @@ const failoverJobs = 3
 // port and recovers from ZooKeeper the jobs it still holds; it no longer
 // knows the finished one, whose savepoint the window finds in the target
 // directory. The window goes on: every job ends it RUNNING once, restored
-// from the savepoint the manifest names; none was stopped twice.
+// from the savepoint the manifest names; none was stopped twice. A fault
+// hook holds the first stop activity once Flink reports its savepoint in
+// progress, so the window cannot learn of the stop until the test has
+// killed and restarted the JobManager and released it.
 func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 	peers := sandbox.RequirePeers(t)
 	fc := sandbox.StartFailoverCluster(t)
@@ -71,13 +76,11 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 	cfg.Inventory.StaticFile = peertest.WriteInventory(t, static)
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = testRoot+"/trash", testRoot+"/plans"
 	acts := peertest.NewActivities(t, cfg, "failover-e2e")
-	// The stop activity looks at its operation every 5 s: once Flink has
-	// finished a job, the window learns it seconds later, and the kill
-	// lands in between.
-	acts.PollInterval = 5 * time.Second
-	acts.OperationPollMin = acts.PollInterval
+	hooks := faulthook.New(t)
+	hooks.Arm(faulthook.Hold{Name: "stop", Activity: "StopWithSavepoint", At: faulthook.Heartbeat, Detail: "savepoint in progress",
+		PerExecution: true, Hit: 1})
 	const queue = "failover-e2e"
-	w := worker.New(tmp.Client, queue, worker.Options{})
+	w := worker.New(tmp.Client, queue, worker.Options{Interceptors: []interceptor.WorkerInterceptor{faulthook.Interceptor(hooks.Dir())}})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -101,10 +104,14 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Kill once Flink has finished one job's stop-with-savepoint and removed
-	// its JobGraph from HA, while the window still waits for that stop and
-	// the other jobs still run.
+	// Kill once Flink has finished the held job's stop-with-savepoint and
+	// removed its JobGraph from HA, while the window still waits for that
+	// stop (its activity held) and the other jobs still run.
+	held := hooks.WaitHeld(ctx, "stop", peertest.WorkflowEnded(ctx, tmp.Client, run.GetID()))
 	first := waitForStopInFlight(t, ctx, tmp.Client, run, flinkAPI, jobs, haJobGraphsBelow(t, peers, fc, failoverJobs))
+	if want := workflows.JobSavepointWorkflowID(in.WindowID, first, 1); held.WorkflowID != want {
+		t.Fatalf("the stop of %s finished while %s held; want %s held", first, held.WorkflowID, want)
+	}
 	if err := fc.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +120,28 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("restarted the cluster as pid %d on %s", fc.PID, fc.RESTURL)
+	// The window goes on once the new JobManager runs the jobs it
+	// recovered: a stop asked of a job it still initializes is refused
+	// (Flink 1.20: "Unable to get JobMasterGateway for initializing job"),
+	// and this test is about the stop that finished before the crash.
+	peertest.WaitFor(t, ctx, 3*time.Minute, "the recovered jobs running on the restarted JobManager", func() (bool, string) {
+		overview, err := flinkAPI.ListJobs(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		var states []string
+		for _, o := range overview {
+			if _, ours := jobs.names[o.ID]; ours {
+				states = append(states, o.Name+" "+string(o.State))
+				if o.State == flink.JobRunning {
+					running++
+				}
+			}
+		}
+		return running == failoverJobs-1, strings.Join(states, ", ")
+	})
+	hooks.Release("stop")
 
 	st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
 	for _, j := range st.Jobs {
@@ -202,15 +231,15 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 // waitForStopInFlight waits until one of the jobs is FINISHED in Flink
 // (its stop-with-savepoint done) and, when settled is set, until settled
 // holds too, while the window still reports that job's savepoint step
-// running and no other job has stopped; it returns the job's key.
+// running (its stop activity is held) and no other job has stopped; it
+// returns the job's key.
 func waitForStopInFlight(t *testing.T, ctx context.Context, c client.Client, run client.WorkflowRun, api *flink.Client, jobs submitted, settled func() bool) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
 	finished := ""
-	for finished == "" && time.Now().Before(deadline) && ctx.Err() == nil {
+	peertest.WaitFor(t, ctx, 5*time.Minute, "a job stopped with a savepoint", func() (bool, string) {
 		overview, err := api.ListJobs(ctx)
 		if err != nil {
-			t.Fatalf("list jobs: %v", err)
+			return false, err.Error()
 		}
 		running := 0
 		for _, o := range overview {
@@ -226,24 +255,18 @@ func waitForStopInFlight(t *testing.T, ctx context.Context, c client.Client, run
 		if finished != "" && running != failoverJobs-1 {
 			t.Fatalf("%s finished but only %d other jobs run: the stops did not go one at a time", finished, running)
 		}
-		if finished == "" {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if finished == "" {
-		t.Fatal("no job stopped with a savepoint within 5 minutes")
-	}
-	// The stop activity looks again within its poll interval (5 s).
-	for until := time.Now().Add(3 * time.Second); settled != nil && !settled(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(until) {
-			t.Fatalf("%s finished, but Flink did not clean it up from HA within 3 s", finished)
-		}
+		return finished != "", "no job FINISHED yet"
+	})
+	if settled != nil {
+		peertest.WaitFor(t, ctx, 3*time.Minute, finished+" cleaned up from HA", func() (bool, string) {
+			return settled(), "its JobGraph is still in HA storage"
+		})
 	}
 	st := queryState(t, ctx, c, run)
 	for _, j := range st.Jobs {
 		if j.Target.JobName == finished {
 			if j.SavepointState != workflows.StepRunning {
-				t.Fatalf("the window learned of %s's stop (%s) before the kill; its stop activity polls too often", finished, j.SavepointState)
+				t.Fatalf("the window learned of %s's stop (%s) while its stop activity was held", finished, j.SavepointState)
 			}
 			return j.Target.Key
 		}

@@ -212,7 +212,7 @@ func (b *governanceBench) run(n int, mode string, files int) (*workflows.Governa
 	cfg.Storage.WritableRoots = []string{b.root}
 	cfg.Inventory.StaticFile = b.invPath
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = b.root+"/trash", b.root+"/plans"
-	fleet := startWorkers(t, peertest.WorkerConfigYAML(t, cfg), n)
+	fleet := startWorkers(t, peertest.WorkerConfigYAML(t, cfg), n, nil)
 	in := workflows.GovernanceInput{RunID: runID, Reason: "governance bench", Mode: mode,
 		Scope:       activities.Scope{Tenants: []string{"bench"}},
 		GatherParts: max(n, 2), ExecuteParallelism: 2 * n}

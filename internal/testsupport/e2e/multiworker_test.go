@@ -22,6 +22,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/workerproc"
@@ -36,14 +37,16 @@ const fleetWorkers = 3
 type workerFleet []*workerproc.Process
 
 // startWorkerFleet writes config (the worker's YAML) and starts
-// fleetWorkers processes with it, each with its own log.
-func startWorkerFleet(t *testing.T, config string) workerFleet {
+// fleetWorkers processes with it, each with its own log, all holding
+// activities where hooks say.
+func startWorkerFleet(t *testing.T, config string, hooks *faulthook.Hooks) workerFleet {
 	t.Helper()
-	return startWorkers(t, config, fleetWorkers)
+	return startWorkers(t, config, fleetWorkers, hooks)
 }
 
-// startWorkers starts n worker processes with config.
-func startWorkers(t *testing.T, config string, n int) workerFleet {
+// startWorkers starts n worker processes with config and, when hooks is
+// set, its fault hooks.
+func startWorkers(t *testing.T, config string, n int, hooks *faulthook.Hooks) workerFleet {
 	t.Helper()
 	bin := workerproc.Build(t)
 	dir := t.TempDir()
@@ -54,20 +57,13 @@ func startWorkers(t *testing.T, config string, n int) workerFleet {
 	var f workerFleet
 	for i := range n {
 		p := workerproc.New(t, bin, path, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
+		if hooks != nil {
+			p.WithHooks(hooks)
+		}
 		p.Start()
 		f = append(f, p)
 	}
 	return f
-}
-
-// byIdentity returns the fleet's process with the given Temporal identity.
-func (f workerFleet) byIdentity(id string) *workerproc.Process {
-	for _, p := range f {
-		if p.Identity() == id {
-			return p
-		}
-	}
-	return nil
 }
 
 func (f workerFleet) tails() string {
@@ -78,38 +74,21 @@ func (f workerFleet) tails() string {
 	return b.String()
 }
 
-// killWhileRunning waits until workflow wfID has a started activity of
-// type activityType that ran on one of the fleet's workers and, when ready
-// is set, ready holds; it then kills that worker with SIGKILL and returns
-// it.
-func (f workerFleet) killWhileRunning(t *testing.T, ctx context.Context, c client.Client, wfID func() string, activityType string, ready func() bool) *workerproc.Process {
+// killHolder waits until an activity of the fleet holds at the hook name
+// (failing when the case is not reached: over says why), kills the worker
+// holding it with SIGKILL and returns it and where it held.
+func (f workerFleet) killHolder(t *testing.T, ctx context.Context, hooks *faulthook.Hooks, name string, over func() string) (*workerproc.Process, faulthook.Held) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		id := wfID()
-		if id == "" {
-			time.Sleep(50 * time.Millisecond)
-			continue
+	held := hooks.WaitHeld(ctx, name, over)
+	for _, p := range f {
+		if p.PID() == held.PID {
+			p.Kill()
+			t.Logf("killed worker %s with SIGKILL while it held %s of %s at its %s (%s)", p.Identity(), held.Activity, held.WorkflowID, held.At, held.Details)
+			return p, held
 		}
-		d, err := c.DescribeWorkflow(ctx, id, "")
-		if err == nil {
-			for _, a := range d.RawResponse.GetPendingActivities() {
-				if a.GetActivityType().GetName() != activityType || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
-					continue
-				}
-				p := f.byIdentity(a.GetLastWorkerIdentity())
-				if p == nil || (ready != nil && !ready()) {
-					continue
-				}
-				p.Kill()
-				t.Logf("killed worker %s with SIGKILL while it ran %s of %s", a.GetLastWorkerIdentity(), activityType, id)
-				return p
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("no %s of the fleet started within 5 minutes\n%s", activityType, f.tails())
-	return nil
+	t.Fatalf("no worker of the fleet has pid %d, which holds %s\n%s", held.PID, name, f.tails())
+	return nil, held
 }
 
 // activityStarts returns the started events of activityType in wfID's
@@ -214,7 +193,8 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 	cfg.Storage.WritableRoots = []string{root}
 	cfg.Inventory.StaticFile = invPath
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = root+"/trash", root+"/plans"
-	fleet := startWorkerFleet(t, peertest.WorkerConfigYAML(t, cfg))
+	hooks := faulthook.New(t)
+	fleet := startWorkerFleet(t, peertest.WorkerConfigYAML(t, cfg), hooks)
 
 	resolver := &storage.Resolver{HDFS: storage.HDFSOptions{User: peers.HDFS.User}}
 	t.Cleanup(func() { _ = resolver.Close() })
@@ -258,6 +238,11 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 	}
 
 	runID := "mw-" + suffix
+	// A shard's execution holds once the run has moved 100 items (its
+	// shard of 250 is one manifest batch: the manifest names the shard's
+	// items as started, none as done), and its worker is killed there.
+	hooks.Arm(faulthook.Hold{Name: "shard", Activity: "ExecuteCleanupPart", At: faulthook.Heartbeat,
+		Workflow: workflows.GovernanceWorkflowID(runID), Hit: 100})
 	wfID, wf := govern(runID, workflows.ModeAuto, 3, 250)
 	audit := root + "/trash/_audit"
 	shards := (items + 249) / 250
@@ -265,16 +250,20 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 		n := 0
 		for i := range shards {
 			recs, _ := cleanup.ReadManifestPart(ctx, fs, audit, runID, cleanup.ShardPart(i))
-			n += len(recs)
+			for _, r := range recs {
+				if r.Outcome == cleanup.OutcomeTrashed {
+					n++
+				}
+			}
 		}
 		return n
 	}
-	// Kill a worker executing a shard once the manifests show items moving.
-	killed := fleet.killWhileRunning(t, ctx, tmp.Client, func() string { return wfID }, "ExecuteCleanupPart", func() bool { return recorded() > 0 })
+	killed, held := fleet.killHolder(t, ctx, hooks, "shard", peertest.WorkflowEnded(ctx, tmp.Client, wfID))
 	killedID := killed.Identity()
 	if n := recorded(); n >= items {
-		t.Fatalf("the execution recorded all %d items before the kill; make it longer", n)
+		t.Fatalf("the manifests record all %d items trashed while a shard was held: the case was not reached", n)
 	}
+	t.Logf("%s held at %s", held.WorkflowID, held.Details)
 
 	var rep workflows.GovernanceReport
 	if err := wf.Get(ctx, &rep); err != nil {
@@ -392,7 +381,11 @@ func TestMaintenanceWindowWithThreeWorkersOneKilled(t *testing.T) {
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = invPath
-	fleet := startWorkerFleet(t, peertest.WorkerConfigYAML(t, cfg))
+	hooks := faulthook.New(t)
+	fleet := startWorkerFleet(t, peertest.WorkerConfigYAML(t, cfg), hooks)
+	// The first stop holds once Flink reports its savepoint in progress;
+	// its worker is killed there.
+	hooks.Arm(faulthook.Hold{Name: "stop", Activity: "StopWithSavepoint", At: faulthook.Heartbeat, Detail: "savepoint in progress", Hit: 1})
 
 	in := workflows.WindowInput{
 		WindowID: "mw-" + suffix, Reason: "multi-worker test",
@@ -411,24 +404,8 @@ func TestMaintenanceWindowWithThreeWorkersOneKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The child workflow of a job whose stop the window reports running.
-	var child string
-	stopping := func() string {
-		v, err := tmp.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus)
-		var st workflows.WindowState
-		if err != nil || v.Get(&st) != nil {
-			return ""
-		}
-		for _, j := range st.Jobs {
-			if j.SavepointState == workflows.StepRunning {
-				child = workflows.JobSavepointWorkflowID(in.WindowID, j.Target.Key, 1)
-				return child
-			}
-		}
-		return ""
-	}
-	killed := fleet.killWhileRunning(t, ctx, tmp.Client, stopping, "StopWithSavepoint", nil)
-	killedID, stopChild := killed.Identity(), child
+	killed, held := fleet.killHolder(t, ctx, hooks, "stop", peertest.WorkflowEnded(ctx, tmp.Client, run.GetID()))
+	killedID, stopChild := killed.Identity(), held.WorkflowID
 
 	var rep workflows.WindowReport
 	if err := run.Get(ctx, &rep); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
@@ -17,6 +18,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -32,7 +34,8 @@ const secureWindowJobs = 3
 // HA data live on the kerberized nameservice ns1, the worker logged in from
 // its keytab. While the window stops the jobs with savepoints, the NameNodes
 // fail over under each stop (the active one is made standby, the other
-// active). Flink writes the savepoints and the worker verifies them and writes the
+// active): a fault hook holds each stop activity once Flink reports its
+// savepoint in progress, until the failover is done. Flink writes the savepoints and the worker verifies them and writes the
 // manifest across the failovers. The window holds at its network gate
 // until both have outlived their first Kerberos tickets, so the restart and
 // the new jobs' checkpoints run on renewed logins. The window completes;
@@ -83,12 +86,13 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 		t.Fatalf("worker config: %v", err)
 	}
 	acts := peertest.NewActivities(t, cfg, "secure-window-e2e")
-	// Each stop stays in flight for at least 3 s, the stop activity asking
-	// Flink once every 3 s, long enough to fail the NameNodes over under it.
-	acts.PollInterval = 3 * time.Second
-	acts.OperationPollMin = acts.PollInterval
+	hooks := faulthook.New(t)
+	for i := 1; i <= secureWindowJobs; i++ {
+		hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("stop-%d", i), Activity: "StopWithSavepoint", At: faulthook.Heartbeat,
+			Detail: "savepoint in progress", PerExecution: true, Hit: i})
+	}
 	const queue = "secure-window-e2e"
-	w := worker.New(tmp.Client, queue, worker.Options{})
+	w := worker.New(tmp.Client, queue, worker.Options{Interceptors: []interceptor.WorkerInterceptor{faulthook.Interceptor(hooks.Dir())}})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -116,23 +120,19 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 		t.Fatal(err)
 	}
 
-	// One failover under each job's stop, while it is in flight.
+	// One failover under each job's stop, while it is in flight: held.
 	var failovers []string
-	for failedUnder := map[string]bool{}; len(failovers) < secureWindowJobs; {
-		st := waitForState(t, ctx, tmp.Client, run, func(st workflows.WindowState) bool {
-			if st.Phase == workflows.WindowPhaseNetworkGate {
-				t.Fatalf("savepoint-all ended after %d failovers (%v); want one under each stop", len(failovers), failovers)
-			}
-			return runningSavepoint(st, failedUnder) != ""
-		})
-		key := runningSavepoint(st, failedUnder)
+	for i := 1; i <= secureWindowJobs; i++ {
+		name := fmt.Sprintf("stop-%d", i)
+		held := hooks.WaitHeld(ctx, name, peertest.WorkflowEnded(ctx, tmp.Client, run.GetID()))
+		key := runningSavepoint(queryState(t, ctx, tmp.Client, run), nil)
 		hs, err := s.Failover(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a, _ := hs.Active()
-		failedUnder[key] = true
-		failovers = append(failovers, fmt.Sprintf("under %s's stop: %s active", key, a.ID))
+		failovers = append(failovers, fmt.Sprintf("under %s's stop (%s): %s active", key, held.WorkflowID, a.ID))
+		hooks.Release(name)
 	}
 	t.Logf("NameNode failovers during savepoint-all: %s", strings.Join(failovers, "; "))
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"gopkg.in/yaml.v3"
 
@@ -196,6 +197,22 @@ func WaitForWindow(t testing.TB, ctx context.Context, c client.Client, run clien
 	}
 	t.Fatalf("window never reached the expected state; last: phase %s pending %+v", st.Phase, st.Pending)
 	return st
+}
+
+// WorkflowEnded returns a check that says how workflow id ended, or ""
+// while it runs (or cannot be asked): for a wait on a case the run must
+// reach before it ends, such as a fault hook's hold.
+func WorkflowEnded(ctx context.Context, c client.Client, id string) func() string {
+	return func() string {
+		d, err := c.DescribeWorkflow(ctx, id, "")
+		if err != nil {
+			return ""
+		}
+		if st := d.RawResponse.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return fmt.Sprintf("workflow %s ended %s first", id, st)
+		}
+		return ""
+	}
 }
 
 // Update sends a workflow update and waits until the workflow has run it.

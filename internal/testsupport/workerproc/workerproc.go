@@ -19,6 +19,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 )
 
@@ -28,7 +29,9 @@ var (
 	buildErr  error
 )
 
-// Build compiles ./worker once per test binary and returns its path.
+// Build compiles ./worker once per test binary, with the fault hooks of
+// the tests' builds (-tags faulthooks; see package faulthook), and returns
+// its path.
 func Build(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -43,10 +46,10 @@ func Build(t testing.TB) string {
 			return
 		}
 		bin := filepath.Join(dir, "flinkmaint-worker")
-		cmd := exec.Command("go", "build", "-o", bin, "./worker")
+		cmd := exec.Command("go", "build", "-tags", "faulthooks", "-o", bin, "./worker")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./worker: %w\n%s", err, out)
+			buildErr = fmt.Errorf("go build -tags faulthooks ./worker: %w\n%s", err, out)
 			return
 		}
 		buildBin = bin
@@ -112,6 +115,7 @@ type Process struct {
 	bin    string
 	config string
 	log    string
+	env    []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -127,6 +131,13 @@ func New(t testing.TB, bin, config, log string) *Process {
 	return p
 }
 
+// WithHooks gives the process (every start of it) the directory of fault
+// hooks h, so a test holds its activities where it says.
+func (p *Process) WithHooks(h *faulthook.Hooks) *Process {
+	p.env = append(p.env, h.Env())
+	return p
+}
+
 // Start starts the process.
 func (p *Process) Start() {
 	p.t.Helper()
@@ -135,6 +146,7 @@ func (p *Process) Start() {
 		p.t.Fatal(err)
 	}
 	cmd := exec.Command(p.bin, "--config", p.config)
+	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
