@@ -1,12 +1,18 @@
 package deploy
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/flinkmaint/flinkmaint/internal/config"
 )
@@ -168,6 +174,173 @@ func TestDeployHeapLimitBelowMemoryLimit(t *testing.T) {
 	t.Fatal("no worker container in deployment.yaml")
 }
 
+// Two releases of the chart in one cluster (flinkmaint and
+// flinkmaint-staging) share no object, cluster-scoped roles and bindings
+// included, and each binds only its own roles to its own ServiceAccount:
+// installing the second must neither fail on the first's objects nor take
+// them over.
+func TestChartReleasesShareNoObject(t *testing.T) {
+	for name, args := range chartValueSets(t) {
+		t.Run(name, func(t *testing.T) {
+			a := helmTemplate(t, "flinkmaint", args...)
+			b := helmTemplate(t, "flinkmaint-staging", args...)
+			inA := map[string]bool{}
+			for _, o := range a {
+				inA[objectKey(o)] = true
+			}
+			for _, o := range b {
+				if inA[objectKey(o)] {
+					t.Errorf("%s is rendered by both releases flinkmaint and flinkmaint-staging", objectKey(o))
+				}
+			}
+			for release, objs := range map[string][]*unstructured.Unstructured{"flinkmaint": a, "flinkmaint-staging": b} {
+				checkBindingsStayInRelease(t, release, objs)
+			}
+		})
+	}
+}
+
+// The kustomize base and its staging overlay, a second install in the
+// same cluster, share no object either, and each binds its own roles to
+// its own ServiceAccount.
+func TestKustomizeStagingSharesNoObjectWithTheBase(t *testing.T) {
+	root := repoRoot(t)
+	base := render(t, root, "kustomize", "build", filepath.Join(root, "deploy", "kustomize", "base"))
+	staging := render(t, root, "kustomize", "build", filepath.Join(root, "deploy", "kustomize", "staging"))
+	inBase := map[string]bool{}
+	for _, o := range base {
+		inBase[objectKey(o)] = true
+	}
+	for _, o := range staging {
+		if inBase[objectKey(o)] {
+			t.Errorf("%s is made by both the kustomize base and its staging overlay", objectKey(o))
+		}
+	}
+	checkBindingsStayInRelease(t, "kustomize base", base)
+	checkBindingsStayInRelease(t, "kustomize staging", staging)
+}
+
+// checkBindingsStayInRelease checks that every binding a release renders
+// names a role and ServiceAccounts of that same release.
+func checkBindingsStayInRelease(t *testing.T, release string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	rendered := map[string]bool{}
+	for _, o := range objs {
+		rendered[objectKey(o)] = true
+	}
+	for _, o := range objs {
+		if o.GetKind() != "RoleBinding" && o.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+		if kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind"); !rendered[kind+" /"+ref] {
+			t.Errorf("release %s: %s binds %s %s, which the release does not render", release, objectKey(o), kind, ref)
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			s, _ := s.(map[string]any)
+			key := fmt.Sprintf("%v %v/%v", s["kind"], s["namespace"], s["name"])
+			if !rendered[key] {
+				t.Errorf("release %s: %s binds %s, which the release does not render", release, objectKey(o), key)
+			}
+		}
+	}
+}
+
+// objectKey names an object as the apiserver keys it: kind, namespace
+// (empty when cluster-scoped) and name.
+func objectKey(o *unstructured.Unstructured) string {
+	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+}
+
+// chartNamespace is where the tests install the chart.
+const chartNamespace = "flinkmaint-chart"
+
+// repoRoot is the repository: this package's parent directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func chartPath(t *testing.T) string {
+	return filepath.Join(repoRoot(t), "deploy", "helm", "flinkmaint")
+}
+
+// chartValueSets are the values the tests render the chart with, as helm
+// arguments: its defaults and each documented file of ci/.
+func chartValueSets(t *testing.T) map[string][]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartPath(t), "ci", "*-values.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no values files in %s/ci (%v)", chartPath(t), err)
+	}
+	sets := map[string][]string{"default values": nil}
+	for _, f := range files {
+		sets["ci/"+filepath.Base(f)] = []string{"-f", f}
+	}
+	return sets
+}
+
+// helmTemplate renders the chart as the release with bin/helm.
+func helmTemplate(t *testing.T, release string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	return render(t, repoRoot(t), "helm", append([]string{"template", release, chartPath(t), "--namespace", chartNamespace}, args...)...)
+}
+
+// helmTemplateFails renders the chart as the release, wanting helm to
+// refuse the values; it returns helm's message.
+func helmTemplateFails(t *testing.T, release string, args ...string) string {
+	t.Helper()
+	args = append([]string{"template", release, chartPath(t), "--namespace", chartNamespace}, args...)
+	stdout, stderr, err := runTool(t, repoRoot(t), "helm", args...)
+	if err == nil {
+		t.Fatalf("helm %s rendered, want it to fail:\n%s", strings.Join(args, " "), stdout)
+	}
+	return stderr
+}
+
+// runTool runs bin/<tool>, built by `make bin/<tool>`.
+func runTool(t *testing.T, root, tool string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	bin := filepath.Join(root, "bin", tool)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s: %v (make bin/%s builds it; make test and make test-unit do)", bin, err, tool)
+	}
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// render runs bin/<tool> and splits its output into objects.
+func render(t *testing.T, root, tool string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	stdout, stderr, err := runTool(t, root, tool, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, stderr)
+	}
+	var objs []*unstructured.Unstructured
+	for _, doc := range strings.Split("\n"+stdout, "\n---") {
+		var m map[string]any
+		if err := sigsyaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatalf("%s %s: a document does not parse: %v\n%s", tool, strings.Join(args, " "), err, doc)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	if len(objs) == 0 {
+		t.Fatalf("%s %s rendered nothing", tool, strings.Join(args, " "))
+	}
+	return objs
+}
+
 func readYAML(t *testing.T, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -177,4 +350,26 @@ func readYAML(t *testing.T, path string, v any) {
 	if err := yaml.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+// A name prefix too long for every object's name is refused by name, not
+// cut short into names two releases could share.
+func TestChartRefusesANamePrefixTooLong(t *testing.T) {
+	long := strings.Repeat("f", 41)
+	msg := helmTemplateFails(t, "flinkmaint", "--set", "fullnameOverride="+long)
+	if !strings.Contains(msg, long) || !strings.Contains(msg, "fullnameOverride") || !strings.Contains(msg, "at most 40") {
+		t.Fatalf("helm's message does not name the prefix, fullnameOverride and the limit:\n%s", msg)
+	}
+	if objs := helmTemplate(t, "flinkmaint", "--set", "fullnameOverride="+long[:40]); findObject(objs, "Deployment", long[:40]+"-worker") == nil {
+		t.Fatalf("fullnameOverride of 40 characters: no Deployment %s-worker", long[:40])
+	}
+}
+
+func findObject(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
 }

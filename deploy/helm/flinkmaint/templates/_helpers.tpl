@@ -1,3 +1,32 @@
+{{/*
+Every object's name starts with the release's, so two releases (flinkmaint
+and flinkmaint-staging) live side by side in one cluster, cluster-scoped
+roles included: the release name when it holds "flinkmaint", else
+<release>-flinkmaint; fullnameOverride replaces it. At most 40 characters,
+so the longest name (<fullname>-worker-namespaces) stays a valid label
+where Kubernetes wants one (the Service <fullname>-worker-metrics).
+*/}}
+{{- define "flinkmaint.fullname" -}}
+{{- $name := .Values.fullnameOverride -}}
+{{- if not $name -}}
+{{- $name = ternary .Release.Name (printf "%s-%s" .Release.Name .Chart.Name) (contains .Chart.Name .Release.Name) -}}
+{{- end -}}
+{{- if gt (len $name) 40 -}}
+{{- fail (printf "the object names' prefix %q (release name, or fullnameOverride) has %d characters: at most 40 fit every name the chart makes; set fullnameOverride to a shorter one" $name (len $name)) -}}
+{{- end -}}
+{{- $name -}}
+{{- end }}
+
+{{/* The worker's objects: <fullname>-worker. */}}
+{{- define "flinkmaint.worker" -}}
+{{- include "flinkmaint.fullname" . }}-worker
+{{- end }}
+
+{{/* The ServiceAccount the worker runs as. */}}
+{{- define "flinkmaint.serviceAccountName" -}}
+{{- .Values.serviceAccount.name | default (include "flinkmaint.worker" .) -}}
+{{- end }}
+
 {{/* Labels of every object; selectorLabels pick the worker's pods. */}}
 {{- define "flinkmaint.selectorLabels" -}}
 app.kubernetes.io/name: flinkmaint-worker
