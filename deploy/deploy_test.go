@@ -355,12 +355,12 @@ func readYAML(t *testing.T, path string, v any) {
 // A name prefix too long for every object's name is refused by name, not
 // cut short into names two releases could share.
 func TestChartRefusesANamePrefixTooLong(t *testing.T) {
-	long := strings.Repeat("f", 41)
-	msg := helmTemplateFails(t, "flinkmaint", "--set", "fullnameOverride="+long)
+	long := "flinkmaint-" + strings.Repeat("f", 30)
+	msg := helmTemplateFails(t, long)
 	if !strings.Contains(msg, long) || !strings.Contains(msg, "fullnameOverride") || !strings.Contains(msg, "at most 40") {
 		t.Fatalf("helm's message does not name the prefix, fullnameOverride and the limit:\n%s", msg)
 	}
-	if objs := helmTemplate(t, "flinkmaint", "--set", "fullnameOverride="+long[:40]); findObject(objs, "Deployment", long[:40]+"-worker") == nil {
+	if objs := helmTemplate(t, long, "--set", "fullnameOverride="+long[:40]); findObject(objs, "Deployment", long[:40]+"-worker") == nil {
 		t.Fatalf("fullnameOverride of 40 characters: no Deployment %s-worker", long[:40])
 	}
 }
