@@ -10,8 +10,11 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -372,4 +375,137 @@ func findObject(objs []*unstructured.Unstructured, kind, name string) *unstructu
 		}
 	}
 	return nil
+}
+
+// The pod values users know from other charts reach the worker's pod:
+// extra env, envFrom, volumes and mounts, labels (never the selector's),
+// a priority class, an image by digest, and a ServiceAccount made
+// elsewhere or annotated for a cloud identity.
+func TestChartPodValues(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	values := writeValues(t, `
+image: {repository: registry.example.com/flinkmaint-worker, tag: "9.9.9", digest: `+digest+`}
+extraEnv:
+  - {name: HTTPS_PROXY, value: "http://proxy.example.com:3128"}
+envFrom:
+  - secretRef: {name: flinkmaint-env}
+extraVolumes:
+  - {name: corp-ca, configMap: {name: corp-ca}}
+extraVolumeMounts:
+  - {name: corp-ca, mountPath: /etc/corp-ca, readOnly: true}
+podLabels: {team: platform, app.kubernetes.io/name: something-else}
+priorityClassName: maintenance-critical
+serviceAccount:
+  annotations: {iam.gke.io/gcp-service-account: flinkmaint@example.iam.gserviceaccount.com}
+`)
+	objs := helmTemplate(t, "flinkmaint", "-f", values)
+	dep := deploymentOf(t, objs)
+	pod := dep.Spec.Template
+	c := pod.Spec.Containers[0]
+	if c.Image != "registry.example.com/flinkmaint-worker@"+digest {
+		t.Errorf("image %q: want the digest, which wins over the tag", c.Image)
+	}
+	if v := envValue(c.Env, "HTTPS_PROXY"); v != "http://proxy.example.com:3128" {
+		t.Errorf("extraEnv HTTPS_PROXY = %q", v)
+	}
+	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "flinkmaint-env" {
+		t.Errorf("envFrom %+v: want the Secret flinkmaint-env", c.EnvFrom)
+	}
+	if !hasVolume(pod.Spec.Volumes, "corp-ca") || !hasMount(c.VolumeMounts, "corp-ca", "/etc/corp-ca") {
+		t.Errorf("extraVolumes/extraVolumeMounts: volumes %v, mounts %v", pod.Spec.Volumes, c.VolumeMounts)
+	}
+	if pod.Labels["team"] != "platform" || pod.Labels["app.kubernetes.io/name"] != dep.Spec.Selector.MatchLabels["app.kubernetes.io/name"] {
+		t.Errorf("pod labels %v, selector %v: want podLabels beside, never over, the selector's", pod.Labels, dep.Spec.Selector.MatchLabels)
+	}
+	if pod.Spec.PriorityClassName != "maintenance-critical" {
+		t.Errorf("priorityClassName %q", pod.Spec.PriorityClassName)
+	}
+	sa := findObject(objs, "ServiceAccount", pod.Spec.ServiceAccountName)
+	if sa == nil || sa.GetAnnotations()["iam.gke.io/gcp-service-account"] == "" {
+		t.Errorf("ServiceAccount %s: want it rendered with serviceAccount.annotations", pod.Spec.ServiceAccountName)
+	}
+
+	// Without a digest the tag is the image's.
+	if c := deploymentOf(t, helmTemplate(t, "flinkmaint", "--set", "image.tag=9.9.9")).Spec.Template.Spec.Containers[0]; !strings.HasSuffix(c.Image, ":9.9.9") {
+		t.Errorf("image %q: want tag 9.9.9", c.Image)
+	}
+
+	// A ServiceAccount made elsewhere: not rendered, run as and bound.
+	objs = helmTemplate(t, "flinkmaint", "--set", "serviceAccount.create=false", "--set", "serviceAccount.name=platform-flinkmaint",
+		"--set", "rbac.tenantNamespaces[0]=team-a")
+	if n := deploymentOf(t, objs).Spec.Template.Spec.ServiceAccountName; n != "platform-flinkmaint" {
+		t.Errorf("serviceAccountName %q: want platform-flinkmaint", n)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ServiceAccount" {
+			t.Errorf("serviceAccount.create=false rendered %s", objectKey(o))
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			if s, _ := s.(map[string]any); s["name"] != "platform-flinkmaint" {
+				t.Errorf("%s binds %v: want platform-flinkmaint", objectKey(o), s)
+			}
+		}
+	}
+	if msg := helmTemplateFails(t, "flinkmaint", "--set", "serviceAccount.create=false"); !strings.Contains(msg, "serviceAccount.name") {
+		t.Errorf("serviceAccount.create=false without a name: helm's message does not name serviceAccount.name:\n%s", msg)
+	}
+}
+
+func writeValues(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// deploymentOf is the one Deployment rendered, typed.
+func deploymentOf(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d Deployments rendered, want one", len(found))
+	}
+	var dep appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(found[0].Object, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if len(dep.Spec.Template.Spec.Containers) == 0 {
+		t.Fatal("the Deployment has no container")
+	}
+	return &dep
+}
+
+func envValue(env []corev1.EnvVar, name string) string {
+	for _, e := range env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func hasVolume(vols []corev1.Volume, name string) bool {
+	for _, v := range vols {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func hasMount(mounts []corev1.VolumeMount, name, path string) bool {
+	for _, m := range mounts {
+		if m.Name == name && m.MountPath == path {
+			return true
+		}
+	}
+	return false
 }

@@ -22,9 +22,18 @@ where Kubernetes wants one (the Service <fullname>-worker-metrics).
 {{- include "flinkmaint.fullname" . }}-worker
 {{- end }}
 
-{{/* The ServiceAccount the worker runs as. */}}
+{{/*
+The ServiceAccount the worker runs as: the chart's, <fullname>-worker by
+default, or one made elsewhere (serviceAccount.create false), named.
+*/}}
 {{- define "flinkmaint.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
 {{- .Values.serviceAccount.name | default (include "flinkmaint.worker" .) -}}
+{{- else if .Values.serviceAccount.name -}}
+{{- .Values.serviceAccount.name -}}
+{{- else -}}
+{{- fail "serviceAccount.create is false and serviceAccount.name is empty: name the ServiceAccount the worker runs as, or let the chart create it" -}}
+{{- end -}}
 {{- end }}
 
 {{/* Labels of every object; selectorLabels pick the worker's pods. */}}
@@ -43,6 +52,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{- define "flinkmaint.tag" -}}
 {{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/* The worker's image: by digest when one is given (it wins over the tag). */}}
+{{- define "flinkmaint.image" -}}
+{{- if .Values.image.digest -}}
+{{ printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else -}}
+{{ printf "%s:%s" .Values.image.repository (include "flinkmaint.tag" .) }}
+{{- end -}}
 {{- end }}
 
 {{/*
@@ -85,4 +103,84 @@ use and the paths of the files the chart mounts.
 {{- end -}}
 {{- $_ := set $cfg "storage" $storage -}}
 {{ toYaml $cfg }}
+{{- end }}
+
+{{/*
+The worker container's env, mounts and volumes; the helm test pod that
+runs `flinkmaint doctor` gets the same, so the CLI there sees what the
+worker sees.
+*/}}
+{{- define "flinkmaint.env" -}}
+{{- with .Values.temporal.apiKeySecret }}
+- name: TEMPORAL_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.temporal.apiKeySecretKey }}
+{{- end }}
+# The Go heap's soft limit, below the container's: the garbage
+# collector works harder near it instead of letting garbage grow
+# the process into an OOM kill.
+- name: GOMEMLIMIT
+  value: {{ .Values.goMemLimit | quote }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "flinkmaint.volumeMounts" -}}
+# A directory, not a subPath: a changed ConfigMap reaches the
+# volume (and the pod template's checksum restarts the pods).
+- {name: config, mountPath: /etc/flinkmaint/config, readOnly: true}
+- {name: tmp, mountPath: /tmp}
+{{- if .Values.temporal.tls.secret }}
+- {name: temporal-tls, mountPath: /etc/flinkmaint/temporal-tls, readOnly: true}
+{{- end }}
+{{- if .Values.hadoop.confConfigMap }}
+- {name: hadoop-conf, mountPath: /etc/hadoop/conf, readOnly: true}
+{{- end }}
+{{- if .Values.kerberos.principal }}
+- {name: kerberos-keytab, mountPath: /etc/flinkmaint/kerberos, readOnly: true}
+{{- if .Values.kerberos.krb5ConfigMap }}
+- {name: krb5-conf, mountPath: /etc/flinkmaint/krb5, readOnly: true}
+{{- end }}
+{{- end }}
+{{- range $i, $m := .Values.secretMounts }}
+- {name: {{ printf "secret-%d" $i }}, mountPath: {{ $m.mountPath }}, readOnly: true}
+{{- end }}
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "flinkmaint.volumes" -}}
+- name: config
+  configMap: {name: {{ include "flinkmaint.worker" . }}}
+- name: tmp
+  emptyDir: {}
+{{- with .Values.temporal.tls.secret }}
+- name: temporal-tls
+  secret: {secretName: {{ . }}}
+{{- end }}
+{{- with .Values.hadoop.confConfigMap }}
+- name: hadoop-conf
+  configMap: {name: {{ . }}}
+{{- end }}
+{{- if .Values.kerberos.principal }}
+- name: kerberos-keytab
+  secret:
+    secretName: {{ .Values.kerberos.keytabSecret }}
+    items: [{key: {{ .Values.kerberos.keytabSecretKey }}, path: keytab}]
+{{- with .Values.kerberos.krb5ConfigMap }}
+- name: krb5-conf
+  configMap: {name: {{ . }}, items: [{key: krb5.conf, path: krb5.conf}]}
+{{- end }}
+{{- end }}
+{{- range $i, $m := .Values.secretMounts }}
+- name: {{ printf "secret-%d" $i }}
+  secret: {secretName: {{ $m.secret }}}
+{{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
