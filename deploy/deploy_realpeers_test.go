@@ -433,7 +433,8 @@ func workerConfig(t *testing.T, objs []*unstructured.Unstructured, o *unstructur
 	for _, m := range mounts {
 		pairs = append(pairs, m, filepath.Join(local, m))
 	}
-	body = strings.NewReplacer(pairs...).Replace(body)
+	moved := strings.NewReplacer(pairs...)
+	body = moved.Replace(body)
 	for _, f := range files {
 		standIn(t, filepath.Join(local, f))
 	}
@@ -446,6 +447,13 @@ func workerConfig(t *testing.T, objs []*unstructured.Unstructured, o *unstructur
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
 			env[e.Name] = "secret-from-" + e.ValueFrom.SecretKeyRef.Name
+		case e.ValueFrom == nil && strings.HasPrefix(e.Value, "/"):
+			// A file the env names (worker.yaml's TLS files, for the CLI)
+			// lies in a mount too, and moves with it.
+			if _, _, ok := mountOf(e.Value); !ok {
+				t.Errorf("env %s names %s, which no volume of the worker container mounts (mounts: %v)", e.Name, e.Value, mounts)
+			}
+			env[e.Name] = moved.Replace(e.Value)
 		case e.ValueFrom == nil:
 			env[e.Name] = e.Value
 		}

@@ -18,6 +18,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
 // The kustomize base deploys the image tag the chart does by default, its
@@ -508,4 +509,68 @@ func hasMount(mounts []corev1.VolumeMount, name, path string) bool {
 		}
 	}
 	return false
+}
+
+// The worker's pod carries worker.yaml's Temporal connection and task
+// queue in the environment the flinkmaint CLI reads, so `kubectl exec ...
+// flinkmaint status` and the helm test's doctor need no flags: read back
+// through temporalconn, the CLI's own reader, the env gives what
+// worker.yaml says, TLS files included, and nothing when TLS is off.
+func TestChartPodEnvGivesTheCLIWorkerYAMLsConnection(t *testing.T) {
+	sets := chartValueSets(t)
+	sets["TLS from config alone"] = []string{"-f", writeValues(t, `
+config:
+  temporal:
+    address: temporal.example.com:7233
+    namespace: staging
+    uiURL: https://temporal-ui.example.com
+    tls: {enabled: true, serverName: frontend.temporal.example.com}
+  worker: {taskQueue: flinkmaint-staging}
+`)}
+	for name, args := range sets {
+		t.Run(name, func(t *testing.T) {
+			objs := helmTemplate(t, "flinkmaint", args...)
+			if findObject(objs, "Deployment", "flinkmaint-worker") == nil {
+				return // rbac.only: no worker here
+			}
+			dep := deploymentOf(t, objs)
+			var file struct {
+				Temporal temporalconn.Options `yaml:"temporal"`
+				Worker   struct {
+					TaskQueue string `yaml:"taskQueue"`
+				} `yaml:"worker"`
+			}
+			cm := findObject(objs, "ConfigMap", "flinkmaint-worker")
+			if cm == nil {
+				t.Fatal("no ConfigMap flinkmaint-worker")
+			}
+			body, _, _ := unstructured.NestedString(cm.Object, "data", "worker.yaml")
+			if err := yaml.Unmarshal([]byte(body), &file); err != nil {
+				t.Fatalf("worker.yaml: %v", err)
+			}
+			env := map[string]string{}
+			for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+				if e.ValueFrom == nil {
+					env[e.Name] = e.Value
+				}
+			}
+			var got temporalconn.Options
+			if err := got.ApplyEnv(func(k string) string { return env[k] }); err != nil {
+				t.Fatal(err)
+			}
+			want := file.Temporal
+			want.APIKey = "" // from a Secret, never in worker.yaml
+			if got != want {
+				t.Errorf("the CLI reads from the pod's env %+v; worker.yaml says %+v", got, want)
+			}
+			if env[config.EnvTaskQueue] != file.Worker.TaskQueue {
+				t.Errorf("%s=%q, worker.yaml's worker.taskQueue %q", config.EnvTaskQueue, env[config.EnvTaskQueue], file.Worker.TaskQueue)
+			}
+			for short, path := range map[string]string{"TEMPORAL_TLS_CERT": want.TLS.CertFile, "TEMPORAL_TLS_KEY": want.TLS.KeyFile, "TEMPORAL_TLS_CA": want.TLS.CAFile} {
+				if env[short] != path {
+					t.Errorf("%s=%q, want %q", short, env[short], path)
+				}
+			}
+		})
+	}
 }

@@ -111,6 +111,23 @@ runs `flinkmaint doctor` gets the same, so the CLI there sees what the
 worker sees.
 */}}
 {{- define "flinkmaint.env" -}}
+{{- $cfg := include "flinkmaint.config" . | fromYaml }}
+{{- $t := $cfg.temporal | default dict }}
+{{- $tls := $t.tls | default dict -}}
+# worker.yaml's Temporal connection and task queue, for the flinkmaint CLI
+# in the pod (kubectl exec, helm test): it reads these, so it needs no
+# flags. TLS files also under the short names TEMPORAL_TLS_CERT, _KEY and
+# _CA, for tools that read those.
+{{- range $name, $value := dict "TEMPORAL_ADDRESS" $t.address "TEMPORAL_NAMESPACE" $t.namespace "TEMPORAL_UI_URL" $t.uiURL "FLINKMAINT_TASK_QUEUE" ($cfg.worker | default dict).taskQueue "TEMPORAL_TLS_SERVER_NAME" $tls.serverName "TEMPORAL_TLS_CLIENT_CERT_PATH" $tls.certFile "TEMPORAL_TLS_CERT" $tls.certFile "TEMPORAL_TLS_CLIENT_KEY_PATH" $tls.keyFile "TEMPORAL_TLS_KEY" $tls.keyFile "TEMPORAL_TLS_SERVER_CA_CERT_PATH" $tls.caFile "TEMPORAL_TLS_CA" $tls.caFile }}
+{{- with $value }}
+- name: {{ $name }}
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- if $tls.enabled }}
+- name: TEMPORAL_TLS
+  value: "true"
+{{- end }}
 {{- with .Values.temporal.apiKeySecret }}
 - name: TEMPORAL_API_KEY
   valueFrom:
