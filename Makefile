@@ -129,9 +129,18 @@ bench-governance-fleet: ## governance plan over 5000 incremental jobs (1M files,
 bench-governance: ## governance in trash mode over 500k retired job dirs on the sandbox HDFS, with 1 and 3 workers: plan, items/s, RSS (prints figures)
 	scripts/bench-governance.sh
 
+# make image tags the chart's appVersion (scripts/image.sh reads it), the
+# tag the chart and the kustomize base deploy; VERSION=... on the command
+# line or in the environment chooses another.
+IMAGE_ENV := $(if $(filter command line environment,$(origin VERSION)),VERSION=$(VERSION))
+
 .PHONY: image
-image: ## build the worker image as an OCI tarball in var/image/ (no Docker needed)
-	VERSION=$(VERSION) scripts/image.sh
+image: ## build the worker image flinkmaint-worker:<chart appVersion> as an OCI tarball in var/image/ (no Docker needed)
+	$(IMAGE_ENV) scripts/image.sh
+
+.PHONY: image-version
+image-version: ## print the tag make image gives the image
+	@$(IMAGE_ENV) scripts/image.sh --print-version
 
 .PHONY: clean
 clean: stop ## stop everything and remove build outputs and state

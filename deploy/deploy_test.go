@@ -21,13 +21,18 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
-// The kustomize base deploys the image tag the chart does by default, its
-// appVersion: the release `make image` builds.
-func TestKustomizeBaseDeploysTheChartsImageTag(t *testing.T) {
+// One release, one tag: the chart deploys its appVersion by default, the
+// kustomize base deploys the same, and `make image` (scripts/image.sh)
+// tags the image it builds with it, so an install of a release pulls the
+// image that release built.
+func TestImageTagIsTheChartsAppVersion(t *testing.T) {
 	var chart struct {
 		AppVersion string `yaml:"appVersion"`
 	}
 	readYAML(t, "helm/flinkmaint/Chart.yaml", &chart)
+	if chart.AppVersion == "" {
+		t.Fatal("Chart.yaml has no appVersion")
+	}
 	var kust struct {
 		Images []struct {
 			Name   string `yaml:"name"`
@@ -35,8 +40,28 @@ func TestKustomizeBaseDeploysTheChartsImageTag(t *testing.T) {
 		} `yaml:"images"`
 	}
 	readYAML(t, "kustomize/base/kustomization.yaml", &kust)
-	if chart.AppVersion == "" || len(kust.Images) != 1 || kust.Images[0].Name != "flinkmaint-worker" || kust.Images[0].NewTag != chart.AppVersion {
-		t.Fatalf("kustomize base images %+v, chart appVersion %q: want flinkmaint-worker at the chart's appVersion", kust.Images, chart.AppVersion)
+	if len(kust.Images) != 1 || kust.Images[0].Name != "flinkmaint-worker" || kust.Images[0].NewTag != chart.AppVersion {
+		t.Errorf("kustomize base images %+v, chart appVersion %q: want flinkmaint-worker at the chart's appVersion", kust.Images, chart.AppVersion)
+	}
+	if img := deploymentOf(t, helmTemplate(t, "flinkmaint")).Spec.Template.Spec.Containers[0].Image; img != "flinkmaint-worker:"+chart.AppVersion {
+		t.Errorf("the chart's default image %q: want flinkmaint-worker:%s", img, chart.AppVersion)
+	}
+	root := repoRoot(t)
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "VERSION=") {
+			env = append(env, e)
+		}
+	}
+	for _, cmd := range []*exec.Cmd{
+		exec.Command("make", "-s", "--no-print-directory", "image-version"),
+		exec.Command(filepath.Join(root, "scripts", "image.sh"), "--print-version"),
+	} {
+		cmd.Dir, cmd.Env = root, env
+		out, err := cmd.CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != chart.AppVersion {
+			t.Errorf("%s: %q (%v); want the chart's appVersion %q", strings.Join(cmd.Args, " "), got, err, chart.AppVersion)
+		}
 	}
 }
 
