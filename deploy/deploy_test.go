@@ -6,18 +6,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/kube"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 )
 
@@ -598,4 +602,145 @@ config:
 			}
 		})
 	}
+}
+
+// The chart's roles per rbac.profile, against what the worker calls
+// (kube.TenantPermissions, kube.ListNamespaces): profile full grants
+// exactly those, the restore role the optional ones, as deploy/kustomize/rbac
+// does; profile windows grants no delete verb at all, nor the patch that
+// only precedes a snapshot's deletion, and no restore role.
+func TestChartRBACProfiles(t *testing.T) {
+	const restoreSelector = "config.inventory.kubernetes.namespaceSelector=flinkmaint.io/tenant=true"
+	var tenant, restore []string
+	for _, p := range kube.TenantPermissions {
+		if p.Optional {
+			restore = append(restore, p.String())
+		} else {
+			tenant = append(tenant, p.String())
+		}
+	}
+	full := helmTemplate(t, "flinkmaint", "--set", restoreSelector)
+	kustomized := render(t, repoRoot(t), "kustomize", "build", filepath.Join(repoRoot(t), "deploy", "kustomize", "rbac"))
+	for role, want := range map[string][]string{
+		"flinkmaint-worker-tenant":     tenant,
+		"flinkmaint-worker-restore":    restore,
+		"flinkmaint-worker-namespaces": {kube.ListNamespaces.String()},
+	} {
+		if got := grants(t, full, "ClusterRole", role); !equalSets(got, want) {
+			t.Errorf("profile full: ClusterRole %s grants %v; the worker calls %v", role, got, want)
+		}
+		if got := grants(t, kustomized, "ClusterRole", role); !equalSets(got, want) {
+			t.Errorf("deploy/kustomize/rbac: ClusterRole %s grants %v; the chart and the worker %v", role, got, want)
+		}
+	}
+
+	windows := helmTemplate(t, "flinkmaint", "--set", "rbac.profile=windows", "--set", restoreSelector,
+		"--set", "rbac.tenantNamespaces={team-a}")
+	var wantWindows []string
+	for _, p := range kube.TenantPermissions {
+		if !p.Optional && p.Verb != "delete" && !(p.Resource == "flinkstatesnapshots" && p.Verb == "patch") {
+			wantWindows = append(wantWindows, p.String())
+		}
+	}
+	if got := grants(t, windows, "ClusterRole", "flinkmaint-worker-tenant"); !equalSets(got, wantWindows) {
+		t.Errorf("profile windows: ClusterRole flinkmaint-worker-tenant grants %v; want %v", got, wantWindows)
+	}
+	for _, o := range windows {
+		if o.GetKind() == "ClusterRole" || o.GetKind() == "Role" {
+			for _, g := range grants(t, windows, o.GetKind(), o.GetName()) {
+				if v, _, _ := strings.Cut(g, " "); v == "delete" || v == "deletecollection" || v == "*" || v == "create" {
+					t.Errorf("profile windows: %s grants %s", objectKey(o), g)
+				}
+			}
+		}
+	}
+	if findObject(windows, "ClusterRole", "flinkmaint-worker-restore") != nil {
+		t.Error("profile windows renders the restore role")
+	}
+	if msg := helmTemplateFails(t, "flinkmaint", "--set", "rbac.profile=windows", "--set", "rbac.restoreNamespaces={team-a}"); !strings.Contains(msg, "rbac.restoreNamespaces") || !strings.Contains(msg, "windows") {
+		t.Errorf("profile windows with rbac.restoreNamespaces: helm's message does not name them:\n%s", msg)
+	}
+	if msg := helmTemplateFails(t, "flinkmaint", "--set", "rbac.profile=readonly"); !strings.Contains(msg, "profile") || !strings.Contains(msg, "windows") {
+		t.Errorf("rbac.profile=readonly: helm's message does not name the value and the profiles:\n%s", msg)
+	}
+}
+
+// The tenant RoleBindings come from the list the worker's inventory reads
+// (config.inventory.kubernetes.namespaces and tenants[].namespace), plus
+// rbac.tenantNamespaces, each namespace once; listing namespaces
+// cluster-wide is granted only when the inventory selects them by label
+// (or rbac.namespaceSelector says another cluster's does).
+func TestChartBindsTheInventorysNamespaces(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args       []string
+		namespaces []string
+		lists      bool
+	}{
+		"default values": {},
+		"the inventory's namespaces and tenants, and rbac.tenantNamespaces": {
+			args: []string{"--set", "config.inventory.kubernetes.namespaces={team-a,team-b}",
+				"--set", "config.inventory.kubernetes.tenants[0].namespace=team-b", "--set", "config.inventory.kubernetes.tenants[0].root=hdfs://nn/user/app/team-b",
+				"--set", "config.inventory.kubernetes.tenants[1].namespace=team-c", "--set", "config.inventory.kubernetes.tenants[1].root=hdfs://nn/user/app/team-c",
+				"--set", "rbac.tenantNamespaces={team-d,team-a}"},
+			namespaces: []string{"team-a", "team-b", "team-c", "team-d"},
+		},
+		"a namespace selector": {
+			args:       []string{"--set", "config.inventory.kubernetes.namespaceSelector=flinkmaint.io/tenant=true", "--set", "rbac.tenantNamespaces={team-a}"},
+			namespaces: []string{"team-a"}, lists: true,
+		},
+		"rbac.only for a cluster selected by label": {
+			args:       []string{"--set", "rbac.only=true", "--set", "rbac.namespaceSelector=true", "--set", "rbac.tenantNamespaces={team-c}"},
+			namespaces: []string{"team-c"}, lists: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := helmTemplate(t, "flinkmaint", tc.args...)
+			var bound []string
+			for _, o := range objs {
+				if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); o.GetKind() == "RoleBinding" && ref == "flinkmaint-worker-tenant" {
+					bound = append(bound, o.GetNamespace())
+				}
+			}
+			sort.Strings(bound)
+			if strings.Join(bound, ",") != strings.Join(tc.namespaces, ",") {
+				t.Errorf("the tenant role is bound in %v; want %v", bound, tc.namespaces)
+			}
+			lists := findObject(objs, "ClusterRole", "flinkmaint-worker-namespaces") != nil && findObject(objs, "ClusterRoleBinding", "flinkmaint-worker-namespaces") != nil
+			if lists != tc.lists {
+				t.Errorf("listing namespaces cluster-wide granted: %t; want %t", lists, tc.lists)
+			}
+		})
+	}
+}
+
+// grants lists what a role of the rendering grants, one "verb
+// resource[.group]" per verb and resource, as kube.Permission prints it.
+func grants(t *testing.T, objs []*unstructured.Unstructured, kind, name string) []string {
+	t.Helper()
+	o := findObject(objs, kind, name)
+	if o == nil {
+		t.Fatalf("no %s %s rendered", kind, name)
+	}
+	var role rbacv1.ClusterRole
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					out = append(out, kube.Permission{Group: g, Resource: res, Verb: v}.String())
+				}
+			}
+		}
+	}
+	return out
+}
+
+func equalSets(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b)) && len(a) == len(b)
 }

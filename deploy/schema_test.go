@@ -64,13 +64,22 @@ var (
 )
 
 // typeSchema is the JSON schema of the YAML a Go type decodes: the keys
-// of its yaml tags and nothing else, the scalar types, Go durations.
+// of its yaml tags and nothing else, the scalar types, Go durations. Any
+// key may be null, as the worker takes a key left empty in YAML
+// ("storage:") as unset.
 func typeSchema(t reflect.Type) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	of := func(typ string, more ...any) map[string]any {
+		s := map[string]any{"type": []string{typ, "null"}}
+		for i := 0; i+1 < len(more); i += 2 {
+			s[more[i].(string)] = more[i+1]
+		}
+		return s
+	}
 	if durationTypes[t] {
-		return map[string]any{"type": "string", "pattern": `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`}
+		return of("string", "pattern", `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`)
 	}
 	if reflect.PointerTo(t).Implements(unmarshaler) {
 		// Its own decoder says what it takes; the worker checks it at start.
@@ -87,22 +96,20 @@ func typeSchema(t reflect.Type) map[string]any {
 			}
 			props[name] = typeSchema(f.Type)
 		}
-		// null too: a key left empty in YAML ("storage:") is one the
-		// worker takes as unset.
-		return map[string]any{"type": []string{"object", "null"}, "additionalProperties": false, "properties": props}
+		return of("object", "additionalProperties", false, "properties", props)
 	case reflect.Slice:
-		return map[string]any{"type": "array", "items": typeSchema(t.Elem())}
+		return of("array", "items", typeSchema(t.Elem()))
 	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": typeSchema(t.Elem())}
+		return of("object", "additionalProperties", typeSchema(t.Elem()))
 	case reflect.Bool:
-		return map[string]any{"type": "boolean"}
+		return of("boolean")
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return map[string]any{"type": "integer"}
+		return of("integer")
 	case reflect.Float32, reflect.Float64:
-		return map[string]any{"type": "number"}
+		return of("number")
 	case reflect.String:
-		return map[string]any{"type": "string"}
+		return of("string")
 	}
 	return map[string]any{}
 }

@@ -201,3 +201,34 @@ worker sees.
 {{ toYaml . }}
 {{- end }}
 {{- end }}
+
+{{/*
+The tenant namespaces the worker is bound in, as a JSON list: those the
+worker's inventory names (config.inventory.kubernetes.namespaces and
+tenants[].namespace, the one list both read) and rbac.tenantNamespaces
+(the namespaces a namespaceSelector selects; an rbac.only install's).
+*/}}
+{{- define "flinkmaint.tenantNamespaces" -}}
+{{- $inv := include "flinkmaint.inventory" . | fromYaml -}}
+{{- $ns := list -}}
+{{- range $inv.namespaces }}{{ $ns = append $ns . }}{{ end -}}
+{{- range $inv.tenants }}{{ $ns = append $ns .namespace }}{{ end -}}
+{{- range .Values.rbac.tenantNamespaces }}{{ $ns = append $ns . }}{{ end -}}
+{{- $ns | uniq | toJson -}}
+{{- end }}
+
+{{/*
+"true" when the worker lists namespaces cluster-wide: its inventory
+selects them by label, or rbac.namespaceSelector says another cluster's
+does (an rbac.only install).
+*/}}
+{{- define "flinkmaint.listsNamespaces" -}}
+{{- $inv := include "flinkmaint.inventory" . | fromYaml -}}
+{{- or (not (empty $inv.namespaceSelector)) .Values.rbac.namespaceSelector | toString -}}
+{{- end }}
+
+{{/* The worker configuration's inventory.kubernetes, as YAML ({} when none). */}}
+{{- define "flinkmaint.inventory" -}}
+{{- $cfg := include "flinkmaint.config" . | fromYaml -}}
+{{- ((($cfg.inventory | default dict).kubernetes) | default dict) | toYaml -}}
+{{- end }}
