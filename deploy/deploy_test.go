@@ -744,3 +744,67 @@ func equalSets(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(slices.Compact(a), slices.Compact(b)) && len(a) == len(b)
 }
+
+// helm install prints the next commands for this release: the doctor
+// (helm test and in a worker pod), the inventory a window would act on,
+// a governance plan, and where the docs are; and says what is still
+// missing for the values given.
+func TestChartNotesSayWhatToRunNext(t *testing.T) {
+	notes := helmNotes(t, "flinkmaint-staging", "--set", "monitoring.runbookBaseURL=https://docs.example.com/flinkmaint/")
+	for _, want := range []string{
+		"helm test flinkmaint-staging -n " + chartNamespace,
+		"kubectl -n " + chartNamespace + " exec deploy/flinkmaint-staging-worker -- flinkmaint doctor",
+		"exec -i deploy/flinkmaint-staging-worker -- flinkmaint window plan -f /dev/stdin < window.yaml",
+		"exec deploy/flinkmaint-staging-worker -- flinkmaint governance plan --tenant",
+		"https://docs.example.com/flinkmaint/docs/install.md",
+		"temporal-frontend.temporal.svc:7233",
+		"no storage.writableRoots or no inventory",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("NOTES lack %q:\n%s", want, notes)
+		}
+	}
+	// Every docs page the notes name exists.
+	for _, page := range []string{"install.md", "first-window.md", "governance.md", "on-call.md"} {
+		if !strings.Contains(notes, "/docs/"+page) {
+			t.Errorf("NOTES do not name docs/%s", page)
+		}
+		if _, err := os.Stat(filepath.Join(repoRoot(t), "docs", page)); err != nil {
+			t.Errorf("NOTES name docs/%s: %v", page, err)
+		}
+	}
+
+	configured := helmNotes(t, "flinkmaint", "-f", filepath.Join(chartPath(t), "ci", "secure-values.yaml"))
+	if strings.Contains(configured, "NOTE:") {
+		t.Errorf("NOTES for a complete configuration warn:\n%s", configured)
+	}
+	selector := helmNotes(t, "flinkmaint", "-f", filepath.Join(chartPath(t), "ci", "secure-values.yaml"),
+		"--set", "config.inventory.kubernetes.namespaces=null", "--set", "config.inventory.kubernetes.namespaceSelector=flinkmaint.io/tenant=true")
+	if !strings.Contains(selector, "rbac.tenantNamespaces") {
+		t.Errorf("NOTES for a namespace selector without rbac.tenantNamespaces do not say to list them:\n%s", selector)
+	}
+	windows := helmNotes(t, "flinkmaint", "--set", "rbac.profile=windows")
+	if !strings.Contains(windows, "rbac.profile windows grants no delete verb") {
+		t.Errorf("NOTES for rbac.profile windows do not say what it cannot do:\n%s", windows)
+	}
+	rbacOnly := helmNotes(t, "flinkmaint", "-f", filepath.Join(chartPath(t), "ci", "rbac-only-values.yaml"))
+	if !strings.Contains(rbacOnly, "bound in: team-c") || strings.Contains(rbacOnly, "helm test") {
+		t.Errorf("NOTES of an rbac.only install: want the namespaces bound and no worker commands:\n%s", rbacOnly)
+	}
+}
+
+// helmNotes is what `helm install` prints after NOTES: for the release,
+// rendered without a cluster (--dry-run=client).
+func helmNotes(t *testing.T, release string, args ...string) string {
+	t.Helper()
+	args = append([]string{"install", release, chartPath(t), "--namespace", chartNamespace, "--dry-run=client"}, args...)
+	stdout, stderr, err := runTool(t, repoRoot(t), "helm", args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	_, notes, ok := strings.Cut(stdout, "\nNOTES:\n")
+	if !ok {
+		t.Fatalf("helm %s printed no NOTES:\n%s", strings.Join(args, " "), stdout)
+	}
+	return notes
+}
