@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -16,7 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -807,4 +810,63 @@ func helmNotes(t *testing.T, release string, args ...string) string {
 		t.Fatalf("helm %s printed no NOTES:\n%s", strings.Join(args, " "), stdout)
 	}
 	return notes
+}
+
+// `helm test` runs `flinkmaint doctor` in the worker's image with the
+// worker container's environment (the Temporal connection, the API key
+// Secret, extraEnv, envFrom) and its mounts, as a test hook pod that no
+// selector of the release picks up and that has no API token.
+func TestChartTestHookRunsTheDoctorAsTheWorkerWould(t *testing.T) {
+	values := writeValues(t, `
+extraEnv: [{name: HTTPS_PROXY, value: "http://proxy.example.com:3128"}]
+envFrom: [{secretRef: {name: flinkmaint-env}}]
+`)
+	for name, args := range map[string][]string{
+		"ci/secure-values.yaml": {"-f", filepath.Join(chartPath(t), "ci", "secure-values.yaml"), "-f", values},
+		"default values":        nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := helmTemplate(t, "flinkmaint", args...)
+			dep := deploymentOf(t, objs)
+			o := findObject(objs, "Pod", "flinkmaint-worker-doctor")
+			if o == nil {
+				t.Fatal("no test pod flinkmaint-worker-doctor rendered")
+			}
+			if hook := o.GetAnnotations()["helm.sh/hook"]; hook != "test" {
+				t.Errorf("helm.sh/hook %q: want test", hook)
+			}
+			var pod corev1.Pod
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &pod); err != nil {
+				t.Fatal(err)
+			}
+			worker, doctor := dep.Spec.Template.Spec.Containers[0], pod.Spec.Containers[0]
+			if doctor.Image != worker.Image || strings.Join(doctor.Command, " ") != "/usr/local/bin/flinkmaint doctor" {
+				t.Errorf("test pod runs %v in %s; want /usr/local/bin/flinkmaint doctor in the worker's image %s", doctor.Command, doctor.Image, worker.Image)
+			}
+			var workerEnv []corev1.EnvVar
+			for _, e := range worker.Env {
+				if e.Name != "GOMEMLIMIT" { // the worker's heap, not the CLI's
+					workerEnv = append(workerEnv, e)
+				}
+			}
+			if !reflect.DeepEqual(doctor.Env, workerEnv) || !reflect.DeepEqual(doctor.EnvFrom, worker.EnvFrom) {
+				t.Errorf("test pod env %+v envFrom %+v; want the worker's %+v %+v", doctor.Env, doctor.EnvFrom, workerEnv, worker.EnvFrom)
+			}
+			if !reflect.DeepEqual(doctor.VolumeMounts, worker.VolumeMounts) || !reflect.DeepEqual(pod.Spec.Volumes, dep.Spec.Template.Spec.Volumes) {
+				t.Errorf("test pod mounts %v volumes %v; want the worker's %v %v", doctor.VolumeMounts, pod.Spec.Volumes, worker.VolumeMounts, dep.Spec.Template.Spec.Volumes)
+			}
+			if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken {
+				t.Errorf("test pod restartPolicy %q automountServiceAccountToken %v: want Never and false", pod.Spec.RestartPolicy, pod.Spec.AutomountServiceAccountToken)
+			}
+			sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+			if err != nil || sel.Matches(labels.Set(pod.Labels)) {
+				t.Errorf("the Deployment's selector %v picks the test pod %v (%v): the budget and the Service would too", dep.Spec.Selector, pod.Labels, err)
+			}
+		})
+	}
+	for _, o := range helmTemplate(t, "flinkmaint", "-f", filepath.Join(chartPath(t), "ci", "rbac-only-values.yaml")) {
+		if o.GetKind() == "Pod" {
+			t.Errorf("rbac.only renders %s: there is no worker to test", objectKey(o))
+		}
+	}
 }

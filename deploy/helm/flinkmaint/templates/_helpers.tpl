@@ -135,11 +135,6 @@ worker sees.
       name: {{ . }}
       key: {{ $.Values.temporal.apiKeySecretKey }}
 {{- end }}
-# The Go heap's soft limit, below the container's: the garbage
-# collector works harder near it instead of letting garbage grow
-# the process into an OOM kill.
-- name: GOMEMLIMIT
-  value: {{ .Values.goMemLimit | quote }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
