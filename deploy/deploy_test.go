@@ -870,3 +870,45 @@ envFrom: [{secretRef: {name: flinkmaint-env}}]
 		}
 	}
 }
+
+// Whatever a release calls its metrics Service, Prometheus gives its
+// scrape the job the worker alerts and the dashboard select: the chart's
+// ServiceMonitor takes the job from a label of the Service it selects.
+func TestChartMetricsJobIsTheAlertsForEveryRelease(t *testing.T) {
+	rules, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "monitoring", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(rules), `up{job="`)
+	job, _, _ := strings.Cut(rest, `"`)
+	if !ok || job == "" {
+		t.Fatal(`prometheusrule.yaml selects no up{job="..."}`)
+	}
+	for _, release := range []string{"flinkmaint", "flinkmaint-staging"} {
+		objs := helmTemplate(t, release, "--set", "monitoring.serviceMonitor=true")
+		var sm *unstructured.Unstructured
+		for _, o := range objs {
+			if o.GetKind() == "ServiceMonitor" {
+				sm = o
+			}
+		}
+		if sm == nil {
+			t.Fatalf("release %s: no ServiceMonitor rendered", release)
+		}
+		jobLabel, _, _ := unstructured.NestedString(sm.Object, "spec", "jobLabel")
+		selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+		var got []string
+		for _, o := range objs {
+			if o.GetKind() == "Service" && labels.SelectorFromSet(selector).Matches(labels.Set(o.GetLabels())) {
+				name := o.GetName() // Prometheus' job without a jobLabel
+				if v, ok := o.GetLabels()[jobLabel]; jobLabel != "" && ok {
+					name = v
+				}
+				got = append(got, name)
+			}
+		}
+		if len(got) != 1 || got[0] != job {
+			t.Errorf("release %s: the ServiceMonitor scrapes jobs %v; the alerts select job %q", release, got, job)
+		}
+	}
+}
