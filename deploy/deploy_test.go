@@ -660,6 +660,14 @@ func TestChartRBACProfiles(t *testing.T) {
 	if findObject(windows, "ClusterRole", "flinkmaint-worker-restore") != nil {
 		t.Error("profile windows renders the restore role")
 	}
+	// Without Helm, the component deploy/kustomize/rbac/windows grants the same.
+	kustomizedWindows := render(t, repoRoot(t), "kustomize", "build", overlay(t, "resources: [%s/rbac]\ncomponents: [%s/rbac/windows]\n"))
+	if got := grants(t, kustomizedWindows, "ClusterRole", "flinkmaint-worker-tenant"); !equalSets(got, wantWindows) {
+		t.Errorf("deploy/kustomize/rbac/windows: ClusterRole flinkmaint-worker-tenant grants %v; want %v", got, wantWindows)
+	}
+	if findObject(kustomizedWindows, "ClusterRole", "flinkmaint-worker-restore") != nil {
+		t.Error("deploy/kustomize/rbac/windows keeps the restore role")
+	}
 	if msg := helmTemplateFails(t, "flinkmaint", "--set", "rbac.profile=windows", "--set", "rbac.restoreNamespaces={team-a}"); !strings.Contains(msg, "rbac.restoreNamespaces") || !strings.Contains(msg, "windows") {
 		t.Errorf("profile windows with rbac.restoreNamespaces: helm's message does not name them:\n%s", msg)
 	}
@@ -714,6 +722,23 @@ func TestChartBindsTheInventorysNamespaces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// overlay writes a kustomization in a temporary directory, its body's %s
+// each the path of deploy/kustomize relative to it (kustomize takes no
+// absolute paths), and returns the directory.
+func overlay(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, filepath.Join(repoRoot(t), "deploy", "kustomize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" + strings.ReplaceAll(body, "%s", rel)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // grants lists what a role of the rendering grants, one "verb
