@@ -20,7 +20,7 @@ test: ## build tools, start the real peers, run every test (-race), stop the pee
 	scripts/test.sh
 
 .PHONY: test-unit
-test-unit: ## unit tests only: no Java, no servers, no network (-race); under 2 minutes
+test-unit: bin/helm bin/kustomize ## unit tests only: no Java, no servers, no network (-race); under 2 minutes
 	scripts/test-unit.sh
 
 .PHONY: lint
@@ -50,8 +50,8 @@ bin/gremlins bin/mutants: tools/go.mod tools/go.sum tools/mutants/main.go
 	cd tools && GOBIN=$(CURDIR)/bin go install github.com/go-gremlins/gremlins/cmd/gremlins ./mutants
 
 .PHONY: docs
-docs: ## regenerate docs/configuration.md and docs/cli-reference.md from the code (tests check they are current)
-	FLINKMAINT_UPDATE_DOCS=1 go test -count=1 -run 'TestConfigurationReferenceIsCurrent|TestCLIReferenceIsCurrent' ./internal/config ./starter
+docs: ## regenerate docs/configuration.md, docs/cli-reference.md and the chart's values.schema.json from the code (tests check they are current)
+	FLINKMAINT_UPDATE_DOCS=1 go test -count=1 -run 'TestConfigurationReferenceIsCurrent|TestCLIReferenceIsCurrent|TestChartValuesSchemaIsCurrent' ./internal/config ./starter ./deploy
 
 .PHONY: fmt
 fmt: ## gofmt every Go file
@@ -130,9 +130,18 @@ bench-governance-fleet: ## governance plan over 5000 incremental jobs (1M files,
 bench-governance: ## governance in trash mode over 500k retired job dirs on the sandbox HDFS, with 1 and 3 workers: plan, items/s, RSS (prints figures)
 	scripts/bench-governance.sh
 
+# make image tags the chart's appVersion (scripts/image.sh reads it), the
+# tag the chart and the kustomize base deploy; VERSION=... on the command
+# line or in the environment chooses another.
+IMAGE_ENV := $(if $(filter command line environment,$(origin VERSION)),VERSION=$(VERSION))
+
 .PHONY: image
-image: ## build the worker image as an OCI tarball in var/image/ (no Docker needed)
-	VERSION=$(VERSION) scripts/image.sh
+image: ## build the worker image flinkmaint-worker:<chart appVersion> as an OCI tarball in var/image/ (no Docker needed)
+	$(IMAGE_ENV) scripts/image.sh
+
+.PHONY: image-version
+image-version: ## print the tag make image gives the image
+	@$(IMAGE_ENV) scripts/image.sh --print-version
 
 .PHONY: clean
 clean: stop ## stop everything and remove build outputs and state

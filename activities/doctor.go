@@ -279,7 +279,7 @@ func (a *Activities) doctorKubernetes(ctx context.Context) []DoctorCheck {
 	}
 	if len(missing) > 0 {
 		c.Result, c.Detail = CheckFail, "missing: "+strings.Join(missing, "; ")
-		c.Fix = "bind the ClusterRole flinkmaint-worker-tenant in each namespace named (the chart's rbac.tenantNamespaces, or deploy/kustomize/rbac/tenant), and flinkmaint-worker-namespaces for a namespace selector"
+		c.Fix = "bind the ClusterRole flinkmaint-worker-tenant (in the chart, named after the release: <fullname>-worker-tenant) in each namespace named (the chart binds those of config.inventory.kubernetes and rbac.tenantNamespaces; or deploy/kustomize/rbac/tenant), and flinkmaint-worker-namespaces for a namespace selector"
 	}
 	return append(checks, c)
 }

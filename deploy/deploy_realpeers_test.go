@@ -25,7 +25,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -34,7 +33,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -52,9 +51,6 @@ import (
 // prometheusOperator is the module whose CRDs (example/prometheus-operator-crd)
 // the apiserver gets, for the ServiceMonitor and PrometheusRule.
 const prometheusOperator = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
-
-// chartNamespace is where the chart is installed in these tests.
-const chartNamespace = "flinkmaint-chart"
 
 type rendering struct {
 	name    string
@@ -99,15 +95,30 @@ func TestChartAndKustomizeApplyOnTheRealAPIServer(t *testing.T) {
 		renders = append(renders, rendering{name: "chart with ci/" + filepath.Base(f),
 			objects: render(t, root, "helm", "template", "flinkmaint", chart, "--namespace", chartNamespace, "-f", f)})
 	}
+	// The windows RBAC profile, and an inventory that selects its
+	// namespaces by label (the chart then grants listing them).
+	secure := filepath.Join(chart, "ci", "secure-values.yaml")
+	renders = append(renders,
+		rendering{name: "chart with ci/secure-values.yaml and rbac.profile windows",
+			objects: render(t, root, "helm", "template", "flinkmaint", chart, "--namespace", chartNamespace, "-f", secure,
+				"--set", "rbac.profile=windows", "--set-json", "rbac.restoreNamespaces=[]")},
+		rendering{name: "chart with ci/secure-values.yaml and a namespace selector",
+			objects: render(t, root, "helm", "template", "flinkmaint", chart, "--namespace", chartNamespace, "-f", secure,
+				"--set", "config.inventory.kubernetes.namespaces=null", "--set", "config.inventory.kubernetes.namespaceSelector=flinkmaint.io/tenant=true",
+				"--set", "rbac.tenantNamespaces={team-a,team-b}")})
+	// A second release beside the first, as a staging install would be.
+	renders = append(renders, rendering{name: "chart as release flinkmaint-staging with ci/secure-values.yaml",
+		objects: render(t, root, "helm", "template", "flinkmaint-staging", chart, "--namespace", chartNamespace, "-f", secure)})
 	renders = append(renders,
 		rendering{name: "kustomize base", waits: true, objects: render(t, root, "kustomize", "build", filepath.Join(root, "deploy", "kustomize", "base"))},
-		rendering{name: "kustomize monitoring", objects: render(t, root, "kustomize", "build", filepath.Join(root, "deploy", "monitoring"))})
+		rendering{name: "kustomize monitoring", objects: render(t, root, "kustomize", "build", filepath.Join(root, "deploy", "monitoring"))},
+		rendering{name: "kustomize staging overlay", objects: render(t, root, "kustomize", "build", filepath.Join(root, "deploy", "kustomize", "staging"))})
 
 	worker := workerproc.Build(t)
 	for _, r := range renders {
 		t.Run(r.name, func(t *testing.T) {
 			applyDryRun(t, ctx, kube, r.objects)
-			if dep := find(r.objects, "Deployment", "flinkmaint-worker"); dep != nil {
+			if dep := findKind(t, r.objects, "Deployment"); dep != nil {
 				checkAvailability(t, r.objects, dep)
 				cfg := workerConfig(t, r.objects, dep)
 				checkConfig(t, worker, kube, cfg)
@@ -122,7 +133,7 @@ func TestChartAndKustomizeApplyOnTheRealAPIServer(t *testing.T) {
 	// rolls: the worker reads its configuration only at start.
 	t.Run("a changed configuration rolls the pods", func(t *testing.T) {
 		checksum := func(objs []*unstructured.Unstructured) string {
-			dep := find(objs, "Deployment", "flinkmaint-worker")
+			dep := findObject(objs, "Deployment", "flinkmaint-worker")
 			if dep == nil {
 				t.Fatal("no Deployment rendered")
 			}
@@ -136,15 +147,14 @@ func TestChartAndKustomizeApplyOnTheRealAPIServer(t *testing.T) {
 		}
 	})
 
-	// Both install paths grant the same: the chart's cluster roles are
-	// those of deploy/kustomize/rbac, which the kube package's tests tie
-	// to what the worker calls.
-	t.Run("the chart grants what the kustomize base grants", func(t *testing.T) {
-		for _, name := range []string{"flinkmaint-worker-tenant", "flinkmaint-worker-restore", "flinkmaint-worker-namespaces"} {
-			a, b := clusterRoleRules(t, renders[0].objects, name), clusterRoleRules(t, renders[len(renders)-2].objects, name)
-			if !reflect.DeepEqual(a, b) {
-				t.Errorf("ClusterRole %s: the chart grants %v, the kustomize base %v", name, a, b)
-			}
+	// Two releases in one cluster, applied for real (not a dry run) each by
+	// its own field manager and without forcing: an object both rendered
+	// would be a conflict on the second. Their objects are removed again.
+	t.Run("two releases apply side by side", func(t *testing.T) {
+		ns := "flinkmaint-sidebyside"
+		for _, release := range []string{"flinkmaint-sidebyside", "flinkmaint-sidebyside-staging"} {
+			objs := render(t, root, "helm", "template", release, chart, "--namespace", ns, "-f", filepath.Join(chart, "ci", "secure-values.yaml"))
+			applyObjects(t, ctx, kube, objs, release, false)
 		}
 	})
 }
@@ -179,40 +189,19 @@ func prometheusOperatorCRDs(t *testing.T, root string) string {
 	return dir
 }
 
-// render runs bin/<tool> and splits its output into objects.
-func render(t *testing.T, root, tool string, args ...string) []*unstructured.Unstructured {
-	t.Helper()
-	bin := filepath.Join(root, "bin", tool)
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: %v (make bin/%s builds it; make test does)", bin, err, tool)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, stderr.String())
-	}
-	var objs []*unstructured.Unstructured
-	for _, doc := range strings.Split("\n"+stdout.String(), "\n---") {
-		var m map[string]any
-		if err := sigsyaml.Unmarshal([]byte(doc), &m); err != nil {
-			t.Fatalf("%s %s: a document does not parse: %v\n%s", tool, strings.Join(args, " "), err, doc)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: m})
-	}
-	if len(objs) == 0 {
-		t.Fatalf("%s %s rendered nothing", tool, strings.Join(args, " "))
-	}
-	return objs
-}
-
 // applyDryRun creates the namespaces the objects live in (a dry run needs
 // them to exist) and applies every object server-side with dryRun=All: the
 // apiserver validates each against its schema, CRDs included, and admits it.
 func applyDryRun(t *testing.T, ctx context.Context, kube *sandbox.Kube, objs []*unstructured.Unstructured) {
+	t.Helper()
+	applyObjects(t, ctx, kube, objs, "flinkmaint-deploy-test", true)
+}
+
+// applyObjects applies every object server-side as the field manager. A
+// dry run forces (it only validates); a real apply does not, so an object
+// another manager applied is a conflict, and it is deleted when the test
+// ends.
+func applyObjects(t *testing.T, ctx context.Context, kube *sandbox.Kube, objs []*unstructured.Unstructured, manager string, dryRun bool) {
 	t.Helper()
 	dyn, err := kube.Dynamic()
 	if err != nil {
@@ -237,10 +226,22 @@ func applyDryRun(t *testing.T, ctx context.Context, kube *sandbox.Kube, objs []*
 			t.Errorf("%s %s: the apiserver serves no such kind: %v", gvk, o.GetName(), err)
 			continue
 		}
-		_, err = dyn.Resource(m.Resource).Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o,
-			metav1.ApplyOptions{FieldManager: "flinkmaint-deploy-test", Force: true, DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			t.Errorf("apply %s %s/%s (dry run): %v", gvk.Kind, o.GetNamespace(), o.GetName(), err)
+		opts := metav1.ApplyOptions{FieldManager: manager}
+		if dryRun {
+			opts.Force, opts.DryRun = true, []string{metav1.DryRunAll}
+		}
+		res := dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		if _, err := res.Apply(ctx, o.GetName(), o, opts); err != nil {
+			t.Errorf("apply %s %s/%s as %s (dry run %t): %v", gvk.Kind, o.GetNamespace(), o.GetName(), manager, dryRun, err)
+			continue
+		}
+		if !dryRun {
+			name := o.GetName()
+			t.Cleanup(func() {
+				if err := res.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					t.Errorf("delete %s %s/%s: %v", gvk.Kind, o.GetNamespace(), name, err)
+				}
+			})
 		}
 	}
 }
@@ -302,26 +303,19 @@ func checkAvailability(t *testing.T, objs []*unstructured.Unstructured, o *unstr
 	}
 }
 
-func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+// findKind finds the one object of a kind, or nil; two fail the test.
+func findKind(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	t.Helper()
+	var found *unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetKind() == kind && o.GetName() == name {
-			return o
+		if o.GetKind() == kind {
+			if found != nil {
+				t.Fatalf("two %ss rendered: %s and %s", kind, found.GetName(), o.GetName())
+			}
+			found = o
 		}
 	}
-	return nil
-}
-
-func clusterRoleRules(t *testing.T, objs []*unstructured.Unstructured, name string) []rbacv1.PolicyRule {
-	t.Helper()
-	o := find(objs, "ClusterRole", name)
-	if o == nil {
-		t.Fatalf("no ClusterRole %s rendered", name)
-	}
-	var cr rbacv1.ClusterRole
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cr); err != nil {
-		t.Fatal(err)
-	}
-	return cr.Rules
+	return found
 }
 
 // renderedConfig is the worker's configuration as a pod would see it,
@@ -388,7 +382,7 @@ func workerConfig(t *testing.T, objs []*unstructured.Unstructured, o *unstructur
 		if v.ConfigMap == nil {
 			t.Fatalf("volume %s at %s is not a ConfigMap", m.Name, cfgMount)
 		}
-		cm := find(objs, "ConfigMap", v.ConfigMap.Name)
+		cm := findObject(objs, "ConfigMap", v.ConfigMap.Name)
 		if cm == nil {
 			t.Fatalf("the Deployment mounts ConfigMap %s, which is not rendered", v.ConfigMap.Name)
 		}
@@ -423,7 +417,8 @@ func workerConfig(t *testing.T, objs []*unstructured.Unstructured, o *unstructur
 	for _, m := range mounts {
 		pairs = append(pairs, m, filepath.Join(local, m))
 	}
-	body = strings.NewReplacer(pairs...).Replace(body)
+	moved := strings.NewReplacer(pairs...)
+	body = moved.Replace(body)
 	for _, f := range files {
 		standIn(t, filepath.Join(local, f))
 	}
@@ -436,6 +431,13 @@ func workerConfig(t *testing.T, objs []*unstructured.Unstructured, o *unstructur
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
 			env[e.Name] = "secret-from-" + e.ValueFrom.SecretKeyRef.Name
+		case e.ValueFrom == nil && strings.HasPrefix(e.Value, "/"):
+			// A file the env names (worker.yaml's TLS files, for the CLI)
+			// lies in a mount too, and moves with it.
+			if _, _, ok := mountOf(e.Value); !ok {
+				t.Errorf("env %s names %s, which no volume of the worker container mounts (mounts: %v)", e.Name, e.Value, mounts)
+			}
+			env[e.Name] = moved.Replace(e.Value)
 		case e.ValueFrom == nil:
 			env[e.Name] = e.Value
 		}

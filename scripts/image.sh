@@ -7,7 +7,11 @@
 #   var/image/flinkmaint-worker-$VERSION.oci.tar   tag flinkmaint-worker:$VERSION
 # The binaries it holds stay beside it in var/image/build-$VERSION/.
 #
-#   VERSION=...                 release and tag (default: git describe --always --dirty)
+#   VERSION=...                 release and tag (default: the chart's appVersion,
+#                               deploy/helm/flinkmaint/Chart.yaml, the tag the chart
+#                               and the kustomize base deploy)
+#
+#   scripts/image.sh --print-version   prints the release it would build, and exits
 #   GOARCH=...                  platform of the image (default: go env GOARCH)
 #   FLINKMAINT_IMAGE_DIR=...    output directory (default: var/image)
 #   SOURCE_DATE_EPOCH=...       time of every entry (default: the commit's time)
@@ -16,7 +20,17 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-VERSION="${VERSION:-$(git describe --always --dirty 2>/dev/null || echo dev)}"
+if [[ -z "${VERSION:-}" ]]; then
+  VERSION="$(sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}[[:space:]]*$/\1/p' deploy/helm/flinkmaint/Chart.yaml)"
+  if [[ -z "$VERSION" ]]; then
+    echo "scripts/image.sh: no appVersion in deploy/helm/flinkmaint/Chart.yaml: set it, or VERSION=..." >&2
+    exit 2
+  fi
+fi
+if [[ "${1:-}" == "--print-version" ]]; then
+  echo "$VERSION"
+  exit 0
+fi
 ARCH="${GOARCH:-$(go env GOARCH)}"
 OUT_DIR="${FLINKMAINT_IMAGE_DIR:-$ROOT/var/image}"
 # The commit's time, so one commit always builds the same image.
