@@ -20,7 +20,7 @@ test: ## build tools, start the real peers, run every test (-race), stop the pee
 	scripts/test.sh
 
 .PHONY: test-unit
-test-unit: bin/helm bin/kustomize ## unit tests only: no Java, no servers, no network (-race); under 2 minutes
+test-unit: bin/helm bin/kustomize ## unit tests only: no Java, no servers, no network (-race); under 2 minutes once bin/helm and bin/kustomize are built
 	scripts/test-unit.sh
 
 .PHONY: lint
