@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -118,6 +119,50 @@ func TestWindowFileErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// Window-file durations take days like every duration, and a bad one is
+// named by its key path, with its value and valid examples.
+func TestWindowFileDurations(t *testing.T) {
+	write := func(t *testing.T, body string) string {
+		p := filepath.Join(t.TempDir(), "window.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const head = "windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n"
+	in, err := loadWindowFile(write(t, head+"  restart:\n    soak: 1d12h\n  cleanup:\n    policy:\n      retiredJobTTL: 14d\n      haTTL: 30d\n"))
+	if err != nil {
+		t.Fatalf("days: %v", err)
+	}
+	if p := in.Policy; p.Restart.Soak.D() != 36*time.Hour || p.Cleanup.Policy.RetiredJobTTL.D() != 14*24*time.Hour || p.Cleanup.Policy.HATTL.D() != 30*24*time.Hour {
+		t.Fatalf("days read wrong: %+v", p)
+	}
+	for name, tc := range map[string]struct {
+		body string
+		want []string
+	}{
+		"bad ttl": {head + "  cleanup:\n    policy:\n      retiredJobTTL: 14x\n",
+			[]string{`policy.cleanup.policy.retiredJobTTL: "14x" is not a duration`, "7d", "1d12h", "30s"}},
+		"half day": {head + "  cleanup:\n    policy:\n      haTTL: 1.5d\n",
+			[]string{`policy.cleanup.policy.haTTL: "1.5d" is not a duration`, "days are whole"}},
+		"a list": {head + "  restart:\n    soak: [1, 2]\n",
+			[]string{"policy.restart.soak: [1,2] is not a duration"}},
+		"all at once": {head + "  restart:\n    soak: soon\n  cleanup:\n    policy:\n      grace: 2x\n    typo: 1\n",
+			[]string{"policy.cleanup.typo", "policy.restart.soak: \"soon\"", "policy.cleanup.policy.grace: \"2x\""}},
+		"negative stays refused": {head + "  cleanup:\n    policy:\n      retiredJobTTL: -14d\n",
+			[]string{"policy.cleanup.policy.retiredJobTTL=-336h0m0s: use a positive duration"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadWindowFile(write(t, tc.body))
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v; want one saying %q", err, want)
+				}
+			}
+		})
+	}
+}
+
 // `flinkmaint version` and --version name the release and the commit,
 // without dialing Temporal.
 func TestVersion(t *testing.T) {
@@ -145,20 +190,30 @@ func TestGovernanceRestoreUsage(t *testing.T) {
 	}
 }
 
-// Durations of every flag take whole days too.
-func TestParseDurationTakesDays(t *testing.T) {
+// Durations of every flag are read by internal/duration, so they take
+// whole days too; a bad one names the flag, the value and valid examples.
+func TestDurationFlagsTakeDays(t *testing.T) {
 	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "0s": 0} {
-		if got, err := parseDuration(in); err != nil || got != want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		fl := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		var got time.Duration
+		durationFlag(fl, &got, "ttl", time.Hour, "")
+		if err := fl.Parse([]string{"--ttl", in}); err != nil || got != want {
+			t.Errorf("--ttl %s = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"1.5d", "d", "7dd", "soon", "1d-2h", "x1d"} {
-		if got, err := parseDuration(in); err == nil {
-			t.Errorf("parseDuration(%q) = %v; want an error", in, got)
+		fl := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		var got time.Duration
+		durationFlag(fl, &got, "ttl", time.Hour, "")
+		if err := fl.Parse([]string{"--ttl", in}); err == nil {
+			t.Errorf("--ttl %s = %v; want an error", in, got)
 		}
 	}
-	if code, _, stderr := runCLI([]string{"governance", "plan", "--grace", "2x"}, nil); code != exitUsage || !strings.Contains(stderr, `"2x" is not a duration`) {
-		t.Errorf("--grace 2x: exit %d %s", code, stderr)
+	code, _, stderr := runCLI([]string{"governance", "plan", "--grace", "2x"}, nil)
+	for _, want := range []string{"--grace", `"2x" is not a duration`, "7d", "1d12h"} {
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("--grace 2x: exit %d, stderr %q; want a usage error saying %q", code, stderr, want)
+		}
 	}
 }
 

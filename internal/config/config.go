@@ -23,6 +23,7 @@ import (
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/duration"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -383,18 +384,20 @@ func Default() Config {
 	return c
 }
 
-// Duration is a time.Duration written as "30s" or "5m" in YAML.
+// Duration is a time.Duration written as "30s", "5m" or "7d" in YAML
+// (internal/duration).
 type Duration time.Duration
 
-// UnmarshalYAML parses Go duration syntax and names the bad value.
+// UnmarshalYAML parses a duration and names the bad value; LoadFile's
+// checkYAML has already named the key.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("line %d: %q is not a duration: use a value such as 30s, 5m or 1h", n.Line, n.Value)
+		return fmt.Errorf("line %d: %v", n.Line, &duration.Error{Value: n.Value})
 	}
-	v, err := time.ParseDuration(s)
+	v, err := duration.Parse(s)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration: use a value such as 30s, 5m or 1h", n.Line, s)
+		return fmt.Errorf("line %d: %v", n.Line, err)
 	}
 	*d = Duration(v)
 	return nil

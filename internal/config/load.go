@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/flinkmaint/flinkmaint/internal/duration"
 )
 
 // Load builds the configuration from defaults, the file named by --config or
@@ -21,8 +23,8 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 		listen        = fs.String("http-listen", "", "address of /healthz, /readyz, /metrics and /codec/ (env "+EnvHTTPListen+", default "+cfg.HTTP.Listen+")")
 		logLevel      = fs.String("log-level", "", "trace, debug, info, warn or error (env "+EnvLogLevel+")")
 		logFormat     = fs.String("log-format", "", "json or console (env "+EnvLogFormat+")")
-		shutdown      = fs.Duration("shutdown-timeout", 0, "time running activities get to finish on SIGTERM")
-		connectTimout = fs.Duration("temporal-connect-timeout", 0, "how long to wait for the Temporal frontend at start")
+		shutdown      = durationFlag(fs, "shutdown-timeout", "time running activities get to finish on SIGTERM")
+		connectTimout = durationFlag(fs, "temporal-connect-timeout", "how long to wait for the Temporal frontend at start")
 		staticFile    = fs.String("inventory", "", "static inventory file (clusters outside Kubernetes)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -58,10 +60,38 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	override("log-format", &cfg.Log.Format, *logFormat)
 	override("inventory", &cfg.Inventory.StaticFile, *staticFile)
 	if setFlags["shutdown-timeout"] {
-		cfg.Worker.ShutdownTimeout = Duration(*shutdown)
+		cfg.Worker.ShutdownTimeout = *shutdown
 	}
 	if setFlags["temporal-connect-timeout"] {
-		cfg.Worker.TemporalConnectTimeout = Duration(*connectTimout)
+		cfg.Worker.TemporalConnectTimeout = *connectTimout
 	}
 	return cfg, cfg.Validate()
+}
+
+// durationValue is a flag.Value read by duration.Parse, as the file's
+// durations are, so --shutdown-timeout takes 1d12h too.
+type durationValue struct{ d *Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.D().String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := duration.Parse(s)
+	if err != nil {
+		return err
+	}
+	*v.d = Duration(d)
+	return nil
+}
+
+// durationFlag defines a duration flag; the flag package names the flag
+// and the value in a parse error, duration.Parse what would be valid.
+func durationFlag(fs *flag.FlagSet, name, usage string) *Duration {
+	d := new(Duration)
+	fs.Var(durationValue{d}, name, usage+", a `duration` such as "+duration.Examples)
+	return d
 }

@@ -305,7 +305,8 @@ func renderReference(sections []refSection) []byte {
 	b.WriteString("the YAML file (`--config` or `FLINKMAINT_CONFIG`), environment variables, flags. A problem in\n")
 	b.WriteString("any of them stops the worker with exit code 2 and one message naming every bad key, its value\n")
 	b.WriteString("and what would be valid. [Installing and running](install.md) says how to deploy it; this page\n")
-	b.WriteString("lists every key. A key ending in `[]` is a list of objects with the keys below it.\n")
+	b.WriteString("lists every key. A key ending in `[]` is a list of objects with the keys below it. A duration is\n")
+	b.WriteString("Go syntax with optional leading whole days: `30s`, `5m`, `36h`, `7d`, `1d12h`.\n")
 	code := func(s string) string {
 		if s == "" {
 			return ""
