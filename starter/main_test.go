@@ -36,6 +36,8 @@ func TestUsageErrors(t *testing.T) {
 		"bad TLS env":           {[]string{"ping"}, map[string]string{"TEMPORAL_TLS": "perhaps"}, "TEMPORAL_TLS"},
 		"cert without key":      {[]string{"ping", "--tls-cert", "/nonexistent/c.pem"}, nil, `--tls-cert="/nonexistent/c.pem" and --tls-key="": set both`},
 		"unreadable CA":         {[]string{"ping", "--tls-ca", "/nonexistent/ca.pem"}, nil, `--tls-ca="/nonexistent/ca.pem" cannot be read`},
+		"CA not PEM":            {[]string{"ping", "--tls-ca", "main_test.go"}, nil, `--tls-ca="main_test.go" holds no PEM certificate`},
+		"cert and key not PEM":  {[]string{"ping", "--tls-cert", "main_test.go", "--tls-key", "main.go"}, nil, `--tls-cert="main_test.go" and --tls-key="main.go" are not a PEM client certificate and its private key`},
 		"address without port":  {[]string{"ping", "--address", "temporal.example"}, nil, `--address="temporal.example" is not host:port`},
 		"address of no host":    {[]string{"ping", "--address", "bad::addr"}, nil, `--address="bad::addr"`},
 		"address from env":      {[]string{"ping"}, map[string]string{"TEMPORAL_ADDRESS": "a:b:c"}, `--address="a:b:c"`},

@@ -102,7 +102,7 @@ func TestLoadRejects(t *testing.T) {
 		},
 		"kerberos keytab without principal, missing file": {
 			file: "storage:\n  kerberos:\n    keytab: /nonexistent/worker.keytab\n",
-			want: []string{"storage.kerberos.principal is empty", `storage.kerberos.keytab="/nonexistent/worker.keytab"`, "readable keytab"},
+			want: []string{"storage.kerberos.principal is empty", `storage.kerberos.keytab="/nonexistent/worker.keytab": `, "keytab /nonexistent/worker.keytab cannot be read"},
 		},
 		"kerberos with hdfsUser": {
 			file: "storage:\n  hdfsUser: flink\n  kerberos:\n    ccache: /tmp/krb5cc_0\n",

@@ -11,10 +11,15 @@ import (
 // Load builds the configuration from defaults, the file named by --config or
 // FLINKMAINT_CONFIG, the environment and the flags in args, then validates it.
 // Flag parse errors and validation errors are returned, never printed here.
-func Load(args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+// extra binds flags of the caller's own (the worker's --check-config) to
+// the same set, so -h lists them with the rest.
+func Load(args []string, getenv func(string) string, usage io.Writer, extra ...func(*flag.FlagSet)) (Config, error) {
 	cfg := Default()
 	fs := flag.NewFlagSet("flinkmaint-worker", flag.ContinueOnError)
 	fs.SetOutput(usage)
+	for _, bind := range extra {
+		bind(fs)
+	}
 	var (
 		file          = fs.String("config", "", "YAML config file (env "+EnvConfigFile+")")
 		address       = fs.String("temporal-address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS, default "+cfg.Temporal.Address+")")
@@ -41,6 +46,7 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 		if err := cfg.LoadFile(path); err != nil {
 			return cfg, err
 		}
+		cfg.File = path
 	}
 	if err := cfg.ApplyEnv(getenv); err != nil {
 		return cfg, err
@@ -65,7 +71,13 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	if setFlags["temporal-connect-timeout"] {
 		cfg.Worker.TemporalConnectTimeout = *connectTimout
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		if path != "" {
+			return cfg, fmt.Errorf("config file %s: %w", path, err)
+		}
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 // durationValue is a flag.Value read by duration.Parse, as the file's

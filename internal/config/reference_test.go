@@ -281,6 +281,9 @@ func reference(t *testing.T, root string) (sections []refSection, undocumented [
 	for i := 0; i < typ.NumField(); i++ {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
 		elem := f.Type
 		for elem.Kind() == reflect.Pointer || elem.Kind() == reflect.Slice {
 			elem = elem.Elem()
