@@ -102,11 +102,13 @@ func TestShippedExamplesLoad(t *testing.T) {
 
 func TestWindowFileErrorsNameTheField(t *testing.T) {
 	for name, tc := range map[string]struct{ body, want string }{
-		"unknown key":   {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    concurency: 2\n", "concurency"},
-		"bad duration":  {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: soon\n", "soon"},
-		"bare number":   {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: 30\n", "duration 30 has no unit"},
-		"bad policy":    {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    onFailure: cancel\n", "policy.savepoint.onFailure"},
-		"missing field": {"windowId: w\nreason: r\n", "policy.manifestDir"},
+		"unknown key":     {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    concurency: 2\n", "concurency"},
+		"bad duration":    {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: soon\n", "soon"},
+		"bare number":     {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: 30\n", "duration 30 has no unit"},
+		"bad policy":      {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    onFailure: cancel\n", "policy.savepoint.onFailure"},
+		"missing field":   {"windowId: w\nreason: r\n", "policy.manifestDir"},
+		"freeze override": {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\noverrideFreeze: {by: me, reason: r}\n", "overrideFreeze is not a key of the file (set by `window start --override-freeze --reason`"},
+		"resume state":    {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\nresume: {}\n", "resume is not a key of the file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "window.yaml")

@@ -61,7 +61,11 @@ func loadStrictYAML(what, path string, out interface{}) error {
 	// error for a bad duration names no key.
 	unknown, bad := checkKeys(generic, reflect.TypeOf(out).Elem(), "")
 	if len(unknown) > 0 {
-		bad = append([]string{fmt.Sprintf("unknown keys (see deploy/examples/%s.yaml): %s", what, strings.Join(unknown, ", "))}, bad...)
+		ref := "deploy/examples/" + what + ".yaml"
+		if what == "window" {
+			ref = "docs/window-file.md or " + ref
+		}
+		bad = append([]string{fmt.Sprintf("unknown keys (see %s): %s", ref, strings.Join(unknown, ", "))}, bad...)
 	}
 	switch len(bad) {
 	case 0:
@@ -215,14 +219,23 @@ func jsonTypeWord(t reflect.Type) string {
 	return "a " + t.String()
 }
 
+// windowFileInternalKeys are the fields of WindowInput a window file may
+// not set, and why; docs/window-file.md lists them apart.
+var windowFileInternalKeys = map[string]string{
+	"resume":         "the state a window hands to its next run, written by the window itself",
+	"overrideFreeze": "set by `window start --override-freeze --reason`, which records who overrode the freeze",
+}
+
 // loadWindowFile reads window.yaml into the workflow input.
 func loadWindowFile(path string) (workflows.WindowInput, error) {
 	var in workflows.WindowInput
 	if err := loadStrictYAML("window", path, &in); err != nil {
 		return workflows.WindowInput{}, err
 	}
-	if in.Resume != nil {
-		return workflows.WindowInput{}, usageErrorf("window file %s: resume is internal state, remove it", path)
+	for key, why := range windowFileInternalKeys {
+		if (key == "resume" && in.Resume != nil) || (key == "overrideFreeze" && in.OverrideFreeze != nil) {
+			return workflows.WindowInput{}, usageErrorf("window file %s: %s is not a key of the file (%s): remove it", path, key, why)
+		}
 	}
 	in.Policy.ApplyDefaults()
 	if err := in.Validate(); err != nil {

@@ -83,3 +83,19 @@ func Parse(s string) (time.Duration, error) {
 	}
 	return sign * total, nil
 }
+
+// Format writes d as Parse reads it, shortest first: whole days of two or
+// more as 7d, else Go syntax without zero parts (1h, 15m, 1h30m).
+func Format(d time.Duration) string {
+	if d >= 2*day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

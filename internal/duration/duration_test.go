@@ -69,3 +69,19 @@ func TestParseRefusesWithValueAndExamples(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatIsReadBack(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 30 * time.Second: "30s", 15 * time.Minute: "15m", time.Hour: "1h", 90 * time.Minute: "1h30m",
+		24 * time.Hour: "24h", 36 * time.Hour: "36h", 7 * 24 * time.Hour: "7d", 14*24*time.Hour + time.Hour: "337h",
+		-7 * 24 * time.Hour: "-168h", time.Hour + 30*time.Second: "1h0m30s",
+	} {
+		got := Format(d)
+		if got != want {
+			t.Errorf("Format(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := Parse(got); err != nil || back != d {
+			t.Errorf("Parse(Format(%v)) = %v, %v", d, back, err)
+		}
+	}
+}
