@@ -40,7 +40,7 @@ func TestUsageErrors(t *testing.T) {
 		"cert and key not PEM":  {[]string{"ping", "--tls-cert", "main_test.go", "--tls-key", "main.go"}, nil, `--tls-cert="main_test.go" and --tls-key="main.go" are not a PEM client certificate and its private key`},
 		"address without port":  {[]string{"ping", "--address", "temporal.example"}, nil, `--address="temporal.example" is not host:port`},
 		"address of no host":    {[]string{"ping", "--address", "bad::addr"}, nil, `--address="bad::addr"`},
-		"address from env":      {[]string{"ping"}, map[string]string{"TEMPORAL_ADDRESS": "a:b:c"}, `--address="a:b:c"`},
+		"address from env":      {[]string{"ping"}, map[string]string{"TEMPORAL_ADDRESS": "a:b:c"}, `TEMPORAL_ADDRESS="a:b:c" is not host:port`},
 		"group without name":    {[]string{"governance", "approve"}, nil, "exactly one NAME"},
 		"approve without hash":  {[]string{"governance", "approve", "nightly"}, nil, "--plan-sha256 is required"},
 		"decide bad action":     {[]string{"window", "decide", "w1", "--action", "frobnicate"}, nil, `--action="frobnicate" is not valid`},
