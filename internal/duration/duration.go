@@ -16,6 +16,11 @@ import (
 // Examples lists valid values, for error messages and help texts.
 const Examples = "30s, 5m, 36h, 7d or 1d12h"
 
+// Pattern is a regular expression (RE2 and ECMA-262 alike, for JSON
+// schemas) of the values Parse reads as zero or positive, written without
+// a sign: "0", Go units, or whole days and optional Go units.
+const Pattern = `^(0|[0-9]+d(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))*|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$`
+
 const day = 24 * time.Hour
 
 // Error is a value that is not a duration. Callers name the key or flag

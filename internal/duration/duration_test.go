@@ -2,6 +2,7 @@ package duration
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,20 @@ func TestFormatIsReadBack(t *testing.T) {
 		}
 		if back, err := Parse(got); err != nil || back != d {
 			t.Errorf("Parse(Format(%v)) = %v, %v", d, back, err)
+		}
+	}
+}
+
+// Pattern matches exactly the unsigned values Parse reads, so a schema
+// built on it refuses no duration the worker takes.
+func TestPatternAgreesWithParse(t *testing.T) {
+	re := regexp.MustCompile(Pattern)
+	for _, in := range []string{"0", "30s", "1h30m", "500ms", "1.5h", "7d", "0d", "1d12h", "14d0s", "1d30m15s", "2d1.5h", "336h0m0s", "3µs",
+		"", "soon", "30", "7", "d", "7D", "1.5d", "1d-1h", "1h7d", "7dd", "7d ", "-5m", "+7d", ".5h", "1d.5h", "1.h", ".h", "1d.h", "d1h", "1d1"} {
+		d, err := Parse(in)
+		parsed := err == nil && d >= 0 && in != "" && in[0] != '+' && in[0] != '-'
+		if matched := re.MatchString(in); matched != parsed {
+			t.Errorf("%q: Pattern matches %v, Parse reads it as a non-negative unsigned duration %v (%v, %v)", in, matched, parsed, d, err)
 		}
 	}
 }
