@@ -50,8 +50,8 @@ bin/gremlins bin/mutants: tools/go.mod tools/go.sum tools/mutants/main.go
 	cd tools && GOBIN=$(CURDIR)/bin go install github.com/go-gremlins/gremlins/cmd/gremlins ./mutants
 
 .PHONY: docs
-docs: ## regenerate docs/configuration.md, docs/cli-reference.md and the chart's values.schema.json from the code (tests check they are current)
-	FLINKMAINT_UPDATE_DOCS=1 go test -count=1 -run 'TestConfigurationReferenceIsCurrent|TestCLIReferenceIsCurrent|TestChartValuesSchemaIsCurrent' ./internal/config ./starter ./deploy
+docs: ## regenerate docs/configuration.md, docs/window-file.md, docs/cli-reference.md and the chart's values.schema.json from the code (tests check they are current)
+	FLINKMAINT_UPDATE_DOCS=1 go test -count=1 -run 'TestConfigurationReferenceIsCurrent|TestWindowFileReferenceIsCurrent|TestCLIReferenceIsCurrent|TestChartValuesSchemaIsCurrent' ./internal/config ./starter ./deploy
 
 .PHONY: fmt
 fmt: ## gofmt every Go file

@@ -21,7 +21,7 @@ import (
 // lag the job.
 type MetricCheck struct {
 	// Metric is the metric's id as Flink's REST API lists it: a job metric
-	// (numRestarts, uptime, lastCheckpointDuration) when Vertex is empty,
+	// (numRestarts, uptime, lastCheckpointDuration) when vertex is empty,
 	// else a subtask metric (numRecordsOut, numRecordsInPerSecond,
 	// backPressuredTimeMsPerSecond).
 	Metric string `json:"metric" yaml:"metric"`
@@ -32,8 +32,10 @@ type MetricCheck struct {
 	// Agg is how a vertex's subtasks are combined: sum (default), min, max
 	// or avg.
 	Agg string `json:"agg,omitempty" yaml:"agg,omitempty"`
-	// Min and Max bound the value (inclusive); at least one is required.
+	// Min is the lowest value that passes (inclusive); min, max or both
+	// are required.
 	Min *float64 `json:"min,omitempty" yaml:"min,omitempty"`
+	// Max is the highest value that passes (inclusive).
 	Max *float64 `json:"max,omitempty" yaml:"max,omitempty"`
 }
 

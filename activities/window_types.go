@@ -11,9 +11,16 @@ import (
 // Scope selects what a maintenance window or governance run covers. Empty
 // lists mean "all". Job patterns are path.Match globs on the job name.
 type Scope struct {
-	Tenants     []string `json:"tenants,omitempty" yaml:"tenants,omitempty"`
-	Clusters    []string `json:"clusters,omitempty" yaml:"clusters,omitempty"`
+	// Tenants are the tenants in scope; empty: every tenant.
+	Tenants []string `json:"tenants,omitempty" yaml:"tenants,omitempty"`
+	// Clusters are the Flink clusters (cluster ids) in scope; empty: every
+	// cluster of those tenants.
+	Clusters []string `json:"clusters,omitempty" yaml:"clusters,omitempty"`
+	// IncludeJobs are globs on job names; when set, only matching jobs are
+	// in scope.
 	IncludeJobs []string `json:"includeJobs,omitempty" yaml:"includeJobs,omitempty"`
+	// ExcludeJobs are globs on job names taken out of scope, even when
+	// includeJobs matches them.
 	ExcludeJobs []string `json:"excludeJobs,omitempty" yaml:"excludeJobs,omitempty"`
 }
 

@@ -30,6 +30,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/keytab"
 	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -419,8 +421,9 @@ func workerConfig(t *testing.T, objs []*unstructured.Unstructured, o *unstructur
 	}
 	moved := strings.NewReplacer(pairs...)
 	body = moved.Replace(body)
+	principal, _, _ := unstructured.NestedString(cfg, "storage", "kerberos", "principal")
 	for _, f := range files {
-		standIn(t, filepath.Join(local, f))
+		standIn(t, filepath.Join(local, f), principal)
 	}
 	path := filepath.Join(local, "worker.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
@@ -465,7 +468,7 @@ func collectPaths(v any, out *[]string) {
 }
 
 // standIn writes what a mounted file of that name holds.
-func standIn(t *testing.T, path string) {
+func standIn(t *testing.T, path, principal string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
@@ -502,16 +505,23 @@ func standIn(t *testing.T, path string) {
 	case base == "krb5.conf":
 		write(path, "[libdefaults]\n  default_realm = EXAMPLE.COM\n[realms]\n  EXAMPLE.COM = {\n    kdc = kdc.example.com:88\n  }\n")
 	case base == "keytab":
-		write(path, string(emptyKeytab))
+		// The worker checks the keytab holds a key of its principal.
+		name, realm, _ := strings.Cut(principal, "@")
+		kt := keytab.New()
+		if err := kt.AddEntry(name, realm, "stand-in", time.Now(), 1, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
+			t.Fatal(err)
+		}
+		b, err := kt.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(path, string(b))
 	case strings.HasSuffix(path, "/url"):
 		write(path, "https://hooks.slack.example.com/services/T0/B0/x\n")
 	default:
 		write(path, "stand-in\n")
 	}
 }
-
-// emptyKeytab is a keytab file (format 0x0502) with no entries.
-var emptyKeytab = []byte{0x05, 0x02}
 
 func selfSigned(t *testing.T) (cert, key string) {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/internal/config"
+	"github.com/flinkmaint/flinkmaint/internal/duration"
 )
 
 // The chart's values.schema.json makes Helm refuse a misspelt or mistyped
@@ -64,7 +65,7 @@ var (
 )
 
 // typeSchema is the JSON schema of the YAML a Go type decodes: the keys
-// of its yaml tags and nothing else, the scalar types, Go durations. Any
+// of its yaml tags and nothing else, the scalar types, durations as internal/duration reads them. Any
 // key may be null, as the worker takes a key left empty in YAML
 // ("storage:") as unset.
 func typeSchema(t reflect.Type) map[string]any {
@@ -79,7 +80,7 @@ func typeSchema(t reflect.Type) map[string]any {
 		return s
 	}
 	if durationTypes[t] {
-		return of("string", "pattern", `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`)
+		return of("string", "pattern", duration.Pattern)
 	}
 	if reflect.PointerTo(t).Implements(unmarshaler) {
 		// Its own decoder says what it takes; the worker checks it at start.
@@ -138,6 +139,11 @@ func TestChartRefusesMisspeltValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A worker duration in days, which the worker reads, passes the schema.
+func TestChartTakesDurationsInDays(t *testing.T) {
+	helmTemplate(t, "flinkmaint", "--set", "config.cleanup.failedRestoreHold=14d", "--set", "config.worker.shutdownTimeout=1d12h")
 }
 
 // Every value the schema allows is one values.yaml shows (and says what

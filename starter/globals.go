@@ -26,7 +26,9 @@ const (
 	outputJSON  = "json"
 )
 
-// globals are the flags every command shares: Temporal connection and output.
+// globals are the flags every command shares: Temporal connection and
+// output. validate resolves the connection (resolveConnection) into conn,
+// taskQueue and connectTimeout.
 type globals struct {
 	getenv         func(string) string
 	stderr         io.Writer
@@ -34,62 +36,43 @@ type globals struct {
 	taskQueue      string
 	output         string
 	connectTimeout time.Duration
-	flagsSet       func(string) bool
+	flags          flagValues
 }
 
 func (g *globals) bindFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
-	f.StringVar(&g.conn.Address, "address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS, default "+temporalconn.DefaultAddress+")")
-	f.StringVar(&g.conn.Namespace, "namespace", "", "Temporal namespace (env TEMPORAL_NAMESPACE, default "+temporalconn.DefaultNamespace+")")
-	f.StringVar(&g.conn.TLS.CertFile, "tls-cert", "", "client certificate for mutual TLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
-	f.StringVar(&g.conn.TLS.KeyFile, "tls-key", "", "client key for mutual TLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
-	f.StringVar(&g.conn.TLS.CAFile, "tls-ca", "", "CA bundle that signed the server certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
-	f.StringVar(&g.conn.TLS.ServerName, "tls-server-name", "", "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
-	f.StringVar(&g.conn.UIURL, "ui-url", "", "Temporal Web UI base for links (env TEMPORAL_UI_URL, default "+temporalconn.DefaultUIURL+")")
-	f.StringVar(&g.taskQueue, "task-queue", "", "task queue the worker polls (env "+config.EnvTaskQueue+", default "+config.DefaultTaskQueue+")")
+	fl := &g.flags
+	f.StringVar(&fl.profile, "profile", "", "profile of the config file $XDG_CONFIG_HOME/flinkmaint/config.yaml to connect with (env "+EnvProfile+"; default: its profile named default, if any)")
+	f.StringVar(&fl.conn.Address, "address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS, default "+temporalconn.DefaultAddress+")")
+	f.StringVar(&fl.conn.Namespace, "namespace", "", "Temporal namespace (env TEMPORAL_NAMESPACE, default "+temporalconn.DefaultNamespace+")")
+	f.StringVar(&fl.conn.TLS.CertFile, "tls-cert", "", "client certificate for mutual TLS (env "+envTLSCert+" or "+temporalconn.EnvTLSCert+")")
+	f.StringVar(&fl.conn.TLS.KeyFile, "tls-key", "", "client key for mutual TLS (env "+envTLSKey+" or "+temporalconn.EnvTLSKey+")")
+	f.StringVar(&fl.conn.TLS.CAFile, "tls-ca", "", "CA bundle that signed the server certificate (env "+envTLSCA+" or "+temporalconn.EnvTLSCA+")")
+	f.StringVar(&fl.conn.TLS.ServerName, "tls-server-name", "", "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
+	f.StringVar(&fl.conn.UIURL, "ui-url", "", "Temporal Web UI base for links (env TEMPORAL_UI_URL, default "+temporalconn.DefaultUIURL+")")
+	f.StringVar(&fl.taskQueue, "task-queue", "", "task queue the worker polls (env "+config.EnvTaskQueue+", default "+config.DefaultTaskQueue+")")
 	f.StringVarP(&g.output, "output", "o", outputTable, "output format: table or json")
-	durationFlag(f, &g.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for the Temporal frontend")
-	g.flagsSet = func(name string) bool { return f.Changed(name) }
-	// The API key is read from TEMPORAL_API_KEY only: a flag would leak it
-	// into shell history and process listings.
+	durationFlag(f, &fl.connectTimeout, "connect-timeout", defaultConnectTimeout, "how long to wait for the Temporal frontend")
+	fl.set = func(name string) bool { return f.Changed(name) }
+	// The API key is read from TEMPORAL_API_KEY or a profile's apiKeyFile
+	// only: a flag would leak it into shell history and process listings.
 }
 
-// validate merges env under flags and checks the result.
+// validate resolves the connection and checks it and the output format.
 func (g *globals) validate() error {
-	flagged := g.conn
-	merged := temporalconn.Options{}
-	if err := merged.ApplyEnv(g.getenv); err != nil {
+	c, err := resolveConnection(g.flags, g.getenv)
+	if err != nil {
 		return usageError{err}
 	}
-	pick := func(dst *string, name, v string) {
-		if g.flagsSet(name) {
-			*dst = v
-		}
-	}
-	pick(&merged.Address, "address", flagged.Address)
-	pick(&merged.Namespace, "namespace", flagged.Namespace)
-	pick(&merged.TLS.CertFile, "tls-cert", flagged.TLS.CertFile)
-	pick(&merged.TLS.KeyFile, "tls-key", flagged.TLS.KeyFile)
-	pick(&merged.TLS.CAFile, "tls-ca", flagged.TLS.CAFile)
-	pick(&merged.TLS.ServerName, "tls-server-name", flagged.TLS.ServerName)
-	pick(&merged.UIURL, "ui-url", flagged.UIURL)
-	merged.ApplyDefaults()
-	g.conn = merged
-
-	if !g.flagsSet("task-queue") {
-		g.taskQueue = g.getenv(config.EnvTaskQueue)
-	}
-	if g.taskQueue == "" {
-		g.taskQueue = config.DefaultTaskQueue
-	}
+	g.conn, g.taskQueue, g.connectTimeout = c.opts, c.taskQueue, c.connectTimeout
 	if g.output != outputTable && g.output != outputJSON {
 		return usageErrorf("--output=%q is not valid: use %s or %s", g.output, outputTable, outputJSON)
 	}
 	if g.connectTimeout <= 0 {
-		return usageErrorf("--connect-timeout=%s is not valid: use a positive duration such as 10s", g.connectTimeout)
+		return usageError{c.explain(fmt.Errorf("%s=%s is not valid: use a positive duration such as 10s", c.name("connectTimeout"), g.connectTimeout))}
 	}
-	if errs := g.conn.Validate(connFlag); len(errs) > 0 {
-		return usageError{errors.Join(errs...)}
+	if errs := g.conn.Validate(c.name); len(errs) > 0 {
+		return usageError{c.explain(errors.Join(errs...))}
 	}
 	return nil
 }
@@ -105,6 +88,14 @@ func connFlag(key string) string {
 		return "--tls-ca"
 	case "tls.serverName":
 		return "--tls-server-name"
+	case "uiURL":
+		return "--ui-url"
+	case "taskQueue":
+		return "--task-queue"
+	case "connectTimeout":
+		return "--connect-timeout"
+	case "apiKey":
+		return temporalconn.EnvAPIKey
 	}
 	return "--" + key
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -35,9 +36,11 @@ func TestUsageErrors(t *testing.T) {
 		"bad TLS env":           {[]string{"ping"}, map[string]string{"TEMPORAL_TLS": "perhaps"}, "TEMPORAL_TLS"},
 		"cert without key":      {[]string{"ping", "--tls-cert", "/nonexistent/c.pem"}, nil, `--tls-cert="/nonexistent/c.pem" and --tls-key="": set both`},
 		"unreadable CA":         {[]string{"ping", "--tls-ca", "/nonexistent/ca.pem"}, nil, `--tls-ca="/nonexistent/ca.pem" cannot be read`},
+		"CA not PEM":            {[]string{"ping", "--tls-ca", "main_test.go"}, nil, `--tls-ca="main_test.go" holds no PEM certificate`},
+		"cert and key not PEM":  {[]string{"ping", "--tls-cert", "main_test.go", "--tls-key", "main.go"}, nil, `--tls-cert="main_test.go" and --tls-key="main.go" are not a PEM client certificate and its private key`},
 		"address without port":  {[]string{"ping", "--address", "temporal.example"}, nil, `--address="temporal.example" is not host:port`},
 		"address of no host":    {[]string{"ping", "--address", "bad::addr"}, nil, `--address="bad::addr"`},
-		"address from env":      {[]string{"ping"}, map[string]string{"TEMPORAL_ADDRESS": "a:b:c"}, `--address="a:b:c"`},
+		"address from env":      {[]string{"ping"}, map[string]string{"TEMPORAL_ADDRESS": "a:b:c"}, `TEMPORAL_ADDRESS="a:b:c" is not host:port`},
 		"group without name":    {[]string{"governance", "approve"}, nil, "exactly one NAME"},
 		"approve without hash":  {[]string{"governance", "approve", "nightly"}, nil, "--plan-sha256 is required"},
 		"decide bad action":     {[]string{"window", "decide", "w1", "--action", "frobnicate"}, nil, `--action="frobnicate" is not valid`},
@@ -99,11 +102,13 @@ func TestShippedExamplesLoad(t *testing.T) {
 
 func TestWindowFileErrorsNameTheField(t *testing.T) {
 	for name, tc := range map[string]struct{ body, want string }{
-		"unknown key":   {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    concurency: 2\n", "concurency"},
-		"bad duration":  {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: soon\n", "soon"},
-		"bare number":   {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: 30\n", "duration 30 has no unit"},
-		"bad policy":    {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    onFailure: cancel\n", "policy.savepoint.onFailure"},
-		"missing field": {"windowId: w\nreason: r\n", "policy.manifestDir"},
+		"unknown key":     {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    concurency: 2\n", "concurency"},
+		"bad duration":    {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: soon\n", "soon"},
+		"bare number":     {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  restart:\n    soak: 30\n", "duration 30 has no unit"},
+		"bad policy":      {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n  savepoint:\n    onFailure: cancel\n", "policy.savepoint.onFailure"},
+		"missing field":   {"windowId: w\nreason: r\n", "policy.manifestDir"},
+		"freeze override": {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\noverrideFreeze: {by: me, reason: r}\n", "overrideFreeze is not a key of the file (set by `window start --override-freeze --reason`"},
+		"resume state":    {"windowId: w\nreason: r\npolicy:\n  manifestDir: /m\nresume: {}\n", "resume is not a key of the file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "window.yaml")
@@ -113,6 +118,50 @@ func TestWindowFileErrorsNameTheField(t *testing.T) {
 			_, err := loadWindowFile(p)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Window-file durations take days like every duration, and a bad one is
+// named by its key path, with its value and valid examples.
+func TestWindowFileDurations(t *testing.T) {
+	write := func(t *testing.T, body string) string {
+		p := filepath.Join(t.TempDir(), "window.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const head = "windowId: w\nreason: r\npolicy:\n  manifestDir: /m\n"
+	in, err := loadWindowFile(write(t, head+"  restart:\n    soak: 1d12h\n  cleanup:\n    policy:\n      retiredJobTTL: 14d\n      haTTL: 30d\n"))
+	if err != nil {
+		t.Fatalf("days: %v", err)
+	}
+	if p := in.Policy; p.Restart.Soak.D() != 36*time.Hour || p.Cleanup.Policy.RetiredJobTTL.D() != 14*24*time.Hour || p.Cleanup.Policy.HATTL.D() != 30*24*time.Hour {
+		t.Fatalf("days read wrong: %+v", p)
+	}
+	for name, tc := range map[string]struct {
+		body string
+		want []string
+	}{
+		"bad ttl": {head + "  cleanup:\n    policy:\n      retiredJobTTL: 14x\n",
+			[]string{`policy.cleanup.policy.retiredJobTTL: "14x" is not a duration`, "7d", "1d12h", "30s"}},
+		"half day": {head + "  cleanup:\n    policy:\n      haTTL: 1.5d\n",
+			[]string{`policy.cleanup.policy.haTTL: "1.5d" is not a duration`, "days are whole"}},
+		"a list": {head + "  restart:\n    soak: [1, 2]\n",
+			[]string{"policy.restart.soak: [1,2] is not a duration"}},
+		"all at once": {head + "  restart:\n    soak: soon\n  cleanup:\n    policy:\n      grace: 2x\n    typo: 1\n",
+			[]string{"policy.cleanup.typo", "policy.restart.soak: \"soon\"", "policy.cleanup.policy.grace: \"2x\""}},
+		"negative stays refused": {head + "  cleanup:\n    policy:\n      retiredJobTTL: -14d\n",
+			[]string{"policy.cleanup.policy.retiredJobTTL=-336h0m0s: use a positive duration"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadWindowFile(write(t, tc.body))
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v; want one saying %q", err, want)
+				}
 			}
 		})
 	}
@@ -145,20 +194,30 @@ func TestGovernanceRestoreUsage(t *testing.T) {
 	}
 }
 
-// Durations of every flag take whole days too.
-func TestParseDurationTakesDays(t *testing.T) {
+// Durations of every flag are read by internal/duration, so they take
+// whole days too; a bad one names the flag, the value and valid examples.
+func TestDurationFlagsTakeDays(t *testing.T) {
 	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "0s": 0} {
-		if got, err := parseDuration(in); err != nil || got != want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		fl := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		var got time.Duration
+		durationFlag(fl, &got, "ttl", time.Hour, "")
+		if err := fl.Parse([]string{"--ttl", in}); err != nil || got != want {
+			t.Errorf("--ttl %s = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"1.5d", "d", "7dd", "soon", "1d-2h", "x1d"} {
-		if got, err := parseDuration(in); err == nil {
-			t.Errorf("parseDuration(%q) = %v; want an error", in, got)
+		fl := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		var got time.Duration
+		durationFlag(fl, &got, "ttl", time.Hour, "")
+		if err := fl.Parse([]string{"--ttl", in}); err == nil {
+			t.Errorf("--ttl %s = %v; want an error", in, got)
 		}
 	}
-	if code, _, stderr := runCLI([]string{"governance", "plan", "--grace", "2x"}, nil); code != exitUsage || !strings.Contains(stderr, `"2x" is not a duration`) {
-		t.Errorf("--grace 2x: exit %d %s", code, stderr)
+	code, _, stderr := runCLI([]string{"governance", "plan", "--grace", "2x"}, nil)
+	for _, want := range []string{"--grace", `"2x" is not a duration`, "7d", "1d12h"} {
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("--grace 2x: exit %d, stderr %q; want a usage error saying %q", code, stderr, want)
+		}
 	}
 }
 

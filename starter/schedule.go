@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flinkmaint/flinkmaint/internal/duration"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -572,7 +573,8 @@ func scheduleListCommand(g *globals) *cobra.Command {
 	}
 }
 
-// durationValue is a duration flag that also takes days: 7d, 1d12h.
+// durationValue is a duration flag read by internal/duration, as window
+// files and the worker's configuration are: 90m, 36h, 7d, 1d12h.
 type durationValue struct{ d *time.Duration }
 
 func (v durationValue) String() string {
@@ -583,7 +585,7 @@ func (v durationValue) String() string {
 }
 
 func (v durationValue) Set(s string) error {
-	d, err := parseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil {
 		return err
 	}
@@ -597,28 +599,4 @@ func (durationValue) Type() string { return "duration" }
 func durationFlag(fl *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fl.Var(durationValue{p}, name, usage)
-}
-
-// parseDuration is time.ParseDuration with a leading number of days: 7d,
-// 1d12h, 2.5d is not (days are whole).
-func parseDuration(s string) (time.Duration, error) {
-	if i := strings.Index(s, "d"); i > 0 {
-		var days int64
-		if _, err := fmt.Sscanf(s[:i], "%d", &days); err != nil || fmt.Sprint(days) != strings.TrimPrefix(s[:i], "+") {
-			return 0, fmt.Errorf("%q is not a duration: use whole days and Go units such as 7d, 1d12h, 36h or 90m", s)
-		}
-		rest := time.Duration(0)
-		if s[i+1:] != "" {
-			var err error
-			if rest, err = time.ParseDuration(s[i+1:]); err != nil || rest < 0 {
-				return 0, fmt.Errorf("%q is not a duration: use whole days and Go units such as 7d, 1d12h, 36h or 90m", s)
-			}
-		}
-		return time.Duration(days)*24*time.Hour + rest, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration: use Go units or days, such as 90m, 36h or 7d", s)
-	}
-	return d, nil
 }

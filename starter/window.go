@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/user"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -54,10 +56,23 @@ func loadStrictYAML(what, path string, out interface{}) error {
 	if _, ok := generic.(map[string]interface{}); !ok {
 		return usageErrorf("%s file %s: want keys such as those of deploy/examples/%s.yaml, not %s", what, path, what, yamlShape(generic))
 	}
-	// Every unknown key at once, with its path: a typo never falls back
-	// to a default silently.
-	if unknown := unknownKeys(generic, reflect.TypeOf(out).Elem(), ""); len(unknown) > 0 {
-		return usageErrorf("%s file %s: unknown keys (see deploy/examples/%s.yaml): %s", what, path, what, strings.Join(unknown, ", "))
+	// Every unknown key and every value its type refuses at once, with its
+	// path: a typo never falls back to a default silently, and json's own
+	// error for a bad duration names no key.
+	unknown, bad := checkKeys(generic, reflect.TypeOf(out).Elem(), "")
+	if len(unknown) > 0 {
+		ref := "deploy/examples/" + what + ".yaml"
+		if what == "window" {
+			ref = "docs/window-file.md or " + ref
+		}
+		bad = append([]string{fmt.Sprintf("unknown keys (see %s): %s", ref, strings.Join(unknown, ", "))}, bad...)
+	}
+	switch len(bad) {
+	case 0:
+	case 1:
+		return usageErrorf("%s file %s: %s", what, path, bad[0])
+	default:
+		return usageErrorf("%s file %s:\n  - %s", what, path, strings.Join(bad, "\n  - "))
 	}
 	js, err := json.Marshal(generic)
 	if err != nil {
@@ -79,48 +94,61 @@ func loadStrictYAML(what, path string, out interface{}) error {
 	return nil
 }
 
-// unknownKeys lists the keys of a decoded YAML value that the JSON form
-// of t does not take, with their paths.
-func unknownKeys(v interface{}, t reflect.Type, path string) []string {
+var jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+// checkKeys walks a decoded YAML value beside the type t it decodes into
+// (by its JSON form) and lists, with their paths, the keys t does not
+// take and the values whose own decoder refuses them (a duration such as
+// "14x"), each as "path: why".
+func checkKeys(v interface{}, t reflect.Type, path string) (unknown, bad []string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if v != nil && reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		js, err := json.Marshal(v)
+		if err == nil {
+			err = reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(js)
+		}
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", path, err))
+		}
+		return nil, bad
+	}
+	add := func(u, b []string) {
+		unknown, bad = append(unknown, u...), append(bad, b...)
+	}
 	switch x := v.(type) {
 	case map[string]interface{}:
-		if t.Kind() == reflect.Map {
-			var out []string
-			for k, e := range x {
-				out = append(out, unknownKeys(e, t.Elem(), join(path, k))...)
-			}
-			sort.Strings(out)
-			return out
+		var fields map[string]reflect.Type
+		switch t.Kind() {
+		case reflect.Map:
+		case reflect.Struct:
+			fields = jsonFields(t)
+		default:
+			return nil, nil
 		}
-		if t.Kind() != reflect.Struct {
-			return nil
-		}
-		fields := jsonFields(t)
-		var out []string
-		for k, e := range x {
-			ft, ok := fields[k]
-			if !ok {
-				out = append(out, join(path, k))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			et := t
+			if fields == nil {
+				et = t.Elem()
+			} else if ft, ok := fields[k]; ok {
+				et = ft
+			} else {
+				unknown = append(unknown, join(path, k))
 				continue
 			}
-			out = append(out, unknownKeys(e, ft, join(path, k))...)
+			add(checkKeys(x[k], et, join(path, k)))
 		}
-		sort.Strings(out)
-		return out
+		sort.Strings(unknown)
 	case []interface{}:
 		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
-			return nil
+			return nil, nil
 		}
-		var out []string
 		for i, e := range x {
-			out = append(out, unknownKeys(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+			add(checkKeys(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)))
 		}
-		return out
 	}
-	return nil
+	return unknown, bad
 }
 
 // jsonFields maps the JSON names of a struct's fields (embedded ones
@@ -191,14 +219,23 @@ func jsonTypeWord(t reflect.Type) string {
 	return "a " + t.String()
 }
 
+// windowFileInternalKeys are the fields of WindowInput a window file may
+// not set, and why; docs/window-file.md lists them apart.
+var windowFileInternalKeys = map[string]string{
+	"resume":         "the state a window hands to its next run, written by the window itself",
+	"overrideFreeze": "set by `window start --override-freeze --reason`, which records who overrode the freeze",
+}
+
 // loadWindowFile reads window.yaml into the workflow input.
 func loadWindowFile(path string) (workflows.WindowInput, error) {
 	var in workflows.WindowInput
 	if err := loadStrictYAML("window", path, &in); err != nil {
 		return workflows.WindowInput{}, err
 	}
-	if in.Resume != nil {
-		return workflows.WindowInput{}, usageErrorf("window file %s: resume is internal state, remove it", path)
+	for key, why := range windowFileInternalKeys {
+		if (key == "resume" && in.Resume != nil) || (key == "overrideFreeze" && in.OverrideFreeze != nil) {
+			return workflows.WindowInput{}, usageErrorf("window file %s: %s is not a key of the file (%s): remove it", path, key, why)
+		}
 	}
 	in.Policy.ApplyDefaults()
 	if err := in.Validate(); err != nil {

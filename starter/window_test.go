@@ -89,7 +89,7 @@ func TestWindowFileErrorsNameTheKeys(t *testing.T) {
 	dir := t.TempDir()
 	for name, tc := range map[string]struct{ body, want string }{
 		"unknown keys": {"windowId: w\nscope:\n  tenants: [a]\npolicy:\n  restart:\n    canarySze: 2\nfoo: 1\n",
-			"unknown keys (see deploy/examples/window.yaml): foo, policy.restart.canarySze"},
+			"unknown keys (see docs/window-file.md or deploy/examples/window.yaml): foo, policy.restart.canarySze"},
 		"wrong type": {"windowId: w\npolicy:\n  savepoint:\n    concurrency: many\n", "policy.savepoint.concurrency is a text value; want a whole number"},
 		"not keys":   {"- a\n- b\n", "want keys such as those of deploy/examples/window.yaml, not a list"},
 	} {

@@ -4,8 +4,8 @@
 // or flags (storage credentials refused at start included), 3 Temporal
 // frontend unreachable at start.
 //
-// --check-config validates the configuration and the files it names,
-// reaching neither storage nor Temporal, and exits 0 or 2.
+// --check-config makes every check of the configuration a start makes that
+// needs no network (and reads the static inventory), and exits 0 or 2.
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,12 +54,13 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+	// The version is told without reading any configuration.
+	if slices.ContainsFunc(args, func(a string) bool { return a == "--version" || a == "-version" }) {
 		fmt.Fprintln(stdout, buildinfo.Describe("flinkmaint-worker", version))
 		return exitOK
 	}
-	args, checkOnly := checkConfigFlag(args)
-	cfg, err := config.Load(args, getenv, stderr)
+	var mode modeFlags
+	cfg, err := config.Load(args, getenv, stderr, mode.bind)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -71,13 +73,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "flinkmaint-worker: %v\n", err)
 		return exitConfig
 	}
-	if checkOnly {
-		if err := checkConfig(cfg); err != nil {
-			fmt.Fprintf(stderr, "flinkmaint-worker: %v\n", err)
+	if mode.checkConfig {
+		if err := checkConfig(ctx, cfg); err != nil {
+			fmt.Fprintf(stderr, "flinkmaint-worker: %s: %v\n", configSource(cfg), err)
 			return exitConfig
 		}
-		fmt.Fprintf(stdout, "configuration valid: Temporal %s namespace %s task queue %s, storage %s\n",
-			cfg.Temporal.Address, cfg.Temporal.Namespace, cfg.Worker.TaskQueue, cfg.Storage.DefaultFS)
+		fmt.Fprintf(stdout, "configuration valid: Temporal %s namespace %s task queue %s, storage %s (%s)\n%s\n",
+			cfg.Temporal.Address, cfg.Temporal.Namespace, cfg.Worker.TaskQueue, cfg.Storage.DefaultFS, configSource(cfg), notChecked)
 		return exitOK
 	}
 	if err := serve(ctx, cfg, zl); err != nil {
@@ -96,33 +98,70 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return exitOK
 }
 
-// checkConfigFlag takes --check-config out of args: the worker then
-// builds everything its configuration alone decides (files it names
-// included) and exits, reaching neither storage nor Temporal, so a
-// rendered deployment can be checked before it is applied.
-func checkConfigFlag(args []string) ([]string, bool) {
-	out := make([]string, 0, len(args))
-	found := false
-	for _, a := range args {
-		if a == "--check-config" || a == "-check-config" {
-			found = true
-			continue
-		}
-		out = append(out, a)
-	}
-	return out, found
+// modeFlags choose what the worker does rather than configure it; Load
+// lists them in -h with the others.
+type modeFlags struct{ checkConfig, version bool }
+
+func (m *modeFlags) bind(fs *flag.FlagSet) {
+	fs.BoolVar(&m.checkConfig, "check-config", false, "check the configuration and every file it names as a start does, without the network, and exit 0 (valid) or 2")
+	fs.BoolVar(&m.version, "version", false, "print the release, the commit and the Go version, and exit")
 }
 
-// checkConfig builds what serve builds before it reaches storage and
-// Temporal, and closes it again.
-func checkConfig(cfg config.Config) error {
-	_, closeAdapters, err := app.NewActivities(cfg, workerIdentity())
+// notChecked is what --check-config leaves to the start: what needs the
+// network.
+const notChecked = "not checked, as they need the network: reaching Temporal, the KDC's login, HDFS NameNodes, the Kubernetes API, Flink REST endpoints and notification sinks"
+
+// configSource names where the configuration came from, for messages.
+func configSource(cfg config.Config) string {
+	if cfg.File == "" {
+		return "configuration from defaults, environment and flags (no file)"
+	}
+	return "config file " + cfg.File
+}
+
+// checkConfig makes every check of the configuration the worker makes at
+// start that needs no network (Load has validated the keys and the files
+// they name: TLS, Kerberos, the codec token, notification secrets), builds
+// what serve builds before it reaches storage and Temporal, and checks
+// what runs read later: the file systems of every storage directory
+// (Hadoop configuration, namenode principal) and the static inventory.
+func checkConfig(ctx context.Context, cfg config.Config) error {
+	p, err := prepare(cfg)
 	if err != nil {
 		return err
 	}
-	defer closeAdapters() //nolint:errcheck // nothing was opened yet
-	_, err = cfg.HTTP.CodecToken()
-	return err
+	defer p.closeAdapters() //nolint:errcheck // nothing was opened yet
+	var errs []error
+	if r, ok := p.acts.Storage.(*storage.Resolver); ok {
+		errs = append(errs, app.CheckStorage(cfg, r)...)
+	}
+	if f := cfg.Inventory.StaticFile; f != "" {
+		if _, err := (app.StaticInventory{Path: f}).Discover(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("inventory.staticFile=%q: %w", f, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// prepared is what the configuration alone decides, built by serve and
+// --check-config alike before anything is reached.
+type prepared struct {
+	acts          *activities.Activities
+	closeAdapters func() error
+	codecToken    string
+}
+
+func prepare(cfg config.Config) (prepared, error) {
+	acts, closeAdapters, err := app.NewActivities(cfg, workerIdentity())
+	if err != nil {
+		return prepared{}, err
+	}
+	codecToken, err := cfg.HTTP.CodecToken()
+	if err != nil {
+		_ = closeAdapters()
+		return prepared{}, err
+	}
+	return prepared{acts: acts, closeAdapters: closeAdapters, codecToken: codecToken}, nil
 }
 
 // configError is a setting the worker cannot start with, found while
@@ -136,16 +175,13 @@ func serve(ctx context.Context, cfg config.Config, zl zerolog.Logger) error {
 	// Everything the configuration alone decides is built before the
 	// worker dials Temporal, so a bad setting stops it naming the setting,
 	// whether Temporal is up or not.
-	acts, closeAdapters, err := app.NewActivities(cfg, workerIdentity())
+	p, err := prepare(cfg)
 	if err != nil {
 		return &configError{err}
 	}
-	defer closeAdapters() //nolint:errcheck // connections close on exit anyway
+	defer p.closeAdapters() //nolint:errcheck // connections close on exit anyway
+	acts, codecToken := p.acts, p.codecToken
 	acts.Worker.Version = fmt.Sprintf("%s (commit %s)", version, buildinfo.Commit())
-	codecToken, err := cfg.HTTP.CodecToken()
-	if err != nil {
-		return &configError{err}
-	}
 	m, err := metrics.New(version, buildinfo.Commit())
 	if err != nil {
 		return err

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/flinkmaint/flinkmaint/internal/duration"
 )
 
-// Duration is a time.Duration written as "90s" or "5m" in window files, in
-// JSON and in history, so operators read it as they wrote it.
+// Duration is a time.Duration written as "90s", "5m" or "7d" in window
+// files, in JSON and in history, so operators read it as they wrote it.
+// internal/duration reads it, as it reads every duration.
 type Duration time.Duration
 
 // D returns the value as a time.Duration.
@@ -18,7 +21,7 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalJSON writes Go duration syntax.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// UnmarshalJSON accepts Go duration syntax. A bare number other than 0 is
+// UnmarshalJSON accepts a duration string. A bare number other than 0 is
 // refused: "soak: 30" in a file would otherwise mean 30 nanoseconds.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
@@ -30,21 +33,16 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		} else if err2 == nil {
 			return fmt.Errorf("duration %s has no unit: write it as %ss, %sm or %sh", b, b, b, b)
 		}
-		return fmt.Errorf("duration %s: use a string such as \"30s\", \"5m\" or \"1h\"", b)
+		return fmt.Errorf("%s is not a duration: use a string such as %s", b, duration.Examples)
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: use a value such as 30s, 5m or 1h", s)
-	}
-	*d = Duration(v)
-	return nil
+	return d.UnmarshalText([]byte(s))
 }
 
 // UnmarshalText lets YAML decoders read durations from strings.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := duration.Parse(string(b))
 	if err != nil {
-		return fmt.Errorf("duration %q: use a value such as 30s, 5m or 1h", string(b))
+		return err
 	}
 	*d = Duration(v)
 	return nil

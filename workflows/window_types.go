@@ -15,11 +15,19 @@ import (
 // workflow), not in the worker's config. Resume carries progress across
 // continue-as-new.
 type WindowInput struct {
-	WindowID string           `json:"windowId"`
-	Reason   string           `json:"reason"`
-	Ticket   string           `json:"ticket,omitempty"`
-	Scope    activities.Scope `json:"scope"`
-	Policy   WindowPolicy     `json:"policy"`
+	// WindowID names the window once and for all: its workflow ID is
+	// window-<windowId>, never reused. No slashes or spaces, e.g.
+	// 2026-12-01-dc-network. Required.
+	WindowID string `json:"windowId"`
+	// Reason says why the window runs; the report records it. Required.
+	Reason string `json:"reason"`
+	// Ticket is the change ticket the window belongs to, shown in its memo
+	// and report.
+	Ticket string `json:"ticket,omitempty"`
+	// Scope selects the jobs the window stops and restarts.
+	Scope activities.Scope `json:"scope"`
+	// Policy is how the window behaves.
+	Policy WindowPolicy `json:"policy"`
 	// OverrideFreeze lets the window start inside a freeze.
 	OverrideFreeze *FreezeOverride `json:"overrideFreeze,omitempty"`
 	Resume         *WindowState    `json:"resume,omitempty"`
@@ -45,7 +53,7 @@ type WindowPolicy struct {
 // a savepoint of every job in scope, taken without stopping it, restored
 // with the job's build for the target Flink version (its drill recipe's
 // flinkVersions) on a drill cluster of that version (see
-// JobRehearsalWorkflow). Off unless FlinkVersion is set.
+// JobRehearsalWorkflow). Off unless flinkVersion is set.
 type RehearsePolicy struct {
 	// FlinkVersion is the version the fleet moves to, as major.minor
 	// ("2.3").
@@ -53,11 +61,15 @@ type RehearsePolicy struct {
 	// Concurrency bounds the rehearsals at once (default 2: each takes
 	// slots on the drill cluster).
 	Concurrency int `json:"concurrency,omitempty"`
-	// RunningTimeout, CheckpointTimeout and Soak say what healthy means for
-	// a copy; by default the restart's.
-	RunningTimeout    Duration `json:"runningTimeout,omitempty"`
+	// RunningTimeout bounds the wait for a copy to be RUNNING; by default
+	// policy.restart.runningTimeout.
+	RunningTimeout Duration `json:"runningTimeout,omitempty"`
+	// CheckpointTimeout bounds the wait for a copy's first completed
+	// checkpoint; by default policy.restart.checkpointTimeout.
 	CheckpointTimeout Duration `json:"checkpointTimeout,omitempty"`
-	Soak              Duration `json:"soak,omitempty"`
+	// Soak is how long a copy must run without a restart to be healthy; by
+	// default policy.restart.soak.
+	Soak Duration `json:"soak,omitempty"`
 }
 
 // on says the window rehearses.
@@ -78,18 +90,23 @@ type DrillPolicy struct {
 	// CanaryJob names the canary (cluster/name); by default it is the first
 	// job in scope, in key order, with a drill recipe.
 	CanaryJob string `json:"canaryJob,omitempty"`
-	// RunningTimeout, CheckpointTimeout and Soak say what healthy means for
-	// the canary's copy; by default the restart's.
-	RunningTimeout    Duration `json:"runningTimeout,omitempty"`
+	// RunningTimeout bounds the wait for the canary's copy to be RUNNING;
+	// by default policy.restart.runningTimeout.
+	RunningTimeout Duration `json:"runningTimeout,omitempty"`
+	// CheckpointTimeout bounds the wait for the copy's first completed
+	// checkpoint; by default policy.restart.checkpointTimeout.
 	CheckpointTimeout Duration `json:"checkpointTimeout,omitempty"`
-	Soak              Duration `json:"soak,omitempty"`
+	// Soak is how long the copy must run without a restart to be healthy;
+	// by default policy.restart.soak.
+	Soak Duration `json:"soak,omitempty"`
 }
 
 // HistoryPolicy bounds each run's event history: a run hands over to a
 // fresh one (continue-as-new, carrying the window's state) when the server
-// suggests it or when MaxEventsPerRun is reached, whichever comes first.
+// suggests it or when maxEventsPerRun is reached, whichever comes first.
 type HistoryPolicy struct {
-	// MaxEventsPerRun: default 10000; Temporal's hard limit is 51200.
+	// MaxEventsPerRun is the event count at which a run hands over (500
+	// to 40000; Temporal's hard limit is 51200).
 	MaxEventsPerRun int `json:"maxEventsPerRun"`
 }
 
@@ -107,9 +124,14 @@ type CleanupPolicy struct {
 
 // SavepointPolicy governs the savepoint-all phase.
 type SavepointPolicy struct {
-	Concurrency int      `json:"concurrency"` // default 4
-	Timeout     Duration `json:"timeout"`     // per job, default 15m
-	Format      string   `json:"format"`      // CANONICAL (default) or NATIVE
+	// Concurrency is how many jobs are stopped with a savepoint at once
+	// (1 to 256).
+	Concurrency int `json:"concurrency"`
+	// Timeout bounds one job's stop with savepoint.
+	Timeout Duration `json:"timeout"`
+	// Format is the savepoint format: CANONICAL (portable across state
+	// backends) or NATIVE (faster, the backend's own).
+	Format string `json:"format"`
 	// OnFailure: pause (default) waits for an operator decision; skip
 	// leaves the job running and goes on. A job is never cancelled
 	// without a savepoint.
@@ -135,42 +157,68 @@ func (p SavepointPolicy) drains(t activities.JobTarget) bool {
 // NetworkPolicy governs the wait for the infrastructure change.
 type NetworkPolicy struct {
 	// Skip goes straight on after savepoint-all (no change to wait for).
-	Skip             bool     `json:"skip,omitempty"`
-	ReminderInterval Duration `json:"reminderInterval"` // default 30m
-	Deadline         Duration `json:"deadline"`         // default 24h
+	Skip bool `json:"skip,omitempty"`
+	// ReminderInterval is how often the people on call are reminded that
+	// the window waits for the confirmation.
+	ReminderInterval Duration `json:"reminderInterval"`
+	// Deadline is how long the window waits for the confirmation before
+	// onDeadline applies.
+	Deadline Duration `json:"deadline"`
 	// OnDeadline: wait (default) keeps waiting and says so; abort ends.
 	OnDeadline string `json:"onDeadline"`
 	// AutoConfirmAfter confirms by itself after this long, recording that
 	// it did. For demos and rehearsals only; zero disables it.
 	AutoConfirmAfter Duration `json:"autoConfirmAfter,omitempty"`
 	// ProbeTimeout bounds the reachability probes after confirmation.
-	ProbeTimeout    Duration `json:"probeTimeout"` // default 30m
-	ProbeKubernetes bool     `json:"probeKubernetes,omitempty"`
+	ProbeTimeout Duration `json:"probeTimeout"`
+	// ProbeKubernetes also probes the Kubernetes API after confirmation,
+	// besides storage and the Flink clusters.
+	ProbeKubernetes bool `json:"probeKubernetes,omitempty"`
 }
 
 // QuotaPolicy governs the preflight watermark check and the restart gate.
 type QuotaPolicy struct {
-	WarningPercent  float64 `json:"warningPercent"`  // default 80
-	CriticalPercent float64 `json:"criticalPercent"` // default 90
+	// WarningPercent is the namespace-quota use (files and directories)
+	// at which preflight warns about a tenant.
+	WarningPercent float64 `json:"warningPercent"`
+	// CriticalPercent is the use at which preflight pauses the window
+	// before it stops anything (see ignorePreflightWatermark).
+	CriticalPercent float64 `json:"criticalPercent"`
 	// IgnorePreflightWatermark starts stopping jobs even when a tenant is
 	// already above the critical watermark.
-	IgnorePreflightWatermark bool    `json:"ignorePreflightWatermark,omitempty"`
-	SafetyMargin             float64 `json:"safetyMargin"`     // default 0.2
-	DefaultRetention         int     `json:"defaultRetention"` // num-retained when unknown, default 3
-	SkipGate                 bool    `json:"skipGate,omitempty"`
+	IgnorePreflightWatermark bool `json:"ignorePreflightWatermark,omitempty"`
+	// SafetyMargin is added to the projected files of the restart: 0.2 is
+	// +20%.
+	SafetyMargin float64 `json:"safetyMargin"`
+	// DefaultRetention is a job's retained checkpoints
+	// (state.checkpoints.num-retained) when it cannot be read.
+	DefaultRetention int `json:"defaultRetention"`
+	// SkipGate restarts without checking that the restart fits each
+	// tenant's namespace quota; the report notes it.
+	SkipGate bool `json:"skipGate,omitempty"`
 }
 
 // RestartPolicy governs the staged restart.
 type RestartPolicy struct {
-	CanarySize  int `json:"canarySize"`  // default 1
-	WaveSize    int `json:"waveSize"`    // jobs per wave after the canary; 0 = all remaining
-	Concurrency int `json:"concurrency"` // restarts at once inside a wave, default 4
+	// CanarySize is how many jobs restart first, alone, as the canary
+	// wave.
+	CanarySize int `json:"canarySize"`
+	// WaveSize is how many jobs each wave after the canary restarts; 0:
+	// all the remaining jobs in one wave.
+	WaveSize int `json:"waveSize"`
+	// Concurrency is how many jobs of a wave restart at once (1 to 256).
+	Concurrency int `json:"concurrency"`
 	// FailureBudget is how many jobs of a wave may fail before the window
 	// pauses for a decision; default 0.
-	FailureBudget     int      `json:"failureBudget"`
-	RunningTimeout    Duration `json:"runningTimeout"`    // default 5m
-	CheckpointTimeout Duration `json:"checkpointTimeout"` // default 5m
-	Soak              Duration `json:"soak"`              // default 30s
+	FailureBudget int `json:"failureBudget"`
+	// RunningTimeout bounds the wait for a restarted job to be RUNNING.
+	RunningTimeout Duration `json:"runningTimeout"`
+	// CheckpointTimeout bounds the wait for a restarted job's first
+	// checkpoint completed after its restore.
+	CheckpointTimeout Duration `json:"checkpointTimeout"`
+	// Soak is how long a restarted job must run without a restart to be
+	// healthy.
+	Soak Duration `json:"soak"`
 	// Checks are metric thresholds read from Flink's REST API at the end
 	// of the soak; each must pass for the job to count as healthy.
 	Checks []activities.MetricCheck `json:"checks,omitempty"`

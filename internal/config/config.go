@@ -23,6 +23,7 @@ import (
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
+	"github.com/flinkmaint/flinkmaint/internal/duration"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -63,6 +64,9 @@ type Config struct {
 	// and scheduled governance, savepoints and drills skip their run,
 	// unless a person overrides the freeze with a reason.
 	Freezes []freeze.Period `yaml:"freezes"`
+
+	// File is the configuration file Load read, "" when none: not a key.
+	File string `yaml:"-"`
 }
 
 // Notify is where the people on call are told about pending decisions,
@@ -199,6 +203,10 @@ func (k *Kerberos) Options() *storage.KerberosOptions {
 	return &storage.KerberosOptions{Krb5Conf: k.Krb5Conf, Principal: k.Principal, Keytab: k.Keytab, CCache: k.CCache, ServicePrincipal: k.ServicePrincipal}
 }
 
+// validate checks the settings and, by storage.CheckKerberos, the files
+// they name as the worker's login at start reads them: krb5.conf, the
+// keytab and that it holds the principal's key, or the ticket cache. Only
+// the KDC's answer is left to the start.
 func (k *Kerberos) validate(hdfsUser string) []error {
 	if k == nil {
 		return nil
@@ -207,21 +215,19 @@ func (k *Kerberos) validate(hdfsUser string) []error {
 	if hdfsUser != "" {
 		errs = append(errs, fmt.Errorf("storage.hdfsUser=%q with storage.kerberos: with Kerberos the principal is the user; remove storage.hdfsUser", hdfsUser))
 	}
-	if k.Keytab != "" {
-		if k.Principal == "" {
-			errs = append(errs, fmt.Errorf("storage.kerberos.principal is empty with storage.kerberos.keytab=%q: set the keytab's principal, user@REALM", k.Keytab))
-		}
-		if fi, err := os.Stat(k.Keytab); err != nil || !fi.Mode().IsRegular() {
-			errs = append(errs, fmt.Errorf("storage.kerberos.keytab=%q: want a readable keytab file (%v)", k.Keytab, err))
-		}
-	}
 	if k.Keytab == "" && k.Principal != "" {
 		errs = append(errs, fmt.Errorf("storage.kerberos.principal=%q without storage.kerberos.keytab: a principal is logged in from a keytab; set keytab, or remove principal to use the ticket cache", k.Principal))
+		return errs
 	}
-	if k.Krb5Conf != "" {
-		if _, err := os.Stat(k.Krb5Conf); err != nil {
-			errs = append(errs, fmt.Errorf("storage.kerberos.krb5Conf=%q: %v", k.Krb5Conf, err))
+	values := map[string]string{"krb5Conf": k.Krb5Conf, "principal": k.Principal, "keytab": k.Keytab, "ccache": k.CCache}
+	for _, e := range storage.CheckKerberos(k.Options()) {
+		key := "storage.kerberos." + e.Field
+		if v := values[e.Field]; v != "" {
+			key += fmt.Sprintf("=%q", v)
+		} else {
+			key += " is empty"
 		}
+		errs = append(errs, fmt.Errorf("%s: %v", key, e.Err))
 	}
 	return errs
 }
@@ -383,18 +389,20 @@ func Default() Config {
 	return c
 }
 
-// Duration is a time.Duration written as "30s" or "5m" in YAML.
+// Duration is a time.Duration written as "30s", "5m" or "7d" in YAML
+// (internal/duration).
 type Duration time.Duration
 
-// UnmarshalYAML parses Go duration syntax and names the bad value.
+// UnmarshalYAML parses a duration and names the bad value; LoadFile's
+// checkYAML has already named the key.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("line %d: %q is not a duration: use a value such as 30s, 5m or 1h", n.Line, n.Value)
+		return fmt.Errorf("line %d: %v", n.Line, &duration.Error{Value: n.Value})
 	}
-	v, err := time.ParseDuration(s)
+	v, err := duration.Parse(s)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration: use a value such as 30s, 5m or 1h", n.Line, s)
+		return fmt.Errorf("line %d: %v", n.Line, err)
 	}
 	*d = Duration(v)
 	return nil

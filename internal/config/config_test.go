@@ -56,6 +56,27 @@ log:
 	}
 }
 
+// Durations take whole days in the file and in flags, as everywhere.
+func TestLoadTakesDays(t *testing.T) {
+	file := writeFile(t, "storage:\n  rpcTimeout: 1d\ncleanup:\n  failedRestoreHold: 14d\nflink:\n  requestTimeout: 1d12h\n")
+	cfg, err := Load([]string{"--config", file, "--shutdown-timeout", "2d", "--temporal-connect-timeout", "1d30s"}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const day = 24 * time.Hour
+	for name, c := range map[string][2]time.Duration{
+		"storage.rpcTimeout":               {cfg.Storage.RPCTimeout.D(), day},
+		"cleanup.failedRestoreHold":        {cfg.Cleanup.FailedRestoreHold.D(), 14 * day},
+		"flink.requestTimeout":             {cfg.Flink.RequestTimeout.D(), 36 * time.Hour},
+		"--shutdown-timeout":               {cfg.Worker.ShutdownTimeout.D(), 2 * day},
+		"--temporal-connect-timeout 1d30s": {cfg.Worker.TemporalConnectTimeout.D(), day + 30*time.Second},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("%s = %s, want %s", name, c[0], c[1])
+		}
+	}
+}
+
 func TestLoadRejects(t *testing.T) {
 	for name, tc := range map[string]struct {
 		file string
@@ -81,7 +102,7 @@ func TestLoadRejects(t *testing.T) {
 		},
 		"kerberos keytab without principal, missing file": {
 			file: "storage:\n  kerberos:\n    keytab: /nonexistent/worker.keytab\n",
-			want: []string{"storage.kerberos.principal is empty", `storage.kerberos.keytab="/nonexistent/worker.keytab"`, "readable keytab"},
+			want: []string{"storage.kerberos.principal is empty", `storage.kerberos.keytab="/nonexistent/worker.keytab": `, "keytab /nonexistent/worker.keytab cannot be read"},
 		},
 		"kerberos with hdfsUser": {
 			file: "storage:\n  hdfsUser: flink\n  kerberos:\n    ccache: /tmp/krb5cc_0\n",
@@ -160,6 +181,21 @@ func TestLoadRejects(t *testing.T) {
 		"unknown flag": {
 			args: []string{"--nope"},
 			want: []string{"nope"},
+		},
+		"bad duration flag": {
+			args: []string{"--shutdown-timeout", "1.5d"},
+			want: []string{`invalid value "1.5d" for flag -shutdown-timeout`, "days are whole", "7d", "1d12h"},
+		},
+		"bad duration in the file": {
+			file: "storage:\n  rpcTimeout: 2x\ncleanup:\n  failedRestoreHold: [7d]\n",
+			want: []string{`storage.rpcTimeout (line 2): "2x" is not a duration`, "such as 30s, 5m, 36h, 7d or 1d12h",
+				"cleanup.failedRestoreHold (line 4): want a duration such as 30s, 5m, 36h, 7d or 1d12h, not a list"},
+		},
+		// Days are read like every unit, and a negative value stays refused.
+		"negative days": {
+			file: "cleanup:\n  failedRestoreHold: -7d\n",
+			args: []string{"--temporal-connect-timeout", "-1d"},
+			want: []string{"cleanup.failedRestoreHold=-168h0m0s: use a positive duration", "worker.temporalConnectTimeout=-24h0m0s: use a positive duration"},
 		},
 		// Every problem of a file at once, each with its key and line: a
 		// bad duration does not hide an unknown key, a type error names

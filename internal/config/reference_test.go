@@ -6,17 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"io"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/internal/duration"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/gendoc"
 )
@@ -29,7 +28,7 @@ import (
 // `make docs` (FLINKMAINT_UPDATE_DOCS=1) writes it.
 
 const (
-	modulePath    = "github.com/flinkmaint/flinkmaint"
+	modulePath    = gendoc.Module
 	referenceFile = "docs/configuration.md"
 )
 
@@ -70,76 +69,6 @@ type refKey struct {
 type refSection struct {
 	Key, Doc string
 	Rows     []refKey
-}
-
-// goDocs holds the doc comments of the configuration types, read from
-// their sources: type "pkgpath.Name" → doc, and field docs by type.
-type goDocs struct {
-	types  map[string]string
-	fields map[string]map[string]string
-}
-
-func readGoDocs(t *testing.T, root string, pkgs ...string) goDocs {
-	t.Helper()
-	d := goDocs{types: map[string]string{}, fields: map[string]map[string]string{}}
-	for _, pkg := range pkgs {
-		dir := filepath.Join(root, strings.TrimPrefix(pkg, modulePath+"/"))
-		for _, f := range parseGoFiles(t, dir, parser.ParseComments) {
-			for _, decl := range f.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.TYPE {
-					continue
-				}
-				for _, spec := range gd.Specs {
-					ts := spec.(*ast.TypeSpec)
-					name := pkg + "." + ts.Name.Name
-					doc := ts.Doc
-					if doc == nil && len(gd.Specs) == 1 {
-						doc = gd.Doc
-					}
-					d.types[name] = doc.Text()
-					st, ok := ts.Type.(*ast.StructType)
-					if !ok {
-						continue
-					}
-					fields := map[string]string{}
-					for _, fld := range st.Fields.List {
-						text := fld.Doc.Text()
-						if text == "" {
-							text = fld.Comment.Text()
-						}
-						for _, n := range fld.Names {
-							fields[n.Name] = text
-						}
-					}
-					d.fields[name] = fields
-				}
-			}
-		}
-	}
-	return d
-}
-
-// parseGoFiles parses the package's non-test Go files in dir.
-func parseGoFiles(t *testing.T, dir string, mode parser.Mode) []*ast.File {
-	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	return files
 }
 
 var (
@@ -191,40 +120,15 @@ func defaultText(v reflect.Value) string {
 	}
 	switch x := v.Interface().(type) {
 	case Duration:
-		return durationText(x.D())
+		return duration.Format(x.D())
 	case time.Duration:
-		return durationText(x)
+		return duration.Format(x)
 	}
 	return fmt.Sprint(v.Interface())
 }
 
-// durationText writes 1m for 1m0s and 1h for 1h0m0s.
-func durationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-var leadingWordRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*\b`)
-
-// meaning turns a field's doc comment into one line that names the
-// key's last part instead of the Go field.
-func meaning(doc, field, key string) string {
-	line := strings.Join(strings.Fields(doc), " ")
-	if w := leadingWordRE.FindString(line); w == field {
-		name := key[strings.LastIndexAny(key, ".]")+1:]
-		line = "`" + name + "`" + strings.TrimPrefix(line, w)
-	}
-	return strings.ReplaceAll(line, "|", `\|`)
-}
-
 // walk lists the keys under t (a struct), prefixed, with defaults from v.
-func walk(t *testing.T, docs goDocs, typ reflect.Type, v reflect.Value, prefix string, rows *[]refKey, missing *[]string) {
+func walk(t *testing.T, docs gendoc.Docs, typ reflect.Type, v reflect.Value, prefix string, rows *[]refKey, missing *[]string) {
 	tname := typ.PkgPath() + "." + typ.Name()
 	for i := 0; i < typ.NumField(); i++ {
 		f := typ.Field(i)
@@ -245,12 +149,12 @@ func walk(t *testing.T, docs goDocs, typ reflect.Type, v reflect.Value, prefix s
 			walk(t, docs, f.Type, fv, key+".", rows, missing)
 			continue
 		}
-		doc := docs.fields[tname][f.Name]
+		doc := docs.Fields[tname][f.Name]
 		if strings.TrimSpace(doc) == "" {
 			*missing = append(*missing, fmt.Sprintf("%s (%s.%s)", key, tname, f.Name))
 		}
 		src := keySources[key]
-		*rows = append(*rows, refKey{Key: key, Type: typeName(f.Type), Default: defaultText(fv), Env: src.Env, Flag: src.Flag, Meaning: meaning(doc, f.Name, key)})
+		*rows = append(*rows, refKey{Key: key, Type: typeName(f.Type), Default: defaultText(fv), Env: src.Env, Flag: src.Flag, Meaning: gendoc.Meaning(doc, f.Name, key)})
 		if !isGroup(f.Type) {
 			continue
 		}
@@ -273,7 +177,7 @@ func walk(t *testing.T, docs goDocs, typ reflect.Type, v reflect.Value, prefix s
 // top-level key, and lists the keys whose field has no doc comment.
 func reference(t *testing.T, root string) (sections []refSection, undocumented []string) {
 	t.Helper()
-	docs := readGoDocs(t, root, modulePath+"/internal/config", modulePath+"/internal/temporalconn",
+	docs := gendoc.ReadDocs(t, root, modulePath+"/internal/config", modulePath+"/internal/temporalconn",
 		modulePath+"/internal/kube", modulePath+"/internal/notify", modulePath+"/internal/freeze")
 	var rows []refKey
 	walk(t, docs, reflect.TypeOf(Config{}), reflect.ValueOf(Default()), "", &rows, &undocumented)
@@ -281,11 +185,14 @@ func reference(t *testing.T, root string) (sections []refSection, undocumented [
 	for i := 0; i < typ.NumField(); i++ {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
 		elem := f.Type
 		for elem.Kind() == reflect.Pointer || elem.Kind() == reflect.Slice {
 			elem = elem.Elem()
 		}
-		sec := refSection{Key: name, Doc: strings.Join(strings.Fields(docs.types[elem.PkgPath()+"."+elem.Name()]), " ")}
+		sec := refSection{Key: name, Doc: strings.Join(strings.Fields(docs.Types[elem.PkgPath()+"."+elem.Name()]), " ")}
 		for _, r := range rows {
 			if r.Key == name || strings.HasPrefix(r.Key, name+".") || strings.HasPrefix(r.Key, name+"[]") {
 				sec.Rows = append(sec.Rows, r)
@@ -305,7 +212,8 @@ func renderReference(sections []refSection) []byte {
 	b.WriteString("the YAML file (`--config` or `FLINKMAINT_CONFIG`), environment variables, flags. A problem in\n")
 	b.WriteString("any of them stops the worker with exit code 2 and one message naming every bad key, its value\n")
 	b.WriteString("and what would be valid. [Installing and running](install.md) says how to deploy it; this page\n")
-	b.WriteString("lists every key. A key ending in `[]` is a list of objects with the keys below it.\n")
+	b.WriteString("lists every key. A key ending in `[]` is a list of objects with the keys below it. A duration is\n")
+	b.WriteString("Go syntax with optional leading whole days: `30s`, `5m`, `36h`, `7d`, `1d12h`.\n")
 	code := func(s string) string {
 		if s == "" {
 			return ""
@@ -355,7 +263,7 @@ func valueAt(t *testing.T, cfg Config, key string) string {
 func envConstants(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
-	for _, p := range parseGoFiles(t, dir, 0) {
+	for _, p := range gendoc.ParseGoFiles(t, dir, 0) {
 		ast.Inspect(p, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
 			if !ok {

@@ -5,9 +5,10 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/flinkmaint/flinkmaint/internal/duration"
 )
 
 // checkYAML walks a parsed config file beside the type it decodes into
@@ -38,12 +39,12 @@ func checkYAML(n *yaml.Node, t reflect.Type, path string) []error {
 		}
 		return fmt.Errorf("%s (line %d): %s", name, n.Line, fmt.Sprintf(format, args...))
 	}
-	if t == reflect.TypeOf(Duration(0)) || t == reflect.TypeOf(time.Duration(0)) {
+	if t == reflect.TypeOf(Duration(0)) {
 		if n.Kind != yaml.ScalarNode {
-			return []error{at("want a duration such as 30s, 5m or 1h, not a %s", shape(n))}
+			return []error{at("want a duration such as %s, not a %s", duration.Examples, shape(n))}
 		}
-		if _, err := time.ParseDuration(n.Value); err != nil {
-			return []error{at("%q is not a duration: use a value such as 30s, 5m or 1h", n.Value)}
+		if _, err := duration.Parse(n.Value); err != nil {
+			return []error{at("%v", err)}
 		}
 		return nil
 	}

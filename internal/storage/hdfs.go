@@ -79,22 +79,40 @@ type nnConn struct {
 	listings int
 }
 
-// NewHDFS validates opts and connects to the namenode.
-func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
+// hdfsPlan is what NewHDFS decides from its options and local files
+// alone, before it contacts a KDC or a namenode.
+type hdfsPlan struct {
+	base     URI
+	addrs    []string
+	copts    gohdfs.ClientOptions
+	kerberos *kerberosCreds
+}
+
+// CheckHDFS runs every check NewHDFS makes before it contacts a KDC or a
+// namenode: the URI, the Hadoop configuration and the namenodes it names,
+// the data transfer protection, the Kerberos files and the namenode's
+// principal, the HDFS user. It never dials.
+func CheckHDFS(opts HDFSOptions) error {
+	_, err := planHDFS(opts)
+	return err
+}
+
+func planHDFS(opts HDFSOptions) (hdfsPlan, error) {
+	var p hdfsPlan
 	base := URI{Scheme: "hdfs"}
 	if opts.URI != "" {
 		u, err := ParseURI(opts.URI)
 		if err != nil {
-			return nil, fmt.Errorf("storage: HDFS URI: %w", err)
+			return p, fmt.Errorf("storage: HDFS URI: %w", err)
 		}
 		if u.Scheme != "hdfs" {
-			return nil, newError("connect", opts.URI, ErrWrongFileSystem, fmt.Errorf("scheme %q: want hdfs://", u.Scheme))
+			return p, newError("connect", opts.URI, ErrWrongFileSystem, fmt.Errorf("scheme %q: want hdfs://", u.Scheme))
 		}
 		base = u.Base()
 	}
 	conf, err := loadHadoopConf(opts.HadoopConfDir)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return p, fmt.Errorf("storage: %w", err)
 	}
 	if base.Authority == "" && len(opts.Addresses) == 0 {
 		def, _ := ParseURI(conf["fs.defaultFS"])
@@ -104,23 +122,62 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 	if len(addrs) == 0 {
 		addrs, err = namenodeAddresses(conf, base.Authority)
 		if err != nil {
-			return nil, fmt.Errorf("storage: %w", err)
+			return p, fmt.Errorf("storage: %w", err)
 		}
 	}
 	if err := checkDataTransferProtection(conf); err != nil {
-		return nil, newError("connect", base.String(), ErrInvalidPath, err)
+		return p, newError("connect", base.String(), ErrInvalidPath, err)
 	}
 	copts := gohdfs.ClientOptionsFromConf(conf)
 	copts.Addresses = addrs
-	who := ""
 	kerberosByConf := copts.KerberosClient != nil
 	copts.KerberosClient = nil
 	switch {
 	case opts.Kerberos != nil:
 		if opts.User != "" {
-			return nil, errors.New("storage: HDFS User and Kerberos together: the client library cannot impersonate (proxy user); with Kerberos the principal is the user")
+			return p, errors.New("storage: HDFS User and Kerberos together: the client library cannot impersonate (proxy user); with Kerberos the principal is the user")
 		}
-		cl, err := kerberosClient(opts.Kerberos)
+		creds, errs := kerberosSetup(opts.Kerberos)
+		if len(errs) > 0 {
+			var se *Error
+			if errors.As(errs[0], &se) {
+				se.Path = base.String()
+				return p, se
+			}
+			return p, fmt.Errorf("storage: %w", errs[0].Err)
+		}
+		p.kerberos = &creds
+		if opts.Kerberos.ServicePrincipal != "" {
+			copts.KerberosServicePrincipleName = opts.Kerberos.ServicePrincipal
+		}
+		if copts.KerberosServicePrincipleName == "" {
+			return p, errors.New("storage: Kerberos needs the namenode principal: set the Kerberos servicePrincipal (such as nn/_HOST) or dfs.namenode.kerberos.principal in the Hadoop configuration")
+		}
+	case kerberosByConf:
+		return p, errors.New("storage: hadoop.security.authentication is kerberos but no Kerberos options (keytab or ticket cache) were given")
+	default:
+		copts.User, err = hdfsUser(opts.User)
+		if err != nil {
+			return p, fmt.Errorf("storage: %w", err)
+		}
+	}
+	if n := opts.Connections; n < 0 || n > MaxConnections {
+		return p, fmt.Errorf("storage: HDFS Connections %d: want 1 to %d (0 means %d)", n, MaxConnections, DefaultConnections)
+	}
+	p.base, p.addrs, p.copts = base, addrs, copts
+	return p, nil
+}
+
+// NewHDFS validates opts and connects to the namenode.
+func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
+	p, err := planHDFS(opts)
+	if err != nil {
+		return nil, err
+	}
+	base, addrs, copts := p.base, p.addrs, p.copts
+	who := copts.User + " (simple authentication, no Kerberos)"
+	if p.kerberos != nil {
+		cl, err := kerberosLogin(*p.kerberos, opts.Kerberos.Keytab)
 		if err != nil {
 			var se *Error
 			if errors.As(err, &se) {
@@ -131,20 +188,6 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 		}
 		copts.KerberosClient = cl
 		who = cl.Credentials.UserName() + "@" + cl.Credentials.Realm()
-		if opts.Kerberos.ServicePrincipal != "" {
-			copts.KerberosServicePrincipleName = opts.Kerberos.ServicePrincipal
-		}
-		if copts.KerberosServicePrincipleName == "" {
-			return nil, errors.New("storage: Kerberos needs the namenode principal: set KerberosOptions.ServicePrincipal or dfs.namenode.kerberos.principal")
-		}
-	case kerberosByConf:
-		return nil, errors.New("storage: hadoop.security.authentication is kerberos but no Kerberos options (keytab or ticket cache) were given")
-	default:
-		copts.User, err = hdfsUser(opts.User)
-		if err != nil {
-			return nil, fmt.Errorf("storage: %w", err)
-		}
-		who = copts.User + " (simple authentication, no Kerberos)"
 	}
 	h := &HDFS{
 		base:        base,
@@ -165,11 +208,8 @@ func NewHDFS(ctx context.Context, opts HDFSOptions) (*HDFS, error) {
 		h.batch = defaultListBatch
 	}
 	n := opts.Connections
-	switch {
-	case n == 0:
+	if n == 0 {
 		n = DefaultConnections
-	case n < 0 || n > MaxConnections:
-		return nil, fmt.Errorf("storage: HDFS Connections %d: want 1 to %d (0 means %d)", n, MaxConnections, DefaultConnections)
 	}
 	for range n {
 		h.conns = append(h.conns, &nnConn{})

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,40 +170,90 @@ func hdfsUser(opt string) (string, error) {
 	return u.Username, nil
 }
 
-// kerberosClient logs in. Failures are ErrAuthentication and name the
-// principal and realm (or the ticket cache) they were about.
-func kerberosClient(k *KerberosOptions) (*krb.Client, error) {
-	cfgPath := k.Krb5Conf
+// KerberosSettingError is a Kerberos setting that cannot be used, found
+// without asking the KDC. Field is the setting's name in KerberosOptions'
+// configuration terms (krb5Conf, principal, keytab, ccache), so callers
+// can name it as their users know it.
+type KerberosSettingError struct {
+	Field string
+	Err   error
+}
+
+func (e *KerberosSettingError) Error() string { return e.Err.Error() }
+func (e *KerberosSettingError) Unwrap() error { return e.Err }
+
+// CheckKerberos runs every check of k that needs no KDC and returns every
+// problem: krb5.conf loads, the principal has a realm, the keytab loads
+// and holds a key of the principal, or the ticket cache loads. NewHDFS
+// runs the same checks before it logs in, so a setting this passes is
+// refused at start only by the KDC or the cluster.
+func CheckKerberos(k *KerberosOptions) []*KerberosSettingError {
+	_, errs := kerberosSetup(k)
+	return errs
+}
+
+// kerberosCreds is what a login needs, read from the local files.
+type kerberosCreds struct {
+	cfg         *krbconfig.Config
+	name, realm string
+	keytab      *keytab.Keytab
+	ccache      *credentials.CCache
+	ccPath      string
+}
+
+// kerberosSetup reads krb5.conf and the keytab or the ticket cache.
+func kerberosSetup(k *KerberosOptions) (kerberosCreds, []*KerberosSettingError) {
+	var c kerberosCreds
+	var errs []*KerberosSettingError
+	bad := func(field string, format string, args ...any) {
+		errs = append(errs, &KerberosSettingError{Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	// A keytab or ticket cache that cannot be used is who we are being
+	// refused; krb5.conf, the principal's spelling or a cache type this
+	// client cannot read are setup errors.
+	refused := func(field string, format string, args ...any) {
+		errs = append(errs, &KerberosSettingError{Field: field, Err: newError("login", "", ErrAuthentication, fmt.Errorf(format, args...))})
+	}
+	cfgPath, from := k.Krb5Conf, ""
 	if cfgPath == "" {
-		cfgPath = os.Getenv("KRB5_CONFIG")
+		cfgPath, from = os.Getenv("KRB5_CONFIG"), " (from $KRB5_CONFIG)"
 	}
 	if cfgPath == "" {
-		cfgPath = "/etc/krb5.conf"
+		cfgPath, from = "/etc/krb5.conf", " (the default when krb5Conf and $KRB5_CONFIG are unset)"
 	}
 	cfg, err := krbconfig.Load(cfgPath)
 	if err != nil {
-		return nil, fmt.Errorf("kerberos: krb5.conf %s: %w", cfgPath, err)
+		bad("krb5Conf", "kerberos: krb5.conf %s%s: %w", cfgPath, from, err)
+	} else {
+		c.cfg = cfg
 	}
 	if k.Keytab != "" {
-		if k.Principal == "" {
-			return nil, errors.New("kerberos: Principal (user@REALM) is required with a keytab")
-		}
 		name, realm, _ := strings.Cut(k.Principal, "@")
-		if realm == "" {
-			realm = cfg.LibDefaults.DefaultRealm
+		if realm == "" && c.cfg != nil {
+			realm = c.cfg.LibDefaults.DefaultRealm
 		}
-		if name == "" || realm == "" {
-			return nil, fmt.Errorf("kerberos: principal %q: want user@REALM or a krb5.conf default_realm", k.Principal)
+		switch {
+		case k.Principal == "":
+			bad("principal", "kerberos: the principal (user@REALM) is required with a keytab")
+		case name == "" || (realm == "" && c.cfg != nil):
+			bad("principal", "kerberos: principal %q: want user@REALM or a krb5.conf default_realm", k.Principal)
 		}
+		c.name, c.realm = name, realm
 		kt, err := keytab.Load(k.Keytab)
-		if err != nil {
-			return nil, newError("login", "", ErrAuthentication, fmt.Errorf("kerberos principal %s@%s (realm %s): keytab %s: %w", name, realm, realm, k.Keytab, err))
+		switch {
+		case err != nil && name != "" && realm != "":
+			refused("keytab", "kerberos principal %s@%s (realm %s): keytab %s cannot be read: %w", name, realm, realm, k.Keytab, err)
+		case err != nil:
+			refused("keytab", "kerberos: keytab %s cannot be read: %w", k.Keytab, err)
+		case name != "" && realm != "":
+			if held := keytabPrincipals(kt); !slices.Contains(held, name+"@"+realm) {
+				refused("keytab", "kerberos principal %s@%s (realm %s): keytab %s holds no key of it (it holds %s): use the principal's keytab",
+					name, realm, realm, k.Keytab, heldText(held))
+			}
 		}
-		cl := krb.NewWithKeytab(name, realm, kt, cfg, krb.DisablePAFXFAST(true))
-		if err := cl.Login(); err != nil {
-			return nil, newError("login", "", ErrAuthentication, fmt.Errorf("kerberos principal %s@%s (realm %s) with keytab %s: %w", name, realm, realm, k.Keytab, err))
-		}
-		return cl, nil
+		c.keytab = kt
+		errs = append(errs, c.checkKDC(cfgPath, realm)...)
+		return c, errs
 	}
 	ccPath := k.CCache
 	if ccPath == "" {
@@ -211,19 +262,72 @@ func kerberosClient(k *KerberosOptions) (*krb.Client, error) {
 	if rest, ok := strings.CutPrefix(ccPath, "FILE:"); ok {
 		ccPath = rest
 	} else if strings.Contains(ccPath, ":") {
-		return nil, fmt.Errorf("kerberos: ticket cache %q: only FILE: caches are supported", ccPath)
+		bad("ccache", "kerberos: ticket cache %q: only FILE: caches are supported", ccPath)
+		return c, errs
 	}
 	if ccPath == "" {
 		ccPath = fmt.Sprintf("/tmp/krb5cc_%d", os.Getuid())
 	}
+	c.ccPath = ccPath
 	cc, err := credentials.LoadCCache(ccPath)
 	if err != nil {
-		return nil, newError("login", "", ErrAuthentication, fmt.Errorf("kerberos: no ticket: ticket cache %s: %w (run kinit, or configure a keytab and principal)", ccPath, err))
+		refused("ccache", "kerberos: no ticket: ticket cache %s: %w (run kinit, or configure a keytab and principal)", ccPath, err)
+		return c, errs
 	}
+	c.ccache = cc
+	errs = append(errs, c.checkKDC(cfgPath, cc.DefaultPrincipal.Realm)...)
+	return c, errs
+}
+
+// checkKDC refuses a krb5.conf that names no KDC of realm when DNS may
+// not be asked (dns_lookup_kdc off, the default): every login would fail.
+// It asks no DNS.
+func (c kerberosCreds) checkKDC(cfgPath, realm string) []*KerberosSettingError {
+	if c.cfg == nil || realm == "" || c.cfg.LibDefaults.DNSLookupKDC {
+		return nil
+	}
+	if _, _, err := c.cfg.GetKDCs(realm, true); err != nil {
+		return []*KerberosSettingError{{Field: "krb5Conf", Err: fmt.Errorf("kerberos: krb5.conf %s names no KDC of realm %s and dns_lookup_kdc is off: add [realms] %s = { kdc = host:88 }", cfgPath, realm, realm)}}
+	}
+	return nil
+}
+
+// keytabPrincipals lists the principals a keytab holds keys of, sorted.
+func keytabPrincipals(kt *keytab.Keytab) []string {
+	var out []string
+	for _, e := range kt.Entries {
+		if p := strings.Join(e.Principal.Components, "/") + "@" + e.Principal.Realm; !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func heldText(held []string) string {
+	if len(held) == 0 {
+		return "no keys"
+	}
+	return "keys of " + strings.Join(held, ", ")
+}
+
+// kerberosLogin logs in with what kerberosSetup read: with a keytab it
+// asks the KDC; a ticket cache already holds the ticket. Failures are
+// ErrAuthentication and name the principal and realm (or the ticket
+// cache) they were about.
+func kerberosLogin(c kerberosCreds, keytabPath string) (*krb.Client, error) {
+	if c.keytab != nil {
+		cl := krb.NewWithKeytab(c.name, c.realm, c.keytab, c.cfg, krb.DisablePAFXFAST(true))
+		if err := cl.Login(); err != nil {
+			return nil, newError("login", "", ErrAuthentication, fmt.Errorf("kerberos principal %s@%s (realm %s) with keytab %s: %w", c.name, c.realm, c.realm, keytabPath, err))
+		}
+		return cl, nil
+	}
+	cc := c.ccache
 	who := cc.DefaultPrincipal.PrincipalName.PrincipalNameString() + "@" + cc.DefaultPrincipal.Realm
-	cl, err := krb.NewFromCCache(cc, cfg, krb.DisablePAFXFAST(true))
+	cl, err := krb.NewFromCCache(cc, c.cfg, krb.DisablePAFXFAST(true))
 	if err != nil {
-		return nil, newError("login", "", ErrAuthentication, fmt.Errorf("kerberos principal %s (realm %s): ticket cache %s: %w (the ticket may have expired: run kinit again, or configure a keytab)", who, cc.DefaultPrincipal.Realm, ccPath, err))
+		return nil, newError("login", "", ErrAuthentication, fmt.Errorf("kerberos principal %s (realm %s): ticket cache %s: %w (the ticket may have expired: run kinit again, or configure a keytab)", who, cc.DefaultPrincipal.Realm, c.ccPath, err))
 	}
 	return cl, nil
 }

@@ -30,20 +30,9 @@ type Resolver struct {
 // Resolve returns the file system serving uri and uri's path qualified
 // for it.
 func (r *Resolver) Resolve(ctx context.Context, uri string) (FileSystem, string, error) {
-	u, err := ParseURI(uri)
+	u, err := r.qualify(uri)
 	if err != nil {
 		return nil, "", err
-	}
-	if u.Scheme == "" {
-		def := r.DefaultFS
-		if def == "" {
-			def = "file:///"
-		}
-		d, err := ParseURI(def)
-		if err != nil || d.Scheme == "" {
-			return nil, "", newError("resolve", uri, ErrInvalidPath, fmt.Errorf("DefaultFS %q: want file:/// or hdfs://<authority>", def))
-		}
-		u.Scheme, u.Authority = d.Scheme, d.Authority
 	}
 	switch u.Scheme {
 	case "file":
@@ -52,17 +41,60 @@ func (r *Resolver) Resolve(ctx context.Context, uri string) (FileSystem, string,
 		if r.local == nil {
 			r.local = NewLocal(r.Guard)
 		}
-		u.Authority = ""
 		return r.local, u.String(), nil
-	case "hdfs":
+	default: // hdfs
 		fs, err := r.hdfsFor(ctx, u.Authority)
 		if err != nil {
 			return nil, "", err
 		}
 		return fs, u.String(), nil
-	default:
-		return nil, "", newError("resolve", uri, ErrWrongFileSystem, fmt.Errorf("scheme %q is not supported; want hdfs://, file:// or a plain /path", u.Scheme))
 	}
+}
+
+// Check runs every check Resolve makes of uri without contacting
+// anything: for HDFS what NewHDFS checks before it dials (CheckHDFS).
+func (r *Resolver) Check(uri string) error {
+	u, err := r.qualify(uri)
+	if err != nil || u.Scheme != "hdfs" {
+		return err
+	}
+	return CheckHDFS(r.hdfsOptions(u.Authority))
+}
+
+// qualify parses uri, gives a plain path the default file system's
+// scheme and authority, and refuses a scheme no file system serves.
+func (r *Resolver) qualify(uri string) (URI, error) {
+	u, err := ParseURI(uri)
+	if err != nil {
+		return u, err
+	}
+	if u.Scheme == "" {
+		def := r.DefaultFS
+		if def == "" {
+			def = "file:///"
+		}
+		d, err := ParseURI(def)
+		if err != nil || d.Scheme == "" {
+			return u, newError("resolve", uri, ErrInvalidPath, fmt.Errorf("DefaultFS %q: want file:/// or hdfs://<authority>", def))
+		}
+		u.Scheme, u.Authority = d.Scheme, d.Authority
+	}
+	switch u.Scheme {
+	case "file":
+		u.Authority = ""
+		return u, nil
+	case "hdfs":
+		return u, nil
+	}
+	return u, newError("resolve", uri, ErrWrongFileSystem, fmt.Errorf("scheme %q is not supported; want hdfs://, file:// or a plain /path", u.Scheme))
+}
+
+// hdfsOptions are the options of the HDFS cluster of authority.
+func (r *Resolver) hdfsOptions(authority string) HDFSOptions {
+	opts := r.HDFS
+	opts.URI = "hdfs://" + authority + "/"
+	opts.Guard = r.Guard
+	return opts
 }
 
 func (r *Resolver) hdfsFor(ctx context.Context, authority string) (*HDFS, error) {
@@ -71,10 +103,7 @@ func (r *Resolver) hdfsFor(ctx context.Context, authority string) (*HDFS, error)
 	if h, ok := r.hdfs[authority]; ok {
 		return h, nil
 	}
-	opts := r.HDFS
-	opts.URI = "hdfs://" + authority + "/"
-	opts.Guard = r.Guard
-	h, err := NewHDFS(ctx, opts)
+	h, err := NewHDFS(ctx, r.hdfsOptions(authority))
 	if err != nil {
 		return nil, err
 	}

@@ -125,42 +125,50 @@ func (o *Options) Validate(name func(key string) string) []error {
 	if (o.TLS.CertFile == "") != (o.TLS.KeyFile == "") {
 		errs = append(errs, fmt.Errorf("%s=%q and %s=%q: set both for mutual TLS or neither", name("tls.certFile"), o.TLS.CertFile, name("tls.keyFile"), o.TLS.KeyFile))
 	}
-	for _, f := range []struct{ key, path string }{
-		{"tls.certFile", o.TLS.CertFile}, {"tls.keyFile", o.TLS.KeyFile}, {"tls.caFile", o.TLS.CAFile},
-	} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(f.path); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q cannot be read: %v", name(f.key), f.path, err))
-		}
+	if _, tlsErrs := o.tlsConfig(name); len(tlsErrs) > 0 {
+		errs = append(errs, tlsErrs...)
 	}
 	return errs
 }
 
-func (o *Options) tlsConfig() (*tls.Config, error) {
+// tlsConfig reads the TLS files as a dial uses them, so Validate refuses
+// a file the connection could not use (missing, unreadable, not PEM, a
+// key that is not the certificate's) naming its key through name.
+func (o *Options) tlsConfig(name func(key string) string) (*tls.Config, []error) {
 	usesTLS := o.TLS.Enabled || o.TLS.CertFile != "" || o.TLS.CAFile != "" || o.APIKey != ""
-	if !usesTLS {
+	if !usesTLS && o.TLS.KeyFile == "" {
 		return nil, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLS.ServerName}
-	if o.TLS.CertFile != "" {
-		pair, err := tls.LoadX509KeyPair(o.TLS.CertFile, o.TLS.KeyFile)
+	var errs []error
+	read := func(key, path string) []byte {
+		if path == "" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("temporal TLS client certificate %s / key %s: %w", o.TLS.CertFile, o.TLS.KeyFile, err)
+			errs = append(errs, fmt.Errorf("%s=%q cannot be read: %v", name(key), path, err))
+		}
+		return b
+	}
+	cert, key, ca := read("tls.certFile", o.TLS.CertFile), read("tls.keyFile", o.TLS.KeyFile), read("tls.caFile", o.TLS.CAFile)
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLS.ServerName}
+	if cert != nil && key != nil {
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q and %s=%q are not a PEM client certificate and its private key: %v",
+				name("tls.certFile"), o.TLS.CertFile, name("tls.keyFile"), o.TLS.KeyFile, err))
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
-	if o.TLS.CAFile != "" {
-		pem, err := os.ReadFile(o.TLS.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("temporal TLS CA file: %w", err)
-		}
+	if ca != nil {
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("temporal TLS CA file %s holds no PEM certificate", o.TLS.CAFile)
+		if !pool.AppendCertsFromPEM(ca) {
+			errs = append(errs, fmt.Errorf("%s=%q holds no PEM certificate: use the CA certificate (PEM) that signed the frontend's certificate", name("tls.caFile"), o.TLS.CAFile))
 		}
 		cfg.RootCAs = pool
+	}
+	if len(errs) > 0 || !usesTLS {
+		return nil, errs
 	}
 	return cfg, nil
 }
@@ -170,9 +178,9 @@ var ErrUnreachable = errors.New("temporal frontend unreachable")
 
 // ClientOptions builds SDK client options; logger and metrics may be nil.
 func (o *Options) ClientOptions(logger log.Logger, metrics client.MetricsHandler) (client.Options, error) {
-	tlsCfg, err := o.tlsConfig()
-	if err != nil {
-		return client.Options{}, err
+	tlsCfg, errs := o.tlsConfig(func(key string) string { return key })
+	if len(errs) > 0 {
+		return client.Options{}, fmt.Errorf("temporal TLS: %w", errors.Join(errs...))
 	}
 	opts := client.Options{
 		HostPort:          o.Address,
