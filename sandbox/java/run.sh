@@ -61,7 +61,10 @@ NAMESPACE_QUOTA="${FLINKMAINT_NAMESPACE_QUOTA:-15000}"
 # The storage JVM (NameNode, DataNode, ZooKeeper) grows to this heap; the benchmark trees it keeps
 # (make bench-storage, bench-governance: up to 1.5M namespace objects) need well over 512m.
 STORAGE_HEAP="${FLINKMAINT_STORAGE_HEAP:-2g}"
-TASK_SLOTS="${FLINKMAINT_TASK_SLOTS:-8}"
+# make test runs three packages at a time, each three tests at a time, and a test's jobs each take
+# a slot: with 8 slots cluster-a was seen full (8 jobs running), and a job submitted then waits for
+# a slot, without a checkpoint, until its test gives up.
+TASK_SLOTS="${FLINKMAINT_TASK_SLOTS:-16}"
 # id:tenant:line. The line picks the classpath, the sample job jar and peers.json flinkVersion:
 # 1 = Flink 1.20 (modules peers, sample-job), 2 = Flink 2.x (peers-flink2, sample-job-flink2).
 CLUSTERS=("cluster-a:team-a:1" "cluster-b:team-b:1" "cluster-c:team-c:2")
@@ -417,8 +420,8 @@ taskmanager.numberOfTaskSlots: $TASK_SLOTS
 parallelism.default: 1
 # RocksDB takes its memtables and block cache from managed memory, per slot. Its default
 # 64 MB write buffer (8 MB arena blocks) does not fit a small slot's share and makes every
-# put flush a tiny memtable, stalling writes; 4 MB buffers do fit.
-taskmanager.memory.managed.size: 256m
+# put flush a tiny memtable, stalling writes; 4 MB buffers do fit (24 MB a slot with 16 slots).
+taskmanager.memory.managed.size: 384m
 state.backend.rocksdb.writebuffer.size: 4mb
 state.backend.rocksdb.writebuffer.count: 2
 taskmanager.memory.network.min: 64m
