@@ -782,6 +782,7 @@ func TestChartNotesSayWhatToRunNext(t *testing.T) {
 	for _, want := range []string{
 		"helm test flinkmaint-staging -n " + chartNamespace,
 		"kubectl -n " + chartNamespace + " exec deploy/flinkmaint-staging-worker -- flinkmaint doctor",
+		"exec deploy/flinkmaint-staging-worker -- flinkmaint inventory\n",
 		"exec -i deploy/flinkmaint-staging-worker -- flinkmaint window plan -f /dev/stdin < window.yaml",
 		"exec deploy/flinkmaint-staging-worker -- flinkmaint governance plan --tenant",
 		"https://docs.example.com/flinkmaint/docs/install.md",

@@ -15,6 +15,8 @@ var commandExamples = map[string]string{
 	"doctor": `flinkmaint doctor
 flinkmaint doctor --address temporal.example:7233 --namespace flinkmaint --tls-ca /etc/flinkmaint/tls/ca.crt -o json`,
 	"version": `flinkmaint version`,
+	"inventory": `flinkmaint inventory
+flinkmaint inventory --tenant payments -o json`,
 	"quota": `flinkmaint quota
 flinkmaint quota --tenant payments -o json`,
 	"quota watch start": `flinkmaint quota watch start

@@ -145,6 +145,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 		newDrillCommand(g),
 		newUpgradeCommand(g),
 		newDoctorCommand(g),
+		newInventoryCommand(g),
 	)
 	setExamples(root)
 	setCompletions(root, g)

@@ -396,7 +396,7 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 		if st.Job.Tenant != "" {
 			p(" (tenant %s)", st.Job.Tenant)
 		}
-		p("\nold job    %s\nold recipe %s\n", dash(st.Job.JobID), recipeText(st.Job.Restart))
+		p("\nold job    %s\nold recipe %s\n", orDash(st.Job.JobID), recipeText(st.Job.Restart))
 	}
 	switch {
 	case st.SpecChange != nil:
@@ -413,7 +413,7 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 	if r := st.Rehearsal; r != nil {
 		p("rehearsal  %s\n", r.Text())
 		if r.Savepoint != "" {
-			p("           from %s on %s", r.Savepoint, dash(r.DrillCluster))
+			p("           from %s on %s", r.Savepoint, orDash(r.DrillCluster))
 			if r.Jar != "" {
 				p(" with %s", r.Jar)
 			}
@@ -425,10 +425,10 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 	}
 	checked := st.Phase == workflows.UpgradePhaseChecked // a check stops nothing: no savepoint of its own, no record, no manifest
 	if !checked {
-		p("savepoint  %s\n", dash(st.Savepoint))
+		p("savepoint  %s\n", orDash(st.Savepoint))
 	}
 	if st.NewJobID != "" || st.StartAttempts > 0 {
-		p("new job    %s (start attempts %d)", dash(newVersionJobID(st)), st.StartAttempts)
+		p("new job    %s (start attempts %d)", orDash(newVersionJobID(st)), st.StartAttempts)
 		if st.Healthy != nil {
 			p(", healthy: checkpoint %d after the restore", st.Healthy.CheckpointID)
 		}
@@ -440,7 +440,7 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 		}
 	}
 	if st.Retired {
-		p("retired    previous version %s, stopped with savepoint %s\n", st.Job.JobID, dash(st.RetiredSavepoint))
+		p("retired    previous version %s, stopped with savepoint %s\n", st.Job.JobID, orDash(st.RetiredSavepoint))
 	}
 	if st.GateError != "" {
 		p("gate error %s\n", st.GateError)
@@ -477,7 +477,7 @@ func printUpgradeState(w io.Writer, st *workflows.UpgradeState) error {
 	}
 	if !checked {
 		p("recorded   %s (the new recipe as the job's recipe of record)\n", yesNo(st.RecipeRecorded))
-		p("manifest   %s\n", dash(st.ManifestPath))
+		p("manifest   %s\n", orDash(st.ManifestPath))
 	}
 	for _, d := range st.Decisions {
 		what := d.Kind
@@ -550,13 +550,6 @@ func recipeText(r inventory.RestartRecipe) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func yesNo(b bool) string {

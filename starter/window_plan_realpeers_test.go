@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
+	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -167,6 +168,37 @@ policy:
 		plan.Quota[0].NamespaceQuota != peers.Tenants[0].NamespaceQuota || plan.Quota[0].ProjectedFiles <= 0 ||
 		plan.Quota[0].ProjectedUsed != plan.Quota[0].NamespaceUsed+plan.Quota[0].ProjectedFiles || !plan.Quota[0].RestartAllowed {
 		t.Fatalf("json plan: jobs %+v waves %+v quota %+v", plan.Jobs, plan.Waves, plan.Quota)
+	}
+
+	// The inventory as the worker sees it: each cluster with its dirs and
+	// version, each test job running with its recipe and latest checkpoint.
+	code, stdout, stderr = runCLI([]string{"inventory", "-o", "json"}, env)
+	var view activities.InventoryView
+	if err := json.Unmarshal([]byte(stdout), &view); err != nil {
+		t.Fatalf("inventory: exit %d: %v\n%s%s", code, err, stdout, stderr)
+	}
+	if code != exitOK || len(view.Clusters) != len(peers.Clusters) || len(view.Tenants) != len(peers.Tenants) {
+		t.Fatalf("inventory: exit %d, %d clusters, %d tenants, errors %v; want exit 0 and the sandbox's %d clusters", code, len(view.Clusters), len(view.Tenants), view.Errors, len(peers.Clusters))
+	}
+	for i, c := range view.Clusters {
+		var mine *activities.JobView
+		for k := range c.Jobs {
+			if c.Jobs[k].ID == jobs[i].id {
+				mine = &c.Jobs[k]
+			}
+		}
+		if c.ClusterID != peers.Clusters[i].ClusterID || c.HAStorageDir != peers.Clusters[i].HAStorageDir || c.FlinkVersion == "" || mine == nil ||
+			mine.State != string(flink.JobRunning) || mine.Restart != inventory.RestartRESTJarRun || mine.Note != "" ||
+			!strings.HasPrefix(mine.LatestCheckpoint, c.CheckpointDir+"/"+jobs[i].id+"/chk-") {
+			t.Errorf("inventory cluster %+v; want %s running with its recipe and a checkpoint under %s", c, jobs[i].id, c.CheckpointDir)
+		}
+	}
+	code, stdout, _ = runCLI([]string{"inventory", "--cluster", peers.Clusters[0].ClusterID, "--cluster", "cluster-nope"}, env)
+	if norm := strings.Join(strings.Fields(stdout), " "); code != exitFailure || !strings.Contains(stdout, "cluster "+peers.Clusters[0].ClusterID+" (tenant ") ||
+		strings.Contains(stdout, "cluster "+peers.Clusters[1].ClusterID+" (") ||
+		!strings.Contains(norm, fmt.Sprintf("plan-%s-cluster-a %s RUNNING rest-jar-run %s/%s/chk-", suffix, jobs[0].id, peers.Clusters[0].CheckpointDir, jobs[0].id)) ||
+		!strings.Contains(stdout, `ERROR cluster "cluster-nope" is not in the inventory`) {
+		t.Errorf("inventory of one cluster and an unknown one: exit %d; want %d, the one cluster's table and the unknown one named\n%s", code, exitFailure, stdout)
 	}
 
 	for name, tc := range map[string]struct {

@@ -25,6 +25,7 @@ type ActivityRegistry interface {
 func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.PingWorkflow, workflow.RegisterOptions{Name: workflows.PingWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.WorkerDoctorWorkflow, workflow.RegisterOptions{Name: workflows.WorkerDoctorWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.InventoryViewWorkflow, workflow.RegisterOptions{Name: workflows.InventoryViewWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.MaintenanceWindowWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWindowWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.WindowPlanWorkflow, workflow.RegisterOptions{Name: workflows.WindowPlanWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.JobSavepointWorkflow, workflow.RegisterOptions{Name: workflows.JobSavepointWorkflowType})
