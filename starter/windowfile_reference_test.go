@@ -54,35 +54,6 @@ type windowSection struct {
 
 var windowDurationType = reflect.TypeOf(workflows.Duration(0))
 
-// windowTypeName says what a key holds, in the user's words.
-func windowTypeName(t reflect.Type) string {
-	switch {
-	case t == windowDurationType:
-		return "duration"
-	case t.Kind() == reflect.Pointer:
-		return windowTypeName(t.Elem())
-	case t.Kind() == reflect.Slice:
-		return "list of " + plural(windowTypeName(t.Elem()))
-	case t.Kind() == reflect.Struct:
-		return "object"
-	case t.Kind() == reflect.Bool:
-		return "boolean"
-	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
-		return "integer"
-	case t.Kind() == reflect.Float64:
-		return "number"
-	}
-	return t.Kind().String()
-}
-
-func plural(name string) string {
-	first, rest, _ := strings.Cut(name, " ")
-	if rest != "" {
-		return first + "s " + rest
-	}
-	return first + "s"
-}
-
 // windowDefaults are the values a window takes for what its file leaves
 // out, by key: the window's own defaults, then the cleanup planner's.
 func windowDefaults() map[string]string {
@@ -228,7 +199,7 @@ func windowReference(t *testing.T, root string) (sections []windowSection, undoc
 				byKey[key] = &windowSection{Key: key, Doc: typeDoc(f.field.Type)}
 				order = append(order, key)
 			} else {
-				byKey[sec].Rows = append(byKey[sec].Rows, windowKey{Key: key, Type: windowTypeName(f.field.Type),
+				byKey[sec].Rows = append(byKey[sec].Rows, windowKey{Key: key, Type: gendoc.TypeName(f.field.Type, windowDurationType),
 					Default: defaults[key], Meaning: gendoc.Meaning(doc, f.field.Name, key), Section: sec})
 			}
 			if !isWindowGroup(f.field.Type) {

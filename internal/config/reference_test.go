@@ -76,34 +76,6 @@ var (
 	stdDurationTyp = reflect.TypeOf(time.Duration(0))
 )
 
-// typeName says what a leaf holds, in the user's words.
-func typeName(t reflect.Type) string {
-	switch {
-	case t == durationType || t == stdDurationTyp:
-		return "duration"
-	case t.Kind() == reflect.Pointer:
-		return typeName(t.Elem())
-	case t.Kind() == reflect.Slice:
-		return "list of " + plural(typeName(t.Elem()))
-	case t.Kind() == reflect.Map:
-		return "map of " + typeName(t.Key()) + " to " + typeName(t.Elem())
-	case t.Kind() == reflect.Struct:
-		return "object"
-	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
-		return "integer"
-	}
-	return t.Kind().String()
-}
-
-// plural names several of a type: "strings", "lists of strings".
-func plural(name string) string {
-	first, rest, _ := strings.Cut(name, " ")
-	if rest != "" {
-		return first + "s " + rest
-	}
-	return first + "s"
-}
-
 // isGroup says whether a field's keys are listed one by one: a struct, a
 // pointer to one, or a list of them.
 func isGroup(t reflect.Type) bool {
@@ -154,7 +126,7 @@ func walk(t *testing.T, docs gendoc.Docs, typ reflect.Type, v reflect.Value, pre
 			*missing = append(*missing, fmt.Sprintf("%s (%s.%s)", key, tname, f.Name))
 		}
 		src := keySources[key]
-		*rows = append(*rows, refKey{Key: key, Type: typeName(f.Type), Default: defaultText(fv), Env: src.Env, Flag: src.Flag, Meaning: gendoc.Meaning(doc, f.Name, key)})
+		*rows = append(*rows, refKey{Key: key, Type: gendoc.TypeName(f.Type, durationType, stdDurationTyp), Default: defaultText(fv), Env: src.Env, Flag: src.Flag, Meaning: gendoc.Meaning(doc, f.Name, key)})
 		if !isGroup(f.Type) {
 			continue
 		}
