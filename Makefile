@@ -42,6 +42,10 @@ bin/helm: tools/deploy/go.mod tools/deploy/go.sum
 bin/kustomize: tools/deploy/go.mod tools/deploy/go.sum
 	scripts/deploy-tools.sh kustomize
 
+.PHONY: fault-tests
+fault-tests: ## every test that kills, fails over or pauses something, -count=5 with GOMAXPROCS=1 (needs sandbox/sandbox.sh up)
+	scripts/fault-tests.sh 5
+
 .PHONY: mutate
 mutate: ## mutation testing of the guards between an approved plan and a deletion (unit tests; prints survivors, fails on a new one)
 	scripts/mutate.sh

@@ -33,7 +33,7 @@ fi
 tail -n 1 var/log/sandbox-up.log
 # The real-peer scenarios mostly wait (on Flink, on heartbeat timeouts after a
 # kill, on Kerberos tickets), so three packages at a time, each with three
-# tests at a time, keep two cores busy; the sandbox's clusters have 8 slots
+# tests at a time, keep two cores busy; the sandbox's clusters have 16 slots
 # each, and every scenario runs its own few jobs.
 # The report prints each package's result and a failing test's whole output,
 # then ends with the failures, the slowest tests and each package's time;
