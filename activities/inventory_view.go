@@ -210,7 +210,11 @@ func (a *Activities) describeCluster(ctx context.Context, c inventory.Cluster) C
 		switch {
 		case errors.Is(err, flink.ErrJobNotFound):
 			// Ended and dropped from the cluster's history since listed.
-			jv.Note = "the cluster no longer knows this job"
+			jv.Note = joinNotes(jv.Note, "the cluster no longer knows this job")
+		case errors.Is(err, flink.ErrCheckpointingDisabled):
+			// Checkpointing off, or a job that ended (a failed restore)
+			// before its execution graph, and its statistics, existed.
+			jv.Note = joinNotes(jv.Note, "no checkpoint statistics: checkpointing is off, or the job never started running")
 		case err != nil:
 			jv.Error = fmt.Sprintf("checkpoints: %v", err)
 		default:
@@ -233,4 +237,12 @@ func (a *Activities) describeCluster(ctx context.Context, c inventory.Cluster) C
 	}
 	sort.SliceStable(v.Jobs, func(i, j int) bool { return v.Jobs[i].Name < v.Jobs[j].Name })
 	return v
+}
+
+// joinNotes adds note to notes.
+func joinNotes(notes, note string) string {
+	if notes == "" {
+		return note
+	}
+	return notes + "; " + note
 }

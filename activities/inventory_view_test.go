@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,12 +14,20 @@ import (
 // viewFlink is one cluster's REST answers for DescribeInventory.
 type viewFlink struct {
 	fakeFlink
-	version string
-	listErr error
+	version   string
+	listErr   error
+	statsErrs map[string]error
 }
 
 func (f *viewFlink) ClusterOverview(context.Context) (flink.ClusterOverview, error) {
 	return flink.ClusterOverview{FlinkVersion: f.version}, nil
+}
+
+func (f *viewFlink) Checkpoints(ctx context.Context, jobID string) (flink.CheckpointingStatistics, error) {
+	if err := f.statsErrs[jobID]; err != nil {
+		return flink.CheckpointingStatistics{}, err
+	}
+	return f.fakeFlink.Checkpoints(ctx, jobID)
 }
 
 func (f *viewFlink) ListJobs(ctx context.Context) ([]flink.JobOverview, error) {
@@ -57,6 +66,7 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 		RetiredClusters: []string{"cluster-old"},
 	}
 	const orders, payments, twin1, twin2 = "a0000000000000000000000000000000", "b0000000000000000000000000000000", "c0000000000000000000000000000000", "d0000000000000000000000000000000"
+	const failedEarly, dropped, broken = "e0000000000000000000000000000000", "f0000000000000000000000000000000", "90000000000000000000000000000000"
 	stats := func(chk, sp, from string) flink.CheckpointingStatistics {
 		var s flink.CheckpointingStatistics
 		s.Latest.Completed = &flink.CheckpointStatistics{ExternalPath: chk}
@@ -69,12 +79,19 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 		return s
 	}
 	a := &Activities{Inventory: fixedInventory(inv), Flink: byURL{
-		"http://a": &viewFlink{version: "1.20.3", fakeFlink: fakeFlink{
+		"http://a": &viewFlink{version: "1.20.3", statsErrs: map[string]error{
+			failedEarly: fmt.Errorf("checkpoint statistics: %w", flink.ErrCheckpointingDisabled),
+			dropped:     fmt.Errorf("checkpoint statistics: %w", flink.ErrJobNotFound),
+			broken:      errors.New("500 Internal Server Error"),
+		}, fakeFlink: fakeFlink{
 			jobs: []flink.JobOverview{
 				{ID: orders, Name: "orders", State: flink.JobRunning},
 				{ID: payments, Name: "payments", State: flink.JobRunning},
 				{ID: twin1, Name: "twin", State: flink.JobRunning},
 				{ID: twin2, Name: "twin", State: flink.JobRunning},
+				{ID: failedEarly, Name: "bad-restore", State: flink.JobFailed},
+				{ID: dropped, Name: "dropped", State: flink.JobCanceled},
+				{ID: broken, Name: "broken", State: flink.JobRunning},
 			},
 			statsByJob: map[string]flink.CheckpointingStatistics{
 				orders:   stats("hdfs://nn/a/checkpoints/"+orders+"/chk-7", "hdfs://nn/a/savepoints/sp-1", "hdfs://nn/a/savepoints/sp-0"),
@@ -111,6 +128,17 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 	if g := jobs["gone"]; len(g) != 1 || g[0].ID != "" || !strings.Contains(g[0].Note, "the cluster does not list it") {
 		t.Errorf("gone %+v; want the inventory's job that no cluster runs", g)
 	}
+	// What Flink cannot say of a job that never ran, or no longer knows,
+	// is a note; any other error is a problem.
+	if f := jobs["bad-restore"][0]; f.Error != "" || !strings.Contains(f.Note, "no checkpoint statistics") {
+		t.Errorf("job that failed before it ran %+v; want a note, no error", f)
+	}
+	if d := jobs["dropped"][0]; d.Error != "" || !strings.Contains(d.Note, "no longer knows") {
+		t.Errorf("dropped job %+v; want a note, no error", d)
+	}
+	if b := jobs["broken"][0]; !strings.Contains(b.Error, "500 Internal Server Error") {
+		t.Errorf("job whose statistics fail %+v; want the error", b)
+	}
 	cb, bad := view.Clusters[1], view.Clusters[2]
 	if cb.ClusterID != "cluster-b" || !strings.Contains(cb.Error, "list jobs at http://b: connection refused") ||
 		len(cb.Jobs) != 1 || cb.Jobs[0].Name != "billing" {
@@ -119,8 +147,8 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 	if bad.ClusterID != "cluster-bad" || !strings.Contains(bad.Error, `REST endpoint "http://bad": no such endpoint`) {
 		t.Errorf("cluster-bad %+v", bad)
 	}
-	if n := view.Problems(); n != 2 {
-		t.Errorf("problems %d; want 2 (cluster-b, cluster-bad)", n)
+	if n := view.Problems(); n != 3 {
+		t.Errorf("problems %d; want 3 (cluster-b, cluster-bad, the broken job)", n)
 	}
 
 	// A scope: one tenant, and names the inventory lacks said as errors.
