@@ -274,7 +274,7 @@ func walk(t *testing.T, docs goDocs, typ reflect.Type, v reflect.Value, prefix s
 func reference(t *testing.T, root string) (sections []refSection, undocumented []string) {
 	t.Helper()
 	docs := readGoDocs(t, root, modulePath+"/internal/config", modulePath+"/internal/temporalconn",
-		modulePath+"/internal/kube", modulePath+"/internal/notify", modulePath+"/internal/freeze")
+		modulePath+"/internal/kube", modulePath+"/internal/notify", modulePath+"/internal/freeze", modulePath+"/internal/inventory")
 	var rows []refKey
 	walk(t, docs, reflect.TypeOf(Config{}), reflect.ValueOf(Default()), "", &rows, &undocumented)
 	typ := reflect.TypeOf(Config{})
