@@ -3,6 +3,7 @@ package flink
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,12 @@ func New(opts Options) (*Client, error) {
 	transport := opts.Transport
 	if transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
+		if base.Scheme == "https" {
+			if tlsCfg == nil {
+				tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+			tlsCfg.CipherSuites = restCipherSuites()
+		}
 		if tlsCfg != nil {
 			t.TLSClientConfig = tlsCfg
 		}

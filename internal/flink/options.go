@@ -218,3 +218,19 @@ func (o Options) tlsConfig() (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// restCipherSuites are the TLS 1.2 cipher suites offered to a REST
+// endpoint: Go's defaults (every ECDHE suite), then the one Flink's
+// security.ssl.algorithms names by default, TLS_RSA_WITH_AES_128_CBC_SHA.
+// Go no longer offers RSA key exchange unless asked, so without it a
+// JobManager on Flink's default SSL settings fails every handshake. A
+// server that allows an ECDHE suite still gets one; TLS 1.3 is unaffected.
+func restCipherSuites() []uint16 {
+	var out []uint16
+	for _, cs := range tls.CipherSuites() {
+		if strings.HasPrefix(cs.Name, "TLS_ECDHE_") {
+			out = append(out, cs.ID)
+		}
+	}
+	return append(out, tls.TLS_RSA_WITH_AES_128_CBC_SHA)
+}

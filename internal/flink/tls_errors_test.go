@@ -2,10 +2,15 @@ package flink
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
 	"log"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -166,5 +171,45 @@ func TestBasicAuthPasswordFile(t *testing.T) {
 	}
 	if rec.auth != "Basic b3BzOnMzY3JldA==" {
 		t.Fatalf("Authorization %q", rec.auth)
+	}
+}
+
+// A JobManager on Flink's default SSL settings allows one cipher suite,
+// TLS_RSA_WITH_AES_128_CBC_SHA (security.ssl.algorithms), over TLS 1.2
+// (security.ssl.protocol), which Go no longer offers unless asked: the
+// client asks, with or without TLS options of its own.
+func TestTLSWithFlinksDefaultCipherSuite(t *testing.T) {
+	// RSA key exchange needs an RSA server key; Flink's keytool-made
+	// keystores hold one. A self-signed certificate, as Flink's SSL guide
+	// makes for REST.
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flink-rest.internal"}, DNSNames: []string{"flink-rest.internal"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "rest.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jobs":[]}`))
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12,
+		CipherSuites: []uint16{tls.TLS_RSA_WITH_AES_128_CBC_SHA}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c, err := New(Options{BaseURL: srv.URL, TLS: TLSOptions{CAFile: caFile, ServerName: "flink-rest.internal"}, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListJobs(context.Background()); err != nil {
+		t.Fatalf("a server on Flink's default cipher suite: %v", err)
 	}
 }
