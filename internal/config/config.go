@@ -881,10 +881,7 @@ func (inv Inventory) validateClusters() []error {
 // bundle, key pair, token or password the worker could not use stops it
 // here, not at the first window.
 func (c *Config) validateREST() []error {
-	errs := fieldErrors(c.Flink.REST.Validate("flink.rest"))
-	if len(errs) == 0 {
-		errs = fieldErrors(c.Flink.REST.CheckFiles("flink.rest"))
-	}
+	errs := fieldErrors(append(c.Flink.REST.Validate("flink.rest"), c.Flink.REST.CheckFiles("flink.rest")...))
 	kubes := map[string]*kube.Config{}
 	if c.Inventory.Kubernetes != nil {
 		kubes["inventory.kubernetes"] = c.Inventory.Kubernetes
@@ -895,10 +892,8 @@ func (c *Config) validateREST() []error {
 	for _, field := range sortedKeys(kubes) {
 		k := kubes[field]
 		for _, key := range sortedKeys(k.RESTSecurity) {
-			// Kubernetes' Validate checks the rest of each entry.
-			if rs := k.RESTSecurity[key]; len(rs.Validate("")) == 0 {
-				errs = append(errs, fieldErrors(rs.CheckFiles(field+".restSecurity["+key+"]"))...)
-			}
+			// kube.Config.Validate checks the rest of each entry.
+			errs = append(errs, fieldErrors(k.RESTSecurity[key].CheckFiles(field+".restSecurity["+key+"]"))...)
 		}
 	}
 	if f := c.Inventory.StaticFile; f != "" {

@@ -86,6 +86,10 @@ func TestRESTSettingsAreValidatedWithTheConfiguration(t *testing.T) {
 			"flink:\n  rest:\n    tls: {keyFile: /etc/tls.key}\n",
 			[]string{`flink.rest.tls.certFile=""`, "set both or neither"},
 		},
+		"every problem at once": {
+			"flink:\n  rest:\n    tls: {caFile: " + missing + ", keyFile: tls.key}\n",
+			[]string{`flink.rest.tls.caFile="` + missing + `"`, `flink.rest.tls.keyFile="tls.key": want an absolute file path`, `flink.rest.tls.certFile=""`},
+		},
 		"fleet token file empty": {
 			"flink:\n  rest:\n    tokenFile: " + empty + "\n",
 			[]string{`flink.rest.tokenFile="` + empty + `"`, "this one is empty"},

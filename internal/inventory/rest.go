@@ -150,8 +150,8 @@ func (s RESTSecurity) Validate(field string) []error {
 		errs = append(errs, &FieldError{Field: field + "." + key, Value: value, Valid: valid})
 	}
 	path := func(key, v string) {
-		if v != "" && (!filepath.IsAbs(v) || strings.ContainsAny(v, "\n\x00")) {
-			bad(key, v, "an absolute file path, such as /etc/flinkmaint/flink-rest/ca.crt")
+		if v != "" && !isFilePath(v) {
+			bad(key, v, "an absolute file path, such as /etc/flinkmaint/flink-rest/"+sampleFile[key])
 		}
 	}
 	path("tls.caFile", s.TLS.CAFile)
@@ -199,28 +199,40 @@ func (s RESTSecurity) Validate(field string) []error {
 	return errs
 }
 
+// sampleFile names a sample file of each file key, for error messages.
+var sampleFile = map[string]string{
+	"tls.caFile": "ca.crt", "tls.certFile": "tls.crt", "tls.keyFile": "tls.key",
+	"tokenFile": "token", "basicAuth.passwordFile": "password",
+}
+
+// isFilePath reports whether v is an absolute path a file can have.
+func isFilePath(v string) bool {
+	return filepath.IsAbs(v) && !strings.ContainsAny(v, "\n\x00")
+}
+
 // CheckFiles reads every file the settings name and says what is wrong
 // with each, naming its key: a CA bundle without a certificate, a key pair
-// that does not load, an empty token or password.
+// that does not load, an empty token or password. A path Validate refuses
+// is not read.
 func (s RESTSecurity) CheckFiles(field string) []error {
 	var errs []error
 	bad := func(key, value, valid string) {
 		errs = append(errs, &FieldError{Field: field + "." + key, Value: value, Valid: valid})
 	}
-	if f := s.TLS.CAFile; f != "" {
+	if f := s.TLS.CAFile; isFilePath(f) {
 		if pem, err := os.ReadFile(f); err != nil {
 			bad("tls.caFile", f, fmt.Sprintf("a readable PEM bundle of CA certificates (%v)", err))
 		} else if !x509.NewCertPool().AppendCertsFromPEM(pem) {
 			bad("tls.caFile", f, "a PEM bundle of CA certificates (-----BEGIN CERTIFICATE-----); this file holds none")
 		}
 	}
-	if s.TLS.CertFile != "" && s.TLS.KeyFile != "" {
+	if isFilePath(s.TLS.CertFile) && isFilePath(s.TLS.KeyFile) {
 		if _, err := tls.LoadX509KeyPair(s.TLS.CertFile, s.TLS.KeyFile); err != nil {
 			bad("tls.certFile", s.TLS.CertFile, fmt.Sprintf("a PEM client certificate whose private key is tls.keyFile=%s (%v)", s.TLS.KeyFile, err))
 		}
 	}
 	secret := func(key, f string) {
-		if f == "" {
+		if !isFilePath(f) {
 			return
 		}
 		b, err := os.ReadFile(f)
