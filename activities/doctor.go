@@ -327,7 +327,7 @@ func (a *Activities) doctorFlink(ctx context.Context) []DoctorCheck {
 			defer func() { <-slots; wg.Done() }()
 			cctx, cancel := context.WithTimeout(ctx, doctorCallTimeout)
 			defer cancel()
-			api, err := a.Flink.For(t.url)
+			api, err := a.Flink.For(ctx, t.url)
 			if err == nil {
 				_, err = api.ClusterOverview(cctx)
 			}

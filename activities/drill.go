@@ -121,7 +121,7 @@ func pathSegment(s string) string {
 // latestCheckpoints is the newest completed retained checkpoint of every
 // running job of c in scope.
 func (a *Activities) latestCheckpoints(ctx context.Context, c inventory.Cluster, jobInScope func(string) bool) ([]DrillTarget, []SkippedJob, error) {
-	client, err := a.flinkFor(c.RESTURL)
+	client, err := a.flinkFor(ctx, c.RESTURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -478,7 +478,7 @@ func (a *Activities) CheckDrillCluster(ctx context.Context) error {
 	if err := a.checkDrillIsolation(ctx, inv); err != nil {
 		return err
 	}
-	client, err := a.flinkFor(a.Drill.ClusterRESTURL)
+	client, err := a.flinkFor(ctx, a.Drill.ClusterRESTURL)
 	if err != nil {
 		return err
 	}
@@ -500,7 +500,7 @@ func (a *Activities) StartDrillJob(ctx context.Context, in StartDrillJobInput) (
 	if err := a.checkDrillDir(t.DrillDir); err != nil {
 		return StartDrillJobResult{}, err
 	}
-	client, err := a.flinkFor(t.DrillCluster)
+	client, err := a.flinkFor(ctx, t.DrillCluster)
 	if err != nil {
 		return StartDrillJobResult{}, err
 	}
@@ -547,7 +547,7 @@ func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateIn
 		return VerifyDrillStateResult{}, nonRetryable(ErrTypeInvalidInput, "job %s has no verification program", t.Key)
 	}
 	v := t.Recipe.Verify
-	client, err := a.flinkFor(t.DrillCluster)
+	client, err := a.flinkFor(ctx, t.DrillCluster)
 	if err != nil {
 		return VerifyDrillStateResult{}, err
 	}
@@ -605,7 +605,7 @@ func (a *Activities) checkDrillDir(dir string) error {
 func (a *Activities) EndDrill(ctx context.Context, in EndDrillInput) (EndDrillResult, error) {
 	var res EndDrillResult
 	if in.DrillCluster != "" && len(in.JobIDs) > 0 {
-		client, err := a.flinkFor(in.DrillCluster)
+		client, err := a.flinkFor(ctx, in.DrillCluster)
 		if err != nil {
 			return res, err
 		}

@@ -278,7 +278,7 @@ func (a *Activities) historyClaims(ctx context.Context, history jobHistoryRead, 
 		if len(r.id) < 6 || !prefixes[r.id[:6]] {
 			continue
 		}
-		client, err := a.flinkFor(r.restURL)
+		client, err := a.flinkFor(ctx, r.restURL)
 		if err != nil {
 			return err
 		}
@@ -410,7 +410,7 @@ func (a *Activities) jobHistory(ctx context.Context, inv inventory.Inventory) jo
 	var runs []jobRun
 	var unread []unreadCluster
 	for _, c := range inv.Clusters {
-		client, err := a.flinkFor(c.RESTURL)
+		client, err := a.flinkFor(ctx, c.RESTURL)
 		if err == nil {
 			var jobs []flink.JobOverview
 			if jobs, err = client.ListJobs(ctx); err == nil {

@@ -228,7 +228,7 @@ func testSavepointOwners(t *testing.T, plainRoot bool) {
 // clientsByURL is one fake Flink per cluster REST URL.
 type clientsByURL map[string]FlinkAPI
 
-func (c clientsByURL) For(url string) (FlinkAPI, error) { return c[url], nil }
+func (c clientsByURL) For(_ context.Context, url string) (FlinkAPI, error) { return c[url], nil }
 
 // ownersIn runs savepointOwners inside an activity, where it heartbeats.
 func ownersIn(t *testing.T, a *Activities, inv inventory.Inventory, listing cleanup.Listing, records []cleanup.LiveRecord, notes *[]string) (snapshotOwners, error) {

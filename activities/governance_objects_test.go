@@ -43,7 +43,7 @@ type restFleet struct {
 	down map[string]bool
 }
 
-func (r *restFleet) For(url string) (activities.FlinkAPI, error) {
+func (r *restFleet) For(_ context.Context, url string) (activities.FlinkAPI, error) {
 	return restClient{jobs: r.jobs[url], down: r.down[url]}, nil
 }
 

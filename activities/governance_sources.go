@@ -53,7 +53,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	// failed are the snapshots jobs were seen FAILED restoring from.
 	var failed []catalog.FailedRestoreRecord
 	for _, c := range inv.Clusters {
-		client, err := a.flinkFor(c.RESTURL)
+		client, err := a.flinkFor(ctx, c.RESTURL)
 		if err != nil {
 			return live, nil, err
 		}
@@ -91,7 +91,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	// flinkmaint's own drills restore snapshots of the fleet on a cluster
 	// of their own: a drill in flight needs its snapshot as a live job does.
 	if u := a.Drill.ClusterRESTURL; u != "" && !inventoryCluster(inv, u) {
-		client, err := a.flinkFor(u)
+		client, err := a.flinkFor(ctx, u)
 		if err != nil {
 			return live, nil, err
 		}

@@ -180,7 +180,7 @@ func (a *Activities) describeCluster(ctx context.Context, c inventory.Cluster) C
 	for _, s := range c.Jobs {
 		recipes[s.Name] = s.Restart.Kind
 	}
-	client, err := a.Flink.For(c.RESTURL)
+	client, err := a.Flink.For(ctx, c.RESTURL)
 	if err != nil {
 		v.Error = fmt.Sprintf("REST endpoint %q: %v", c.RESTURL, err)
 		return v

@@ -41,7 +41,7 @@ func (f *viewFlink) ListJobs(ctx context.Context) ([]flink.JobOverview, error) {
 // a malformed endpoint is.
 type byURL map[string]FlinkAPI
 
-func (b byURL) For(u string) (FlinkAPI, error) {
+func (b byURL) For(_ context.Context, u string) (FlinkAPI, error) {
 	if c, ok := b[u]; ok {
 		return c, nil
 	}

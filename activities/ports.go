@@ -36,9 +36,10 @@ type FlinkAPI interface {
 
 var _ FlinkAPI = (*flink.Client)(nil)
 
-// FlinkClients hands out the client of one cluster's REST endpoint.
+// FlinkClients hands out the client of one cluster's REST endpoint, set
+// up as the worker's settings for that cluster say (TLS, credentials).
 type FlinkClients interface {
-	For(restURL string) (FlinkAPI, error)
+	For(ctx context.Context, restURL string) (FlinkAPI, error)
 }
 
 // Storage resolves a URI (hdfs://, file://, plain path) to its file system

@@ -83,7 +83,7 @@ func (a *Activities) PrepareRehearsal(ctx context.Context, in PrepareRehearsalIn
 	}
 	version := in.FlinkVersion
 	if version == "" {
-		client, err := a.flinkFor(in.Job.RESTURL)
+		client, err := a.flinkFor(ctx, in.Job.RESTURL)
 		if err != nil {
 			return PrepareRehearsalResult{}, err
 		}
@@ -127,7 +127,7 @@ func (a *Activities) drillClusterFor(ctx context.Context, version string) (url, 
 	}
 	var seen []string
 	for _, c := range cands {
-		client, err := a.flinkFor(c.url)
+		client, err := a.flinkFor(ctx, c.url)
 		if err != nil {
 			return "", "", "", err
 		}
@@ -347,7 +347,7 @@ type ExplainRehearsalInput struct {
 func (a *Activities) ExplainRehearsal(ctx context.Context, in ExplainRehearsalInput) (RehearsalCause, error) {
 	text := in.Failure
 	if in.DrillCluster != "" && in.JobID != "" {
-		client, err := a.flinkFor(in.DrillCluster)
+		client, err := a.flinkFor(ctx, in.DrillCluster)
 		if err != nil {
 			return RehearsalCause{}, err
 		}
@@ -370,7 +370,7 @@ func (a *Activities) ExplainRehearsal(ctx context.Context, in ExplainRehearsalIn
 		return cause, nil
 	}
 	names := map[string]string{}
-	if client, err := a.flinkFor(in.Job.RESTURL); err == nil {
+	if client, err := a.flinkFor(ctx, in.Job.RESTURL); err == nil {
 		if d, err := client.JobDetails(ctx, in.Job.JobID); err == nil {
 			for _, v := range d.Vertices {
 				head, _, _ := strings.Cut(v.Name, " -> ")

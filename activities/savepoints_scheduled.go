@@ -56,7 +56,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 	if a.Inventory == nil || a.Storage == nil {
 		return TakeSavepointResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
 	}
-	client, err := a.flinkFor(in.Job.RESTURL)
+	client, err := a.flinkFor(ctx, in.Job.RESTURL)
 	if err != nil {
 		return TakeSavepointResult{}, err
 	}

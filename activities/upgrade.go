@@ -36,7 +36,7 @@ func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) err
 		return nonRetryable(ErrTypeInvalidInput, "job %s: the new recipe needs an entry class (neither the upgrade nor the running recipe names one)", in.Job.Key)
 	}
 	if r.JarID != "" {
-		client, err := a.flinkFor(in.Job.RESTURL)
+		client, err := a.flinkFor(ctx, in.Job.RESTURL)
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ type EndJobResult struct {
 // the job globally terminal, so two versions never run at once. Safe to
 // retry: the trigger ID re-attaches, a terminal job is left as it is.
 func (a *Activities) EndJob(ctx context.Context, in EndJobInput) (EndJobResult, error) {
-	client, err := a.flinkFor(in.Job.RESTURL)
+	client, err := a.flinkFor(ctx, in.Job.RESTURL)
 	if err != nil {
 		return EndJobResult{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/quota"
+	"github.com/flinkmaint/flinkmaint/internal/redact"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
@@ -76,7 +77,7 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 		}
 		tenantsInScope[c.Tenant] = true
 		res.Clusters = append(res.Clusters, c)
-		client, err := a.Flink.For(c.RESTURL)
+		client, err := a.Flink.For(ctx, c.RESTURL)
 		if err != nil {
 			return DiscoverJobsResult{}, nonRetryable(ErrTypeInventory, "cluster %s: REST endpoint %q: %v", c.ClusterID, c.RESTURL, err)
 		}
@@ -356,7 +357,7 @@ func referencedShared(ctx context.Context, fs storage.FileSystem, chk, jobID str
 // re-attach to the operation already running instead of stopping the job
 // twice.
 func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
-	client, err := a.flinkFor(in.Job.RESTURL)
+	client, err := a.flinkFor(ctx, in.Job.RESTURL)
 	if err != nil {
 		return StopWithSavepointResult{}, err
 	}
@@ -849,7 +850,7 @@ func (a *Activities) ProbeEndpoints(ctx context.Context, in ProbeEndpointsInput)
 		res.Checked = append(res.Checked, root)
 	}
 	for _, u := range in.FlinkURLs {
-		client, err := a.flinkFor(u)
+		client, err := a.flinkFor(ctx, u)
 		if err != nil {
 			return res, err
 		}
@@ -878,7 +879,7 @@ func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (Restar
 	if r.Kind != inventory.RestartRESTJarRun {
 		return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: restart kind %q is not supported by the REST restart (want %q)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
 	}
-	client, err := a.flinkFor(in.Job.RESTURL)
+	client, err := a.flinkFor(ctx, in.Job.RESTURL)
 	if err != nil {
 		return RestartJobResult{}, err
 	}
@@ -929,7 +930,7 @@ type CancelJobInput struct {
 // CancelJob cancels a job; a job already terminal or unknown is fine. It is
 // used before a restart is retried, so two instances of a job never run.
 func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
-	client, err := a.flinkFor(in.RESTURL)
+	client, err := a.flinkFor(ctx, in.RESTURL)
 	if err != nil {
 		return err
 	}
@@ -983,7 +984,7 @@ func (a *Activities) uploadJar(ctx context.Context, client FlinkAPI, jar string)
 // expected savepoint, has completed a checkpoint after the restore, and has
 // not restarted during the soak period. It heartbeats while it waits.
 func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (AwaitHealthyResult, error) {
-	client, err := a.flinkFor(in.RESTURL)
+	client, err := a.flinkFor(ctx, in.RESTURL)
 	if err != nil {
 		return AwaitHealthyResult{}, err
 	}
@@ -1090,13 +1091,16 @@ func firstLines(stack, fallback string) string {
 	return s
 }
 
-func (a *Activities) flinkFor(restURL string) (FlinkAPI, error) {
+func (a *Activities) flinkFor(ctx context.Context, restURL string) (FlinkAPI, error) {
 	if a.Flink == nil {
 		return nil, nonRetryable(ErrTypeInvalidInput, "worker has no Flink client configured")
 	}
-	c, err := a.Flink.For(restURL)
-	if err != nil {
+	c, err := a.Flink.For(ctx, restURL)
+	if errors.Is(err, flink.ErrInvalidArgument) {
 		return nil, nonRetryable(ErrTypeInvalidInput, "Flink REST endpoint %q: %v", restURL, err)
+	}
+	if err != nil {
+		return nil, classify("Flink REST endpoint "+redact.URL(restURL), err)
 	}
 	return c, nil
 }

@@ -82,7 +82,7 @@ func (f *fakeFlink) JobExceptions(context.Context, string, int) (flink.JobExcept
 
 type oneClient struct{ c FlinkAPI }
 
-func (o oneClient) For(string) (FlinkAPI, error) { return o.c, nil }
+func (o oneClient) For(context.Context, string) (FlinkAPI, error) { return o.c, nil }
 
 func runActivity(t *testing.T, a *Activities, fn interface{}, in interface{}, out interface{}) error {
 	t.Helper()

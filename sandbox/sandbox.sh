@@ -4,7 +4,7 @@
 #
 #   sandbox/sandbox.sh build   build everything once (cached afterwards)
 #   sandbox/sandbox.sh up      start or reuse every peer, print the endpoints
-#   sandbox/sandbox.sh down    stop every peer (the failover and secure Flink clusters tests start on demand
+#   sandbox/sandbox.sh down    stop every peer (the failover, secure, drill-2 and REST TLS Flink clusters tests start on demand
 #                              too); no process is left running
 #   sandbox/sandbox.sh status  what runs
 #   sandbox/sandbox.sh secure-up  also start the secure storage JVM (KDC + kerberized HA HDFS,

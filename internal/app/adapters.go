@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -37,7 +36,6 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 	acts := &activities.Activities{
 		Identity: identity,
 		Storage:  resolver,
-		Flink:    &FlinkClients{Options: flink.Options{RequestTimeout: cfg.Flink.RequestTimeout.D(), UserAgent: "flinkmaint-worker"}},
 		Runs:     TemporalRuns{},
 	}
 	if cfg.Inventory.StaticFile != "" {
@@ -52,6 +50,15 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		acts.Operator = KubeOperator{Fleet: fleet}
 		acts.Orphans = KubeOrphans{Fleet: fleet}
 		acts.KubeAccess = KubeAccess{Fleet: fleet}
+	}
+	flinkClients := &FlinkClients{
+		Options:   flink.Options{RequestTimeout: cfg.Flink.RequestTimeout.D(), UserAgent: "flinkmaint-worker"},
+		Default:   cfg.Flink.REST,
+		Inventory: acts.Inventory,
+	}
+	acts.Flink = flinkClients
+	if acts.Inventory != nil {
+		acts.Inventory = flinkClients.Observing(acts.Inventory)
 	}
 	acts.Worker.WritableRoots = cfg.Storage.WritableRoots
 	if k := cfg.Storage.Kerberos; k != nil {
@@ -81,37 +88,6 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		acts.Notifier = n
 	}
 	return acts, resolver.Close, nil
-}
-
-// FlinkClients keeps one REST client per endpoint.
-type FlinkClients struct {
-	// Options are the template; BaseURL is set per endpoint.
-	Options flink.Options
-
-	mu      sync.Mutex
-	clients map[string]*flink.Client
-}
-
-var _ activities.FlinkClients = (*FlinkClients)(nil)
-
-// For returns the client of restURL.
-func (f *FlinkClients) For(restURL string) (activities.FlinkAPI, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if c, ok := f.clients[restURL]; ok {
-		return c, nil
-	}
-	opts := f.Options
-	opts.BaseURL = restURL
-	c, err := flink.New(opts)
-	if err != nil {
-		return nil, err
-	}
-	if f.clients == nil {
-		f.clients = map[string]*flink.Client{}
-	}
-	f.clients[restURL] = c
-	return c, nil
 }
 
 // StaticInventory reads the static inventory file on every discovery, so

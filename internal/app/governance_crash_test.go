@@ -46,7 +46,7 @@ func TestGovernanceSurvivesWorkerKill(t *testing.T) {
 	dir := t.TempDir()
 	bin := workerproc.Build(t)
 	invPath := filepath.Join(dir, "inventory.yaml")
-	inv, err := os.ReadFile(e.acts.Inventory.(app.StaticInventory).Path)
+	inv, err := os.ReadFile(e.acts.Inventory.(*app.ObservedInventory).Source.(app.StaticInventory).Path)
 	if err != nil {
 		t.Fatal(err)
 	}

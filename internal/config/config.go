@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -274,6 +275,14 @@ type KubernetesCluster struct {
 type Flink struct {
 	// RequestTimeout bounds each Flink REST request.
 	RequestTimeout Duration `yaml:"requestTimeout"`
+	// REST is how the worker reaches every cluster's REST endpoint: TLS
+	// (CA bundle, client certificate for Flink's
+	// security.ssl.rest.authentication-enabled, server name), credentials
+	// of a file and extra headers. A cluster's own settings (clusters[].rest
+	// of the static inventory, inventory.kubernetes.restSecurity) override
+	// it key by key. tls applies to https:// endpoints only; every file is
+	// checked when the configuration is.
+	REST inventory.RESTSecurity `yaml:"rest"`
 }
 
 // Worker tunes the Temporal worker.
@@ -542,6 +551,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("inventory.staticFile=%q cannot be read: %v", f, err))
 		}
 	}
+	errs = append(errs, c.validateREST()...)
 	errs = append(errs, c.Cleanup.validate(c.Storage.WritableRoots)...)
 	errs = append(errs, c.Drill.validate(c.Storage.WritableRoots)...)
 	errs = append(errs, c.Cleanup.validateTrash(c.Drill.Root)...)
@@ -871,4 +881,63 @@ func (inv Inventory) validateClusters() []error {
 		errs = append(errs, fmt.Errorf("inventory.kubernetesClusters: %d clusters have no kubeconfig; only the cluster the worker runs in may use its ServiceAccount", inCluster))
 	}
 	return errs
+}
+
+// validateREST checks flink.rest and every cluster's own REST settings the
+// configuration reaches (the static inventory's clusters[].rest,
+// inventory.kubernetes[Clusters].restSecurity), files included: a CA
+// bundle, key pair, token or password the worker could not use stops it
+// here, not at the first window.
+func (c *Config) validateREST() []error {
+	errs := fieldErrors(append(c.Flink.REST.Validate("flink.rest"), c.Flink.REST.CheckFiles("flink.rest")...))
+	kubes := map[string]*kube.Config{}
+	if c.Inventory.Kubernetes != nil {
+		kubes["inventory.kubernetes"] = c.Inventory.Kubernetes
+	}
+	for i := range c.Inventory.KubernetesClusters {
+		kubes[fmt.Sprintf("inventory.kubernetesClusters[%d].kubernetes", i)] = &c.Inventory.KubernetesClusters[i].Kubernetes
+	}
+	for _, field := range sortedKeys(kubes) {
+		k := kubes[field]
+		for _, key := range sortedKeys(k.RESTSecurity) {
+			// kube.Config.Validate checks the rest of each entry.
+			errs = append(errs, fieldErrors(k.RESTSecurity[key].CheckFiles(field+".restSecurity["+key+"]"))...)
+		}
+	}
+	if f := c.Inventory.StaticFile; f != "" {
+		if _, err := os.Stat(f); err == nil {
+			st, err := inventory.LoadStatic(f)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("inventory.staticFile=%q: %v", f, err))
+			}
+			for i, cl := range st.Clusters {
+				if cl.REST != nil {
+					errs = append(errs, fieldErrors(cl.REST.CheckFiles(fmt.Sprintf("inventory.staticFile %s: clusters[%d].rest", f, i)))...)
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// fieldErrors words inventory field errors as the configuration's others.
+func fieldErrors(errs []error) []error {
+	out := make([]error, len(errs))
+	for i, err := range errs {
+		var fe *inventory.FieldError
+		if errors.As(err, &fe) {
+			err = fmt.Errorf("%s=%q: want %s", fe.Field, fe.Value, fe.Valid)
+		}
+		out[i] = err
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

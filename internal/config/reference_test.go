@@ -150,7 +150,7 @@ func walk(t *testing.T, docs gendoc.Docs, typ reflect.Type, v reflect.Value, pre
 func reference(t *testing.T, root string) (sections []refSection, undocumented []string) {
 	t.Helper()
 	docs := gendoc.ReadDocs(t, root, modulePath+"/internal/config", modulePath+"/internal/temporalconn",
-		modulePath+"/internal/kube", modulePath+"/internal/notify", modulePath+"/internal/freeze")
+		modulePath+"/internal/kube", modulePath+"/internal/notify", modulePath+"/internal/freeze", modulePath+"/internal/inventory")
 	var rows []refKey
 	walk(t, docs, reflect.TypeOf(Config{}), reflect.ValueOf(Default()), "", &rows, &undocumented)
 	typ := reflect.TypeOf(Config{})

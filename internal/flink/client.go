@@ -3,6 +3,8 @@ package flink
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +24,11 @@ type Client struct {
 	requestTimeout time.Duration
 	pollInterval   time.Duration
 	userAgent      string
-	authHeader     string
+	// auth returns the Authorization header, "" for none.
+	auth    func() (string, error)
+	headers map[string]string
+	// cluster, caFile and certFile describe the endpoint in TLS errors.
+	cluster, caFile, certFile, serverName string
 }
 
 // New validates opts and returns a Client.
@@ -41,6 +47,12 @@ func New(opts Options) (*Client, error) {
 	transport := opts.Transport
 	if transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
+		if base.Scheme == "https" {
+			if tlsCfg == nil {
+				tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+			tlsCfg.CipherSuites = restCipherSuites()
+		}
 		if tlsCfg != nil {
 			t.TLSClientConfig = tlsCfg
 		}
@@ -69,15 +81,46 @@ func New(opts Options) (*Client, error) {
 	if c.userAgent == "" {
 		c.userAgent = DefaultUserAgent
 	}
-	switch {
-	case opts.BasicAuth != nil:
-		r := &http.Request{Header: http.Header{}}
-		r.SetBasicAuth(opts.BasicAuth.Username, opts.BasicAuth.Password)
-		c.authHeader = r.Header.Get("Authorization")
-	case opts.BearerToken != "":
-		c.authHeader = "Bearer " + opts.BearerToken
-	}
+	c.auth = authHeader(opts)
+	c.headers = opts.Headers
+	c.cluster, c.caFile, c.certFile, c.serverName = opts.Cluster, opts.TLS.CAFile, opts.TLS.CertFile, opts.TLS.ServerName
 	return c, nil
+}
+
+// authHeader returns the function giving the Authorization header of opts.
+func authHeader(opts Options) func() (string, error) {
+	basic := func(user, password string) string {
+		r := &http.Request{Header: http.Header{}}
+		r.SetBasicAuth(user, password)
+		return r.Header.Get("Authorization")
+	}
+	switch {
+	case opts.BasicAuth != nil && opts.BasicAuth.PasswordFile != "":
+		user, f := opts.BasicAuth.Username, &secretFile{path: opts.BasicAuth.PasswordFile}
+		return func() (string, error) {
+			p, err := f.get()
+			if err != nil {
+				return "", err
+			}
+			return basic(user, p), nil
+		}
+	case opts.BasicAuth != nil:
+		h := basic(opts.BasicAuth.Username, opts.BasicAuth.Password)
+		return func() (string, error) { return h, nil }
+	case opts.BearerTokenFile != "":
+		f := &secretFile{path: opts.BearerTokenFile}
+		return func() (string, error) {
+			t, err := f.get()
+			if err != nil {
+				return "", err
+			}
+			return "Bearer " + t, nil
+		}
+	case opts.BearerToken != "":
+		h := "Bearer " + opts.BearerToken
+		return func() (string, error) { return h, nil }
+	}
+	return func() (string, error) { return "", nil }
 }
 
 // BaseURL returns the endpoint the client talks to, without a trailing slash.
@@ -154,18 +197,30 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 	if err != nil {
 		return fail(ErrorReasonInvalidArgument, 0, "cannot build request", err)
 	}
+	for k, v := range c.headers {
+		hreq.Header.Set(k, v)
+	}
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set("User-Agent", c.userAgent)
 	if contentType != "" {
 		hreq.Header.Set("Content-Type", contentType)
 	}
-	if c.authHeader != "" {
-		hreq.Header.Set("Authorization", c.authHeader)
+	auth, err := c.auth()
+	if err != nil {
+		return fail(ErrorReasonUnauthorized, 0, "cannot read the credentials", err)
+	}
+	if auth != "" {
+		hreq.Header.Set("Authorization", auth)
 	}
 
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return fail(classifyTransport(ctx, err), 0, transportMessage(ctx, rctx, c.requestTimeout), err)
+		reason := classifyTransport(ctx, err)
+		msg := transportMessage(ctx, rctx, c.requestTimeout)
+		if reason == ErrorReasonTLS {
+			msg = c.tlsMessage(err)
+		}
+		return fail(reason, 0, msg, err)
 	}
 	defer resp.Body.Close()
 
@@ -356,4 +411,46 @@ func summarizeTrace(text string) string {
 		return first + " (root cause: " + cause + ")"
 	}
 	return first
+}
+
+// tlsMessage says which endpoint a TLS failure is with, what the client
+// trusted and presented, and what the failure asks to change.
+func (c *Client) tlsMessage(err error) string {
+	var b strings.Builder
+	b.WriteString("TLS with ")
+	if c.cluster != "" {
+		fmt.Fprintf(&b, "cluster %s at ", c.cluster)
+	}
+	b.WriteString(c.base.Redacted())
+	if c.caFile != "" {
+		fmt.Fprintf(&b, " failed, trusting CA file %s", c.caFile)
+	} else {
+		b.WriteString(" failed, trusting the system roots (no CA file)")
+	}
+	if c.serverName != "" {
+		fmt.Fprintf(&b, ", server name %s", c.serverName)
+	}
+	if c.certFile != "" {
+		fmt.Fprintf(&b, ", client certificate %s", c.certFile)
+	} else {
+		b.WriteString(", no client certificate")
+	}
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		hostname         x509.HostnameError
+		certInvalid      x509.CertificateInvalidError
+	)
+	switch msg := err.Error(); {
+	case errors.As(err, &unknownAuthority):
+		b.WriteString(": the endpoint's certificate is signed by no CA trusted here; set tls.caFile to the CA of Flink's security.ssl.rest.truststore")
+	case errors.As(err, &hostname):
+		b.WriteString(": the endpoint's certificate is not for this host; set tls.serverName to a name it holds")
+	case errors.As(err, &certInvalid):
+		b.WriteString(": the endpoint's certificate is not valid (expired, or not for a server)")
+	case strings.Contains(msg, "remote error: tls:"):
+		b.WriteString(": the endpoint refused the handshake, as Flink does a client certificate its security.ssl.rest.truststore does not trust (security.ssl.rest.authentication-enabled); set tls.certFile and tls.keyFile to one it trusts")
+	case strings.Contains(msg, "does not look like a TLS handshake"), strings.Contains(msg, "gave HTTP response to HTTPS client"):
+		b.WriteString(": the endpoint does not speak TLS; use an http:// URL, or enable security.ssl.rest.enabled on the cluster")
+	}
+	return b.String()
 }

@@ -247,7 +247,7 @@ func classifyTransport(ctx context.Context, err error) (reason string) {
 		return ErrorReasonTLS
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return ErrorReasonTimeout
-	case strings.Contains(err.Error(), "tls: "):
+	case strings.Contains(err.Error(), "tls: "), strings.Contains(err.Error(), "gave HTTP response to HTTPS client"):
 		return ErrorReasonTLS
 	}
 	return ErrorReasonUnavailable

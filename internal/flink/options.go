@@ -34,9 +34,19 @@ type Options struct {
 	UserAgent string
 	// TLS settings for https base URLs.
 	TLS TLSOptions
-	// BasicAuth and BearerToken are mutually exclusive.
+	// BasicAuth and BearerToken (or BearerTokenFile) are mutually
+	// exclusive.
 	BasicAuth   *BasicAuth
 	BearerToken string
+	// BearerTokenFile holds the bearer token instead of BearerToken. It is
+	// read again whenever its size or modification time changes, so a
+	// rotated Secret takes effect on the next request.
+	BearerTokenFile string
+	// Headers are added to every request.
+	Headers map[string]string
+	// Cluster names the endpoint's cluster in TLS errors, such as
+	// "team-a/orders"; empty: the errors name the URL only.
+	Cluster string
 	// Transport replaces the HTTP transport (TLS options are then ignored
 	// and must be nil/zero); useful for proxies or instrumentation.
 	Transport http.RoundTripper
@@ -58,9 +68,11 @@ type TLSOptions struct {
 
 func (t TLSOptions) isZero() bool { return t == TLSOptions{} }
 
-// BasicAuth credentials.
+// BasicAuth credentials. PasswordFile, instead of Password, is read
+// again whenever it changes.
 type BasicAuth struct {
 	Username, Password string
+	PasswordFile       string
 }
 
 // OptionsError reports an invalid option, naming the field.
@@ -110,8 +122,22 @@ func (o Options) validateRest() error {
 	if strings.ContainsAny(o.UserAgent, "\r\n") {
 		return &OptionsError{Field: "UserAgent", Value: o.UserAgent, Problem: "must not contain line breaks"}
 	}
-	if o.BasicAuth != nil && o.BearerToken != "" {
+	if o.BasicAuth != nil && (o.BearerToken != "" || o.BearerTokenFile != "") {
 		return &OptionsError{Field: "BasicAuth/BearerToken", Problem: "set at most one of them"}
+	}
+	if o.BearerToken != "" && o.BearerTokenFile != "" {
+		return &OptionsError{Field: "BearerToken/BearerTokenFile", Problem: "set at most one of them"}
+	}
+	if o.BasicAuth != nil && o.BasicAuth.Password != "" && o.BasicAuth.PasswordFile != "" {
+		return &OptionsError{Field: "BasicAuth.Password/BasicAuth.PasswordFile", Problem: "set at most one of them"}
+	}
+	for k, v := range o.Headers {
+		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+			return &OptionsError{Field: "Headers", Value: k, Problem: "is not a header name"}
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return &OptionsError{Field: "Headers[" + k + "]", Problem: "must not contain line breaks or NUL"}
+		}
 	}
 	if o.BasicAuth != nil {
 		if o.BasicAuth.Username == "" {
@@ -191,4 +217,20 @@ func (o Options) tlsConfig() (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// restCipherSuites are the TLS 1.2 cipher suites offered to a REST
+// endpoint: Go's defaults (every ECDHE suite), then the one Flink's
+// security.ssl.algorithms names by default, TLS_RSA_WITH_AES_128_CBC_SHA.
+// Go no longer offers RSA key exchange unless asked, so without it a
+// JobManager on Flink's default SSL settings fails every handshake. A
+// server that allows an ECDHE suite still gets one; TLS 1.3 is unaffected.
+func restCipherSuites() []uint16 {
+	var out []uint16
+	for _, cs := range tls.CipherSuites() {
+		if strings.HasPrefix(cs.Name, "TLS_ECDHE_") {
+			out = append(out, cs.ID)
+		}
+	}
+	return append(out, tls.TLS_RSA_WITH_AES_128_CBC_SHA)
 }

@@ -91,6 +91,11 @@ type Cluster struct {
 	Resource *ObjectRef `json:"resource,omitempty" yaml:"resource,omitempty"`
 	// Jobs are the jobs this inventory knows how to restart, by name.
 	Jobs []JobSpec `json:"jobs,omitempty" yaml:"jobs,omitempty"`
+	// REST is how the worker reaches RESTURL when that takes more than the
+	// fleet default (flink.rest): the cluster's own CA, client certificate
+	// or credentials. Worker-side only: never recorded with the inventory
+	// in a workflow's history.
+	REST *RESTSecurity `json:"-" yaml:"rest,omitempty"`
 }
 
 // RestartKind says how a job is brought back from a savepoint.

@@ -50,10 +50,15 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 //	  - clusterId: cluster-a
 //	    tenant: team-a
 //	    mode: session
-//	    restUrl: http://flink-a.example:8081
+//	    restUrl: https://flink-a.example:8081
 //	    checkpointDir: hdfs://nn:8020/user/app/team-a/checkpoints
 //	    savepointDir: hdfs://nn:8020/user/app/team-a/savepoints
 //	    haStorageDir: hdfs://nn:8020/user/app/team-a/ha
+//	    rest:                      # optional; overrides the worker's flink.rest
+//	      tls:
+//	        caFile: /etc/flinkmaint/flink-a/ca.crt
+//	        certFile: /etc/flinkmaint/flink-a/tls.crt
+//	        keyFile: /etc/flinkmaint/flink-a/tls.key
 //	    jobs:
 //	      - name: orders
 //	        restart:
@@ -161,6 +166,14 @@ func (s Static) Validate() error {
 		}
 		if err := ValidateRESTURL(field+".restUrl", c.RESTURL); err != nil {
 			return err
+		}
+		if c.REST != nil {
+			if errs := c.REST.Validate(field + ".rest"); len(errs) > 0 {
+				return errs[0]
+			}
+			if c.REST.TLS != (RESTTLS{}) && !strings.HasPrefix(c.RESTURL, "https://") {
+				return &FieldError{Field: field + ".restUrl", Value: redact.URL(c.RESTURL), Valid: "an https:// URL: " + field + ".rest.tls is set"}
+			}
 		}
 		for _, d := range []struct{ name, value string }{
 			{"checkpointDir", c.CheckpointDir}, {"savepointDir", c.SavepointDir}, {"haStorageDir", c.HAStorageDir},

@@ -25,6 +25,9 @@ import (
 //	tenantRootTemplate: hdfs://nn:8020/user/app/{namespace}
 //	restOverrides:
 //	  team-a/orders: http://orders-rest.example:8081
+//	restSecurity:                         # overrides the worker's flink.rest
+//	  team-a/payments:
+//	    tls: {caFile: /etc/flinkmaint/payments/ca.crt}
 //	staticFile: /etc/flinkmaint/static-inventory.yaml
 type Config struct {
 	// Name labels everything this client discovers (tenants, clusters,
@@ -44,6 +47,12 @@ type Config struct {
 	// RESTOverrides replaces the in-cluster REST URL of a cluster, keyed
 	// "<namespace>/<cluster-id>".
 	RESTOverrides map[string]string `yaml:"restOverrides,omitempty"`
+	// RESTSecurity is how the worker reaches a cluster's REST endpoint,
+	// keyed "<namespace>/<cluster-id>": each entry takes the keys of
+	// flink.rest (tls, basicAuth, tokenFile, headers) and overrides it key
+	// by key. The scheme, http or https, comes from the cluster's
+	// security.ssl.rest.enabled.
+	RESTSecurity map[string]inventory.RESTSecurity `yaml:"restSecurity,omitempty"`
 	// StaticFile is a static inventory file (inventory.LoadStatic) merged
 	// into the result; optional.
 	StaticFile string `yaml:"staticFile,omitempty"`
@@ -157,13 +166,24 @@ func (c Config) Validate() error {
 	}
 	sort.Strings(overrideKeys)
 	for _, k := range overrideKeys {
-		ns, id, ok := strings.Cut(k, "/")
-		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || inventory.ValidateName("", id) != nil {
+		if !isClusterKey(k) {
 			add("restOverrides", k, "a key <namespace>/<cluster-id>, such as team-a/orders")
 			continue
 		}
 		if err := inventory.ValidateRESTURL("restOverrides["+k+"]", c.RESTOverrides[k]); err != nil {
 			add("restOverrides["+k+"]", c.RESTOverrides[k], "an http:// or https:// URL with a host")
+		}
+	}
+	for _, k := range sortedKeys(c.RESTSecurity) {
+		if !isClusterKey(k) {
+			add("restSecurity", k, "a key <namespace>/<cluster-id>, such as team-a/orders")
+			continue
+		}
+		for _, err := range c.RESTSecurity[k].Validate("restSecurity[" + k + "]") {
+			var fe *inventory.FieldError
+			if errors.As(err, &fe) {
+				add(fe.Field, fe.Value, fe.Valid)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -188,4 +208,19 @@ func (c Config) tenantFor(ns string) (inventory.Tenant, error) {
 		return inventory.Tenant{Name: ns, Namespace: ns, Root: strings.ReplaceAll(c.TenantRootTemplate, namespacePlaceholder, ns), KubeCluster: c.Name}, nil
 	}
 	return inventory.Tenant{}, &ConfigError{Field: "tenants", Value: ns, Valid: "a tenants entry for every selected namespace, or tenantRootTemplate"}
+}
+
+// isClusterKey reports whether k is "<namespace>/<cluster-id>".
+func isClusterKey(k string) bool {
+	ns, id, ok := strings.Cut(k, "/")
+	return ok && len(validation.IsDNS1123Label(ns)) == 0 && inventory.ValidateName("", id) == nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -235,7 +235,11 @@ func (c *Client) nativeCluster(tenant inventory.Tenant, d *appsv1.Deployment, cm
 	if err != nil {
 		return inventory.Cluster{}, kindError("inventory", "ConfigMap "+ns+"/"+cmName, ErrInvalid, "%v", err)
 	}
-	cl.RESTURL = c.restURL(ns, id, port)
+	scheme, err := conf.restScheme()
+	if err != nil {
+		return inventory.Cluster{}, kindError("inventory", "ConfigMap "+ns+"/"+cmName, ErrInvalid, "%v", err)
+	}
+	cl.RESTURL, cl.REST = c.restURL(ns, id, scheme, port), c.restSecurity(ns, id)
 	if raw, ok := d.Annotations[JobsAnnotation]; ok {
 		var jobs []inventory.JobSpec
 		dec := json.NewDecoder(strings.NewReader(raw))
@@ -251,11 +255,23 @@ func (c *Client) nativeCluster(tenant inventory.Tenant, d *appsv1.Deployment, cm
 	return cl, nil
 }
 
-func (c *Client) restURL(ns, clusterID string, port int) string {
+// restURL is the cluster's REST endpoint: its restOverrides entry, or the
+// REST Service Flink creates, <cluster-id>-rest.<namespace>, with the
+// scheme its security.ssl.rest.enabled implies.
+func (c *Client) restURL(ns, clusterID, scheme string, port int) string {
 	if u, ok := c.cfg.RESTOverrides[ns+"/"+clusterID]; ok {
 		return u
 	}
-	return "http://" + net.JoinHostPort(clusterID+"-rest."+ns, strconv.Itoa(port))
+	return scheme + "://" + net.JoinHostPort(clusterID+"-rest."+ns, strconv.Itoa(port))
+}
+
+// restSecurity is the cluster's restSecurity entry, nil without one.
+func (c *Client) restSecurity(ns, clusterID string) *inventory.RESTSecurity {
+	s, ok := c.cfg.RESTSecurity[ns+"/"+clusterID]
+	if !ok {
+		return nil
+	}
+	return &s
 }
 
 func containerArgsContain(d *appsv1.Deployment, word string) bool {
@@ -343,7 +359,7 @@ func (c *Client) discoverOperator(ctx context.Context, tenant inventory.Tenant) 
 		out = append(out, inventory.Cluster{
 			Tenant: tenant.Name, Namespace: ns, ClusterID: parent, KubeCluster: c.cfg.Name,
 			Source: inventory.SourceOperator, Mode: inventory.ModeSessionJob,
-			RESTURL: c.restURL(ns, parent, defaultRESTPort), Resource: ref, Jobs: []inventory.JobSpec{job},
+			RESTURL: c.restURL(ns, parent, "http", defaultRESTPort), REST: c.restSecurity(ns, parent), Resource: ref, Jobs: []inventory.JobSpec{job},
 		})
 		index[parent] = len(out) - 1
 	}
@@ -371,7 +387,11 @@ func (c *Client) operatorCluster(tenant inventory.Tenant, u *unstructured.Unstru
 	if err != nil {
 		return cl, kindError("inventory", obj, ErrInvalid, "spec.flinkConfiguration: %v", err)
 	}
-	cl.RESTURL = c.restURL(ns, name, port)
+	scheme, err := conf.restScheme()
+	if err != nil {
+		return cl, kindError("inventory", obj, ErrInvalid, "spec.flinkConfiguration: %v", err)
+	}
+	cl.RESTURL, cl.REST = c.restURL(ns, name, scheme, port), c.restSecurity(ns, name)
 	if v, _, _ := unstructured.NestedString(u.Object, "spec", "flinkVersion"); v != "" {
 		// v1_20 -> 1.20
 		cl.FlinkVersion = strings.ReplaceAll(strings.TrimPrefix(v, "v"), "_", ".")

@@ -68,6 +68,21 @@ func (c flinkConf) first(keys []string) string {
 	return ""
 }
 
+// restSSLKey turns on TLS for the REST endpoint (and its clients).
+const restSSLKey = "security.ssl.rest.enabled"
+
+// restScheme is https when the cluster serves REST over TLS, else http.
+func (c flinkConf) restScheme() (string, error) {
+	switch v := strings.TrimSpace(c[restSSLKey]); strings.ToLower(v) {
+	case "", "false":
+		return "http", nil
+	case "true":
+		return "https", nil
+	default:
+		return "", fmt.Errorf("%s %q: want true or false", restSSLKey, v)
+	}
+}
+
 func (c flinkConf) restPort() (int, error) {
 	v := strings.TrimSpace(c["rest.port"])
 	if v == "" {

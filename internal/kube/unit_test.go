@@ -199,6 +199,9 @@ func TestConfigValidate(t *testing.T) {
 		"bad override key":     {Config{Namespaces: []string{"a"}, TenantRootTemplate: "/t/{namespace}", RESTOverrides: map[string]string{"a": "http://x:1"}}, "restOverrides"},
 		"bad override url":     {Config{Namespaces: []string{"a"}, TenantRootTemplate: "/t/{namespace}", RESTOverrides: map[string]string{"a/c": "x:1"}}, "restOverrides[a/c]"},
 		"selector needs roots": {Config{NamespaceSelector: "x=y"}, "tenantRootTemplate"},
+		"bad security key":     {Config{Namespaces: []string{"a"}, TenantRootTemplate: "/t/{namespace}", RESTSecurity: map[string]inventory.RESTSecurity{"a": {}}}, "restSecurity"},
+		"relative CA file": {Config{Namespaces: []string{"a"}, TenantRootTemplate: "/t/{namespace}",
+			RESTSecurity: map[string]inventory.RESTSecurity{"a/c": {TLS: inventory.RESTTLS{CAFile: "ca.crt"}}}}, "restSecurity[a/c].tls.caFile"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -297,5 +300,53 @@ func TestForStSavepointFormat(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), operatorSavepointFormatKey+": NATIVE") {
 			t.Errorf("%s: %v does not say what to set", name, err)
 		}
+	}
+}
+
+// A FlinkDeployment's security.ssl.rest.enabled picks the scheme of its
+// REST URL, and its restSecurity entry travels with the cluster.
+func TestDiscoverRESTSchemeAndSecurity(t *testing.T) {
+	fd := func(name string, conf map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": operatorAPIVersion, "kind": KindFlinkDeployment,
+			"metadata": map[string]any{"name": name, "namespace": "team-a", "resourceVersion": "1"},
+			"spec":     map[string]any{"flinkConfiguration": conf},
+		}}
+	}
+	discover := func(t *testing.T, objs ...runtime.Object) (inventory.Inventory, error) {
+		cs := fake.NewClientset()
+		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+			FlinkDeploymentGVR: "FlinkDeploymentList", FlinkSessionJobGVR: "FlinkSessionJobList", FlinkStateSnapshotGVR: "FlinkStateSnapshotList",
+		}, objs...)
+		sec := inventory.RESTSecurity{TLS: inventory.RESTTLS{CAFile: "/etc/payments/ca.crt"}}
+		c, err := New(cs, dyn, Config{Namespaces: []string{"team-a"}, TenantRootTemplate: "/t/{namespace}",
+			RESTSecurity: map[string]inventory.RESTSecurity{"team-a/payments": sec}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Discover(context.Background())
+	}
+	inv, err := discover(t,
+		fd("payments", map[string]any{"security.ssl.rest.enabled": "true", "rest.port": "8443"}),
+		fd("orders", map[string]any{"security": map[string]any{"ssl": map[string]any{"rest": map[string]any{"enabled": false}}}}),
+		fd("plain", map[string]any{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]inventory.Cluster{}
+	for _, c := range inv.Clusters {
+		got[c.ClusterID] = c
+	}
+	if p := got["payments"]; p.RESTURL != "https://payments-rest.team-a:8443" || p.REST == nil || p.REST.TLS.CAFile != "/etc/payments/ca.crt" {
+		t.Fatalf("payments: %s with %+v, want https://payments-rest.team-a:8443 with its CA file", p.RESTURL, p.REST)
+	}
+	for _, id := range []string{"orders", "plain"} {
+		if c := got[id]; c.RESTURL != "http://"+id+"-rest.team-a:8081" || c.REST != nil {
+			t.Fatalf("%s: %s with %+v, want plain http and no own settings", id, c.RESTURL, c.REST)
+		}
+	}
+	_, err = discover(t, fd("payments", map[string]any{"security.ssl.rest.enabled": "yes"}))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "FlinkDeployment team-a/payments") || !strings.Contains(err.Error(), `security.ssl.rest.enabled "yes": want true or false`) {
+		t.Fatalf("a bad security.ssl.rest.enabled: want ErrInvalid naming the object and key, got %v", err)
 	}
 }

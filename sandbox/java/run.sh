@@ -33,6 +33,14 @@
 #                                      compatibility rehearsal restores on, write drill-2.json; needs up
 #   sandbox/java/run.sh drill2-down    stop it (down stops it too)
 #
+#   sandbox/java/run.sh ssl-up         start or reuse a Flink 1.20 session cluster whose REST endpoint
+#                                      serves TLS only and asks every client for a certificate its
+#                                      truststore trusts (security.ssl.rest.enabled,
+#                                      security.ssl.rest.authentication-enabled; keystore and
+#                                      truststore made with keytool, PEM copies for Go clients),
+#                                      write flink-ssl.json; needs up
+#   sandbox/java/run.sh ssl-down       stop it (down stops it too)
+#
 # State, pid files and logs live under <repo>/var/sandbox (override: FLINKMAINT_SANDBOX_DIR).
 # HDFS and ZooKeeper data are fresh whenever the storage JVM starts; a Flink cluster started
 # against an older storage JVM is restarted with it.
@@ -99,6 +107,10 @@ SECURE_FLINK_JSON="$STATE/secure-flink.json"
 # never run on an inventory cluster.
 DRILL2="drill-2"
 DRILL2_JSON="$STATE/drill-2.json"
+# A Flink 1.20 session cluster whose REST endpoint is TLS with mutual authentication, as a
+# production JobManager behind security.ssl.rest.*: for tests of the worker's REST TLS settings.
+SSL="flink-ssl"
+SSL_JSON="$STATE/flink-ssl.json"
 # Extra JVM options for the next start_peer (the secure cluster's krb5.conf).
 PEER_JVM_OPTS=()
 
@@ -553,6 +565,8 @@ cmd_down() {
     rm -f "$SECURE_FLINK_JSON"
     stop_peer "$DRILL2"
     rm -f "$DRILL2_JSON"
+    stop_peer "$SSL"
+    rm -f "$SSL_JSON"
     stop_peer storage
     stop_peer secure-storage
     rm -f "$SECURE_JSON"
@@ -697,11 +711,11 @@ cmd_secure_status() {
 
 failover_ha_id() { env_value "$JAVA_STATE/$FAILOVER/ha-cluster-id" ID; }
 
-# write_single_cluster_json ID TENANT TENANT_ROOT_URI HA_CLUSTER_ID HDFS_USER OUT [LINE]: the
-# description of a cluster started on its own (failover, secure-flink, drill-2; line 1 by default),
-# for tests.
+# write_single_cluster_json ID TENANT TENANT_ROOT_URI HA_CLUSTER_ID HDFS_USER OUT [LINE [EXTRA]]:
+# the description of a cluster started on its own (failover, secure-flink, drill-2, flink-ssl; line
+# 1 by default), for tests; EXTRA is more JSON members, each starting with a comma.
 write_single_cluster_json() {
-    local id="$1" tenant="$2" root="$3" ha_id="$4" user="$5" out="$6" line="${7:-1}" rest pid
+    local id="$1" tenant="$2" root="$3" ha_id="$4" user="$5" out="$6" line="${7:-1}" extra="${8:-}" rest pid
     rest="$(env_value "$JAVA_STATE/$id.ready" REST_URL)"
     pid="$(env_value "$JAVA_STATE/$id.ready" PID)"
     {
@@ -711,7 +725,7 @@ write_single_cluster_json() {
             "$(json_str "$root/checkpoints")" "$(json_str "$root/savepoints")" "$(json_str "$root/ha")"
         printf '  "flinkVersion": %s, "sampleJobJar": %s, "javaClasspathFile": %s,\n' \
             "$(json_str "$(line_version "$line")")" "$(json_str "$(line_sample_jar "$line")")" "$(json_str "$(line_classpath "$line")")"
-        printf '  "pid": %s, "hdfsUser": %s, "log": %s\n}\n' "$pid" "$(json_str "$user")" "$(json_str "$LOGS/$id.log")"
+        printf '  "pid": %s, "hdfsUser": %s, "log": %s%s\n}\n' "$pid" "$(json_str "$user")" "$(json_str "$LOGS/$id.log")" "$extra"
     } >"$out.tmp"
     mv "$out.tmp" "$out"
 }
@@ -861,6 +875,115 @@ cmd_drill2_status() {
     return 0
 }
 
+# ---------------------------------------------------------------- REST TLS cluster (opt-in)
+
+# ssl_material DIR: the REST identity of the TLS cluster, made once: a self-signed certificate for
+# 127.0.0.1/localhost in a PKCS12 keystore, a truststore holding it (the endpoint trusts clients that
+# present it, the shared REST certificate Flink's SSL setup guide describes), and PEM copies for Go
+# clients: rest.crt (the certificate, to trust and to present) and rest.key. other-ca.crt is an
+# unrelated CA certificate that signed none of it.
+ssl_material() {
+    local dir="$1" pass
+    if [[ -s "$dir/rest.keystore.p12" && -s "$dir/rest.truststore.p12" && -s "$dir/rest.crt" && -s "$dir/rest.key" && -s "$dir/other-ca.crt" && -s "$dir/password" ]]; then
+        return 0
+    fi
+    command -v keytool >/dev/null || die "keytool (a JDK) is required to make the TLS cluster's keystore"
+    command -v openssl >/dev/null || die "openssl is required to export the TLS cluster's private key as PEM"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    chmod 700 "$dir"
+    pass="$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+    printf '%s\n' "$pass" >"$dir/password"
+    keytool -genkeypair -alias flink.rest -keyalg RSA -keysize 2048 -validity 3650 \
+        -dname "CN=flink-ssl.sandbox" -ext "SAN=dns:localhost,ip:127.0.0.1" \
+        -keystore "$dir/rest.keystore.p12" -storetype PKCS12 -storepass "$pass" -keypass "$pass" >/dev/null 2>&1 ||
+        die "keytool could not make $dir/rest.keystore.p12"
+    keytool -exportcert -rfc -alias flink.rest -keystore "$dir/rest.keystore.p12" -storepass "$pass" -file "$dir/rest.crt" >/dev/null 2>&1 ||
+        die "keytool could not export $dir/rest.crt"
+    keytool -importcert -noprompt -alias flink.rest -file "$dir/rest.crt" \
+        -keystore "$dir/rest.truststore.p12" -storetype PKCS12 -storepass "$pass" >/dev/null 2>&1 ||
+        die "keytool could not make $dir/rest.truststore.p12"
+    openssl pkcs12 -in "$dir/rest.keystore.p12" -passin "pass:$pass" -nocerts -nodes 2>/dev/null |
+        openssl pkey -out "$dir/rest.key" 2>/dev/null || die "openssl could not export $dir/rest.key"
+    keytool -genkeypair -alias other -keyalg RSA -keysize 2048 -validity 3650 -dname "CN=other-ca.sandbox" \
+        -ext "bc:c" -keystore "$dir/other.p12" -storetype PKCS12 -storepass "$pass" -keypass "$pass" >/dev/null 2>&1 &&
+        keytool -exportcert -rfc -alias other -keystore "$dir/other.p12" -storepass "$pass" -file "$dir/other-ca.crt" >/dev/null 2>&1 ||
+        die "keytool could not make $dir/other-ca.crt"
+    chmod 600 "$dir"/*
+}
+
+# ssl_rest_answers URL DIR: the TLS cluster's REST endpoint answers a client that presents its
+# certificate.
+ssl_rest_answers() {
+    curl -fsS --max-time 5 --cacert "$2/rest.crt" --cert "$2/rest.crt" --key "$2/rest.key" "$1/overview" >/dev/null 2>&1
+}
+
+cmd_ssl_up() {
+    local start=$SECONDS root rest dir="$JAVA_STATE/$SSL" ssl="$JAVA_STATE/$SSL/ssl" pass i ready=""
+    take_lock
+    storage_healthy || die "storage peers do not run: run '$0 up' first"
+    [[ "$JAVA_STATE/storage.pid" -nt "$BUILD_STAMP" ]] || die "storage peers predate the build: run '$0 up' first"
+    ssl_material "$ssl"
+    pass="$(head -1 "$ssl/password")"
+    root="hdfs://127.0.0.1:$(env_value "$JAVA_STATE/storage.ready" NAMENODE_PORT)/user/app/$SSL"
+    write_cluster_conf "$SSL" "$SSL" "$root" "$(env_value "$JAVA_STATE/storage.ready" ZOOKEEPER_PORT)"
+    {
+        printf '# REST over TLS only, and only for clients whose certificate the truststore trusts.\n'
+        printf 'security.ssl.rest.enabled: true\n'
+        printf 'security.ssl.rest.authentication-enabled: true\n'
+        printf 'security.ssl.rest.keystore: "%s"\n' "$ssl/rest.keystore.p12"
+        printf 'security.ssl.rest.keystore-password: "%s"\n' "$pass"
+        printf 'security.ssl.rest.key-password: "%s"\n' "$pass"
+        printf 'security.ssl.rest.truststore: "%s"\n' "$ssl/rest.truststore.p12"
+        printf 'security.ssl.rest.truststore-password: "%s"\n' "$pass"
+    } >>"$dir/conf.next/config.yaml"
+    if [[ -n "$(peer_pid "$SSL")" && -f "$JAVA_STATE/$SSL.ready" && "$JAVA_STATE/$SSL.pid" -nt "$BUILD_STAMP" ]] &&
+        same_conf "$dir/conf/config.yaml" "$dir/conf.next/config.yaml" &&
+        ssl_rest_answers "$(env_value "$JAVA_STATE/$SSL.ready" REST_URL)" "$ssl"; then
+        log "reusing $SSL (pid $(peer_pid "$SSL"))"
+    else
+        stop_peer "$SSL"
+        rm -f "$SSL_JSON"
+        cp "$dir/conf.next/config.yaml" "$dir/conf/config.yaml"
+        log "starting $SSL (REST TLS with client certificates, Flink $(line_version 1)), log: $LOGS/$SSL.log"
+        start_peer "$SSL" "$CLUSTER_MAIN" 640m "$(line_classpath 1)" -- \
+            --conf-dir "$dir/conf" --ready-file "$JAVA_STATE/$SSL.ready"
+        wait_ready "$SSL" 240
+        rest="$(env_value "$JAVA_STATE/$SSL.ready" REST_URL)"
+        [[ "$rest" == https://* ]] || die "$SSL serves REST at $rest, not https, see $LOGS/$SSL.log"
+        for ((i = 0; i < REST_WAIT_SECONDS * 2; i++)); do
+            if ssl_rest_answers "$rest" "$ssl"; then
+                ready=1
+                break
+            fi
+            sleep 0.5
+        done
+        [[ -n "$ready" ]] || die "$SSL REST endpoint $rest does not answer a client with its certificate within $REST_WAIT_SECONDS s, see $LOGS/$SSL.log"
+        remember_rest_port "$SSL"
+    fi
+    write_single_cluster_json "$SSL" "$SSL" "$root" "$SSL" "$(env_value "$JAVA_STATE/storage.ready" HDFS_USER)" "$SSL_JSON" 1 \
+        "$(printf ',\n  "tls": {"caFile": %s, "certFile": %s, "keyFile": %s, "otherCaFile": %s}' "$(json_str "$ssl/rest.crt")" \
+            "$(json_str "$ssl/rest.crt")" "$(json_str "$ssl/rest.key")" "$(json_str "$ssl/other-ca.crt")")"
+    log "$SSL up in $((SECONDS - start)) s"
+}
+
+cmd_ssl_down() {
+    take_lock
+    stop_peer "$SSL"
+    rm -f "$SSL_JSON"
+}
+
+cmd_ssl_status() {
+    local pid
+    pid="$(peer_pid "$SSL")"
+    if [[ -n "$pid" ]]; then
+        printf 'flink-ssl  running pid %-7s %s\n' "$pid" "$(env_value "$JAVA_STATE/$SSL.ready" REST_URL)"
+    else
+        printf 'flink-ssl  stopped\n'
+    fi
+    return 0
+}
+
 # ---------------------------------------------------------------- secure Flink cluster (opt-in)
 
 # secure_flink_reusable: the secure Flink cluster runs, answers, and was started after the
@@ -947,9 +1070,11 @@ case "${1:-}" in
     build) cmd_build ;;
     up) cmd_up ;;
     down) cmd_down ;;
-    status) cmd_status; cmd_secure_status; cmd_failover_status; cmd_secure_flink_status; cmd_drill2_status ;;
+    status) cmd_status; cmd_secure_status; cmd_failover_status; cmd_secure_flink_status; cmd_drill2_status; cmd_ssl_status ;;
     drill2-up) cmd_drill2_up ;;
     drill2-down) cmd_drill2_down ;;
+    ssl-up) cmd_ssl_up ;;
+    ssl-down) cmd_ssl_down ;;
     secure-up) cmd_secure_up ;;
     secure-down) cmd_secure_down ;;
     secure-status) cmd_secure_status ;;
@@ -961,5 +1086,5 @@ case "${1:-}" in
     secure-flink-up) cmd_secure_flink_up ;;
     secure-flink-down) cmd_secure_flink_down ;;
     secure-flink-status) cmd_secure_flink_status ;;
-    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status|failover-up|failover-kill|failover-restart|failover-down|failover-status|secure-flink-up|secure-flink-down|secure-flink-status|drill2-up|drill2-down" >&2; exit 2 ;;
+    *) echo "usage: $0 build|up|down|status|secure-up|secure-down|secure-status|failover-up|failover-kill|failover-restart|failover-down|failover-status|secure-flink-up|secure-flink-down|secure-flink-status|drill2-up|drill2-down|ssl-up|ssl-down" >&2; exit 2 ;;
 esac

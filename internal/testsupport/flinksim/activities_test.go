@@ -23,7 +23,7 @@ type clients struct {
 	m  map[string]*flink.Client
 }
 
-func (c *clients) For(url string) (activities.FlinkAPI, error) {
+func (c *clients) For(_ context.Context, url string) (activities.FlinkAPI, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.m[url]; ok {
