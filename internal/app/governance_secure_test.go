@@ -63,7 +63,7 @@ type secureGovEnv struct {
 	gov   *metrics.Governance
 	cfg   config.Config
 	check *storage.HDFS  // the test's own keytab client, apart from the worker's
-	raw   *gohdfs.Client // ages the tree (Chtimes) before the run; it rides out no failover
+	raw   *gohdfs.Client // ages the tree (Chtimes) before the run; each call through rideOut
 	plain string         // /flinkmaint-test/secure-gov-<suffix>
 	root  string         // hdfs://ns1 + plain
 	// tenant's root is root/tenant, with checkpoints/, savepoints/ and ha/.
@@ -86,9 +86,7 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 	e.root = s.URI + e.plain
 	e.raw = secureRawClient(t, s, s.Principals.Worker)
 	for _, d := range []string{"/tenant/checkpoints", "/tenant/savepoints", "/tenant/ha", "/trash", "/plans"} {
-		if err := e.raw.MkdirAll(e.plain+d, 0o755); err != nil {
-			t.Fatalf("create test tree: %v", err)
-		}
+		e.rideOut(t, "create test tree", func() error { return e.raw.MkdirAll(e.plain+d, 0o755) })
 	}
 	t.Cleanup(func() { _ = e.raw.Close() })
 
@@ -205,19 +203,38 @@ func (e *secureGovEnv) put(t *testing.T, dir string, files map[string]int, when 
 		}
 	}
 	var all []string
-	if err := e.raw.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err == nil {
-			all = append(all, p)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e.rideOut(t, "walk "+dir, func() error {
+		all = all[:0]
+		return e.raw.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+			if err == nil {
+				all = append(all, p)
+			}
+			return err
+		})
+	})
 	sort.Sort(sort.Reverse(sort.StringSlice(all)))
 	for _, p := range all {
-		if err := e.raw.Chtimes(p, when, when); err != nil {
-			t.Fatal(err)
+		e.rideOut(t, "age "+p, func() error { return e.raw.Chtimes(p, when, when) })
+	}
+}
+
+// rideOut runs a call of the raw client until no NameNode failover is in
+// the way: the library gives up at once while both NameNodes say standby,
+// which the failover tests beside this one cause at any moment (the
+// worker's own client rides it out; see storage's unavailable errors).
+func (e *secureGovEnv) rideOut(t *testing.T, what string, call func() error) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := call()
+		if err == nil {
+			return
 		}
+		if msg := err.Error(); time.Now().After(deadline) ||
+			!(strings.Contains(msg, "no available namenodes") || strings.Contains(msg, "StandbyException")) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
@@ -357,9 +374,7 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	// (10m): no job can still be uploading its incomplete checkpoints.
 	twentyMinutesAgo := time.Now().Add(-20 * time.Minute)
 	e.put(t, jobA+"/shared", map[string]int{"young": 10}, twentyMinutesAgo)
-	if err := e.raw.Chtimes(jobA, twentyMinutesAgo, twentyMinutesAgo); err != nil {
-		t.Fatal(err)
-	}
+	e.rideOut(t, "age "+jobA, func() error { return e.raw.Chtimes(jobA, twentyMinutesAgo, twentyMinutesAgo) })
 	young := ck + "/" + peertest.RandomHex(16)
 	e.put(t, young, map[string]int{"chk-1/6f1d2c3b-0004": 10}, time.Now())
 	liveHA := ha + "/" + e.clusterID
