@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -160,11 +161,15 @@ func unknownNames[T any](what string, wanted []string, have []T, name func(T) st
 	for _, h := range have {
 		known = append(known, name(h))
 	}
+	sort.Strings(known)
+	has := strings.Join(known, ", ")
+	if has == "" {
+		has = "none"
+	}
 	var out []string
 	for _, w := range wanted {
-		if !InScope(known, w) {
-			sort.Strings(known)
-			out = append(out, fmt.Sprintf("%s %q is not in the inventory; it has %s", what, w, strings.Join(known, ", ")))
+		if !slices.Contains(known, w) {
+			out = append(out, fmt.Sprintf("%s %q is not in the inventory; it has %s", what, w, has))
 		}
 	}
 	return out

@@ -161,6 +161,15 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 		t.Fatalf("scoped view %+v", view)
 	}
 
+	// An empty inventory has no tenant a scope can name.
+	a.Inventory = fixedInventory(inventory.Inventory{})
+	if err := runActivity(t, a, a.DescribeInventory, DescribeInventoryInput{Tenants: []string{"team-a"}}, &view); err != nil {
+		t.Fatal(err)
+	}
+	if len(view.Errors) != 1 || view.Errors[0] != `tenant "team-a" is not in the inventory; it has none` {
+		t.Fatalf("scoped view of an empty inventory %+v", view)
+	}
+
 	// An inventory that cannot be read is a finding too.
 	a.Inventory = failingInventory{errors.New("static inventory /etc/inv.yaml: line 3: unknown key")}
 	if err := runActivity(t, a, a.DescribeInventory, DescribeInventoryInput{}, &view); err != nil {
