@@ -234,12 +234,7 @@ func renderWindowReference(sections []windowSection) []byte {
 	b.WriteString("default: empty, zero or off). An unknown key, or a value of the wrong type, is refused with its path.\n")
 	b.WriteString("A duration is Go syntax with optional leading whole days: `30s`, `5m`, `36h`, `7d`, `1d12h`. A key\n")
 	b.WriteString("ending in `[]` is a list of objects with the keys below it.\n")
-	code := func(s string) string {
-		if s == "" {
-			return ""
-		}
-		return "`" + s + "`"
-	}
+	code := gendoc.Code
 	for _, s := range sections {
 		if s.Key == "" {
 			b.WriteString("\n## Top level\n\n")

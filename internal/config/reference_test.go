@@ -186,12 +186,7 @@ func renderReference(sections []refSection) []byte {
 	b.WriteString("and what would be valid. [Installing and running](install.md) says how to deploy it; this page\n")
 	b.WriteString("lists every key. A key ending in `[]` is a list of objects with the keys below it. A duration is\n")
 	b.WriteString("Go syntax with optional leading whole days: `30s`, `5m`, `36h`, `7d`, `1d12h`.\n")
-	code := func(s string) string {
-		if s == "" {
-			return ""
-		}
-		return "`" + s + "`"
-	}
+	code := gendoc.Code
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n## `%s`\n\n", s.Key)
 		if s.Doc != "" {

@@ -42,3 +42,11 @@ func plural(name string) string {
 	}
 	return first + "s"
 }
+
+// Code sets s in a table cell as code; an empty cell stays empty.
+func Code(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + s + "`"
+}
