@@ -50,6 +50,10 @@ type Activities struct {
 	// Orphans finds and deletes leftover Flink objects in Kubernetes for
 	// governance cleanup; nil when no Kubernetes inventory is configured.
 	Orphans OrphanControl
+	// ReadOnlyKubeClusters are the Kubernetes clusters ("" the unnamed
+	// one) whose rbacProfile is windows: governance keeps what it would
+	// delete there, and doctor checks no delete verb.
+	ReadOnlyKubeClusters map[string]bool
 	// Runs lists the snapshots flinkmaint's own runs in flight hold; nil
 	// means no run can hold one (tests that start no window or upgrade).
 	Runs RunRecords

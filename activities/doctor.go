@@ -246,7 +246,7 @@ func (a *Activities) doctorKubernetes(ctx context.Context) []DoctorCheck {
 	if err != nil {
 		return append(checks, DoctorCheck{Check: "kubernetes access", Result: CheckFail, Detail: err.Error()})
 	}
-	var missing, optional, unknown []string
+	var missing, optional, unknown, readOnly []string
 	namespaces := 0
 	for _, g := range gaps {
 		where := g.Namespace
@@ -258,6 +258,9 @@ func (a *Activities) doctorKubernetes(ctx context.Context) []DoctorCheck {
 		}
 		if g.Namespace != "" {
 			namespaces++
+			if g.ReadOnly {
+				readOnly = append(readOnly, where)
+			}
 		}
 		if len(g.Missing) > 0 {
 			missing = append(missing, where+": "+strings.Join(g.Missing, ", "))
@@ -272,6 +275,10 @@ func (a *Activities) doctorKubernetes(ctx context.Context) []DoctorCheck {
 	c := DoctorCheck{Check: "kubernetes access", Result: CheckOK, Detail: fmt.Sprintf("every permission the worker uses, in %d namespaces", namespaces)}
 	if len(unknown) > 0 {
 		c.Detail += " (asked one by one where the rules cannot be listed: " + strings.Join(unknown, ", ") + ")"
+	}
+	if len(readOnly) > 0 {
+		c.Detail += "; rbacProfile windows (no delete verb) in " + strings.Join(readOnly, ", ") +
+			": governance keeps the Kubernetes leftovers and FlinkStateSnapshot resources there (reason kubernetes-read-only)"
 	}
 	if len(optional) > 0 {
 		c.Detail += "; governance restore cannot re-create trashed objects in " + strings.Join(optional, ", ") +

@@ -51,6 +51,12 @@ func TestDoctorKubernetesSaysWhatIsMissingWhere(t *testing.T) {
 		t.Errorf("only restore's permission missing: %+v", c)
 	}
 
+	a.KubeAccess = fakeAccess{gaps: []AccessGap{{Namespace: "team-a", ReadOnly: true}}}
+	c = only(a.doctorKubernetes(ctx), "kubernetes access")
+	if c.Result != CheckOK || !strings.Contains(c.Detail, "rbacProfile windows (no delete verb) in team-a") || !strings.Contains(c.Detail, "kubernetes-read-only") {
+		t.Errorf("profile windows: %+v", c)
+	}
+
 	a.KubeAccess = fakeAccess{err: errors.New("the server is on fire")}
 	if c := only(a.doctorKubernetes(ctx), "kubernetes access"); c.Result != CheckFail || c.Detail != "the server is on fire" {
 		t.Errorf("a failed review: %+v", c)

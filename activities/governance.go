@@ -154,7 +154,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	}
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
 		Spellings: spellings, References: refs, ReferenceRoots: refRoots, RetiredClusters: inv.RetiredClusters, Lineage: owners.lineage,
-		SavepointJobIDs: owners.jobIDs, JobLineage: owners.jobs, Drilled: drilled})
+		SavepointJobIDs: owners.jobIDs, JobLineage: owners.jobs, Drilled: drilled, ReadOnlyKubeClusters: a.ReadOnlyKubeClusters})
 	if err != nil {
 		return PlanCleanupResult{}, classify("plan", err)
 	}

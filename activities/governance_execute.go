@@ -220,6 +220,9 @@ func (a *Activities) newExecutor(ctx context.Context, runID, part string, plan c
 	if len(plan.Objects) > 0 && a.Orphans == nil {
 		return nil, cleanup.Destinations{}, nonRetryable(ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects but this worker has no Kubernetes access (inventory.kubernetes is not configured)", len(plan.Objects))
 	}
+	if err := a.refuseReadOnlyDeletes(plan); err != nil {
+		return nil, cleanup.Destinations{}, err
+	}
 	dest, err := cleanup.ResolveDestinations(ctx, a.Storage.Resolve, plan, a.Cleanup.TrashRoot, a.Cleanup.AuditRoot)
 	if err != nil {
 		return nil, dest, classify("prepare execution of run "+runID, err)
@@ -251,6 +254,33 @@ func (a *Activities) newExecutor(ctx context.Context, runID, part string, plan c
 		return nil, dest, classify("configure executor", err)
 	}
 	return ex, dest, nil
+}
+
+// refuseReadOnlyDeletes refuses a plan that deletes Kubernetes objects or
+// FlinkStateSnapshot resources in a cluster whose rbacProfile is windows:
+// one made before the profile changed, or by a worker configured
+// otherwise. The API server would refuse each delete; this says why, once.
+func (a *Activities) refuseReadOnlyDeletes(plan cleanup.Plan) error {
+	if len(a.ReadOnlyKubeClusters) == 0 {
+		return nil
+	}
+	var objects, snapshots int
+	for _, o := range plan.Objects {
+		if a.ReadOnlyKubeClusters[o.Ref.KubeCluster] {
+			objects++
+		}
+	}
+	for _, it := range plan.Delete {
+		for _, s := range it.Snapshots {
+			if a.ReadOnlyKubeClusters[s.Ref.KubeCluster] {
+				snapshots++
+			}
+		}
+	}
+	if objects+snapshots == 0 {
+		return nil
+	}
+	return nonRetryable(ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects and %d FlinkStateSnapshot resources where this worker's inventory.kubernetes.rbacProfile is windows (no delete verb): plan again, which keeps them (reason kubernetes-read-only), or grant rbacProfile full", objects, snapshots)
 }
 
 // tallySharded sums the manifests of every part of the sharded plan h,

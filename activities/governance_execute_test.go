@@ -289,6 +289,11 @@ func TestExecuteRefusesWhatItCannotCarryOut(t *testing.T) {
 	objects := p.approve(t, "objects.json", []byte(`{"version":3,"policy":{"action":"trash"},"objects":[{"path":"kubernetes://ns/configmap/gone-cluster-config-map"}]}`))
 	err = runActivity(t, p.a, p.a.ExecuteCleanup, objects, &ExecuteCleanupResult{})
 	requireErrType(t, "objects without Kubernetes access", err, ErrTypeCleanupNotConfigured, "inventory.kubernetes is not configured")
+	// A plan made before the worker's RBAC profile became windows.
+	readOnly := *p.a
+	readOnly.Orphans, readOnly.ReadOnlyKubeClusters = goneOrphans{}, map[string]bool{"": true}
+	err = runActivity(t, &readOnly, readOnly.ExecuteCleanup, objects, &ExecuteCleanupResult{})
+	requireErrType(t, "objects where the profile is windows", err, ErrTypeCleanupNotConfigured, "rbacProfile is windows")
 	p.requireInPlace(t)
 
 	// The trash root gone: the executor of each part refuses, and the

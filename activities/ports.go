@@ -93,6 +93,9 @@ type AccessGap struct {
 	// Missing are permissions runs need ("list pods"); MissingOptional
 	// only governance restore needs.
 	Missing, MissingOptional []string
+	// ReadOnly: the cluster's RBAC profile is windows, so no delete verb
+	// was asked for.
+	ReadOnly bool
 	// Unknown says why the rules could not be listed (they were then
 	// asked one by one).
 	Unknown string

@@ -641,9 +641,20 @@ func TestChartRBACProfiles(t *testing.T) {
 		"--set", "rbac.tenantNamespaces={team-a}")
 	var wantWindows []string
 	for _, p := range kube.TenantPermissions {
-		if !p.Optional && p.Verb != "delete" && !(p.Resource == "flinkstatesnapshots" && p.Verb == "patch") {
+		if !p.Deletes {
 			wantWindows = append(wantWindows, p.String())
+		} else if p.Verb != "delete" && p.Verb != "create" && p.Verb != "patch" {
+			t.Errorf("kube.TenantPermissions marks %s as governance's deletes", p)
 		}
+	}
+	// The worker knows its profile: doctor then asks for no delete verb,
+	// and governance keeps what it may not delete.
+	windowsConfig := renderedWorkerConfig(t, windows)
+	if windowsConfig.Inventory.Kubernetes == nil || !windowsConfig.Inventory.Kubernetes.ReadOnly() {
+		t.Errorf("profile windows: the worker config does not say rbacProfile windows: %+v", windowsConfig.Inventory.Kubernetes)
+	}
+	if fullConfig := renderedWorkerConfig(t, full); fullConfig.Inventory.Kubernetes == nil || fullConfig.Inventory.Kubernetes.ReadOnly() {
+		t.Errorf("profile full: the worker config says %+v", fullConfig.Inventory.Kubernetes)
 	}
 	if got := grants(t, windows, "ClusterRole", "flinkmaint-worker-tenant"); !equalSets(got, wantWindows) {
 		t.Errorf("profile windows: ClusterRole flinkmaint-worker-tenant grants %v; want %v", got, wantWindows)
@@ -937,4 +948,24 @@ func TestChartMetricsJobIsTheAlertsForEveryRelease(t *testing.T) {
 			t.Errorf("release %s: the ServiceMonitor scrapes jobs %v; the alerts select job %q", release, got, job)
 		}
 	}
+}
+
+// renderedWorkerConfig loads the worker.yaml of a rendered release, as
+// the worker does.
+func renderedWorkerConfig(t *testing.T, objs []*unstructured.Unstructured) config.Config {
+	t.Helper()
+	cm := findObject(objs, "ConfigMap", "flinkmaint-worker")
+	if cm == nil {
+		t.Fatal("no ConfigMap flinkmaint-worker")
+	}
+	body, _, _ := unstructured.NestedString(cm.Object, "data", "worker.yaml")
+	path := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	if err := cfg.LoadFile(path); err != nil {
+		t.Fatalf("rendered worker.yaml does not load: %v", err)
+	}
+	return cfg
 }

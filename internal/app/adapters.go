@@ -50,6 +50,14 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 		acts.Operator = KubeOperator{Fleet: fleet}
 		acts.Orphans = KubeOrphans{Fleet: fleet}
 		acts.KubeAccess = KubeAccess{Fleet: fleet}
+		for _, c := range fleet.clients {
+			if c.ReadOnly() {
+				if acts.ReadOnlyKubeClusters == nil {
+					acts.ReadOnlyKubeClusters = map[string]bool{}
+				}
+				acts.ReadOnlyKubeClusters[c.Name()] = true
+			}
+		}
 	}
 	flinkClients := &FlinkClients{
 		Options:   flink.Options{RequestTimeout: cfg.Flink.RequestTimeout.D(), UserAgent: "flinkmaint-worker"},

@@ -208,7 +208,7 @@ func (k KubeAccess) CheckAccess(ctx context.Context) ([]activities.AccessGap, er
 	for _, c := range k.Fleet.clients {
 		res, err := c.CheckAccess(ctx)
 		for _, r := range res {
-			g := activities.AccessGap{KubeCluster: c.Name(), Namespace: r.Namespace, Unknown: r.Unknown}
+			g := activities.AccessGap{KubeCluster: c.Name(), Namespace: r.Namespace, Unknown: r.Unknown, ReadOnly: c.ReadOnly()}
 			for _, p := range r.Missing {
 				if p.Optional {
 					g.MissingOptional = append(g.MissingOptional, p.String())

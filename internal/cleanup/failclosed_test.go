@@ -24,7 +24,8 @@ func (f *fixture) build(sp Spellings) (Plan, error) {
 		f.live.Clusters = []LiveCluster{{ClusterID: "c1"}}
 	}
 	return BuildPlan(Input{Now: now, Listing: f.l, Live: f.live, Policy: f.pol, Spellings: sp, Lineage: byPrefix(f.l),
-		SavepointJobIDs: f.savepointJobIDs, JobLineage: f.jobLineage, Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}})
+		SavepointJobIDs: f.savepointJobIDs, JobLineage: f.jobLineage, Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}},
+		ReadOnlyKubeClusters: f.readOnly})
 }
 
 func planned(p Plan) map[string]Rule {

@@ -286,6 +286,11 @@ type Input struct {
 	// Objects are the Kubernetes leftovers detection reported in the
 	// namespaces in scope; each is planned for deletion or kept.
 	Objects []Object `json:"objects,omitempty"`
+	// ReadOnlyKubeClusters are the Kubernetes clusters ("" the unnamed
+	// one) where the worker may read objects but not delete them
+	// (rbacProfile windows): there the leftovers, and the savepoints whose
+	// FlinkStateSnapshot resources would be deleted with them, are kept.
+	ReadOnlyKubeClusters map[string]bool `json:"readOnlyKubeClusters,omitempty"`
 	// Spellings are the names of the listed file system; paths under
 	// another name that lie under a scanned root fail the plan.
 	Spellings Spellings `json:"spellings,omitempty"`
@@ -378,6 +383,7 @@ const (
 	KeepUnknownLayout       Reason = "unknown-layout"
 	KeepUnknown             Reason = "unknown-entry"
 	KeepNotCovered          Reason = "no-rule-applies"
+	KeepKubernetesReadOnly  Reason = "kubernetes-read-only"
 )
 
 // Item is one path to delete.

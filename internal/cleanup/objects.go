@@ -42,6 +42,9 @@ const (
 	KeepOwnerExists Reason = "owner-exists"
 )
 
+// kubernetesReadOnlyBy says why KeepKubernetesReadOnly keeps something.
+const kubernetesReadOnlyBy = "the worker's inventory.kubernetes.rbacProfile is windows: it may not delete Kubernetes objects"
+
 // objectKinds maps each object kind to its rule and the Kubernetes kinds it
 // can be.
 var objectKinds = map[ItemKind]struct {
@@ -253,6 +256,9 @@ func (p *planner) planObjects() ([]ObjectItem, []KeptObject, error) {
 			age = ObjectAge(p.now, o)
 		}
 		rule, reason, by := JudgeObject(p.now, p.pol, o)
+		if reason == "" && p.in.ReadOnlyKubeClusters[o.Ref.KubeCluster] {
+			reason, by = KeepKubernetesReadOnly, kubernetesReadOnlyBy
+		}
 		if reason != "" {
 			keep = append(keep, KeptObject{Path: path, Kind: o.Kind, Reason: reason, Tenant: o.Tenant, ClusterID: o.ClusterID, Ref: o.Ref,
 				UID: o.UID, Created: o.Created, Age: age, Owner: o.Owner, By: by, Detail: o.Reason})

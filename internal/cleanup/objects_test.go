@@ -202,3 +202,52 @@ func TestPlanObjectsRejectsBadInput(t *testing.T) {
 		t.Fatalf("negative orphanTTL: %v", err)
 	}
 }
+
+// Where the worker may not delete Kubernetes objects (rbacProfile
+// windows), a plan keeps the leftovers and the savepoints whose
+// FlinkStateSnapshot would go with them, each saying why; another
+// Kubernetes cluster's are planned as usual, and files go as before.
+func TestPlanKeepsWhatAReadOnlyClusterCannotDelete(t *testing.T) {
+	f := newFixture()
+	f.ha("gone", old)
+	f.pol.KeepSavepoints = 1
+	sp1 := f.savepoint("aaaaaa", "000000000001", true, old)
+	f.savepoint("aaaaaa", "000000000002", true, old.Add(time.Hour))
+	f.live.Records = []LiveRecord{snapshotRecord("done", sp1, inventory.SnapshotCompleted, true)}
+	here := orphan(KindTaskManagerPod, "gone-taskmanager-1-1", old)
+	there := orphan(KindTaskManagerPod, "gone-taskmanager-1-2", old)
+	there.Ref.KubeCluster = "east"
+	build := func(readOnly map[string]bool) Plan {
+		t.Helper()
+		p, err := BuildPlan(Input{Now: now, Listing: f.l, Live: Live{Clusters: []LiveCluster{{ClusterID: "c1"}}, Records: f.live.Records},
+			Policy: f.pol, Tenants: []inventory.Tenant{{Name: "team-t", Root: "/t"}}, Objects: []Object{here, there},
+			Lineage: byPrefix(f.l), ReadOnlyKubeClusters: readOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	full := build(nil)
+	if len(full.Objects) != 2 || planned(full)[sp1] != RuleSavepointRetention {
+		t.Fatalf("rbacProfile full: objects %+v, %s planned %q; want both objects and the savepoint", full.Objects, sp1, planned(full)[sp1])
+	}
+
+	p := build(map[string]bool{"": true})
+	if len(p.Objects) != 1 || p.Objects[0].Ref.KubeCluster != "east" {
+		t.Fatalf("read-only default cluster: planned objects %+v; want only east's", p.Objects)
+	}
+	if len(p.KeepObjects) != 1 || p.KeepObjects[0].Reason != KeepKubernetesReadOnly || !strings.Contains(p.KeepObjects[0].By, "rbacProfile is windows") {
+		t.Fatalf("kept objects %+v; want the default cluster's pod, kept %s", p.KeepObjects, KeepKubernetesReadOnly)
+	}
+	if k, ok := keptFor(p, sp1); !ok || k.Reason != KeepKubernetesReadOnly || !strings.Contains(k.By, "ns/done") {
+		t.Fatalf("%s kept %+v; want %s naming the resource", sp1, k, KeepKubernetesReadOnly)
+	}
+	for _, it := range p.Delete {
+		if len(it.Snapshots) > 0 {
+			t.Errorf("item %s deletes resources %v in a read-only cluster", it.Path, it.Snapshots)
+		}
+	}
+	if !reflect.DeepEqual(planned(p), func() map[string]Rule { m := planned(full); delete(m, sp1); return m }()) {
+		t.Errorf("read-only changed the file items beyond the savepoint: %v; full %v", planned(p), planned(full))
+	}
+}

@@ -640,6 +640,8 @@ func (p *planner) planSavepoints() {
 			k.Reason, k.By = KeepWithinMaxAge, "written "+sp.Written.UTC().Format(time.RFC3339)+", job "+p.lineage[sp2]
 		case p.badMeta:
 			k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
+		case p.readOnlySnapshot(sp2) != nil:
+			k.Reason, k.By = KeepKubernetesReadOnly, kubernetesReadOnlyBy+" ("+p.readOnlySnapshot(sp2).String()+" would be deleted with it)"
 		default:
 			item.Rule = RuleSavepointRetention
 			item.Detail = fmt.Sprintf("#%d of job %s, written %s", rank[sp2]+1, p.lineage[sp2], sp.Written.UTC().Format(time.RFC3339))
@@ -652,6 +654,17 @@ func (p *planner) planSavepoints() {
 		}
 		p.addKeep(k)
 	}
+}
+
+// readOnlySnapshot is a FlinkStateSnapshot resource deleting savepoint sp
+// would delete in a Kubernetes cluster where the worker may not delete.
+func (p *planner) readOnlySnapshot(sp string) *SnapshotRef {
+	for i, s := range p.released[sp] {
+		if p.in.ReadOnlyKubeClusters[s.Ref.KubeCluster] {
+			return &p.released[sp][i]
+		}
+	}
+	return nil
 }
 
 func (p *planner) planHA() {

@@ -51,6 +51,8 @@ type fixture struct {
 	// logical job); none unless a test gives it.
 	savepointJobIDs map[string]string
 	jobLineage      map[string]string
+	// readOnly are the Kubernetes clusters the worker may not delete in.
+	readOnly map[string]bool
 }
 
 func newFixture() *fixture {

@@ -18,6 +18,9 @@ type Permission struct {
 	// Optional marks what only `governance restore` needs (re-creating
 	// the objects a run trashed); without it the rest still works.
 	Optional bool
+	// Deletes marks what only governance's deletions need: the windows
+	// RBAC profile does not grant it.
+	Deletes bool
 }
 
 func (p Permission) String() string {
@@ -32,14 +35,14 @@ func (p Permission) String() string {
 var TenantPermissions = []Permission{
 	{Group: "apps", Resource: "deployments", Verb: "get"},
 	{Group: "apps", Resource: "deployments", Verb: "list"},
-	{Group: "apps", Resource: "deployments", Verb: "delete"},
+	{Group: "apps", Resource: "deployments", Verb: "delete", Deletes: true},
 	{Resource: "pods", Verb: "get"},
 	{Resource: "pods", Verb: "list"},
-	{Resource: "pods", Verb: "delete"},
+	{Resource: "pods", Verb: "delete", Deletes: true},
 	{Resource: "configmaps", Verb: "get"},
 	{Resource: "configmaps", Verb: "list"},
-	{Resource: "configmaps", Verb: "delete"},
-	{Resource: "configmaps", Verb: "create", Optional: true},
+	{Resource: "configmaps", Verb: "delete", Deletes: true},
+	{Resource: "configmaps", Verb: "create", Optional: true, Deletes: true},
 	{Group: "flink.apache.org", Resource: "flinkdeployments", Verb: "get", Operator: true},
 	{Group: "flink.apache.org", Resource: "flinkdeployments", Verb: "list", Operator: true},
 	{Group: "flink.apache.org", Resource: "flinkdeployments", Verb: "update", Operator: true},
@@ -48,9 +51,9 @@ var TenantPermissions = []Permission{
 	{Group: "flink.apache.org", Resource: "flinksessionjobs", Verb: "update", Operator: true},
 	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "get", Operator: true},
 	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "list", Operator: true},
-	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "patch", Operator: true},
-	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "delete", Operator: true},
-	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "create", Operator: true, Optional: true},
+	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "patch", Operator: true, Deletes: true},
+	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "delete", Operator: true, Deletes: true},
+	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "create", Operator: true, Optional: true, Deletes: true},
 }
 
 // ListNamespaces is the one cluster-wide permission, needed only with a
@@ -91,7 +94,7 @@ func (c *Client) CheckAccess(ctx context.Context) ([]AccessResult, error) {
 	}
 	var need []Permission
 	for _, p := range TenantPermissions {
-		if !p.Operator || !c.cfg.DisableOperator {
+		if (!p.Operator || !c.cfg.DisableOperator) && (!p.Deletes || !c.cfg.ReadOnly()) {
 			need = append(need, p)
 		}
 	}

@@ -83,6 +83,10 @@ func New(kube kubernetes.Interface, dyn dynamic.Interface, cfg Config) (*Client,
 // with (Config.Name); empty for the single unnamed cluster.
 func (c *Client) Name() string { return c.cfg.Name }
 
+// ReadOnly tells whether the worker's RBAC profile in this cluster grants
+// no delete verb (rbacProfile windows).
+func (c *Client) ReadOnly() bool { return c.cfg.ReadOnly() }
+
 // Namespace keys of the client's namespaces in scope
 // (inventory.NamespaceKey).
 func (c *Client) NamespaceKeys(ctx context.Context) ([]string, error) {

@@ -59,7 +59,22 @@ type Config struct {
 	// DisableOperator skips FlinkDeployment/FlinkSessionJob discovery, for
 	// clusters without the Flink Kubernetes Operator CRDs.
 	DisableOperator bool `yaml:"disableOperator,omitempty"`
+	// RBACProfile is what the worker is granted in the tenant namespaces,
+	// as the chart's rbac.profile: full (default) or windows, which grants
+	// no delete verb. With windows, doctor checks only what windows and
+	// upgrades use, and governance plans keep what it would have to
+	// delete in Kubernetes (reason kubernetes-read-only).
+	RBACProfile string `yaml:"rbacProfile,omitempty"`
 }
+
+// RBAC profiles (Config.RBACProfile).
+const (
+	RBACProfileFull    = "full"
+	RBACProfileWindows = "windows"
+)
+
+// ReadOnly tells whether the profile grants no delete verb.
+func (c Config) ReadOnly() bool { return c.RBACProfile == RBACProfileWindows }
 
 // TenantMapping is one tenant namespace.
 type TenantMapping struct {
@@ -97,6 +112,9 @@ func (c Config) Validate() error {
 	}
 	if c.Name != "" && len(validation.IsDNS1123Label(c.Name)) > 0 {
 		add("name", c.Name, "a Kubernetes cluster name of lower-case letters, digits and '-' (DNS-1123 label)")
+	}
+	if c.RBACProfile != "" && c.RBACProfile != RBACProfileFull && c.RBACProfile != RBACProfileWindows {
+		add("rbacProfile", c.RBACProfile, "full (the default: every permission the worker uses) or windows (no delete verb)")
 	}
 	if len(c.Namespaces) > 0 && c.NamespaceSelector != "" {
 		add("namespaceSelector", c.NamespaceSelector, "empty when namespaces is set: use either a namespace list or a selector")

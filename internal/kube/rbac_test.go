@@ -296,6 +296,17 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	if got, want := accessSummary(t, e, outsideWorker), outside+": "+strings.Join(permissionNames(TenantPermissions), ", "); got != want {
 		t.Errorf("access review outside the bound namespaces: %s; want %s", got, want)
 	}
+	// With rbacProfile windows no delete verb is asked for.
+	var windowsNeeds []Permission
+	for _, p := range TenantPermissions {
+		if !p.Deletes {
+			windowsNeeds = append(windowsNeeds, p)
+		}
+	}
+	windowsWorker := e.client(Config{Namespaces: []string{outside}, TenantRootTemplate: "/t/{namespace}", RBACProfile: RBACProfileWindows}, workerCfg)
+	if got, want := accessSummary(t, e, windowsWorker), outside+": "+strings.Join(permissionNames(windowsNeeds), ", "); got != want {
+		t.Errorf("access review of profile windows outside the bound namespaces: %s; want %s", got, want)
+	}
 	_, err = outsideWorker.Discover(e.ctx)
 	if !errors.Is(err, ErrForbidden) || IsRetryable(err) || !strings.Contains(err.Error(), outside) {
 		t.Fatalf("Discover outside scope: want non-retryable ErrForbidden naming %s, got %v", outside, err)

@@ -102,6 +102,14 @@ use and the paths of the files the chart mounts.
 {{- $_ := set $storage "kerberos" $krb -}}
 {{- end -}}
 {{- $_ := set $cfg "storage" $storage -}}
+{{- /* The worker knows what rbac.profile granted it: doctor then checks no
+delete verb, and governance keeps what it may not delete. */ -}}
+{{- $inv := get $cfg "inventory" | default dict -}}
+{{- with get $inv "kubernetes" -}}
+{{- if and $.Values.rbac.create (ne $.Values.rbac.profile "full") -}}
+{{- $_ := set . "rbacProfile" $.Values.rbac.profile -}}
+{{- end -}}
+{{- end -}}
 {{ toYaml $cfg }}
 {{- end }}
 
