@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -32,27 +33,44 @@ type flinkREST struct {
 
 func (f flinkREST) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) {
 	f.t.Helper()
+	if err := f.try(ctx, method, path, body, contentType, out); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// poll is do for a GET repeated until a condition holds: it rides out the
+// HTTP 500 a job's REST endpoints answer while its JobManager initializes.
+func (f flinkREST) poll(ctx context.Context, path string, out any) {
+	f.t.Helper()
+	err := f.try(ctx, http.MethodGet, path, nil, "", out)
+	if err != nil && !strings.Contains(err.Error(), "JobManager is initializing") {
+		f.t.Fatal(err)
+	}
+}
+
+func (f flinkREST) try(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, f.base+path, body)
 	if err != nil {
-		f.t.Fatal(err)
+		return err
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		f.t.Fatalf("%s %s: %v", method, path, err)
+		return fmt.Errorf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		f.t.Fatalf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, data)
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			f.t.Fatalf("%s %s: %v: %s", method, path, err, data)
+			return fmt.Errorf("%s %s: %v: %s", method, path, err, data)
 		}
 	}
+	return nil
 }
 
 func (f flinkREST) uploadJar(ctx context.Context, jar string) string {
@@ -150,14 +168,14 @@ func TestScanRealFlinkCheckpointDir(t *testing.T) {
 			t.Fatalf("job %s: fewer than 2 completed checkpoints before the deadline (%d)", run.JobID, stats.Counts.Completed)
 		}
 		time.Sleep(time.Second)
-		rest.do(ctx, http.MethodGet, "/jobs/"+run.JobID+"/checkpoints", nil, "", &stats)
+		rest.poll(ctx, "/jobs/"+run.JobID+"/checkpoints", &stats)
 	}
 	// Cancel and wait, so the directory stops changing; the cluster
 	// retains checkpoints on cancellation.
 	cancelJob(ctx)
 	for {
 		var job struct{ State string }
-		rest.do(ctx, http.MethodGet, "/jobs/"+run.JobID, nil, "", &job)
+		rest.poll(ctx, "/jobs/"+run.JobID, &job)
 		if job.State == "CANCELED" {
 			break
 		}
@@ -186,7 +204,7 @@ func TestScanRealFlinkCheckpointDir(t *testing.T) {
 		}
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		rest.do(ctx, http.MethodGet, "/jobs/"+run.JobID+"/checkpoints", nil, "", &stats)
+		rest.poll(ctx, "/jobs/"+run.JobID+"/checkpoints", &stats)
 		latest = stats.Latest.Completed
 		if (latest != nil && latest.ID == newestOnStorage) || time.Now().After(deadline) {
 			break
