@@ -10,35 +10,32 @@ import (
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
-	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
-	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
-// TestMaintenanceWindowOnMutualTLSFlinkREST runs a window on a real Flink
-// cluster whose REST endpoint serves TLS only and refuses clients without a
-// certificate its truststore trusts (security.ssl.rest.enabled and
-// security.ssl.rest.authentication-enabled). The worker reaches it with the
-// cluster's CA from the static inventory and the client certificate of the
-// fleet default, flink.rest: the job is stopped with a savepoint and
-// restarted from it, and the window completes. A second configuration that
-// trusts the wrong CA fails discovery with an error naming the cluster, its
-// URL and that CA file, and not retried.
-func TestMaintenanceWindowOnMutualTLSFlinkREST(t *testing.T) {
+// TestFlinkRESTMutualTLSDiscovery reaches a real Flink cluster whose REST
+// endpoint serves TLS only and refuses clients without a certificate its
+// truststore trusts (security.ssl.rest.enabled and
+// security.ssl.rest.authentication-enabled). A client without a
+// certificate is refused; the worker's discovery, with the cluster's CA
+// from the static inventory and the client certificate of the fleet
+// default (flink.rest, merged key by key), finds its running job; a
+// configuration that trusts the wrong CA fails discovery with an error
+// naming the cluster, its URL and that CA file, and not retried. A window
+// on such a cluster, configured as docs/install.md says, runs in
+// TestInstallPathAsDocumented (deploy).
+func TestFlinkRESTMutualTLSDiscovery(t *testing.T) {
 	t.Parallel()
 	peers := sandbox.RequirePeers(t)
 	ssl := sandbox.RequireSSLCluster(t)
-	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -100,55 +97,24 @@ func TestMaintenanceWindowOnMutualTLSFlinkREST(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("the TLS configuration is refused: %v", err)
 	}
-	acts := peertest.NewActivities(t, cfg, "window-tls")
-	queue := "window-tls-" + suffix
-	w := worker.New(tmp.Client, queue, worker.Options{})
-	app.Register(w, acts)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
+	discover := func(cfg config.Config, label string) (activities.DiscoverJobsResult, error) {
+		acts := peertest.NewActivities(t, cfg, label)
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(acts)
+		var res activities.DiscoverJobsResult
+		v, err := env.ExecuteActivity(acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{name}}})
+		if err == nil {
+			err = v.Get(&res)
+		}
+		return res, err
 	}
-	t.Cleanup(w.Stop)
-
-	in := workflows.WindowInput{
-		WindowID: "tls-" + suffix, Reason: "REST TLS test",
-		Scope: activities.Scope{IncludeJobs: []string{name}},
-		Policy: workflows.WindowPolicy{
-			ManifestDir: testRoot + "/windows",
-			Network:     workflows.NetworkPolicy{Skip: true},
-			Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: 1, Soak: workflows.Duration(2 * time.Second),
-				RunningTimeout: workflows.Duration(2 * time.Minute), CheckpointTimeout: workflows.Duration(90 * time.Second)},
-			Cleanup: workflows.CleanupPolicy{Mode: workflows.ModePlan},
-		},
-	}
-	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WindowWorkflowID(in.WindowID), TaskQueue: queue},
-		workflows.MaintenanceWindowWorkflowType, in)
+	found, err := discover(cfg, "tls-right-ca")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("discovery over mutual TLS: %v", err)
 	}
-	var rep workflows.WindowReport
-	if err := run.Get(ctx, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if rep.Phase != workflows.WindowPhaseCompleted || len(rep.Jobs) != 1 {
-		t.Fatalf("window ended in %s with %d jobs, want completed with 1", rep.Phase, len(rep.Jobs))
-	}
-	if c := rep.Cleanup; c == nil || c.Outcome != workflows.GovernancePhasePlanned || c.Error != "" {
-		t.Fatalf("post-restart cleanup %+v, want a plan", rep.Cleanup)
-	}
-	j := rep.Jobs[0]
-	t.Cleanup(func() { _ = fc.CancelJob(context.Background(), j.NewJobID) })
-	if j.SavepointState != workflows.StepDone || !strings.HasPrefix(j.SavepointPath, tenantRoot+"/savepoints/") || j.RestartState != workflows.StepDone {
-		t.Fatalf("job %s: savepoint %s %q, restart %s: %s", j.Target.Key, j.SavepointState, j.SavepointPath, j.RestartState, j.RestartError)
-	}
-	if j.NewJobID == started.JobID {
-		t.Fatalf("job %s was not restarted: it still runs as %s", j.Target.Key, started.JobID)
-	}
-	stats, err := fc.Checkpoints(ctx, j.NewJobID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stats.Latest.Restored == nil || strings.TrimRight(stats.Latest.Restored.ExternalPath, "/") != strings.TrimRight(j.SavepointPath, "/") {
-		t.Fatalf("Flink says the new job restored from %+v, the window recorded savepoint %s", stats.Latest.Restored, j.SavepointPath)
+	if len(found.Jobs) != 1 || found.Jobs[0].JobID != started.JobID {
+		t.Fatalf("discovery over mutual TLS found %+v; want job %s", found.Jobs, started.JobID)
 	}
 
 	// The same cluster, trusted with a CA that did not sign its certificate.
@@ -159,11 +125,7 @@ func TestMaintenanceWindowOnMutualTLSFlinkREST(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("a readable CA file is refused: %v", err)
 	}
-	wrongActs := peertest.NewActivities(t, cfg, "window-tls-wrong-ca")
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(wrongActs)
-	_, err = env.ExecuteActivity(wrongActs.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{name}}})
+	_, err = discover(cfg, "tls-wrong-ca")
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || !appErr.NonRetryable() || appErr.Type() != flink.ErrorReasonTLS {
 		t.Fatalf("discovery trusting the wrong CA: want a non-retryable %s, got %v", flink.ErrorReasonTLS, err)

@@ -3,6 +3,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -26,8 +27,15 @@ import (
 
 const workerUser = "system:serviceaccount:flinkmaint:flinkmaint-worker"
 
-// applyRBAC applies deploy/kustomize/rbac (cluster scope) and binds the
-// tenant role in each tenant namespace, as the per-tenant overlay does.
+// rbacName is the name this run gives a cluster-scoped object of
+// deploy/kustomize/rbac: its own, so the shipped names stay free for what
+// else installs into the shared apiserver (the Helm chart's release
+// flinkmaint makes the same ones), and runs do not share roles.
+func rbacName(e *env, name string) string { return name + "-" + e.runs }
+
+// applyRBAC applies deploy/kustomize/rbac (cluster scope, named by
+// rbacName) and binds the tenant role in each tenant namespace, as the
+// per-tenant overlay does.
 func applyRBAC(t *testing.T, e *env, tenantNamespaces ...string) {
 	t.Helper()
 	root, err := sandbox.RepoRoot()
@@ -50,6 +58,8 @@ func applyRBAC(t *testing.T, e *env, tenantNamespaces ...string) {
 		case "ClusterRole":
 			var cr rbacv1.ClusterRole
 			readYAML(t, path, &cr)
+			cr.Name = rbacName(e, cr.Name)
+			t.Cleanup(func() { _ = e.cs.RbacV1().ClusterRoles().Delete(context.Background(), cr.Name, metav1.DeleteOptions{}) })
 			cur, err := e.cs.RbacV1().ClusterRoles().Get(e.ctx, cr.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				_, err = e.cs.RbacV1().ClusterRoles().Create(e.ctx, &cr, metav1.CreateOptions{})
@@ -63,6 +73,10 @@ func applyRBAC(t *testing.T, e *env, tenantNamespaces ...string) {
 		case "ClusterRoleBinding":
 			var crb rbacv1.ClusterRoleBinding
 			readYAML(t, path, &crb)
+			crb.Name, crb.RoleRef.Name = rbacName(e, crb.Name), rbacName(e, crb.RoleRef.Name)
+			t.Cleanup(func() {
+				_ = e.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+			})
 			_ = e.cs.RbacV1().ClusterRoleBindings().Delete(e.ctx, crb.Name, metav1.DeleteOptions{})
 			if _, err := e.cs.RbacV1().ClusterRoleBindings().Create(e.ctx, &crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatalf("apply %s: %v", path, err)
@@ -73,6 +87,7 @@ func applyRBAC(t *testing.T, e *env, tenantNamespaces ...string) {
 	}
 	var rb rbacv1.RoleBinding
 	readYAML(t, filepath.Join(dir, "tenant", "rolebinding.yaml"), &rb)
+	rb.RoleRef.Name = rbacName(e, rb.RoleRef.Name)
 	for _, ns := range tenantNamespaces {
 		b := rb.DeepCopy()
 		b.Namespace = ns
@@ -92,7 +107,7 @@ func bindRestoreRole(t *testing.T, e *env, ns string) {
 	}
 	var rb rbacv1.RoleBinding
 	readYAML(t, filepath.Join(root, "deploy", "kustomize", "rbac", "tenant-restore", "rolebinding.yaml"), &rb)
-	rb.Namespace = ns
+	rb.Namespace, rb.RoleRef.Name = ns, rbacName(e, rb.RoleRef.Name)
 	if _, err := e.cs.RbacV1().RoleBindings(ns).Create(e.ctx, &rb, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("bind the restore role in %s: %v", ns, err)
 	}

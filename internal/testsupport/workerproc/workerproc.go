@@ -116,6 +116,8 @@ type Process struct {
 	config string
 	log    string
 	env    []string
+	// base replaces the test's environment when set (WithEnv).
+	base []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -138,6 +140,13 @@ func (p *Process) WithHooks(h *faulthook.Hooks) *Process {
 	return p
 }
 
+// WithEnv runs the process with env instead of the test's environment
+// (the hooks' variable still added): a pod's environment, say.
+func (p *Process) WithEnv(env []string) *Process {
+	p.base = append([]string{}, env...)
+	return p
+}
+
 // Start starts the process.
 func (p *Process) Start() {
 	p.t.Helper()
@@ -146,7 +155,11 @@ func (p *Process) Start() {
 		p.t.Fatal(err)
 	}
 	cmd := exec.Command(p.bin, "--config", p.config)
-	cmd.Env = append(os.Environ(), p.env...)
+	base := os.Environ()
+	if p.base != nil {
+		base = p.base
+	}
+	cmd.Env = append(base, p.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
