@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -229,6 +230,42 @@ func TestInstallPathAsDocumented(t *testing.T) {
 	sh.run("step 5: helm install", install)
 	if n := len(steps); n != 8 {
 		t.Fatalf("install.md's path has %d shell blocks; this test runs 8 (steps 0, 1, 2, 4, 4 with TLS, 5, 6, 7)", n)
+	}
+
+	// Step 4's policy admits the worker's pods to the JobManagers' REST
+	// port, and only to them (the sandbox has no network plugin to
+	// enforce it: its selectors are checked against the pods).
+	workerPods, err := cs.AppsV1().Deployments(fmNS).Get(ctx, "flinkmaint-worker", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{nsPlain, nsTLS} {
+		np, err := cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, "allow-flinkmaint-to-flink-rest", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(&np.Spec.PodSelector)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Labels["component"] != "jobmanager" {
+				t.Errorf("%s: the policy selects pod %s (%v), not a JobManager", ns, p.Name, p.Labels)
+			}
+		}
+		if len(pods.Items) == 0 {
+			t.Errorf("%s: the policy selects no JobManager pod", ns)
+		}
+		from := np.Spec.Ingress[0].From[0]
+		nsSel, _ := metav1.LabelSelectorAsSelector(from.NamespaceSelector)
+		podSel, _ := metav1.LabelSelectorAsSelector(from.PodSelector)
+		fmNamespace, err := cs.CoreV1().Namespaces().Get(ctx, fmNS, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nsSel.Matches(labels.Set(fmNamespace.Labels)) || !podSel.Matches(labels.Set(workerPods.Spec.Template.Labels)) {
+			t.Errorf("%s: the policy admits %v from %v, not the worker's pods %v in %s", ns, from.PodSelector, from.NamespaceSelector, workerPods.Spec.Template.Labels, fmNS)
+		}
 	}
 
 	// The kubelet's part: the worker of the Deployment the chart made.
