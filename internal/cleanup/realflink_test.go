@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -201,14 +202,29 @@ func (e *realEnv) savepoint(ctx context.Context, jobID, dir string) string {
 const retainedCheckpoints = 3
 
 // waitRetainedOnly waits until the checkpoint dir of a cancelled job holds
-// no chk-N but those Flink retains: the retainedCheckpoints latest
-// completed checkpoints of stats (savepoints are not among them).
-func (e *realEnv) waitRetainedOnly(ctx context.Context, jobDir string, stats flink.CheckpointingStatistics) {
+// no chk-N but those Flink retains (the retainedCheckpoints latest
+// completed checkpoints of stats; savepoints are not among them) and the
+// orphans Flink left. It returns the orphans.
+//
+// An orphan is the dir of a checkpoint that never completed: Flink removes
+// it when the checkpoint is aborted, but a task's upload that finishes
+// after that removal creates it again, and nothing removes it then. One is
+// taken as left for good once nothing under it has changed for
+// orphanSettled; a subsumed checkpoint is always waited for, since Flink
+// removes those.
+func (e *realEnv) waitRetainedOnly(ctx context.Context, jobDir string, stats flink.CheckpointingStatistics) []string {
 	e.t.Helper()
+	const orphanSettled = 10 * time.Second
 	var completed []int64
+	known := map[int64]bool{} // ids in the history that did not complete
+	oldestKnown := int64(math.MaxInt64)
 	for _, c := range stats.History {
-		if c.Status == "COMPLETED" && !c.IsSavepoint {
+		oldestKnown = min(oldestKnown, c.ID)
+		switch {
+		case c.Status == "COMPLETED" && !c.IsSavepoint:
 			completed = append(completed, c.ID)
+		case c.Status != "COMPLETED":
+			known[c.ID] = true
 		}
 	}
 	sort.Slice(completed, func(i, j int) bool { return completed[i] > completed[j] })
@@ -216,19 +232,37 @@ func (e *realEnv) waitRetainedOnly(ctx context.Context, jobDir string, stats fli
 	for _, id := range completed[:min(retainedCheckpoints, len(completed))] {
 		retained[fmt.Sprintf("chk-%d", id)] = true
 	}
+	// An aborted checkpoint newer than every one in the history is one the
+	// cancellation aborted after the stats were read.
+	newestKnown := int64(0)
+	for _, c := range stats.History {
+		newestKnown = max(newestKnown, c.ID)
+	}
 	dir := strings.TrimPrefix(jobDir, e.nnURI)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
 		entries, err := e.raw.ReadDir(dir)
-		var extra []string
+		var extra, orphans []string
 		for _, fi := range entries {
-			if strings.HasPrefix(fi.Name(), "chk-") && !retained[fi.Name()] {
-				extra = append(extra, fi.Name())
+			name := fi.Name()
+			if !strings.HasPrefix(name, "chk-") || retained[name] {
+				continue
 			}
+			id := chkNumber(name)
+			_, metaErr := e.raw.Stat(dir + "/" + name + "/" + layout.MetadataFileName)
+			aborted := (known[id] || id > newestKnown) && os.IsNotExist(metaErr)
+			if aborted && id >= oldestKnown && e.unchangedFor(dir+"/"+name, orphanSettled) {
+				orphans = append(orphans, jobDir+"/"+name)
+				continue
+			}
+			extra = append(extra, name)
 		}
 		if err == nil && len(extra) == 0 {
-			return
+			if len(orphans) > 0 {
+				e.t.Logf("%s: Flink left the dirs of aborted checkpoints %v", dir, orphans)
+			}
+			return orphans
 		}
 		select {
 		case <-ctx.Done():
@@ -238,7 +272,53 @@ func (e *realEnv) waitRetainedOnly(ctx context.Context, jobDir string, stats fli
 	}
 }
 
-// age sets the modification time of p and everything below it.
+// settledStats reads the checkpoint statistics of a cancelled job once
+// they agree with its dir: the REST API serves them from a cache refreshed
+// every few seconds, so right after the cancel they may miss a checkpoint
+// that completed during it (its _metadata on storage, the statistics still
+// saying in progress).
+func (e *realEnv) settledStats(ctx context.Context, jobID, jobDir string) flink.CheckpointingStatistics {
+	e.t.Helper()
+	dir := strings.TrimPrefix(jobDir, e.nnURI)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		newest := int64(-1)
+		entries, err := e.raw.ReadDir(dir)
+		for _, fi := range entries {
+			if id := chkNumber(fi.Name()); id > newest && strings.HasPrefix(fi.Name(), "chk-") {
+				if _, serr := e.raw.Stat(dir + "/" + fi.Name() + "/" + layout.MetadataFileName); serr == nil {
+					newest = id
+				}
+			}
+		}
+		stats, serr := e.fl.Checkpoints(ctx, jobID)
+		if err == nil && serr == nil && stats.Latest.Completed != nil && stats.Latest.Completed.ID == newest && stats.Counts.InProgress == 0 {
+			return stats
+		}
+		select {
+		case <-ctx.Done():
+			e.t.Fatalf("job %s: checkpoint statistics %+v (%v) never agreed with its dir (newest completed chk-%d, %v)", jobID, stats.Latest.Completed, serr, newest, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// unchangedFor tells whether nothing under p was modified within d.
+func (e *realEnv) unchangedFor(p string, d time.Duration) bool {
+	newest := time.Time{}
+	err := e.raw.Walk(p, func(_ string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.ModTime().After(newest) {
+			newest = fi.ModTime()
+		}
+		return nil
+	})
+	return err == nil && time.Since(newest) >= d
+}
+
 func (e *realEnv) age(p string, when time.Time) {
 	e.t.Helper()
 	p = strings.TrimPrefix(p, e.nnURI)
@@ -341,16 +421,13 @@ func testRealSandboxCleanup(t *testing.T, line string) {
 	before := e.waitCheckpoints(ctx, jobA, 1, "").Counts.Completed
 	e.waitCheckpoints(ctx, jobA, before+2, "")
 	e.cancelAndWait(ctx, jobA)
-	statsA, err := e.fl.Checkpoints(ctx, jobA)
-	if err != nil || statsA.Latest.Completed == nil {
-		t.Fatalf("job A checkpoint stats: %+v %v", statsA, err)
-	}
-	latestA := strings.TrimSuffix(statsA.Latest.Completed.ExternalPath, "/")
 	jobADir := ckptRoot + "/" + jobA
+	statsA := e.settledStats(ctx, jobA, jobADir)
+	latestA := strings.TrimSuffix(statsA.Latest.Completed.ExternalPath, "/")
 	// Flink discards the subsumed and the aborted checkpoints of a
 	// cancelled job in the background: age A once they are gone, or a
 	// discard racing the aging removes what it walks and touches the dir.
-	e.waitRetainedOnly(ctx, jobADir, statsA)
+	orphansA := e.waitRetainedOnly(ctx, jobADir, statsA)
 
 	// Age A, the two oldest savepoints, and add garbage of every kind.
 	e.age(jobADir, longAgo)
@@ -376,6 +453,9 @@ func testRealSandboxCleanup(t *testing.T, line string) {
 	e.write(ctx, haRoot+"/cluster-live/completedCheckpointba9876543210", []byte("x"))
 	e.age(haRoot+"/cluster-live", longAgo)
 	garbage[sps[1]] = true
+	for _, o := range orphansA { // an aborted checkpoint's leftovers are garbage too
+		garbage[o] = true
+	}
 
 	// A's dir was touched by adding garbage to it; age it again.
 	e.age(jobADir, longAgo)
@@ -517,7 +597,18 @@ func testRealSandboxCleanup(t *testing.T, line string) {
 	}
 	for g := range garbage {
 		if _, ok := planned[g]; !ok {
-			t.Errorf("garbage %s not planned for deletion", g)
+			var why []string
+			for _, k := range plan.Keep {
+				if strings.HasPrefix(g+"/", k.Path+"/") || strings.HasPrefix(k.Path+"/", g+"/") {
+					why = append(why, fmt.Sprintf("%s kept: %s (%s)", k.Path, k.Reason, k.By))
+				}
+			}
+			for p, it := range planned {
+				if strings.HasPrefix(g+"/", p+"/") || strings.HasPrefix(p+"/", g+"/") {
+					why = append(why, fmt.Sprintf("%s planned by %s", p, it.Rule))
+				}
+			}
+			t.Errorf("garbage %s not planned for deletion: %v", g, why)
 		}
 	}
 	for _, must := range []string{restoreA, sps[0], sps[2], sps[3], haRoot + "/cluster-live"} {
