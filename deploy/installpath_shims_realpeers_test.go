@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -151,11 +152,7 @@ func kubectlShim(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		return 1, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg, cs, err := adminClient()
 	if err != nil {
 		return 1, err
 	}
@@ -204,6 +201,16 @@ func kubectlShim(ctx context.Context, args []string) (int, error) {
 		return p.run(k.command, os.Stdin, os.Stdout, os.Stderr)
 	}
 	return 2, fmt.Errorf("`kubectl %s` is not a command the install path uses", strings.Join(args, " "))
+}
+
+// adminClient is the user's: $KUBECONFIG's.
+func adminClient() (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	return cfg, cs, err
 }
 
 // kubectlApply is `kubectl apply -f -`: every document of r applied
@@ -259,14 +266,7 @@ func helmShim(ctx context.Context, args []string) (int, error) {
 	}
 	cmd := exec.CommandContext(ctx, helm, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode(), nil
-		}
-		return 1, err
-	}
-	return 0, nil
+	return exitCode(cmd.Run())
 }
 
 // helmTest is `helm test RELEASE -n NS [--logs]`: the release's test pods
@@ -294,11 +294,7 @@ func helmTest(ctx context.Context, helm string, args []string) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("helm get hooks %s: %w", release, err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		return 1, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	_, cs, err := adminClient()
 	if err != nil {
 		return 1, err
 	}
@@ -506,14 +502,19 @@ func (p pod) run(command []string, stdin io.Reader, stdout, stderr io.Writer) (i
 		return 127, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode(), nil
-		}
-		return 1, err
+	return exitCode(cmd.Run())
+}
+
+// exitCode is a finished command's exit code; err only when it did not run.
+func exitCode(err error) (int, error) {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exit):
+		return exit.ExitCode(), nil
 	}
-	return 0, nil
+	return 1, err
 }
 
 func lookPathIn(prog, path string) (string, error) {
