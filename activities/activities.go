@@ -82,8 +82,8 @@ type WorkerInfo struct {
 
 // discover reads the inventory: an invalid one is final, an unreachable
 // source is retried.
-func (a *Activities) discover(ctx context.Context) (inventory.Inventory, error) {
-	inv, err := a.Inventory.Discover(ctx)
+func discover(ctx context.Context, src InventorySource) (inventory.Inventory, error) {
+	inv, err := src.Discover(ctx)
 	if errors.Is(err, inventory.ErrInvalid) {
 		return inv, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
 	}
@@ -93,9 +93,9 @@ func (a *Activities) discover(ctx context.Context) (inventory.Inventory, error) 
 	return inv, nil
 }
 
-func (a *Activities) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
+func timeNow(clock func() time.Time) time.Time {
+	if clock != nil {
+		return clock()
 	}
 	return time.Now()
 }
@@ -121,5 +121,5 @@ func (a *Activities) Ping(ctx context.Context, in PingInput) (PingResult, error)
 		host = "unknown"
 	}
 	activity.GetLogger(ctx).Info("ping", "message", in.Message)
-	return PingResult{Message: in.Message, Worker: a.Identity, Hostname: host, AnsweredAt: a.now().UTC()}, nil
+	return PingResult{Message: in.Message, Worker: a.Identity, Hostname: host, AnsweredAt: timeNow(a.Now).UTC()}, nil
 }

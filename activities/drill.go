@@ -30,7 +30,7 @@ func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTarge
 	if problems := in.Scope.GlobProblems(); len(problems) > 0 {
 		return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return SelectDrillTargetsResult{}, err
 	}
@@ -121,7 +121,7 @@ func pathSegment(s string) string {
 // latestCheckpoints is the newest completed retained checkpoint of every
 // running job of c in scope.
 func (a *Activities) latestCheckpoints(ctx context.Context, c inventory.Cluster, jobInScope func(string) bool) ([]DrillTarget, []SkippedJob, error) {
-	client, err := a.flinkFor(ctx, c.RESTURL)
+	client, err := flinkFor(ctx, a.Flink, c.RESTURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -471,14 +471,14 @@ func (a *Activities) CheckDrillCluster(ctx context.Context) error {
 	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
 		return nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return err
 	}
 	if err := a.checkDrillIsolation(ctx, inv); err != nil {
 		return err
 	}
-	client, err := a.flinkFor(ctx, a.Drill.ClusterRESTURL)
+	client, err := flinkFor(ctx, a.Flink, a.Drill.ClusterRESTURL)
 	if err != nil {
 		return err
 	}
@@ -500,7 +500,7 @@ func (a *Activities) StartDrillJob(ctx context.Context, in StartDrillJobInput) (
 	if err := a.checkDrillDir(t.DrillDir); err != nil {
 		return StartDrillJobResult{}, err
 	}
-	client, err := a.flinkFor(ctx, t.DrillCluster)
+	client, err := flinkFor(ctx, a.Flink, t.DrillCluster)
 	if err != nil {
 		return StartDrillJobResult{}, err
 	}
@@ -547,7 +547,7 @@ func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateIn
 		return VerifyDrillStateResult{}, nonRetryable(ErrTypeInvalidInput, "job %s has no verification program", t.Key)
 	}
 	v := t.Recipe.Verify
-	client, err := a.flinkFor(ctx, t.DrillCluster)
+	client, err := flinkFor(ctx, a.Flink, t.DrillCluster)
 	if err != nil {
 		return VerifyDrillStateResult{}, err
 	}
@@ -584,7 +584,7 @@ func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateIn
 			return VerifyDrillStateResult{JobID: in.JobID, State: string(d.State)}, nil
 		}
 		activity.RecordHeartbeat(ctx, string(d.State))
-		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
 			return VerifyDrillStateResult{}, err
 		}
 	}
@@ -605,7 +605,7 @@ func (a *Activities) checkDrillDir(dir string) error {
 func (a *Activities) EndDrill(ctx context.Context, in EndDrillInput) (EndDrillResult, error) {
 	var res EndDrillResult
 	if in.DrillCluster != "" && len(in.JobIDs) > 0 {
-		client, err := a.flinkFor(ctx, in.DrillCluster)
+		client, err := flinkFor(ctx, a.Flink, in.DrillCluster)
 		if err != nil {
 			return res, err
 		}
@@ -669,7 +669,7 @@ func (a *Activities) RecordDrillRun(ctx context.Context, in RecordDrillRunInput)
 	if a.Storage == nil || a.Inventory == nil {
 		return nonRetryable(ErrTypeStorage, "worker has no storage or inventory configured")
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return err
 	}
@@ -677,7 +677,7 @@ func (a *Activities) RecordDrillRun(ctx context.Context, in RecordDrillRunInput)
 	for _, t := range inv.Tenants {
 		roots[t.Name] = t
 	}
-	now := a.now().UTC()
+	now := timeNow(a.Now).UTC()
 	stores := map[string]catalog.DrillStore{}
 	for i, r := range in.Results {
 		t, ok := roots[r.Target.Tenant]

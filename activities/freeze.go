@@ -21,5 +21,5 @@ type CheckFreezeResult struct {
 // the calendar and its time zones are worker configuration, and the
 // answer is recorded in history, so replay never reads a clock.
 func (a *Activities) CheckFreeze(ctx context.Context, in CheckFreezeInput) (CheckFreezeResult, error) {
-	return CheckFreezeResult{Active: a.Freezes.Active(a.now(), in.Tenants)}, nil
+	return CheckFreezeResult{Active: a.Freezes.Active(timeNow(a.Now), in.Tenants)}, nil
 }

@@ -73,7 +73,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err := pol.Validate(); err != nil {
 		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
@@ -101,7 +101,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		}
 		activity.RecordHeartbeat(ctx, "listing read")
 	case len(roots) > 0:
-		started := a.now()
+		started := timeNow(a.Now)
 		listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{})
 		if err != nil {
 			return PlanCleanupResult{}, classify("list the roots in scope", err)
@@ -152,7 +152,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	plan, err := cleanup.BuildPlan(cleanup.Input{Now: a.now(), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
+	plan, err := cleanup.BuildPlan(cleanup.Input{Now: timeNow(a.Now), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
 		Spellings: spellings, References: refs, ReferenceRoots: refRoots, RetiredClusters: inv.RetiredClusters, Lineage: owners.lineage,
 		SavepointJobIDs: owners.jobIDs, JobLineage: owners.jobs, Drilled: drilled, ReadOnlyKubeClusters: a.ReadOnlyKubeClusters})
 	if err != nil {
@@ -169,8 +169,8 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 			a.Metrics.CleanupPlanned(t.Tenant, t.Files, t.Bytes, t.Unparseable)
 			a.Metrics.CleanupObjectsPlanned(t.Tenant, t.Objects)
 		}
-		a.Metrics.Succeeded(OpPlanCleanup, a.now())
-		a.Metrics.SucceededFor(OpPlanCleanup, inventoryTenantNames(tenants), a.now())
+		a.Metrics.Succeeded(OpPlanCleanup, timeNow(a.Now))
+		a.Metrics.SucceededFor(OpPlanCleanup, inventoryTenantNames(tenants), timeNow(a.Now))
 	}
 	activity.GetLogger(ctx).Info("cleanup planned", "run", in.RunID, "plan", planPath, "items", s.Items, "files", s.Files, "bytes", s.Bytes, "objects", s.Objects)
 	return PlanCleanupResult{Summary: s}, nil
@@ -317,7 +317,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		return PurgeTrashResult{}, nonRetryable(ErrTypeInventory,
 			"worker has no inventory source or Flink client configured: which jobs restore from the trash cannot be told, so nothing is purged")
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return PurgeTrashResult{}, err
 	}
@@ -355,7 +355,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		maps.Copy(n, cleanup.TrashReferences(retained, trash))
 		return n, nil
 	}
-	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: a.now(), Needed: needed})
+	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: timeNow(a.Now), Needed: needed})
 	if err != nil {
 		return PurgeTrashResult{}, classify("purge trash", err)
 	}
@@ -370,7 +370,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		res.Bytes += r.Bytes
 	}
 	if a.Metrics != nil {
-		a.Metrics.Succeeded(OpPurgeTrash, a.now())
+		a.Metrics.Succeeded(OpPurgeTrash, timeNow(a.Now))
 	}
 	return res, nil
 }
@@ -512,7 +512,7 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 	if err != nil {
 		return SampleQuotaResult{}, err
 	}
-	res := SampleQuotaResult{At: a.now().UTC(), Tenants: q.Tenants}
+	res := SampleQuotaResult{At: timeNow(a.Now).UTC(), Tenants: q.Tenants}
 	if a.Metrics != nil {
 		for _, t := range q.Tenants {
 			if t.NamespaceQuota > 0 {
@@ -522,8 +522,8 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 				a.Metrics.QuotaSampled(t.Tenant, "space", 100*float64(t.SpaceUsed)/float64(t.SpaceQuota))
 			}
 		}
-		a.Metrics.Succeeded(OpSampleQuota, a.now())
-		a.Metrics.SucceededFor(OpSampleQuota, inventoryTenantNames(tenants), a.now())
+		a.Metrics.Succeeded(OpSampleQuota, timeNow(a.Now))
+		a.Metrics.SucceededFor(OpSampleQuota, inventoryTenantNames(tenants), timeNow(a.Now))
 	}
 	return res, nil
 }

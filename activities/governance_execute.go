@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -248,7 +249,7 @@ func (a *Activities) newExecutor(ctx context.Context, runID, part string, plan c
 		Progress: func(p cleanup.Progress) {
 			activity.RecordHeartbeat(ctx, ExecuteProgress{RunID: p.RunID, Part: part, Done: p.Done, Total: p.Total, Last: p.Last.Path})
 		},
-		Now: a.now,
+		Now: func() time.Time { return timeNow(a.Now) },
 	})
 	if err != nil {
 		return nil, dest, classify("configure executor", err)
@@ -329,7 +330,7 @@ func (a *Activities) executed(ctx context.Context, res ExecuteCleanupResult) {
 			a.Metrics.CleanupReclaimed(t.Tenant, t.Files, t.Bytes)
 			a.Metrics.CleanupObjectsRemoved(t.Tenant, t.Objects)
 		}
-		a.Metrics.Succeeded(OpExecuteCleanup, a.now())
+		a.Metrics.Succeeded(OpExecuteCleanup, timeNow(a.Now))
 	}
 	activity.GetLogger(ctx).Info("cleanup executed", "run", res.RunID, "items", res.Items, "files", res.Files, "bytes", res.Bytes, "objects", res.Objects, "manifest", res.ManifestDir)
 }

@@ -38,7 +38,7 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 	if err != nil {
 		return nil, err
 	}
-	now := a.now().UTC()
+	now := timeNow(a.Now).UTC()
 	var notes []string
 	listed := map[string]bool{} // snapshots a listed FAILED job keeps as its restore point
 	for _, r := range seen {

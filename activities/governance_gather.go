@@ -59,7 +59,7 @@ func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (
 	if in.Parts < 1 || in.Parts > maxGatherParts || in.Part < 0 || in.Part >= in.Parts {
 		return ListingPart{}, nonRetryable(ErrTypeInvalidInput, "gather part %d of %d: want 1 to %d parts and a part from 0 to parts-1", in.Part, in.Parts, maxGatherParts)
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return ListingPart{}, err
 	}
@@ -68,10 +68,10 @@ func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (
 	if err != nil {
 		return ListingPart{}, err
 	}
-	started := a.now()
+	started := timeNow(a.Now)
 	listing := cleanup.Listing{Roots: roots, Metadata: map[string]cleanup.MetadataResult{}}
 	if len(roots) > 0 {
-		err := a.heartbeatWhile(ctx, fmt.Sprintf("gather part %d of %d", in.Part+1, in.Parts), func(ctx context.Context) error {
+		err := heartbeatWhile(ctx, pollEvery(a.PollInterval), fmt.Sprintf("gather part %d of %d", in.Part+1, in.Parts), func(ctx context.Context) error {
 			var err error
 			listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{Part: cleanup.GatherPart(in.Part, in.Parts)})
 			return err

@@ -278,7 +278,7 @@ func (a *Activities) historyClaims(ctx context.Context, history jobHistoryRead, 
 		if len(r.id) < 6 || !prefixes[r.id[:6]] {
 			continue
 		}
-		client, err := a.flinkFor(ctx, r.restURL)
+		client, err := flinkFor(ctx, a.Flink, r.restURL)
 		if err != nil {
 			return err
 		}
@@ -375,7 +375,7 @@ func (a *Activities) rememberOwner(ctx context.Context, roots []tenantRoot, e ca
 		if r.tenant != t {
 			continue
 		}
-		e.RecordedAt = a.now().UTC()
+		e.RecordedAt = timeNow(a.Now).UTC()
 		if err := r.store.Put(ctx, e, false); err != nil {
 			*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", e.Path, e.Job, r.tenant, err))
 		}
@@ -410,7 +410,7 @@ func (a *Activities) jobHistory(ctx context.Context, inv inventory.Inventory) jo
 	var runs []jobRun
 	var unread []unreadCluster
 	for _, c := range inv.Clusters {
-		client, err := a.flinkFor(ctx, c.RESTURL)
+		client, err := flinkFor(ctx, a.Flink, c.RESTURL)
 		if err == nil {
 			var jobs []flink.JobOverview
 			if jobs, err = client.ListJobs(ctx); err == nil {
@@ -472,7 +472,7 @@ func (a *Activities) putCatalogEntry(ctx context.Context, job JobTarget, e catal
 			return err
 		}
 		e.Job = catalog.LogicalJob{Tenant: job.Tenant, Cluster: job.ClusterID, Job: job.JobName}
-		e.JobID, e.RecordedAt = job.JobID, a.now().UTC()
+		e.JobID, e.RecordedAt = job.JobID, timeNow(a.Now).UTC()
 		return catalog.Store{FS: fs, Root: p}.Put(ctx, e, false)
 	}
 	return fmt.Errorf("tenant %s has no root in the inventory", job.Tenant)
@@ -521,7 +521,7 @@ func (a *Activities) recordJobs(ctx context.Context, tenants []inventory.Tenant,
 	for _, j := range listing.Report.Jobs {
 		dirs[j.JobID] = true
 	}
-	now := a.now().UTC()
+	now := timeNow(a.Now).UTC()
 	for _, r := range roots {
 		var seen []catalog.JobRecord
 		live := map[string]bool{}

@@ -38,7 +38,7 @@ func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope Scope) []st
 // clusterJobs reads the states of every job of a native cluster, and when
 // the last of them ended (zero while one has not).
 func (a *Activities) clusterJobs(ctx context.Context, c inventory.Cluster) ([]string, time.Time, error) {
-	client, err := a.flinkFor(ctx, c.RESTURL)
+	client, err := flinkFor(ctx, a.Flink, c.RESTURL)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

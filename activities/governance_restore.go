@@ -60,7 +60,7 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 			return out, classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
 		}
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return out, err
 	}
@@ -87,7 +87,7 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 		return out, nonRetryable(ErrTypeCleanupNotConfigured, "restore roots: %v", err)
 	}
 	cfg := cleanup.RestoreConfig{FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID,
-		Paths: in.Paths, DryRun: in.DryRun, Now: a.now,
+		Paths: in.Paths, DryRun: in.DryRun, Now: func() time.Time { return timeNow(a.Now) },
 		Progress: func(done, total int) { activity.RecordHeartbeat(ctx, done) },
 		// Nothing goes into a job dir a live job of the inventory writes.
 		Live: func(ctx context.Context) (cleanup.Live, error) {
@@ -105,7 +105,7 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 	// trash before anything moves: heartbeat through it.
 	stop := make(chan struct{})
 	go func() {
-		tick := time.NewTicker(a.pollInterval())
+		tick := time.NewTicker(pollEvery(a.PollInterval))
 		defer tick.Stop()
 		for {
 			select {
@@ -145,7 +145,7 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 		for _, t := range out.Tenants {
 			a.Metrics.CleanupRestored(t, back[t].files, back[t].bytes)
 		}
-		a.Metrics.Succeeded(OpRestoreTrash, a.now())
+		a.Metrics.Succeeded(OpRestoreTrash, timeNow(a.Now))
 	}
 	return out, nil
 }

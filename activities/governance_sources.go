@@ -53,7 +53,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	// failed are the snapshots jobs were seen FAILED restoring from.
 	var failed []catalog.FailedRestoreRecord
 	for _, c := range inv.Clusters {
-		client, err := a.flinkFor(ctx, c.RESTURL)
+		client, err := flinkFor(ctx, a.Flink, c.RESTURL)
 		if err != nil {
 			return live, nil, err
 		}
@@ -91,7 +91,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	// flinkmaint's own drills restore snapshots of the fleet on a cluster
 	// of their own: a drill in flight needs its snapshot as a live job does.
 	if u := a.Drill.ClusterRESTURL; u != "" && !inventoryCluster(inv, u) {
-		client, err := a.flinkFor(ctx, u)
+		client, err := flinkFor(ctx, a.Flink, u)
 		if err != nil {
 			return live, nil, err
 		}
@@ -560,7 +560,7 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 					select {
 					case <-ctx.Done():
 						return lj, nil, ctx.Err()
-					case <-time.After(a.pollInterval()):
+					case <-time.After(pollEvery(a.PollInterval)):
 					}
 					continue
 				}
@@ -603,7 +603,7 @@ func (a *Activities) untilDeadline(ctx context.Context, deadline time.Time, wher
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(a.pollInterval()):
+		case <-time.After(pollEvery(a.PollInterval)):
 		}
 	}
 }

@@ -107,7 +107,7 @@ func (a *Activities) checkMetrics(ctx context.Context, client FlinkAPI, jobID st
 	if err != nil {
 		return nil, classify("job "+jobID, err)
 	}
-	deadline := a.now().Add(metricGrace)
+	deadline := timeNow(a.Now).Add(metricGrace)
 	var out []MetricReading
 	for _, c := range checks {
 		if c.Vertex == "" {
@@ -170,11 +170,11 @@ func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source strin
 			}
 			return r, nil
 		}
-		if a.now().After(deadline) {
+		if timeNow(a.Now).After(deadline) {
 			break
 		}
 		activity.RecordHeartbeat(ctx, "waiting for metric "+c.Metric)
-		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
 			return MetricReading{}, err
 		}
 	}

@@ -106,7 +106,7 @@ func (a *Activities) DescribeInventory(ctx context.Context, in DescribeInventory
 		return InventoryView{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or Flink client configured")
 	}
 	var view InventoryView
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		view.Errors = append(view.Errors, "discovery: "+err.Error())
 		return view, nil

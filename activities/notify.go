@@ -27,7 +27,7 @@ type NotifyResult struct {
 func (a *Activities) Notify(ctx context.Context, in NotifyInput) (NotifyResult, error) {
 	ev := in.Event
 	if ev.At.IsZero() {
-		ev.At = a.now()
+		ev.At = timeNow(a.Now)
 	}
 	a.recordDecision(ev)
 	if a.Notifier == nil {

@@ -92,7 +92,7 @@ func (a *Activities) SuspendJob(ctx context.Context, in SuspendJobInput) (StopWi
 	}
 	what := fmt.Sprintf("suspend %s %s/%s of job %s", ref.Kind, ref.Namespace, ref.Name, in.Job.Key)
 	var res OperatorSuspendResult
-	err = a.heartbeatWhile(ctx, "waiting for the operator to suspend "+in.Job.Key, func(ctx context.Context) error {
+	err = heartbeatWhile(ctx, pollEvery(a.PollInterval), "waiting for the operator to suspend "+in.Job.Key, func(ctx context.Context) error {
 		var err error
 		res, err = a.Operator.Suspend(ctx, ref, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval, Known: in.Known})
 		return err
@@ -137,7 +137,7 @@ func (a *Activities) startThroughOperator(ctx context.Context, in ResumeJobInput
 	what := fmt.Sprintf("%s %s %s/%s of job %s from %s", verb, ref.Kind, ref.Namespace, ref.Name, in.Job.Key, in.SavepointPath)
 	var res OperatorResumeResult
 	var st OperatorJobStatus
-	err = a.heartbeatWhile(ctx, "waiting for the operator to "+verb+" "+in.Job.Key, func(ctx context.Context) error {
+	err = heartbeatWhile(ctx, pollEvery(a.PollInterval), "waiting for the operator to "+verb+" "+in.Job.Key, func(ctx context.Context) error {
 		var err error
 		if res, err = start(ctx, ref, in.SavepointPath, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval}); err != nil {
 			return err
@@ -182,11 +182,11 @@ func (a *Activities) operatorRef(job JobTarget, timeout time.Duration) (inventor
 // heartbeatWhile runs a blocking call and heartbeats until it returns, so
 // a lost worker is noticed by the heartbeat timeout and not only by the
 // (long) start-to-close timeout.
-func (a *Activities) heartbeatWhile(ctx context.Context, detail string, call func(context.Context) error) error {
+func heartbeatWhile(ctx context.Context, every time.Duration, detail string, call func(context.Context) error) error {
 	done := make(chan error, 1)
 	go func() { done <- call(ctx) }()
 	activity.RecordHeartbeat(ctx, detail)
-	tick := time.NewTicker(a.pollInterval())
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -261,7 +261,7 @@ func (a *Activities) DiscardJob(ctx context.Context, in DiscardJobInput) error {
 	if err != nil {
 		return err
 	}
-	err = a.heartbeatWhile(ctx, "waiting for the operator to stop "+in.Job.Key, func(ctx context.Context) error {
+	err = heartbeatWhile(ctx, pollEvery(a.PollInterval), "waiting for the operator to stop "+in.Job.Key, func(ctx context.Context) error {
 		_, err := a.Operator.Discard(ctx, ref, OperatorWait{Timeout: in.Timeout, PollInterval: a.PollInterval})
 		return err
 	})

@@ -60,7 +60,7 @@ func (a *Activities) PrepareRehearsal(ctx context.Context, in PrepareRehearsalIn
 	if a.Drill.Root == "" || len(a.Drill.restURLs()) == 0 {
 		return PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured (drill.clusterRestUrl or drill.clusters, with drill.root)"}, nil
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return PrepareRehearsalResult{}, err
 	}
@@ -83,7 +83,7 @@ func (a *Activities) PrepareRehearsal(ctx context.Context, in PrepareRehearsalIn
 	}
 	version := in.FlinkVersion
 	if version == "" {
-		client, err := a.flinkFor(ctx, in.Job.RESTURL)
+		client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
 		if err != nil {
 			return PrepareRehearsalResult{}, err
 		}
@@ -127,7 +127,7 @@ func (a *Activities) drillClusterFor(ctx context.Context, version string) (url, 
 	}
 	var seen []string
 	for _, c := range cands {
-		client, err := a.flinkFor(ctx, c.url)
+		client, err := flinkFor(ctx, a.Flink, c.url)
 		if err != nil {
 			return "", "", "", err
 		}
@@ -347,7 +347,7 @@ type ExplainRehearsalInput struct {
 func (a *Activities) ExplainRehearsal(ctx context.Context, in ExplainRehearsalInput) (RehearsalCause, error) {
 	text := in.Failure
 	if in.DrillCluster != "" && in.JobID != "" {
-		client, err := a.flinkFor(ctx, in.DrillCluster)
+		client, err := flinkFor(ctx, a.Flink, in.DrillCluster)
 		if err != nil {
 			return RehearsalCause{}, err
 		}
@@ -370,7 +370,7 @@ func (a *Activities) ExplainRehearsal(ctx context.Context, in ExplainRehearsalIn
 		return cause, nil
 	}
 	names := map[string]string{}
-	if client, err := a.flinkFor(ctx, in.Job.RESTURL); err == nil {
+	if client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL); err == nil {
 		if d, err := client.JobDetails(ctx, in.Job.JobID); err == nil {
 			for _, v := range d.Vertices {
 				head, _, _ := strings.Cut(v.Name, " -> ")
@@ -411,7 +411,7 @@ func (a *Activities) RecordRehearsal(ctx context.Context, in RecordRehearsalInpu
 	if a.Storage == nil || a.Inventory == nil {
 		return nonRetryable(ErrTypeStorage, "worker has no storage or inventory configured")
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return err
 	}
@@ -425,7 +425,7 @@ func (a *Activities) RecordRehearsal(ctx context.Context, in RecordRehearsalInpu
 		}
 		rec := catalog.RehearsalRecord{Snapshot: fullPath(fs, in.Snapshot), RunID: in.RunID, FlinkVersion: in.FlinkVersion, Jar: in.Jar,
 			Job:     catalog.LogicalJob{Tenant: t.Name, Cluster: in.Job.ClusterID, Job: in.Job.JobName},
-			Verdict: in.Verdict, Cause: in.Cause, At: a.now().UTC()}
+			Verdict: in.Verdict, Cause: in.Cause, At: timeNow(a.Now).UTC()}
 		if err := (catalog.RehearsalStore{FS: fs, Root: root}).Put(ctx, rec); err != nil {
 			return classify("record rehearsal of "+in.Snapshot, err)
 		}

@@ -336,7 +336,7 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 		}); err != nil {
 			return AdoptSavepointsResult{}, classify("walk "+path, err)
 		}
-		entries = append(entries, catalog.Entry{Path: fullPath(fs, p), Job: job, Trigger: catalog.TriggerAdopted, Files: files, Bytes: bytes, RecordedAt: a.now().UTC()})
+		entries = append(entries, catalog.Entry{Path: fullPath(fs, p), Job: job, Trigger: catalog.TriggerAdopted, Files: files, Bytes: bytes, RecordedAt: timeNow(a.Now).UTC()})
 	}
 	// Refuse before writing anything: a conflict anywhere stops the lot.
 	if !in.Force {

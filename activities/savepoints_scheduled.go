@@ -56,7 +56,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 	if a.Inventory == nil || a.Storage == nil {
 		return TakeSavepointResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
 	}
-	client, err := a.flinkFor(ctx, in.Job.RESTURL)
+	client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
 	if err != nil {
 		return TakeSavepointResult{}, err
 	}
@@ -154,10 +154,10 @@ func (a *Activities) RecordSavepointRun(ctx context.Context, in RecordSavepointR
 	}
 	if a.Metrics != nil {
 		if !failed {
-			a.Metrics.Succeeded("scheduled-savepoints", a.now())
+			a.Metrics.Succeeded("scheduled-savepoints", timeNow(a.Now))
 		}
 		// A tenant whose jobs all took theirs is fresh even when another's failed.
-		a.Metrics.SucceededFor("scheduled-savepoints", succeeded, a.now())
+		a.Metrics.SucceededFor("scheduled-savepoints", succeeded, timeNow(a.Now))
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) err
 		return nonRetryable(ErrTypeInvalidInput, "job %s: the new recipe needs an entry class (neither the upgrade nor the running recipe names one)", in.Job.Key)
 	}
 	if r.JarID != "" {
-		client, err := a.flinkFor(ctx, in.Job.RESTURL)
+		client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ type EndJobResult struct {
 // the job globally terminal, so two versions never run at once. Safe to
 // retry: the trigger ID re-attaches, a terminal job is left as it is.
 func (a *Activities) EndJob(ctx context.Context, in EndJobInput) (EndJobResult, error) {
-	client, err := a.flinkFor(ctx, in.Job.RESTURL)
+	client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
 	if err != nil {
 		return EndJobResult{}, err
 	}
@@ -170,7 +170,7 @@ func (a *Activities) RecordRecipe(ctx context.Context, in RecordRecipeInput) err
 		return err
 	}
 	rec := catalog.RecipeRecord{Job: catalog.LogicalJob{Tenant: in.Job.Tenant, Cluster: in.Job.ClusterID, Job: in.Job.JobName},
-		Base: in.Base, Recipe: in.Recipe, UpgradeID: in.UpgradeID, At: a.now().UTC()}
+		Base: in.Base, Recipe: in.Recipe, UpgradeID: in.UpgradeID, At: timeNow(a.Now).UTC()}
 	old, err := recipeRecordOf(ctx, store, in.Job)
 	if err != nil {
 		return err
@@ -237,7 +237,7 @@ func (a *Activities) recipeStore(ctx context.Context, tenant string) (catalog.Re
 	if a.Storage == nil {
 		return catalog.RecipeStore{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return catalog.RecipeStore{}, err
 	}

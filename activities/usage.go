@@ -67,7 +67,7 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 	if err := in.Validate(); err != nil {
 		return TenantUsageResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return TenantUsageResult{}, err
 	}
@@ -132,7 +132,7 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 	lineage := owners.lineage
 	for _, w := range trees {
 		rep := usage.Summarize(w.tree, usage.Attribution{JobIDs: jobIDs, Savepoints: lineage},
-			usage.Options{Tenant: w.tenant.Name, Root: w.tenant.Root, At: a.now().UTC(), Top: in.Top, Previous: a.previousSample(ctx, w.fs, w.root, w.tenant.Name, &res.Notes)})
+			usage.Options{Tenant: w.tenant.Name, Root: w.tenant.Root, At: timeNow(a.Now).UTC(), Top: in.Top, Previous: a.previousSample(ctx, w.fs, w.root, w.tenant.Name, &res.Notes)})
 		// The figures are the point, above all when the quota is full: a
 		// sample that cannot be written only costs the next growth.
 		if data, err := json.Marshal(rep.Sample()); err != nil {
@@ -152,12 +152,12 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 		res.Tenants = append(res.Tenants, rep)
 	}
 	if a.Metrics != nil {
-		a.Metrics.Succeeded(OpTenantUsage, a.now())
+		a.Metrics.Succeeded(OpTenantUsage, timeNow(a.Now))
 		names := make([]string, 0, len(trees))
 		for _, w := range trees {
 			names = append(names, w.tenant.Name)
 		}
-		a.Metrics.SucceededFor(OpTenantUsage, names, a.now())
+		a.Metrics.SucceededFor(OpTenantUsage, names, timeNow(a.Now))
 	}
 	return res, nil
 }

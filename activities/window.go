@@ -28,9 +28,9 @@ import (
 // defaultPollInterval is how often long activities look at Flink again.
 const defaultPollInterval = time.Second
 
-func (a *Activities) pollInterval() time.Duration {
-	if a.PollInterval > 0 {
-		return a.PollInterval
+func pollEvery(interval time.Duration) time.Duration {
+	if interval > 0 {
+		return interval
 	}
 	return defaultPollInterval
 }
@@ -43,7 +43,7 @@ func (a *Activities) pollInterval() time.Duration {
 // about a job at most five times a second, and a savepoint that takes
 // minutes once per interval.
 func (a *Activities) operationPollDelay(elapsed time.Duration) time.Duration {
-	p := a.pollInterval()
+	p := pollEvery(a.PollInterval)
 	floor := p / 5
 	if a.OperationPollMin > 0 {
 		floor = min(a.OperationPollMin, p)
@@ -64,7 +64,7 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 	if problems := in.Scope.GlobProblems(); len(problems) > 0 {
 		return DiscoverJobsResult{}, nonRetryable(ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
 	}
-	inv, err := a.discover(ctx)
+	inv, err := discover(ctx, a.Inventory)
 	if err != nil {
 		return DiscoverJobsResult{}, err
 	}
@@ -357,7 +357,7 @@ func referencedShared(ctx context.Context, fs storage.FileSystem, chk, jobID str
 // re-attach to the operation already running instead of stopping the job
 // twice.
 func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
-	client, err := a.flinkFor(ctx, in.Job.RESTURL)
+	client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
 	if err != nil {
 		return StopWithSavepointResult{}, err
 	}
@@ -409,7 +409,7 @@ func (a *Activities) stopWithSavepoint(ctx context.Context, client FlinkAPI, in 
 			return false, nil
 		}
 		activity.RecordHeartbeat(ctx, "Flink unanswered since "+unanswered.UTC().Format(time.RFC3339))
-		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -492,7 +492,7 @@ trigger:
 							logger.Warn("the job's tasks are not all running yet; asking for the stop again",
 								"job", in.Job.Key, "job_id", in.Job.JobID, "trigger", triggerID)
 							activity.RecordHeartbeat(ctx, "tasks not all running since "+notReady.UTC().Format(time.RFC3339))
-							if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+							if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
 								return StopWithSavepointResult{}, err
 							}
 							continue trigger
@@ -610,7 +610,7 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 		select {
 		case <-ctx.Done():
 			return StopWithSavepointResult{}, false, ctx.Err()
-		case <-time.After(a.pollInterval()):
+		case <-time.After(pollEvery(a.PollInterval)):
 		}
 	}
 	if found == nil {
@@ -850,7 +850,7 @@ func (a *Activities) ProbeEndpoints(ctx context.Context, in ProbeEndpointsInput)
 		res.Checked = append(res.Checked, root)
 	}
 	for _, u := range in.FlinkURLs {
-		client, err := a.flinkFor(ctx, u)
+		client, err := flinkFor(ctx, a.Flink, u)
 		if err != nil {
 			return res, err
 		}
@@ -879,7 +879,7 @@ func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (Restar
 	if r.Kind != inventory.RestartRESTJarRun {
 		return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: restart kind %q is not supported by the REST restart (want %q)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
 	}
-	client, err := a.flinkFor(ctx, in.Job.RESTURL)
+	client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
 	if err != nil {
 		return RestartJobResult{}, err
 	}
@@ -930,7 +930,7 @@ type CancelJobInput struct {
 // CancelJob cancels a job; a job already terminal or unknown is fine. It is
 // used before a restart is retried, so two instances of a job never run.
 func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
-	client, err := a.flinkFor(ctx, in.RESTURL)
+	client, err := flinkFor(ctx, a.Flink, in.RESTURL)
 	if err != nil {
 		return err
 	}
@@ -952,7 +952,7 @@ func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
 			return nil
 		}
 		activity.RecordHeartbeat(ctx, string(d.State))
-		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
 			return err
 		}
 	}
@@ -984,12 +984,12 @@ func (a *Activities) uploadJar(ctx context.Context, client FlinkAPI, jar string)
 // expected savepoint, has completed a checkpoint after the restore, and has
 // not restarted during the soak period. It heartbeats while it waits.
 func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (AwaitHealthyResult, error) {
-	client, err := a.flinkFor(ctx, in.RESTURL)
+	client, err := flinkFor(ctx, a.Flink, in.RESTURL)
 	if err != nil {
 		return AwaitHealthyResult{}, err
 	}
 	var res AwaitHealthyResult
-	start := a.now()
+	start := timeNow(a.Now)
 	// Phase 1: RUNNING, restored from the savepoint, a checkpoint after it.
 	for {
 		d, err := client.JobDetails(ctx, in.JobID)
@@ -1000,9 +1000,9 @@ func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (Aw
 			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s is %s after restart: %s", in.JobID, d.State, a.rootCause(ctx, client, in.JobID))
 		}
 		if d.State == flink.JobRunning && res.RunningAt.IsZero() {
-			res.RunningAt = a.now()
+			res.RunningAt = timeNow(a.Now)
 		}
-		if res.RunningAt.IsZero() && a.now().Sub(start) > in.RunningTimeout {
+		if res.RunningAt.IsZero() && timeNow(a.Now).Sub(start) > in.RunningTimeout {
 			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s not RUNNING within %s (state %s): %s", in.JobID, in.RunningTimeout, d.State, a.rootCause(ctx, client, in.JobID))
 		}
 		if !res.RunningAt.IsZero() {
@@ -1020,21 +1020,21 @@ func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (Aw
 				if in.CheckpointDir != "" && !underDir(c.ExternalPath, in.CheckpointDir) {
 					return res, nonRetryable(ErrTypeJobUnhealthy, "job %s checkpointed to %s, outside %s where it was told to", in.JobID, c.ExternalPath, in.CheckpointDir)
 				}
-				res.CheckpointID, res.CheckpointPath, res.CheckpointAt = c.ID, c.ExternalPath, a.now()
+				res.CheckpointID, res.CheckpointPath, res.CheckpointAt = c.ID, c.ExternalPath, timeNow(a.Now)
 				break
 			}
-			if a.now().Sub(res.RunningAt) > in.CheckpointTimeout {
+			if timeNow(a.Now).Sub(res.RunningAt) > in.CheckpointTimeout {
 				return res, nonRetryable(ErrTypeJobUnhealthy, "job %s completed no checkpoint within %s of running (restored: %q)", in.JobID, in.CheckpointTimeout, res.RestoredFrom)
 			}
 		}
 		activity.RecordHeartbeat(ctx, string(d.State))
-		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
 			return res, err
 		}
 	}
 	// Phase 2: soak — still RUNNING, no restart, for the soak period.
-	soakEnd := a.now().Add(in.Soak)
-	for a.now().Before(soakEnd) {
+	soakEnd := timeNow(a.Now).Add(in.Soak)
+	for timeNow(a.Now).Before(soakEnd) {
 		d, err := client.JobDetails(ctx, in.JobID)
 		if err != nil {
 			return res, classify("job "+in.JobID, err)
@@ -1046,7 +1046,7 @@ func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (Aw
 			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s restarted during the soak period: %s", in.JobID, a.rootCause(ctx, client, in.JobID))
 		}
 		activity.RecordHeartbeat(ctx, "soak")
-		if err := sleepCtx(ctx, a.pollInterval()); err != nil {
+		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
 			return res, err
 		}
 	}
@@ -1091,11 +1091,11 @@ func firstLines(stack, fallback string) string {
 	return s
 }
 
-func (a *Activities) flinkFor(ctx context.Context, restURL string) (FlinkAPI, error) {
-	if a.Flink == nil {
+func flinkFor(ctx context.Context, clients FlinkClients, restURL string) (FlinkAPI, error) {
+	if clients == nil {
 		return nil, nonRetryable(ErrTypeInvalidInput, "worker has no Flink client configured")
 	}
-	c, err := a.Flink.For(ctx, restURL)
+	c, err := clients.For(ctx, restURL)
 	if errors.Is(err, flink.ErrInvalidArgument) {
 		return nil, nonRetryable(ErrTypeInvalidInput, "Flink REST endpoint %q: %v", restURL, err)
 	}
