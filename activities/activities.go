@@ -1,18 +1,14 @@
-// Package activities holds every activity of flinkmaint: one Activities
-// struct whose methods are retryable, idempotent steps. Adapters reach the
-// activities only through the small interfaces in ports.go.
 package activities
 
 import (
 	"context"
-	"errors"
 	"os"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
-	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // Activities is registered once per worker; its fields are the ports.
@@ -33,37 +29,37 @@ type Activities struct {
 	// Flink cannot give it yet; zero is 15 seconds.
 	LiveReadWait time.Duration
 
-	Inventory  InventorySource
-	Flink      FlinkClients
-	Storage    Storage
-	Kubernetes KubernetesHealth
+	Inventory  core.InventorySource
+	Flink      core.FlinkClients
+	Storage    core.Storage
+	Kubernetes core.KubernetesHealth
 
 	// Cleanup locates plans, trash and audit manifests (worker config).
-	Cleanup CleanupSettings
+	Cleanup core.CleanupSettings
 	// Drill locates the drill cluster and root (worker config).
-	Drill DrillSettings
+	Drill core.DrillSettings
 	// Metrics receives governance measurements; nil disables them.
-	Metrics GovernanceMetrics
+	Metrics core.GovernanceMetrics
 	// Operator suspends and resumes Flink Kubernetes Operator jobs; nil
 	// when no Kubernetes inventory is configured.
-	Operator OperatorControl
+	Operator core.OperatorControl
 	// Orphans finds and deletes leftover Flink objects in Kubernetes for
 	// governance cleanup; nil when no Kubernetes inventory is configured.
-	Orphans OrphanControl
+	Orphans core.OrphanControl
 	// ReadOnlyKubeClusters are the Kubernetes clusters ("" the unnamed
 	// one) whose rbacProfile is windows: governance keeps what it would
 	// delete there, and doctor checks no delete verb.
 	ReadOnlyKubeClusters map[string]bool
 	// Runs lists the snapshots flinkmaint's own runs in flight hold; nil
 	// means no run can hold one (tests that start no window or upgrade).
-	Runs RunRecords
+	Runs core.RunRecords
 	// Notifier tells the people on call; nil when no sink is configured.
-	Notifier Notifier
+	Notifier core.Notifier
 	// Freezes are the blackout periods (worker config); nil: none.
 	Freezes *freeze.Calendar
 	// KubeAccess reviews the worker's RBAC for doctor; nil when no
 	// Kubernetes inventory is configured.
-	KubeAccess KubernetesAccess
+	KubeAccess core.KubernetesAccess
 	// Worker describes this worker process for doctor.
 	Worker WorkerInfo
 }
@@ -78,26 +74,6 @@ type WorkerInfo struct {
 	// KerberosPrincipal is who the worker authenticates to HDFS as; empty
 	// without Kerberos.
 	KerberosPrincipal string
-}
-
-// discover reads the inventory: an invalid one is final, an unreachable
-// source is retried.
-func discover(ctx context.Context, src InventorySource) (inventory.Inventory, error) {
-	inv, err := src.Discover(ctx)
-	if errors.Is(err, inventory.ErrInvalid) {
-		return inv, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
-	}
-	if err != nil {
-		return inv, classify("discover inventory", err)
-	}
-	return inv, nil
-}
-
-func timeNow(clock func() time.Time) time.Time {
-	if clock != nil {
-		return clock()
-	}
-	return time.Now()
 }
 
 // PingInput is the input of Ping.
@@ -121,5 +97,5 @@ func (a *Activities) Ping(ctx context.Context, in PingInput) (PingResult, error)
 		host = "unknown"
 	}
 	activity.GetLogger(ctx).Info("ping", "message", in.Message)
-	return PingResult{Message: in.Message, Worker: a.Identity, Hostname: host, AnsweredAt: timeNow(a.Now).UTC()}, nil
+	return PingResult{Message: in.Message, Worker: a.Identity, Hostname: host, AnsweredAt: core.Now(a.Now).UTC()}, nil
 }

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
 type fakeAccess struct {
-	gaps []AccessGap
+	gaps []core.AccessGap
 	err  error
 }
 
-func (f fakeAccess) CheckAccess(context.Context) ([]AccessGap, error) { return f.gaps, f.err }
+func (f fakeAccess) CheckAccess(context.Context) ([]core.AccessGap, error) { return f.gaps, f.err }
 
 type fakeHealth struct{ err error }
 
@@ -34,7 +36,7 @@ func TestDoctorKubernetesSaysWhatIsMissingWhere(t *testing.T) {
 		t.Fatalf("no %q check in %+v", name, checks)
 		return DoctorCheck{}
 	}
-	a := &Activities{Kubernetes: fakeHealth{}, KubeAccess: fakeAccess{gaps: []AccessGap{
+	a := &Activities{Kubernetes: fakeHealth{}, KubeAccess: fakeAccess{gaps: []core.AccessGap{
 		{KubeCluster: "east", Namespace: ""},
 		{KubeCluster: "east", Namespace: "team-a", MissingOptional: []string{"create configmaps"}},
 		{KubeCluster: "east", Namespace: "team-b", Missing: []string{"list pods", "update flinkdeployments.flink.apache.org"}},
@@ -44,14 +46,14 @@ func TestDoctorKubernetesSaysWhatIsMissingWhere(t *testing.T) {
 		t.Errorf("a missing permission: %+v", c)
 	}
 
-	a.KubeAccess = fakeAccess{gaps: []AccessGap{{Namespace: "team-a", MissingOptional: []string{"create configmaps"}}, {Namespace: "team-b", Unknown: "webhook"}}}
+	a.KubeAccess = fakeAccess{gaps: []core.AccessGap{{Namespace: "team-a", MissingOptional: []string{"create configmaps"}}, {Namespace: "team-b", Unknown: "webhook"}}}
 	c = only(a.doctorKubernetes(ctx), "kubernetes access")
 	if c.Result != CheckOK || !strings.Contains(c.Detail, "in 2 namespaces") || !strings.Contains(c.Detail, "governance restore cannot re-create trashed objects in team-a") ||
 		!strings.Contains(c.Detail, "asked one by one where the rules cannot be listed: team-b") {
 		t.Errorf("only restore's permission missing: %+v", c)
 	}
 
-	a.KubeAccess = fakeAccess{gaps: []AccessGap{{Namespace: "team-a", ReadOnly: true}}}
+	a.KubeAccess = fakeAccess{gaps: []core.AccessGap{{Namespace: "team-a", ReadOnly: true}}}
 	c = only(a.doctorKubernetes(ctx), "kubernetes access")
 	if c.Result != CheckOK || !strings.Contains(c.Detail, "rbacProfile windows (no delete verb) in team-a") || !strings.Contains(c.Detail, "kubernetes-read-only") {
 		t.Errorf("profile windows: %+v", c)

@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -25,12 +26,12 @@ import (
 // tenant's tree or any cluster's state dirs.
 func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTargetsInput) (SelectDrillTargetsResult, error) {
 	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
-		return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
+		return SelectDrillTargetsResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
 	}
 	if problems := in.Scope.GlobProblems(); len(problems) > 0 {
-		return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
+		return SelectDrillTargetsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return SelectDrillTargetsResult{}, err
 	}
@@ -41,10 +42,10 @@ func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTarge
 	}
 	var res SelectDrillTargetsResult
 	inScope := func(c inventory.Cluster) bool {
-		return InScope(in.Scope.Tenants, c.Tenant) && InScope(in.Scope.Clusters, c.ClusterID)
+		return core.InScope(in.Scope.Tenants, c.Tenant) && core.InScope(in.Scope.Clusters, c.ClusterID)
 	}
 	jobInScope := func(name string) bool {
-		return (len(in.Scope.IncludeJobs) == 0 || matchesAny(in.Scope.IncludeJobs, name)) && !matchesAny(in.Scope.ExcludeJobs, name)
+		return (len(in.Scope.IncludeJobs) == 0 || core.MatchesAny(in.Scope.IncludeJobs, name)) && !core.MatchesAny(in.Scope.ExcludeJobs, name)
 	}
 	tenants := map[string]bool{}
 	for _, c := range inv.Clusters {
@@ -71,7 +72,7 @@ func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTarge
 		}
 	case DrillRunSavepoints:
 		if in.Selection.RunID == "" {
-			return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInvalidInput, "selection run: name the window or savepoint schedule run (runId)")
+			return SelectDrillTargetsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection run: name the window or savepoint schedule run (runId)")
 		}
 		t, err := a.runSavepoints(ctx, inv, in.Selection.RunID, inScope, jobInScope)
 		if err != nil {
@@ -85,7 +86,7 @@ func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTarge
 		}
 		res.Targets = []DrillTarget{t}
 	default:
-		return SelectDrillTargetsResult{}, nonRetryable(ErrTypeInvalidInput, "selection mode %q: use %s, %s or %s", in.Selection.Mode, DrillLatestCheckpoint, DrillRunSavepoints, DrillSnapshot)
+		return SelectDrillTargetsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection mode %q: use %s, %s or %s", in.Selection.Mode, DrillLatestCheckpoint, DrillRunSavepoints, DrillSnapshot)
 	}
 	if n := in.Selection.SamplePerTenant; n > 0 {
 		res.Targets = samplePerTenant(res.Targets, n)
@@ -120,29 +121,29 @@ func pathSegment(s string) string {
 
 // latestCheckpoints is the newest completed retained checkpoint of every
 // running job of c in scope.
-func (a *Activities) latestCheckpoints(ctx context.Context, c inventory.Cluster, jobInScope func(string) bool) ([]DrillTarget, []SkippedJob, error) {
-	client, err := flinkFor(ctx, a.Flink, c.RESTURL)
+func (a *Activities) latestCheckpoints(ctx context.Context, c inventory.Cluster, jobInScope func(string) bool) ([]DrillTarget, []core.SkippedJob, error) {
+	client, err := core.FlinkFor(ctx, a.Flink, c.RESTURL)
 	if err != nil {
 		return nil, nil, err
 	}
 	jobs, err := client.ListJobs(ctx)
 	if err != nil {
-		return nil, nil, classify("list jobs of cluster "+c.ClusterID, err)
+		return nil, nil, core.Classify("list jobs of cluster "+c.ClusterID, err)
 	}
 	var targets []DrillTarget
-	var skipped []SkippedJob
+	var skipped []core.SkippedJob
 	for _, j := range jobs {
 		if j.State != flink.JobRunning || !jobInScope(j.Name) {
 			continue
 		}
-		key := JobKey(c.ClusterID, j.Name)
+		key := core.JobKey(c.ClusterID, j.Name)
 		stats, err := client.Checkpoints(ctx, j.ID)
 		if err != nil {
-			return nil, nil, classify("checkpoints of "+key, err)
+			return nil, nil, core.Classify("checkpoints of "+key, err)
 		}
 		cp := latestRetained(stats)
 		if cp == "" {
-			skipped = append(skipped, SkippedJob{Key: key, JobID: j.ID, Reason: "no completed checkpoint with an external path yet"})
+			skipped = append(skipped, core.SkippedJob{Key: key, JobID: j.ID, Reason: "no completed checkpoint with an external path yet"})
 			continue
 		}
 		t := targetOf(c, j.Name, cp, SnapshotCheckpoint)
@@ -202,7 +203,7 @@ func (a *Activities) runSavepoints(ctx context.Context, inv inventory.Inventory,
 		}
 	}
 	if len(out) == 0 {
-		return nil, nonRetryable(ErrTypeInvalidInput, "the savepoint catalog has no savepoint of run %q in scope; is the run id right, and did it take savepoints?", runID)
+		return nil, core.NonRetryable(core.ErrTypeInvalidInput, "the savepoint catalog has no savepoint of run %q in scope; is the run id right, and did it take savepoints?", runID)
 	}
 	return out, nil
 }
@@ -211,26 +212,26 @@ func (a *Activities) runSavepoints(ctx context.Context, inv inventory.Inventory,
 func namedSnapshot(inv inventory.Inventory, sel DrillSelection) (DrillTarget, error) {
 	cluster, name, ok := splitJob(sel.Job)
 	if !ok {
-		return DrillTarget{}, nonRetryable(ErrTypeInvalidInput, "selection job %q: use cluster/name", sel.Job)
+		return DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection job %q: use cluster/name", sel.Job)
 	}
 	if sel.Snapshot == "" || (!strings.Contains(sel.Snapshot, "://") && !strings.HasPrefix(sel.Snapshot, "/")) {
-		return DrillTarget{}, nonRetryable(ErrTypeInvalidInput, "selection snapshot %q: use the checkpoint or savepoint directory as a URI or absolute path", sel.Snapshot)
+		return DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection snapshot %q: use the checkpoint or savepoint directory as a URI or absolute path", sel.Snapshot)
 	}
 	for _, c := range inv.Clusters {
 		if c.ClusterID == cluster {
 			kind := SnapshotCheckpoint
-			if strings.HasPrefix(baseName(sel.Snapshot), "savepoint-") {
+			if strings.HasPrefix(core.BaseName(sel.Snapshot), "savepoint-") {
 				kind = SnapshotSavepoint
 			}
 			return targetOf(c, name, strings.TrimRight(sel.Snapshot, "/"), kind), nil
 		}
 	}
-	return DrillTarget{}, nonRetryable(ErrTypeInvalidInput, "selection job %q: no cluster %q in the inventory", sel.Job, cluster)
+	return DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection job %q: no cluster %q in the inventory", sel.Job, cluster)
 }
 
 // targetOf builds the target of a job of c, with its drill recipe.
 func targetOf(c inventory.Cluster, job, snapshot, kind string) DrillTarget {
-	t := DrillTarget{Key: JobKey(c.ClusterID, job), Tenant: c.Tenant, ClusterID: c.ClusterID, KubeCluster: c.KubeCluster,
+	t := DrillTarget{Key: core.JobKey(c.ClusterID, job), Tenant: c.Tenant, ClusterID: c.ClusterID, KubeCluster: c.KubeCluster,
 		JobName: job, Snapshot: snapshot, Kind: kind}
 	for _, js := range c.Jobs {
 		if js.Name == job && js.Drill != nil {
@@ -283,7 +284,7 @@ func samplePerTenant(targets []DrillTarget, n int) []DrillTarget {
 func (a *Activities) checkDrillIsolation(ctx context.Context, inv inventory.Inventory) error {
 	d := a.Drill
 	if d.ClusterRESTURL == "" || d.Root == "" {
-		return nonRetryable(ErrTypeInvalidInput, "a real restore (tier 2) needs drill.clusterRestUrl and drill.root in the worker configuration; run tier 1 alone, or configure them")
+		return core.NonRetryable(core.ErrTypeInvalidInput, "a real restore (tier 2) needs drill.clusterRestUrl and drill.root in the worker configuration; run tier 1 alone, or configure them")
 	}
 	return a.checkDrillRootIsolation(ctx, inv)
 }
@@ -293,15 +294,15 @@ func (a *Activities) checkDrillIsolation(ctx context.Context, inv inventory.Inve
 func (a *Activities) checkDrillRootIsolation(ctx context.Context, inv inventory.Inventory) error {
 	d := a.Drill
 	for _, c := range inv.Clusters {
-		for _, u := range d.restURLs() {
+		for _, u := range d.RestURLs() {
 			if strings.TrimRight(c.RESTURL, "/") == strings.TrimRight(u, "/") {
-				return nonRetryable(ErrTypeInvalidInput, "drill cluster %s is inventory cluster %s: drills never run on a production cluster; give them a session cluster of their own", u, c.ClusterID)
+				return core.NonRetryable(core.ErrTypeInvalidInput, "drill cluster %s is inventory cluster %s: drills never run on a production cluster; give them a session cluster of their own", u, c.ClusterID)
 			}
 		}
 	}
 	dfs, dpath, err := a.Storage.Resolve(ctx, d.Root)
 	if err != nil {
-		return classify("resolve drill.root "+d.Root, err)
+		return core.Classify("resolve drill.root "+d.Root, err)
 	}
 	type dir struct{ what, uri string }
 	var dirs []dir
@@ -318,14 +319,14 @@ func (a *Activities) checkDrillRootIsolation(ctx context.Context, inv inventory.
 	for _, p := range dirs {
 		fs, pp, err := a.Storage.Resolve(ctx, p.uri)
 		if err != nil {
-			return classify("resolve "+p.what+" "+p.uri, err)
+			return core.Classify("resolve "+p.what+" "+p.uri, err)
 		}
 		if !nested(dpath, pp) {
 			continue
 		}
 		same, err := a.Storage.CompareFileSystems(ctx, dfs.URI().String(), fs.URI().String())
 		if err != nil || same != storage.DifferentFileSystem {
-			return nonRetryable(ErrTypeInvalidInput, "drill.root %s overlaps the %s %s: a drill's checkpoints would land in, or its cleanup would reach into, production state; use a root outside every tenant tree", d.Root, p.what, p.uri)
+			return core.NonRetryable(core.ErrTypeInvalidInput, "drill.root %s overlaps the %s %s: a drill's checkpoints would land in, or its cleanup would reach into, production state; use a root outside every tenant tree", d.Root, p.what, p.uri)
 		}
 	}
 	return nil
@@ -349,19 +350,19 @@ func nested(a, b string) bool {
 // Only storage that cannot be reached fails the activity (retryable).
 func (a *Activities) ProveSnapshotStorage(ctx context.Context, in ProveSnapshotInput) (StorageProof, error) {
 	if a.Storage == nil {
-		return StorageProof{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+		return StorageProof{}, core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured")
 	}
 	metaURI := strings.TrimRight(in.Snapshot, "/") + "/_metadata"
 	fs, p, err := a.Storage.Resolve(ctx, metaURI)
 	if err != nil {
-		return StorageProof{}, classify("resolve "+metaURI, err)
+		return StorageProof{}, core.Classify("resolve "+metaURI, err)
 	}
 	data, err := fs.ReadFile(ctx, p, 1<<30)
 	if errors.Is(err, storage.ErrNotFound) {
 		return StorageProof{Unreadable: in.Snapshot + " has no _metadata"}, nil
 	}
 	if err != nil {
-		return StorageProof{}, classify("read "+metaURI, err)
+		return StorageProof{}, core.Classify("read "+metaURI, err)
 	}
 	md, err := checkpoint.ParseBytes(data, metaURI)
 	if err != nil {
@@ -408,7 +409,7 @@ func (a *Activities) ProveSnapshotStorage(ctx context.Context, in ProveSnapshotI
 		n := needs[file]
 		rfs, rp, err := a.Storage.Resolve(ctx, file)
 		if err != nil {
-			return StorageProof{}, classify("resolve "+file, err)
+			return StorageProof{}, core.Classify("resolve "+file, err)
 		}
 		problem := StorageProblem{Path: file, Need: n.bytes, Operator: operators[n.ref.OperatorID], Subtask: n.ref.Subtask}
 		if problem.Operator == "" {
@@ -420,7 +421,7 @@ func (a *Activities) ProveSnapshotStorage(ctx context.Context, in ProveSnapshotI
 			problem.Problem = "missing"
 			proof.Problems = append(proof.Problems, problem)
 		case err != nil:
-			return StorageProof{}, classify("stat "+file, err)
+			return StorageProof{}, core.Classify("stat "+file, err)
 		case n.bytes > 0 && fi.Size < n.bytes:
 			problem.Problem, problem.Have = "short", fi.Size
 			proof.Problems = append(proof.Problems, problem)
@@ -469,21 +470,21 @@ func (a *Activities) ProveSnapshots(ctx context.Context, in ProveSnapshotsInput)
 // cluster answers.
 func (a *Activities) CheckDrillCluster(ctx context.Context) error {
 	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
-		return nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
+		return core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return err
 	}
 	if err := a.checkDrillIsolation(ctx, inv); err != nil {
 		return err
 	}
-	client, err := flinkFor(ctx, a.Flink, a.Drill.ClusterRESTURL)
+	client, err := core.FlinkFor(ctx, a.Flink, a.Drill.ClusterRESTURL)
 	if err != nil {
 		return err
 	}
 	if _, err := client.ClusterOverview(ctx); err != nil {
-		return classify("reach drill cluster "+a.Drill.ClusterRESTURL, err)
+		return core.Classify("reach drill cluster "+a.Drill.ClusterRESTURL, err)
 	}
 	return nil
 }
@@ -495,23 +496,23 @@ func (a *Activities) CheckDrillCluster(ctx context.Context) error {
 func (a *Activities) StartDrillJob(ctx context.Context, in StartDrillJobInput) (StartDrillJobResult, error) {
 	t := in.Target
 	if t.Recipe == nil {
-		return StartDrillJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s has no drill recipe", t.Key)
+		return StartDrillJobResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %s has no drill recipe", t.Key)
 	}
 	if err := a.checkDrillDir(t.DrillDir); err != nil {
 		return StartDrillJobResult{}, err
 	}
-	client, err := flinkFor(ctx, a.Flink, t.DrillCluster)
+	client, err := core.FlinkFor(ctx, a.Flink, t.DrillCluster)
 	if err != nil {
 		return StartDrillJobResult{}, err
 	}
 	if d, err := client.JobDetails(ctx, in.JobID); err == nil {
 		return StartDrillJobResult{JobID: d.ID, Reattached: true}, nil
 	} else if flink.Reason(err) != flink.ErrorReasonJobNotFound {
-		return StartDrillJobResult{}, classify("look up drill job "+in.JobID, err)
+		return StartDrillJobResult{}, core.Classify("look up drill job "+in.JobID, err)
 	}
 	jarID, err := a.uploadJar(ctx, client, t.Recipe.Jar)
 	if err != nil {
-		return StartDrillJobResult{}, classify("upload drill jar "+t.Recipe.Jar+" for "+t.Key, err)
+		return StartDrillJobResult{}, core.Classify("upload drill jar "+t.Recipe.Jar+" for "+t.Key, err)
 	}
 	defer func() { _ = client.DeleteJar(context.WithoutCancel(ctx), jarID) }()
 	run, err := client.RunJar(ctx, jarID, flink.RunJarRequest{
@@ -520,7 +521,7 @@ func (a *Activities) StartDrillJob(ctx context.Context, in StartDrillJobInput) (
 		FlinkConfiguration: drillConfiguration(t.Recipe.FlinkConfiguration, t.DrillDir),
 	})
 	if err != nil {
-		return StartDrillJobResult{}, classify("start drill of "+t.Key+" from "+t.Snapshot, err)
+		return StartDrillJobResult{}, core.Classify("start drill of "+t.Key+" from "+t.Snapshot, err)
 	}
 	return StartDrillJobResult{JobID: run.JobID, Reattached: run.Reattached}, nil
 }
@@ -544,20 +545,20 @@ func drillConfiguration(recipe map[string]string, drillDir string) map[string]st
 func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateInput) (VerifyDrillStateResult, error) {
 	t := in.Target
 	if t.Recipe == nil || t.Recipe.Verify == nil {
-		return VerifyDrillStateResult{}, nonRetryable(ErrTypeInvalidInput, "job %s has no verification program", t.Key)
+		return VerifyDrillStateResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %s has no verification program", t.Key)
 	}
 	v := t.Recipe.Verify
-	client, err := flinkFor(ctx, a.Flink, t.DrillCluster)
+	client, err := core.FlinkFor(ctx, a.Flink, t.DrillCluster)
 	if err != nil {
 		return VerifyDrillStateResult{}, err
 	}
 	if _, err := client.JobDetails(ctx, in.JobID); err != nil {
 		if flink.Reason(err) != flink.ErrorReasonJobNotFound {
-			return VerifyDrillStateResult{}, classify("look up verification job "+in.JobID, err)
+			return VerifyDrillStateResult{}, core.Classify("look up verification job "+in.JobID, err)
 		}
 		jarID, err := a.uploadJar(ctx, client, v.Jar)
 		if err != nil {
-			return VerifyDrillStateResult{}, classify("upload verification jar "+v.Jar, err)
+			return VerifyDrillStateResult{}, core.Classify("upload verification jar "+v.Jar, err)
 		}
 		args := make([]string, len(v.ProgramArgs))
 		for i, s := range v.ProgramArgs {
@@ -567,24 +568,24 @@ func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateIn
 		_ = client.DeleteJar(context.WithoutCancel(ctx), jarID)
 		if err != nil {
 			if flink.IsRetryable(err) {
-				return VerifyDrillStateResult{}, classify("run verification of "+t.Key, err)
+				return VerifyDrillStateResult{}, core.Classify("run verification of "+t.Key, err)
 			}
-			return VerifyDrillStateResult{}, nonRetryable(ErrTypeDrillFailed, "verification program %s of %s failed to run: %v", v.EntryClass, t.Snapshot, err)
+			return VerifyDrillStateResult{}, core.NonRetryable(core.ErrTypeDrillFailed, "verification program %s of %s failed to run: %v", v.EntryClass, t.Snapshot, err)
 		}
 	}
 	for {
 		d, err := client.JobDetails(ctx, in.JobID)
 		if err != nil {
-			return VerifyDrillStateResult{}, classify("verification job "+in.JobID, err)
+			return VerifyDrillStateResult{}, core.Classify("verification job "+in.JobID, err)
 		}
 		if d.State.IsGloballyTerminal() {
 			if d.State != flink.JobFinished {
-				return VerifyDrillStateResult{}, nonRetryable(ErrTypeDrillFailed, "verification program %s of %s ended %s: %s", v.EntryClass, t.Snapshot, d.State, a.rootCause(ctx, client, in.JobID))
+				return VerifyDrillStateResult{}, core.NonRetryable(core.ErrTypeDrillFailed, "verification program %s of %s ended %s: %s", v.EntryClass, t.Snapshot, d.State, a.rootCause(ctx, client, in.JobID))
 			}
 			return VerifyDrillStateResult{JobID: in.JobID, State: string(d.State)}, nil
 		}
 		activity.RecordHeartbeat(ctx, string(d.State))
-		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
+		if err := core.Sleep(ctx, core.PollInterval(a.PollInterval)); err != nil {
 			return VerifyDrillStateResult{}, err
 		}
 	}
@@ -593,7 +594,7 @@ func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateIn
 // checkDrillDir refuses a drill dir that is not strictly below drill.root.
 func (a *Activities) checkDrillDir(dir string) error {
 	if a.Drill.Root == "" || !strictlyBelow(dir, a.Drill.Root) || strings.Contains(dir+"/", "/../") {
-		return nonRetryable(ErrTypeOutsideRoots, "drill dir %q is not below drill.root %q", dir, a.Drill.Root)
+		return core.NonRetryable(core.ErrTypeOutsideRoots, "drill dir %q is not below drill.root %q", dir, a.Drill.Root)
 	}
 	return nil
 }
@@ -605,7 +606,7 @@ func (a *Activities) checkDrillDir(dir string) error {
 func (a *Activities) EndDrill(ctx context.Context, in EndDrillInput) (EndDrillResult, error) {
 	var res EndDrillResult
 	if in.DrillCluster != "" && len(in.JobIDs) > 0 {
-		client, err := flinkFor(ctx, a.Flink, in.DrillCluster)
+		client, err := core.FlinkFor(ctx, a.Flink, in.DrillCluster)
 		if err != nil {
 			return res, err
 		}
@@ -615,7 +616,7 @@ func (a *Activities) EndDrill(ctx context.Context, in EndDrillInput) (EndDrillRe
 				continue
 			}
 			if err != nil {
-				return res, classify("drill job "+id, err)
+				return res, core.Classify("drill job "+id, err)
 			}
 			if !d.State.IsGloballyTerminal() {
 				res.Cancelled = append(res.Cancelled, id)
@@ -631,21 +632,21 @@ func (a *Activities) EndDrill(ctx context.Context, in EndDrillInput) (EndDrillRe
 		}
 		fs, p, err := a.Storage.Resolve(ctx, in.DrillDir)
 		if err != nil {
-			return res, classify("resolve "+in.DrillDir, err)
+			return res, core.Classify("resolve "+in.DrillDir, err)
 		}
 		if _, err := fs.Stat(ctx, p); err == nil {
 			if err := fs.RemoveAll(ctx, p); err != nil {
-				return res, classify("remove drill dir "+in.DrillDir, err)
+				return res, core.Classify("remove drill dir "+in.DrillDir, err)
 			}
 			res.Removed = in.DrillDir
 		} else if !errors.Is(err, storage.ErrNotFound) {
-			return res, classify("stat "+in.DrillDir, err)
+			return res, core.Classify("stat "+in.DrillDir, err)
 		}
 		// The run's and cluster's dirs above it go once empty: a namespace
 		// quota counts directories too. One still in use is not empty.
 		_, rootPath, err := a.Storage.Resolve(ctx, a.Drill.Root)
 		if err != nil {
-			return res, classify("resolve "+a.Drill.Root, err)
+			return res, core.Classify("resolve "+a.Drill.Root, err)
 		}
 		for dir := storage.ParentOf(p); strictlyBelow(dir, rootPath); dir = storage.ParentOf(dir) {
 			if err := fs.Remove(ctx, dir); err != nil {
@@ -667,9 +668,9 @@ func (a *Activities) EndDrill(ctx context.Context, in EndDrillInput) (EndDrillRe
 // records, beside the savepoint catalog, and sets the drill metrics.
 func (a *Activities) RecordDrillRun(ctx context.Context, in RecordDrillRunInput) error {
 	if a.Storage == nil || a.Inventory == nil {
-		return nonRetryable(ErrTypeStorage, "worker has no storage or inventory configured")
+		return core.NonRetryable(core.ErrTypeStorage, "worker has no storage or inventory configured")
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return err
 	}
@@ -677,7 +678,7 @@ func (a *Activities) RecordDrillRun(ctx context.Context, in RecordDrillRunInput)
 	for _, t := range inv.Tenants {
 		roots[t.Name] = t
 	}
-	now := timeNow(a.Now).UTC()
+	now := core.Now(a.Now).UTC()
 	stores := map[string]catalog.DrillStore{}
 	for i, r := range in.Results {
 		t, ok := roots[r.Target.Tenant]
@@ -688,7 +689,7 @@ func (a *Activities) RecordDrillRun(ctx context.Context, in RecordDrillRunInput)
 		if !ok {
 			fs, root, err := a.Storage.Resolve(ctx, t.Root)
 			if err != nil {
-				return classify("resolve "+t.Root, err)
+				return core.Classify("resolve "+t.Root, err)
 			}
 			st = catalog.DrillStore{FS: fs, Root: root}
 			stores[t.Name] = st
@@ -697,7 +698,7 @@ func (a *Activities) RecordDrillRun(ctx context.Context, in RecordDrillRunInput)
 			Job:   catalog.LogicalJob{Tenant: t.Name, Cluster: r.Target.ClusterID, Job: r.Target.JobName},
 			RunID: in.RunID, Tier: r.Tier, Outcome: r.Outcome, Error: r.Error, At: now}
 		if err := st.Put(ctx, rec); err != nil {
-			return classify("record drill of "+r.Target.Snapshot, err)
+			return core.Classify("record drill of "+r.Target.Snapshot, err)
 		}
 		if i%50 == 0 {
 			activity.RecordHeartbeat(ctx, i)

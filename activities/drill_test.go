@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -178,15 +179,15 @@ func TestSelectDrillTargetsRefusesWhatCouldTouchProduction(t *testing.T) {
 	}
 	ff := &fakeFlink{}
 	cases := map[string]struct {
-		drill DrillSettings
+		drill core.DrillSettings
 		want  string
 	}{
-		"no drill cluster":           {DrillSettings{Root: base + "/drills"}, "needs drill.clusterRestUrl and drill.root"},
-		"an inventory cluster":       {DrillSettings{ClusterRESTURL: "http://c1:8081/", Root: base + "/drills"}, "is inventory cluster c1"},
-		"root inside a tenant":       {DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/tenants/a/drills"}, "overlaps the tenant team-a root"},
-		"root around a tenant":       {DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/tenants"}, "overlaps the tenant team-a root"},
-		"root inside a cluster's HA": {DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/ha/c1/drills"}, "overlaps the cluster c1 HA storage dir"},
-		"root of its own":            {DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/drills"}, ""},
+		"no drill cluster":           {core.DrillSettings{Root: base + "/drills"}, "needs drill.clusterRestUrl and drill.root"},
+		"an inventory cluster":       {core.DrillSettings{ClusterRESTURL: "http://c1:8081/", Root: base + "/drills"}, "is inventory cluster c1"},
+		"root inside a tenant":       {core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/tenants/a/drills"}, "overlaps the tenant team-a root"},
+		"root around a tenant":       {core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/tenants"}, "overlaps the tenant team-a root"},
+		"root inside a cluster's HA": {core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/ha/c1/drills"}, "overlaps the cluster c1 HA storage dir"},
+		"root of its own":            {core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/drills"}, ""},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -232,7 +233,7 @@ func TestSelectDrillTargetsPicksWhatItIsAskedFor(t *testing.T) {
 			}},
 	}
 	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{ff}, Storage: &storage.Resolver{},
-		Drill: DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/drills"}}
+		Drill: core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/drills"}}
 	var res SelectDrillTargetsResult
 	if err := runActivity(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Restore: true, RunID: "drill-nightly-2026-12-01T00:00:00Z",
 		Scope: scopeOfJobs("orders", "other")}, &res); err != nil {
@@ -275,7 +276,7 @@ func TestSelectDrillTargetsPicksWhatItIsAskedFor(t *testing.T) {
 	}
 }
 
-func scopeOfJobs(jobs ...string) Scope { return Scope{IncludeJobs: jobs} }
+func scopeOfJobs(jobs ...string) core.Scope { return core.Scope{IncludeJobs: jobs} }
 
 // TestEndDrillRemovesOnlyBelowTheDrillRoot: a drill dir outside the drill
 // root, or the root itself, is refused; one below it goes, with the empty
@@ -286,13 +287,13 @@ func TestEndDrillRemovesOnlyBelowTheDrillRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Activities{Storage: &storage.Resolver{Guard: g}, Drill: DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/drills"}}
+	a := &Activities{Storage: &storage.Resolver{Guard: g}, Drill: core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/drills"}}
 	for _, bad := range []string{base + "/drills", base + "/tenants/a/ck", base + "/drills/../tenants"} {
 		var res EndDrillResult
 		err := runActivity(t, a, a.EndDrill, EndDrillInput{DrillDir: bad}, &res)
 		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != ErrTypeOutsideRoots {
-			t.Errorf("end drill of %s: %v; want %s", bad, err, ErrTypeOutsideRoots)
+		if !errors.As(err, &appErr) || appErr.Type() != core.ErrTypeOutsideRoots {
+			t.Errorf("end drill of %s: %v; want %s", bad, err, core.ErrTypeOutsideRoots)
 		}
 	}
 	job := base + "/drills/run-1/c1/orders-0"
@@ -322,7 +323,7 @@ func TestEndDrillRemovesOnlyBelowTheDrillRoot(t *testing.T) {
 // cancelRecorder is a drill cluster that runs the given jobs until they
 // are cancelled.
 type cancelRecorder struct {
-	FlinkAPI
+	core.FlinkAPI
 	running   map[string]bool
 	cancelled []string
 }
@@ -374,7 +375,7 @@ func TestDrillRootMustLieOutsideEveryTenantTree(t *testing.T) {
 		base + "/state":                    true,
 		base + "/drills":                   false,
 	} {
-		a := &Activities{Storage: &storage.Resolver{Guard: g}, Drill: DrillSettings{ClusterRESTURL: "http://drill:8081", Root: root}}
+		a := &Activities{Storage: &storage.Resolver{Guard: g}, Drill: core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: root}}
 		err := a.checkDrillIsolation(context.Background(), inv)
 		if (err != nil) != refused {
 			t.Errorf("drill.root %s: %v; want refused %v", root, err, refused)

@@ -4,37 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
-
-// DrillSettings locates where drills restore (worker config, drill.*).
-type DrillSettings struct {
-	// ClusterRESTURL is the drill session cluster; empty allows tier 1 only.
-	ClusterRESTURL string
-	// Root receives the drill jobs' checkpoints, <Root>/<run>/<job>.
-	Root string
-	// Clusters are drill clusters by Flink version (major.minor), for
-	// compatibility rehearsals.
-	Clusters []VersionDrillCluster
-}
-
-// VersionDrillCluster is a drill cluster of one Flink version.
-type VersionDrillCluster struct {
-	FlinkVersion string
-	RESTURL      string
-}
-
-// restURLs lists every drill cluster.
-func (d DrillSettings) restURLs() []string {
-	var out []string
-	if d.ClusterRESTURL != "" {
-		out = append(out, d.ClusterRESTURL)
-	}
-	for _, c := range d.Clusters {
-		out = append(out, c.RESTURL)
-	}
-	return out
-}
 
 // Drill selections: which snapshot of each job a drill proves.
 const (
@@ -71,7 +43,7 @@ type DrillSelection struct {
 
 // SelectDrillTargetsInput selects the snapshots of one drill run.
 type SelectDrillTargetsInput struct {
-	Scope     Scope
+	Scope     core.Scope
 	Selection DrillSelection
 	// Restore says tier 2 runs: the worker's drill cluster and root must
 	// be configured and safe.
@@ -105,7 +77,7 @@ type DrillTarget struct {
 type SelectDrillTargetsResult struct {
 	Targets []DrillTarget
 	Tenants []string
-	Skipped []SkippedJob
+	Skipped []core.SkippedJob
 }
 
 // ProveSnapshotInput names a snapshot directory.

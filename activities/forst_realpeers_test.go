@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -60,7 +61,7 @@ func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 		Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
 		CheckpointDir: root + "/checkpoints", SavepointDir: root + "/savepoints"}}}
 	acts := forStActivities(t, p, static, root)
-	job := activities.JobTarget{Key: c.ClusterID + "/forst-native", ClusterID: c.ClusterID, Tenant: tenant, JobName: "forst-native",
+	job := core.JobTarget{Key: c.ClusterID + "/forst-native", ClusterID: c.ClusterID, Tenant: tenant, JobName: "forst-native",
 		JobID: jobID, RESTURL: c.RESTURL, SavepointDir: root + "/savepoints"}
 
 	var taken activities.TakeSavepointResult

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 )
 
@@ -21,5 +22,5 @@ type CheckFreezeResult struct {
 // the calendar and its time zones are worker configuration, and the
 // answer is recorded in history, so replay never reads a clock.
 func (a *Activities) CheckFreeze(ctx context.Context, in CheckFreezeInput) (CheckFreezeResult, error) {
-	return CheckFreezeResult{Active: a.Freezes.Active(timeNow(a.Now), in.Tenants)}, nil
+	return CheckFreezeResult{Active: a.Freezes.Active(core.Now(a.Now), in.Tenants)}, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
@@ -61,19 +62,19 @@ func CheckRunID(id string) error {
 // and hash go through history.
 func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (PlanCleanupResult, error) {
 	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
-		return PlanCleanupResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
+		return PlanCleanupResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
 	}
 	if a.Cleanup.PlanDir == "" {
-		return PlanCleanupResult{}, nonRetryable(ErrTypeCleanupNotConfigured, "worker config cleanup.planDir is empty: set a directory under storage.writableRoots for plans and reports")
+		return PlanCleanupResult{}, core.NonRetryable(core.ErrTypeCleanupNotConfigured, "worker config cleanup.planDir is empty: set a directory under storage.writableRoots for plans and reports")
 	}
 	if err := CheckRunID(in.RunID); err != nil {
-		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+		return PlanCleanupResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 	}
 	pol := in.Policy.ApplyDefaults()
 	if err := pol.Validate(); err != nil {
-		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+		return PlanCleanupResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
@@ -88,7 +89,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		if a.Orphans != nil {
 			msg += ", and no Kubernetes namespace"
 		}
-		return PlanCleanupResult{}, nonRetryable(ErrTypeInvalidInput, "%s", msg)
+		return PlanCleanupResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%s", msg)
 	}
 	activity.RecordHeartbeat(ctx, "inventory")
 
@@ -101,10 +102,10 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		}
 		activity.RecordHeartbeat(ctx, "listing read")
 	case len(roots) > 0:
-		started := timeNow(a.Now)
+		started := core.Now(a.Now)
 		listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{})
 		if err != nil {
-			return PlanCleanupResult{}, classify("list the roots in scope", err)
+			return PlanCleanupResult{}, core.Classify("list the roots in scope", err)
 		}
 		listing.StartedAt = started
 		activity.RecordHeartbeat(ctx, "listed")
@@ -152,11 +153,11 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	plan, err := cleanup.BuildPlan(cleanup.Input{Now: timeNow(a.Now), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
+	plan, err := cleanup.BuildPlan(cleanup.Input{Now: core.Now(a.Now), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
 		Spellings: spellings, References: refs, ReferenceRoots: refRoots, RetiredClusters: inv.RetiredClusters, Lineage: owners.lineage,
 		SavepointJobIDs: owners.jobIDs, JobLineage: owners.jobs, Drilled: drilled, ReadOnlyKubeClusters: a.ReadOnlyKubeClusters})
 	if err != nil {
-		return PlanCleanupResult{}, classify("plan", err)
+		return PlanCleanupResult{}, core.Classify("plan", err)
 	}
 	s := summarizePlan(plan)
 	planPath, sum, shards, err := a.writePlan(ctx, in, plan)
@@ -169,8 +170,8 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 			a.Metrics.CleanupPlanned(t.Tenant, t.Files, t.Bytes, t.Unparseable)
 			a.Metrics.CleanupObjectsPlanned(t.Tenant, t.Objects)
 		}
-		a.Metrics.Succeeded(OpPlanCleanup, timeNow(a.Now))
-		a.Metrics.SucceededFor(OpPlanCleanup, inventoryTenantNames(tenants), timeNow(a.Now))
+		a.Metrics.Succeeded(OpPlanCleanup, core.Now(a.Now))
+		a.Metrics.SucceededFor(OpPlanCleanup, inventoryTenantNames(tenants), core.Now(a.Now))
 	}
 	activity.GetLogger(ctx).Info("cleanup planned", "run", in.RunID, "plan", planPath, "items", s.Items, "files", s.Files, "bytes", s.Bytes, "objects", s.Objects)
 	return PlanCleanupResult{Summary: s}, nil
@@ -182,7 +183,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 // plan.json, which cover the whole plan, and the number of shards.
 func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cleanup.Plan) (string, string, int, error) {
 	if in.ShardItems < 0 {
-		return "", "", 0, nonRetryable(ErrTypeInvalidInput, "shard size %d: want 0 (one plan document) or more", in.ShardItems)
+		return "", "", 0, core.NonRetryable(core.ErrTypeInvalidInput, "shard size %d: want 0 (one plan document) or more", in.ShardItems)
 	}
 	dir := strings.TrimRight(a.Cleanup.PlanDir, "/") + "/" + in.RunID
 	header := plan
@@ -197,12 +198,12 @@ func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cl
 		})
 		if err != nil {
 			// A failed write comes back as WriteDocument classified it.
-			return "", "", 0, classify("shard plan", err)
+			return "", "", 0, core.Classify("shard plan", err)
 		}
 	}
 	data, err := json.Marshal(header)
 	if err != nil {
-		return "", "", 0, nonRetryable(ErrTypeInvalidInput, "encode plan: %v", err)
+		return "", "", 0, core.NonRetryable(core.ErrTypeInvalidInput, "encode plan: %v", err)
 	}
 	sum := sha256.Sum256(data)
 	planPath := dir + "/plan.json"
@@ -215,18 +216,18 @@ func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cl
 // scopeRoots returns the storage roots of the clusters in scope, the file
 // system they are on (nil without roots; see cleanup.ScanRoots), and the
 // tenants in scope.
-func (a *Activities) scopeRoots(ctx context.Context, inv inventory.Inventory, scope Scope, notes *[]string) (storage.FileSystem, []layout.Root, []inventory.Tenant, error) {
+func (a *Activities) scopeRoots(ctx context.Context, inv inventory.Inventory, scope core.Scope, notes *[]string) (storage.FileSystem, []layout.Root, []inventory.Tenant, error) {
 	var clusters []inventory.Cluster
 	tenantsInScope := map[string]bool{}
 	for _, c := range inv.Clusters {
-		if InScope(scope.Tenants, c.Tenant) && InScope(scope.Clusters, c.ClusterID) {
+		if core.InScope(scope.Tenants, c.Tenant) && core.InScope(scope.Clusters, c.ClusterID) {
 			clusters = append(clusters, c)
 			tenantsInScope[c.Tenant] = true
 		}
 	}
 	fs, roots, rootNotes, err := cleanup.ScanRoots(ctx, a.Storage.Resolve, clusters)
 	if err != nil {
-		return nil, nil, nil, classify("roots in scope", err)
+		return nil, nil, nil, core.Classify("roots in scope", err)
 	}
 	*notes = append(*notes, rootNotes...)
 	var tenants []inventory.Tenant
@@ -293,31 +294,31 @@ func summarizePlan(plan cleanup.Plan) PlanSummary {
 // root and records them in a purge manifest.
 func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeTrashResult, error) {
 	if a.Storage == nil {
-		return PurgeTrashResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+		return PurgeTrashResult{}, core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured")
 	}
 	if a.Cleanup.TrashRoot == "" {
-		return PurgeTrashResult{}, nonRetryable(ErrTypeCleanupNotConfigured, "worker config cleanup.trashRoot is empty: nothing to purge")
+		return PurgeTrashResult{}, core.NonRetryable(core.ErrTypeCleanupNotConfigured, "worker config cleanup.trashRoot is empty: nothing to purge")
 	}
 	if in.TTL <= 0 {
-		return PurgeTrashResult{}, nonRetryable(ErrTypeInvalidInput, "purge ttl %v: want a positive duration such as 168h", in.TTL)
+		return PurgeTrashResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "purge ttl %v: want a positive duration such as 168h", in.TTL)
 	}
 	fs, p, err := a.Storage.Resolve(ctx, a.Cleanup.TrashRoot)
 	if err != nil {
-		return PurgeTrashResult{}, classify("resolve cleanup.trashRoot "+a.Cleanup.TrashRoot, err)
+		return PurgeTrashResult{}, core.Classify("resolve cleanup.trashRoot "+a.Cleanup.TrashRoot, err)
 	}
 	audit := ""
 	if a.Cleanup.AuditRoot != "" {
 		_, ap, err := a.Storage.Resolve(ctx, a.Cleanup.AuditRoot)
 		if err != nil {
-			return PurgeTrashResult{}, classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
+			return PurgeTrashResult{}, core.Classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
 		}
 		audit = ap
 	}
 	if a.Inventory == nil || a.Flink == nil {
-		return PurgeTrashResult{}, nonRetryable(ErrTypeInventory,
+		return PurgeTrashResult{}, core.NonRetryable(core.ErrTypeInventory,
 			"worker has no inventory source or Flink client configured: which jobs restore from the trash cannot be told, so nothing is purged")
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return PurgeTrashResult{}, err
 	}
@@ -329,7 +330,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		}
 		tfs, tp, err := a.Storage.Resolve(ctx, t.Root)
 		if err != nil {
-			return PurgeTrashResult{}, classify("resolve tenant root "+t.Root, err)
+			return PurgeTrashResult{}, core.Classify("resolve tenant root "+t.Root, err)
 		}
 		if !nested(trash, tp) {
 			continue
@@ -337,7 +338,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		// A spelling that cannot be told apart from the trash's counts as
 		// the same file system, as for the drill root.
 		if same, err := a.Storage.CompareFileSystems(ctx, fs.URI().String(), tfs.URI().String()); err != nil || same != storage.DifferentFileSystem {
-			return PurgeTrashResult{}, nonRetryable(ErrTypeCleanupNotConfigured, "cleanup.trashRoot=%q overlaps the root %s of tenant %s: a purge would remove its state; move the trash outside every tenant's tree",
+			return PurgeTrashResult{}, core.NonRetryable(core.ErrTypeCleanupNotConfigured, "cleanup.trashRoot=%q overlaps the root %s of tenant %s: a purge would remove its state; move the trash outside every tenant's tree",
 				a.Cleanup.TrashRoot, t.Root, t.Name)
 		}
 	}
@@ -355,9 +356,9 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		maps.Copy(n, cleanup.TrashReferences(retained, trash))
 		return n, nil
 	}
-	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: timeNow(a.Now), Needed: needed})
+	out, err := cleanup.PurgeTrash(ctx, cleanup.PurgeConfig{FS: fs, TrashRoot: p, AuditRoot: audit, TTL: in.TTL, Now: core.Now(a.Now), Needed: needed})
 	if err != nil {
-		return PurgeTrashResult{}, classify("purge trash", err)
+		return PurgeTrashResult{}, core.Classify("purge trash", err)
 	}
 	res := PurgeTrashResult{Manifest: out.Manifest, Kept: len(out.Kept)}
 	for _, r := range out.Refused {
@@ -370,7 +371,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		res.Bytes += r.Bytes
 	}
 	if a.Metrics != nil {
-		a.Metrics.Succeeded(OpPurgeTrash, timeNow(a.Now))
+		a.Metrics.Succeeded(OpPurgeTrash, core.Now(a.Now))
 	}
 	return res, nil
 }
@@ -396,7 +397,7 @@ func (a *Activities) retainedMetadata(ctx context.Context, inv inventory.Invento
 			}
 			fs, p, err := a.Storage.Resolve(ctx, r.dir)
 			if err != nil {
-				return nil, classify("resolve "+r.kind.String()+" "+r.dir+" of cluster "+c.ClusterID, err)
+				return nil, core.Classify("resolve "+r.kind.String()+" "+r.dir+" of cluster "+c.ClusterID, err)
 			}
 			p = strings.TrimRight(p, "/")
 			key := fs.URI().String() + " " + r.kind.String() + " " + p
@@ -409,11 +410,11 @@ func (a *Activities) retainedMetadata(ctx context.Context, inv inventory.Invento
 				continue
 			}
 			if err != nil {
-				return nil, classify("stat "+p, err)
+				return nil, core.Classify("stat "+p, err)
 			}
 			l, err := cleanup.Gather(ctx, fs, []layout.Root{{Path: p, Kind: r.kind}}, cleanup.GatherOptions{ReferencesOnly: true})
 			if err != nil {
-				return nil, classify("read the retained _metadata under "+r.dir, err)
+				return nil, core.Classify("read the retained _metadata under "+r.dir, err)
 			}
 			maps.Copy(out, l.Metadata)
 			activity.RecordHeartbeat(ctx, "retained snapshots under "+r.dir)
@@ -471,7 +472,7 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 	var restart []RestartFootprintInput
 	if len(tenants) == 0 || in.ProjectRestart {
 		if a.Inventory == nil {
-			return SampleQuotaResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source configured")
+			return SampleQuotaResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source configured")
 		}
 		if in.ProjectRestart {
 			found, err := a.DiscoverJobs(ctx, DiscoverJobsInput{Scope: in.Scope})
@@ -491,20 +492,20 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 		} else {
 			inv, err := a.Inventory.Discover(ctx)
 			if errors.Is(err, inventory.ErrInvalid) {
-				return SampleQuotaResult{}, nonRetryable(ErrTypeInventory, "inventory is invalid: %v", err)
+				return SampleQuotaResult{}, core.NonRetryable(core.ErrTypeInventory, "inventory is invalid: %v", err)
 			}
 			if err != nil {
-				return SampleQuotaResult{}, classify("discover inventory", err)
+				return SampleQuotaResult{}, core.Classify("discover inventory", err)
 			}
 			for _, t := range inv.Tenants {
-				if InScope(in.Scope.Tenants, t.Name) {
+				if core.InScope(in.Scope.Tenants, t.Name) {
 					tenants = append(tenants, t)
 				}
 			}
 		}
 	}
 	if len(tenants) == 0 {
-		return SampleQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "scope tenants %v match no tenant of the inventory", in.Scope.Tenants)
+		return SampleQuotaResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "scope tenants %v match no tenant of the inventory", in.Scope.Tenants)
 	}
 	sort.Slice(tenants, func(i, j int) bool { return tenants[i].Name < tenants[j].Name })
 	q, err := a.CheckQuota(ctx, CheckQuotaInput{Tenants: tenants, WarningPercent: in.WarningPercent, CriticalPercent: in.CriticalPercent,
@@ -512,7 +513,7 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 	if err != nil {
 		return SampleQuotaResult{}, err
 	}
-	res := SampleQuotaResult{At: timeNow(a.Now).UTC(), Tenants: q.Tenants}
+	res := SampleQuotaResult{At: core.Now(a.Now).UTC(), Tenants: q.Tenants}
 	if a.Metrics != nil {
 		for _, t := range q.Tenants {
 			if t.NamespaceQuota > 0 {
@@ -522,8 +523,8 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 				a.Metrics.QuotaSampled(t.Tenant, "space", 100*float64(t.SpaceUsed)/float64(t.SpaceQuota))
 			}
 		}
-		a.Metrics.Succeeded(OpSampleQuota, timeNow(a.Now))
-		a.Metrics.SucceededFor(OpSampleQuota, inventoryTenantNames(tenants), timeNow(a.Now))
+		a.Metrics.Succeeded(OpSampleQuota, core.Now(a.Now))
+		a.Metrics.SucceededFor(OpSampleQuota, inventoryTenantNames(tenants), core.Now(a.Now))
 	}
 	return res, nil
 }
@@ -532,18 +533,18 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 // storage, so scheduled runs continue one series.
 func (a *Activities) LoadQuotaSamples(ctx context.Context, in LoadQuotaSamplesInput) (LoadQuotaSamplesResult, error) {
 	if a.Storage == nil {
-		return LoadQuotaSamplesResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+		return LoadQuotaSamplesResult{}, core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured")
 	}
 	fs, p, err := a.Storage.Resolve(ctx, in.Path)
 	if err != nil {
-		return LoadQuotaSamplesResult{}, classify("resolve "+in.Path, err)
+		return LoadQuotaSamplesResult{}, core.Classify("resolve "+in.Path, err)
 	}
 	data, err := fs.ReadFile(ctx, p, 16<<20)
 	if errors.Is(err, storage.ErrNotFound) {
 		return LoadQuotaSamplesResult{}, nil
 	}
 	if err != nil {
-		return LoadQuotaSamplesResult{}, classify("read "+in.Path, err)
+		return LoadQuotaSamplesResult{}, core.Classify("read "+in.Path, err)
 	}
 	var doc QuotaSamplesDoc
 	if err := json.Unmarshal(data, &doc); err != nil {

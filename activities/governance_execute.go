@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
@@ -57,11 +58,11 @@ func (a *Activities) ExecuteCleanup(ctx context.Context, in ExecuteCleanupInput)
 	out, runErr := ex.Run(ctx, plan)
 	res.ManifestDir, res.TrashRoot = out.ManifestDir, dest.Trash
 	if runErr != nil {
-		return res, classify("execute plan "+in.PlanPath, runErr)
+		return res, core.Classify("execute plan "+in.PlanPath, runErr)
 	}
 	recs, err := cleanup.ReadManifest(ctx, dest.FS, dest.ManifestRoot(), in.RunID)
 	if err != nil {
-		return res, classify("read audit manifest", err)
+		return res, core.Classify("read audit manifest", err)
 	}
 	var t runTally
 	t.add(plan, recs)
@@ -82,10 +83,10 @@ func (a *Activities) ExecuteCleanupPart(ctx context.Context, in ExecuteCleanupPa
 		return ExecuteCleanupPartResult{}, err
 	}
 	if plan.Version != cleanup.ShardedPlanVersion {
-		return ExecuteCleanupPartResult{}, nonRetryable(ErrTypeCleanupPlanInvalid, "plan %s is version %d, not sharded: run it with ExecuteCleanup", in.PlanPath, plan.Version)
+		return ExecuteCleanupPartResult{}, core.NonRetryable(core.ErrTypeCleanupPlanInvalid, "plan %s is version %d, not sharded: run it with ExecuteCleanup", in.PlanPath, plan.Version)
 	}
 	if !in.Objects && (in.Shard < 0 || in.Shard >= len(plan.Shards)) {
-		return ExecuteCleanupPartResult{}, nonRetryable(ErrTypeInvalidInput, "shard %d: plan %s has shards 0 to %d", in.Shard, in.PlanPath, len(plan.Shards)-1)
+		return ExecuteCleanupPartResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "shard %d: plan %s has shards 0 to %d", in.Shard, in.PlanPath, len(plan.Shards)-1)
 	}
 	res, err := a.executePart(ctx, ein, plan, in.Shard, in.Objects)
 	res.Resumed = activity.HasHeartbeatDetails(ctx)
@@ -121,7 +122,7 @@ func (a *Activities) TallyCleanup(ctx context.Context, in ExecuteCleanupInput) (
 		return ExecuteCleanupResult{}, err
 	}
 	if plan.Version != cleanup.ShardedPlanVersion {
-		return ExecuteCleanupResult{}, nonRetryable(ErrTypeCleanupPlanInvalid, "plan %s is version %d, not sharded: ExecuteCleanup tallies it", in.PlanPath, plan.Version)
+		return ExecuteCleanupResult{}, core.NonRetryable(core.ErrTypeCleanupPlanInvalid, "plan %s is version %d, not sharded: ExecuteCleanup tallies it", in.PlanPath, plan.Version)
 	}
 	res, err := a.tallySharded(ctx, in, plan)
 	if err != nil {
@@ -135,30 +136,30 @@ func (a *Activities) TallyCleanup(ctx context.Context, in ExecuteCleanupInput) (
 // is the approved one.
 func (a *Activities) readApprovedPlan(ctx context.Context, in ExecuteCleanupInput) (cleanup.Plan, error) {
 	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
-		return cleanup.Plan{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
+		return cleanup.Plan{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
 	}
 	if err := CheckRunID(in.RunID); err != nil {
-		return cleanup.Plan{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+		return cleanup.Plan{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 	}
 	pfs, pp, err := a.Storage.Resolve(ctx, in.PlanPath)
 	if err != nil {
-		return cleanup.Plan{}, classify("resolve plan "+in.PlanPath, err)
+		return cleanup.Plan{}, core.Classify("resolve plan "+in.PlanPath, err)
 	}
 	data, err := pfs.ReadFile(ctx, pp, maxPlanBytes)
 	if err != nil {
-		return cleanup.Plan{}, classify("read plan "+in.PlanPath, err)
+		return cleanup.Plan{}, core.Classify("read plan "+in.PlanPath, err)
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != in.PlanSHA256 {
-		return cleanup.Plan{}, nonRetryable(ErrTypeCleanupPlanChanged, "plan %s has sha256 %s, the approved plan had %s; plan again", in.PlanPath, got, in.PlanSHA256)
+		return cleanup.Plan{}, core.NonRetryable(core.ErrTypeCleanupPlanChanged, "plan %s has sha256 %s, the approved plan had %s; plan again", in.PlanPath, got, in.PlanSHA256)
 	}
 	var plan cleanup.Plan
 	if err := json.Unmarshal(data, &plan); err != nil {
-		return cleanup.Plan{}, nonRetryable(ErrTypeCleanupPlanInvalid, "plan %s does not decode: %v", in.PlanPath, err)
+		return cleanup.Plan{}, core.NonRetryable(core.ErrTypeCleanupPlanInvalid, "plan %s does not decode: %v", in.PlanPath, err)
 	}
 	if plan.Version == cleanup.ShardedPlanVersion {
 		if err := cleanup.CheckShardedHeader(plan); err != nil {
-			return cleanup.Plan{}, classify("plan "+in.PlanPath, err)
+			return cleanup.Plan{}, core.Classify("plan "+in.PlanPath, err)
 		}
 	}
 	return plan, nil
@@ -170,15 +171,15 @@ func (a *Activities) readShard(ctx context.Context, planPath string, h cleanup.P
 	p := cleanup.ShardPath(planPath, h.Shards[i])
 	fs, fp, err := a.Storage.Resolve(ctx, p)
 	if err != nil {
-		return nil, classify("resolve plan shard "+p, err)
+		return nil, core.Classify("resolve plan shard "+p, err)
 	}
 	data, err := fs.ReadFile(ctx, fp, maxShardBytes)
 	if err != nil {
-		return nil, classify("read plan shard "+p, err)
+		return nil, core.Classify("read plan shard "+p, err)
 	}
 	items, err := cleanup.ReadShard(h, i, data)
 	if err != nil {
-		return nil, classify("plan shard "+p, err)
+		return nil, core.Classify("plan shard "+p, err)
 	}
 	return items, nil
 }
@@ -209,7 +210,7 @@ func (a *Activities) executePart(ctx context.Context, in ExecuteCleanupInput, h 
 	res.Removed = out.Counts[cleanup.OutcomeTrashed] + out.Counts[cleanup.OutcomeDeleted]
 	res.Refused, res.Gone = out.Counts[cleanup.OutcomeRefused], out.Counts[cleanup.OutcomeGone]
 	if runErr != nil {
-		return res, classify(fmt.Sprintf("execute part %s of plan %s", part, in.PlanPath), runErr)
+		return res, core.Classify(fmt.Sprintf("execute part %s of plan %s", part, in.PlanPath), runErr)
 	}
 	activity.GetLogger(ctx).Info("cleanup part executed", "run", in.RunID, "part", part, "items", res.Total, "removed", res.Removed, "refused", res.Refused)
 	return res, nil
@@ -219,14 +220,14 @@ func (a *Activities) executePart(ctx context.Context, in ExecuteCleanupInput, h 
 // sharded plan) on this worker's trash and audit roots.
 func (a *Activities) newExecutor(ctx context.Context, runID, part string, plan cleanup.Plan) (*cleanup.Executor, cleanup.Destinations, error) {
 	if len(plan.Objects) > 0 && a.Orphans == nil {
-		return nil, cleanup.Destinations{}, nonRetryable(ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects but this worker has no Kubernetes access (inventory.kubernetes is not configured)", len(plan.Objects))
+		return nil, cleanup.Destinations{}, core.NonRetryable(core.ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects but this worker has no Kubernetes access (inventory.kubernetes is not configured)", len(plan.Objects))
 	}
 	if err := a.refuseReadOnlyDeletes(plan); err != nil {
 		return nil, cleanup.Destinations{}, err
 	}
 	dest, err := cleanup.ResolveDestinations(ctx, a.Storage.Resolve, plan, a.Cleanup.TrashRoot, a.Cleanup.AuditRoot)
 	if err != nil {
-		return nil, dest, classify("prepare execution of run "+runID, err)
+		return nil, dest, core.Classify("prepare execution of run "+runID, err)
 	}
 	var objects cleanup.ObjectStore
 	if len(plan.Objects) > 0 {
@@ -249,10 +250,10 @@ func (a *Activities) newExecutor(ctx context.Context, runID, part string, plan c
 		Progress: func(p cleanup.Progress) {
 			activity.RecordHeartbeat(ctx, ExecuteProgress{RunID: p.RunID, Part: part, Done: p.Done, Total: p.Total, Last: p.Last.Path})
 		},
-		Now: func() time.Time { return timeNow(a.Now) },
+		Now: func() time.Time { return core.Now(a.Now) },
 	})
 	if err != nil {
-		return nil, dest, classify("configure executor", err)
+		return nil, dest, core.Classify("configure executor", err)
 	}
 	return ex, dest, nil
 }
@@ -281,7 +282,7 @@ func (a *Activities) refuseReadOnlyDeletes(plan cleanup.Plan) error {
 	if objects+snapshots == 0 {
 		return nil
 	}
-	return nonRetryable(ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects and %d FlinkStateSnapshot resources where this worker's inventory.kubernetes.rbacProfile is windows (no delete verb): plan again, which keeps them (reason kubernetes-read-only), or grant rbacProfile full", objects, snapshots)
+	return core.NonRetryable(core.ErrTypeCleanupNotConfigured, "the plan deletes %d Kubernetes objects and %d FlinkStateSnapshot resources where this worker's inventory.kubernetes.rbacProfile is windows (no delete verb): plan again, which keeps them (reason kubernetes-read-only), or grant rbacProfile full", objects, snapshots)
 }
 
 // tallySharded sums the manifests of every part of the sharded plan h,
@@ -296,7 +297,7 @@ func (a *Activities) tallySharded(ctx context.Context, in ExecuteCleanupInput, h
 	}
 	dest, err := cleanup.ResolveDestinations(ctx, a.Storage.Resolve, cleanup.PartPlan(h, nil, true), a.Cleanup.TrashRoot, a.Cleanup.AuditRoot)
 	if err != nil {
-		return res, classify("prepare tally of run "+in.RunID, err)
+		return res, core.Classify("prepare tally of run "+in.RunID, err)
 	}
 	res.ManifestDir, res.TrashRoot = dest.ManifestRoot()+"/"+in.RunID, dest.Trash
 	var t runTally
@@ -307,7 +308,7 @@ func (a *Activities) tallySharded(ctx context.Context, in ExecuteCleanupInput, h
 		}
 		recs, err := cleanup.ReadManifestPart(ctx, dest.FS, dest.ManifestRoot(), in.RunID, cleanup.ShardPart(i))
 		if err != nil {
-			return res, classify("read audit manifest", err)
+			return res, core.Classify("read audit manifest", err)
 		}
 		t.add(cleanup.PartPlan(h, items, false), recs)
 		activity.RecordHeartbeat(ctx, "tally "+cleanup.ShardPart(i))
@@ -315,7 +316,7 @@ func (a *Activities) tallySharded(ctx context.Context, in ExecuteCleanupInput, h
 	if len(h.Objects) > 0 {
 		recs, err := cleanup.ReadManifestPart(ctx, dest.FS, dest.ManifestRoot(), in.RunID, cleanup.ObjectsPart)
 		if err != nil {
-			return res, classify("read audit manifest", err)
+			return res, core.Classify("read audit manifest", err)
 		}
 		t.add(cleanup.PartPlan(h, nil, true), recs)
 	}
@@ -330,7 +331,7 @@ func (a *Activities) executed(ctx context.Context, res ExecuteCleanupResult) {
 			a.Metrics.CleanupReclaimed(t.Tenant, t.Files, t.Bytes)
 			a.Metrics.CleanupObjectsRemoved(t.Tenant, t.Objects)
 		}
-		a.Metrics.Succeeded(OpExecuteCleanup, timeNow(a.Now))
+		a.Metrics.Succeeded(OpExecuteCleanup, core.Now(a.Now))
 	}
 	activity.GetLogger(ctx).Info("cleanup executed", "run", res.RunID, "items", res.Items, "files", res.Files, "bytes", res.Bytes, "objects", res.Objects, "manifest", res.ManifestDir)
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -81,9 +83,9 @@ func newApprovedPlan(t *testing.T) *approvedPlan {
 			CheckpointDir: "file://" + tenant + "/checkpoints", SavepointDir: "file://" + tenant + "/savepoints"}},
 	}
 	p.a = &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&quietFlink{}}, Storage: &storage.Resolver{Guard: guard},
-		Cleanup: CleanupSettings{TrashRoot: "file://" + trash, PlanDir: "file://" + plans}}
+		Cleanup: core.CleanupSettings{TrashRoot: "file://" + trash, PlanDir: "file://" + plans}}
 	var res PlanCleanupResult
-	if err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "approved", Scope: Scope{Tenants: []string{"team-t"}}, ShardItems: 1}, &res); err != nil {
+	if err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "approved", Scope: core.Scope{Tenants: []string{"team-t"}}, ShardItems: 1}, &res); err != nil {
 		t.Fatal(err)
 	}
 	p.summary = res.Summary
@@ -164,8 +166,8 @@ func requireChanged(t *testing.T, err error, name string) {
 		t.Errorf("executed although %s changed after approval", name)
 		return
 	}
-	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeCleanupPlanChanged || !nonRetryable {
-		t.Errorf("error %v (type %s, non-retryable %v); want a non-retryable %s", err, typ, nonRetryable, ErrTypeCleanupPlanChanged)
+	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeCleanupPlanChanged || !nonRetryable {
+		t.Errorf("error %v (type %s, non-retryable %v); want a non-retryable %s", err, typ, nonRetryable, core.ErrTypeCleanupPlanChanged)
 	}
 	if !strings.Contains(err.Error(), name) {
 		t.Errorf("error %v does not name the changed file %s", err, name)
@@ -253,7 +255,7 @@ func requireErrType(t *testing.T, what string, err error, want, mention string) 
 		t.Errorf("%s: no error; want %s", what, want)
 		return
 	}
-	if typ, _ := appErrType(t, err); typ != want || !strings.Contains(err.Error(), mention) {
+	if typ, _ := acttest.ErrType(t, err); typ != want || !strings.Contains(err.Error(), mention) {
 		t.Errorf("%s: %v (type %s); want %s mentioning %q", what, err, typ, want, mention)
 	}
 }
@@ -273,11 +275,11 @@ func TestExecuteRefusesWhatItCannotCarryOut(t *testing.T) {
 		a := *p.a
 		strip(&a)
 		err := runActivity(t, &a, a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
-		requireErrType(t, name, err, ErrTypeInventory, "no inventory source")
+		requireErrType(t, name, err, core.ErrTypeInventory, "no inventory source")
 	}
 	for _, shard := range []int{-1, 2} {
 		err := runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(shard), &ExecuteCleanupPartResult{})
-		requireErrType(t, "shard "+strconv.Itoa(shard), err, ErrTypeInvalidInput, "has shards 0 to 1")
+		requireErrType(t, "shard "+strconv.Itoa(shard), err, core.ErrTypeInvalidInput, "has shards 0 to 1")
 	}
 	header, err := os.ReadFile(p.file("plan.json"))
 	if err != nil {
@@ -285,15 +287,15 @@ func TestExecuteRefusesWhatItCannotCarryOut(t *testing.T) {
 	}
 	renamed := p.approve(t, "renamed.json", bytes.Replace(header, []byte(`"name":"items-00001.jsonl"`), []byte(`"name":"x.jsonl"`), 1))
 	err = runActivity(t, p.a, p.a.ExecuteCleanup, renamed, &ExecuteCleanupResult{})
-	requireErrType(t, "a header naming a shard x.jsonl", err, ErrTypeCleanupPlanInvalid, `named "x.jsonl"`)
+	requireErrType(t, "a header naming a shard x.jsonl", err, core.ErrTypeCleanupPlanInvalid, `named "x.jsonl"`)
 	objects := p.approve(t, "objects.json", []byte(`{"version":3,"policy":{"action":"trash"},"objects":[{"path":"kubernetes://ns/configmap/gone-cluster-config-map"}]}`))
 	err = runActivity(t, p.a, p.a.ExecuteCleanup, objects, &ExecuteCleanupResult{})
-	requireErrType(t, "objects without Kubernetes access", err, ErrTypeCleanupNotConfigured, "inventory.kubernetes is not configured")
+	requireErrType(t, "objects without Kubernetes access", err, core.ErrTypeCleanupNotConfigured, "inventory.kubernetes is not configured")
 	// A plan made before the worker's RBAC profile became windows.
 	readOnly := *p.a
 	readOnly.Orphans, readOnly.ReadOnlyKubeClusters = goneOrphans{}, map[string]bool{"": true}
 	err = runActivity(t, &readOnly, readOnly.ExecuteCleanup, objects, &ExecuteCleanupResult{})
-	requireErrType(t, "objects where the profile is windows", err, ErrTypeCleanupNotConfigured, "rbacProfile is windows")
+	requireErrType(t, "objects where the profile is windows", err, core.ErrTypeCleanupNotConfigured, "rbacProfile is windows")
 	p.requireInPlace(t)
 
 	// The trash root gone: the executor of each part refuses, and the
@@ -314,7 +316,7 @@ func TestExecuteRefusesWhatItCannotCarryOut(t *testing.T) {
 
 // goneOrphans is Kubernetes where every planned leftover has been deleted
 // by someone else since planning.
-type goneOrphans struct{ OrphanControl }
+type goneOrphans struct{ core.OrphanControl }
 
 func (goneOrphans) ReadOrphan(context.Context, inventory.ObjectRef) (cleanup.ObjectSnapshot, error) {
 	return cleanup.ObjectSnapshot{}, cleanup.ErrObjectNotFound
@@ -366,14 +368,14 @@ func TestExecuteRefusesTheDirOfAJobLiveAgain(t *testing.T) {
 func TestAPlanOfOneDocumentOrShards(t *testing.T) {
 	p := newApprovedPlan(t)
 	var res PlanCleanupResult
-	if err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "whole", Scope: Scope{Tenants: []string{"team-t"}}}, &res); err != nil {
+	if err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "whole", Scope: core.Scope{Tenants: []string{"team-t"}}}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Summary.Shards != 0 || res.Summary.Items != 2 || res.Summary.PlanSHA256 == "" {
 		t.Fatalf("plan %+v; want the 2 items in one document", res.Summary)
 	}
-	err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "negative", Scope: Scope{Tenants: []string{"team-t"}}, ShardItems: -1}, &res)
-	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeInvalidInput || !nonRetryable {
-		t.Fatalf("shard size -1: %v; want a non-retryable %s", err, ErrTypeInvalidInput)
+	err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "negative", Scope: core.Scope{Tenants: []string{"team-t"}}, ShardItems: -1}, &res)
+	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeInvalidInput || !nonRetryable {
+		t.Fatalf("shard size -1: %v; want a non-retryable %s", err, core.ErrTypeInvalidInput)
 	}
 }

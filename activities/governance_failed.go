@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -38,7 +39,7 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 	if err != nil {
 		return nil, err
 	}
-	now := timeNow(a.Now).UTC()
+	now := core.Now(a.Now).UTC()
 	var notes []string
 	listed := map[string]bool{} // snapshots a listed FAILED job keeps as its restore point
 	for _, r := range seen {
@@ -63,7 +64,7 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 	for _, root := range roots {
 		recs, rejected, err := catalog.FailedRestoreStore{FS: root.store.FS, Root: root.store.Root}.Claims(ctx)
 		if err != nil {
-			return nil, classify("failed-restore records of tenant "+root.tenant, err)
+			return nil, core.Classify("failed-restore records of tenant "+root.tenant, err)
 		}
 		for _, rj := range rejected {
 			live.UnknownSources = append(live.UnknownSources, "failed-restore record "+rj.File+" of tenant "+root.tenant+": "+rj.Reason)

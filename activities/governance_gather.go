@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 )
@@ -24,7 +25,7 @@ const maxGatherParts = 64
 // several workers; PlanCleanup merges them.
 type GatherCleanupInput struct {
 	RunID string
-	Scope Scope
+	Scope core.Scope
 	Part  int
 	Parts int
 }
@@ -48,18 +49,18 @@ type ListingPart struct {
 // gathers and writes the part again.
 func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (ListingPart, error) {
 	if a.Inventory == nil || a.Storage == nil {
-		return ListingPart{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
+		return ListingPart{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source or storage configured")
 	}
 	if a.Cleanup.PlanDir == "" {
-		return ListingPart{}, nonRetryable(ErrTypeCleanupNotConfigured, "worker config cleanup.planDir is empty: set a directory under storage.writableRoots for plans and reports")
+		return ListingPart{}, core.NonRetryable(core.ErrTypeCleanupNotConfigured, "worker config cleanup.planDir is empty: set a directory under storage.writableRoots for plans and reports")
 	}
 	if err := CheckRunID(in.RunID); err != nil {
-		return ListingPart{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+		return ListingPart{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 	}
 	if in.Parts < 1 || in.Parts > maxGatherParts || in.Part < 0 || in.Part >= in.Parts {
-		return ListingPart{}, nonRetryable(ErrTypeInvalidInput, "gather part %d of %d: want 1 to %d parts and a part from 0 to parts-1", in.Part, in.Parts, maxGatherParts)
+		return ListingPart{}, core.NonRetryable(core.ErrTypeInvalidInput, "gather part %d of %d: want 1 to %d parts and a part from 0 to parts-1", in.Part, in.Parts, maxGatherParts)
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return ListingPart{}, err
 	}
@@ -68,26 +69,26 @@ func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (
 	if err != nil {
 		return ListingPart{}, err
 	}
-	started := timeNow(a.Now)
+	started := core.Now(a.Now)
 	listing := cleanup.Listing{Roots: roots, Metadata: map[string]cleanup.MetadataResult{}}
 	if len(roots) > 0 {
-		err := heartbeatWhile(ctx, pollEvery(a.PollInterval), fmt.Sprintf("gather part %d of %d", in.Part+1, in.Parts), func(ctx context.Context) error {
+		err := core.HeartbeatWhile(ctx, core.PollInterval(a.PollInterval), fmt.Sprintf("gather part %d of %d", in.Part+1, in.Parts), func(ctx context.Context) error {
 			var err error
 			listing, err = cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{Part: cleanup.GatherPart(in.Part, in.Parts)})
 			return err
 		})
 		if err != nil {
-			return ListingPart{}, classify("list the roots in scope", err)
+			return ListingPart{}, core.Classify("list the roots in scope", err)
 		}
 	}
 	listing.StartedAt = started
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if err := cleanup.WriteListing(zw, listing); err != nil {
-		return ListingPart{}, nonRetryable(ErrTypeInvalidInput, "encode listing: %v", err)
+		return ListingPart{}, core.NonRetryable(core.ErrTypeInvalidInput, "encode listing: %v", err)
 	}
 	if err := zw.Close(); err != nil {
-		return ListingPart{}, nonRetryable(ErrTypeInvalidInput, "compress listing: %v", err)
+		return ListingPart{}, core.NonRetryable(core.ErrTypeInvalidInput, "compress listing: %v", err)
 	}
 	p := listingPartPath(a.Cleanup.PlanDir, in.RunID, in.Part, in.Parts)
 	if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: p, Content: buf.Bytes()}); err != nil {
@@ -109,40 +110,40 @@ func listingPartPath(planDir, runID string, part, parts int) string {
 func (a *Activities) loadListing(ctx context.Context, runID string, parts []ListingPart, roots []layout.Root) (cleanup.Listing, error) {
 	n := len(parts)
 	if n > maxGatherParts {
-		return cleanup.Listing{}, nonRetryable(ErrTypeInvalidInput, "%d listing parts: at most %d", n, maxGatherParts)
+		return cleanup.Listing{}, core.NonRetryable(core.ErrTypeInvalidInput, "%d listing parts: at most %d", n, maxGatherParts)
 	}
 	seen := make([]bool, n)
 	listings := make([]cleanup.Listing, 0, n)
 	for _, lp := range parts {
 		if lp.Parts != n || lp.Part < 0 || lp.Part >= n || seen[lp.Part] || lp.Path != listingPartPath(a.Cleanup.PlanDir, runID, lp.Part, n) {
-			return cleanup.Listing{}, nonRetryable(ErrTypeInvalidInput, "listing part %+v: want each of %d parts once, at %s", lp, n, listingPartPath(a.Cleanup.PlanDir, runID, lp.Part, n))
+			return cleanup.Listing{}, core.NonRetryable(core.ErrTypeInvalidInput, "listing part %+v: want each of %d parts once, at %s", lp, n, listingPartPath(a.Cleanup.PlanDir, runID, lp.Part, n))
 		}
 		seen[lp.Part] = true
 		fs, p, err := a.Storage.Resolve(ctx, lp.Path)
 		if err != nil {
-			return cleanup.Listing{}, classify("resolve listing part "+lp.Path, err)
+			return cleanup.Listing{}, core.Classify("resolve listing part "+lp.Path, err)
 		}
 		data, err := fs.ReadFile(ctx, p, maxPlanBytes)
 		if err != nil {
-			return cleanup.Listing{}, classify("read listing part "+lp.Path, err)
+			return cleanup.Listing{}, core.Classify("read listing part "+lp.Path, err)
 		}
 		sum := sha256.Sum256(data)
 		if got := hex.EncodeToString(sum[:]); got != lp.SHA256 {
-			return cleanup.Listing{}, nonRetryable(ErrTypeCleanupPlanChanged, "listing part %s has sha256 %s, the gathered one %s; plan again", lp.Path, got, lp.SHA256)
+			return cleanup.Listing{}, core.NonRetryable(core.ErrTypeCleanupPlanChanged, "listing part %s has sha256 %s, the gathered one %s; plan again", lp.Path, got, lp.SHA256)
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
-			return cleanup.Listing{}, nonRetryable(ErrTypeCleanupPlanInvalid, "listing part %s: %v", lp.Path, err)
+			return cleanup.Listing{}, core.NonRetryable(core.ErrTypeCleanupPlanInvalid, "listing part %s: %v", lp.Path, err)
 		}
 		l, err := cleanup.ReadListing(io.LimitReader(zr, 8*maxPlanBytes))
 		if err != nil {
-			return cleanup.Listing{}, nonRetryable(ErrTypeCleanupPlanInvalid, "listing part %s does not decode: %v", lp.Path, err)
+			return cleanup.Listing{}, core.NonRetryable(core.ErrTypeCleanupPlanInvalid, "listing part %s does not decode: %v", lp.Path, err)
 		}
 		listings = append(listings, l)
 	}
 	l, err := cleanup.MergeListings(roots, listings...)
 	if err != nil {
-		return cleanup.Listing{}, nonRetryable(ErrTypeCleanupScopeChanged, "the roots in scope changed while the plan was gathered, or its parts overlap: %v; plan again", err)
+		return cleanup.Listing{}, core.NonRetryable(core.ErrTypeCleanupScopeChanged, "the roots in scope changed while the plan was gathered, or its parts overlap: %v; plan again", err)
 	}
 	return l, nil
 }

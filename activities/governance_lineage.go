@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -110,7 +111,7 @@ func (a *Activities) savepointOwners(ctx context.Context, inv inventory.Inventor
 	for _, r := range roots {
 		entries, rejected, err := r.store.Claims(ctx)
 		if err != nil {
-			return owners, classify("read the savepoint catalog of tenant "+r.tenant, err)
+			return owners, core.Classify("read the savepoint catalog of tenant "+r.tenant, err)
 		}
 		for _, rj := range rejected {
 			*notes = append(*notes, fmt.Sprintf("savepoint catalog of tenant %s: %s is no evidence (%s); its savepoint is judged without it", r.tenant, rj.File, rj.Reason))
@@ -159,7 +160,7 @@ func (a *Activities) savepointOwners(ctx context.Context, inv inventory.Inventor
 			continue
 		}
 		if err != nil {
-			return owners, classify("read the job records of tenant "+r.tenant, err)
+			return owners, core.Classify("read the job records of tenant "+r.tenant, err)
 		}
 		for _, rec := range recs {
 			if rec.Job.Tenant != r.tenant || !layout.IsJobID(rec.JobID) ||
@@ -278,7 +279,7 @@ func (a *Activities) historyClaims(ctx context.Context, history jobHistoryRead, 
 		if len(r.id) < 6 || !prefixes[r.id[:6]] {
 			continue
 		}
-		client, err := flinkFor(ctx, a.Flink, r.restURL)
+		client, err := core.FlinkFor(ctx, a.Flink, r.restURL)
 		if err != nil {
 			return err
 		}
@@ -331,7 +332,7 @@ func (a *Activities) tenantRoots(ctx context.Context, tenants []inventory.Tenant
 		}
 		fs, p, err := a.Storage.Resolve(ctx, t.Root)
 		if err != nil {
-			return nil, classify("resolve tenant root "+t.Root, err)
+			return nil, core.Classify("resolve tenant root "+t.Root, err)
 		}
 		out = append(out, tenantRoot{tenant: t.Name, fs: fs.URI().String(), root: strings.TrimRight(p, "/"), store: catalog.Store{FS: fs, Root: p}})
 	}
@@ -375,7 +376,7 @@ func (a *Activities) rememberOwner(ctx context.Context, roots []tenantRoot, e ca
 		if r.tenant != t {
 			continue
 		}
-		e.RecordedAt = timeNow(a.Now).UTC()
+		e.RecordedAt = core.Now(a.Now).UTC()
 		if err := r.store.Put(ctx, e, false); err != nil {
 			*notes = append(*notes, fmt.Sprintf("savepoint %s of %s not written to the catalog of tenant %s: %v", e.Path, e.Job, r.tenant, err))
 		}
@@ -410,7 +411,7 @@ func (a *Activities) jobHistory(ctx context.Context, inv inventory.Inventory) jo
 	var runs []jobRun
 	var unread []unreadCluster
 	for _, c := range inv.Clusters {
-		client, err := flinkFor(ctx, a.Flink, c.RESTURL)
+		client, err := core.FlinkFor(ctx, a.Flink, c.RESTURL)
 		if err == nil {
 			var jobs []flink.JobOverview
 			if jobs, err = client.ListJobs(ctx); err == nil {
@@ -440,7 +441,7 @@ func ownerKey(r inventory.ObjectRef) inventory.ObjectRef {
 // returned: the savepoint exists either way, governance attributes it
 // through the cluster's job history while that lasts, and keeps it as
 // lineage-unknown after.
-func (a *Activities) catalogSavepoint(ctx context.Context, job JobTarget, e catalog.Entry) {
+func (a *Activities) catalogSavepoint(ctx context.Context, job core.JobTarget, e catalog.Entry) {
 	if a.Inventory == nil || a.Storage == nil || e.Path == "" {
 		return
 	}
@@ -453,7 +454,7 @@ func (a *Activities) catalogSavepoint(ctx context.Context, job JobTarget, e cata
 // putCatalogEntry records e as a savepoint of job in its tenant's catalog;
 // it fills in the logical job, job id, the cluster's Flink version and the
 // time.
-func (a *Activities) putCatalogEntry(ctx context.Context, job JobTarget, e catalog.Entry) error {
+func (a *Activities) putCatalogEntry(ctx context.Context, job core.JobTarget, e catalog.Entry) error {
 	inv, err := a.Inventory.Discover(ctx)
 	if err != nil {
 		return err
@@ -472,7 +473,7 @@ func (a *Activities) putCatalogEntry(ctx context.Context, job JobTarget, e catal
 			return err
 		}
 		e.Job = catalog.LogicalJob{Tenant: job.Tenant, Cluster: job.ClusterID, Job: job.JobName}
-		e.JobID, e.RecordedAt = job.JobID, timeNow(a.Now).UTC()
+		e.JobID, e.RecordedAt = job.JobID, core.Now(a.Now).UTC()
 		return catalog.Store{FS: fs, Root: p}.Put(ctx, e, false)
 	}
 	return fmt.Errorf("tenant %s has no root in the inventory", job.Tenant)
@@ -494,7 +495,7 @@ func (a *Activities) drilledSavepoints(ctx context.Context, tenants []inventory.
 			continue
 		}
 		if err != nil {
-			return nil, classify("read the restore drill records of tenant "+t.Name, err)
+			return nil, core.Classify("read the restore drill records of tenant "+t.Name, err)
 		}
 		for _, r := range records {
 			if r.Kind == SnapshotSavepoint && r.Outcome == catalog.DrillPassed && r.Tier >= 2 {
@@ -521,7 +522,7 @@ func (a *Activities) recordJobs(ctx context.Context, tenants []inventory.Tenant,
 	for _, j := range listing.Report.Jobs {
 		dirs[j.JobID] = true
 	}
-	now := timeNow(a.Now).UTC()
+	now := core.Now(a.Now).UTC()
 	for _, r := range roots {
 		var seen []catalog.JobRecord
 		live := map[string]bool{}

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -226,9 +227,9 @@ func testSavepointOwners(t *testing.T, plainRoot bool) {
 }
 
 // clientsByURL is one fake Flink per cluster REST URL.
-type clientsByURL map[string]FlinkAPI
+type clientsByURL map[string]core.FlinkAPI
 
-func (c clientsByURL) For(_ context.Context, url string) (FlinkAPI, error) { return c[url], nil }
+func (c clientsByURL) For(_ context.Context, url string) (core.FlinkAPI, error) { return c[url], nil }
 
 // ownersIn runs savepointOwners inside an activity, where it heartbeats.
 func ownersIn(t *testing.T, a *Activities, inv inventory.Inventory, listing cleanup.Listing, records []cleanup.LiveRecord, notes *[]string) (snapshotOwners, error) {

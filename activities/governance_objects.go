@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -17,7 +18,7 @@ import (
 // as keys qualified by their Kubernetes cluster (inventory.NamespaceKey);
 // none when the worker has no Kubernetes access. A namespace whose every
 // cluster is gone is still searched: that is where leftovers pile up.
-func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope Scope) []string {
+func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope core.Scope) []string {
 	if a.Orphans == nil {
 		return nil
 	}
@@ -25,7 +26,7 @@ func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope Scope) []st
 	var out []string
 	for _, t := range inv.Tenants {
 		key := inventory.NamespaceKey(t.KubeCluster, t.Namespace)
-		if t.Namespace == "" || seen[key] || !InScope(scope.Tenants, t.Name) {
+		if t.Namespace == "" || seen[key] || !core.InScope(scope.Tenants, t.Name) {
 			continue
 		}
 		seen[key] = true
@@ -38,7 +39,7 @@ func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope Scope) []st
 // clusterJobs reads the states of every job of a native cluster, and when
 // the last of them ended (zero while one has not).
 func (a *Activities) clusterJobs(ctx context.Context, c inventory.Cluster) ([]string, time.Time, error) {
-	client, err := flinkFor(ctx, a.Flink, c.RESTURL)
+	client, err := core.FlinkFor(ctx, a.Flink, c.RESTURL)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -65,7 +66,7 @@ func jobManagerKey(namespaceKey, clusterID string) string { return namespaceKey 
 // JobManagers are judged from the job states of every native cluster in
 // scope; a cluster whose jobs cannot be read is reported with its state
 // unknown, so the plan keeps it and says why.
-func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, scope Scope, namespaces []string) ([]cleanup.Object, error) {
+func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, scope core.Scope, namespaces []string) ([]cleanup.Object, error) {
 	if len(namespaces) == 0 {
 		return nil, nil
 	}
@@ -87,7 +88,7 @@ func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, s
 			continue
 		}
 		nsKey := c.Resource.NamespaceKey()
-		if !inNS[nsKey] || !InScope(scope.Clusters, c.ClusterID) {
+		if !inNS[nsKey] || !core.InScope(scope.Clusters, c.ClusterID) {
 			continue
 		}
 		key := jobManagerKey(nsKey, c.ClusterID)
@@ -104,10 +105,10 @@ func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, s
 	}
 	found, err := a.Orphans.FindOrphans(ctx, namespaces, states)
 	if err != nil {
-		return nil, classifyKubernetes("find leftover Kubernetes objects in "+strings.Join(namespaces, ", "), err)
+		return nil, core.ClassifyKubernetes("find leftover Kubernetes objects in "+strings.Join(namespaces, ", "), err)
 	}
 	for _, o := range found {
-		if !inNS[o.Ref.NamespaceKey()] || !InScope(scope.Clusters, o.ClusterID) {
+		if !inNS[o.Ref.NamespaceKey()] || !core.InScope(scope.Clusters, o.ClusterID) {
 			continue
 		}
 		o.Tenant = tenantOf[o.Ref.NamespaceKey()]

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -43,14 +44,14 @@ type restFleet struct {
 	down map[string]bool
 }
 
-func (r *restFleet) For(_ context.Context, url string) (activities.FlinkAPI, error) {
+func (r *restFleet) For(_ context.Context, url string) (core.FlinkAPI, error) {
 	return restClient{jobs: r.jobs[url], down: r.down[url]}, nil
 }
 
 type restClient struct {
-	activities.FlinkAPI // other calls panic: the test notices them
-	jobs                []flink.JobOverview
-	down                bool
+	core.FlinkAPI // other calls panic: the test notices them
+	jobs          []flink.JobOverview
+	down          bool
 }
 
 func (c restClient) ListJobs(context.Context) ([]flink.JobOverview, error) {
@@ -158,7 +159,7 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 	}
 	acts := &activities.Activities{Inventory: kc, Flink: flinkJobs, Storage: &storage.Resolver{Guard: guard},
 		Orphans: app.KubeOrphans{Fleet: fleet},
-		Cleanup: activities.CleanupSettings{TrashRoot: "file://" + trashRoot, PlanDir: "file://" + planDir}}
+		Cleanup: core.CleanupSettings{TrashRoot: "file://" + trashRoot, PlanDir: "file://" + planDir}}
 	gov, err := metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 
 	// The default TTL (24h) keeps every leftover: they were created just now.
 	var young activities.PlanCleanupResult
-	if err := run(acts.PlanCleanup, activities.PlanCleanupInput{RunID: "young", Scope: activities.Scope{Tenants: []string{"team-o"}}}, &young); err != nil {
+	if err := run(acts.PlanCleanup, activities.PlanCleanupInput{RunID: "young", Scope: core.Scope{Tenants: []string{"team-o"}}}, &young); err != nil {
 		t.Fatal(err)
 	}
 	if young.Summary.Objects != 0 || young.Summary.KeptObjects != len(leftovers) || young.Summary.Items != 0 {
@@ -203,7 +204,7 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 
 	// Two hours later, with a 1h TTL, exactly the leftovers are planned.
 	acts.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
-	in := activities.PlanCleanupInput{RunID: "old", Scope: activities.Scope{Tenants: []string{"team-o"}}, Policy: activities.CleanupPolicy{OrphanTTL: time.Hour}}
+	in := activities.PlanCleanupInput{RunID: "old", Scope: core.Scope{Tenants: []string{"team-o"}}, Policy: activities.CleanupPolicy{OrphanTTL: time.Hour}}
 	var planned activities.PlanCleanupResult
 	if err := run(acts.PlanCleanup, in, &planned); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint/checkpointtest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -86,7 +87,7 @@ func TestPurgeKeepsWhatASnapshotRestoredFromTheTrashNeeds(t *testing.T) {
 					CheckpointDir: "file://" + tenant + "/checkpoints", SavepointDir: "file://" + tenant + "/savepoints"}},
 			}
 			a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&quietFlink{}}, Storage: &storage.Resolver{Guard: guard},
-				Cleanup: CleanupSettings{TrashRoot: "file://" + trash}}
+				Cleanup: core.CleanupSettings{TrashRoot: "file://" + trash}}
 			var res PurgeTrashResult
 			if err := runActivity(t, a, a.PurgeTrash, PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &res); err != nil {
 				t.Fatal(err)
@@ -155,7 +156,7 @@ func TestPurgeWaitsWhileARestoreSourceIsUnknown(t *testing.T) {
 			CheckpointDir: "file://" + tenant + "/checkpoints"}},
 	}
 	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&failedUnreadable{}}, Storage: &storage.Resolver{Guard: guard},
-		Cleanup: CleanupSettings{TrashRoot: "file://" + trash}, LiveReadWait: 10 * time.Millisecond}
+		Cleanup: core.CleanupSettings{TrashRoot: "file://" + trash}, LiveReadWait: 10 * time.Millisecond}
 	var res PurgeTrashResult
 	err = runActivity(t, a, a.PurgeTrash, PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &res)
 	if err == nil || !strings.Contains(err.Error(), "cannot be told") {

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -41,26 +42,26 @@ type RestoreTrashResult struct {
 func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (RestoreTrashResult, error) {
 	var out RestoreTrashResult
 	if a.Storage == nil || a.Inventory == nil {
-		return out, nonRetryable(ErrTypeInventory, "worker has no storage or inventory source configured")
+		return out, core.NonRetryable(core.ErrTypeInventory, "worker has no storage or inventory source configured")
 	}
 	if a.Cleanup.TrashRoot == "" {
-		return out, nonRetryable(ErrTypeCleanupNotConfigured, "worker config cleanup.trashRoot is empty: this worker keeps no trash to restore from")
+		return out, core.NonRetryable(core.ErrTypeCleanupNotConfigured, "worker config cleanup.trashRoot is empty: this worker keeps no trash to restore from")
 	}
 	if err := CheckRunID(in.RunID); err != nil {
-		return out, nonRetryable(ErrTypeInvalidInput, "%v", err)
+		return out, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 	}
 	fs, trash, err := a.Storage.Resolve(ctx, a.Cleanup.TrashRoot)
 	if err != nil {
-		return out, classify("resolve cleanup.trashRoot "+a.Cleanup.TrashRoot, err)
+		return out, core.Classify("resolve cleanup.trashRoot "+a.Cleanup.TrashRoot, err)
 	}
 	trash = strings.TrimRight(trash, "/")
 	audit := trash + "/_audit"
 	if a.Cleanup.AuditRoot != "" {
 		if _, audit, err = a.Storage.Resolve(ctx, a.Cleanup.AuditRoot); err != nil {
-			return out, classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
+			return out, core.Classify("resolve cleanup.auditRoot "+a.Cleanup.AuditRoot, err)
 		}
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return out, err
 	}
@@ -73,7 +74,7 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 		}
 		tfs, tp, err := a.Storage.Resolve(ctx, t.Root)
 		if err != nil {
-			return out, classify("resolve tenant root "+t.Root, err)
+			return out, core.Classify("resolve tenant root "+t.Root, err)
 		}
 		if tfs.URI().String() != fs.URI().String() {
 			continue
@@ -84,10 +85,10 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 	}
 	guard, err := storage.NewGuardOn(fs.URI().String(), roots...)
 	if err != nil {
-		return out, nonRetryable(ErrTypeCleanupNotConfigured, "restore roots: %v", err)
+		return out, core.NonRetryable(core.ErrTypeCleanupNotConfigured, "restore roots: %v", err)
 	}
 	cfg := cleanup.RestoreConfig{FS: fs, Guard: guard, TrashRoot: trash, AuditRoot: audit, RunID: in.RunID,
-		Paths: in.Paths, DryRun: in.DryRun, Now: func() time.Time { return timeNow(a.Now) },
+		Paths: in.Paths, DryRun: in.DryRun, Now: func() time.Time { return core.Now(a.Now) },
 		Progress: func(done, total int) { activity.RecordHeartbeat(ctx, done) },
 		// Nothing goes into a job dir a live job of the inventory writes.
 		Live: func(ctx context.Context) (cleanup.Live, error) {
@@ -105,7 +106,7 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 	// trash before anything moves: heartbeat through it.
 	stop := make(chan struct{})
 	go func() {
-		tick := time.NewTicker(pollEvery(a.PollInterval))
+		tick := time.NewTicker(core.PollInterval(a.PollInterval))
 		defer tick.Stop()
 		for {
 			select {
@@ -119,7 +120,7 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 	res, err := cleanup.Restore(ctx, cfg)
 	close(stop)
 	if err != nil {
-		return out, classify("restore the trash of run "+in.RunID, err)
+		return out, core.Classify("restore the trash of run "+in.RunID, err)
 	}
 	out.RestoreResult = res
 	type put struct{ files, bytes int64 }
@@ -145,14 +146,14 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 		for _, t := range out.Tenants {
 			a.Metrics.CleanupRestored(t, back[t].files, back[t].bytes)
 		}
-		a.Metrics.Succeeded(OpRestoreTrash, timeNow(a.Now))
+		a.Metrics.Succeeded(OpRestoreTrash, core.Now(a.Now))
 	}
 	return out, nil
 }
 
 // recreator re-creates trashed objects through the worker's Kubernetes
 // access (cleanup.ObjectRecreator).
-type recreator struct{ o OrphanControl }
+type recreator struct{ o core.OrphanControl }
 
 func (r recreator) Recreate(ctx context.Context, ref inventory.ObjectRef, json []byte, runID string) ([]string, error) {
 	return r.o.RecreateObject(ctx, ref, json, runID)

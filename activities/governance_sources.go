@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -53,7 +54,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	// failed are the snapshots jobs were seen FAILED restoring from.
 	var failed []catalog.FailedRestoreRecord
 	for _, c := range inv.Clusters {
-		client, err := flinkFor(ctx, a.Flink, c.RESTURL)
+		client, err := core.FlinkFor(ctx, a.Flink, c.RESTURL)
 		if err != nil {
 			return live, nil, err
 		}
@@ -66,7 +67,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 				return live, nil, oerr
 			}
 			if !ok {
-				return live, nil, classify("list jobs of cluster "+c.ClusterID, err)
+				return live, nil, core.Classify("list jobs of cluster "+c.ClusterID, err)
 			}
 			live.Clusters = append(live.Clusters, lc)
 			continue
@@ -91,13 +92,13 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	// flinkmaint's own drills restore snapshots of the fleet on a cluster
 	// of their own: a drill in flight needs its snapshot as a live job does.
 	if u := a.Drill.ClusterRESTURL; u != "" && !inventoryCluster(inv, u) {
-		client, err := flinkFor(ctx, a.Flink, u)
+		client, err := core.FlinkFor(ctx, a.Flink, u)
 		if err != nil {
 			return live, nil, err
 		}
 		jobs, err := client.ListJobs(ctx)
 		if err != nil {
-			return live, nil, classify("list jobs of the drill cluster "+u+" (a drill in flight restores from snapshots in scope)", err)
+			return live, nil, core.Classify("list jobs of the drill cluster "+u+" (a drill in flight restores from snapshots in scope)", err)
 		}
 		lc := cleanup.LiveCluster{ClusterID: DrillClusterID, Ended: a.endedJobs(ctx, client, jobs)}
 		if lc.Jobs, err = a.liveJobs(ctx, client, DrillClusterID, jobs, live.Metadata, &notes, nil); err != nil {
@@ -130,7 +131,7 @@ func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]stri
 	}
 	held, err := a.Runs.SnapshotsInUse(ctx)
 	if err != nil {
-		return nil, classify("snapshots held by flinkmaint's runs in flight", err)
+		return nil, core.Classify("snapshots held by flinkmaint's runs in flight", err)
 	}
 	var notes []string
 	for _, h := range held {
@@ -157,7 +158,7 @@ func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]stri
 // end times and the job dirs their checkpoint history names: none of them
 // writes a checkpoint after it. History that cannot be read leaves the
 // end evidence for the cluster's configured checkpoint dir only.
-func (a *Activities) endedJobs(ctx context.Context, client FlinkAPI, jobs []flink.JobOverview) []cleanup.EndedJob {
+func (a *Activities) endedJobs(ctx context.Context, client core.FlinkAPI, jobs []flink.JobOverview) []cleanup.EndedJob {
 	var out []cleanup.EndedJob
 	for _, j := range jobs {
 		if !j.State.IsGloballyTerminal() {
@@ -179,7 +180,7 @@ const DrillClusterID = "flinkmaint-drill-cluster"
 // liveJobs reads what each job of jobs that has not ended needs, in job
 // id order. seen, when set, is told each snapshot a FAILED job restored
 // from, or failed to, with the line of Flink's that names it.
-func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster string, jobs []flink.JobOverview, meta map[string]cleanup.MetadataResult, notes *[]string,
+func (a *Activities) liveJobs(ctx context.Context, client core.FlinkAPI, cluster string, jobs []flink.JobOverview, meta map[string]cleanup.MetadataResult, notes *[]string,
 	seen func(j flink.JobOverview, snapshot, message string)) ([]cleanup.LiveJob, error) {
 	var out []cleanup.LiveJob
 	for _, j := range jobs {
@@ -221,7 +222,7 @@ func (a *Activities) liveJobs(ctx context.Context, client FlinkAPI, cluster stri
 // not an error: a failed job must not stop every plan while its cluster
 // lists it, and other rules still judge that snapshot. message is the
 // line of Flink's that names the restore point.
-func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveJob, string, error) {
+func (a *Activities) failedJob(ctx context.Context, client core.FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveJob, string, error) {
 	lj := cleanup.LiveJob{JobID: jobID}
 	where := "failed job " + jobID + " on " + cluster
 	var st flink.CheckpointingStatistics
@@ -229,10 +230,10 @@ func (a *Activities) failedJob(ctx context.Context, client FlinkAPI, cluster, jo
 		st, err = client.Checkpoints(ctx, jobID)
 		return err
 	})
-	if flinkUnanswered(err) || ctx.Err() != nil {
+	if core.FlinkUnanswered(err) || ctx.Err() != nil {
 		// Flink did not answer: nothing is known of what the job restores
 		// from, so the read fails rather than go on without it.
-		return lj, "", classify("checkpoints of "+where, err)
+		return lj, "", core.Classify("checkpoints of "+where, err)
 	}
 	var restore, latest, message string
 	if err == nil {
@@ -306,7 +307,7 @@ var reRollback = regexp.MustCompile(`Failed to rollback to checkpoint/savepoint 
 // snapshot it failed to restore from. It returns that snapshot's dir and
 // the line that names it, or why the history cannot tell ("" for all when
 // it names none: the job failed after it started).
-func failedRestoreSource(ctx context.Context, client FlinkAPI, jobID string) (from, line, why string) {
+func failedRestoreSource(ctx context.Context, client core.FlinkAPI, jobID string) (from, line, why string) {
 	ex, err := client.JobExceptions(ctx, jobID, 20)
 	switch {
 	case flink.Reason(err) == flink.ErrorReasonJobNotFound:
@@ -366,7 +367,7 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 	}
 	st, err := a.Operator.OperatorStatus(ctx, *c.Resource)
 	if err != nil {
-		return cleanup.LiveCluster{}, false, classify("operator status of cluster "+c.ClusterID, err)
+		return cleanup.LiveCluster{}, false, core.Classify("operator status of cluster "+c.ClusterID, err)
 	}
 	if st.JobManagerDeploymentStatus == "READY" {
 		return cleanup.LiveCluster{}, false, nil
@@ -392,7 +393,7 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 		js := st
 		if ref != *c.Resource {
 			if js, err = a.Operator.OperatorStatus(ctx, ref); err != nil {
-				return lc, false, classify("operator status of "+ref.Kind+" "+ref.Namespace+"/"+ref.Name, err)
+				return lc, false, core.Classify("operator status of "+ref.Kind+" "+ref.Namespace+"/"+ref.Name, err)
 			}
 		}
 		what := ref.Kind + " " + ref.Namespace + "/" + ref.Name
@@ -463,7 +464,7 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 	sort.Strings(namespaces)
 	recs, err := a.Operator.OperatorRecords(ctx, namespaces)
 	if err != nil {
-		return nil, classify("operator records in "+strings.Join(namespaces, ", "), err)
+		return nil, core.Classify("operator records in "+strings.Join(namespaces, ", "), err)
 	}
 	var notes []string
 	for _, r := range recs {
@@ -502,7 +503,7 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 }
 
 // liveJob reads what one live job needs into meta and returns the job.
-func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult) (cleanup.LiveJob, []string, error) {
+func (a *Activities) liveJob(ctx context.Context, client core.FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult) (cleanup.LiveJob, []string, error) {
 	lj := cleanup.LiveJob{JobID: jobID}
 	var notes []string
 	where := "job " + jobID + " on " + cluster
@@ -513,7 +514,7 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 		return checkpointingShown(ctx, client, jobID, err)
 	})
 	if err != nil {
-		return lj, nil, classify("checkpoint configuration of "+where, err)
+		return lj, nil, core.Classify("checkpoint configuration of "+where, err)
 	}
 	lj.CheckpointTimeout = time.Duration(cfg.Timeout) * time.Millisecond
 	for {
@@ -523,7 +524,7 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 			return checkpointingShown(ctx, client, jobID, err)
 		})
 		if err != nil {
-			return lj, nil, classify("checkpoints of "+where, err)
+			return lj, nil, core.Classify("checkpoints of "+where, err)
 		}
 		lj.RestorePath, lj.LatestCheckpoint, lj.InFlightCheckpoint, lj.OldestPending = "", "", 0, time.Time{}
 		for _, h := range st.History {
@@ -550,7 +551,7 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 			if !latestFound {
 				d, err := client.JobDetails(ctx, jobID)
 				if err != nil {
-					return lj, nil, classify("state of "+where, err)
+					return lj, nil, core.Classify("state of "+where, err)
 				}
 				if d.State.IsGloballyTerminal() {
 					return lj, nil, errJobEnded
@@ -560,7 +561,7 @@ func (a *Activities) liveJob(ctx context.Context, client FlinkAPI, cluster, jobI
 					select {
 					case <-ctx.Done():
 						return lj, nil, ctx.Err()
-					case <-time.After(pollEvery(a.PollInterval)):
+					case <-time.After(core.PollInterval(a.PollInterval)):
 					}
 					continue
 				}
@@ -603,7 +604,7 @@ func (a *Activities) untilDeadline(ctx context.Context, deadline time.Time, wher
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(pollEvery(a.PollInterval)):
+		case <-time.After(core.PollInterval(a.PollInterval)):
 		}
 	}
 }
@@ -614,7 +615,7 @@ func (a *Activities) untilDeadline(ctx context.Context, deadline time.Time, wher
 // checkpointing, which says nothing about the job's own settings. Such an
 // answer becomes a transient error, asked again; a job that ended since
 // is errJobEnded. A running job without checkpointing keeps Flink's answer.
-func checkpointingShown(ctx context.Context, client FlinkAPI, jobID string, err error) error {
+func checkpointingShown(ctx context.Context, client core.FlinkAPI, jobID string, err error) error {
 	if !errors.Is(err, flink.ErrCheckpointingDisabled) {
 		return err
 	}
@@ -642,11 +643,11 @@ func (a *Activities) readLiveMetadata(ctx context.Context, dir string, meta map[
 			meta[metadataOf(dir)] = cleanup.MetadataResult{Error: err.Error()}
 			return true, nil
 		}
-		return false, classify("resolve "+dir, err)
+		return false, core.Classify("resolve "+dir, err)
 	}
 	res, found, err := cleanup.ReadMetadata(ctx, fs, p)
 	if err != nil {
-		return false, classify("read "+p, err)
+		return false, core.Classify("read "+p, err)
 	}
 	if found {
 		meta[p] = res
@@ -745,7 +746,7 @@ func (a *Activities) spellings(ctx context.Context, base string, prefixes []stri
 	for _, p := range prefixes {
 		same, err := a.Storage.CompareFileSystems(ctx, base, p)
 		if err != nil {
-			return sp, classify("compare "+p+" with "+base, err)
+			return sp, core.Classify("compare "+p+" with "+base, err)
 		}
 		switch same {
 		case storage.SameFileSystem:
@@ -765,7 +766,7 @@ func (a *Activities) referenceRootsOn(ctx context.Context, fs storage.FileSystem
 	for _, r := range a.Cleanup.ReferenceRoots {
 		rfs, p, err := a.Storage.Resolve(ctx, r)
 		if err != nil {
-			return nil, classify("resolve cleanup.referenceRoots entry "+r, err)
+			return nil, core.Classify("resolve cleanup.referenceRoots entry "+r, err)
 		}
 		if fs == nil || rfs.URI().String() != fs.URI().String() {
 			*notes = append(*notes, fmt.Sprintf("reference root %s is on another file system than the plan: read at planning, not again before each batch", r))
@@ -783,12 +784,12 @@ func (a *Activities) referenceMetadata(ctx context.Context) (map[string]cleanup.
 	for _, r := range a.Cleanup.ReferenceRoots {
 		fs, p, err := a.Storage.Resolve(ctx, r)
 		if err != nil {
-			return nil, classify("resolve cleanup.referenceRoots entry "+r, err)
+			return nil, core.Classify("resolve cleanup.referenceRoots entry "+r, err)
 		}
 		root := layout.Root{Path: strings.TrimRight(p, "/"), Kind: layout.CheckpointRoot}
 		l, err := cleanup.Gather(ctx, fs, []layout.Root{root}, cleanup.GatherOptions{ReferencesOnly: true})
 		if err != nil {
-			return nil, classify("read reference root "+r, err)
+			return nil, core.Classify("read reference root "+r, err)
 		}
 		for k, v := range l.Metadata {
 			out[k] = v

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -23,7 +24,7 @@ import (
 // sourcesFlink scripts the answers of one job's checkpoint statistics
 // and of the cluster's configuration.
 type sourcesFlink struct {
-	FlinkAPI
+	core.FlinkAPI
 	stats  flink.CheckpointingStatistics
 	state  flink.JobState
 	config flink.Config
@@ -60,6 +61,7 @@ func (f *sourcesFlink) checkpointingDisabled(op string) error {
 func (f *sourcesFlink) ListJobs(context.Context) ([]flink.JobOverview, error) {
 	return []flink.JobOverview{{ID: "0123456789abcdef0123456789abcdef", State: flink.JobRunning}}, nil
 }
+
 func (f *sourcesFlink) Checkpoints(context.Context, string) (flink.CheckpointingStatistics, error) {
 	if f.unanswered > 0 {
 		f.unanswered--
@@ -75,12 +77,14 @@ func (f *sourcesFlink) Checkpoints(context.Context, string) (flink.Checkpointing
 	}
 	return f.stats, nil
 }
+
 func (f *sourcesFlink) CheckpointConfig(context.Context, string) (flink.CheckpointConfig, error) {
 	if err := f.checkpointingDisabled("checkpoint config"); err != nil {
 		return flink.CheckpointConfig{}, err
 	}
 	return flink.CheckpointConfig{Timeout: 600_000}, nil
 }
+
 func (f *sourcesFlink) JobDetails(context.Context, string) (flink.JobDetails, error) {
 	if f.detailsUnavailable > 0 {
 		f.detailsUnavailable--
@@ -92,6 +96,7 @@ func (f *sourcesFlink) JobDetails(context.Context, string) (flink.JobDetails, er
 	}
 	return flink.JobDetails{State: f.state}, nil
 }
+
 func (f *sourcesFlink) JobManagerConfig(context.Context) (flink.Config, error) { return f.config, nil }
 
 // liveInventoryIn runs liveInventory inside an activity (it heartbeats).
@@ -294,7 +299,7 @@ func TestLiveInventoryReadsTheDrillCluster(t *testing.T) {
 		Restored: &flink.RestoredCheckpoint{ID: 1, IsSavepoint: true, ExternalPath: drilled}}}}
 	inv := inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}
 	a := &Activities{Flink: clientsByURL{"http://c1": &emptyCluster{}, "http://drill:8081": drill}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond,
-		Drill: DrillSettings{ClusterRESTURL: "http://drill:8081", Root: "file://" + filepath.Join(dir, "drills")}}
+		Drill: core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: "file://" + filepath.Join(dir, "drills")}}
 	live, _, err := liveInventoryIn(t, a, inv)
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +326,7 @@ type emptyCluster struct{ sourcesFlink }
 
 func (emptyCluster) ListJobs(context.Context) ([]flink.JobOverview, error) { return nil, nil }
 
-type downCluster struct{ FlinkAPI }
+type downCluster struct{ core.FlinkAPI }
 
 func (downCluster) ListJobs(context.Context) ([]flink.JobOverview, error) {
 	return nil, &flink.Error{Op: "list jobs", Reason: flink.ErrorReasonUnavailable, Retryable: true, Message: "connection refused"}
@@ -423,11 +428,11 @@ func TestLiveInventoryKeepsWhatAFailedRestoreFailedOn(t *testing.T) {
 
 // fakeRuns answers what flinkmaint's runs in flight hold.
 type fakeRuns struct {
-	held []RunSnapshot
+	held []core.RunSnapshot
 	err  error
 }
 
-func (f fakeRuns) SnapshotsInUse(context.Context) ([]RunSnapshot, error) { return f.held, f.err }
+func (f fakeRuns) SnapshotsInUse(context.Context) ([]core.RunSnapshot, error) { return f.held, f.err }
 
 // TestLiveInventoryReadsRunsInFlight: a savepoint a window or upgrade in
 // flight holds is a record, with what it names read as a live job's is; a
@@ -439,7 +444,7 @@ func TestLiveInventoryReadsRunsInFlight(t *testing.T) {
 	gone := "file://" + filepath.Join(dir, "savepoints", "savepoint-012345-ffffffffffff")
 	inv := inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}}
 	a := &Activities{Flink: clientsByURL{"http://c1": &emptyCluster{}}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond,
-		Runs: fakeRuns{held: []RunSnapshot{
+		Runs: fakeRuns{held: []core.RunSnapshot{
 			{Run: "window-w1", Path: sp + "/", What: "window savepoint of job a"},
 			{Run: "upgrade-u1", Path: gone, What: "pre-upgrade savepoint of job b"},
 		}}}

@@ -3,30 +3,10 @@ package activities
 import (
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
-
-// CleanupSettings are the worker-side locations of cleanup: where plans,
-// trash and audit manifests live. They come from the worker's config
-// (cleanup section), not from workflow input, because they must lie under
-// the worker's writable roots.
-type CleanupSettings struct {
-	// TrashRoot receives trashed items, outside every tenant's quota'd tree.
-	TrashRoot string
-	// AuditRoot holds the audit manifests; default <TrashRoot>/_audit.
-	AuditRoot string
-	// PlanDir holds plans and governance reports, <PlanDir>/<run-id>/.
-	PlanDir string
-	// ReferenceRoots are checkpoint roots of jobs outside every scope:
-	// their retained _metadata are read (never changed) and what they
-	// reference is kept.
-	ReferenceRoots []string
-	// FailedRestoreHold is how long a snapshot a job was seen FAILED
-	// restoring from is kept after the last plan that saw it so; zero
-	// takes cleanup.DefaultFailedRestoreHold.
-	FailedRestoreHold time.Duration
-}
 
 // CleanupPolicy is the cleanup rules as activities take them; zero fields
 // take the planner's defaults.
@@ -36,7 +16,7 @@ type CleanupPolicy = cleanup.Policy
 type PlanCleanupInput struct {
 	// RunID names the plan and, later, the executor run and its manifest.
 	RunID  string
-	Scope  Scope
+	Scope  core.Scope
 	Policy CleanupPolicy
 	// ShardItems, when > 0, writes the plan sharded: a header and shards
 	// of at most this many items, which ExecuteCleanupPart runs one at a
@@ -256,7 +236,7 @@ type PurgeTrashResult struct {
 
 // SampleQuotaInput samples the tenants of a scope (or the given tenants).
 type SampleQuotaInput struct {
-	Scope           Scope
+	Scope           core.Scope
 	Tenants         []inventory.Tenant
 	WarningPercent  float64
 	CriticalPercent float64

@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -99,15 +100,15 @@ const metricGrace = 35 * time.Second
 // checkMetrics reads every check's metric and fails the job, naming the
 // check, the value and where it came from, when one is out of bounds or
 // Flink does not report it: a check that cannot be read is not passed.
-func (a *Activities) checkMetrics(ctx context.Context, client FlinkAPI, jobID string, checks []MetricCheck) ([]MetricReading, error) {
+func (a *Activities) checkMetrics(ctx context.Context, client core.FlinkAPI, jobID string, checks []MetricCheck) ([]MetricReading, error) {
 	if len(checks) == 0 {
 		return nil, nil
 	}
 	d, err := client.JobDetails(ctx, jobID)
 	if err != nil {
-		return nil, classify("job "+jobID, err)
+		return nil, core.Classify("job "+jobID, err)
 	}
-	deadline := timeNow(a.Now).Add(metricGrace)
+	deadline := core.Now(a.Now).Add(metricGrace)
 	var out []MetricReading
 	for _, c := range checks {
 		if c.Vertex == "" {
@@ -135,7 +136,7 @@ func (a *Activities) checkMetrics(ctx context.Context, client FlinkAPI, jobID st
 			out = append(out, r)
 		}
 		if matched == 0 {
-			return out, nonRetryable(ErrTypeJobUnhealthy, "health check %s: no vertex of job %s matches %q (its vertices: %s)", c, jobID, c.Vertex, strings.Join(names, "; "))
+			return out, core.NonRetryable(core.ErrTypeJobUnhealthy, "health check %s: no vertex of job %s matches %q (its vertices: %s)", c, jobID, c.Vertex, strings.Join(names, "; "))
 		}
 	}
 	return out, nil
@@ -150,7 +151,7 @@ func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source strin
 	for {
 		vals, err := get(c.Metric)
 		if err != nil {
-			return MetricReading{}, classify(fmt.Sprintf("metric %s of %s", c.Metric, source), err)
+			return MetricReading{}, core.Classify(fmt.Sprintf("metric %s of %s", c.Metric, source), err)
 		}
 		for _, m := range vals {
 			if m.ID != c.Metric {
@@ -158,11 +159,11 @@ func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source strin
 			}
 			v, ok := m.Number(c.agg())
 			if !ok {
-				return MetricReading{}, nonRetryable(ErrTypeJobUnhealthy, "health check %s: %s reports %s, not a number", c, source, m)
+				return MetricReading{}, core.NonRetryable(core.ErrTypeJobUnhealthy, "health check %s: %s reports %s, not a number", c, source, m)
 			}
 			r := MetricReading{Check: c.String(), Source: source, Value: v}
 			if c.Max != nil && v > *c.Max {
-				return r, nonRetryable(ErrTypeJobUnhealthy, "health check %s failed: %s reports %g", c, source, v)
+				return r, core.NonRetryable(core.ErrTypeJobUnhealthy, "health check %s failed: %s reports %g", c, source, v)
 			}
 			if c.Min != nil && v < *c.Min {
 				below = &r
@@ -170,16 +171,16 @@ func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source strin
 			}
 			return r, nil
 		}
-		if timeNow(a.Now).After(deadline) {
+		if core.Now(a.Now).After(deadline) {
 			break
 		}
 		activity.RecordHeartbeat(ctx, "waiting for metric "+c.Metric)
-		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
+		if err := core.Sleep(ctx, core.PollInterval(a.PollInterval)); err != nil {
 			return MetricReading{}, err
 		}
 	}
 	if below != nil {
-		return *below, nonRetryable(ErrTypeJobUnhealthy, "health check %s failed: %s reports %g, still below the minimum %s after the soak", c, source, below.Value, metricGrace)
+		return *below, core.NonRetryable(core.ErrTypeJobUnhealthy, "health check %s failed: %s reports %g, still below the minimum %s after the soak", c, source, below.Value, metricGrace)
 	}
 	ids := "unavailable"
 	if all, err := get(); err == nil {
@@ -193,5 +194,5 @@ func (a *Activities) readMetric(ctx context.Context, c MetricCheck, source strin
 		}
 		ids = strings.Join(list, ", ")
 	}
-	return MetricReading{}, nonRetryable(ErrTypeJobUnhealthy, "health check %s: %s does not report %s within %s (it reports: %s)", c, source, c.Metric, metricGrace, ids)
+	return MetricReading{}, core.NonRetryable(core.ErrTypeJobUnhealthy, "health check %s: %s does not report %s within %s (it reports: %s)", c, source, c.Metric, metricGrace, ids)
 }

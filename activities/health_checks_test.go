@@ -11,15 +11,16 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
 // metricsClient is a job whose metrics Flink reports as given: job metrics
 // by id, vertex metrics by vertex id then metric id.
 type metricsClient struct {
-	FlinkAPI // other calls panic: the test notices them
-	vertices []flink.JobVertex
-	job      map[string]string
+	core.FlinkAPI // other calls panic: the test notices them
+	vertices      []flink.JobVertex
+	job           map[string]string
 	// later holds job metric values Flink reports in turn once job's value
 	// has been read, as a counter that goes on counting.
 	later  map[string][]string
@@ -66,7 +67,7 @@ func (c *metricsClient) VertexMetrics(_ context.Context, _, vertexID string, nam
 
 // runChecks runs checkMetrics as an activity on a clock that moves 5 s
 // each time it is read, so the grace runs out in a few polls.
-func runChecks(client FlinkAPI, checks []MetricCheck) (converter.EncodedValue, error) {
+func runChecks(client core.FlinkAPI, checks []MetricCheck) (converter.EncodedValue, error) {
 	clock := time.Unix(0, 0)
 	var mu sync.Mutex
 	a := &Activities{PollInterval: time.Millisecond, Now: func() time.Time {

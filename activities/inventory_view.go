@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -103,23 +104,23 @@ type JobView struct {
 // jobs the inventory knows that no cluster runs. It reads only.
 func (a *Activities) DescribeInventory(ctx context.Context, in DescribeInventoryInput) (InventoryView, error) {
 	if a.Inventory == nil || a.Flink == nil {
-		return InventoryView{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or Flink client configured")
+		return InventoryView{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source or Flink client configured")
 	}
 	var view InventoryView
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		view.Errors = append(view.Errors, "discovery: "+err.Error())
 		return view, nil
 	}
 	view.Retired = inv.RetiredClusters
 	for _, t := range inv.Tenants {
-		if InScope(in.Tenants, t.Name) {
+		if core.InScope(in.Tenants, t.Name) {
 			view.Tenants = append(view.Tenants, t)
 		}
 	}
 	var clusters []inventory.Cluster
 	for _, c := range inv.Clusters {
-		if InScope(in.Tenants, c.Tenant) && InScope(in.Clusters, c.ClusterID) {
+		if core.InScope(in.Tenants, c.Tenant) && core.InScope(in.Clusters, c.ClusterID) {
 			clusters = append(clusters, c)
 		}
 	}
@@ -202,7 +203,7 @@ func (a *Activities) describeCluster(ctx context.Context, c inventory.Cluster) C
 		return v
 	}
 	// What a window would do with each job, decided where a window decides.
-	_, skipped := matchJobs(c, jobs, Scope{}, true)
+	_, skipped := core.MatchJobs(c, jobs, core.Scope{}, true)
 	skips := map[string]string{}
 	for _, sk := range skipped {
 		skips[sk.JobID] = "a window skips it: " + sk.Reason

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -39,9 +40,9 @@ func (f *viewFlink) ListJobs(ctx context.Context) ([]flink.JobOverview, error) {
 
 // byURL hands out each REST URL's client; an unknown URL is an error, as
 // a malformed endpoint is.
-type byURL map[string]FlinkAPI
+type byURL map[string]core.FlinkAPI
 
-func (b byURL) For(_ context.Context, u string) (FlinkAPI, error) {
+func (b byURL) For(_ context.Context, u string) (core.FlinkAPI, error) {
 	if c, ok := b[u]; ok {
 		return c, nil
 	}

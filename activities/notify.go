@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
@@ -27,7 +28,7 @@ type NotifyResult struct {
 func (a *Activities) Notify(ctx context.Context, in NotifyInput) (NotifyResult, error) {
 	ev := in.Event
 	if ev.At.IsZero() {
-		ev.At = timeNow(a.Now)
+		ev.At = core.Now(a.Now)
 	}
 	a.recordDecision(ev)
 	if a.Notifier == nil {

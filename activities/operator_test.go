@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -77,7 +78,7 @@ func (e *operatorEnv) run(fn, in, out interface{}) error {
 
 // flinkDeployment creates an application FlinkDeployment whose job the
 // operator reports RUNNING, and returns the job target a window holds.
-func (e *operatorEnv) flinkDeployment(name string, status map[string]any, state string) activities.JobTarget {
+func (e *operatorEnv) flinkDeployment(name string, status map[string]any, state string) core.JobTarget {
 	e.t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "flink.apache.org/v1beta1", "kind": kube.KindFlinkDeployment,
@@ -100,8 +101,8 @@ func (e *operatorEnv) flinkDeployment(name string, status map[string]any, state 
 	return operatorTarget(e.ns, name)
 }
 
-func operatorTarget(ns, name string) activities.JobTarget {
-	return activities.JobTarget{Key: "cluster-" + name + "/" + name, Tenant: ns, ClusterID: "cluster-" + name, JobName: name,
+func operatorTarget(ns, name string) core.JobTarget {
+	return core.JobTarget{Key: "cluster-" + name + "/" + name, Tenant: ns, ClusterID: "cluster-" + name, JobName: name,
 		JobID: strings.Repeat("cd", 16),
 		Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
 			Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: kube.KindFlinkDeployment, Namespace: ns, Name: name}}}
@@ -274,7 +275,7 @@ func TestSuspendAndResumeJobThroughOperator(t *testing.T) {
 	// restore from the one it recorded.
 	var res activities.RestartJobResult
 	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: job, SavepointPath: "hdfs://nn:8020/sp/savepoint-000000-ffffffffffff", Timeout: 30 * time.Second}, &res)
-	appErr(t, err, activities.ErrTypeOperatorSavepointMismatch, false, "savepoint-cdcdcd-0123456789ab", "FlinkDeployment "+e.ns+"/orders")
+	appErr(t, err, core.ErrTypeOperatorSavepointMismatch, false, "savepoint-cdcdcd-0123456789ab", "FlinkDeployment "+e.ns+"/orders")
 
 	start = time.Now()
 	if err := e.run(a.ResumeJob, activities.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res); err != nil {
@@ -313,7 +314,7 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 		t.Fatalf("inverse %+v; want the new key unset", inverse)
 	}
 	err := e.run(a.ChangeOperatorSpec, activities.OperatorSpecChangeInput{Job: job, Change: change}, nil)
-	appErr(t, err, activities.ErrTypeOperatorPrecondition, false, "suspend the job")
+	appErr(t, err, core.ErrTypeOperatorPrecondition, false, "suspend the job")
 	var sus activities.StopWithSavepointResult
 	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
 		t.Fatal(err)
@@ -374,7 +375,7 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 		t.Fatal("workflow did not complete")
 	}
 	err := env.GetWorkflowError()
-	appErr(t, err, activities.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/stuck", "SUSPENDED", job.Key)
+	appErr(t, err, core.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/stuck", "SUSPENDED", job.Key)
 	if took < wait || took > wait+15*time.Second {
 		t.Fatalf("timed out after %s, want about %s", took, wait)
 	}
@@ -386,7 +387,7 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 	var a *activities.Activities
 	var res activities.RestartJobResult
 	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: parked, SavepointPath: "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab", Timeout: 1500 * time.Millisecond}, &res)
-	appErr(t, err, activities.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/parked", "RUNNING")
+	appErr(t, err, core.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/parked", "RUNNING")
 }
 
 func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
@@ -396,33 +397,33 @@ func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
 	var res activities.RestartJobResult
 
 	err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "absent"), Timeout: 5 * time.Second}, &sus)
-	appErr(t, err, activities.ErrTypeOperatorNotFound, false, "FlinkDeployment "+e.ns+"/absent")
+	appErr(t, err, core.ErrTypeOperatorNotFound, false, "FlinkDeployment "+e.ns+"/absent")
 
 	rest := operatorTarget(e.ns, "orders")
 	rest.Restart = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"}
 	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: rest}, &sus)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, `"rest-jar-run"`, rest.Key)
+	appErr(t, err, core.ErrTypeInvalidInput, false, `"rest-jar-run"`, rest.Key)
 
 	noResource := operatorTarget(e.ns, "orders")
 	noResource.Restart.Resource = nil
 	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: noResource, SavepointPath: "hdfs://nn/sp/savepoint-1"}, &res)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, "restart.resource")
+	appErr(t, err, core.ErrTypeInvalidInput, false, "restart.resource")
 
 	wrongKind := operatorTarget(e.ns, "orders")
 	wrongKind.Restart.Resource.Kind = "Deployment"
 	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: wrongKind}, &sus)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, "Deployment", "FlinkDeployment or FlinkSessionJob")
+	appErr(t, err, core.ErrTypeInvalidInput, false, "Deployment", "FlinkDeployment or FlinkSessionJob")
 
 	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: operatorTarget(e.ns, "orders"), SavepointPath: "savepoint-1"}, &res)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, "savepointPath")
+	appErr(t, err, core.ErrTypeInvalidInput, false, "savepointPath")
 
 	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "orders"), Timeout: -time.Second}, &sus)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, "negative")
+	appErr(t, err, core.ErrTypeInvalidInput, false, "negative")
 
 	// A worker without Kubernetes inventory cannot control operator jobs.
 	e.acts = &activities.Activities{}
 	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "orders")}, &sus)
-	appErr(t, err, activities.ErrTypeInventory, false, "inventory.kubernetes")
+	appErr(t, err, core.ErrTypeInventory, false, "inventory.kubernetes")
 }
 
 // TestSuspendJobRetryIgnoresAnOlderSavepoint covers a worker that died
@@ -438,7 +439,7 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 	status["jobStatus"].(map[string]any)["upgradeSavepointPath"] = old
 	target := e.flinkDeployment("stale", status, "running")
 
-	var known activities.OperatorSavepointMarks
+	var known core.OperatorSavepointMarks
 	if err := e.run(e.acts.ReadSavepointMarks, activities.ReadSavepointMarksInput{Job: target}, &known); err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +474,7 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 	// With them it waits, and times out while only the old one is there.
 	var out activities.StopWithSavepointResult
 	err = e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second, Known: &known}, &out)
-	appErr(t, err, activities.ErrTypeOperatorTimeout, false, "stale")
+	appErr(t, err, core.ErrTypeOperatorTimeout, false, "stale")
 
 	// Once the operator records the new savepoint, the retry returns it.
 	fresh := "hdfs://nn:8020/sp/savepoint-f4e5a1-111111111111"

@@ -7,22 +7,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
-// A compatibility rehearsal answers, before production changes, whether a
-// job's snapshot restores into its new version: the new build (an upgrade)
-// or the build for another Flink version (a migration) runs from the
-// snapshot on a drill cluster of the version it will run on, with
-// allowNonRestoredState off and its sinks sandboxed, gated like a restart.
-
 // PrepareRehearsalInput says what to rehearse.
 type PrepareRehearsalInput struct {
-	RunID string    `json:"runId"`
-	N     int       `json:"n"`
-	Job   JobTarget `json:"job"`
+	RunID string         `json:"runId"`
+	N     int            `json:"n"`
+	Job   core.JobTarget `json:"job"`
 	// NewRecipe is the job's new version (an upgrade); nil rehearses the
 	// inventory's build of the job for FlinkVersion (a migration).
 	NewRecipe *inventory.RestartRecipe `json:"newRecipe,omitempty"`
@@ -52,15 +47,15 @@ type PrepareRehearsalResult struct {
 // force, its configuration. What cannot be rehearsed is said, not raised.
 func (a *Activities) PrepareRehearsal(ctx context.Context, in PrepareRehearsalInput) (PrepareRehearsalResult, error) {
 	if a.Inventory == nil || a.Flink == nil || a.Storage == nil {
-		return PrepareRehearsalResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
+		return PrepareRehearsalResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source, Flink client or storage configured")
 	}
 	if in.FlinkVersion != "" && minorVersion(in.FlinkVersion) != in.FlinkVersion {
-		return PrepareRehearsalResult{}, nonRetryable(ErrTypeInvalidInput, "flinkVersion %q: use major.minor, such as 2.3", in.FlinkVersion)
+		return PrepareRehearsalResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "flinkVersion %q: use major.minor, such as 2.3", in.FlinkVersion)
 	}
-	if a.Drill.Root == "" || len(a.Drill.restURLs()) == 0 {
+	if a.Drill.Root == "" || len(a.Drill.RestURLs()) == 0 {
 		return PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured (drill.clusterRestUrl or drill.clusters, with drill.root)"}, nil
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return PrepareRehearsalResult{}, err
 	}
@@ -83,13 +78,13 @@ func (a *Activities) PrepareRehearsal(ctx context.Context, in PrepareRehearsalIn
 	}
 	version := in.FlinkVersion
 	if version == "" {
-		client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
+		client, err := core.FlinkFor(ctx, a.Flink, in.Job.RESTURL)
 		if err != nil {
 			return PrepareRehearsalResult{}, err
 		}
 		ov, err := client.ClusterOverview(ctx)
 		if err != nil {
-			return PrepareRehearsalResult{}, classify("Flink version of cluster "+in.Job.ClusterID, err)
+			return PrepareRehearsalResult{}, core.Classify("Flink version of cluster "+in.Job.ClusterID, err)
 		}
 		if version = minorVersion(ov.FlinkVersion); version == "" {
 			return PrepareRehearsalResult{NotRehearsed: fmt.Sprintf("cluster %s reports Flink version %q, which names no major.minor", in.Job.ClusterID, ov.FlinkVersion)}, nil
@@ -127,20 +122,20 @@ func (a *Activities) drillClusterFor(ctx context.Context, version string) (url, 
 	}
 	var seen []string
 	for _, c := range cands {
-		client, err := flinkFor(ctx, a.Flink, c.url)
+		client, err := core.FlinkFor(ctx, a.Flink, c.url)
 		if err != nil {
 			return "", "", "", err
 		}
 		ov, err := client.ClusterOverview(ctx)
 		if err != nil {
-			return "", "", "", classify("reach drill cluster "+c.url, err)
+			return "", "", "", core.Classify("reach drill cluster "+c.url, err)
 		}
 		got := minorVersion(ov.FlinkVersion)
 		if got == version {
 			return c.url, ov.FlinkVersion, "", nil
 		}
 		if c.configured != "" {
-			return "", "", "", nonRetryable(ErrTypeInvalidInput, "drill cluster %s is configured as Flink %s (drill.clusters) but reports Flink %s: correct its flinkVersion", c.url, c.configured, ov.FlinkVersion)
+			return "", "", "", core.NonRetryable(core.ErrTypeInvalidInput, "drill cluster %s is configured as Flink %s (drill.clusters) but reports Flink %s: correct its flinkVersion", c.url, c.configured, ov.FlinkVersion)
 		}
 		seen = append(seen, fmt.Sprintf("%s runs %s", c.url, ov.FlinkVersion))
 	}
@@ -334,7 +329,7 @@ type ExplainRehearsalInput struct {
 	// JobID is the copy's, empty when it was never submitted.
 	JobID string `json:"jobId,omitempty"`
 	// Job is the production job, whose running plan names its operators.
-	Job JobTarget `json:"job"`
+	Job core.JobTarget `json:"job"`
 	// Failure is the error the rehearsal saw (the submission's or the
 	// gate's), in full.
 	Failure string `json:"failure"`
@@ -347,7 +342,7 @@ type ExplainRehearsalInput struct {
 func (a *Activities) ExplainRehearsal(ctx context.Context, in ExplainRehearsalInput) (RehearsalCause, error) {
 	text := in.Failure
 	if in.DrillCluster != "" && in.JobID != "" {
-		client, err := flinkFor(ctx, a.Flink, in.DrillCluster)
+		client, err := core.FlinkFor(ctx, a.Flink, in.DrillCluster)
 		if err != nil {
 			return RehearsalCause{}, err
 		}
@@ -355,7 +350,7 @@ func (a *Activities) ExplainRehearsal(ctx context.Context, in ExplainRehearsalIn
 		switch {
 		case flink.Reason(err) == flink.ErrorReasonJobNotFound:
 		case err != nil:
-			return RehearsalCause{}, classify("exceptions of rehearsal copy "+in.JobID, err)
+			return RehearsalCause{}, core.Classify("exceptions of rehearsal copy "+in.JobID, err)
 		default:
 			for _, e := range ex.History.Entries {
 				text += "\n" + e.ExceptionName + "\n" + e.Stacktrace
@@ -370,7 +365,7 @@ func (a *Activities) ExplainRehearsal(ctx context.Context, in ExplainRehearsalIn
 		return cause, nil
 	}
 	names := map[string]string{}
-	if client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL); err == nil {
+	if client, err := core.FlinkFor(ctx, a.Flink, in.Job.RESTURL); err == nil {
 		if d, err := client.JobDetails(ctx, in.Job.JobID); err == nil {
 			for _, v := range d.Vertices {
 				head, _, _ := strings.Cut(v.Name, " -> ")
@@ -392,13 +387,13 @@ func (a *Activities) ExplainRehearsal(ctx context.Context, in ExplainRehearsalIn
 
 // RecordRehearsalInput is one rehearsal's outcome.
 type RecordRehearsalInput struct {
-	RunID        string    `json:"runId"`
-	Job          JobTarget `json:"job"`
-	Snapshot     string    `json:"snapshot"`
-	FlinkVersion string    `json:"flinkVersion,omitempty"`
-	Jar          string    `json:"jar,omitempty"`
-	Verdict      string    `json:"verdict"`
-	Cause        string    `json:"cause,omitempty"`
+	RunID        string         `json:"runId"`
+	Job          core.JobTarget `json:"job"`
+	Snapshot     string         `json:"snapshot"`
+	FlinkVersion string         `json:"flinkVersion,omitempty"`
+	Jar          string         `json:"jar,omitempty"`
+	Verdict      string         `json:"verdict"`
+	Cause        string         `json:"cause,omitempty"`
 }
 
 // RecordRehearsal writes the outcome beside the snapshot, in its tenant's
@@ -409,9 +404,9 @@ func (a *Activities) RecordRehearsal(ctx context.Context, in RecordRehearsalInpu
 		return nil
 	}
 	if a.Storage == nil || a.Inventory == nil {
-		return nonRetryable(ErrTypeStorage, "worker has no storage or inventory configured")
+		return core.NonRetryable(core.ErrTypeStorage, "worker has no storage or inventory configured")
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return err
 	}
@@ -421,13 +416,13 @@ func (a *Activities) RecordRehearsal(ctx context.Context, in RecordRehearsalInpu
 		}
 		fs, root, err := a.Storage.Resolve(ctx, t.Root)
 		if err != nil {
-			return classify("resolve "+t.Root, err)
+			return core.Classify("resolve "+t.Root, err)
 		}
 		rec := catalog.RehearsalRecord{Snapshot: fullPath(fs, in.Snapshot), RunID: in.RunID, FlinkVersion: in.FlinkVersion, Jar: in.Jar,
 			Job:     catalog.LogicalJob{Tenant: t.Name, Cluster: in.Job.ClusterID, Job: in.Job.JobName},
-			Verdict: in.Verdict, Cause: in.Cause, At: timeNow(a.Now).UTC()}
+			Verdict: in.Verdict, Cause: in.Cause, At: core.Now(a.Now).UTC()}
 		if err := (catalog.RehearsalStore{FS: fs, Root: root}).Put(ctx, rec); err != nil {
-			return classify("record rehearsal of "+in.Snapshot, err)
+			return core.Classify("record rehearsal of "+in.Snapshot, err)
 		}
 	}
 	a.countRehearsal(in)

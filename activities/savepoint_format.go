@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -28,7 +29,7 @@ const forStNativeOnly = "the job runs the ForSt state backend, which takes nativ
 // its latest checkpoint and the savepoint fails, so a window would stop
 // nothing and an upgrade would have no savepoint. note says why the format
 // differs from the one asked for; empty when it does not.
-func (a *Activities) savepointFormatFor(ctx context.Context, client FlinkAPI, job JobTarget, asked string) (format, note string, err error) {
+func (a *Activities) savepointFormatFor(ctx context.Context, client core.FlinkAPI, job core.JobTarget, asked string) (format, note string, err error) {
 	asked = savepointFormat(asked)
 	if asked == string(flink.SavepointFormatNative) {
 		return asked, "", nil

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -14,7 +16,7 @@ import (
 // before anything is triggered, retryably when Flink may answer later.
 func TestStopWithSavepointTakesNativeOfAForStJob(t *testing.T) {
 	done := []flink.OperationStatus{{State: flink.OperationCompleted, Location: "hdfs://nn/sp/savepoint-1"}}
-	job := JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}
+	job := core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}
 	for _, tc := range []struct {
 		name, backend, asked string
 		configErr            error
@@ -42,7 +44,7 @@ func TestStopWithSavepointTakesNativeOfAForStJob(t *testing.T) {
 				t.Errorf("checkpoint config read %d times, want %d", ff.configCalls, tc.wantConfigCalls)
 			}
 			if tc.wantErr != "" {
-				_, nonRetryable := appErrType(t, err)
+				_, nonRetryable := acttest.ErrType(t, err)
 				if !strings.Contains(err.Error(), tc.wantErr) || nonRetryable == tc.wantRetryable || len(ff.stopFormats) != 0 {
 					t.Fatalf("error %v (non-retryable %v), stops %v; want %q, retryable %v, nothing stopped", err, nonRetryable, ff.stopFormats, tc.wantErr, tc.wantRetryable)
 				}

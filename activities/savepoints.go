@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -87,30 +88,30 @@ func splitJob(job string) (cluster, name string, ok bool) {
 // from a cluster's job history (which catalogues them), or unknown.
 func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput) (ListSavepointsResult, error) {
 	if a.Inventory == nil || a.Storage == nil {
-		return ListSavepointsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
+		return ListSavepointsResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source or storage configured")
 	}
 	var wantCluster, wantName string
 	if in.Job != "" {
 		var ok bool
 		if wantCluster, wantName, ok = splitJob(in.Job); !ok {
-			return ListSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "job %q: want <cluster>/<job name>, such as cluster-a/orders", in.Job)
+			return ListSavepointsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %q: want <cluster>/<job name>, such as cluster-a/orders", in.Job)
 		}
 	}
 	inv, err := a.Inventory.Discover(ctx)
 	if err != nil {
-		return ListSavepointsResult{}, classify("discover inventory", err)
+		return ListSavepointsResult{}, core.Classify("discover inventory", err)
 	}
 	var res ListSavepointsResult
 	var roots []layout.Root
 	var fs storage.FileSystem
 	seen := map[string]bool{}
 	for _, c := range inv.Clusters {
-		if !InScope(in.Tenants, c.Tenant) || c.SavepointDir == "" {
+		if !core.InScope(in.Tenants, c.Tenant) || c.SavepointDir == "" {
 			continue
 		}
 		rfs, p, err := a.Storage.Resolve(ctx, c.SavepointDir)
 		if err != nil {
-			return res, classify("resolve savepoint dir "+c.SavepointDir, err)
+			return res, core.Classify("resolve savepoint dir "+c.SavepointDir, err)
 		}
 		if fs != nil && rfs.URI().String() != fs.URI().String() {
 			res.Notes = append(res.Notes, fmt.Sprintf("savepoint dir %s of cluster %s is on another file system than %s: list its tenant alone", c.SavepointDir, c.ClusterID, fs.URI()))
@@ -124,14 +125,14 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 		if _, err := rfs.Stat(ctx, p); errors.Is(err, storage.ErrNotFound) {
 			continue
 		} else if err != nil {
-			return res, classify("stat "+p, err)
+			return res, core.Classify("stat "+p, err)
 		}
 		fs = rfs
 		roots = append(roots, layout.Root{Path: p, Kind: layout.SavepointRoot})
 	}
 	var tenants []inventory.Tenant
 	for _, t := range inv.Tenants {
-		if InScope(in.Tenants, t.Name) {
+		if core.InScope(in.Tenants, t.Name) {
 			tenants = append(tenants, t)
 		}
 	}
@@ -140,7 +141,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	}
 	listing, err := cleanup.Gather(ctx, fs, roots, cleanup.GatherOptions{ReferencesOnly: true})
 	if err != nil {
-		return res, classify("list savepoint dirs", err)
+		return res, core.Classify("list savepoint dirs", err)
 	}
 	owners, err := a.savepointOwners(ctx, inv, tenants, listing, nil, a.jobHistory(ctx, inv), &res.Notes)
 	if err != nil {
@@ -251,7 +252,7 @@ func (a *Activities) failedRestoresOf(ctx context.Context, t inventory.Tenant) (
 func (a *Activities) recipesOf(ctx context.Context, t inventory.Tenant) (catalog.RecipeStore, error) {
 	fs, p, err := a.Storage.Resolve(ctx, t.Root)
 	if err != nil {
-		return catalog.RecipeStore{}, classify("resolve tenant root "+t.Root, err)
+		return catalog.RecipeStore{}, core.Classify("resolve tenant root "+t.Root, err)
 	}
 	return catalog.RecipeStore{FS: fs, Root: p}, nil
 }
@@ -272,18 +273,18 @@ func (a *Activities) catalogOf(ctx context.Context, t inventory.Tenant) ([]catal
 // written unless every path passes.
 func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInput) (AdoptSavepointsResult, error) {
 	if a.Inventory == nil || a.Storage == nil {
-		return AdoptSavepointsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
+		return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source or storage configured")
 	}
 	clusterID, name, ok := splitJob(in.Job)
 	if !ok {
-		return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "job %q: want <cluster>/<job name>, such as cluster-a/orders", in.Job)
+		return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %q: want <cluster>/<job name>, such as cluster-a/orders", in.Job)
 	}
 	if len(in.Paths) == 0 {
-		return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "no savepoint paths given: name the savepoint directories to adopt")
+		return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "no savepoint paths given: name the savepoint directories to adopt")
 	}
 	inv, err := a.Inventory.Discover(ctx)
 	if err != nil {
-		return AdoptSavepointsResult{}, classify("discover inventory", err)
+		return AdoptSavepointsResult{}, core.Classify("discover inventory", err)
 	}
 	var tenant *inventory.Tenant
 	for _, c := range inv.Clusters {
@@ -297,11 +298,11 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 		}
 	}
 	if tenant == nil || tenant.Root == "" {
-		return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "job %q: cluster %s is not in the inventory (or its tenant has no root)", in.Job, clusterID)
+		return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %q: cluster %s is not in the inventory (or its tenant has no root)", in.Job, clusterID)
 	}
 	tfs, troot, err := a.Storage.Resolve(ctx, tenant.Root)
 	if err != nil {
-		return AdoptSavepointsResult{}, classify("resolve tenant root "+tenant.Root, err)
+		return AdoptSavepointsResult{}, core.Classify("resolve tenant root "+tenant.Root, err)
 	}
 	store := catalog.Store{FS: tfs, Root: troot}
 	job := catalog.LogicalJob{Tenant: tenant.Name, Cluster: clusterID, Job: name}
@@ -310,21 +311,21 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 		path := strings.TrimRight(raw, "/")
 		fs, p, err := a.Storage.Resolve(ctx, path)
 		if err != nil {
-			return AdoptSavepointsResult{}, classify("resolve "+path, err)
+			return AdoptSavepointsResult{}, core.Classify("resolve "+path, err)
 		}
 		if fs.URI().String() != tfs.URI().String() || !strings.HasPrefix(p, strings.TrimRight(troot, "/")+"/") {
-			return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "savepoint %s is not under the root %s of tenant %s (cluster %s)", path, tenant.Root, tenant.Name, clusterID)
+			return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "savepoint %s is not under the root %s of tenant %s (cluster %s)", path, tenant.Root, tenant.Name, clusterID)
 		}
 		res, found, err := cleanup.ReadMetadata(ctx, fs, strings.TrimRight(p, "/")+"/"+layout.MetadataFileName)
 		if err != nil {
-			return AdoptSavepointsResult{}, classify("read the _metadata of "+path, err)
+			return AdoptSavepointsResult{}, core.Classify("read the _metadata of "+path, err)
 		}
 		if !found || res.Refs == nil {
 			why := "it has no _metadata"
 			if found {
 				why = "its _metadata does not parse: " + res.Error
 			}
-			return AdoptSavepointsResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint %s cannot be adopted: %s", path, why)
+			return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeSavepointInvalid, "savepoint %s cannot be adopted: %s", path, why)
 		}
 		var files, bytes int64
 		if err := fs.Walk(ctx, p, func(fi storage.FileInfo) error {
@@ -334,20 +335,20 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 			}
 			return nil
 		}); err != nil {
-			return AdoptSavepointsResult{}, classify("walk "+path, err)
+			return AdoptSavepointsResult{}, core.Classify("walk "+path, err)
 		}
-		entries = append(entries, catalog.Entry{Path: fullPath(fs, p), Job: job, Trigger: catalog.TriggerAdopted, Files: files, Bytes: bytes, RecordedAt: timeNow(a.Now).UTC()})
+		entries = append(entries, catalog.Entry{Path: fullPath(fs, p), Job: job, Trigger: catalog.TriggerAdopted, Files: files, Bytes: bytes, RecordedAt: core.Now(a.Now).UTC()})
 	}
 	// Refuse before writing anything: a conflict anywhere stops the lot.
 	if !in.Force {
 		current, err := store.List(ctx)
 		if err != nil {
-			return AdoptSavepointsResult{}, classify("read the savepoint catalog of tenant "+tenant.Name, err)
+			return AdoptSavepointsResult{}, core.Classify("read the savepoint catalog of tenant "+tenant.Name, err)
 		}
 		for _, e := range entries {
 			for _, c := range current {
 				if c.Path == e.Path && c.Job != e.Job {
-					return AdoptSavepointsResult{}, nonRetryable(ErrTypeInvalidInput, "savepoint %s is catalogued for %s; use --force to assign it to %s", e.Path, c.Job, e.Job)
+					return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "savepoint %s is catalogued for %s; use --force to assign it to %s", e.Path, c.Job, e.Job)
 				}
 			}
 		}
@@ -356,9 +357,9 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 	for _, e := range entries {
 		if err := store.Put(ctx, e, in.Force); err != nil {
 			if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {
-				return out, nonRetryable(ErrTypeInvalidInput, "%v", err)
+				return out, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 			}
-			return out, classify("write the savepoint catalog of tenant "+tenant.Name, err)
+			return out, core.Classify("write the savepoint catalog of tenant "+tenant.Name, err)
 		}
 		out.Adopted = append(out.Adopted, SavepointRow{Path: e.Path, Tenant: tenant.Name, Job: job.String(), Trigger: e.Trigger, Files: e.Files, Bytes: e.Bytes})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
@@ -16,7 +17,7 @@ import (
 // TakeSavepointInput asks for one savepoint of a running job, which keeps
 // running.
 type TakeSavepointInput struct {
-	Job JobTarget `json:"job"`
+	Job core.JobTarget `json:"job"`
 	// TriggerID (32 hex) makes retries re-attach to the same savepoint.
 	TriggerID string `json:"triggerId"`
 	// Format is CANONICAL (default) or NATIVE.
@@ -47,28 +48,28 @@ type TakeSavepointResult struct {
 // cannot tell its logical job.
 func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (TakeSavepointResult, error) {
 	if in.Job.JobID == "" || in.Job.Key == "" || in.Job.Tenant == "" || in.RunID == "" {
-		return TakeSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "take savepoint: job key %q, tenant %q, job id %q and run id %q are all required",
+		return TakeSavepointResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "take savepoint: job key %q, tenant %q, job id %q and run id %q are all required",
 			in.Job.Key, in.Job.Tenant, in.Job.JobID, in.RunID)
 	}
 	if in.Job.SavepointDir == "" {
-		return TakeSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: no savepoint directory configured for cluster %s", in.Job.Key, in.Job.ClusterID)
+		return TakeSavepointResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %s: no savepoint directory configured for cluster %s", in.Job.Key, in.Job.ClusterID)
 	}
 	if a.Inventory == nil || a.Storage == nil {
-		return TakeSavepointResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
+		return TakeSavepointResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source or storage configured")
 	}
-	client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
+	client, err := core.FlinkFor(ctx, a.Flink, in.Job.RESTURL)
 	if err != nil {
 		return TakeSavepointResult{}, err
 	}
 	format, note, err := a.savepointFormatFor(ctx, client, in.Job, in.Format)
 	if err != nil {
-		return TakeSavepointResult{}, classify("state backend of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+		return TakeSavepointResult{}, core.Classify("state backend of "+in.Job.Key+" ("+in.Job.JobID+")", err)
 	}
 	trig, err := client.TriggerSavepoint(ctx, in.Job.JobID, flink.SavepointRequest{
 		TargetDirectory: in.Job.SavepointDir, FormatType: flink.SavepointFormat(format), TriggerID: in.TriggerID,
 	})
 	if err != nil {
-		return TakeSavepointResult{}, classify("trigger savepoint of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+		return TakeSavepointResult{}, core.Classify("trigger savepoint of "+in.Job.Key+" ("+in.Job.JobID+")", err)
 	}
 	logger := activity.GetLogger(ctx)
 	logger.Info("savepoint triggered", "job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID, "reattached", trig.Reattached)
@@ -79,25 +80,25 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 		if errors.Is(err, flink.ErrOperationNotFound) {
 			// Forgotten (cache expiry, JobManager failover): a retry
 			// triggers it again under the same id.
-			return TakeSavepointResult{}, retryable(ErrTypeSavepointFailed,
+			return TakeSavepointResult{}, core.Retryable(core.ErrTypeSavepointFailed,
 				"Flink no longer knows savepoint %s of %s; it is triggered again", trig.TriggerID, in.Job.Key)
 		}
 		if err != nil {
-			return TakeSavepointResult{}, classify("savepoint status of "+in.Job.Key, err)
+			return TakeSavepointResult{}, core.Classify("savepoint status of "+in.Job.Key, err)
 		}
 		if st.Done() {
 			if st.Failure != nil {
-				return TakeSavepointResult{}, nonRetryable(ErrTypeSavepointFailed, "savepoint of %s (%s) failed; the job keeps running: %s",
-					in.Job.Key, in.Job.JobID, failureText(st.Failure))
+				return TakeSavepointResult{}, core.NonRetryable(core.ErrTypeSavepointFailed, "savepoint of %s (%s) failed; the job keeps running: %s",
+					in.Job.Key, in.Job.JobID, core.FailureText(st.Failure))
 			}
 			if st.Location == "" {
-				return TakeSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint of %s completed without a location", in.Job.Key)
+				return TakeSavepointResult{}, core.NonRetryable(core.ErrTypeSavepointInvalid, "savepoint of %s completed without a location", in.Job.Key)
 			}
 			location = strings.TrimRight(st.Location, "/")
 			break
 		}
 		activity.RecordHeartbeat(ctx, "savepoint in progress")
-		if err := sleepCtx(ctx, a.operationPollDelay(time.Since(triggered))); err != nil {
+		if err := core.Sleep(ctx, a.operationPollDelay(time.Since(triggered))); err != nil {
 			return TakeSavepointResult{}, err
 		}
 	}
@@ -112,10 +113,10 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 	err = a.putCatalogEntry(ctx, in.Job, catalog.Entry{Path: location, Trigger: trigger, RunID: in.RunID,
 		Format: format, Files: ver.Files, Bytes: ver.Bytes})
 	if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {
-		return TakeSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "savepoint %s of %s not catalogued: %v", location, in.Job.Key, err)
+		return TakeSavepointResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "savepoint %s of %s not catalogued: %v", location, in.Job.Key, err)
 	}
 	if err != nil {
-		return TakeSavepointResult{}, classify(fmt.Sprintf("catalog savepoint %s of %s", location, in.Job.Key), err)
+		return TakeSavepointResult{}, core.Classify(fmt.Sprintf("catalog savepoint %s of %s", location, in.Job.Key), err)
 	}
 	logger.Info("savepoint taken, verified and catalogued", "job", in.Job.Key, "savepoint", location, "files", ver.Files, "bytes", ver.Bytes)
 	return TakeSavepointResult{SavepointPath: location, CheckpointID: ver.CheckpointID, Files: ver.Files, Bytes: ver.Bytes, Format: format, FormatNote: note}, nil
@@ -154,10 +155,10 @@ func (a *Activities) RecordSavepointRun(ctx context.Context, in RecordSavepointR
 	}
 	if a.Metrics != nil {
 		if !failed {
-			a.Metrics.Succeeded("scheduled-savepoints", timeNow(a.Now))
+			a.Metrics.Succeeded("scheduled-savepoints", core.Now(a.Now))
 		}
 		// A tenant whose jobs all took theirs is fresh even when another's failed.
-		a.Metrics.SucceededFor("scheduled-savepoints", succeeded, timeNow(a.Now))
+		a.Metrics.SucceededFor("scheduled-savepoints", succeeded, core.Now(a.Now))
 	}
 	return nil
 }

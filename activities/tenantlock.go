@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+
+	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
 // Names the tenant lock manager is started with; kept equal to
@@ -51,7 +53,7 @@ func (a *Activities) RequestTenantLock(ctx context.Context, req LockRequest) ([]
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, tenantLockManagerType, struct{}{})
 	if err != nil {
-		return nil, classify("request the tenant lock", err)
+		return nil, core.Classify("request the tenant lock", err)
 	}
 	// Who holds is for status only: the request is in either way.
 	v, err := c.QueryWorkflow(ctx, tenantLockManagerID, "", queryTenantLocks)
@@ -95,7 +97,7 @@ func (a *Activities) RunningWorkflows(ctx context.Context, ids []string) ([]stri
 			continue
 		}
 		if err != nil {
-			return nil, classify("describe workflow "+id, err)
+			return nil, core.Classify("describe workflow "+id, err)
 		}
 		if d.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			running = append(running, id)

@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -18,7 +19,7 @@ import (
 
 // CheckUpgradeInput is an upgrade's new recipe for a job.
 type CheckUpgradeInput struct {
-	Job    JobTarget
+	Job    core.JobTarget
 	Recipe inventory.RestartRecipe
 }
 
@@ -27,16 +28,16 @@ type CheckUpgradeInput struct {
 func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) error {
 	r := in.Recipe
 	if r.Kind != inventory.RestartRESTJarRun {
-		return nonRetryable(ErrTypeInvalidInput, "job %s restarts with kind %q; an upgrade runs the new version through Flink's REST API (%s)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
+		return core.NonRetryable(core.ErrTypeInvalidInput, "job %s restarts with kind %q; an upgrade runs the new version through Flink's REST API (%s)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
 	}
 	if err := inventory.ValidateRecipe("recipe", r); err != nil {
-		return nonRetryable(ErrTypeInvalidInput, "job %s: the new version: %v", in.Job.Key, err)
+		return core.NonRetryable(core.ErrTypeInvalidInput, "job %s: the new version: %v", in.Job.Key, err)
 	}
 	if r.EntryClass == "" {
-		return nonRetryable(ErrTypeInvalidInput, "job %s: the new recipe needs an entry class (neither the upgrade nor the running recipe names one)", in.Job.Key)
+		return core.NonRetryable(core.ErrTypeInvalidInput, "job %s: the new recipe needs an entry class (neither the upgrade nor the running recipe names one)", in.Job.Key)
 	}
 	if r.JarID != "" {
-		client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
+		client, err := core.FlinkFor(ctx, a.Flink, in.Job.RESTURL)
 		if err != nil {
 			return err
 		}
@@ -45,32 +46,32 @@ func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) err
 	if !strings.Contains(r.Jar, "://") || strings.HasPrefix(r.Jar, "file://") {
 		fi, err := os.Stat(strings.TrimPrefix(r.Jar, "file://"))
 		if err != nil || fi.IsDir() {
-			return nonRetryable(ErrTypeInvalidInput, "new jar %s of %s is not a file the worker can read: %v", r.Jar, in.Job.Key, err)
+			return core.NonRetryable(core.ErrTypeInvalidInput, "new jar %s of %s is not a file the worker can read: %v", r.Jar, in.Job.Key, err)
 		}
 		return nil
 	}
 	if a.Storage == nil {
-		return nonRetryable(ErrTypeStorage, "new jar %s is on storage but the worker has no storage configured", r.Jar)
+		return core.NonRetryable(core.ErrTypeStorage, "new jar %s is on storage but the worker has no storage configured", r.Jar)
 	}
 	fs, p, err := a.Storage.Resolve(ctx, r.Jar)
 	if err != nil {
-		return classify("resolve new jar "+r.Jar, err)
+		return core.Classify("resolve new jar "+r.Jar, err)
 	}
 	fi, err := fs.Stat(ctx, p)
 	if errors.Is(err, storage.ErrNotFound) || err == nil && fi.IsDir {
-		return nonRetryable(ErrTypeInvalidInput, "new jar %s of %s does not exist", r.Jar, in.Job.Key)
+		return core.NonRetryable(core.ErrTypeInvalidInput, "new jar %s of %s does not exist", r.Jar, in.Job.Key)
 	}
 	if err != nil {
-		return classify("stat new jar "+r.Jar, err)
+		return core.Classify("stat new jar "+r.Jar, err)
 	}
 	return nil
 }
 
 // uploadedJar checks a jar id names a jar uploaded to the job's cluster.
-func (a *Activities) uploadedJar(ctx context.Context, client FlinkAPI, job JobTarget, jarID string) error {
+func (a *Activities) uploadedJar(ctx context.Context, client core.FlinkAPI, job core.JobTarget, jarID string) error {
 	jars, err := client.ListJars(ctx)
 	if err != nil {
-		return classify("list the jars of "+job.RESTURL, err)
+		return core.Classify("list the jars of "+job.RESTURL, err)
 	}
 	var ids []string
 	for _, f := range jars.Files {
@@ -82,13 +83,13 @@ func (a *Activities) uploadedJar(ctx context.Context, client FlinkAPI, job JobTa
 	if len(ids) > 10 {
 		ids = append(ids[:10], "...")
 	}
-	return nonRetryable(ErrTypeInvalidInput, "jar id %s of %s is not uploaded to %s (it has: %s); upload it again (uploaded jars are lost when a JobManager restarts without a persistent web.upload.dir), or give the jar's path",
+	return core.NonRetryable(core.ErrTypeInvalidInput, "jar id %s of %s is not uploaded to %s (it has: %s); upload it again (uploaded jars are lost when a JobManager restarts without a persistent web.upload.dir), or give the jar's path",
 		jarID, job.Key, job.RESTURL, strings.Join(ids, ", "))
 }
 
 // EndJobInput names a job version to end: Job.JobID is the instance.
 type EndJobInput struct {
-	Job       JobTarget
+	Job       core.JobTarget
 	TriggerID string
 	Format    string
 	RunID     string
@@ -108,7 +109,7 @@ type EndJobResult struct {
 // the job globally terminal, so two versions never run at once. Safe to
 // retry: the trigger ID re-attaches, a terminal job is left as it is.
 func (a *Activities) EndJob(ctx context.Context, in EndJobInput) (EndJobResult, error) {
-	client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
+	client, err := core.FlinkFor(ctx, a.Flink, in.Job.RESTURL)
 	if err != nil {
 		return EndJobResult{}, err
 	}
@@ -117,7 +118,7 @@ func (a *Activities) EndJob(ctx context.Context, in EndJobInput) (EndJobResult, 
 		return EndJobResult{}, nil
 	}
 	if err != nil {
-		return EndJobResult{}, classify("state of job "+in.Job.JobID, err)
+		return EndJobResult{}, core.Classify("state of job "+in.Job.JobID, err)
 	}
 	state := d.State
 	if state.IsGloballyTerminal() {
@@ -132,14 +133,14 @@ func (a *Activities) EndJob(ctx context.Context, in EndJobInput) (EndJobResult, 
 	}
 	if err := client.CancelJob(ctx, in.Job.JobID); err != nil {
 		if r := flink.Reason(err); r != flink.ErrorReasonJobNotFound && r != flink.ErrorReasonJobNotRunning {
-			return EndJobResult{}, classify("cancel job "+in.Job.JobID, err)
+			return EndJobResult{}, core.Classify("cancel job "+in.Job.JobID, err)
 		}
 	}
 	return EndJobResult{Cancelled: true}, a.awaitTerminal(ctx, client, in.Job.JobID)
 }
 
 // awaitTerminal polls until the job is globally terminal or gone.
-func (a *Activities) awaitTerminal(ctx context.Context, client FlinkAPI, jobID string) error {
+func (a *Activities) awaitTerminal(ctx context.Context, client core.FlinkAPI, jobID string) error {
 	for {
 		d, err := client.JobDetails(ctx, jobID)
 		if flink.Reason(err) == flink.ErrorReasonJobNotFound || err == nil && d.State.IsGloballyTerminal() {
@@ -148,7 +149,7 @@ func (a *Activities) awaitTerminal(ctx context.Context, client FlinkAPI, jobID s
 		activity.RecordHeartbeat(ctx, fmt.Sprintf("job %s is %s", jobID, d.State))
 		select {
 		case <-ctx.Done():
-			return classify("wait for job "+jobID+" to end", ctx.Err())
+			return core.Classify("wait for job "+jobID+" to end", ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
@@ -156,7 +157,7 @@ func (a *Activities) awaitTerminal(ctx context.Context, client FlinkAPI, jobID s
 
 // RecordRecipeInput makes an upgrade's recipe the job's recipe of record.
 type RecordRecipeInput struct {
-	Job       JobTarget
+	Job       core.JobTarget
 	Base      inventory.RestartRecipe
 	Recipe    inventory.RestartRecipe
 	UpgradeID string
@@ -170,7 +171,7 @@ func (a *Activities) RecordRecipe(ctx context.Context, in RecordRecipeInput) err
 		return err
 	}
 	rec := catalog.RecipeRecord{Job: catalog.LogicalJob{Tenant: in.Job.Tenant, Cluster: in.Job.ClusterID, Job: in.Job.JobName},
-		Base: in.Base, Recipe: in.Recipe, UpgradeID: in.UpgradeID, At: timeNow(a.Now).UTC()}
+		Base: in.Base, Recipe: in.Recipe, UpgradeID: in.UpgradeID, At: core.Now(a.Now).UTC()}
 	old, err := recipeRecordOf(ctx, store, in.Job)
 	if err != nil {
 		return err
@@ -190,14 +191,14 @@ func (a *Activities) RecordRecipe(ctx context.Context, in RecordRecipeInput) err
 		prev.Previous = nil
 		rec.Previous = &prev
 	}
-	return classify("record the recipe of "+in.Job.Key, store.Put(ctx, rec))
+	return core.Classify("record the recipe of "+in.Job.Key, store.Put(ctx, rec))
 }
 
 // recipeRecordOf is the job's recipe record, nil when it has none.
-func recipeRecordOf(ctx context.Context, store catalog.RecipeStore, job JobTarget) (*catalog.RecipeRecord, error) {
+func recipeRecordOf(ctx context.Context, store catalog.RecipeStore, job core.JobTarget) (*catalog.RecipeRecord, error) {
 	list, err := store.List(ctx)
 	if err != nil {
-		return nil, classify("read the recipe records of tenant "+job.Tenant, err)
+		return nil, core.Classify("read the recipe records of tenant "+job.Tenant, err)
 	}
 	for _, r := range list {
 		if r.Job.Cluster == job.ClusterID && r.Job.Job == job.JobName {
@@ -210,7 +211,7 @@ func recipeRecordOf(ctx context.Context, store catalog.RecipeStore, job JobTarge
 // ForgetRecipeInput names the upgrade whose recipe of record a rollback
 // removes.
 type ForgetRecipeInput struct {
-	Job       JobTarget
+	Job       core.JobTarget
 	UpgradeID string
 }
 
@@ -227,17 +228,17 @@ func (a *Activities) ForgetRecipe(ctx context.Context, in ForgetRecipeInput) err
 		return err
 	}
 	if r.Previous != nil {
-		return classify("restore the recipe record of "+in.Job.Key, store.Put(ctx, *r.Previous))
+		return core.Classify("restore the recipe record of "+in.Job.Key, store.Put(ctx, *r.Previous))
 	}
-	return classify("remove the recipe record of "+in.Job.Key, store.Remove(ctx, r.Job))
+	return core.Classify("remove the recipe record of "+in.Job.Key, store.Remove(ctx, r.Job))
 }
 
 // recipeStore is the recipe records of a tenant.
 func (a *Activities) recipeStore(ctx context.Context, tenant string) (catalog.RecipeStore, error) {
 	if a.Storage == nil {
-		return catalog.RecipeStore{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+		return catalog.RecipeStore{}, core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured")
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return catalog.RecipeStore{}, err
 	}
@@ -246,14 +247,14 @@ func (a *Activities) recipeStore(ctx context.Context, tenant string) (catalog.Re
 			return a.recipesOf(ctx, t)
 		}
 	}
-	return catalog.RecipeStore{}, nonRetryable(ErrTypeInvalidInput, "tenant %q has no root in the inventory: nowhere to record the recipe", tenant)
+	return catalog.RecipeStore{}, core.NonRetryable(core.ErrTypeInvalidInput, "tenant %q has no root in the inventory: nowhere to record the recipe", tenant)
 }
 
 // applyRecordedRecipes restarts jobs with the recipe a committed upgrade
 // recorded while the inventory still holds the recipe it replaced. A job
 // whose inventory recipe is neither is skipped: which version is right is
 // for a person to say. Unreadable records fail discovery.
-func (a *Activities) applyRecordedRecipes(ctx context.Context, inv inventory.Inventory, targets []JobTarget) ([]JobTarget, []SkippedJob, error) {
+func (a *Activities) applyRecordedRecipes(ctx context.Context, inv inventory.Inventory, targets []core.JobTarget) ([]core.JobTarget, []core.SkippedJob, error) {
 	if a.Storage == nil || len(targets) == 0 {
 		return targets, nil, nil
 	}
@@ -269,20 +270,20 @@ func (a *Activities) applyRecordedRecipes(ctx context.Context, inv inventory.Inv
 		}
 		list, err := store.List(ctx)
 		if errors.Is(err, catalog.ErrInvalid) {
-			return nil, nil, nonRetryable(ErrTypeInventory, "recipe records of tenant %s are not readable (%v): which version of its jobs to restart is unknown; fix or remove the file", t.Name, err)
+			return nil, nil, core.NonRetryable(core.ErrTypeInventory, "recipe records of tenant %s are not readable (%v): which version of its jobs to restart is unknown; fix or remove the file", t.Name, err)
 		}
 		if err != nil {
-			return nil, nil, classify("read the recipe records of tenant "+t.Name, err)
+			return nil, nil, core.Classify("read the recipe records of tenant "+t.Name, err)
 		}
 		for _, r := range list {
 			if r.Job.Tenant == t.Name {
-				records[JobKey(r.Job.Cluster, r.Job.Job)] = r
-				stores[JobKey(r.Job.Cluster, r.Job.Job)] = store
+				records[core.JobKey(r.Job.Cluster, r.Job.Job)] = r
+				stores[core.JobKey(r.Job.Cluster, r.Job.Job)] = store
 			}
 		}
 	}
-	var kept []JobTarget
-	var skipped []SkippedJob
+	var kept []core.JobTarget
+	var skipped []core.SkippedJob
 	for _, t := range targets {
 		r, ok := records[t.Key]
 		if !ok {
@@ -299,7 +300,7 @@ func (a *Activities) applyRecordedRecipes(ctx context.Context, inv inventory.Inv
 		case catalog.UseRecorded:
 			t.Restart = r.Recipe
 		case catalog.Conflict:
-			skipped = append(skipped, SkippedJob{Key: t.Key, JobID: t.JobID, Reason: fmt.Sprintf(
+			skipped = append(skipped, core.SkippedJob{Key: t.Key, JobID: t.JobID, Reason: fmt.Sprintf(
 				"upgrade %s recorded a recipe for this job, and the inventory's recipe has changed since to neither that one nor the one it replaced: "+
 					"update the inventory to the recorded recipe (flinkmaint upgrade status %s shows it) so it catches up, then change it; left running", r.UpgradeID, r.UpgradeID)})
 			continue

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -105,9 +106,9 @@ func TestRecipeRecordsOfSuccessiveUpgrades(t *testing.T) {
 		}
 		return res.Jobs[0].Restart.Jar
 	}
-	upgrade := func(id, jar string) JobTarget {
+	upgrade := func(id, jar string) core.JobTarget {
 		t.Helper()
-		job := JobTarget{Key: "c1/orders", Tenant: "a", ClusterID: "c1", JobName: "orders", Restart: recipe(running())}
+		job := core.JobTarget{Key: "c1/orders", Tenant: "a", ClusterID: "c1", JobName: "orders", Restart: recipe(running())}
 		for range 2 { // a retried activity writes once
 			if err := runActivity(t, a, a.RecordRecipe, RecordRecipeInput{Job: job, Base: job.Restart, Recipe: recipe(jar), UpgradeID: id}, nil); err != nil {
 				t.Fatal(err)
@@ -157,10 +158,10 @@ func TestRecipeRecordsAreEachJobsAndTenantsOwn(t *testing.T) {
 		Clusters: []inventory.Cluster{{Tenant: "b", ClusterID: "c1", RESTURL: "http://c1", Jobs: []inventory.JobSpec{
 			{Name: "alerts", Restart: recipe("/alerts-v1.jar")}, {Name: "orders", Restart: recipe("/v1.jar")}, {Name: "quiet", Restart: recipe("/q1.jar")}}}}}
 	a := &Activities{Inventory: fixedInventory(inv), Storage: &storage.Resolver{Guard: guard}}
-	job := func(name, jar string) JobTarget {
-		return JobTarget{Key: "c1/" + name, Tenant: "b", ClusterID: "c1", JobName: name, Restart: recipe(jar)}
+	job := func(name, jar string) core.JobTarget {
+		return core.JobTarget{Key: "c1/" + name, Tenant: "b", ClusterID: "c1", JobName: name, Restart: recipe(jar)}
 	}
-	record := func(j JobTarget, jar, id string) {
+	record := func(j core.JobTarget, jar, id string) {
 		t.Helper()
 		if err := runActivity(t, a, a.RecordRecipe, RecordRecipeInput{Job: j, Base: j.Restart, Recipe: recipe(jar), UpgradeID: id}, nil); err != nil {
 			t.Fatal(err)

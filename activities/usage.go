@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -62,12 +63,12 @@ type TenantUsageResult struct {
 // their lineage.
 func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (TenantUsageResult, error) {
 	if a.Inventory == nil || a.Storage == nil {
-		return TenantUsageResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or storage configured")
+		return TenantUsageResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source or storage configured")
 	}
 	if err := in.Validate(); err != nil {
-		return TenantUsageResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+		return TenantUsageResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return TenantUsageResult{}, err
 	}
@@ -91,7 +92,7 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 		}
 		fs, root, err := a.Storage.Resolve(ctx, t.Root)
 		if err != nil {
-			return res, classify("resolve the root of tenant "+t.Name+" "+t.Root, err)
+			return res, core.Classify("resolve the root of tenant "+t.Name+" "+t.Root, err)
 		}
 		lay, err := a.usageLayout(ctx, inv, fs, root)
 		if err != nil {
@@ -105,7 +106,7 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 			continue
 		}
 		if err != nil {
-			return res, classify("walk the root of tenant "+t.Name, err)
+			return res, core.Classify("walk the root of tenant "+t.Name, err)
 		}
 		trees = append(trees, walked{tenant: t, fs: fs, root: root, tree: tree})
 		listing.Report.Savepoints = append(listing.Report.Savepoints, tree.Savepoints...)
@@ -132,7 +133,7 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 	lineage := owners.lineage
 	for _, w := range trees {
 		rep := usage.Summarize(w.tree, usage.Attribution{JobIDs: jobIDs, Savepoints: lineage},
-			usage.Options{Tenant: w.tenant.Name, Root: w.tenant.Root, At: timeNow(a.Now).UTC(), Top: in.Top, Previous: a.previousSample(ctx, w.fs, w.root, w.tenant.Name, &res.Notes)})
+			usage.Options{Tenant: w.tenant.Name, Root: w.tenant.Root, At: core.Now(a.Now).UTC(), Top: in.Top, Previous: a.previousSample(ctx, w.fs, w.root, w.tenant.Name, &res.Notes)})
 		// The figures are the point, above all when the quota is full: a
 		// sample that cannot be written only costs the next growth.
 		if data, err := json.Marshal(rep.Sample()); err != nil {
@@ -152,12 +153,12 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 		res.Tenants = append(res.Tenants, rep)
 	}
 	if a.Metrics != nil {
-		a.Metrics.Succeeded(OpTenantUsage, timeNow(a.Now))
+		a.Metrics.Succeeded(OpTenantUsage, core.Now(a.Now))
 		names := make([]string, 0, len(trees))
 		for _, w := range trees {
 			names = append(names, w.tenant.Name)
 		}
-		a.Metrics.SucceededFor(OpTenantUsage, names, timeNow(a.Now))
+		a.Metrics.SucceededFor(OpTenantUsage, names, core.Now(a.Now))
 	}
 	return res, nil
 }
@@ -175,12 +176,12 @@ func selectTenants(inv inventory.Inventory, names []string) ([]inventory.Tenant,
 	sort.Strings(all)
 	for _, n := range names {
 		if !known[n] {
-			return nil, nonRetryable(ErrTypeInvalidInput, "tenant %q is not in the inventory; its tenants are %s", n, strings.Join(all, ", "))
+			return nil, core.NonRetryable(core.ErrTypeInvalidInput, "tenant %q is not in the inventory; its tenants are %s", n, strings.Join(all, ", "))
 		}
 	}
 	var out []inventory.Tenant
 	for _, t := range inv.Tenants {
-		if InScope(names, t.Name) {
+		if core.InScope(names, t.Name) {
 			out = append(out, t)
 		}
 	}
@@ -198,7 +199,7 @@ func (a *Activities) usageLayout(ctx context.Context, inv inventory.Inventory, f
 	on := func(uri string) (string, bool, error) {
 		rfs, p, err := a.Storage.Resolve(ctx, uri)
 		if err != nil {
-			return "", false, classify("resolve "+uri, err)
+			return "", false, core.Classify("resolve "+uri, err)
 		}
 		return p, rfs.URI().String() == fs.URI().String(), nil
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
@@ -66,7 +68,7 @@ func TestTenantUsage(t *testing.T) {
 			stats: flink.CheckpointingStatistics{History: []flink.CheckpointStatistics{{ID: 1, Status: "COMPLETED", IsSavepoint: true,
 				ExternalPath: "file://" + root + "/savepoints/savepoint-abcdef-0123456789ab"}}}}},
 		Storage: &storage.Resolver{Guard: guard},
-		Cleanup: CleanupSettings{TrashRoot: root + "/trash"},
+		Cleanup: core.CleanupSettings{TrashRoot: root + "/trash"},
 		Metrics: gov,
 	}
 
@@ -135,8 +137,8 @@ func TestTenantUsageRefusesWhatItCannotDo(t *testing.T) {
 			t.Errorf("%s: %v; want an error naming %q", name, err, tc.want)
 			continue
 		}
-		if typ, nonRetryable := appErrType(t, err); typ != ErrTypeInvalidInput || !nonRetryable {
-			t.Errorf("%s: %s (non-retryable %v); want non-retryable %s", name, typ, nonRetryable, ErrTypeInvalidInput)
+		if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeInvalidInput || !nonRetryable {
+			t.Errorf("%s: %s (non-retryable %v); want non-retryable %s", name, typ, nonRetryable, core.ErrTypeInvalidInput)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -21,19 +21,8 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 	"github.com/flinkmaint/flinkmaint/internal/quota"
-	"github.com/flinkmaint/flinkmaint/internal/redact"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
-
-// defaultPollInterval is how often long activities look at Flink again.
-const defaultPollInterval = time.Second
-
-func pollEvery(interval time.Duration) time.Duration {
-	if interval > 0 {
-		return interval
-	}
-	return defaultPollInterval
-}
 
 // operationPollDelay is how long to wait before asking again about an
 // operation asked for elapsed ago: a fifth of elapsed, within
@@ -43,7 +32,7 @@ func pollEvery(interval time.Duration) time.Duration {
 // about a job at most five times a second, and a savepoint that takes
 // minutes once per interval.
 func (a *Activities) operationPollDelay(elapsed time.Duration) time.Duration {
-	p := pollEvery(a.PollInterval)
+	p := core.PollInterval(a.PollInterval)
 	floor := p / 5
 	if a.OperationPollMin > 0 {
 		floor = min(a.OperationPollMin, p)
@@ -51,20 +40,17 @@ func (a *Activities) operationPollDelay(elapsed time.Duration) time.Duration {
 	return min(max(elapsed/5, floor), p)
 }
 
-// JobKey identifies a job across a window: cluster and job name.
-func JobKey(clusterID, jobName string) string { return clusterID + "/" + jobName }
-
 // DiscoverJobs lists the running jobs in scope with the recipe that brings
 // each back. Jobs without a recipe, or whose name is not unique on their
 // cluster, are reported as skipped and never stopped.
 func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (DiscoverJobsResult, error) {
 	if a.Inventory == nil || a.Flink == nil {
-		return DiscoverJobsResult{}, nonRetryable(ErrTypeInventory, "worker has no inventory source or Flink client configured")
+		return DiscoverJobsResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source or Flink client configured")
 	}
 	if problems := in.Scope.GlobProblems(); len(problems) > 0 {
-		return DiscoverJobsResult{}, nonRetryable(ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
+		return DiscoverJobsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%s", strings.Join(problems, "; "))
 	}
-	inv, err := discover(ctx, a.Inventory)
+	inv, err := core.Discover(ctx, a.Inventory)
 	if err != nil {
 		return DiscoverJobsResult{}, err
 	}
@@ -72,25 +58,25 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 	tenantsInScope := map[string]bool{}
 	var running []string // names of the jobs on the clusters in scope
 	for _, c := range inv.Clusters {
-		if !InScope(in.Scope.Tenants, c.Tenant) || !InScope(in.Scope.Clusters, c.ClusterID) {
+		if !core.InScope(in.Scope.Tenants, c.Tenant) || !core.InScope(in.Scope.Clusters, c.ClusterID) {
 			continue
 		}
 		tenantsInScope[c.Tenant] = true
 		res.Clusters = append(res.Clusters, c)
 		client, err := a.Flink.For(ctx, c.RESTURL)
 		if err != nil {
-			return DiscoverJobsResult{}, nonRetryable(ErrTypeInventory, "cluster %s: REST endpoint %q: %v", c.ClusterID, c.RESTURL, err)
+			return DiscoverJobsResult{}, core.NonRetryable(core.ErrTypeInventory, "cluster %s: REST endpoint %q: %v", c.ClusterID, c.RESTURL, err)
 		}
 		jobs, err := client.ListJobs(ctx)
 		if err != nil {
-			return DiscoverJobsResult{}, classify("list jobs of cluster "+c.ClusterID, err)
+			return DiscoverJobsResult{}, core.Classify("list jobs of cluster "+c.ClusterID, err)
 		}
-		targets, skipped := matchJobs(c, jobs, in.Scope, !in.SavepointOnly)
+		targets, skipped := core.MatchJobs(c, jobs, in.Scope, !in.SavepointOnly)
 		res.Jobs = append(res.Jobs, targets...)
 		res.Skipped = append(res.Skipped, skipped...)
-		running = append(running, liveJobNames(jobs)...)
+		running = append(running, core.LiveJobNames(jobs)...)
 	}
-	res.Unresolved = unresolvedScope(inv, in.Scope, running)
+	res.Unresolved = core.UnresolvedScope(inv, in.Scope, running)
 	// The records are read once for all clusters.
 	jobs, conflicts, err := a.applyRecordedRecipes(ctx, inv, res.Jobs)
 	if err != nil {
@@ -114,99 +100,15 @@ func (a *Activities) DiscoverJobs(ctx context.Context, in DiscoverJobsInput) (Di
 	return res, nil
 }
 
-// InScope reports whether v is selected by a scope list; an empty list
-// selects everything.
-func InScope(list []string, v string) bool {
-	if len(list) == 0 {
-		return true
-	}
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func matchesAny(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// matchJobs pairs a cluster's running jobs with the recipes the inventory
-// knows, by job name; a job without one is skipped when needRecipe.
-func matchJobs(c inventory.Cluster, jobs []flink.JobOverview, scope Scope, needRecipe bool) ([]JobTarget, []SkippedJob) {
-	recipes := map[string]inventory.RestartRecipe{}
-	drain := map[string]*bool{}
-	drillable := map[string]bool{}
-	builds := map[string][]string{}
-	for _, js := range c.Jobs {
-		recipes[js.Name] = js.Restart
-		drain[js.Name] = js.DrainOnStop
-		drillable[js.Name] = js.Drill != nil
-		if js.Drill != nil {
-			for v := range js.Drill.FlinkVersions {
-				builds[js.Name] = append(builds[js.Name], v)
-			}
-			sort.Strings(builds[js.Name])
-		}
-	}
-	running := map[string][]flink.JobOverview{}
-	for _, j := range jobs {
-		if j.State.IsGloballyTerminal() {
-			continue
-		}
-		if len(scope.IncludeJobs) > 0 && !matchesAny(scope.IncludeJobs, j.Name) {
-			continue
-		}
-		if matchesAny(scope.ExcludeJobs, j.Name) {
-			continue
-		}
-		running[j.Name] = append(running[j.Name], j)
-	}
-	var targets []JobTarget
-	var skipped []SkippedJob
-	for name, js := range running {
-		key := JobKey(c.ClusterID, name)
-		switch {
-		case len(js) > 1:
-			for _, j := range js {
-				skipped = append(skipped, SkippedJob{Key: key, JobID: j.ID,
-					Reason: fmt.Sprintf("%d jobs named %q run on %s; a window needs unique names to restore each from its own savepoint", len(js), name, c.ClusterID)})
-			}
-		case js[0].State != flink.JobRunning:
-			skipped = append(skipped, SkippedJob{Key: key, JobID: js[0].ID,
-				Reason: fmt.Sprintf("job is %s, not RUNNING: its state is unclear, so it is left alone", js[0].State)})
-		default:
-			recipe, ok := recipes[name]
-			if !ok && needRecipe {
-				skipped = append(skipped, SkippedJob{Key: key, JobID: js[0].ID,
-					Reason: "the inventory has no restart recipe for this job name, so it could not be brought back; left running"})
-				continue
-			}
-			targets = append(targets, JobTarget{
-				Key: key, Tenant: c.Tenant, ClusterID: c.ClusterID, KubeCluster: c.KubeCluster, RESTURL: c.RESTURL,
-				JobName: name, JobID: js[0].ID, CheckpointDir: c.CheckpointDir, SavepointDir: c.SavepointDir,
-				Restart: recipe, Drillable: drillable[name], DrillBuilds: builds[name], DrainOnStop: drain[name],
-			})
-		}
-	}
-	return targets, skipped
-}
-
 // CheckQuota reports each tenant root's quota use and watermark level, and
 // when jobs are listed, projects their restart against the headroom.
 func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQuotaResult, error) {
 	if a.Storage == nil {
-		return CheckQuotaResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+		return CheckQuotaResult{}, core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured")
 	}
 	w := quota.Watermarks{Warning: in.WarningPercent, Critical: in.CriticalPercent}
 	if err := w.Validate(); err != nil {
-		return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+		return CheckQuotaResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 	}
 	byTenant := map[string][]quota.JobFootprint{}
 	var footprints []Footprint
@@ -224,20 +126,20 @@ func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQ
 	for _, t := range in.Tenants {
 		fs, p, err := a.Storage.Resolve(ctx, t.Root)
 		if err != nil {
-			return CheckQuotaResult{}, classify("tenant "+t.Name+" root", err)
+			return CheckQuotaResult{}, core.Classify("tenant "+t.Name+" root", err)
 		}
 		cs, err := fs.ContentSummary(ctx, p)
 		if err != nil {
-			return CheckQuotaResult{}, classify("content summary of "+t.Root, err)
+			return CheckQuotaResult{}, core.Classify("content summary of "+t.Root, err)
 		}
 		st, err := quota.Evaluate(t.Root, quota.Summary{Files: cs.Files, Dirs: cs.Dirs, SpaceConsumed: cs.SpaceConsumed,
 			NamespaceQuota: cs.NamespaceQuota, SpaceQuota: cs.SpaceQuota})
 		if err != nil {
-			return CheckQuotaResult{}, nonRetryable(ErrTypeStorage, "%v", err)
+			return CheckQuotaResult{}, core.NonRetryable(core.ErrTypeStorage, "%v", err)
 		}
 		wm, err := quota.CheckWatermark(st, w)
 		if err != nil {
-			return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+			return CheckQuotaResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 		}
 		tq := TenantQuota{
 			Tenant: t.Name, Root: t.Root,
@@ -249,11 +151,11 @@ func (a *Activities) CheckQuota(ctx context.Context, in CheckQuotaInput) (CheckQ
 		if jobs := byTenant[t.Name]; len(jobs) > 0 {
 			proj, err := quota.ProjectRestart(jobs, in.SafetyMargin)
 			if err != nil {
-				return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+				return CheckQuotaResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 			}
 			gate, err := quota.Gate(st, proj, w)
 			if err != nil {
-				return CheckQuotaResult{}, nonRetryable(ErrTypeInvalidInput, "%v", err)
+				return CheckQuotaResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "%v", err)
 			}
 			tq.ProjectedFiles, tq.RestartAllowed, tq.GateReason = proj.Total, gate.Allowed, gate.Reason
 		}
@@ -285,21 +187,21 @@ func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, def
 	}
 	fs, p, err := a.Storage.Resolve(ctx, r.CheckpointDir)
 	if err != nil {
-		return fp, classify("resolve "+r.CheckpointDir, err)
+		return fp, core.Classify("resolve "+r.CheckpointDir, err)
 	}
 	parent := storage.ParentOf(p)
 	rep, ok := scans[parent]
 	if !ok {
 		scanned, err := (&layout.Scanner{FS: fs}).Scan(ctx, []layout.Root{{Path: parent, Kind: layout.CheckpointRoot}})
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return fp, classify("scan "+parent, err)
+			return fp, core.Classify("scan "+parent, err)
 		}
 		rep = &scanned
 		scans[parent] = rep
 		activity.RecordHeartbeat(ctx, parent)
 	}
 	for _, j := range rep.Jobs {
-		if baseName(j.Path) != baseName(p) {
+		if core.BaseName(j.Path) != core.BaseName(p) {
 			continue
 		}
 		var chkNS, completed, latestID int64
@@ -317,7 +219,7 @@ func (a *Activities) footprint(ctx context.Context, r RestartFootprintInput, def
 			return fp, nil
 		}
 		shared := j.Shared.Files
-		if n, err := referencedShared(ctx, fs, latest, baseName(j.Path)); err == nil {
+		if n, err := referencedShared(ctx, fs, latest, core.BaseName(j.Path)); err == nil {
 			shared = min(shared, n)
 		} else {
 			activity.GetLogger(ctx).Warn("newest checkpoint unreadable: its job's shared files count whole", "checkpoint", latest, "error", err)
@@ -357,7 +259,7 @@ func referencedShared(ctx context.Context, fs storage.FileSystem, chk, jobID str
 // re-attach to the operation already running instead of stopping the job
 // twice.
 func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepointInput) (StopWithSavepointResult, error) {
-	client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
+	client, err := core.FlinkFor(ctx, a.Flink, in.Job.RESTURL)
 	if err != nil {
 		return StopWithSavepointResult{}, err
 	}
@@ -366,11 +268,11 @@ func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepoint
 		target = in.Job.SavepointDir
 	}
 	if target == "" {
-		return StopWithSavepointResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: no savepoint directory configured for cluster %s", in.Job.Key, in.Job.ClusterID)
+		return StopWithSavepointResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %s: no savepoint directory configured for cluster %s", in.Job.Key, in.Job.ClusterID)
 	}
 	format, note, err := a.savepointFormatFor(ctx, client, in.Job, in.Format)
 	if err != nil {
-		return StopWithSavepointResult{}, classify("state backend of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+		return StopWithSavepointResult{}, core.Classify("state backend of "+in.Job.Key+" ("+in.Job.JobID+")", err)
 	}
 	in.Format = format
 	res, err := a.stopWithSavepoint(ctx, client, in, target)
@@ -386,7 +288,7 @@ func (a *Activities) StopWithSavepoint(ctx context.Context, in StopWithSavepoint
 // while Flink does not answer it keeps looking; a new JobManager that
 // recovered the job running knows no operation of the old one, so the
 // stop is asked again under the same trigger ID.
-func (a *Activities) stopWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, error) {
+func (a *Activities) stopWithSavepoint(ctx context.Context, client core.FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, error) {
 	logger := activity.GetLogger(ctx)
 	var unanswered time.Time // since when Flink has not answered
 	// A declined stop is asked again under the next trigger ID derived
@@ -398,7 +300,7 @@ func (a *Activities) stopWithSavepoint(ctx context.Context, client FlinkAPI, in 
 	// waitOut reports whether err is Flink not answering for less than
 	// jobManagerFailoverWait, after one poll interval.
 	waitOut := func(err error) (bool, error) {
-		if !flinkUnanswered(err) {
+		if !core.FlinkUnanswered(err) {
 			return false, nil
 		}
 		if unanswered.IsZero() {
@@ -409,7 +311,7 @@ func (a *Activities) stopWithSavepoint(ctx context.Context, client FlinkAPI, in 
 			return false, nil
 		}
 		activity.RecordHeartbeat(ctx, "Flink unanswered since "+unanswered.UTC().Format(time.RFC3339))
-		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
+		if err := core.Sleep(ctx, core.PollInterval(a.PollInterval)); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -433,7 +335,7 @@ trigger:
 					return res, ferr
 				}
 			}
-			return StopWithSavepointResult{}, classify("stop job "+in.Job.Key+" ("+in.Job.JobID+") with savepoint", err)
+			return StopWithSavepointResult{}, core.Classify("stop job "+in.Job.Key+" ("+in.Job.JobID+") with savepoint", err)
 		}
 		unanswered = time.Time{}
 		logger.Info("stop-with-savepoint triggered", "job", in.Job.Key, "job_id", in.Job.JobID, "trigger", trig.TriggerID, "reattached", trig.Reattached)
@@ -467,7 +369,7 @@ trigger:
 				continue trigger
 			}
 			if err != nil {
-				return StopWithSavepointResult{}, classify("savepoint status of "+in.Job.Key, err)
+				return StopWithSavepointResult{}, core.Classify("savepoint status of "+in.Job.Key, err)
 			}
 			unanswered = time.Time{}
 			if st.Done() {
@@ -492,7 +394,7 @@ trigger:
 							logger.Warn("the job's tasks are not all running yet; asking for the stop again",
 								"job", in.Job.Key, "job_id", in.Job.JobID, "trigger", triggerID)
 							activity.RecordHeartbeat(ctx, "tasks not all running since "+notReady.UTC().Format(time.RFC3339))
-							if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
+							if err := core.Sleep(ctx, core.PollInterval(a.PollInterval)); err != nil {
 								return StopWithSavepointResult{}, err
 							}
 							continue trigger
@@ -500,11 +402,11 @@ trigger:
 					}
 					state, seen := a.jobStateNow(ctx, client, in.Job.JobID)
 					return StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
-						fmt.Sprintf("stop-with-savepoint of %s failed; %s: %s", in.Job.Key, state, failureText(st.Failure)),
+						fmt.Sprintf("stop-with-savepoint of %s failed; %s: %s", in.Job.Key, state, core.FailureText(st.Failure)),
 						flink.ErrorReasonOperationFailed, nil, seen)
 				}
 				if st.Location == "" {
-					return StopWithSavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "stop-with-savepoint of %s completed without a location", in.Job.Key)
+					return StopWithSavepointResult{}, core.NonRetryable(core.ErrTypeSavepointInvalid, "stop-with-savepoint of %s completed without a location", in.Job.Key)
 				}
 				if asked > 0 {
 					recovered = append(recovered, fmt.Sprintf("asked %d more time(s) while the job's tasks were not all running", asked))
@@ -512,7 +414,7 @@ trigger:
 				return StopWithSavepointResult{SavepointPath: st.Location, Reattached: trig.Reattached, Recovered: strings.Join(recovered, "; ")}, nil
 			}
 			activity.RecordHeartbeat(ctx, "savepoint in progress")
-			if err := sleepCtx(ctx, a.operationPollDelay(time.Since(triggered))); err != nil {
+			if err := core.Sleep(ctx, a.operationPollDelay(time.Since(triggered))); err != nil {
 				return StopWithSavepointResult{}, err
 			}
 		}
@@ -540,13 +442,6 @@ func (a *Activities) failoverWait() time.Duration {
 	return jobManagerFailoverWait
 }
 
-// flinkUnanswered reports an error of a Flink cluster that did not answer
-// or answered that it cannot serve yet (no connection, 503 during leader
-// election, a timeout).
-func flinkUnanswered(err error) bool {
-	return errors.Is(err, flink.ErrUnavailable) || errors.Is(err, flink.ErrTimeout)
-}
-
 // statsCacheWait covers Flink's cache of checkpoint statistics.
 const statsCacheWait = 15 * time.Second
 
@@ -559,7 +454,7 @@ const statsCacheWait = 15 * time.Second
 // (see savepointOnStorage). A job still running is left to the caller (ok
 // false, no error); one that ended otherwise, or whose savepoint cannot be
 // found, is an error that says the truth: it is not running.
-func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, bool, error) {
+func (a *Activities) stoppedWithSavepoint(ctx context.Context, client core.FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, bool, error) {
 	d, err := client.JobDetails(ctx, in.Job.JobID)
 	if errors.Is(err, flink.ErrServerError) {
 		// A JobManager that took over while the job's end was being
@@ -574,13 +469,13 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 		return a.stoppedBeforeFailover(ctx, in, target, "Flink no longer knows the job (its JobManager restarted after the job had finished)")
 	}
 	if err != nil {
-		return StopWithSavepointResult{}, false, classify("state of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+		return StopWithSavepointResult{}, false, core.Classify("state of "+in.Job.Key+" ("+in.Job.JobID+")", err)
 	}
 	switch {
 	case !d.State.IsGloballyTerminal():
 		return StopWithSavepointResult{}, false, nil
 	case d.State != flink.JobFinished:
-		return StopWithSavepointResult{}, false, nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
+		return StopWithSavepointResult{}, false, core.NonRetryable(core.ErrTypeJobStoppedWithoutSavepoint,
 			"job %s (%s) is %s, not running; it did not stop with a savepoint and has none from this window to restart from", in.Job.Key, in.Job.JobID, d.State)
 	}
 	// Flink serves checkpoint statistics from a cache (web.refresh-interval,
@@ -595,9 +490,9 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 			return a.stoppedBeforeFailover(ctx, in, target, "Flink knows the job FINISHED but none of its checkpoints (its JobManager restarted after the job had finished)")
 		}
 		if err != nil {
-			return StopWithSavepointResult{}, false, classify("checkpoints of "+in.Job.Key+" ("+in.Job.JobID+")", err)
+			return StopWithSavepointResult{}, false, core.Classify("checkpoints of "+in.Job.Key+" ("+in.Job.JobID+")", err)
 		}
-		for _, c := range append([]flink.CheckpointStatistics{derefStats(st.Latest.Savepoint)}, st.History...) {
+		for _, c := range append([]flink.CheckpointStatistics{core.DerefStats(st.Latest.Savepoint)}, st.History...) {
 			if c.IsSavepoint && c.Status == "COMPLETED" && c.ExternalPath != "" && (found == nil || c.ID > found.ID) {
 				c := c
 				found = &c
@@ -610,14 +505,14 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 		select {
 		case <-ctx.Done():
 			return StopWithSavepointResult{}, false, ctx.Err()
-		case <-time.After(pollEvery(a.PollInterval)):
+		case <-time.After(core.PollInterval(a.PollInterval)):
 		}
 	}
 	if found == nil {
 		return a.stoppedBeforeFailover(ctx, in, target, "Flink knows the job FINISHED but names no savepoint of it (its JobManager restarted after the job had finished)")
 	}
-	if !underDir(found.ExternalPath, target) {
-		return StopWithSavepointResult{}, false, nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
+	if !core.UnderDir(found.ExternalPath, target) {
+		return StopWithSavepointResult{}, false, core.NonRetryable(core.ErrTypeJobStoppedWithoutSavepoint,
 			"job %s (%s) is FINISHED, so it stopped, but Flink no longer knows the stop operation and its latest savepoint (%s) is not in %s; "+
 				"it does not run: find its savepoint there, then retry the job or restart it by hand", in.Job.Key, in.Job.JobID, found.ExternalPath, target)
 	}
@@ -629,7 +524,7 @@ func (a *Activities) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, 
 
 // jobInOverview is the job's line in Flink's jobs overview; ok false when
 // the overview cannot be read or lacks the job.
-func jobInOverview(ctx context.Context, client FlinkAPI, jobID string) (flink.JobOverview, bool) {
+func jobInOverview(ctx context.Context, client core.FlinkAPI, jobID string) (flink.JobOverview, bool) {
 	jobs, err := client.ListJobs(ctx)
 	if err != nil {
 		return flink.JobOverview{}, false
@@ -652,7 +547,7 @@ func (a *Activities) stoppedBeforeFailover(ctx context.Context, in StopWithSavep
 		return StopWithSavepointResult{}, false, err
 	}
 	if path == "" {
-		return StopWithSavepointResult{}, false, nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
+		return StopWithSavepointResult{}, false, core.NonRetryable(core.ErrTypeJobStoppedWithoutSavepoint,
 			"job %s (%s) does not run: %s, and %s holds no savepoint-%s-* with a _metadata written since this stop began (%s); "+
 				"find its savepoint, then retry the job or restart it by hand", in.Job.Key, in.Job.JobID, why, target,
 			savepointDirPrefix(in.Job.JobID), since.UTC().Format(time.RFC3339))
@@ -680,11 +575,11 @@ func savepointDirPrefix(jobID string) string {
 // crash cut short.
 func (a *Activities) savepointOnStorage(ctx context.Context, jobID, target string, since time.Time) (string, error) {
 	if a.Storage == nil {
-		return "", nonRetryable(ErrTypeStorage, "worker has no storage configured to look for the savepoint of job %s in %s", jobID, target)
+		return "", core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured to look for the savepoint of job %s in %s", jobID, target)
 	}
 	fs, dir, err := a.Storage.Resolve(ctx, target)
 	if err != nil {
-		return "", classify("resolve savepoint directory "+target, err)
+		return "", core.Classify("resolve savepoint directory "+target, err)
 	}
 	prefix := "savepoint-" + savepointDirPrefix(jobID) + "-"
 	var candidates []string
@@ -700,7 +595,7 @@ func (a *Activities) savepointOnStorage(ctx context.Context, jobID, target strin
 		return "", nil
 	}
 	if err != nil {
-		return "", classify("list savepoint directory "+target, err)
+		return "", core.Classify("list savepoint directory "+target, err)
 	}
 	var best string
 	var bestTime time.Time
@@ -710,13 +605,13 @@ func (a *Activities) savepointOnStorage(ctx context.Context, jobID, target strin
 			continue
 		}
 		if err != nil {
-			return "", classify("stat "+c+"/"+layout.MetadataFileName, err)
+			return "", core.Classify("stat "+c+"/"+layout.MetadataFileName, err)
 		}
 		if fi.ModTime.Before(since) {
 			continue
 		}
 		if best != "" && fi.ModTime.Equal(bestTime) {
-			return "", nonRetryable(ErrTypeJobStoppedWithoutSavepoint,
+			return "", core.NonRetryable(core.ErrTypeJobStoppedWithoutSavepoint,
 				"job %s: savepoints %s and %s in %s were written at the same time; which one the job stopped with is not clear", jobID, best, c, target)
 		}
 		if best == "" || fi.ModTime.After(bestTime) {
@@ -726,41 +621,23 @@ func (a *Activities) savepointOnStorage(ctx context.Context, jobID, target strin
 	return best, nil
 }
 
-func derefStats(c *flink.CheckpointStatistics) flink.CheckpointStatistics {
-	if c == nil {
-		return flink.CheckpointStatistics{}
-	}
-	return *c
-}
-
-// underDir reports whether p lies in dir, comparing path parts: Flink may
-// spell the authority differently from the inventory.
-func underDir(p, dir string) bool {
-	pu, err1 := storage.ParseURI(p)
-	du, err2 := storage.ParseURI(dir)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return strings.HasPrefix(pu.Path, strings.TrimRight(du.Path, "/")+"/")
-}
-
 // jobStateNow says, for an error message and as the error's details,
 // whether the job still runs.
-func (a *Activities) jobStateNow(ctx context.Context, client FlinkAPI, jobID string) (string, JobSeen) {
+func (a *Activities) jobStateNow(ctx context.Context, client core.FlinkAPI, jobID string) (string, core.JobSeen) {
 	d, err := client.JobDetails(ctx, jobID)
 	switch {
 	case err != nil:
-		seen := JobSeenUnknown
-		if JobAfterFailedStop(flink.Reason(err)) == JobSeenUnanswered {
-			seen = JobSeenUnanswered
+		seen := core.JobSeenUnknown
+		if core.JobAfterFailedStop(flink.Reason(err)) == core.JobSeenUnanswered {
+			seen = core.JobSeenUnanswered
 		}
-		return "its state cannot be read (" + err.Error() + ")", JobSeen{Seen: seen}
+		return "its state cannot be read (" + err.Error() + ")", core.JobSeen{Seen: seen}
 	case d.State == flink.JobRunning:
-		return "the job keeps running", JobSeen{Seen: JobSeenRunning, State: string(d.State)}
+		return "the job keeps running", core.JobSeen{Seen: core.JobSeenRunning, State: string(d.State)}
 	case d.State.IsGloballyTerminal():
-		return "the job is " + string(d.State) + ", not running", JobSeen{Seen: JobSeenStopped, State: string(d.State)}
+		return "the job is " + string(d.State) + ", not running", core.JobSeen{Seen: core.JobSeenStopped, State: string(d.State)}
 	default:
-		return "the job is " + string(d.State) + ", not running", JobSeen{Seen: JobSeenUnknown, State: string(d.State)}
+		return "the job is " + string(d.State) + ", not running", core.JobSeen{Seen: core.JobSeenUnknown, State: string(d.State)}
 	}
 }
 
@@ -768,36 +645,36 @@ func (a *Activities) jobStateNow(ctx context.Context, client FlinkAPI, jobID str
 // and every file it references exists.
 func (a *Activities) VerifySavepoint(ctx context.Context, in VerifySavepointInput) (VerifySavepointResult, error) {
 	if a.Storage == nil {
-		return VerifySavepointResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+		return VerifySavepointResult{}, core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured")
 	}
 	metaURI := strings.TrimRight(in.Path, "/") + "/_metadata"
 	fs, p, err := a.Storage.Resolve(ctx, metaURI)
 	if err != nil {
-		return VerifySavepointResult{}, classify("resolve "+metaURI, err)
+		return VerifySavepointResult{}, core.Classify("resolve "+metaURI, err)
 	}
 	data, err := fs.ReadFile(ctx, p, 1<<30)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
-			return VerifySavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint %s has no _metadata", in.Path)
+			return VerifySavepointResult{}, core.NonRetryable(core.ErrTypeSavepointInvalid, "savepoint %s has no _metadata", in.Path)
 		}
-		return VerifySavepointResult{}, classify("read "+metaURI, err)
+		return VerifySavepointResult{}, core.Classify("read "+metaURI, err)
 	}
 	md, err := checkpoint.ParseBytes(data, metaURI)
 	if err != nil {
-		return VerifySavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint %s: _metadata does not parse: %v", in.Path, err)
+		return VerifySavepointResult{}, core.NonRetryable(core.ErrTypeSavepointInvalid, "savepoint %s: _metadata does not parse: %v", in.Path, err)
 	}
 	res := VerifySavepointResult{CheckpointID: md.CheckpointID, Version: md.Version, Files: 1, Bytes: int64(len(data)), Operators: len(md.Operators)}
 	for i, f := range md.Files {
 		rfs, rp, err := a.Storage.Resolve(ctx, f.Path)
 		if err != nil {
-			return VerifySavepointResult{}, classify("resolve "+f.Path, err)
+			return VerifySavepointResult{}, core.Classify("resolve "+f.Path, err)
 		}
 		fi, err := rfs.Stat(ctx, rp)
 		if err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
-				return VerifySavepointResult{}, nonRetryable(ErrTypeSavepointInvalid, "savepoint %s references %s, which does not exist", in.Path, f.Path)
+				return VerifySavepointResult{}, core.NonRetryable(core.ErrTypeSavepointInvalid, "savepoint %s references %s, which does not exist", in.Path, f.Path)
 			}
-			return VerifySavepointResult{}, classify("stat "+f.Path, err)
+			return VerifySavepointResult{}, core.Classify("stat "+f.Path, err)
 		}
 		res.Files++
 		res.Bytes += fi.Size
@@ -812,25 +689,25 @@ func (a *Activities) VerifySavepoint(ctx context.Context, in VerifySavepointInpu
 // then renamed over the old version, so a reader never sees half of it.
 func (a *Activities) WriteDocument(ctx context.Context, in WriteDocumentInput) (WriteDocumentResult, error) {
 	if a.Storage == nil {
-		return WriteDocumentResult{}, nonRetryable(ErrTypeStorage, "worker has no storage configured")
+		return WriteDocumentResult{}, core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured")
 	}
 	fs, p, err := a.Storage.Resolve(ctx, in.Path)
 	if err != nil {
-		return WriteDocumentResult{}, classify("resolve "+in.Path, err)
+		return WriteDocumentResult{}, core.Classify("resolve "+in.Path, err)
 	}
 	if err := fs.MkdirAll(ctx, storage.ParentOf(p)); err != nil {
-		return WriteDocumentResult{}, classify("create "+storage.ParentOf(p), err)
+		return WriteDocumentResult{}, core.Classify("create "+storage.ParentOf(p), err)
 	}
 	tmp := p + ".tmp"
 	_ = fs.Remove(ctx, tmp) // a leftover from a crashed attempt
 	if err := fs.WriteFile(ctx, tmp, in.Content); err != nil {
-		return WriteDocumentResult{}, classify("write "+tmp, err)
+		return WriteDocumentResult{}, core.Classify("write "+tmp, err)
 	}
 	if err := fs.Remove(ctx, p); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return WriteDocumentResult{}, classify("replace "+p, err)
+		return WriteDocumentResult{}, core.Classify("replace "+p, err)
 	}
 	if err := fs.Rename(ctx, tmp, p); err != nil {
-		return WriteDocumentResult{}, classify("rename "+tmp, err)
+		return WriteDocumentResult{}, core.Classify("rename "+tmp, err)
 	}
 	return WriteDocumentResult{Path: in.Path, Bytes: len(in.Content)}, nil
 }
@@ -850,7 +727,7 @@ func (a *Activities) ProbeEndpoints(ctx context.Context, in ProbeEndpointsInput)
 		res.Checked = append(res.Checked, root)
 	}
 	for _, u := range in.FlinkURLs {
-		client, err := flinkFor(ctx, a.Flink, u)
+		client, err := core.FlinkFor(ctx, a.Flink, u)
 		if err != nil {
 			return res, err
 		}
@@ -861,7 +738,7 @@ func (a *Activities) ProbeEndpoints(ctx context.Context, in ProbeEndpointsInput)
 	}
 	if in.Kubernetes {
 		if a.Kubernetes == nil {
-			return res, nonRetryable(ErrTypeUnreachable, "Kubernetes probe requested but the worker has no Kubernetes client configured")
+			return res, core.NonRetryable(core.ErrTypeUnreachable, "Kubernetes probe requested but the worker has no Kubernetes client configured")
 		}
 		if err := a.Kubernetes.Ready(ctx); err != nil {
 			return res, fmt.Errorf("kubernetes API unreachable: %w", err)
@@ -877,9 +754,9 @@ func (a *Activities) ProbeEndpoints(ctx context.Context, in ProbeEndpointsInput)
 func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (RestartJobResult, error) {
 	r := in.Job.Restart
 	if r.Kind != inventory.RestartRESTJarRun {
-		return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: restart kind %q is not supported by the REST restart (want %q)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
+		return RestartJobResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %s: restart kind %q is not supported by the REST restart (want %q)", in.Job.Key, r.Kind, inventory.RestartRESTJarRun)
 	}
-	client, err := flinkFor(ctx, a.Flink, in.Job.RESTURL)
+	client, err := core.FlinkFor(ctx, a.Flink, in.Job.RESTURL)
 	if err != nil {
 		return RestartJobResult{}, err
 	}
@@ -887,7 +764,7 @@ func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (Restar
 	if d, err := client.JobDetails(ctx, in.NewJobID); err == nil {
 		return RestartJobResult{JobID: d.ID, Reattached: true}, nil
 	} else if flink.Reason(err) != flink.ErrorReasonJobNotFound {
-		return RestartJobResult{}, classify("look up job "+in.NewJobID, err)
+		return RestartJobResult{}, core.Classify("look up job "+in.NewJobID, err)
 	}
 	jarID := r.JarID
 	if jarID != "" {
@@ -897,7 +774,7 @@ func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (Restar
 		}
 	} else {
 		if jarID, err = a.uploadJar(ctx, client, r.Jar); err != nil {
-			return RestartJobResult{}, classify("upload jar "+r.Jar+" for "+in.Job.Key, err)
+			return RestartJobResult{}, core.Classify("upload jar "+r.Jar+" for "+in.Job.Key, err)
 		}
 		defer func() {
 			// The jar is only needed for the submission; leaving it would fill
@@ -907,7 +784,7 @@ func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (Restar
 	}
 	for k := range r.FlinkConfiguration {
 		if why := inventory.ReservedConfigKey(k); why != "" {
-			return RestartJobResult{}, nonRetryable(ErrTypeInvalidInput, "job %s: its recipe sets flinkConfiguration %s, which a recipe may not set: %s", in.Job.Key, k, why)
+			return RestartJobResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %s: its recipe sets flinkConfiguration %s, which a recipe may not set: %s", in.Job.Key, k, why)
 		}
 	}
 	run, err := client.RunJar(ctx, jarID, flink.RunJarRequest{
@@ -916,7 +793,7 @@ func (a *Activities) RestartJob(ctx context.Context, in RestartJobInput) (Restar
 		RestoreMode: flink.RestoreMode(r.RestoreMode), FlinkConfiguration: r.FlinkConfiguration,
 	})
 	if err != nil {
-		return RestartJobResult{}, classify("run "+in.Job.Key+" from "+in.SavepointPath, err)
+		return RestartJobResult{}, core.Classify("run "+in.Job.Key+" from "+in.SavepointPath, err)
 	}
 	return RestartJobResult{JobID: run.JobID, Reattached: run.Reattached}, nil
 }
@@ -930,7 +807,7 @@ type CancelJobInput struct {
 // CancelJob cancels a job; a job already terminal or unknown is fine. It is
 // used before a restart is retried, so two instances of a job never run.
 func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
-	client, err := flinkFor(ctx, a.Flink, in.RESTURL)
+	client, err := core.FlinkFor(ctx, a.Flink, in.RESTURL)
 	if err != nil {
 		return err
 	}
@@ -938,7 +815,7 @@ func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
 		if r := flink.Reason(err); r == flink.ErrorReasonJobNotFound || r == flink.ErrorReasonJobNotRunning {
 			return nil
 		}
-		return classify("cancel job "+in.JobID, err)
+		return core.Classify("cancel job "+in.JobID, err)
 	}
 	for {
 		d, err := client.JobDetails(ctx, in.JobID)
@@ -946,13 +823,13 @@ func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
 			if flink.Reason(err) == flink.ErrorReasonJobNotFound {
 				return nil
 			}
-			return classify("job "+in.JobID, err)
+			return core.Classify("job "+in.JobID, err)
 		}
 		if d.State.IsGloballyTerminal() {
 			return nil
 		}
 		activity.RecordHeartbeat(ctx, string(d.State))
-		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
+		if err := core.Sleep(ctx, core.PollInterval(a.PollInterval)); err != nil {
 			return err
 		}
 	}
@@ -962,12 +839,12 @@ func (a *Activities) CancelJob(ctx context.Context, in CancelJobInput) error {
 const maxJarBytes = 1 << 30
 
 // uploadJar uploads a local jar, or one read from storage (hdfs://).
-func (a *Activities) uploadJar(ctx context.Context, client FlinkAPI, jar string) (string, error) {
+func (a *Activities) uploadJar(ctx context.Context, client core.FlinkAPI, jar string) (string, error) {
 	if !strings.Contains(jar, "://") || strings.HasPrefix(jar, "file://") {
 		return client.UploadJar(ctx, strings.TrimPrefix(jar, "file://"))
 	}
 	if a.Storage == nil {
-		return "", nonRetryable(ErrTypeStorage, "jar %s is on storage but the worker has no storage configured", jar)
+		return "", core.NonRetryable(core.ErrTypeStorage, "jar %s is on storage but the worker has no storage configured", jar)
 	}
 	fs, p, err := a.Storage.Resolve(ctx, jar)
 	if err != nil {
@@ -977,76 +854,76 @@ func (a *Activities) uploadJar(ctx context.Context, client FlinkAPI, jar string)
 	if err != nil {
 		return "", err
 	}
-	return client.UploadJarBytes(ctx, baseName(p), data)
+	return client.UploadJarBytes(ctx, core.BaseName(p), data)
 }
 
 // AwaitHealthy waits until a restarted job is RUNNING, restored from the
 // expected savepoint, has completed a checkpoint after the restore, and has
 // not restarted during the soak period. It heartbeats while it waits.
 func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (AwaitHealthyResult, error) {
-	client, err := flinkFor(ctx, a.Flink, in.RESTURL)
+	client, err := core.FlinkFor(ctx, a.Flink, in.RESTURL)
 	if err != nil {
 		return AwaitHealthyResult{}, err
 	}
 	var res AwaitHealthyResult
-	start := timeNow(a.Now)
+	start := core.Now(a.Now)
 	// Phase 1: RUNNING, restored from the savepoint, a checkpoint after it.
 	for {
 		d, err := client.JobDetails(ctx, in.JobID)
 		if err != nil {
-			return res, classify("job "+in.JobID, err)
+			return res, core.Classify("job "+in.JobID, err)
 		}
 		if d.State.IsGloballyTerminal() || d.State == flink.JobFailing {
-			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s is %s after restart: %s", in.JobID, d.State, a.rootCause(ctx, client, in.JobID))
+			return res, core.NonRetryable(core.ErrTypeJobUnhealthy, "job %s is %s after restart: %s", in.JobID, d.State, a.rootCause(ctx, client, in.JobID))
 		}
 		if d.State == flink.JobRunning && res.RunningAt.IsZero() {
-			res.RunningAt = timeNow(a.Now)
+			res.RunningAt = core.Now(a.Now)
 		}
-		if res.RunningAt.IsZero() && timeNow(a.Now).Sub(start) > in.RunningTimeout {
-			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s not RUNNING within %s (state %s): %s", in.JobID, in.RunningTimeout, d.State, a.rootCause(ctx, client, in.JobID))
+		if res.RunningAt.IsZero() && core.Now(a.Now).Sub(start) > in.RunningTimeout {
+			return res, core.NonRetryable(core.ErrTypeJobUnhealthy, "job %s not RUNNING within %s (state %s): %s", in.JobID, in.RunningTimeout, d.State, a.rootCause(ctx, client, in.JobID))
 		}
 		if !res.RunningAt.IsZero() {
 			stats, err := client.Checkpoints(ctx, in.JobID)
 			if err != nil {
-				return res, classify("checkpoints of "+in.JobID, err)
+				return res, core.Classify("checkpoints of "+in.JobID, err)
 			}
 			if r := stats.Latest.Restored; r != nil {
-				if in.SavepointPath != "" && !samePath(r.ExternalPath, in.SavepointPath) {
-					return res, nonRetryable(ErrTypeRestoreMismatch, "job %s restored from %s, want %s", in.JobID, r.ExternalPath, in.SavepointPath)
+				if in.SavepointPath != "" && !core.SamePath(r.ExternalPath, in.SavepointPath) {
+					return res, core.NonRetryable(core.ErrTypeRestoreMismatch, "job %s restored from %s, want %s", in.JobID, r.ExternalPath, in.SavepointPath)
 				}
 				res.RestoredFrom = r.ExternalPath
 			}
 			if c := stats.Latest.Completed; c != nil && res.RestoredFrom != "" && !c.IsSavepoint && c.ID > stats.Latest.Restored.ID {
-				if in.CheckpointDir != "" && !underDir(c.ExternalPath, in.CheckpointDir) {
-					return res, nonRetryable(ErrTypeJobUnhealthy, "job %s checkpointed to %s, outside %s where it was told to", in.JobID, c.ExternalPath, in.CheckpointDir)
+				if in.CheckpointDir != "" && !core.UnderDir(c.ExternalPath, in.CheckpointDir) {
+					return res, core.NonRetryable(core.ErrTypeJobUnhealthy, "job %s checkpointed to %s, outside %s where it was told to", in.JobID, c.ExternalPath, in.CheckpointDir)
 				}
-				res.CheckpointID, res.CheckpointPath, res.CheckpointAt = c.ID, c.ExternalPath, timeNow(a.Now)
+				res.CheckpointID, res.CheckpointPath, res.CheckpointAt = c.ID, c.ExternalPath, core.Now(a.Now)
 				break
 			}
-			if timeNow(a.Now).Sub(res.RunningAt) > in.CheckpointTimeout {
-				return res, nonRetryable(ErrTypeJobUnhealthy, "job %s completed no checkpoint within %s of running (restored: %q)", in.JobID, in.CheckpointTimeout, res.RestoredFrom)
+			if core.Now(a.Now).Sub(res.RunningAt) > in.CheckpointTimeout {
+				return res, core.NonRetryable(core.ErrTypeJobUnhealthy, "job %s completed no checkpoint within %s of running (restored: %q)", in.JobID, in.CheckpointTimeout, res.RestoredFrom)
 			}
 		}
 		activity.RecordHeartbeat(ctx, string(d.State))
-		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
+		if err := core.Sleep(ctx, core.PollInterval(a.PollInterval)); err != nil {
 			return res, err
 		}
 	}
 	// Phase 2: soak — still RUNNING, no restart, for the soak period.
-	soakEnd := timeNow(a.Now).Add(in.Soak)
-	for timeNow(a.Now).Before(soakEnd) {
+	soakEnd := core.Now(a.Now).Add(in.Soak)
+	for core.Now(a.Now).Before(soakEnd) {
 		d, err := client.JobDetails(ctx, in.JobID)
 		if err != nil {
-			return res, classify("job "+in.JobID, err)
+			return res, core.Classify("job "+in.JobID, err)
 		}
 		if d.State != flink.JobRunning {
-			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s left RUNNING during the soak period (now %s): %s", in.JobID, d.State, a.rootCause(ctx, client, in.JobID))
+			return res, core.NonRetryable(core.ErrTypeJobUnhealthy, "job %s left RUNNING during the soak period (now %s): %s", in.JobID, d.State, a.rootCause(ctx, client, in.JobID))
 		}
 		if ts := d.Timestamps[flink.JobRunning]; ts > 0 && time.UnixMilli(ts).After(res.RunningAt.Add(time.Second)) {
-			return res, nonRetryable(ErrTypeJobUnhealthy, "job %s restarted during the soak period: %s", in.JobID, a.rootCause(ctx, client, in.JobID))
+			return res, core.NonRetryable(core.ErrTypeJobUnhealthy, "job %s restarted during the soak period: %s", in.JobID, a.rootCause(ctx, client, in.JobID))
 		}
 		activity.RecordHeartbeat(ctx, "soak")
-		if err := sleepCtx(ctx, pollEvery(a.PollInterval)); err != nil {
+		if err := core.Sleep(ctx, core.PollInterval(a.PollInterval)); err != nil {
 			return res, err
 		}
 	}
@@ -1055,7 +932,7 @@ func (a *Activities) AwaitHealthy(ctx context.Context, in AwaitHealthyInput) (Aw
 	return res, err
 }
 
-func (a *Activities) rootCause(ctx context.Context, client FlinkAPI, jobID string) string {
+func (a *Activities) rootCause(ctx context.Context, client core.FlinkAPI, jobID string) string {
 	ex, err := client.JobExceptions(ctx, jobID, 1)
 	if err != nil {
 		return "(exceptions unavailable: " + err.Error() + ")"
@@ -1063,74 +940,5 @@ func (a *Activities) rootCause(ctx context.Context, client FlinkAPI, jobID strin
 	if len(ex.History.Entries) == 0 {
 		return "(no exception recorded)"
 	}
-	return firstLines(ex.History.Entries[0].Stacktrace, ex.History.Entries[0].ExceptionName)
+	return core.FirstLines(ex.History.Entries[0].Stacktrace, ex.History.Entries[0].ExceptionName)
 }
-
-// failureText is the first lines of a Flink failure cause.
-func failureText(f *flink.FailureCause) string {
-	return firstLines(f.StackTrace, f.Class)
-}
-
-// firstLines keeps an exception readable in a status line: its first lines,
-// which name the exception and the innermost "Caused by".
-func firstLines(stack, fallback string) string {
-	if stack == "" {
-		return fallback
-	}
-	lines := strings.Split(stack, "\n")
-	var keep []string
-	for i, l := range lines {
-		if i == 0 || strings.HasPrefix(strings.TrimSpace(l), "Caused by:") {
-			keep = append(keep, strings.TrimSpace(l))
-		}
-	}
-	s := strings.Join(keep, " <- ")
-	if len(s) > 800 {
-		s = s[:800] + "..."
-	}
-	return s
-}
-
-func flinkFor(ctx context.Context, clients FlinkClients, restURL string) (FlinkAPI, error) {
-	if clients == nil {
-		return nil, nonRetryable(ErrTypeInvalidInput, "worker has no Flink client configured")
-	}
-	c, err := clients.For(ctx, restURL)
-	if errors.Is(err, flink.ErrInvalidArgument) {
-		return nil, nonRetryable(ErrTypeInvalidInput, "Flink REST endpoint %q: %v", restURL, err)
-	}
-	if err != nil {
-		return nil, classify("Flink REST endpoint "+redact.URL(restURL), err)
-	}
-	return c, nil
-}
-
-// samePath compares savepoint locations, ignoring a trailing slash and the
-// form Flink gives local paths (file:/p for file:///p). hdfs://nn/p and
-// hdfs://nn:port/p are NOT treated as equal: they may be different clusters;
-// nor a plain /p and file:/p, as a plain path means Flink's default file
-// system.
-func samePath(a, b string) bool {
-	norm := func(p string) string {
-		p = strings.TrimRight(p, "/")
-		if rest, ok := strings.CutPrefix(p, "file://"); ok && strings.HasPrefix(rest, "/") {
-			return "file:" + rest
-		}
-		return p
-	}
-	return norm(a) == norm(b)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// baseName is the last element of a path or URI.
-func baseName(p string) string { return path.Base(strings.TrimRight(p, "/")) }

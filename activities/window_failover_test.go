@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
@@ -15,7 +17,7 @@ import (
 // failoverFlink is a Flink cluster whose JobManager fails over during a
 // stop: each call takes the next scripted answer of its kind.
 type failoverFlink struct {
-	FlinkAPI
+	core.FlinkAPI
 	stops    []error
 	statuses []statusAnswer
 	details  []detailsAnswer
@@ -98,7 +100,7 @@ func TestStopWithSavepointRidesOutAJobManagerFailover(t *testing.T) {
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out StopWithSavepointResult
 	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
+		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +116,8 @@ func TestStopWithSavepointGivesUpOnAClusterThatStaysDown(t *testing.T) {
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond, FailoverWait: 20 * time.Millisecond}
 	var out StopWithSavepointResult
 	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
-	if typ, nonRetryable := appErrType(t, err); typ != flink.ErrorReasonUnavailable || nonRetryable {
+		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
+	if typ, nonRetryable := acttest.ErrType(t, err); typ != flink.ErrorReasonUnavailable || nonRetryable {
 		t.Fatalf("error %v (type %s, non-retryable %v); want a retryable %s", err, typ, nonRetryable, flink.ErrorReasonUnavailable)
 	}
 }
@@ -174,11 +176,11 @@ func TestStopWithSavepointFindsTheSavepointOfAJobTheNewJobManagerForgot(t *testi
 			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 			var out StopWithSavepointResult
 			err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-				Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
+				Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 			if c.want == "" {
-				typ, nonRetryable := appErrType(t, err)
-				if typ != ErrTypeJobStoppedWithoutSavepoint || !nonRetryable || !strings.Contains(err.Error(), "savepoint-j1abcd-*") {
-					t.Fatalf("error %v (type %s); want a non-retryable %s naming savepoint-j1abcd-*", err, typ, ErrTypeJobStoppedWithoutSavepoint)
+				typ, nonRetryable := acttest.ErrType(t, err)
+				if typ != core.ErrTypeJobStoppedWithoutSavepoint || !nonRetryable || !strings.Contains(err.Error(), "savepoint-j1abcd-*") {
+					t.Fatalf("error %v (type %s); want a non-retryable %s naming savepoint-j1abcd-*", err, typ, core.ErrTypeJobStoppedWithoutSavepoint)
 				}
 				return
 			}
@@ -208,7 +210,7 @@ func TestStopWithSavepointAsksAgainWhileTasksDeploy(t *testing.T) {
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out StopWithSavepointResult
 	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
+		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +245,7 @@ func TestARetriedStopOfAFinishedJobTakesItsSavepoint(t *testing.T) {
 	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 	var out StopWithSavepointResult
 	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
+		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	if err != nil || out.SavepointPath != "file://"+filepath.Dir(md) {
 		t.Fatalf("savepoint %q, %v; want %s", out.SavepointPath, err, filepath.Dir(md))
 	}
@@ -261,7 +263,7 @@ func TestStopWithSavepointWaitsOutFlinkWhileAskingAboutAForgottenStop(t *testing
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out StopWithSavepointResult
 	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
+		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil || out.SavepointPath != "hdfs://nn/sp/savepoint-j1abcd-2" || ff.stopCalls != 1 {
 		t.Fatalf("savepoint %q after %d stops, %v; want the stop's savepoint after 1", out.SavepointPath, ff.stopCalls, err)
 	}
@@ -287,8 +289,8 @@ func TestAForgottenStopWithTwoSavepointsOfOneMomentIsRefused(t *testing.T) {
 		}
 	}
 	_, err := stopForgottenBy(t, root, target)
-	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeJobStoppedWithoutSavepoint || !nonRetryable || !strings.Contains(err.Error(), "at the same time") {
-		t.Fatalf("error %v (type %s); want a non-retryable %s saying the two were written at the same time", err, typ, ErrTypeJobStoppedWithoutSavepoint)
+	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeJobStoppedWithoutSavepoint || !nonRetryable || !strings.Contains(err.Error(), "at the same time") {
+		t.Fatalf("error %v (type %s); want a non-retryable %s saying the two were written at the same time", err, typ, core.ErrTypeJobStoppedWithoutSavepoint)
 	}
 }
 
@@ -341,6 +343,6 @@ func stopForgottenBy(t *testing.T, root, target string) (StopWithSavepointResult
 	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 	var out StopWithSavepointResult
 	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-		Job: JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
+		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	return out, err
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -31,21 +32,21 @@ func TestDiscoverJobsNamesWhatTheScopeDoesNotResolve(t *testing.T) {
 	}
 	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}}
 	for name, tc := range map[string]struct {
-		scope Scope
+		scope core.Scope
 		want  []string // one entry per expected problem, each a substring
 	}{
-		"everything":           {Scope{}, nil},
-		"resolves":             {Scope{Tenants: []string{"team-a"}, Clusters: []string{"cluster-a"}, IncludeJobs: []string{"ord*", "pay*"}}, nil},
-		"exclude matches none": {Scope{ExcludeJobs: []string{"*-backfill"}}, nil},
-		"unknown tenant": {Scope{Tenants: []string{"team-a", "team-x"}},
+		"everything":           {core.Scope{}, nil},
+		"resolves":             {core.Scope{Tenants: []string{"team-a"}, Clusters: []string{"cluster-a"}, IncludeJobs: []string{"ord*", "pay*"}}, nil},
+		"exclude matches none": {core.Scope{ExcludeJobs: []string{"*-backfill"}}, nil},
+		"unknown tenant": {core.Scope{Tenants: []string{"team-a", "team-x"}},
 			[]string{`tenant "team-x" is not in the inventory; its tenants are team-a, team-b, team-idle`}},
-		"tenant without clusters": {Scope{Tenants: []string{"team-idle"}}, []string{`tenant "team-idle" has no Flink cluster in the inventory`}},
-		"unknown cluster": {Scope{Clusters: []string{"cluster-z"}},
+		"tenant without clusters": {core.Scope{Tenants: []string{"team-idle"}}, []string{`tenant "team-idle" has no Flink cluster in the inventory`}},
+		"unknown cluster": {core.Scope{Clusters: []string{"cluster-z"}},
 			[]string{`cluster "cluster-z" is not in the inventory; its clusters are cluster-a, cluster-b`}},
-		"cluster of another tenant": {Scope{Tenants: []string{"team-a"}, Clusters: []string{"cluster-b"}}, []string{
+		"cluster of another tenant": {core.Scope{Tenants: []string{"team-a"}, Clusters: []string{"cluster-b"}}, []string{
 			`tenant "team-a" has none of its clusters (cluster-a) among scope.clusters`,
 			`cluster "cluster-b" belongs to tenant "team-b", which scope.tenants leaves out`}},
-		"pattern matches nothing": {Scope{IncludeJobs: []string{"orders", "finished-*", "nope-*"}}, []string{
+		"pattern matches nothing": {core.Scope{IncludeJobs: []string{"orders", "finished-*", "nope-*"}}, []string{
 			`scope.includeJobs pattern "finished-*" matches no job running on the clusters in scope; they run orders, payments`,
 			`scope.includeJobs pattern "nope-*" matches no job`}},
 	} {
@@ -68,16 +69,16 @@ func TestDiscoverJobsNamesWhatTheScopeDoesNotResolve(t *testing.T) {
 
 func TestNameListIsBounded(t *testing.T) {
 	var names []string
-	for i := 0; i < maxNamesListed+5; i++ {
+	for i := 0; i < core.MaxNamesListed+5; i++ {
 		names = append(names, string(rune('a'+i)))
 	}
 	names = append(names, "a")
-	got := nameList(names)
+	got := core.NameList(names)
 	if !strings.HasPrefix(got, "a, b, c") || !strings.HasSuffix(got, " and 5 more") {
 		t.Fatalf("nameList = %q", got)
 	}
-	if nameList(nil) != "none" {
-		t.Fatalf("empty list reads %q", nameList(nil))
+	if core.NameList(nil) != "none" {
+		t.Fatalf("empty list reads %q", core.NameList(nil))
 	}
 }
 
@@ -105,12 +106,12 @@ func TestScopeSelectsATenantsClusterOnly(t *testing.T) {
 	jobs := []flink.JobOverview{{ID: "a0000000000000000000000000000000", Name: "orders", State: flink.JobRunning}}
 	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}, Storage: &storage.Resolver{}}
 	for name, tc := range map[string]struct {
-		scope Scope
+		scope core.Scope
 		want  string // clusters in scope
 	}{
-		"tenant and cluster": {Scope{Tenants: []string{"team-a"}, Clusters: []string{"a1"}}, "a1"},
-		"tenant":             {Scope{Tenants: []string{"team-a"}}, "a1 a2"},
-		"cluster":            {Scope{Clusters: []string{"b1"}}, "b1"},
+		"tenant and cluster": {core.Scope{Tenants: []string{"team-a"}, Clusters: []string{"a1"}}, "a1"},
+		"tenant":             {core.Scope{Tenants: []string{"team-a"}}, "a1 a2"},
+		"cluster":            {core.Scope{Clusters: []string{"b1"}}, "b1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var res DiscoverJobsResult

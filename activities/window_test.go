@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -18,10 +20,10 @@ import (
 // fakeFlink is a scripted Flink REST port for error paths that a real
 // cluster cannot be made to produce on demand.
 type fakeFlink struct {
-	FlinkAPI // unused methods panic, so a test notices an unexpected call
-	jobs     []flink.JobOverview
-	statuses []flink.OperationStatus
-	details  []flink.JobDetails
+	core.FlinkAPI // unused methods panic, so a test notices an unexpected call
+	jobs          []flink.JobOverview
+	statuses      []flink.OperationStatus
+	details       []flink.JobDetails
 	// detailsErrs, when set, are JobDetails' errors, indexed like details.
 	detailsErrs []error
 	stats       flink.CheckpointingStatistics
@@ -80,9 +82,9 @@ func (f *fakeFlink) JobExceptions(context.Context, string, int) (flink.JobExcept
 	return flink.JobExceptions{}, nil
 }
 
-type oneClient struct{ c FlinkAPI }
+type oneClient struct{ c core.FlinkAPI }
 
-func (o oneClient) For(context.Context, string) (FlinkAPI, error) { return o.c, nil }
+func (o oneClient) For(context.Context, string) (core.FlinkAPI, error) { return o.c, nil }
 
 func runActivity(t *testing.T, a *Activities, fn interface{}, in interface{}, out interface{}) error {
 	t.Helper()
@@ -94,15 +96,6 @@ func runActivity(t *testing.T, a *Activities, fn interface{}, in interface{}, ou
 		return err
 	}
 	return v.Get(out)
-}
-
-func appErrType(t *testing.T, err error) (string, bool) {
-	t.Helper()
-	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) {
-		t.Fatalf("error %v is not an application error", err)
-	}
-	return appErr.Type(), appErr.NonRetryable()
 }
 
 func TestMatchJobs(t *testing.T) {
@@ -121,7 +114,7 @@ func TestMatchJobs(t *testing.T) {
 		{ID: "6", Name: "orders", State: flink.JobFinished},
 		{ID: "7", Name: "backfill", State: flink.JobRunning},
 	}
-	targets, skipped := matchJobs(cluster, jobs, Scope{ExcludeJobs: []string{"back*"}}, true)
+	targets, skipped := core.MatchJobs(cluster, jobs, core.Scope{ExcludeJobs: []string{"back*"}}, true)
 	if len(targets) != 1 || targets[0].JobID != "1" || targets[0].Key != "c1/orders" || targets[0].Tenant != "t1" {
 		t.Fatalf("targets %+v, want only c1/orders (job 1)", targets)
 	}
@@ -140,13 +133,13 @@ func TestMatchJobs(t *testing.T) {
 	if _, ok := reasons["7"]; ok {
 		t.Error("an excluded job was reported as skipped")
 	}
-	targets, _ = matchJobs(cluster, jobs, Scope{IncludeJobs: []string{"ord*"}}, true)
+	targets, _ = core.MatchJobs(cluster, jobs, core.Scope{IncludeJobs: []string{"ord*"}}, true)
 	if len(targets) != 1 || targets[0].JobName != "orders" {
 		t.Fatalf("include filter: %+v", targets)
 	}
 	// A savepoint that leaves the job running needs no recipe; duplicate
 	// names and unclear states are still left alone.
-	targets, skipped = matchJobs(cluster, jobs, Scope{ExcludeJobs: []string{"back*"}}, false)
+	targets, skipped = core.MatchJobs(cluster, jobs, core.Scope{ExcludeJobs: []string{"back*"}}, false)
 	var keys []string
 	for _, tg := range targets {
 		keys = append(keys, tg.Key)
@@ -165,8 +158,8 @@ func TestStopWithSavepointFailureIsNonRetryable(t *testing.T) {
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out StopWithSavepointResult
 	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-		Job: JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
-	typ, nonRetryable := appErrType(t, err)
+		Job: core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
+	typ, nonRetryable := acttest.ErrType(t, err)
 	if typ != flink.ErrorReasonOperationFailed || !nonRetryable || !strings.Contains(err.Error(), "NSQuotaExceededException") || !strings.Contains(err.Error(), "keeps running") {
 		t.Fatalf("error %v (type %s)", err, typ)
 	}
@@ -183,11 +176,11 @@ func TestStopWithSavepointFailureSaysWhatItSawOfTheJob(t *testing.T) {
 	cases := map[string]struct {
 		details []flink.JobDetails
 		errs    []error
-		want    JobSeen
+		want    core.JobSeen
 	}{
-		"running":          {[]flink.JobDetails{{}, {State: flink.JobRunning}}, nil, JobSeen{Seen: JobSeenRunning, State: "RUNNING"}},
-		"restarting":       {[]flink.JobDetails{{}, {State: flink.JobRunning}, {State: flink.JobRestarting}}, nil, JobSeen{Seen: JobSeenUnknown, State: "RESTARTING"}},
-		"cluster gone now": {[]flink.JobDetails{{}, {State: flink.JobRunning}}, []error{nil, nil, down}, JobSeen{Seen: JobSeenUnanswered}},
+		"running":          {[]flink.JobDetails{{}, {State: flink.JobRunning}}, nil, core.JobSeen{Seen: core.JobSeenRunning, State: "RUNNING"}},
+		"restarting":       {[]flink.JobDetails{{}, {State: flink.JobRunning}, {State: flink.JobRestarting}}, nil, core.JobSeen{Seen: core.JobSeenUnknown, State: "RESTARTING"}},
+		"cluster gone now": {[]flink.JobDetails{{}, {State: flink.JobRunning}}, []error{nil, nil, down}, core.JobSeen{Seen: core.JobSeenUnanswered}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -195,12 +188,12 @@ func TestStopWithSavepointFailureSaysWhatItSawOfTheJob(t *testing.T) {
 			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 			var out StopWithSavepointResult
 			err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
-				Job: JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
+				Job: core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != flink.ErrorReasonOperationFailed {
 				t.Fatalf("error %v", err)
 			}
-			var seen JobSeen
+			var seen core.JobSeen
 			if err := appErr.Details(&seen); err != nil || seen != c.want {
 				t.Fatalf("details %+v (%v), want %+v", seen, err, c.want)
 			}
@@ -210,20 +203,20 @@ func TestStopWithSavepointFailureSaysWhatItSawOfTheJob(t *testing.T) {
 
 func TestJobAfterFailedStop(t *testing.T) {
 	for errType, want := range map[string]string{
-		ErrTypeJobStoppedWithoutSavepoint:      JobSeenStopped,
-		ErrTypeOperatorLastStateFallback:       JobSeenStopped,
-		flink.ErrorReasonUnavailable:           JobSeenUnanswered,
-		flink.ErrorReasonTimeout:               JobSeenUnanswered,
-		ErrTypeOperatorUnavailable:             JobSeenUnanswered,
-		flink.ErrorReasonStorageQuotaExceeded:  JobSeenRunning,
-		flink.ErrorReasonCheckpointingDisabled: JobSeenRunning,
-		ErrTypeInvalidInput:                    JobSeenRunning,
-		flink.ErrorReasonOperationFailed:       JobSeenUnknown,
-		flink.ErrorReasonServerError:           JobSeenUnknown,
-		ErrTypeOperatorTimeout:                 JobSeenUnknown,
-		"wrapError":                            JobSeenUnknown,
+		core.ErrTypeJobStoppedWithoutSavepoint: core.JobSeenStopped,
+		core.ErrTypeOperatorLastStateFallback:  core.JobSeenStopped,
+		flink.ErrorReasonUnavailable:           core.JobSeenUnanswered,
+		flink.ErrorReasonTimeout:               core.JobSeenUnanswered,
+		core.ErrTypeOperatorUnavailable:        core.JobSeenUnanswered,
+		flink.ErrorReasonStorageQuotaExceeded:  core.JobSeenRunning,
+		flink.ErrorReasonCheckpointingDisabled: core.JobSeenRunning,
+		core.ErrTypeInvalidInput:               core.JobSeenRunning,
+		flink.ErrorReasonOperationFailed:       core.JobSeenUnknown,
+		flink.ErrorReasonServerError:           core.JobSeenUnknown,
+		core.ErrTypeOperatorTimeout:            core.JobSeenUnknown,
+		"wrapError":                            core.JobSeenUnknown,
 	} {
-		if got := JobAfterFailedStop(errType); got != want {
+		if got := core.JobAfterFailedStop(errType); got != want {
 			t.Errorf("%s: %s, want %s", errType, got, want)
 		}
 	}
@@ -232,8 +225,8 @@ func TestJobAfterFailedStop(t *testing.T) {
 func TestStopWithSavepointNeedsATargetDir(t *testing.T) {
 	a := &Activities{Flink: oneClient{&fakeFlink{}}}
 	var out StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{Job: JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
-	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeInvalidInput || !nonRetryable {
+	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{Job: core.JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
+	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeInvalidInput || !nonRetryable {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -248,7 +241,7 @@ func TestAwaitHealthyRefusesAnotherRestorePoint(t *testing.T) {
 	var out AwaitHealthyResult
 	err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
 		RunningTimeout: time.Minute, CheckpointTimeout: time.Minute}, &out)
-	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeRestoreMismatch || !nonRetryable || !strings.Contains(err.Error(), "savepoint-other") {
+	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeRestoreMismatch || !nonRetryable || !strings.Contains(err.Error(), "savepoint-other") {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -258,7 +251,7 @@ func TestAwaitHealthyFailsOnAFailedJob(t *testing.T) {
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out AwaitHealthyResult
 	err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", RunningTimeout: time.Minute, CheckpointTimeout: time.Minute}, &out)
-	if typ, nonRetryable := appErrType(t, err); typ != ErrTypeJobUnhealthy || !nonRetryable || !strings.Contains(err.Error(), "FAILED") {
+	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeJobUnhealthy || !nonRetryable || !strings.Contains(err.Error(), "FAILED") {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -293,7 +286,7 @@ func TestSamePathTreatsFlinksLocalFormAsEqual(t *testing.T) {
 		{"/data/sp/savepoint-1", "file:/data/sp/savepoint-1", false},
 		{"file:/data/sp/savepoint-1", "file:/data/sp/savepoint-2", false},
 	} {
-		if got := samePath(c.a, c.b); got != c.same {
+		if got := core.SamePath(c.a, c.b); got != c.same {
 			t.Errorf("samePath(%q, %q) = %v; want %v", c.a, c.b, got, c.same)
 		}
 	}
@@ -345,8 +338,8 @@ func TestAwaitHealthyWantsACheckpointOfItsOwnAfterTheRestore(t *testing.T) {
 			var out AwaitHealthyResult
 			err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
 				RunningTimeout: time.Minute, CheckpointTimeout: 50 * time.Millisecond}, &out)
-			if typ, nonRetryable := appErrType(t, err); typ != ErrTypeJobUnhealthy || !nonRetryable || !strings.Contains(err.Error(), "completed no checkpoint") {
-				t.Fatalf("error %v (result %+v); want %s: no checkpoint after the restore", err, out, ErrTypeJobUnhealthy)
+			if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeJobUnhealthy || !nonRetryable || !strings.Contains(err.Error(), "completed no checkpoint") {
+				t.Fatalf("error %v (result %+v); want %s: no checkpoint after the restore", err, out, core.ErrTypeJobUnhealthy)
 			}
 		})
 	}

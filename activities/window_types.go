@@ -1,86 +1,15 @@
 package activities
 
 import (
-	"fmt"
-	"path"
 	"time"
 
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
-// Scope selects what a maintenance window or governance run covers. Empty
-// lists mean "all". Job patterns are path.Match globs on the job name.
-type Scope struct {
-	// Tenants are the tenants in scope; empty: every tenant.
-	Tenants []string `json:"tenants,omitempty" yaml:"tenants,omitempty"`
-	// Clusters are the Flink clusters (cluster ids) in scope; empty: every
-	// cluster of those tenants.
-	Clusters []string `json:"clusters,omitempty" yaml:"clusters,omitempty"`
-	// IncludeJobs are globs on job names; when set, only matching jobs are
-	// in scope.
-	IncludeJobs []string `json:"includeJobs,omitempty" yaml:"includeJobs,omitempty"`
-	// ExcludeJobs are globs on job names taken out of scope, even when
-	// includeJobs matches them.
-	ExcludeJobs []string `json:"excludeJobs,omitempty" yaml:"excludeJobs,omitempty"`
-}
-
-// GlobProblems names every job pattern of the scope that is not a valid
-// path.Match glob.
-func (s Scope) GlobProblems() []string {
-	var out []string
-	for _, p := range append(append([]string{}, s.IncludeJobs...), s.ExcludeJobs...) {
-		if _, err := path.Match(p, ""); err != nil {
-			out = append(out, fmt.Sprintf("scope job pattern %q is not a valid glob: %v", p, err))
-		}
-	}
-	return out
-}
-
-// JobTarget is one running job a window stops and restarts. Key
-// (cluster/job-name) identifies it across the window; the Flink job ID
-// changes when it is restarted.
-type JobTarget struct {
-	Key       string `json:"key"`
-	Tenant    string `json:"tenant"`
-	ClusterID string `json:"clusterId"`
-	// KubeCluster is the Kubernetes cluster the job runs in when the
-	// inventory spans several.
-	KubeCluster   string                  `json:"kubeCluster,omitempty"`
-	RESTURL       string                  `json:"restUrl"`
-	JobName       string                  `json:"jobName"`
-	JobID         string                  `json:"jobId"`
-	CheckpointDir string                  `json:"checkpointDir,omitempty"`
-	SavepointDir  string                  `json:"savepointDir,omitempty"`
-	Restart       inventory.RestartRecipe `json:"restart"`
-	// Drillable says the inventory has a drill recipe for the job, so a
-	// window can drill its savepoint as the canary.
-	Drillable bool `json:"drillable,omitempty"`
-	// DrillBuilds are the Flink versions (major.minor) the drill recipe
-	// has a build of the job for, for a migration rehearsal.
-	DrillBuilds []string `json:"drillBuilds,omitempty"`
-	// DrainOnStop is the inventory's per-job drain setting, if any.
-	DrainOnStop *bool `json:"drainOnStop,omitempty"`
-}
-
-// Label is the job's key, prefixed by its Kubernetes cluster when the
-// inventory spans several.
-func (t JobTarget) Label() string {
-	if t.KubeCluster == "" {
-		return t.Key
-	}
-	return t.KubeCluster + "/" + t.Key
-}
-
-// SkippedJob is a job in scope that the window leaves alone, and why.
-type SkippedJob struct {
-	Key    string `json:"key"`
-	JobID  string `json:"jobId"`
-	Reason string `json:"reason"`
-}
-
 // DiscoverJobsInput selects the jobs.
 type DiscoverJobsInput struct {
-	Scope Scope
+	Scope core.Scope
 	// SavepointOnly selects running jobs without a restart recipe too: a
 	// savepoint that does not stop the job needs none.
 	SavepointOnly bool `json:",omitempty"`
@@ -91,8 +20,8 @@ type DiscoverJobsInput struct {
 type DiscoverJobsResult struct {
 	Tenants  []inventory.Tenant
 	Clusters []inventory.Cluster
-	Jobs     []JobTarget
-	Skipped  []SkippedJob
+	Jobs     []core.JobTarget
+	Skipped  []core.SkippedJob
 	// Unresolved names every entry of the scope that selects nothing (see
 	// unresolvedScope), each with what the inventory has instead. A window
 	// refuses such a scope; other callers may ignore it.
@@ -163,7 +92,7 @@ type CheckQuotaResult struct {
 // StopWithSavepointInput stops one job. TriggerID is chosen by the workflow
 // so a retried activity re-attaches to the same Flink operation.
 type StopWithSavepointInput struct {
-	Job       JobTarget
+	Job       core.JobTarget
 	TriggerID string
 	// TargetDir overrides the job's savepoint dir.
 	TargetDir string
@@ -230,7 +159,7 @@ type ProbeEndpointsResult struct {
 // RestartJobInput restores one job from its savepoint. NewJobID is chosen
 // by the workflow, so a retried activity finds the job it already submitted.
 type RestartJobInput struct {
-	Job           JobTarget
+	Job           core.JobTarget
 	SavepointPath string
 	NewJobID      string
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -28,7 +29,7 @@ func newDrillCommand(g *globals) *cobra.Command {
 // drillFlags select the snapshots and the depth of a drill; they build a
 // one-off run and a schedule's action alike.
 type drillFlags struct {
-	scope       activities.Scope
+	scope       core.Scope
 	run         string
 	job         string
 	snapshot    string

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -89,7 +90,7 @@ func (f *govFlags) bind(cmd *cobra.Command, executes bool) {
 func (f *govFlags) input() (workflows.GovernanceInput, error) {
 	in := workflows.GovernanceInput{
 		Reason: f.reason, Mode: f.mode, ReportDir: f.reportDir,
-		Scope: activities.Scope{Tenants: f.tenants, Clusters: f.clusters, IncludeJobs: f.include, ExcludeJobs: f.exclude},
+		Scope: core.Scope{Tenants: f.tenants, Clusters: f.clusters, IncludeJobs: f.include, ExcludeJobs: f.exclude},
 		Policy: workflows.GovernancePolicy{
 			Grace: workflows.Duration(f.grace), RetiredJobTTL: workflows.Duration(f.retiredTTL), KeepSavepoints: f.keepSavepoints,
 			MaxCheckpointTimeout: workflows.Duration(f.maxCheckpointTimeout),
@@ -382,7 +383,7 @@ func (f *governanceSchedule) build(string) (string, interface{}, string, error) 
 		}
 		return workflows.GovernanceWorkflowType, in, workflows.KindGovernance, nil
 	case scheduleQuotaWatch:
-		in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: f.gov.tenants}, Iterations: 1, SamplesPath: f.samplesPath,
+		in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: f.gov.tenants}, Iterations: 1, SamplesPath: f.samplesPath,
 			WarningPercent: f.gov.warning, CriticalPercent: f.gov.critical}
 		in.ApplyDefaults()
 		if err := in.Validate(); err != nil {

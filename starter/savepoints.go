@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -28,7 +29,7 @@ func newSavepointsScheduleCommand(g *globals) *cobra.Command {
 
 // savepointSchedule starts ScheduledSavepoints.
 type savepointSchedule struct {
-	scope       activities.Scope
+	scope       core.Scope
 	concurrency int
 	format      string
 	timeout     time.Duration

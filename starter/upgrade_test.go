@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -157,7 +158,7 @@ func sampleUpgradeState() workflows.UpgradeState {
 	at := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
 	return workflows.UpgradeState{
 		UpgradeID: "orders-1", Phase: workflows.UpgradePhaseStart,
-		Job: activities.JobTarget{Key: "cluster-a/orders", Tenant: "team-a", JobID: "0000000000000000000000000000aaaa",
+		Job: core.JobTarget{Key: "cluster-a/orders", Tenant: "team-a", JobID: "0000000000000000000000000000aaaa",
 			Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "hdfs://nn/jars/orders-1.jar", EntryClass: "com.example.Orders"}},
 		NewRecipe: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "hdfs://nn/jars/orders-2.jar", EntryClass: "com.example.Orders"},
 		Savepoint: "hdfs://nn/sp/savepoint-aaaa-1", StartAttempts: 1, NewJobID: "0000000000000000000000000000bbbb",

@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/buildinfo"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -335,7 +336,7 @@ func startHTTP(cfg config.HTTP, codecToken string, routes httpRoutes, zl zerolog
 // create them; where state may be moved is for people to decide (and a
 // tenant root may come with the tenant). A storage that does not answer
 // within a few seconds is left to the runs.
-func warnMissingDirs(ctx context.Context, cfg config.Config, fs activities.Storage, zl zerolog.Logger) {
+func warnMissingDirs(ctx context.Context, cfg config.Config, fs core.Storage, zl zerolog.Logger) {
 	if fs == nil {
 		return
 	}

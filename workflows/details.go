@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -75,12 +76,12 @@ func StartSummary(in interface{}) string {
 		case v.List != nil && v.List.Job != "":
 			return clip("list savepoints of "+v.List.Job, maxSummaryBytes)
 		case v.List != nil:
-			return clip("list savepoints of "+tenantsText(activities.Scope{Tenants: v.List.Tenants}), maxSummaryBytes)
+			return clip("list savepoints of "+tenantsText(core.Scope{Tenants: v.List.Tenants}), maxSummaryBytes)
 		case v.Adopt != nil:
 			return clip(fmt.Sprintf("adopt %d savepoint(s) into %s", len(v.Adopt.Paths), v.Adopt.Job), maxSummaryBytes)
 		}
 	case activities.TenantUsageInput:
-		return clip("storage usage of "+tenantsText(activities.Scope{Tenants: v.Tenants}), maxSummaryBytes)
+		return clip("storage usage of "+tenantsText(core.Scope{Tenants: v.Tenants}), maxSummaryBytes)
 	case PingInput:
 		return clip("ping: "+v.Message, maxSummaryBytes)
 	case activities.DoctorInput:
@@ -606,7 +607,7 @@ func upgradeDetails(in *UpgradeInput, st *UpgradeState) string {
 // ---- text helpers ----
 
 // jobsText says which jobs a scope selects.
-func jobsText(s activities.Scope) string {
+func jobsText(s core.Scope) string {
 	t := "all jobs"
 	if len(s.IncludeJobs) > 0 {
 		t = "jobs " + listText(s.IncludeJobs)
@@ -617,14 +618,14 @@ func jobsText(s activities.Scope) string {
 	return t
 }
 
-func tenantsText(s activities.Scope) string {
+func tenantsText(s core.Scope) string {
 	if len(s.Tenants) == 0 {
 		return "every tenant"
 	}
 	return listText(s.Tenants)
 }
 
-func clustersText(s activities.Scope) string {
+func clustersText(s core.Scope) string {
 	if len(s.Clusters) == 0 {
 		return ""
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -84,9 +85,9 @@ func TestRestoreDrillCleansUpWhateverHappens(t *testing.T) {
 		}
 		switch {
 		case strings.Contains(in.SavepointPath, "/j2/"):
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: IllegalStateException: boom", activities.ErrTypeJobUnhealthy, nil)
+			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: IllegalStateException: boom", core.ErrTypeJobUnhealthy, nil)
 		case strings.Contains(in.SavepointPath, "/j3/"):
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: FileNotFoundException", activities.ErrTypeJobUnhealthy, nil)
+			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: FileNotFoundException", core.ErrTypeJobUnhealthy, nil)
 		}
 		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 1, CheckpointPath: in.CheckpointDir + "/x/chk-1"}, nil
 	})
@@ -177,7 +178,7 @@ func TestJobDrillCleansUpWhenCancelled(t *testing.T) {
 func TestRestoreDrillInputNamesWhatIsWrong(t *testing.T) {
 	in := RestoreDrillInput{Tier: 3, Concurrency: 100, Soak: Duration(-time.Second),
 		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: "no-slash", SamplePerTenant: -1},
-		Scope:     activities.Scope{IncludeJobs: []string{"["}}}
+		Scope:     core.Scope{IncludeJobs: []string{"["}}}
 	in.ApplyDefaults()
 	err := in.Validate()
 	for _, want := range []string{"tier=3", "concurrency=100", "soak=-1s", `job (cluster/name, got "no-slash")`, "samplePerTenant=-1", `"["`} {

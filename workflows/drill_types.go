@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
 // Workflow types of restore drills.
@@ -43,7 +44,7 @@ type RestoreDrillInput struct {
 	Schedule string `json:"schedule,omitempty"`
 	// OverrideFreeze lets the drill run inside a freeze.
 	OverrideFreeze *FreezeOverride           `json:"overrideFreeze,omitempty"`
-	Scope          activities.Scope          `json:"scope"`
+	Scope          core.Scope                `json:"scope"`
 	Selection      activities.DrillSelection `json:"selection"`
 	// Tier is 1 (storage proof only) or 2 (also a real restore of every
 	// job with a drill recipe; default).
@@ -156,13 +157,13 @@ type JobDrillResult struct {
 
 // RestoreDrillReport is a drill run's result.
 type RestoreDrillReport struct {
-	RunID      string                  `json:"runId"`
-	Schedule   string                  `json:"schedule,omitempty"`
-	Tier       int                     `json:"tier"`
-	StartedAt  time.Time               `json:"startedAt"`
-	FinishedAt time.Time               `json:"finishedAt,omitempty"`
-	Jobs       []JobDrillResult        `json:"jobs"`
-	Skipped    []activities.SkippedJob `json:"skipped,omitempty"`
+	RunID      string            `json:"runId"`
+	Schedule   string            `json:"schedule,omitempty"`
+	Tier       int               `json:"tier"`
+	StartedAt  time.Time         `json:"startedAt"`
+	FinishedAt time.Time         `json:"finishedAt,omitempty"`
+	Jobs       []JobDrillResult  `json:"jobs"`
+	Skipped    []core.SkippedJob `json:"skipped,omitempty"`
 	// Frozen says a freeze was in force: the run skipped, or it was
 	// overridden.
 	Frozen       string   `json:"frozen,omitempty"`

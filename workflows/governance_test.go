@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -253,7 +254,7 @@ func TestGovernancePlanModeTouchesNothing(t *testing.T) {
 
 func TestGovernanceUsageFailureIsANote(t *testing.T) {
 	f := newGovFixture(t)
-	f.usageErr = temporal.NewNonRetryableApplicationError("permission denied", activities.ErrTypeStoragePermission, nil)
+	f.usageErr = temporal.NewNonRetryableApplicationError("permission denied", core.ErrTypeStoragePermission, nil)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g7"})
 	rep := f.report()
 	if rep.Outcome != GovernancePhasePlanned || rep.Usage != nil || !strings.Contains(strings.Join(rep.Notes, " "), "storage usage unknown") {
@@ -500,7 +501,7 @@ func TestGovernanceShardFailureStopsTheRun(t *testing.T) {
 	}
 	f.partErr = func(in activities.ExecuteCleanupPartInput) error {
 		if in.Shard == 1 && !in.Objects {
-			return temporal.NewNonRetryableApplicationError("plan shard changed", activities.ErrTypeCleanupPlanChanged, nil)
+			return temporal.NewNonRetryableApplicationError("plan shard changed", core.ErrTypeCleanupPlanChanged, nil)
 		}
 		select {
 		case <-delivered:
@@ -530,7 +531,7 @@ func TestGovernanceShardFailureStopsTheRun(t *testing.T) {
 func TestGovernanceChangedShardStopsTheRunBeforeAnyPart(t *testing.T) {
 	f := newGovFixture(t)
 	f.shards = 3
-	f.verifyErr = temporal.NewNonRetryableApplicationError("plan shard items-00002.jsonl: sha256 differs", activities.ErrTypeCleanupPlanChanged, nil)
+	f.verifyErr = temporal.NewNonRetryableApplicationError("plan shard items-00002.jsonl: sha256 differs", core.ErrTypeCleanupPlanChanged, nil)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto})
 	if !f.env.IsWorkflowCompleted() || f.env.GetWorkflowError() == nil {
 		t.Fatal("the run did not fail")
@@ -553,7 +554,7 @@ func TestGovernanceGatherFailureFailsThePlan(t *testing.T) {
 	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
 	gatherInParts(env, func(part int) error {
 		if part == 2 {
-			return temporal.NewNonRetryableApplicationError("namenode refused", activities.ErrTypeStoragePermission, nil)
+			return temporal.NewNonRetryableApplicationError("namenode refused", core.ErrTypeStoragePermission, nil)
 		}
 		return nil
 	})
@@ -696,11 +697,11 @@ func TestGovernancePlanFailureFailsTheRun(t *testing.T) {
 	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
 	gatherInParts(env)
 	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},
-		temporal.NewNonRetryableApplicationError("scope spans two file systems", activities.ErrTypeInvalidInput, nil))
+		temporal.NewNonRetryableApplicationError("scope spans two file systems", core.ErrTypeInvalidInput, nil))
 	env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g6", Mode: ModeAuto})
 	err := env.GetWorkflowError()
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeInvalidInput || !strings.Contains(err.Error(), "two file systems") {
+	if !errors.As(err, &appErr) || appErr.Type() != core.ErrTypeInvalidInput || !strings.Contains(err.Error(), "two file systems") {
 		t.Fatalf("error %v; want the plan's InvalidInput", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
@@ -89,7 +90,7 @@ type GovernanceInput struct {
 	// from the workflow ID (schedules give each run its own).
 	RunID  string           `json:"runId,omitempty"`
 	Reason string           `json:"reason,omitempty"`
-	Scope  activities.Scope `json:"scope"`
+	Scope  core.Scope       `json:"scope"`
 	Mode   string           `json:"mode"`
 	Policy GovernancePolicy `json:"policy"`
 	// OverrideFreeze lets the run execute inside a freeze.

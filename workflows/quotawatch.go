@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 	"github.com/flinkmaint/flinkmaint/internal/quota"
 )
@@ -20,7 +21,7 @@ import (
 // across continue-as-new (and lets a one-shot run start from another
 // watch's samples).
 type QuotaWatchInput struct {
-	Scope activities.Scope `json:"scope"`
+	Scope core.Scope `json:"scope"`
 	// Interval between samples. Default 15m.
 	Interval        Duration `json:"interval,omitempty"`
 	WarningPercent  float64  `json:"warningPercent,omitempty"`  // default 80

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -28,9 +29,9 @@ const QueryRehearsalStatus = "rehearsal-status"
 type JobRehearsalInput struct {
 	// RunID names the run the rehearsal belongs to: the savepoint's
 	// catalog entry, the drill dir and the records carry it.
-	RunID string               `json:"runId"`
-	N     int                  `json:"n"`
-	Job   activities.JobTarget `json:"job"`
+	RunID string         `json:"runId"`
+	N     int            `json:"n"`
+	Job   core.JobTarget `json:"job"`
 	// NewRecipe is the job's new version; nil rehearses the inventory's
 	// build of the job for FlinkVersion.
 	NewRecipe *inventory.RestartRecipe `json:"newRecipe,omitempty"`

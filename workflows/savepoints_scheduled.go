@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -21,8 +22,8 @@ const ScheduledSavepointsWorkflowType = "ScheduledSavepoints"
 // ScheduledSavepointsInput selects the jobs and how savepoints are taken.
 type ScheduledSavepointsInput struct {
 	// Schedule names the schedule that starts the runs, if any.
-	Schedule string           `json:"schedule,omitempty"`
-	Scope    activities.Scope `json:"scope"`
+	Schedule string     `json:"schedule,omitempty"`
+	Scope    core.Scope `json:"scope"`
 	// Concurrency bounds the savepoints in flight (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// Format is CANONICAL (default) or NATIVE.
@@ -79,7 +80,7 @@ type ScheduledSavepointsReport struct {
 	StartedAt  time.Time                     `json:"startedAt"`
 	FinishedAt time.Time                     `json:"finishedAt"`
 	Jobs       []ScheduledSavepoint          `json:"jobs"`
-	Skipped    []activities.SkippedJob       `json:"skipped,omitempty"`
+	Skipped    []core.SkippedJob             `json:"skipped,omitempty"`
 	Tenants    []activities.TenantSavepoints `json:"tenants"`
 	Taken      int                           `json:"taken"`
 	Failed     int                           `json:"failed"`

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -27,10 +28,10 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
 	var a *activities.Activities
-	var jobs []activities.JobTarget
+	var jobs []core.JobTarget
 	for i := range 9 {
 		tenant := []string{"team-a", "team-b"}[i%2]
-		jobs = append(jobs, activities.JobTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: tenant, ClusterID: "c", JobName: fmt.Sprintf("job-%d", i),
+		jobs = append(jobs, core.JobTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: tenant, ClusterID: "c", JobName: fmt.Sprintf("job-%d", i),
 			JobID: strings.Repeat(fmt.Sprint(i), 32), SavepointDir: "hdfs://nn/sp"})
 	}
 	env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
@@ -55,7 +56,7 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 			t.Errorf("take savepoint %+v", in)
 		}
 		if in.Job.Key == "c/job-3" {
-			return activities.TakeSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: checkpoint declined", activities.ErrTypeSavepointFailed, nil)
+			return activities.TakeSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: checkpoint declined", core.ErrTypeSavepointFailed, nil)
 		}
 		return activities.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Files: 3, Bytes: 30}, nil
 	})
@@ -65,7 +66,7 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 		return nil
 	})
 	env.ExecuteWorkflow(ScheduledSavepointsWorkflow, ScheduledSavepointsInput{Schedule: "nightly",
-		Scope: activities.Scope{Tenants: []string{"team-a", "team-b"}}, Concurrency: 3, Format: FormatNative})
+		Scope: core.Scope{Tenants: []string{"team-a", "team-b"}}, Concurrency: 3, Format: FormatNative})
 
 	var appErr *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrTypeSavepointsFailed || !strings.Contains(err.Error(), "c/job-3") {
@@ -97,7 +98,7 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 
 func TestScheduledSavepointsRejectsBadSettings(t *testing.T) {
 	for _, in := range []ScheduledSavepointsInput{{Concurrency: 300}, {Format: "binary"}, {Timeout: Duration(time.Second)},
-		{Scope: activities.Scope{IncludeJobs: []string{"orders-["}}}} {
+		{Scope: core.Scope{IncludeJobs: []string{"orders-["}}}} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
 		env.ExecuteWorkflow(ScheduledSavepointsWorkflow, in)

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -261,7 +262,7 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 	cluster, name, _ := strings.Cut(u.in.Job, "/")
 	var found activities.DiscoverJobsResult
 	if err := workflow.ExecuteActivity(u.short(ctx), a.DiscoverJobs, activities.DiscoverJobsInput{
-		Scope: activities.Scope{Clusters: []string{cluster}, IncludeJobs: []string{name}}}).Get(ctx, &found); err != nil {
+		Scope: core.Scope{Clusters: []string{cluster}, IncludeJobs: []string{name}}}).Get(ctx, &found); err != nil {
 		return fmt.Errorf("inventory: %w", err)
 	}
 	for _, j := range found.Jobs {
@@ -474,9 +475,9 @@ func (u *upgradeRun) stop(ctx workflow.Context) error {
 	if err != nil {
 		var still string
 		switch seen := seenAfterStop(err); seen.Seen {
-		case activities.JobSeenRunning:
+		case core.JobSeenRunning:
 			still = "the job keeps running the previous version; nothing changed"
-		case activities.JobSeenStopped:
+		case core.JobSeenStopped:
 			still = "the job is no longer running and has no upgrade savepoint: restart it by hand from its latest retained checkpoint with the previous recipe (in the manifest)"
 		default:
 			still = unknownStateText(seen, u.st.Job) + "; nothing else changed"
@@ -500,7 +501,7 @@ func (u *upgradeRun) savepointKeepRunning(ctx workflow.Context) error {
 		// A savepoint never stops the job: it runs unless its cluster did
 		// not answer.
 		still := "the job keeps running the previous version; nothing changed"
-		if seen := seenAfterStop(err); seen.Seen == activities.JobSeenUnanswered {
+		if seen := seenAfterStop(err); seen.Seen == core.JobSeenUnanswered {
 			still = unknownStateText(seen, u.st.Job) + "; nothing else changed"
 		}
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("savepoint of %s failed: %s; cause: %s",

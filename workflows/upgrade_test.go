@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -95,12 +96,12 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 			return activities.DiscoverJobsResult{}, nil
 		}
 		return activities.DiscoverJobsResult{Tenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
-			Jobs: []activities.JobTarget{{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a",
+			Jobs: []core.JobTarget{{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a",
 				JobName: "orders", JobID: previousJobID, SavepointDir: "hdfs://nn/sp", Restart: previousRecipe},
 				{Key: "cluster-a/payments", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a", JobName: "payments",
 					JobID: strings.Repeat("2", 32), Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
 						Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-a", Name: "payments"}}}},
-			Skipped: []activities.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
+			Skipped: []core.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
 	})
 	env.OnActivity(a.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
@@ -155,18 +156,18 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.calls = append(f.calls, "gate "+in.JobID)
 		f.gates = append(f.gates, in)
 		if f.failJobs[in.JobID] {
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", activities.ErrTypeJobUnhealthy, nil)
+			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", core.ErrTypeJobUnhealthy, nil)
 		}
 		if in.RESTURL == "http://drill" {
 			if f.rehearse == "no-slots" {
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job not RUNNING within 5m0s (state CREATED)", activities.ErrTypeJobUnhealthy, nil)
+				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job not RUNNING within 5m0s (state CREATED)", core.ErrTypeJobUnhealthy, nil)
 			}
 			return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 3}, nil
 		}
 		for _, s := range f.started {
 			if s.NewJobID == in.JobID && hasArg(s.Job.Restart, "--fail-on-restore") || f.failGates > 0 {
 				f.failGates--
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: sample job started with --fail-on-restore", activities.ErrTypeJobUnhealthy, nil)
+				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: sample job started with --fail-on-restore", core.ErrTypeJobUnhealthy, nil)
 			}
 		}
 		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
@@ -204,13 +205,13 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		return nil
 	})
 	// The operator's side of an operator job.
-	env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(activities.OperatorSavepointMarks{}, nil)
+	env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(core.OperatorSavepointMarks{}, nil)
 	env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "suspend")
 		if f.suspendFails && f.stops > 0 {
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job FAILED: no savepoint", activities.ErrTypeOperatorLastStateFallback, nil)
+			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job FAILED: no savepoint", core.ErrTypeOperatorLastStateFallback, nil)
 		}
 		f.stops++
 		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-payments-" + strings.Repeat("x", f.stops)}, nil

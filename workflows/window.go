@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -605,7 +606,7 @@ func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bo
 				seen := seenAfterStop(err)
 				j.SavepointState, j.SavepointError = StepFailed, errorText(err)
 				j.Seen, j.SeenState = seen.Seen, seen.State
-				j.StoppedWithoutSavepoint = seen.Seen == activities.JobSeenStopped
+				j.StoppedWithoutSavepoint = seen.Seen == core.JobSeenStopped
 				r.logger.Warn("savepoint failed", "job", key, "error", j.SavepointError, "seen", j.Seen)
 				return
 			}

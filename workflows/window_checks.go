@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -61,7 +62,7 @@ func windowCleanupField(field string) string {
 func (in *WindowInput) cleanupInput(tenants []string) GovernanceInput {
 	p := in.Policy
 	return GovernanceInput{RunID: "window-" + in.WindowID, Reason: "post-restart cleanup of maintenance window " + in.WindowID,
-		Scope: activities.Scope{Tenants: tenants}, Mode: p.Cleanup.Mode, Policy: p.Cleanup.Policy, ApprovalTimeout: p.Cleanup.ApprovalTimeout,
+		Scope: core.Scope{Tenants: tenants}, Mode: p.Cleanup.Mode, Policy: p.Cleanup.Policy, ApprovalTimeout: p.Cleanup.ApprovalTimeout,
 		WarningPercent: p.Quota.WarningPercent, CriticalPercent: p.Quota.CriticalPercent}
 }
 
@@ -69,7 +70,7 @@ func (in *WindowInput) cleanupInput(tenants []string) GovernanceInput {
 // Kubernetes Operator runs: such a job is suspended through its resource,
 // which takes a savepoint without draining, so the drain asked for would
 // silently not happen.
-func drainRefusal(jobs []activities.JobTarget, p SavepointPolicy) error {
+func drainRefusal(jobs []core.JobTarget, p SavepointPolicy) error {
 	var keys []string
 	for _, j := range jobs {
 		if j.Restart.Kind == inventory.RestartOperatorResume && p.drains(j) {
@@ -143,7 +144,7 @@ func restartWaves(keys []string, p RestartPolicy) [][]string {
 // pickDrillCanary is the job whose savepoint a window drills before any
 // other job stops (policy.drill.canary): the one policy.drill.canaryJob
 // names, else the first in jobs' order with a drill recipe.
-func pickDrillCanary(jobs []activities.JobTarget, want string) (string, error) {
+func pickDrillCanary(jobs []core.JobTarget, want string) (string, error) {
 	for _, j := range jobs {
 		if j.Drillable && (want == "" || j.Key == want) {
 			return j.Key, nil
@@ -158,7 +159,7 @@ func pickDrillCanary(jobs []activities.JobTarget, want string) (string, error) {
 // restartFootprint is what the quota projection needs of a job to restart:
 // its old job's checkpoint dir, measured, and its savepoint's files, when
 // known.
-func restartFootprint(t activities.JobTarget, savepointFiles int64, measured *activities.Footprint) activities.RestartFootprintInput {
+func restartFootprint(t core.JobTarget, savepointFiles int64, measured *activities.Footprint) activities.RestartFootprintInput {
 	dir := ""
 	if t.CheckpointDir != "" {
 		dir = strings.TrimRight(t.CheckpointDir, "/") + "/" + t.JobID

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -19,7 +20,7 @@ const proofBatch = 50
 // run it. It runs in preflight, so a window that cannot drill its canary
 // stops nothing.
 func (r *windowRun) chooseCanary(ctx workflow.Context) error {
-	targets := make([]activities.JobTarget, 0, len(r.st.Jobs))
+	targets := make([]core.JobTarget, 0, len(r.st.Jobs))
 	for _, j := range r.st.Jobs {
 		targets = append(targets, j.Target)
 	}

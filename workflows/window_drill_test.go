@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -211,7 +212,7 @@ func TestWindowCanaryPreflightStopsNothing(t *testing.T) {
 	}
 
 	f = newDrillFixture(t, 2, "cluster-b/job-b")
-	f.clusterProblem = temporal.NewNonRetryableApplicationError("drill.root overlaps the tenant a root", activities.ErrTypeInvalidInput, nil)
+	f.clusterProblem = temporal.NewNonRetryableApplicationError("drill.root overlaps the tenant a root", core.ErrTypeInvalidInput, nil)
 	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || st.Pending.Kind != DecisionCanaryDrill || !strings.Contains(st.Pending.Reason, "drill.root overlaps") {

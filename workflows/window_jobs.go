@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -35,12 +36,12 @@ func operatorWaitOptions(wait time.Duration) workflow.ActivityOptions {
 
 // JobSavepointInput stops one job with a savepoint and verifies it.
 type JobSavepointInput struct {
-	WindowID  string               `json:"windowId"`
-	Job       activities.JobTarget `json:"job"`
-	Attempt   int                  `json:"attempt"`
-	Format    string               `json:"format"`
-	Timeout   Duration             `json:"timeout"`
-	TargetDir string               `json:"targetDir,omitempty"`
+	WindowID  string         `json:"windowId"`
+	Job       core.JobTarget `json:"job"`
+	Attempt   int            `json:"attempt"`
+	Format    string         `json:"format"`
+	Timeout   Duration       `json:"timeout"`
+	TargetDir string         `json:"targetDir,omitempty"`
 	// Drain stops the job with drain (REST jobs only).
 	Drain bool `json:"drain,omitempty"`
 }
@@ -74,7 +75,7 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 		// What the operator reports before we ask: every suspend attempt
 		// then waits for a savepoint newer than this, even when a retry
 		// finds the resource already suspended by the attempt before it.
-		var known activities.OperatorSavepointMarks
+		var known core.OperatorSavepointMarks
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()),
 			a.ReadSavepointMarks, activities.ReadSavepointMarksInput{Job: in.Job}).Get(ctx, &known); err != nil {
 			return JobSavepointResult{}, err
@@ -131,10 +132,10 @@ func earlierAttempts(ctx workflow.Context, in JobRestartInput) []string {
 
 // JobRestartInput restores one job from its savepoint.
 type JobRestartInput struct {
-	WindowID      string               `json:"windowId"`
-	Job           activities.JobTarget `json:"job"`
-	Attempt       int                  `json:"attempt"`
-	SavepointPath string               `json:"savepointPath"`
+	WindowID      string         `json:"windowId"`
+	Job           core.JobTarget `json:"job"`
+	Attempt       int            `json:"attempt"`
+	SavepointPath string         `json:"savepointPath"`
 	// PreviousJobID is the job of a failed earlier attempt, cancelled first
 	// so two instances never run.
 	PreviousJobID string        `json:"previousJobId,omitempty"`

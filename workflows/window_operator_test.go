@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -39,7 +40,7 @@ func newOperatorFixture(t *testing.T) *operatorFixture {
 		Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-b", Name: "job-b"}}
 	var a *activities.Activities
 	f.env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(
-		activities.OperatorSavepointMarks{UpgradeSavepointPath: "hdfs://nn/sp/savepoint-old"}, nil)
+		core.OperatorSavepointMarks{UpgradeSavepointPath: "hdfs://nn/sp/savepoint-old"}, nil)
 	f.env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -115,7 +116,7 @@ func TestWindowOperatorJobIsSuspendedAndResumedThroughTheOperator(t *testing.T) 
 // through REST.
 func TestWindowOperatorJobRetryResumesAgainWithoutRESTCancel(t *testing.T) {
 	f := newOperatorFixture(t)
-	f.failResume = temporal.NewNonRetryableApplicationError("no job RUNNING after 5m", activities.ErrTypeOperatorTimeout, nil)
+	f.failResume = temporal.NewNonRetryableApplicationError("no job RUNNING after 5m", core.ErrTypeOperatorTimeout, nil)
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	var paused bool
@@ -152,7 +153,7 @@ func TestWindowOperatorJobRetryResumesAgainWithoutRESTCancel(t *testing.T) {
 // neither resumed nor restarted.
 func TestWindowOperatorSuspendTimeoutSkipsJob(t *testing.T) {
 	f := newOperatorFixture(t)
-	f.failSuspend = temporal.NewNonRetryableApplicationError("suspend FlinkDeployment team-b/job-b: no job SUSPENDED", activities.ErrTypeOperatorTimeout, nil)
+	f.failSuspend = temporal.NewNonRetryableApplicationError("suspend FlinkDeployment team-b/job-b: no job SUSPENDED", core.ErrTypeOperatorTimeout, nil)
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	in.Policy.Savepoint.OnFailure = OnFailureSkip
@@ -182,7 +183,7 @@ func TestWindowOperatorSuspendTimeoutSkipsJob(t *testing.T) {
 func TestWindowOperatorLastStateFallbackPausesForADecision(t *testing.T) {
 	f := newOperatorFixture(t)
 	f.failSuspend = temporal.NewNonRetryableApplicationError("suspend FlinkDeployment team-b/job-b: the operator suspended the job with upgradeMode last-state",
-		activities.ErrTypeOperatorLastStateFallback, nil)
+		core.ErrTypeOperatorLastStateFallback, nil)
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	paused := false

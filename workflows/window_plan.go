@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
 // WindowPlanWorkflowType is the dry run of a maintenance window
@@ -35,15 +36,15 @@ type WindowPlanInput struct {
 // storage without changing anything: the jobs it would stop and restart,
 // in which order, the quota projection and how long it may take.
 type WindowPlan struct {
-	WindowID string           `json:"windowId"`
-	Reason   string           `json:"reason"`
-	Ticket   string           `json:"ticket,omitempty"`
-	Scope    activities.Scope `json:"scope"`
+	WindowID string     `json:"windowId"`
+	Reason   string     `json:"reason"`
+	Ticket   string     `json:"ticket,omitempty"`
+	Scope    core.Scope `json:"scope"`
 	// Policy is the window's policy with its defaults applied.
-	Policy  WindowPolicy            `json:"policy"`
-	Tenants []PlanTenant            `json:"tenants"`
-	Jobs    []PlanJob               `json:"jobs"`
-	Skipped []activities.SkippedJob `json:"skipped,omitempty"`
+	Policy  WindowPolicy      `json:"policy"`
+	Tenants []PlanTenant      `json:"tenants"`
+	Jobs    []PlanJob         `json:"jobs"`
+	Skipped []core.SkippedJob `json:"skipped,omitempty"`
 	// DrillCanary is the job stopped first and drilled on the drill
 	// cluster before any other job stops (policy.drill.canary).
 	DrillCanary string       `json:"drillCanary,omitempty"`
@@ -54,7 +55,7 @@ type WindowPlan struct {
 }
 
 // planRehearsal says what policy.rehearse would do with job j.
-func planRehearsal(p RehearsePolicy, j activities.JobTarget) string {
+func planRehearsal(p RehearsePolicy, j core.JobTarget) string {
 	switch {
 	case !p.on():
 		return ""

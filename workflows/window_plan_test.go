@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -35,12 +36,12 @@ func newPlanFleet() *planFleet {
 	f.found = activities.DiscoverJobsResult{
 		Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
 		Clusters: []inventory.Cluster{{Tenant: "team-a", ClusterID: "cluster-a"}, {Tenant: "team-b", ClusterID: "cluster-b"}},
-		Skipped:  []activities.SkippedJob{{Key: "cluster-b/adhoc", JobID: "e", Reason: "the inventory has no restart recipe for this job name"}},
+		Skipped:  []core.SkippedJob{{Key: "cluster-b/adhoc", JobID: "e", Reason: "the inventory has no restart recipe for this job name"}},
 	}
 	for i, key := range []string{"cluster-a/billing", "cluster-a/orders", "cluster-b/clicks", "cluster-b/sessions", "cluster-b/views"} {
 		cluster, name, _ := strings.Cut(key, "/")
 		tenant := "team-" + cluster[len(cluster)-1:]
-		f.found.Jobs = append(f.found.Jobs, activities.JobTarget{Key: key, Tenant: tenant, ClusterID: cluster, JobName: name,
+		f.found.Jobs = append(f.found.Jobs, core.JobTarget{Key: key, Tenant: tenant, ClusterID: cluster, JobName: name,
 			JobID: strings.Repeat(fmt.Sprint(i), 32), CheckpointDir: "hdfs://nn/" + cluster + "/checkpoints", SavepointDir: "hdfs://nn/" + cluster + "/savepoints",
 			Restart: recipe, Drillable: name == "orders"})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
 // WindowReport is what a window produced, per job and per tenant. It is the
@@ -22,7 +23,7 @@ type WindowReport struct {
 	AbortReason string                   `json:"abortReason,omitempty"`
 	Network     *NetworkConfirmation     `json:"network,omitempty"`
 	Jobs        []JobProgress            `json:"jobs"`
-	Skipped     []activities.SkippedJob  `json:"skipped,omitempty"`
+	Skipped     []core.SkippedJob        `json:"skipped,omitempty"`
 	QuotaBefore []activities.TenantQuota `json:"quotaBefore,omitempty"`
 	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
 	// QuotaGate is what the restart gate measured and projected.
@@ -251,13 +252,13 @@ func mdEscape(s string) string {
 // Manifest is the durable record of a window a person can act on without
 // Temporal: for every job, where its savepoint is and how to restart it.
 type Manifest struct {
-	WindowID  string                  `json:"windowId"`
-	Reason    string                  `json:"reason"`
-	Ticket    string                  `json:"ticket,omitempty"`
-	Phase     string                  `json:"phase"`
-	UpdatedAt time.Time               `json:"updatedAt"`
-	Jobs      []ManifestJob           `json:"jobs"`
-	Skipped   []activities.SkippedJob `json:"skipped,omitempty"`
+	WindowID  string            `json:"windowId"`
+	Reason    string            `json:"reason"`
+	Ticket    string            `json:"ticket,omitempty"`
+	Phase     string            `json:"phase"`
+	UpdatedAt time.Time         `json:"updatedAt"`
+	Jobs      []ManifestJob     `json:"jobs"`
+	Skipped   []core.SkippedJob `json:"skipped,omitempty"`
 }
 
 // ManifestJob is one job's line in the manifest.

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -30,7 +31,7 @@ type windowFixture struct {
 	mu      sync.Mutex
 	t       *testing.T
 	env     *testsuite.TestWorkflowEnvironment
-	jobs    []activities.JobTarget
+	jobs    []core.JobTarget
 	stopped map[string]int // job key -> stop-with-savepoint calls
 	// unrecorded are the jobs stopped while no manifest written so far
 	// named them: a person could not restart them by hand.
@@ -83,7 +84,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 			cluster = "cluster-b"
 		}
 		name := "job-" + string(rune('a'+i))
-		f.jobs = append(f.jobs, activities.JobTarget{
+		f.jobs = append(f.jobs, core.JobTarget{
 			Key: cluster + "/" + name, Tenant: "team-" + cluster[len(cluster)-1:], ClusterID: cluster, RESTURL: "http://" + cluster,
 			JobName: name, JobID: strings.Repeat(string(rune('0'+i)), 32), SavepointDir: "hdfs://nn/sp", CheckpointDir: "hdfs://nn/chk",
 			Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"},
@@ -116,7 +117,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 			Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
 			Clusters: []inventory.Cluster{{ClusterID: "cluster-a", RESTURL: "http://cluster-a"}, {ClusterID: "cluster-b", RESTURL: "http://cluster-b"}},
 			Jobs:     f.jobs,
-			Skipped:  []activities.SkippedJob{{Key: "cluster-a/no-recipe", JobID: "f", Reason: "no recipe"}},
+			Skipped:  []core.SkippedJob{{Key: "cluster-a/no-recipe", JobID: "f", Reason: "no recipe"}},
 		}, nil
 	})
 	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
@@ -162,7 +163,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		if f.failStop[in.Job.Key] {
 			if f.stoppedAnyway {
-				return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job is CANCELED, not running", activities.ErrTypeJobStoppedWithoutSavepoint, nil)
+				return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job is CANCELED, not running", core.ErrTypeJobStoppedWithoutSavepoint, nil)
 			}
 			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
 		}
@@ -177,7 +178,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.failWrites {
-			return activities.WriteDocumentResult{}, temporal.NewNonRetryableApplicationError("root does not exist", activities.ErrTypeStorageNotFound, nil)
+			return activities.WriteDocumentResult{}, temporal.NewNonRetryableApplicationError("root does not exist", core.ErrTypeStorageNotFound, nil)
 		}
 		f.documents[in.Path] = string(in.Content)
 		if strings.HasSuffix(in.Path, "manifest.json") {
@@ -210,7 +211,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		defer f.mu.Unlock()
 		for key, fail := range f.failRestart {
 			if fail && strings.HasSuffix(in.SavepointPath, "savepoint-"+strings.Split(key, "/")[1]) {
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job failed on restore", activities.ErrTypeJobUnhealthy, nil)
+				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job failed on restore", core.ErrTypeJobUnhealthy, nil)
 			}
 		}
 		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 7}, nil
@@ -942,7 +943,7 @@ func TestWindowDrainsOnlyWhenAsked(t *testing.T) {
 // drain: a window asked to drain it refuses before stopping anything.
 func TestDrainRefusedForOperatorJobs(t *testing.T) {
 	yes := true
-	jobs := []activities.JobTarget{
+	jobs := []core.JobTarget{
 		{Key: "c/rest", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
 		{Key: "c/op", Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume}},
 	}

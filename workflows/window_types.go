@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -25,7 +26,7 @@ type WindowInput struct {
 	// and report.
 	Ticket string `json:"ticket,omitempty"`
 	// Scope selects the jobs the window stops and restarts.
-	Scope activities.Scope `json:"scope"`
+	Scope core.Scope `json:"scope"`
 	// Policy is how the window behaves.
 	Policy WindowPolicy `json:"policy"`
 	// OverrideFreeze lets the window start inside a freeze.
@@ -147,7 +148,7 @@ type SavepointPolicy struct {
 
 // drains says whether the job is stopped with drain: its inventory
 // setting, else the policy's.
-func (p SavepointPolicy) drains(t activities.JobTarget) bool {
+func (p SavepointPolicy) drains(t core.JobTarget) bool {
 	if t.DrainOnStop != nil {
 		return *t.DrainOnStop
 	}
@@ -452,7 +453,7 @@ const (
 
 // JobProgress is one job's way through the window.
 type JobProgress struct {
-	Target activities.JobTarget `json:"target"`
+	Target core.JobTarget `json:"target"`
 
 	SavepointState string `json:"savepointState"`
 	SavepointPath  string `json:"savepointPath,omitempty"`
@@ -555,7 +556,7 @@ type WindowState struct {
 	WaitingFor     string                   `json:"waitingFor,omitempty"`
 	Clusters       []inventory.Cluster      `json:"clusters"`
 	Jobs           []JobProgress            `json:"jobs"`
-	Skipped        []activities.SkippedJob  `json:"skipped,omitempty"`
+	Skipped        []core.SkippedJob        `json:"skipped,omitempty"`
 	QuotaBefore    []activities.TenantQuota `json:"quotaBefore,omitempty"`
 	QuotaGate      []activities.TenantQuota `json:"quotaGate,omitempty"`
 	QuotaAfter     []activities.TenantQuota `json:"quotaAfter,omitempty"`

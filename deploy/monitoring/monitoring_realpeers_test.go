@@ -25,6 +25,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
@@ -246,7 +247,7 @@ func TestReferencedMetricsAreExportedByARealWorker(t *testing.T) {
 		return run
 	}
 	watch := start("quota-watch", workflows.QuotaWatchWorkflowType, workflows.QuotaWatchInput{
-		Scope: activities.Scope{Tenants: []string{"team-a"}}, Interval: workflows.Duration(time.Second), Iterations: 3,
+		Scope: core.Scope{Tenants: []string{"team-a"}}, Interval: workflows.Duration(time.Second), Iterations: 3,
 	})
 	if err := watch.Get(ctx, nil); err != nil {
 		t.Fatalf("quota watch: %v", err)

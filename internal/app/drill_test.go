@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
@@ -195,7 +196,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	before := d.checkpointed(ctx, fc, liveID, 2).Counts.Completed
 
 	// 1. The live job's latest checkpoint passes both tiers.
-	rep, err := d.run(ctx, tmp, "pass-"+sfx, workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{live}},
+	rep, err := d.run(ctx, tmp, "pass-"+sfx, workflows.RestoreDrillInput{Scope: core.Scope{IncludeJobs: []string{live}},
 		Soak: workflows.Duration(3 * time.Second)})
 	if err != nil {
 		t.Fatalf("drill of a healthy checkpoint: %v (report %+v)", err, rep)
@@ -282,7 +283,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	takeRun := "sched-" + sfx
 	takeSavepoint := func(name, id, runID, trigger string) string {
 		var took activities.TakeSavepointResult
-		job := activities.JobTarget{Key: ca.ClusterID + "/" + name, Tenant: d.tenant[0], ClusterID: ca.ClusterID, RESTURL: ca.RESTURL,
+		job := core.JobTarget{Key: ca.ClusterID + "/" + name, Tenant: d.tenant[0], ClusterID: ca.ClusterID, RESTURL: ca.RESTURL,
 			JobName: name, JobID: id, SavepointDir: d.root + "/a/savepoints"}
 		if err := d.activity(d.acts.TakeSavepoint, activities.TakeSavepointInput{Job: job, TriggerID: trigger, RunID: runID}, &took); err != nil {
 			t.Fatalf("savepoint of %s: %v", name, err)
@@ -339,7 +340,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	newer := takeSavepoint(live, liveID, "sched2-"+sfx, string(trigger))
 	retention := cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond}
-	scope := activities.Scope{Tenants: []string{d.tenant[0]}}
+	scope := core.Scope{Tenants: []string{d.tenant[0]}}
 	_, plan := d.plan(ctx, "gov-drilled-"+sfx, scope, retention)
 	kept := map[string]cleanup.Reason{}
 	for _, k := range plan.Keep {
@@ -465,7 +466,7 @@ func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
 	// checkpointed.
 	d.hooks.Arm(faulthook.Hold{Name: "soak", Activity: "AwaitHealthy", At: faulthook.Heartbeat, Detail: "soak", Hit: 1})
 	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RestoreDrillWorkflowID("kill-" + sfx), TaskQueue: "drill-kill-" + sfx},
-		workflows.RestoreDrillWorkflowType, workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{live}},
+		workflows.RestoreDrillWorkflowType, workflows.RestoreDrillInput{Scope: core.Scope{IncludeJobs: []string{live}},
 			Soak: workflows.Duration(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)

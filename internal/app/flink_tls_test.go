@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -103,7 +104,7 @@ func TestFlinkRESTMutualTLSDiscovery(t *testing.T) {
 		env := s.NewTestActivityEnvironment()
 		env.RegisterActivity(acts)
 		var res activities.DiscoverJobsResult
-		v, err := env.ExecuteActivity(acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{name}}})
+		v, err := env.ExecuteActivity(acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{name}}})
 		if err == nil {
 			err = v.Get(&res)
 		}

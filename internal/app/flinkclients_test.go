@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -170,7 +171,7 @@ func TestFlinkClientsPerClusterTLS(t *testing.T) {
 	aenv := env.NewTestActivityEnvironment()
 	acts := &activities.Activities{Inventory: fc.Observing(src), Flink: fc}
 	aenv.RegisterActivity(acts)
-	_, err = aenv.ExecuteActivity(acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{Clusters: []string{"cluster-wrong-ca"}}})
+	_, err = aenv.ExecuteActivity(acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: core.Scope{Clusters: []string{"cluster-wrong-ca"}}})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || !appErr.NonRetryable() || appErr.Type() != flink.ErrorReasonTLS {
 		t.Fatalf("want a non-retryable %s, got %v", flink.ErrorReasonTLS, err)

@@ -25,6 +25,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -204,7 +205,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 	garbage := map[string]bool{e.peers.HDFS.URI + incomplete: true, e.peers.HDFS.URI + retired: true}
 
 	in := workflows.GovernanceInput{RunID: "e2e-" + e.tenant, Reason: "end-to-end test", Mode: workflows.ModePlanAndApprove,
-		Scope: activities.Scope{Tenants: []string{e.tenant}}, ApprovalTimeout: workflows.Duration(10 * time.Minute)}
+		Scope: core.Scope{Tenants: []string{e.tenant}}, ApprovalTimeout: workflows.Duration(10 * time.Minute)}
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceWorkflowID(in.RunID), TaskQueue: e.queue},
 		workflows.GovernanceWorkflowType, in)
 	if err != nil {
@@ -382,8 +383,8 @@ func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, 
 		}{{"ExecuteCleanup", e.acts.ExecuteCleanup, whole}, {"ExecuteCleanupPart", e.acts.ExecuteCleanupPart, part}, {"VerifyCleanupPlan", e.acts.VerifyCleanupPlan, whole}} {
 			err := run(exec.fn, exec.in)
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeCleanupPlanChanged || !appErr.NonRetryable() || !strings.Contains(err.Error(), name) {
-				t.Errorf("%s with %s changed after approval: %v; want a non-retryable %s naming %s", exec.name, name, err, activities.ErrTypeCleanupPlanChanged, name)
+			if !errors.As(err, &appErr) || appErr.Type() != core.ErrTypeCleanupPlanChanged || !appErr.NonRetryable() || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s with %s changed after approval: %v; want a non-retryable %s naming %s", exec.name, name, err, core.ErrTypeCleanupPlanChanged, name)
 			}
 			for _, p := range planned {
 				if !e.exists(t, p) {
@@ -424,7 +425,7 @@ func (e *govEnv) rewrite(t *testing.T, plainPath string, data []byte) {
 }
 
 func testQuotaWatchSchedule(t *testing.T, ctx context.Context, e *govEnv) {
-	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
+	in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
 	id := workflows.ScheduleID("quota-" + e.tenant)
 	sc := e.tmp.Client.ScheduleClient()
 	h, err := sc.Create(ctx, client.ScheduleOptions{ID: id, Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 24 * time.Hour}}},

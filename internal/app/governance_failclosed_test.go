@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -249,7 +250,7 @@ func (e *failClosedEnv) activity(fn, in, out any) error {
 }
 
 // plan runs PlanCleanup and reads the whole plan back from storage.
-func (e *failClosedEnv) plan(ctx context.Context, runID string, scope activities.Scope, pol cleanup.Policy) (activities.PlanSummary, cleanup.Plan) {
+func (e *failClosedEnv) plan(ctx context.Context, runID string, scope core.Scope, pol cleanup.Policy) (activities.PlanSummary, cleanup.Plan) {
 	e.t.Helper()
 	var res activities.PlanCleanupResult
 	if err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: runID, Scope: scope, Policy: pol}, &res); err != nil {
@@ -407,7 +408,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	// A plan while the cluster's job history still has job A catalogues
 	// its savepoints under the logical job; aged below, they predate the
 	// job's run and only the catalog can tell whose they are.
-	e.plan(ctx, "learn-lineage", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	e.plan(ctx, "learn-lineage", core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	e.age(e.plain+"/a/checkpoints/"+jobA, longAgo, false)
 	e.age(strings.TrimPrefix(sps[0], e.peers.HDFS.URI), longAgo, false)
 
@@ -457,7 +458,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	e.ageCheckpointed(ctx, fd, jobD, time.Now().Add(-2*time.Hour))
 
 	pol := cleanup.Policy{KeepSavepoints: 1}
-	sum, plan := e.plan(ctx, "failclosed-1", activities.Scope{Tenants: []string{e.tenant[0]}}, pol)
+	sum, plan := e.plan(ctx, "failclosed-1", core.Scope{Tenants: []string{e.tenant[0]}}, pol)
 	dirD, refsD := e.latestRefs(ctx, fd, jobD)
 	t.Logf("plan: %d items, %d kept, notes %v, spellings %+v", len(plan.Delete), len(plan.Keep), sum.Notes, plan.Spellings)
 	planned := map[string]cleanup.Item{}

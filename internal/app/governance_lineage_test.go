@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -101,7 +102,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	for i := range 6 {
 		in := workflows.WindowInput{
 			WindowID: fmt.Sprintf("lineage-%s-%d", sfx, i+1), Reason: fmt.Sprintf("restart %d", i+1),
-			Scope: activities.Scope{IncludeJobs: []string{ordersName}},
+			Scope: core.Scope{IncludeJobs: []string{ordersName}},
 			Policy: workflows.WindowPolicy{
 				ManifestDir: e.root + "/windows",
 				Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: 1, Soak: workflows.Duration(time.Second),
@@ -155,7 +156,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		t.Fatalf("catalog %+v; want the six window savepoints of %s", entries, ordersName)
 	}
 
-	sum, plan := e.plan(ctx, "lineage-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+	sum, plan := e.plan(ctx, "lineage-"+sfx, core.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{KeepSavepoints: 2, SavepointMaxAge: time.Nanosecond})
 	var deleted []string
 	for _, it := range plan.Delete {
@@ -231,7 +232,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	if len(onlyPayments.Savepoints) != 3 {
 		t.Fatalf("savepoints list --job %s/%s: %+v; want its two savepoints and the adopted one", ca.ClusterID, paymentsName, onlyPayments.Savepoints)
 	}
-	_, plan = e.plan(ctx, "lineage-after-adopt-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+	_, plan = e.plan(ctx, "lineage-after-adopt-"+sfx, core.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{KeepSavepoints: 2, SavepointMaxAge: time.Nanosecond})
 	deleted = deleted[:0]
 	for _, it := range plan.Delete {
@@ -337,7 +338,7 @@ func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
 		return false, fmt.Sprintf("%d entries", len(st.History))
 	})
 
-	_, plan := e.plan(ctx, "ident-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+	_, plan := e.plan(ctx, "ident-"+sfx, core.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond, RetiredJobTTL: time.Hour})
 	kept := map[string]cleanup.Kept{}
 	for _, k := range plan.Keep {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -160,7 +161,7 @@ func TestGovernanceKeepsOperatorRecordsOnRealPeers(t *testing.T) {
 	putStatus(ctx, t, dyn, kube.FlinkStateSnapshotGVR, ns, "orders-checkpoint-1", map[string]any{
 		"state": "COMPLETED", "path": chkK, "resultTimestamp": time.Now().UTC().Format(time.RFC3339)})
 
-	sum, plan := e.plan(ctx, "fko-1", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1})
+	sum, plan := e.plan(ctx, "fko-1", core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1})
 	t.Logf("plan: %d items, notes %v", len(plan.Delete), sum.Notes)
 	kept := map[string]cleanup.Kept{}
 	for _, k := range plan.Keep {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
@@ -29,7 +30,7 @@ func TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers(t *testing.T) {
 	ckpts, sps := e.root+"/a/checkpoints", e.root+"/a/savepoints"
 	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "", "purge-src-"+sfx, ckpts, sps, 1)
 	runID := "purge-" + sfx
-	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
+	sum, plan := e.plan(ctx, runID, core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
 	planned := false
 	for _, it := range plan.Delete {
 		planned = planned || it.Path == taken[0]

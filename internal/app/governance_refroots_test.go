@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -52,7 +53,7 @@ func TestExecutionRereadsReferenceRootsOnRealPeers(t *testing.T) {
 	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
 
 	runID := "refroot-" + sfx
-	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{DeleteLatestRetiredCheckpoint: true})
+	sum, plan := e.plan(ctx, runID, core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{DeleteLatestRetiredCheckpoint: true})
 	if len(plan.ReferenceRoots) != 1 {
 		t.Fatalf("plan reference roots %+v; want %s", plan.ReferenceRoots, ref)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
@@ -61,7 +62,7 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	e.age(plain(taken[1]), time.Now().Add(-32*24*time.Hour), false)
 	e.age(plain(taken[0]), time.Now().Add(-33*24*time.Hour), false)
 
-	_, kept := e.plan(ctx, "runs-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	_, kept := e.plan(ctx, "runs-"+sfx, core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	for _, cp := range []string{run2Latest, latest} {
 		k, ok := keptAt(kept, cp)
 		if !ok || k.Reason != cleanup.KeepLatestRetired || !strings.Contains(k.By, "several runs") {
@@ -76,7 +77,7 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	}
 
 	runID := "restore-" + sfx
-	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}},
+	sum, plan := e.plan(ctx, runID, core.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{DeleteLatestRetiredCheckpoint: true, KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
 	want := map[string]bool{jobDir: false, taken[0]: false}
 	var files int64
@@ -192,7 +193,7 @@ func (e *failClosedEnv) sharedFilesComeBackWithTheirCheckpoint(ctx context.Conte
 	e.cancel(ctx, fc, job)
 	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
 
-	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	sum, plan := e.plan(ctx, runID, core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	planned := map[string]cleanup.Item{}
 	for _, it := range plan.Delete {
 		planned[it.Path] = it

@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -387,7 +388,7 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	tenantBefore := e.tree(t, e.plain+"/tenant")
 
 	in := workflows.GovernanceInput{RunID: "secure-" + e.tenant, Reason: "governance on kerberized HA HDFS", Mode: workflows.ModePlanAndApprove,
-		Scope: activities.Scope{Tenants: []string{e.tenant}}, ApprovalTimeout: workflows.Duration(10 * time.Minute)}
+		Scope: core.Scope{Tenants: []string{e.tenant}}, ApprovalTimeout: workflows.Duration(10 * time.Minute)}
 	wf := e.start(t, ctx, in)
 	st := waitGovernance(t, ctx, e.tmp.Client, wf.GetID(), func(st workflows.GovernanceState) bool {
 		return st.Phase == workflows.GovernancePhaseAwaitingApproval
@@ -536,7 +537,7 @@ func testSecureQuotaWatch(t *testing.T, ctx context.Context, e *secureGovEnv) {
 	if _, err := e.s.DFSAdmin(ctx, e.s.Principals.Service, "-setQuota", "5000", tenantRoot); err != nil {
 		t.Fatalf("dfsadmin -setQuota: %v", err)
 	}
-	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
+	in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "quota-" + e.tenant, TaskQueue: e.queue}, workflows.QuotaWatchWorkflowType, in)
 	if err != nil {
 		t.Fatal(err)
@@ -636,7 +637,7 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 		e.hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("failover-%d", i+1), Activity: "ExecuteCleanupPart", At: faulthook.Heartbeat, Hit: at})
 	}
 	in := workflows.GovernanceInput{RunID: "failover-" + e.tenant, Reason: "failover during execution", Mode: workflows.ModeAuto,
-		Scope: activities.Scope{Tenants: []string{e.tenant}}}
+		Scope: core.Scope{Tenants: []string{e.tenant}}}
 	wf := e.start(t, ctx, in)
 	var rep workflows.GovernanceReport
 	ended := make(chan error, 1)
@@ -736,7 +737,7 @@ func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
 	for i := 2; i <= samples; i++ {
 		e.hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("sample-%d", i), Activity: "SampleQuota", At: faulthook.Start, Hit: i})
 	}
-	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: samples,
+	in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: []string{e.tenant}}, Iterations: samples,
 		Interval: workflows.Duration(lifetime / 2), SamplesPath: e.root + "/plans/quota-samples.json"}
 	start := time.Now()
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "quota-ticket-" + e.tenant, TaskQueue: e.queue},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -162,7 +163,7 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 	completedSnapshot(ctx, t, dyn, ns, "orders-sp-upgrade", "orders", saved[2], nil)
 
 	pol := cleanup.Policy{KeepSavepoints: 1, OperatorSnapshots: cleanup.OperatorSnapshotsKeep}
-	_, plan := e.plan(ctx, "fko-snap-keep", activities.Scope{Tenants: []string{e.tenant[0]}}, pol)
+	_, plan := e.plan(ctx, "fko-snap-keep", core.Scope{Tenants: []string{e.tenant[0]}}, pol)
 	kept := map[string]cleanup.Kept{}
 	for _, k := range plan.Keep {
 		kept[k.Path] = k
@@ -194,7 +195,7 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 	}
 
 	pol.OperatorSnapshots = ""
-	sum, plan := e.plan(ctx, "fko-snap", activities.Scope{Tenants: []string{e.tenant[0]}}, pol)
+	sum, plan := e.plan(ctx, "fko-snap", core.Scope{Tenants: []string{e.tenant[0]}}, pol)
 	for _, k := range plan.Keep {
 		t.Logf("kept %s %s by %s", k.Path, k.Reason, k.By)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -96,7 +97,7 @@ func TestInventoryOverTwoKubernetesClustersOnRealPeers(t *testing.T) {
 
 	// Only west's namespace is in scope; east's same-named pod is a live
 	// cluster's all the same.
-	sum, plan := e.plan(ctx, "mk-1", activities.Scope{Tenants: []string{tenantWest}}, cleanup.Policy{OrphanTTL: time.Nanosecond})
+	sum, plan := e.plan(ctx, "mk-1", core.Scope{Tenants: []string{tenantWest}}, cleanup.Policy{OrphanTTL: time.Nanosecond})
 	var orphan *cleanup.ObjectItem
 	for i := range plan.Objects {
 		if plan.Objects[i].Ref.Name == tmPod {

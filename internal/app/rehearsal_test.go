@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -183,7 +184,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(held, func(h activities.RunSnapshot) bool {
+	if i := slices.IndexFunc(held, func(h core.RunSnapshot) bool {
 		return h.Run == child && strings.Contains(h.Path, "/a/savepoints/")
 	}); i < 0 {
 		t.Errorf("runs in flight hold %+v; want rehearsal %s holding the savepoint its copy restores from", held, child)
@@ -282,7 +283,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	// does not; a2 is left out, running, and the window goes on with a1.
 	d.checkpointed(ctx, fcA, a2ID, 1)
 	soak := workflows.Duration(3 * time.Second)
-	win := workflows.WindowInput{WindowID: "rh-" + sfx, Reason: "rehearsal test", Scope: activities.Scope{Clusters: []string{ca.ClusterID}, IncludeJobs: []string{a1, a2}},
+	win := workflows.WindowInput{WindowID: "rh-" + sfx, Reason: "rehearsal test", Scope: core.Scope{Clusters: []string{ca.ClusterID}, IncludeJobs: []string{a1, a2}},
 		Policy: workflows.WindowPolicy{ManifestDir: d.root + "/windows", Network: workflows.NetworkPolicy{Skip: true},
 			Restart: workflows.RestartPolicy{Soak: soak}, Cleanup: workflows.CleanupPolicy{Mode: workflows.CleanupModeSkip},
 			Rehearse: workflows.RehearsePolicy{FlinkVersion: "2.3", Soak: soak}}}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -57,7 +58,7 @@ func TestScheduledSavepointsOnRealPeers(t *testing.T) {
 
 	id := workflows.ScheduleID("savepoints-" + sfx)
 	input := workflows.ScheduledSavepointsInput{Schedule: "savepoints-" + sfx,
-		Scope: activities.Scope{Tenants: []string{e.tenant[0]}, IncludeJobs: []string{"sched-*-" + sfx}, ExcludeJobs: []string{out}}}
+		Scope: core.Scope{Tenants: []string{e.tenant[0]}, IncludeJobs: []string{"sched-*-" + sfx}, ExcludeJobs: []string{out}}}
 	h, err := tmp.Client.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: id,
 		Spec:   client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 24 * time.Hour}}},
 		Action: &client.ScheduleWorkflowAction{ID: id, Workflow: workflows.ScheduledSavepointsWorkflowType, Args: []interface{}{input}, TaskQueue: queue}})

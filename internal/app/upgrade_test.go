@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -90,7 +91,7 @@ func TestJobUpgradeOnRealPeers(t *testing.T) {
 		t.Errorf("previous version %s is %s (%v); want finished by its stop with savepoint", commitID, s, err)
 	}
 	var found activities.DiscoverJobsResult
-	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
+	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Jobs) != 1 || found.Jobs[0].JobID != st.NewJobID || !strings.Contains(strings.Join(found.Jobs[0].Restart.ProgramArgs, " "), "--value-bytes 300") {
@@ -138,7 +139,7 @@ func TestJobUpgradeOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(held, func(h activities.RunSnapshot) bool { return h.Run == run.GetID() && h.Path == pending.Savepoint }); i < 0 || pending.Savepoint == "" {
+	if i := slices.IndexFunc(held, func(h core.RunSnapshot) bool { return h.Run == run.GetID() && h.Path == pending.Savepoint }); i < 0 || pending.Savepoint == "" {
 		t.Errorf("runs in flight hold %+v; want upgrade %s holding its pre-upgrade savepoint %q", held, run.GetID(), pending.Savepoint)
 	}
 	h, err := tmp.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: workflows.UpdateDecide,
@@ -381,7 +382,7 @@ func TestJobUpgradeInParallelOnRealPeers(t *testing.T) {
 		t.Errorf("jar %s after the upgrade: listed %v (%v); an uploaded jar named by id is never deleted", jarID, listed, err)
 	}
 	var found activities.DiscoverJobsResult
-	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
+	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Jobs) != 1 || found.Jobs[0].Restart.JarID != jarID || found.Jobs[0].Restart.FlinkConfiguration["pipeline.object-reuse"] != "true" {

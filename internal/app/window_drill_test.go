@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -45,7 +46,7 @@ func TestWindowDrillsTheCanaryAndProvesSavepointsOnRealPeers(t *testing.T) {
 
 	soak := workflows.Duration(3 * time.Second)
 	in := workflows.WindowInput{WindowID: "drill-" + sfx, Reason: "window drill test",
-		Scope: activities.Scope{Tenants: []string{d.tenant[0]}, IncludeJobs: []string{canary, other}},
+		Scope: core.Scope{Tenants: []string{d.tenant[0]}, IncludeJobs: []string{canary, other}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: d.root + "/windows",
 			Restart:     workflows.RestartPolicy{Soak: soak},

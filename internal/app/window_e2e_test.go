@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -68,7 +69,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "e2e-" + suffix, Reason: "end-to-end test",
-		Scope: activities.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
+		Scope: core.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: testRoot + "/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: 2},
@@ -225,7 +226,7 @@ func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *activ
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(&planner)
 	v, err := env.ExecuteActivity(planner.PlanCleanup, activities.PlanCleanupInput{RunID: "held-" + peertest.RandomHex(4),
-		Scope: activities.Scope{Tenants: tenants}, Policy: activities.CleanupPolicy{}})
+		Scope: core.Scope{Tenants: tenants}, Policy: activities.CleanupPolicy{}})
 	if err != nil {
 		t.Fatalf("plan while the window waits: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -25,10 +26,10 @@ func TestStopWithSavepointFindsTheSavepointOfAForgottenStop(t *testing.T) {
 	e := newFailClosedEnv(t, ctx)
 	c := e.peers.Clusters[0]
 	target := e.root + "/a/savepoints"
-	job := func(name string) (activities.JobTarget, *flink.Client) {
+	job := func(name string) (core.JobTarget, *flink.Client) {
 		fc, id := e.start(ctx, c, name, e.root+"/a/checkpoints", "", "", nil)
 		e.checkpointed(ctx, fc, id, 1)
-		return activities.JobTarget{Key: c.ClusterID + "/" + name, ClusterID: c.ClusterID, JobID: id, RESTURL: c.RESTURL, SavepointDir: target}, fc
+		return core.JobTarget{Key: c.ClusterID + "/" + name, ClusterID: c.ClusterID, JobID: id, RESTURL: c.RESTURL, SavepointDir: target}, fc
 	}
 
 	stopped, fc := job("forgotten-stop")
@@ -60,8 +61,8 @@ func TestStopWithSavepointFindsTheSavepointOfAForgottenStop(t *testing.T) {
 	cancelled, fc2 := job("cancelled-no-savepoint")
 	e.cancel(ctx, fc2, cancelled.JobID)
 	err = e.activity(e.acts.StopWithSavepoint, activities.StopWithSavepointInput{Job: cancelled, TriggerID: strings.Repeat("3", 32)}, &res)
-	if err == nil || !strings.Contains(err.Error(), activities.ErrTypeJobStoppedWithoutSavepoint) || !strings.Contains(err.Error(), "not running") ||
+	if err == nil || !strings.Contains(err.Error(), core.ErrTypeJobStoppedWithoutSavepoint) || !strings.Contains(err.Error(), "not running") ||
 		strings.Contains(err.Error(), "keeps running") {
-		t.Fatalf("stop of a cancelled job: %v; want %s saying it is not running", err, activities.ErrTypeJobStoppedWithoutSavepoint)
+		t.Fatalf("stop of a cancelled job: %v; want %s saying it is not running", err, core.ErrTypeJobStoppedWithoutSavepoint)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -82,7 +82,7 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "ui-" + peertest.RandomHex(4), Reason: "Web UI test",
-		Scope: activities.Scope{Tenants: []string{"team-ui"}},
+		Scope: core.Scope{Tenants: []string{"team-ui"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: tenantRoot + "/windows",
 			Restart:     workflows.RestartPolicy{Soak: workflows.Duration(time.Millisecond)},

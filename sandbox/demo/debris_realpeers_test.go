@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -97,7 +98,7 @@ func TestDebrisIsWhatTheDemoCleanupReclaims(t *testing.T) {
 	}
 
 	var res activities.PlanCleanupResult
-	runActivity(t, acts, acts.PlanCleanup, activities.PlanCleanupInput{RunID: "demo-debris", Scope: activities.Scope{Tenants: []string{tenant}}}, &res)
+	runActivity(t, acts, acts.PlanCleanup, activities.PlanCleanupInput{RunID: "demo-debris", Scope: core.Scope{Tenants: []string{tenant}}}, &res)
 	fs, p, err := acts.Storage.Resolve(ctx, res.Summary.PlanPath)
 	if err != nil {
 		t.Fatal(err)

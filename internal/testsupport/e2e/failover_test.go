@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -89,7 +90,7 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "failover-" + suffix, Reason: "JobManager failover test",
-		Scope: activities.Scope{IncludeJobs: []string{"fo-" + suffix + "-*"}},
+		Scope: core.Scope{IncludeJobs: []string{"fo-" + suffix + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: testRoot + "/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: 1},

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -23,7 +24,7 @@ type clients struct {
 	m  map[string]*flink.Client
 }
 
-func (c *clients) For(_ context.Context, url string) (activities.FlinkAPI, error) {
+func (c *clients) For(_ context.Context, url string) (core.FlinkAPI, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.m[url]; ok {
@@ -88,7 +89,7 @@ func TestWindowActivities(t *testing.T) {
 		for n := range 3 {
 			name := fmt.Sprintf("job-%d", n)
 			jobID := f.AddJob(id, name, "")
-			oldIDs[activities.JobKey(id, name)] = jobID
+			oldIDs[core.JobKey(id, name)] = jobID
 			cl.Jobs = append(cl.Jobs, inventory.JobSpec{Name: name, Restart: inventory.RestartRecipe{
 				Kind: inventory.RestartRESTJarRun, Jar: jar, EntryClass: "io.github.flinkmaint.sandbox.job.StatefulSampleJob",
 				ProgramArgs: []string{"--job-name", name}, Parallelism: 1, RestoreMode: "NO_CLAIM"}})
@@ -175,7 +176,7 @@ func TestWindowActivities(t *testing.T) {
 	for _, cid := range []string{"session-0", "session-1"} {
 		for _, info := range f.Jobs(cid) {
 			switch {
-			case oldIDs[activities.JobKey(cid, info.Name)] == info.ID:
+			case oldIDs[core.JobKey(cid, info.Name)] == info.ID:
 				if info.State != "FINISHED" || info.Stops != 1 || len(info.Savepoints) != 1 {
 					t.Errorf("old job %+v: want FINISHED after one stop with one savepoint", info)
 				}

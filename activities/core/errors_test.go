@@ -1,4 +1,4 @@
-package activities
+package core
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -44,23 +45,23 @@ func TestClassify(t *testing.T) {
 		"kubernetes unreachable":   {fmt.Errorf("k: %w", cleanup.ErrObjectsUnavailable), ErrTypeKubernetes, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			typ, nonRetryable := appErrType(t, classify("op", tc.err))
+			typ, nonRetryable := acttest.ErrType(t, Classify("op", tc.err))
 			if typ != tc.typ || nonRetryable == tc.retryable {
 				t.Fatalf("classified as %s non-retryable=%v, want %s retryable=%v", typ, nonRetryable, tc.typ, tc.retryable)
 			}
 		})
 	}
-	if err := classify("op", errors.New("connection reset")); err == nil || strings.Contains(fmt.Sprintf("%T", err), "ApplicationError") {
+	if err := Classify("op", errors.New("connection reset")); err == nil || strings.Contains(fmt.Sprintf("%T", err), "ApplicationError") {
 		t.Fatalf("unknown errors stay plain (retryable by policy), got %T", err)
 	}
-	if err := classify("op", context.Canceled); !errors.Is(err, context.Canceled) {
+	if err := Classify("op", context.Canceled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled activity stays cancelled, got %v", err)
 	}
 	// Leftover detection: what the API refused needs a person.
-	if typ, nonRetryable := appErrType(t, classifyKubernetes("op", errors.New("forbidden"))); typ != ErrTypeKubernetes || !nonRetryable {
+	if typ, nonRetryable := acttest.ErrType(t, ClassifyKubernetes("op", errors.New("forbidden"))); typ != ErrTypeKubernetes || !nonRetryable {
 		t.Fatalf("kubernetes refusal classified as %s non-retryable=%v", typ, nonRetryable)
 	}
-	if typ, nonRetryable := appErrType(t, classifyKubernetes("op", fmt.Errorf("k: %w", cleanup.ErrObjectsUnavailable))); typ != ErrTypeKubernetes || nonRetryable {
+	if typ, nonRetryable := acttest.ErrType(t, ClassifyKubernetes("op", fmt.Errorf("k: %w", cleanup.ErrObjectsUnavailable))); typ != ErrTypeKubernetes || nonRetryable {
 		t.Fatalf("kubernetes unreachable classified as %s non-retryable=%v", typ, nonRetryable)
 	}
 }

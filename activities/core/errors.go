@@ -1,4 +1,4 @@
-package activities
+package core
 
 import (
 	"context"
@@ -155,26 +155,26 @@ var errorTable = []errorRule{
 	{cleanup.ErrNoManifest, ErrTypeStorageNotFound, false},
 }
 
-func nonRetryable(errType, format string, args ...interface{}) error {
+func NonRetryable(errType, format string, args ...interface{}) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), errType, nil)
 }
 
-func retryable(errType, format string, args ...interface{}) error {
+func Retryable(errType, format string, args ...interface{}) error {
 	return temporal.NewApplicationError(fmt.Sprintf(format, args...), errType)
 }
 
-// classify turns an adapter error into an application error that says
+// Classify turns an adapter error into an application error that says
 // whether Temporal should retry it: Flink and operator errors carry their
 // own reason and flag, sentinels go by errorTable, and a cleanup failure
 // no rule names needs a person. Unknown errors stay retryable: the retry
 // policy bounds them, and a transient fault must not fail a window.
-func classify(what string, err error) error {
+func Classify(what string, err error) error {
 	return classifyWith(what, err, nil)
 }
 
-// classifyKubernetes is classify for leftover detection: an error from
+// ClassifyKubernetes is classify for leftover detection: an error from
 // the Kubernetes API that no rule names (RBAC, bad input) needs a person.
-func classifyKubernetes(what string, err error) error {
+func ClassifyKubernetes(what string, err error) error {
 	return classifyWith(what, err, &errorRule{errType: ErrTypeKubernetes})
 }
 

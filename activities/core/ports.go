@@ -1,4 +1,4 @@
-package activities
+package core
 
 import (
 	"context"

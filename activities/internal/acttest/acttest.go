@@ -1,0 +1,17 @@
+package acttest
+
+import (
+	"errors"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+func ErrType(t *testing.T, err error) (string, bool) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		t.Fatalf("error %v is not an application error", err)
+	}
+	return appErr.Type(), appErr.NonRetryable()
+}
