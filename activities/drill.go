@@ -84,7 +84,7 @@ func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTarge
 		if err != nil {
 			return SelectDrillTargetsResult{}, err
 		}
-		res.Targets = []DrillTarget{t}
+		res.Targets = []core.DrillTarget{t}
 	default:
 		return SelectDrillTargetsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection mode %q: use %s, %s or %s", in.Selection.Mode, DrillLatestCheckpoint, DrillRunSavepoints, DrillSnapshot)
 	}
@@ -103,25 +103,15 @@ func (a *Activities) SelectDrillTargets(ctx context.Context, in SelectDrillTarge
 		for i := range res.Targets {
 			t := &res.Targets[i]
 			t.DrillCluster = a.Drill.ClusterRESTURL
-			t.DrillDir = root + "/" + pathSegment(in.RunID) + "/" + pathSegment(t.ClusterID) + "/" + pathSegment(t.JobName) + "-" + fmt.Sprint(i)
+			t.DrillDir = root + "/" + core.PathSegment(in.RunID) + "/" + core.PathSegment(t.ClusterID) + "/" + core.PathSegment(t.JobName) + "-" + fmt.Sprint(i)
 		}
 	}
 	return res, nil
 }
 
-// pathSegment makes a name safe as one path element.
-func pathSegment(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == ':' || r == '\\' || r < ' ' {
-			return '_'
-		}
-		return r
-	}, s)
-}
-
 // latestCheckpoints is the newest completed retained checkpoint of every
 // running job of c in scope.
-func (a *Activities) latestCheckpoints(ctx context.Context, c inventory.Cluster, jobInScope func(string) bool) ([]DrillTarget, []core.SkippedJob, error) {
+func (a *Activities) latestCheckpoints(ctx context.Context, c inventory.Cluster, jobInScope func(string) bool) ([]core.DrillTarget, []core.SkippedJob, error) {
 	client, err := core.FlinkFor(ctx, a.Flink, c.RESTURL)
 	if err != nil {
 		return nil, nil, err
@@ -130,7 +120,7 @@ func (a *Activities) latestCheckpoints(ctx context.Context, c inventory.Cluster,
 	if err != nil {
 		return nil, nil, core.Classify("list jobs of cluster "+c.ClusterID, err)
 	}
-	var targets []DrillTarget
+	var targets []core.DrillTarget
 	var skipped []core.SkippedJob
 	for _, j := range jobs {
 		if j.State != flink.JobRunning || !jobInScope(j.Name) {
@@ -146,7 +136,7 @@ func (a *Activities) latestCheckpoints(ctx context.Context, c inventory.Cluster,
 			skipped = append(skipped, core.SkippedJob{Key: key, JobID: j.ID, Reason: "no completed checkpoint with an external path yet"})
 			continue
 		}
-		t := targetOf(c, j.Name, cp, SnapshotCheckpoint)
+		t := core.TargetOf(c, j.Name, cp, core.SnapshotCheckpoint)
 		t.JobID = j.ID
 		targets = append(targets, t)
 	}
@@ -174,7 +164,7 @@ func latestRetained(s flink.CheckpointingStatistics) string {
 
 // runSavepoints are the catalogued savepoints a window or schedule run
 // took, of jobs in scope.
-func (a *Activities) runSavepoints(ctx context.Context, inv inventory.Inventory, runID string, inScope func(inventory.Cluster) bool, jobInScope func(string) bool) ([]DrillTarget, error) {
+func (a *Activities) runSavepoints(ctx context.Context, inv inventory.Inventory, runID string, inScope func(inventory.Cluster) bool, jobInScope func(string) bool) ([]core.DrillTarget, error) {
 	clusters := map[string]inventory.Cluster{}
 	tenants := map[string]bool{}
 	for _, c := range inv.Clusters {
@@ -183,12 +173,12 @@ func (a *Activities) runSavepoints(ctx context.Context, inv inventory.Inventory,
 			tenants[c.Tenant] = true
 		}
 	}
-	var out []DrillTarget
+	var out []core.DrillTarget
 	for _, t := range inv.Tenants {
 		if !tenants[t.Name] {
 			continue
 		}
-		entries, err := a.catalogOf(ctx, t)
+		entries, err := a.catalog().Entries(ctx, t)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +187,7 @@ func (a *Activities) runSavepoints(ctx context.Context, inv inventory.Inventory,
 			if e.RunID != runID || !ok || c.Tenant != t.Name || !jobInScope(e.Job.Job) {
 				continue
 			}
-			d := targetOf(c, e.Job.Job, e.Path, SnapshotSavepoint)
+			d := core.TargetOf(c, e.Job.Job, e.Path, core.SnapshotSavepoint)
 			d.JobID = e.JobID
 			out = append(out, d)
 		}
@@ -209,63 +199,34 @@ func (a *Activities) runSavepoints(ctx context.Context, inv inventory.Inventory,
 }
 
 // namedSnapshot is one snapshot of one inventory job.
-func namedSnapshot(inv inventory.Inventory, sel DrillSelection) (DrillTarget, error) {
-	cluster, name, ok := splitJob(sel.Job)
+func namedSnapshot(inv inventory.Inventory, sel DrillSelection) (core.DrillTarget, error) {
+	cluster, name, ok := core.SplitJob(sel.Job)
 	if !ok {
-		return DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection job %q: use cluster/name", sel.Job)
+		return core.DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection job %q: use cluster/name", sel.Job)
 	}
 	if sel.Snapshot == "" || (!strings.Contains(sel.Snapshot, "://") && !strings.HasPrefix(sel.Snapshot, "/")) {
-		return DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection snapshot %q: use the checkpoint or savepoint directory as a URI or absolute path", sel.Snapshot)
+		return core.DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection snapshot %q: use the checkpoint or savepoint directory as a URI or absolute path", sel.Snapshot)
 	}
 	for _, c := range inv.Clusters {
 		if c.ClusterID == cluster {
-			kind := SnapshotCheckpoint
+			kind := core.SnapshotCheckpoint
 			if strings.HasPrefix(core.BaseName(sel.Snapshot), "savepoint-") {
-				kind = SnapshotSavepoint
+				kind = core.SnapshotSavepoint
 			}
-			return targetOf(c, name, strings.TrimRight(sel.Snapshot, "/"), kind), nil
+			return core.TargetOf(c, name, strings.TrimRight(sel.Snapshot, "/"), kind), nil
 		}
 	}
-	return DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection job %q: no cluster %q in the inventory", sel.Job, cluster)
-}
-
-// targetOf builds the target of a job of c, with its drill recipe.
-func targetOf(c inventory.Cluster, job, snapshot, kind string) DrillTarget {
-	t := DrillTarget{Key: core.JobKey(c.ClusterID, job), Tenant: c.Tenant, ClusterID: c.ClusterID, KubeCluster: c.KubeCluster,
-		JobName: job, Snapshot: snapshot, Kind: kind}
-	for _, js := range c.Jobs {
-		if js.Name == job && js.Drill != nil {
-			r := *js.Drill
-			if js.Restart.Kind == inventory.RestartRESTJarRun {
-				if r.Jar == "" {
-					r.Jar = js.Restart.Jar
-				}
-				if r.EntryClass == "" {
-					r.EntryClass = js.Restart.EntryClass
-				}
-				if r.Parallelism == 0 {
-					r.Parallelism = js.Restart.Parallelism
-				}
-			}
-			if r.Verify != nil && r.Verify.Jar == "" {
-				v := *r.Verify
-				v.Jar = r.Jar
-				r.Verify = &v
-			}
-			t.Recipe = &r
-		}
-	}
-	return t
+	return core.DrillTarget{}, core.NonRetryable(core.ErrTypeInvalidInput, "selection job %q: no cluster %q in the inventory", sel.Job, cluster)
 }
 
 // samplePerTenant keeps a random n targets of each tenant. The choice is
 // made here, in an activity, so the workflow replays the recorded result.
-func samplePerTenant(targets []DrillTarget, n int) []DrillTarget {
-	by := map[string][]DrillTarget{}
+func samplePerTenant(targets []core.DrillTarget, n int) []core.DrillTarget {
+	by := map[string][]core.DrillTarget{}
 	for _, t := range targets {
 		by[t.Tenant] = append(by[t.Tenant], t)
 	}
-	var out []DrillTarget
+	var out []core.DrillTarget
 	for _, list := range by {
 		rand.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
 		if len(list) > n {
@@ -286,61 +247,7 @@ func (a *Activities) checkDrillIsolation(ctx context.Context, inv inventory.Inve
 	if d.ClusterRESTURL == "" || d.Root == "" {
 		return core.NonRetryable(core.ErrTypeInvalidInput, "a real restore (tier 2) needs drill.clusterRestUrl and drill.root in the worker configuration; run tier 1 alone, or configure them")
 	}
-	return a.checkDrillRootIsolation(ctx, inv)
-}
-
-// checkDrillRootIsolation refuses drill clusters that are inventory
-// clusters and a drill root inside or around production state.
-func (a *Activities) checkDrillRootIsolation(ctx context.Context, inv inventory.Inventory) error {
-	d := a.Drill
-	for _, c := range inv.Clusters {
-		for _, u := range d.RestURLs() {
-			if strings.TrimRight(c.RESTURL, "/") == strings.TrimRight(u, "/") {
-				return core.NonRetryable(core.ErrTypeInvalidInput, "drill cluster %s is inventory cluster %s: drills never run on a production cluster; give them a session cluster of their own", u, c.ClusterID)
-			}
-		}
-	}
-	dfs, dpath, err := a.Storage.Resolve(ctx, d.Root)
-	if err != nil {
-		return core.Classify("resolve drill.root "+d.Root, err)
-	}
-	type dir struct{ what, uri string }
-	var dirs []dir
-	for _, t := range inv.Tenants {
-		dirs = append(dirs, dir{"tenant " + t.Name + " root", t.Root})
-	}
-	for _, c := range inv.Clusters {
-		for _, p := range []dir{{"checkpoint dir", c.CheckpointDir}, {"savepoint dir", c.SavepointDir}, {"HA storage dir", c.HAStorageDir}} {
-			if p.uri != "" {
-				dirs = append(dirs, dir{"cluster " + c.ClusterID + " " + p.what, p.uri})
-			}
-		}
-	}
-	for _, p := range dirs {
-		fs, pp, err := a.Storage.Resolve(ctx, p.uri)
-		if err != nil {
-			return core.Classify("resolve "+p.what+" "+p.uri, err)
-		}
-		if !nested(dpath, pp) {
-			continue
-		}
-		same, err := a.Storage.CompareFileSystems(ctx, dfs.URI().String(), fs.URI().String())
-		if err != nil || same != storage.DifferentFileSystem {
-			return core.NonRetryable(core.ErrTypeInvalidInput, "drill.root %s overlaps the %s %s: a drill's checkpoints would land in, or its cleanup would reach into, production state; use a root outside every tenant tree", d.Root, p.what, p.uri)
-		}
-	}
-	return nil
-}
-
-// strictlyBelow says whether p lies below root, not at it.
-func strictlyBelow(p, root string) bool {
-	return strings.HasPrefix(strings.TrimRight(p, "/")+"/", strings.TrimRight(root, "/")+"/") && strings.TrimRight(p, "/") != strings.TrimRight(root, "/")
-}
-
-// nested says whether one path equals or lies below the other.
-func nested(a, b string) bool {
-	a, b = strings.TrimRight(a, "/")+"/", strings.TrimRight(b, "/")+"/"
-	return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
+	return a.drillSite().CheckRootIsolation(ctx, inv)
 }
 
 // ProveSnapshotStorage is tier 1: it parses the snapshot's _metadata and
@@ -510,7 +417,7 @@ func (a *Activities) StartDrillJob(ctx context.Context, in StartDrillJobInput) (
 	} else if flink.Reason(err) != flink.ErrorReasonJobNotFound {
 		return StartDrillJobResult{}, core.Classify("look up drill job "+in.JobID, err)
 	}
-	jarID, err := a.uploadJar(ctx, client, t.Recipe.Jar)
+	jarID, err := a.jobs().UploadJar(ctx, client, t.Recipe.Jar)
 	if err != nil {
 		return StartDrillJobResult{}, core.Classify("upload drill jar "+t.Recipe.Jar+" for "+t.Key, err)
 	}
@@ -556,7 +463,7 @@ func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateIn
 		if flink.Reason(err) != flink.ErrorReasonJobNotFound {
 			return VerifyDrillStateResult{}, core.Classify("look up verification job "+in.JobID, err)
 		}
-		jarID, err := a.uploadJar(ctx, client, v.Jar)
+		jarID, err := a.jobs().UploadJar(ctx, client, v.Jar)
 		if err != nil {
 			return VerifyDrillStateResult{}, core.Classify("upload verification jar "+v.Jar, err)
 		}
@@ -580,7 +487,7 @@ func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateIn
 		}
 		if d.State.IsGloballyTerminal() {
 			if d.State != flink.JobFinished {
-				return VerifyDrillStateResult{}, core.NonRetryable(core.ErrTypeDrillFailed, "verification program %s of %s ended %s: %s", v.EntryClass, t.Snapshot, d.State, a.rootCause(ctx, client, in.JobID))
+				return VerifyDrillStateResult{}, core.NonRetryable(core.ErrTypeDrillFailed, "verification program %s of %s ended %s: %s", v.EntryClass, t.Snapshot, d.State, a.jobs().RootCause(ctx, client, in.JobID))
 			}
 			return VerifyDrillStateResult{JobID: in.JobID, State: string(d.State)}, nil
 		}
@@ -593,7 +500,7 @@ func (a *Activities) VerifyDrillState(ctx context.Context, in VerifyDrillStateIn
 
 // checkDrillDir refuses a drill dir that is not strictly below drill.root.
 func (a *Activities) checkDrillDir(dir string) error {
-	if a.Drill.Root == "" || !strictlyBelow(dir, a.Drill.Root) || strings.Contains(dir+"/", "/../") {
+	if a.Drill.Root == "" || !core.StrictlyBelow(dir, a.Drill.Root) || strings.Contains(dir+"/", "/../") {
 		return core.NonRetryable(core.ErrTypeOutsideRoots, "drill dir %q is not below drill.root %q", dir, a.Drill.Root)
 	}
 	return nil
@@ -621,7 +528,7 @@ func (a *Activities) EndDrill(ctx context.Context, in EndDrillInput) (EndDrillRe
 			if !d.State.IsGloballyTerminal() {
 				res.Cancelled = append(res.Cancelled, id)
 			}
-			if err := a.CancelJob(ctx, CancelJobInput{RESTURL: in.DrillCluster, JobID: id}); err != nil {
+			if err := a.jobs().CancelJob(ctx, core.CancelJobInput{RESTURL: in.DrillCluster, JobID: id}); err != nil {
 				return res, err
 			}
 		}
@@ -648,7 +555,7 @@ func (a *Activities) EndDrill(ctx context.Context, in EndDrillInput) (EndDrillRe
 		if err != nil {
 			return res, core.Classify("resolve "+a.Drill.Root, err)
 		}
-		for dir := storage.ParentOf(p); strictlyBelow(dir, rootPath); dir = storage.ParentOf(dir) {
+		for dir := storage.ParentOf(p); core.StrictlyBelow(dir, rootPath); dir = storage.ParentOf(dir) {
 			if err := fs.Remove(ctx, dir); err != nil {
 				break
 			}
@@ -694,7 +601,7 @@ func (a *Activities) RecordDrillRun(ctx context.Context, in RecordDrillRunInput)
 			st = catalog.DrillStore{FS: fs, Root: root}
 			stores[t.Name] = st
 		}
-		rec := catalog.DrillRecord{Snapshot: fullPath(st.FS, r.Target.Snapshot), Kind: r.Target.Kind,
+		rec := catalog.DrillRecord{Snapshot: core.FullPath(st.FS, r.Target.Snapshot), Kind: r.Target.Kind,
 			Job:   catalog.LogicalJob{Tenant: t.Name, Cluster: r.Target.ClusterID, Job: r.Target.JobName},
 			RunID: in.RunID, Tier: r.Tier, Outcome: r.Outcome, Error: r.Error, At: now}
 		if err := st.Put(ctx, rec); err != nil {

@@ -243,7 +243,7 @@ func TestSelectDrillTargetsPicksWhatItIsAskedFor(t *testing.T) {
 		t.Fatalf("targets %+v; want orders and other", res.Targets)
 	}
 	o := res.Targets[0]
-	if o.Key != "c1/orders" || o.Snapshot != base+"/a/ck/aa/chk-8" || o.Kind != SnapshotCheckpoint || o.JobID != "aa" || o.Recipe == nil ||
+	if o.Key != "c1/orders" || o.Snapshot != base+"/a/ck/aa/chk-8" || o.Kind != core.SnapshotCheckpoint || o.JobID != "aa" || o.Recipe == nil ||
 		o.Recipe.Jar != "/jars/o.jar" || o.Recipe.EntryClass != "com.example.Orders" || o.Recipe.Parallelism != 3 ||
 		o.DrillCluster != "http://drill:8081" || !strings.HasPrefix(o.DrillDir, base+"/drills/drill-nightly-2026-12-01T00_00_00Z/c1/orders-") {
 		t.Fatalf("orders %+v; want its latest retained checkpoint, the recipe completed, a drill dir below the root without ':'", o)
@@ -257,7 +257,7 @@ func TestSelectDrillTargetsPicksWhatItIsAskedFor(t *testing.T) {
 	if err := runActivity(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Selection: sel, RunID: "r"}, &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Targets) != 1 || res.Targets[0].Kind != SnapshotSavepoint || res.Targets[0].Snapshot != base+"/a/sp/savepoint-aa-1" || res.Targets[0].DrillDir != "" {
+	if len(res.Targets) != 1 || res.Targets[0].Kind != core.SnapshotSavepoint || res.Targets[0].Snapshot != base+"/a/sp/savepoint-aa-1" || res.Targets[0].DrillDir != "" {
 		t.Fatalf("named snapshot %+v; want the one savepoint, no drill dir for tier 1", res.Targets)
 	}
 	sel.Job = "c9/orders"
@@ -265,7 +265,7 @@ func TestSelectDrillTargetsPicksWhatItIsAskedFor(t *testing.T) {
 		t.Fatalf("snapshot of an unknown cluster: %v; want it named", err)
 	}
 
-	many := []DrillTarget{{Tenant: "a", Key: "1"}, {Tenant: "a", Key: "2"}, {Tenant: "a", Key: "3"}, {Tenant: "b", Key: "4"}}
+	many := []core.DrillTarget{{Tenant: "a", Key: "1"}, {Tenant: "a", Key: "2"}, {Tenant: "a", Key: "3"}, {Tenant: "b", Key: "4"}}
 	got := samplePerTenant(many, 2)
 	per := map[string]int{}
 	for _, g := range got {

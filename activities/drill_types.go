@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
-	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // Drill selections: which snapshot of each job a drill proves.
@@ -18,12 +17,6 @@ const (
 	DrillRunSavepoints = "run"
 	// DrillSnapshot is one named snapshot of one inventory job.
 	DrillSnapshot = "snapshot"
-)
-
-// Snapshot kinds.
-const (
-	SnapshotCheckpoint = "checkpoint"
-	SnapshotSavepoint  = "savepoint"
 )
 
 // DrillSelection says what a drill run proves.
@@ -52,30 +45,10 @@ type SelectDrillTargetsInput struct {
 	RunID string
 }
 
-// DrillTarget is one snapshot to prove.
-type DrillTarget struct {
-	Key         string `json:"key"`
-	Tenant      string `json:"tenant"`
-	ClusterID   string `json:"clusterId"`
-	KubeCluster string `json:"kubeCluster,omitempty"`
-	JobName     string `json:"jobName"`
-	// JobID is the production job the snapshot belongs to, when known.
-	JobID    string `json:"jobId,omitempty"`
-	Snapshot string `json:"snapshot"`
-	Kind     string `json:"kind"`
-	// Recipe is the job's drill recipe with the restart recipe's defaults
-	// filled in; nil when the inventory has none (tier 1 only).
-	Recipe *inventory.DrillRecipe `json:"recipe,omitempty"`
-	// DrillCluster and DrillDir are where the real restore runs and
-	// checkpoints; empty without tier 2.
-	DrillCluster string `json:"drillCluster,omitempty"`
-	DrillDir     string `json:"drillDir,omitempty"`
-}
-
 // SelectDrillTargetsResult lists the snapshots, the tenants in scope and
 // the jobs in scope that have nothing to drill.
 type SelectDrillTargetsResult struct {
-	Targets []DrillTarget
+	Targets []core.DrillTarget
 	Tenants []string
 	Skipped []core.SkippedJob
 }
@@ -162,7 +135,7 @@ type SnapshotVerdict struct {
 // StartDrillJobInput starts the drill copy of a job. JobID is chosen by
 // the workflow, so a retry finds the job it already submitted.
 type StartDrillJobInput struct {
-	Target DrillTarget
+	Target core.DrillTarget
 	JobID  string
 }
 
@@ -175,7 +148,7 @@ type StartDrillJobResult struct {
 // VerifyDrillStateInput runs the recipe's verification program against
 // the snapshot on the drill cluster, as job JobID.
 type VerifyDrillStateInput struct {
-	Target DrillTarget
+	Target core.DrillTarget
 	JobID  string
 }
 
@@ -208,7 +181,7 @@ type EndDrillResult struct {
 
 // DrillRecordInput is one drilled snapshot's outcome to record.
 type DrillRecordInput struct {
-	Target  DrillTarget
+	Target  core.DrillTarget
 	Tier    int
 	Outcome string // catalog.DrillPassed, DrillFailed or DrillInconclusive
 	Error   string

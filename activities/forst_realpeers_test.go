@@ -81,8 +81,8 @@ func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 		t.Fatalf("ForSt job failed over during its savepoint: %+v", exc.History.Entries)
 	}
 
-	var stopped activities.StopWithSavepointResult
-	runRealActivity(t, acts, acts.StopWithSavepoint, activities.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("d", 32),
+	var stopped core.StopWithSavepointResult
+	runRealActivity(t, acts, acts.StopWithSavepoint, core.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("d", 32),
 		Format: string(flink.SavepointFormatCanonical), RunID: "forst-window"}, &stopped)
 	if stopped.Format != string(flink.SavepointFormatNative) || !strings.Contains(stopped.FormatNote, "CANONICAL asked") {
 		t.Fatalf("stop %+v; want NATIVE with a note that CANONICAL was asked", stopped)

@@ -30,15 +30,6 @@ const (
 	OpSampleQuota    = "sample"
 )
 
-// inventoryTenantNames are the names of tenants, for SucceededFor.
-func inventoryTenantNames(tenants []inventory.Tenant) []string {
-	names := make([]string, 0, len(tenants))
-	for _, t := range tenants {
-		names = append(names, t.Name)
-	}
-	return names
-}
-
 // maxPlanBytes bounds a plan read back from storage.
 const maxPlanBytes = 1 << 30
 
@@ -142,8 +133,8 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	history := a.jobHistory(ctx, inv)
-	owners, err := a.savepointOwners(ctx, inv, tenants, listing, live.Records, history, &notes)
+	history := a.lineage().JobHistory(ctx, inv)
+	owners, err := a.lineage().Owners(ctx, inv, tenants, listing, live.Records, history, &notes)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
@@ -154,8 +145,8 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		return PlanCleanupResult{}, err
 	}
 	plan, err := cleanup.BuildPlan(cleanup.Input{Now: core.Now(a.Now), Listing: listing, Live: live, Tenants: tenants, Policy: pol, Objects: objects,
-		Spellings: spellings, References: refs, ReferenceRoots: refRoots, RetiredClusters: inv.RetiredClusters, Lineage: owners.lineage,
-		SavepointJobIDs: owners.jobIDs, JobLineage: owners.jobs, Drilled: drilled, ReadOnlyKubeClusters: a.ReadOnlyKubeClusters})
+		Spellings: spellings, References: refs, ReferenceRoots: refRoots, RetiredClusters: inv.RetiredClusters, Lineage: owners.Lineage,
+		SavepointJobIDs: owners.JobIDs, JobLineage: owners.Jobs, Drilled: drilled, ReadOnlyKubeClusters: a.ReadOnlyKubeClusters})
 	if err != nil {
 		return PlanCleanupResult{}, core.Classify("plan", err)
 	}
@@ -171,7 +162,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 			a.Metrics.CleanupObjectsPlanned(t.Tenant, t.Objects)
 		}
 		a.Metrics.Succeeded(OpPlanCleanup, core.Now(a.Now))
-		a.Metrics.SucceededFor(OpPlanCleanup, inventoryTenantNames(tenants), core.Now(a.Now))
+		a.Metrics.SucceededFor(OpPlanCleanup, core.TenantNames(tenants), core.Now(a.Now))
 	}
 	activity.GetLogger(ctx).Info("cleanup planned", "run", in.RunID, "plan", planPath, "items", s.Items, "files", s.Files, "bytes", s.Bytes, "objects", s.Objects)
 	return PlanCleanupResult{Summary: s}, nil
@@ -190,7 +181,7 @@ func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cl
 	if in.ShardItems > 0 {
 		var err error
 		header, err = cleanup.Shard(plan, in.ShardItems, func(f cleanup.ShardFile) error {
-			if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: dir + "/" + f.Name, Content: f.Content}); err != nil {
+			if _, err := a.documents().WriteDocument(ctx, core.WriteDocumentInput{Path: dir + "/" + f.Name, Content: f.Content}); err != nil {
 				return err
 			}
 			activity.RecordHeartbeat(ctx, "plan "+f.Name)
@@ -207,7 +198,7 @@ func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cl
 	}
 	sum := sha256.Sum256(data)
 	planPath := dir + "/plan.json"
-	if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: planPath, Content: data}); err != nil {
+	if _, err := a.documents().WriteDocument(ctx, core.WriteDocumentInput{Path: planPath, Content: data}); err != nil {
 		return "", "", 0, err
 	}
 	return planPath, hex.EncodeToString(sum[:]), len(header.Shards), nil
@@ -332,7 +323,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 		if err != nil {
 			return PurgeTrashResult{}, core.Classify("resolve tenant root "+t.Root, err)
 		}
-		if !nested(trash, tp) {
+		if !core.Nested(trash, tp) {
 			continue
 		}
 		// A spelling that cannot be told apart from the trash's counts as
@@ -475,7 +466,7 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 			return SampleQuotaResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source configured")
 		}
 		if in.ProjectRestart {
-			found, err := a.DiscoverJobs(ctx, DiscoverJobsInput{Scope: in.Scope})
+			found, err := a.jobs().DiscoverJobs(ctx, core.DiscoverJobsInput{Scope: in.Scope})
 			if err != nil {
 				return SampleQuotaResult{}, err
 			}
@@ -524,7 +515,7 @@ func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (Samp
 			}
 		}
 		a.Metrics.Succeeded(OpSampleQuota, core.Now(a.Now))
-		a.Metrics.SucceededFor(OpSampleQuota, inventoryTenantNames(tenants), core.Now(a.Now))
+		a.Metrics.SucceededFor(OpSampleQuota, core.TenantNames(tenants), core.Now(a.Now))
 	}
 	return res, nil
 }

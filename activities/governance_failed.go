@@ -35,7 +35,7 @@ func (a *Activities) failedRestoreHold() time.Duration {
 // snapshot, so it is an unknown source (nothing is planned until it is
 // repaired or removed); records that cannot be listed fail the read.
 func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory, seen []catalog.FailedRestoreRecord, live *cleanup.Live) ([]string, error) {
-	roots, err := a.tenantRoots(ctx, inv.Tenants)
+	roots, err := a.lineage().TenantRoots(ctx, inv.Tenants)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 	listed := map[string]bool{} // snapshots a listed FAILED job keeps as its restore point
 	for _, r := range seen {
 		where := "failed job " + r.JobID + " on " + r.Cluster
-		q, err := a.qualify(ctx, r.Snapshot)
+		q, err := a.lineage().Qualify(ctx, r.Snapshot)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("%s: its restore point %s is not recorded (%v): kept while the cluster lists the job, not after", where, r.Snapshot, err))
 			continue
@@ -56,19 +56,19 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 			continue
 		}
 		r.Snapshot, r.FirstSeen, r.LastSeen = q, time.Time{}, now
-		if _, err := (catalog.FailedRestoreStore{FS: root.store.FS, Root: root.store.Root}).Seen(ctx, r); err != nil {
-			notes = append(notes, fmt.Sprintf("%s: its restore point %s is not recorded in the failed-restore records of tenant %s (%v): kept while the cluster lists the job; once it forgets the job, only the records of an earlier plan hold it", where, q, root.tenant, err))
+		if _, err := (catalog.FailedRestoreStore{FS: root.Store.FS, Root: root.Store.Root}).Seen(ctx, r); err != nil {
+			notes = append(notes, fmt.Sprintf("%s: its restore point %s is not recorded in the failed-restore records of tenant %s (%v): kept while the cluster lists the job; once it forgets the job, only the records of an earlier plan hold it", where, q, root.Tenant, err))
 		}
 	}
 	hold := a.failedRestoreHold()
 	for _, root := range roots {
-		recs, rejected, err := catalog.FailedRestoreStore{FS: root.store.FS, Root: root.store.Root}.Claims(ctx)
+		recs, rejected, err := catalog.FailedRestoreStore{FS: root.Store.FS, Root: root.Store.Root}.Claims(ctx)
 		if err != nil {
-			return nil, core.Classify("failed-restore records of tenant "+root.tenant, err)
+			return nil, core.Classify("failed-restore records of tenant "+root.Tenant, err)
 		}
 		for _, rj := range rejected {
-			live.UnknownSources = append(live.UnknownSources, "failed-restore record "+rj.File+" of tenant "+root.tenant+": "+rj.Reason)
-			notes = append(notes, fmt.Sprintf("failed-restore record %s of tenant %s cannot be read (%s): it may name any snapshot a failed job is retried from, so no snapshot is planned until it is repaired or removed", rj.File, root.tenant, rj.Reason))
+			live.UnknownSources = append(live.UnknownSources, "failed-restore record "+rj.File+" of tenant "+root.Tenant+": "+rj.Reason)
+			notes = append(notes, fmt.Sprintf("failed-restore record %s of tenant %s cannot be read (%s): it may name any snapshot a failed job is retried from, so no snapshot is planned until it is repaired or removed", rj.File, root.Tenant, rj.Reason))
 		}
 		for _, r := range recs {
 			by := "failed job " + r.JobID + " on " + r.Cluster
@@ -76,7 +76,7 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 				by += " (" + r.Job.String() + ")"
 			}
 			if !a.underRoot(ctx, root, r.Snapshot) {
-				notes = append(notes, fmt.Sprintf("the failed-restore records of tenant %s name %s for %s, outside the tenant's root %s: a claim the tenant cannot make, rejected", root.tenant, r.Snapshot, by, root.root))
+				notes = append(notes, fmt.Sprintf("the failed-restore records of tenant %s name %s for %s, outside the tenant's root %s: a claim the tenant cannot make, rejected", root.Tenant, r.Snapshot, by, root.Root))
 				continue
 			}
 			until := r.LastSeen.Add(hold)
@@ -108,27 +108,27 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 				continue
 			}
 			maps.Copy(live.Metadata, read)
-			live.Records = append(live.Records, cleanup.LiveRecord{Path: r.Snapshot, FailedJob: r.JobID, Tenant: root.tenant,
+			live.Records = append(live.Records, cleanup.LiveRecord{Path: r.Snapshot, FailedJob: r.JobID, Tenant: root.Tenant,
 				By: fmt.Sprintf("%s, last seen FAILED restoring from it at %s (held until %s)", by, r.LastSeen.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))})
 		}
-		activity.RecordHeartbeat(ctx, "failed-restore records of "+root.tenant)
+		activity.RecordHeartbeat(ctx, "failed-restore records of "+root.Tenant)
 	}
 	return notes, nil
 }
 
 // rootHolding is the innermost tenant root that holds path.
-func (a *Activities) rootHolding(ctx context.Context, roots []tenantRoot, path string) (tenantRoot, bool) {
+func (a *Activities) rootHolding(ctx context.Context, roots []core.TenantRoot, path string) (core.TenantRoot, bool) {
 	for _, r := range roots {
 		if a.underRoot(ctx, r, path) {
 			return r, true
 		}
 	}
-	return tenantRoot{}, false
+	return core.TenantRoot{}, false
 }
 
 // underRoot says whether path lies under the tenant root r, on its file
 // system.
-func (a *Activities) underRoot(ctx context.Context, r tenantRoot, path string) bool {
+func (a *Activities) underRoot(ctx context.Context, r core.TenantRoot, path string) bool {
 	fs, p, err := a.Storage.Resolve(ctx, strings.TrimRight(path, "/"))
-	return err == nil && fs.URI().String() == r.fs && strings.HasPrefix(p, r.root+"/")
+	return err == nil && fs.URI().String() == r.Fs && strings.HasPrefix(p, r.Root+"/")
 }

@@ -91,7 +91,7 @@ func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (
 		return ListingPart{}, core.NonRetryable(core.ErrTypeInvalidInput, "compress listing: %v", err)
 	}
 	p := listingPartPath(a.Cleanup.PlanDir, in.RunID, in.Part, in.Parts)
-	if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: p, Content: buf.Bytes()}); err != nil {
+	if _, err := a.documents().WriteDocument(ctx, core.WriteDocumentInput{Path: p, Content: buf.Bytes()}); err != nil {
 		return ListingPart{}, err
 	}
 	sum := sha256.Sum256(buf.Bytes())

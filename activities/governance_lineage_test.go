@@ -152,26 +152,26 @@ func testSavepointOwners(t *testing.T, plainRoot bool) {
 		sps[3].Path: "t/c1/payments",
 	}
 	wantIDs := map[string]string{sps[0].Path: ordersID, sps[2].Path: leftID}
-	check := func(what string, owners snapshotOwners) {
+	check := func(what string, owners core.SnapshotOwners) {
 		t.Helper()
-		if len(owners.lineage) != len(wantLineage) || len(owners.jobIDs) != len(wantIDs) {
-			t.Errorf("%s: lineage %v and job ids %v; want exactly %v and %v (notes %q)", what, owners.lineage, owners.jobIDs, wantLineage, wantIDs, notes)
+		if len(owners.Lineage) != len(wantLineage) || len(owners.JobIDs) != len(wantIDs) {
+			t.Errorf("%s: lineage %v and job ids %v; want exactly %v and %v (notes %q)", what, owners.Lineage, owners.JobIDs, wantLineage, wantIDs, notes)
 		}
 		for p, j := range wantLineage {
-			if owners.lineage[p] != j {
-				t.Errorf("%s: %s: lineage %q, want %q", what, p, owners.lineage[p], j)
+			if owners.Lineage[p] != j {
+				t.Errorf("%s: %s: lineage %q, want %q", what, p, owners.Lineage[p], j)
 			}
 		}
 		for p, id := range wantIDs {
-			if owners.jobIDs[p] != id {
-				t.Errorf("%s: %s: job id %q, want %q", what, p, owners.jobIDs[p], id)
+			if owners.JobIDs[p] != id {
+				t.Errorf("%s: %s: job id %q, want %q", what, p, owners.JobIDs[p], id)
 			}
 		}
 	}
 	check("first run", owners)
 	for id, j := range map[string]string{ordersID: "t/c1/orders", leftID: "t/c1/left", rightID: "t/c1/right", goneID: "t/app-gone/ledger", plantedID: ""} {
-		if owners.jobs[id] != j {
-			t.Errorf("job %s is %q; want %q", id, owners.jobs[id], j)
+		if owners.Jobs[id] != j {
+			t.Errorf("job %s is %q; want %q", id, owners.Jobs[id], j)
 		}
 	}
 	for _, want := range []string{"000000000000000000000000.json", "111111111111111111111111.json", "is not of tenant t",
@@ -232,20 +232,20 @@ type clientsByURL map[string]core.FlinkAPI
 func (c clientsByURL) For(_ context.Context, url string) (core.FlinkAPI, error) { return c[url], nil }
 
 // ownersIn runs savepointOwners inside an activity, where it heartbeats.
-func ownersIn(t *testing.T, a *Activities, inv inventory.Inventory, listing cleanup.Listing, records []cleanup.LiveRecord, notes *[]string) (snapshotOwners, error) {
+func ownersIn(t *testing.T, a *Activities, inv inventory.Inventory, listing cleanup.Listing, records []cleanup.LiveRecord, notes *[]string) (core.SnapshotOwners, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	type result struct{ Lineage, JobIDs, Jobs map[string]string }
 	env.RegisterActivityWithOptions(func(ctx context.Context) (result, error) {
-		o, err := a.savepointOwners(ctx, inv, inv.Tenants, listing, records, a.jobHistory(ctx, inv), notes)
-		return result{o.lineage, o.jobIDs, o.jobs}, err
+		o, err := a.lineage().Owners(ctx, inv, inv.Tenants, listing, records, a.lineage().JobHistory(ctx, inv), notes)
+		return result{o.Lineage, o.JobIDs, o.Jobs}, err
 	}, activity.RegisterOptions{Name: "Owners"})
 	v, err := env.ExecuteActivity("Owners")
 	if err != nil {
-		return snapshotOwners{}, err
+		return core.SnapshotOwners{}, err
 	}
 	var out result
 	err = v.Get(&out)
-	return snapshotOwners{lineage: out.Lineage, jobIDs: out.JobIDs, jobs: out.Jobs}, err
+	return core.SnapshotOwners{Lineage: out.Lineage, JobIDs: out.JobIDs, Jobs: out.Jobs}, err
 }

@@ -136,7 +136,7 @@ func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]stri
 	var notes []string
 	for _, h := range held {
 		by := "run " + h.Run + " (" + h.What + ")"
-		if !onStorage(h.Path) {
+		if !core.OnStorage(h.Path) {
 			notes = append(notes, fmt.Sprintf("%s names %q, not a path on storage", by, h.Path))
 			continue
 		}
@@ -237,11 +237,11 @@ func (a *Activities) failedJob(ctx context.Context, client core.FlinkAPI, cluste
 	}
 	var restore, latest, message string
 	if err == nil {
-		if r := st.Latest.Restored; r != nil && onStorage(r.ExternalPath) {
+		if r := st.Latest.Restored; r != nil && core.OnStorage(r.ExternalPath) {
 			restore = strings.TrimRight(r.ExternalPath, "/")
 			message = fmt.Sprintf("checkpoint statistics: latest restored %s %d from %s", restoredKind(r.IsSavepoint), r.ID, r.ExternalPath)
 		}
-		if l := st.Latest.Completed; l != nil && onStorage(l.ExternalPath) {
+		if l := st.Latest.Completed; l != nil && core.OnStorage(l.ExternalPath) {
 			latest = strings.TrimRight(l.ExternalPath, "/")
 		}
 	}
@@ -323,7 +323,7 @@ func failedRestoreSource(ctx context.Context, client core.FlinkAPI, jobID string
 		}
 	}
 	for _, t := range texts {
-		if m := reRollback.FindStringSubmatchIndex(t); m != nil && onStorage(t[m[2]:m[3]]) {
+		if m := reRollback.FindStringSubmatchIndex(t); m != nil && core.OnStorage(t[m[2]:m[3]]) {
 			start := strings.LastIndexByte(t[:m[0]], '\n') + 1
 			end := len(t)
 			if i := strings.IndexByte(t[m[0]:], '\n'); i >= 0 {
@@ -406,7 +406,7 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 		if restore == "" {
 			restore = js.LastSavepoint
 		}
-		if restore != "" && onStorage(restore) {
+		if restore != "" && core.OnStorage(restore) {
 			found, err := a.readLiveMetadata(ctx, restore, meta)
 			if err != nil {
 				return lc, false, err
@@ -474,7 +474,7 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 			notes = append(notes, fmt.Sprintf("%s: %s; no snapshot is planned until it can be read", by, r.Unknown))
 			continue
 		}
-		if !onStorage(r.Path) {
+		if !core.OnStorage(r.Path) {
 			notes = append(notes, fmt.Sprintf("%s is %q, not a path on storage", by, r.Path))
 			continue
 		}
@@ -537,10 +537,10 @@ func (a *Activities) liveJob(ctx context.Context, client core.FlinkAPI, cluster,
 			}
 		}
 		var restoreID int64 = -1
-		if r := st.Latest.Restored; r != nil && onStorage(r.ExternalPath) {
+		if r := st.Latest.Restored; r != nil && core.OnStorage(r.ExternalPath) {
 			lj.RestorePath, restoreID = strings.TrimRight(r.ExternalPath, "/"), r.ID
 		}
-		if l := st.Latest.Completed; l != nil && onStorage(l.ExternalPath) {
+		if l := st.Latest.Completed; l != nil && core.OnStorage(l.ExternalPath) {
 			lj.LatestCheckpoint = strings.TrimRight(l.ExternalPath, "/")
 		}
 		latestFound := true
@@ -655,13 +655,6 @@ func (a *Activities) readLiveMetadata(ctx context.Context, dir string, meta map[
 	return found, nil
 }
 
-// onStorage reports whether Flink names a snapshot on a file system; it
-// says "<checkpoint-not-externalized>" for one kept in JobManager memory,
-// which leaves no file to protect.
-func onStorage(externalPath string) bool {
-	return strings.HasPrefix(externalPath, "/") || strings.Contains(externalPath, ":/")
-}
-
 // errJobEnded: the job ended while its state was being read.
 var errJobEnded = errors.New("job ended")
 
@@ -702,7 +695,7 @@ func (a *Activities) haDir(ctx context.Context, conf flink.Config, err error, c 
 func checkpointJobDirs(st flink.CheckpointingStatistics) []string {
 	var dirs []string
 	add := func(c *flink.CheckpointStatistics) {
-		if c == nil || c.IsSavepoint || c.ExternalPath == "" || !onStorage(c.ExternalPath) {
+		if c == nil || c.IsSavepoint || c.ExternalPath == "" || !core.OnStorage(c.ExternalPath) {
 			return
 		}
 		chk := strings.TrimRight(c.ExternalPath, "/")

@@ -248,7 +248,7 @@ func TestSuspendAndResumeJobThroughOperator(t *testing.T) {
 
 	var a *activities.Activities
 	start := time.Now()
-	var sus activities.StopWithSavepointResult
+	var sus core.StopWithSavepointResult
 	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
 		t.Fatalf("SuspendJob: %v", err)
 	}
@@ -266,27 +266,27 @@ func TestSuspendAndResumeJobThroughOperator(t *testing.T) {
 		t.Fatalf("spec.job state %q upgradeMode %q after SuspendJob", state, mode)
 	}
 	// A retried suspend changes nothing and returns the same savepoint.
-	var again activities.StopWithSavepointResult
+	var again core.StopWithSavepointResult
 	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &again); err != nil || again.SavepointPath != op.savepoint || !again.Reattached {
 		t.Fatalf("retried SuspendJob = %+v, %v; want the same savepoint, reattached", again, err)
 	}
 
 	// Resuming from another savepoint is refused: the operator would
 	// restore from the one it recorded.
-	var res activities.RestartJobResult
-	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: job, SavepointPath: "hdfs://nn:8020/sp/savepoint-000000-ffffffffffff", Timeout: 30 * time.Second}, &res)
+	var res core.RestartJobResult
+	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: job, SavepointPath: "hdfs://nn:8020/sp/savepoint-000000-ffffffffffff", Timeout: 30 * time.Second}, &res)
 	appErr(t, err, core.ErrTypeOperatorSavepointMismatch, false, "savepoint-cdcdcd-0123456789ab", "FlinkDeployment "+e.ns+"/orders")
 
 	start = time.Now()
-	if err := e.run(a.ResumeJob, activities.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res); err != nil {
+	if err := e.run(a.ResumeJob, core.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res); err != nil {
 		t.Fatalf("ResumeJob: %v", err)
 	}
 	t.Logf("ResumeJob returned the new job ID in %s", time.Since(start).Round(time.Millisecond))
 	if res.JobID != op.jobID || res.Reattached {
 		t.Fatalf("ResumeJob = %+v, want the operator's job ID %s", res, op.jobID)
 	}
-	var res2 activities.RestartJobResult
-	if err := e.run(a.ResumeJob, activities.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res2); err != nil || res2.JobID != op.jobID || !res2.Reattached {
+	var res2 core.RestartJobResult
+	if err := e.run(a.ResumeJob, core.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res2); err != nil || res2.JobID != op.jobID || !res2.Reattached {
 		t.Fatalf("retried ResumeJob = %+v, %v; want the same job, reattached", res2, err)
 	}
 	suspends, resumes, restored := op.counts()
@@ -315,7 +315,7 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 	}
 	err := e.run(a.ChangeOperatorSpec, activities.OperatorSpecChangeInput{Job: job, Change: change}, nil)
 	appErr(t, err, core.ErrTypeOperatorPrecondition, false, "suspend the job")
-	var sus activities.StopWithSavepointResult
+	var sus core.StopWithSavepointResult
 	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
 		t.Fatal(err)
 	}
@@ -328,8 +328,8 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 		t.Fatalf("discard of a suspended job: %v", err)
 	}
 	previous := "hdfs://nn:8020/sp/savepoint-cdcdcd-000000000000"
-	var res activities.RestartJobResult
-	if err := e.run(a.RedeployJob, activities.ResumeJobInput{Job: job, SavepointPath: previous, Timeout: 30 * time.Second}, &res); err != nil {
+	var res core.RestartJobResult
+	if err := e.run(a.RedeployJob, core.ResumeJobInput{Job: job, SavepointPath: previous, Timeout: 30 * time.Second}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, restored := op.counts(); restored != previous || res.JobID != op.jobID {
@@ -348,9 +348,9 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 // timeout far shorter than the wait and no retries: the activity must
 // heartbeat while it blocks on the operator, or the test environment fails
 // it with a heartbeat timeout.
-func suspendInWorkflow(ctx workflow.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
+func suspendInWorkflow(ctx workflow.Context, in activities.SuspendJobInput) (core.StopWithSavepointResult, error) {
 	var a *activities.Activities
-	var out activities.StopWithSavepointResult
+	var out core.StopWithSavepointResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: in.Timeout + time.Minute,
 		HeartbeatTimeout:    4 * time.Second,
@@ -385,16 +385,16 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 	parked := e.flinkDeployment("parked", map[string]any{"lifecycleState": "SUSPENDED", "jobStatus": map[string]any{
 		"state": "SUSPENDED", "upgradeSavepointPath": "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab"}}, kube.SpecStateSuspended)
 	var a *activities.Activities
-	var res activities.RestartJobResult
-	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: parked, SavepointPath: "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab", Timeout: 1500 * time.Millisecond}, &res)
+	var res core.RestartJobResult
+	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: parked, SavepointPath: "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab", Timeout: 1500 * time.Millisecond}, &res)
 	appErr(t, err, core.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/parked", "RUNNING")
 }
 
 func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
 	e := newOperatorEnv(t, "act-op-input")
 	var a *activities.Activities
-	var sus activities.StopWithSavepointResult
-	var res activities.RestartJobResult
+	var sus core.StopWithSavepointResult
+	var res core.RestartJobResult
 
 	err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "absent"), Timeout: 5 * time.Second}, &sus)
 	appErr(t, err, core.ErrTypeOperatorNotFound, false, "FlinkDeployment "+e.ns+"/absent")
@@ -406,7 +406,7 @@ func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
 
 	noResource := operatorTarget(e.ns, "orders")
 	noResource.Restart.Resource = nil
-	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: noResource, SavepointPath: "hdfs://nn/sp/savepoint-1"}, &res)
+	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: noResource, SavepointPath: "hdfs://nn/sp/savepoint-1"}, &res)
 	appErr(t, err, core.ErrTypeInvalidInput, false, "restart.resource")
 
 	wrongKind := operatorTarget(e.ns, "orders")
@@ -414,7 +414,7 @@ func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
 	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: wrongKind}, &sus)
 	appErr(t, err, core.ErrTypeInvalidInput, false, "Deployment", "FlinkDeployment or FlinkSessionJob")
 
-	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: operatorTarget(e.ns, "orders"), SavepointPath: "savepoint-1"}, &res)
+	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: operatorTarget(e.ns, "orders"), SavepointPath: "savepoint-1"}, &res)
 	appErr(t, err, core.ErrTypeInvalidInput, false, "savepointPath")
 
 	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "orders"), Timeout: -time.Second}, &sus)
@@ -467,12 +467,12 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 	}
 
 	// Without the marks the retry would take the old savepoint.
-	var blind activities.StopWithSavepointResult
+	var blind core.StopWithSavepointResult
 	if err := e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second}, &blind); err != nil || blind.SavepointPath != old {
 		t.Fatalf("without marks: %+v, %v; expected the old savepoint (the hazard the marks prevent)", blind, err)
 	}
 	// With them it waits, and times out while only the old one is there.
-	var out activities.StopWithSavepointResult
+	var out core.StopWithSavepointResult
 	err = e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second, Known: &known}, &out)
 	appErr(t, err, core.ErrTypeOperatorTimeout, false, "stale")
 

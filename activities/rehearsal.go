@@ -34,7 +34,7 @@ type PrepareRehearsalInput struct {
 type PrepareRehearsalResult struct {
 	// Target has the drill cluster, dir and recipe; its Snapshot is left
 	// to the workflow. Nil when NotRehearsed says why nothing is tried.
-	Target *DrillTarget `json:"target,omitempty"`
+	Target *core.DrillTarget `json:"target,omitempty"`
 	// FlinkVersion is the version the drill cluster reports.
 	FlinkVersion string `json:"flinkVersion,omitempty"`
 	NotRehearsed string `json:"notRehearsed,omitempty"`
@@ -59,7 +59,7 @@ func (a *Activities) PrepareRehearsal(ctx context.Context, in PrepareRehearsalIn
 	if err != nil {
 		return PrepareRehearsalResult{}, err
 	}
-	if err := a.checkDrillRootIsolation(ctx, inv); err != nil {
+	if err := a.drillSite().CheckRootIsolation(ctx, inv); err != nil {
 		return PrepareRehearsalResult{}, err
 	}
 	var spec *inventory.JobSpec
@@ -98,10 +98,10 @@ func (a *Activities) PrepareRehearsal(ctx context.Context, in PrepareRehearsalIn
 	if err != nil || why != "" {
 		return PrepareRehearsalResult{NotRehearsed: why}, err
 	}
-	t := targetOf(inventory.Cluster{ClusterID: in.Job.ClusterID, KubeCluster: in.Job.KubeCluster, Tenant: in.Job.Tenant}, in.Job.JobName, "", SnapshotSavepoint)
+	t := core.TargetOf(inventory.Cluster{ClusterID: in.Job.ClusterID, KubeCluster: in.Job.KubeCluster, Tenant: in.Job.Tenant}, in.Job.JobName, "", core.SnapshotSavepoint)
 	t.JobID, t.Recipe = in.Job.JobID, &recipe
 	t.DrillCluster = url
-	t.DrillDir = strings.TrimRight(a.Drill.Root, "/") + "/" + pathSegment(in.RunID) + "/" + pathSegment(t.ClusterID) + "/" + pathSegment(t.JobName) + "-" + fmt.Sprint(in.N)
+	t.DrillDir = strings.TrimRight(a.Drill.Root, "/") + "/" + core.PathSegment(in.RunID) + "/" + core.PathSegment(t.ClusterID) + "/" + core.PathSegment(t.JobName) + "-" + fmt.Sprint(in.N)
 	return PrepareRehearsalResult{Target: &t, FlinkVersion: reported}, nil
 }
 
@@ -164,7 +164,7 @@ var leadingMinor = regexp.MustCompile(`^([1-9][0-9]*\.[0-9]+)(?:[.-]|$)`)
 // writes to production. The drill recipe's sandboxArgs are in force either
 // way. Why says what keeps it from being rehearsed.
 func RehearsalRecipe(spec inventory.JobSpec, next *inventory.RestartRecipe, version string, args []string) (recipe inventory.DrillRecipe, why string) {
-	base := *targetOf(inventory.Cluster{Jobs: []inventory.JobSpec{spec}}, spec.Name, "", "").Recipe
+	base := *core.TargetOf(inventory.Cluster{Jobs: []inventory.JobSpec{spec}}, spec.Name, "", "").Recipe
 	if next == nil {
 		r, ok := base.ForFlinkVersion(version)
 		if !ok {
@@ -418,7 +418,7 @@ func (a *Activities) RecordRehearsal(ctx context.Context, in RecordRehearsalInpu
 		if err != nil {
 			return core.Classify("resolve "+t.Root, err)
 		}
-		rec := catalog.RehearsalRecord{Snapshot: fullPath(fs, in.Snapshot), RunID: in.RunID, FlinkVersion: in.FlinkVersion, Jar: in.Jar,
+		rec := catalog.RehearsalRecord{Snapshot: core.FullPath(fs, in.Snapshot), RunID: in.RunID, FlinkVersion: in.FlinkVersion, Jar: in.Jar,
 			Job:     catalog.LogicalJob{Tenant: t.Name, Cluster: in.Job.ClusterID, Job: in.Job.JobName},
 			Verdict: in.Verdict, Cause: in.Cause, At: core.Now(a.Now).UTC()}
 		if err := (catalog.RehearsalStore{FS: fs, Root: root}).Put(ctx, rec); err != nil {

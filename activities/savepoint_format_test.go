@@ -38,8 +38,8 @@ func TestStopWithSavepointTakesNativeOfAForStJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ff := &fakeFlink{statuses: done, stateBackend: tc.backend, configErr: tc.configErr}
 			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
-			var out StopWithSavepointResult
-			err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("a", 32), Format: tc.asked}, &out)
+			var out core.StopWithSavepointResult
+			err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("a", 32), Format: tc.asked}, &out)
 			if ff.configCalls != tc.wantConfigCalls {
 				t.Errorf("checkpoint config read %d times, want %d", ff.configCalls, tc.wantConfigCalls)
 			}
@@ -65,7 +65,7 @@ func TestStopWithSavepointTakesNativeOfAForStJob(t *testing.T) {
 
 func TestIsForSt(t *testing.T) {
 	for name, want := range map[string]bool{"ForStStateBackend": true, "forst": true, "EmbeddedRocksDBStateBackend": false, "HashMapStateBackend": false, "": false} {
-		if isForSt(name) != want {
+		if core.IsForSt(name) != want {
 			t.Errorf("isForSt(%q) = %v, want %v", name, !want, want)
 		}
 	}

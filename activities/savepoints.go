@@ -77,12 +77,6 @@ type AdoptSavepointsResult struct {
 	Adopted []SavepointRow `json:"adopted"`
 }
 
-// splitJob parses cluster/name.
-func splitJob(job string) (cluster, name string, ok bool) {
-	cluster, name, ok = strings.Cut(job, "/")
-	return cluster, name, ok && cluster != "" && name != "" && !strings.Contains(name, "/")
-}
-
 // ListSavepoints lists the completed savepoints under the savepoint dirs
 // of the tenants' clusters with their logical job: from the catalog, or
 // from a cluster's job history (which catalogues them), or unknown.
@@ -93,7 +87,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	var wantCluster, wantName string
 	if in.Job != "" {
 		var ok bool
-		if wantCluster, wantName, ok = splitJob(in.Job); !ok {
+		if wantCluster, wantName, ok = core.SplitJob(in.Job); !ok {
 			return ListSavepointsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %q: want <cluster>/<job name>, such as cluster-a/orders", in.Job)
 		}
 	}
@@ -143,36 +137,36 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	if err != nil {
 		return res, core.Classify("list savepoint dirs", err)
 	}
-	owners, err := a.savepointOwners(ctx, inv, tenants, listing, nil, a.jobHistory(ctx, inv), &res.Notes)
+	owners, err := a.lineage().Owners(ctx, inv, tenants, listing, nil, a.lineage().JobHistory(ctx, inv), &res.Notes)
 	if err != nil {
 		return res, err
 	}
-	lineage := owners.lineage
+	lineage := owners.Lineage
 	entries := map[string]catalog.Entry{}
 	drills := map[string]catalog.DrillRecord{}
 	rehearsals := map[string]catalog.RehearsalRecord{}
 	failed := map[string]catalog.FailedRestoreRecord{}
 	for _, t := range tenants {
-		if e, err := a.catalogOf(ctx, t); err == nil {
+		if e, err := a.catalog().Entries(ctx, t); err == nil {
 			for _, en := range e {
 				entries[en.Path] = en
 			}
 		}
-		if d, err := a.drillsOf(ctx, t); err == nil {
+		if d, err := a.catalog().Drills(ctx, t); err == nil {
 			for _, r := range d {
 				drills[r.Snapshot] = r
 			}
 		} else {
 			res.Notes = append(res.Notes, fmt.Sprintf("drill records of tenant %s unreadable: %v", t.Name, err))
 		}
-		if recs, err := a.rehearsalsOf(ctx, t); err == nil {
+		if recs, err := a.catalog().Rehearsals(ctx, t); err == nil {
 			for _, r := range recs {
 				rehearsals[r.Snapshot] = r
 			}
 		} else {
 			res.Notes = append(res.Notes, fmt.Sprintf("rehearsal records of tenant %s unreadable: %v", t.Name, err))
 		}
-		recs, rejected, err := a.failedRestoresOf(ctx, t)
+		recs, rejected, err := a.catalog().FailedRestores(ctx, t)
 		if err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("failed-restore records of tenant %s unreadable: %v", t.Name, err))
 		}
@@ -220,52 +214,6 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 	return res, nil
 }
 
-// drillsOf reads the drill records of tenant t.
-func (a *Activities) drillsOf(ctx context.Context, t inventory.Tenant) ([]catalog.DrillRecord, error) {
-	fs, p, err := a.Storage.Resolve(ctx, t.Root)
-	if err != nil {
-		return nil, err
-	}
-	return catalog.DrillStore{FS: fs, Root: p}.List(ctx)
-}
-
-// rehearsalsOf reads the rehearsal records of tenant t.
-func (a *Activities) rehearsalsOf(ctx context.Context, t inventory.Tenant) ([]catalog.RehearsalRecord, error) {
-	fs, p, err := a.Storage.Resolve(ctx, t.Root)
-	if err != nil {
-		return nil, err
-	}
-	return catalog.RehearsalStore{FS: fs, Root: p}.List(ctx)
-}
-
-// failedRestoresOf reads the failed-restore records of tenant t, and
-// those it cannot stand on.
-func (a *Activities) failedRestoresOf(ctx context.Context, t inventory.Tenant) ([]catalog.FailedRestoreRecord, []catalog.Rejected, error) {
-	fs, p, err := a.Storage.Resolve(ctx, t.Root)
-	if err != nil {
-		return nil, nil, err
-	}
-	return catalog.FailedRestoreStore{FS: fs, Root: p}.Claims(ctx)
-}
-
-// recipesOf is the recipe records of tenant t.
-func (a *Activities) recipesOf(ctx context.Context, t inventory.Tenant) (catalog.RecipeStore, error) {
-	fs, p, err := a.Storage.Resolve(ctx, t.Root)
-	if err != nil {
-		return catalog.RecipeStore{}, core.Classify("resolve tenant root "+t.Root, err)
-	}
-	return catalog.RecipeStore{FS: fs, Root: p}, nil
-}
-
-// catalogOf reads the catalog of tenant t.
-func (a *Activities) catalogOf(ctx context.Context, t inventory.Tenant) ([]catalog.Entry, error) {
-	fs, p, err := a.Storage.Resolve(ctx, t.Root)
-	if err != nil {
-		return nil, err
-	}
-	return catalog.Store{FS: fs, Root: p}.List(ctx)
-}
-
 // AdoptSavepoints catalogues savepoints under the logical job cluster/name,
 // bringing them under retention: each must be a completed savepoint (its
 // _metadata parses) under the root of the cluster's tenant. A savepoint
@@ -275,7 +223,7 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 	if a.Inventory == nil || a.Storage == nil {
 		return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source or storage configured")
 	}
-	clusterID, name, ok := splitJob(in.Job)
+	clusterID, name, ok := core.SplitJob(in.Job)
 	if !ok {
 		return AdoptSavepointsResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "job %q: want <cluster>/<job name>, such as cluster-a/orders", in.Job)
 	}
@@ -337,7 +285,7 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 		}); err != nil {
 			return AdoptSavepointsResult{}, core.Classify("walk "+path, err)
 		}
-		entries = append(entries, catalog.Entry{Path: fullPath(fs, p), Job: job, Trigger: catalog.TriggerAdopted, Files: files, Bytes: bytes, RecordedAt: core.Now(a.Now).UTC()})
+		entries = append(entries, catalog.Entry{Path: core.FullPath(fs, p), Job: job, Trigger: catalog.TriggerAdopted, Files: files, Bytes: bytes, RecordedAt: core.Now(a.Now).UTC()})
 	}
 	// Refuse before writing anything: a conflict anywhere stops the lot.
 	if !in.Force {
@@ -364,12 +312,4 @@ func (a *Activities) AdoptSavepoints(ctx context.Context, in AdoptSavepointsInpu
 		out.Adopted = append(out.Adopted, SavepointRow{Path: e.Path, Tenant: tenant.Name, Job: job.String(), Trigger: e.Trigger, Files: e.Files, Bytes: e.Bytes})
 	}
 	return out, nil
-}
-
-// fullPath qualifies a path of fs with its URI, as listings spell it.
-func fullPath(fs storage.FileSystem, p string) string {
-	if strings.Contains(p, "://") {
-		return p
-	}
-	return strings.TrimRight(fs.URI().String(), "/") + p
 }

@@ -61,7 +61,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 	if err != nil {
 		return TakeSavepointResult{}, err
 	}
-	format, note, err := a.savepointFormatFor(ctx, client, in.Job, in.Format)
+	format, note, err := a.jobs().SavepointFormatFor(ctx, client, in.Job, in.Format)
 	if err != nil {
 		return TakeSavepointResult{}, core.Classify("state backend of "+in.Job.Key+" ("+in.Job.JobID+")", err)
 	}
@@ -98,7 +98,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 			break
 		}
 		activity.RecordHeartbeat(ctx, "savepoint in progress")
-		if err := core.Sleep(ctx, a.operationPollDelay(time.Since(triggered))); err != nil {
+		if err := core.Sleep(ctx, a.jobs().OperationPollDelay(time.Since(triggered))); err != nil {
 			return TakeSavepointResult{}, err
 		}
 	}
@@ -110,7 +110,7 @@ func (a *Activities) TakeSavepoint(ctx context.Context, in TakeSavepointInput) (
 	if in.Trigger != "" {
 		trigger = in.Trigger
 	}
-	err = a.putCatalogEntry(ctx, in.Job, catalog.Entry{Path: location, Trigger: trigger, RunID: in.RunID,
+	err = a.catalog().Put(ctx, in.Job, catalog.Entry{Path: location, Trigger: trigger, RunID: in.RunID,
 		Format: format, Files: ver.Files, Bytes: ver.Bytes})
 	if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {
 		return TakeSavepointResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "savepoint %s of %s not catalogued: %v", location, in.Job.Key, err)

@@ -41,7 +41,7 @@ func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) err
 		if err != nil {
 			return err
 		}
-		return a.uploadedJar(ctx, client, in.Job, r.JarID)
+		return a.jobs().UploadedJar(ctx, client, in.Job, r.JarID)
 	}
 	if !strings.Contains(r.Jar, "://") || strings.HasPrefix(r.Jar, "file://") {
 		fi, err := os.Stat(strings.TrimPrefix(r.Jar, "file://"))
@@ -65,26 +65,6 @@ func (a *Activities) CheckUpgrade(ctx context.Context, in CheckUpgradeInput) err
 		return core.Classify("stat new jar "+r.Jar, err)
 	}
 	return nil
-}
-
-// uploadedJar checks a jar id names a jar uploaded to the job's cluster.
-func (a *Activities) uploadedJar(ctx context.Context, client core.FlinkAPI, job core.JobTarget, jarID string) error {
-	jars, err := client.ListJars(ctx)
-	if err != nil {
-		return core.Classify("list the jars of "+job.RESTURL, err)
-	}
-	var ids []string
-	for _, f := range jars.Files {
-		if f.ID == jarID {
-			return nil
-		}
-		ids = append(ids, f.ID)
-	}
-	if len(ids) > 10 {
-		ids = append(ids[:10], "...")
-	}
-	return core.NonRetryable(core.ErrTypeInvalidInput, "jar id %s of %s is not uploaded to %s (it has: %s); upload it again (uploaded jars are lost when a JobManager restarts without a persistent web.upload.dir), or give the jar's path",
-		jarID, job.Key, job.RESTURL, strings.Join(ids, ", "))
 }
 
 // EndJobInput names a job version to end: Job.JobID is the instance.
@@ -125,7 +105,7 @@ func (a *Activities) EndJob(ctx context.Context, in EndJobInput) (EndJobResult, 
 		return EndJobResult{}, nil
 	}
 	if state == flink.JobRunning {
-		res, err := a.StopWithSavepoint(ctx, StopWithSavepointInput{Job: in.Job, TriggerID: in.TriggerID, Format: in.Format, RunID: in.RunID})
+		res, err := a.jobs().StopWithSavepoint(ctx, core.StopWithSavepointInput{Job: in.Job, TriggerID: in.TriggerID, Format: in.Format, RunID: in.RunID})
 		if err == nil {
 			return EndJobResult{Savepoint: res.SavepointPath}, a.awaitTerminal(ctx, client, in.Job.JobID)
 		}
@@ -244,68 +224,8 @@ func (a *Activities) recipeStore(ctx context.Context, tenant string) (catalog.Re
 	}
 	for _, t := range inv.Tenants {
 		if t.Name == tenant && t.Root != "" {
-			return a.recipesOf(ctx, t)
+			return a.catalog().Recipes(ctx, t)
 		}
 	}
 	return catalog.RecipeStore{}, core.NonRetryable(core.ErrTypeInvalidInput, "tenant %q has no root in the inventory: nowhere to record the recipe", tenant)
-}
-
-// applyRecordedRecipes restarts jobs with the recipe a committed upgrade
-// recorded while the inventory still holds the recipe it replaced. A job
-// whose inventory recipe is neither is skipped: which version is right is
-// for a person to say. Unreadable records fail discovery.
-func (a *Activities) applyRecordedRecipes(ctx context.Context, inv inventory.Inventory, targets []core.JobTarget) ([]core.JobTarget, []core.SkippedJob, error) {
-	if a.Storage == nil || len(targets) == 0 {
-		return targets, nil, nil
-	}
-	records := map[string]catalog.RecipeRecord{}
-	stores := map[string]catalog.RecipeStore{}
-	for _, t := range inv.Tenants {
-		if t.Root == "" {
-			continue
-		}
-		store, err := a.recipesOf(ctx, t)
-		if err != nil {
-			return nil, nil, err
-		}
-		list, err := store.List(ctx)
-		if errors.Is(err, catalog.ErrInvalid) {
-			return nil, nil, core.NonRetryable(core.ErrTypeInventory, "recipe records of tenant %s are not readable (%v): which version of its jobs to restart is unknown; fix or remove the file", t.Name, err)
-		}
-		if err != nil {
-			return nil, nil, core.Classify("read the recipe records of tenant "+t.Name, err)
-		}
-		for _, r := range list {
-			if r.Job.Tenant == t.Name {
-				records[core.JobKey(r.Job.Cluster, r.Job.Job)] = r
-				stores[core.JobKey(r.Job.Cluster, r.Job.Job)] = store
-			}
-		}
-	}
-	var kept []core.JobTarget
-	var skipped []core.SkippedJob
-	for _, t := range targets {
-		r, ok := records[t.Key]
-		if !ok {
-			kept = append(kept, t)
-			continue
-		}
-		switch r.Resolve(t.Restart) {
-		case catalog.UseInventory:
-			// The inventory caught up: the record has done its work, and
-			// left in place it would contradict the inventory's next change.
-			if err := stores[t.Key].Remove(ctx, r.Job); err != nil {
-				activity.GetLogger(ctx).Warn("recipe record not removed", "job", t.Key, "error", err)
-			}
-		case catalog.UseRecorded:
-			t.Restart = r.Recipe
-		case catalog.Conflict:
-			skipped = append(skipped, core.SkippedJob{Key: t.Key, JobID: t.JobID, Reason: fmt.Sprintf(
-				"upgrade %s recorded a recipe for this job, and the inventory's recipe has changed since to neither that one nor the one it replaced: "+
-					"update the inventory to the recorded recipe (flinkmaint upgrade status %s shows it) so it catches up, then change it; left running", r.UpgradeID, r.UpgradeID)})
-			continue
-		}
-		kept = append(kept, t)
-	}
-	return kept, skipped, nil
 }

@@ -50,8 +50,8 @@ func TestDiscoverJobsRestartsWithTheRecipeOfRecord(t *testing.T) {
 		jobs = append(jobs, flink.JobOverview{ID: string(rune('a'+i)) + "0000000000000000000000000000000", Name: name, State: flink.JobRunning})
 	}
 	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
-	var res DiscoverJobsResult
-	if err := runActivity(t, a, a.DiscoverJobs, DiscoverJobsInput{}, &res); err != nil {
+	var res core.DiscoverJobsResult
+	if err := runActivity(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
 		t.Fatal(err)
 	}
 	jars := map[string]string{}
@@ -97,8 +97,8 @@ func TestRecipeRecordsOfSuccessiveUpgrades(t *testing.T) {
 	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
 	running := func() string {
 		t.Helper()
-		var res DiscoverJobsResult
-		if err := runActivity(t, a, a.DiscoverJobs, DiscoverJobsInput{}, &res); err != nil {
+		var res core.DiscoverJobsResult
+		if err := runActivity(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
 			t.Fatal(err)
 		}
 		if len(res.Jobs) != 1 {

@@ -111,7 +111,7 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 		trees = append(trees, walked{tenant: t, fs: fs, root: root, tree: tree})
 		listing.Report.Savepoints = append(listing.Report.Savepoints, tree.Savepoints...)
 	}
-	history := a.jobHistory(ctx, inv)
+	history := a.lineage().JobHistory(ctx, inv)
 	jobIDs := jobsByID(history, &res.Notes)
 	var walkedTenants []inventory.Tenant
 	for _, w := range trees {
@@ -126,11 +126,11 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 			}
 		}
 	}
-	owners, err := a.savepointOwners(ctx, inv, walkedTenants, listing, nil, history, &res.Notes)
+	owners, err := a.lineage().Owners(ctx, inv, walkedTenants, listing, nil, history, &res.Notes)
 	if err != nil {
 		return res, err
 	}
-	lineage := owners.lineage
+	lineage := owners.Lineage
 	for _, w := range trees {
 		rep := usage.Summarize(w.tree, usage.Attribution{JobIDs: jobIDs, Savepoints: lineage},
 			usage.Options{Tenant: w.tenant.Name, Root: w.tenant.Root, At: core.Now(a.Now).UTC(), Top: in.Top, Previous: a.previousSample(ctx, w.fs, w.root, w.tenant.Name, &res.Notes)})
@@ -138,7 +138,7 @@ func (a *Activities) TenantUsage(ctx context.Context, in TenantUsageInput) (Tena
 		// sample that cannot be written only costs the next growth.
 		if data, err := json.Marshal(rep.Sample()); err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("usage sample of tenant %s not encoded: %v", w.tenant.Name, err))
-		} else if _, err := a.WriteDocument(ctx, WriteDocumentInput{Path: usage.SamplePath(w.root), Content: data}); err != nil {
+		} else if _, err := a.documents().WriteDocument(ctx, core.WriteDocumentInput{Path: usage.SamplePath(w.root), Content: data}); err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("usage sample of tenant %s not saved (%v): the next run compares with an older sample, if any", w.tenant.Name, err))
 		}
 		if a.Metrics != nil {
@@ -247,13 +247,13 @@ func (a *Activities) usageLayout(ctx context.Context, inv inventory.Inventory, f
 // jobsByID maps the job ids every inventory cluster lists (running jobs
 // and its job history) to their logical job. A cluster that does not
 // answer is noted: its jobs' checkpoints stay unattributed.
-func jobsByID(history jobHistoryRead, notes *[]string) map[string]string {
-	for _, u := range history.unread {
-		*notes = append(*notes, fmt.Sprintf("jobs of cluster %s not readable (%v): their checkpoints count as unattributed", u.cluster, u.err))
+func jobsByID(history core.JobHistoryRead, notes *[]string) map[string]string {
+	for _, u := range history.Unread {
+		*notes = append(*notes, fmt.Sprintf("jobs of cluster %s not readable (%v): their checkpoints count as unattributed", u.Cluster, u.Err))
 	}
 	out := map[string]string{}
-	for _, r := range history.runs {
-		out[r.id] = r.job.String()
+	for _, r := range history.Runs {
+		out[r.Id] = r.Job.String()
 	}
 	return out
 }

@@ -98,8 +98,8 @@ func TestStopWithSavepointRidesOutAJobManagerFailover(t *testing.T) {
 		details:  []detailsAnswer{{d: flink.JobDetails{State: flink.JobRunning}}},
 	}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
-	var out StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+	var out core.StopWithSavepointResult
+	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +114,8 @@ func TestStopWithSavepointRidesOutAJobManagerFailover(t *testing.T) {
 func TestStopWithSavepointGivesUpOnAClusterThatStaysDown(t *testing.T) {
 	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{{err: jmDown}}}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond, FailoverWait: 20 * time.Millisecond}
-	var out StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+	var out core.StopWithSavepointResult
+	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != flink.ErrorReasonUnavailable || nonRetryable {
 		t.Fatalf("error %v (type %s, non-retryable %v); want a retryable %s", err, typ, nonRetryable, flink.ErrorReasonUnavailable)
@@ -174,8 +174,8 @@ func TestStopWithSavepointFindsTheSavepointOfAJobTheNewJobManagerForgot(t *testi
 			ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: jmDown}, {err: opUnknown}},
 				details: []detailsAnswer{c.details}, overview: c.overview}
 			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
-			var out StopWithSavepointResult
-			err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+			var out core.StopWithSavepointResult
+			err = runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 				Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 			if c.want == "" {
 				typ, nonRetryable := acttest.ErrType(t, err)
@@ -208,13 +208,13 @@ func TestStopWithSavepointAsksAgainWhileTasksDeploy(t *testing.T) {
 		details:  []detailsAnswer{{d: flink.JobDetails{State: flink.JobRunning}}},
 	}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
-	var out StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+	var out core.StopWithSavepointResult
+	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{failoverTrigger, nextTriggerID(failoverTrigger, 1), nextTriggerID(failoverTrigger, 2)}
+	want := []string{failoverTrigger, core.NextTriggerID(failoverTrigger, 1), core.NextTriggerID(failoverTrigger, 2)}
 	if strings.Join(ff.triggers, ",") != strings.Join(want, ",") || out.SavepointPath != "hdfs://nn/sp/savepoint-j1abcd-2" || out.Recovered == "" {
 		t.Fatalf("triggers %v, savepoint %q (%q); want triggers %v and the last stop's savepoint", ff.triggers, out.SavepointPath, out.Recovered, want)
 	}
@@ -243,8 +243,8 @@ func TestARetriedStopOfAFinishedJobTakesItsSavepoint(t *testing.T) {
 	gone := flink.NewError("stop", flink.ErrorReasonJobNotFound, "FlinkJobNotFoundException", nil)
 	ff := &failoverFlink{stops: []error{gone}, details: []detailsAnswer{{err: jobUnknown}}}
 	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
-	var out StopWithSavepointResult
-	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+	var out core.StopWithSavepointResult
+	err = runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	if err != nil || out.SavepointPath != "file://"+filepath.Dir(md) {
 		t.Fatalf("savepoint %q, %v; want %s", out.SavepointPath, err, filepath.Dir(md))
@@ -261,8 +261,8 @@ func TestStopWithSavepointWaitsOutFlinkWhileAskingAboutAForgottenStop(t *testing
 		details:  []detailsAnswer{{err: jmDown}, {d: flink.JobDetails{State: flink.JobRunning}}},
 	}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
-	var out StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+	var out core.StopWithSavepointResult
+	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil || out.SavepointPath != "hdfs://nn/sp/savepoint-j1abcd-2" || ff.stopCalls != 1 {
 		t.Fatalf("savepoint %q after %d stops, %v; want the stop's savepoint after 1", out.SavepointPath, ff.stopCalls, err)
@@ -333,7 +333,7 @@ func TestAForgottenStopTakesTheNewestSavepointSinceItBegan(t *testing.T) {
 // stopForgottenBy stops the job with a JobManager that loses the stop
 // operation and then no longer knows the job, so the stop must find its
 // savepoint in target, a local dir under root.
-func stopForgottenBy(t *testing.T, root, target string) (StopWithSavepointResult, error) {
+func stopForgottenBy(t *testing.T, root, target string) (core.StopWithSavepointResult, error) {
 	t.Helper()
 	guard, err := storage.NewGuard("file://" + root)
 	if err != nil {
@@ -341,8 +341,8 @@ func stopForgottenBy(t *testing.T, root, target string) (StopWithSavepointResult
 	}
 	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: opUnknown}}, details: []detailsAnswer{{err: jobUnknown}}}
 	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
-	var out StopWithSavepointResult
-	err = runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+	var out core.StopWithSavepointResult
+	err = runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	return out, err
 }

@@ -51,8 +51,8 @@ func TestDiscoverJobsNamesWhatTheScopeDoesNotResolve(t *testing.T) {
 			`scope.includeJobs pattern "nope-*" matches no job`}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var res DiscoverJobsResult
-			if err := runActivity(t, a, a.DiscoverJobs, DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
+			var res core.DiscoverJobsResult
+			if err := runActivity(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
 				t.Fatal(err)
 			}
 			if len(res.Unresolved) != len(tc.want) {
@@ -114,8 +114,8 @@ func TestScopeSelectsATenantsClusterOnly(t *testing.T) {
 		"cluster":            {core.Scope{Clusters: []string{"b1"}}, "b1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var res DiscoverJobsResult
-			if err := runActivity(t, a, a.DiscoverJobs, DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
+			var res core.DiscoverJobsResult
+			if err := runActivity(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
 				t.Fatal(err)
 			}
 			var got []string

@@ -156,8 +156,8 @@ func TestStopWithSavepointFailureIsNonRetryable(t *testing.T) {
 		{State: flink.OperationCompleted, Failure: &flink.FailureCause{StackTrace: "java.io.IOException: quota\n\tat x\nCaused by: NSQuotaExceededException: The NameSpace quota"}},
 	}, details: []flink.JobDetails{{State: flink.JobRunning}}}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
-	var out StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+	var out core.StopWithSavepointResult
+	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
 	typ, nonRetryable := acttest.ErrType(t, err)
 	if typ != flink.ErrorReasonOperationFailed || !nonRetryable || !strings.Contains(err.Error(), "NSQuotaExceededException") || !strings.Contains(err.Error(), "keeps running") {
@@ -186,8 +186,8 @@ func TestStopWithSavepointFailureSaysWhatItSawOfTheJob(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ff := &fakeFlink{statuses: failed, details: c.details, detailsErrs: c.errs}
 			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
-			var out StopWithSavepointResult
-			err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{
+			var out core.StopWithSavepointResult
+			err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
 				Job: core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != flink.ErrorReasonOperationFailed {
@@ -224,8 +224,8 @@ func TestJobAfterFailedStop(t *testing.T) {
 
 func TestStopWithSavepointNeedsATargetDir(t *testing.T) {
 	a := &Activities{Flink: oneClient{&fakeFlink{}}}
-	var out StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, StopWithSavepointInput{Job: core.JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
+	var out core.StopWithSavepointResult
+	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{Job: core.JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeInvalidInput || !nonRetryable {
 		t.Fatalf("error %v", err)
 	}
@@ -313,7 +313,7 @@ func TestOperationPollDelay(t *testing.T) {
 		{time.Second, 5 * time.Second, 0, time.Second},
 	} {
 		a := &Activities{PollInterval: tc.interval, OperationPollMin: tc.least}
-		if got := a.operationPollDelay(tc.elapsed); got != tc.want {
+		if got := a.jobs().OperationPollDelay(tc.elapsed); got != tc.want {
 			t.Errorf("interval %v, minimum %v, elapsed %v: delay %v, want %v", tc.interval, tc.least, tc.elapsed, got, tc.want)
 		}
 	}

@@ -7,27 +7,6 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
-// DiscoverJobsInput selects the jobs.
-type DiscoverJobsInput struct {
-	Scope core.Scope
-	// SavepointOnly selects running jobs without a restart recipe too: a
-	// savepoint that does not stop the job needs none.
-	SavepointOnly bool `json:",omitempty"`
-}
-
-// DiscoverJobsResult lists the tenants in scope, the jobs to maintain and
-// the jobs left alone.
-type DiscoverJobsResult struct {
-	Tenants  []inventory.Tenant
-	Clusters []inventory.Cluster
-	Jobs     []core.JobTarget
-	Skipped  []core.SkippedJob
-	// Unresolved names every entry of the scope that selects nothing (see
-	// unresolvedScope), each with what the inventory has instead. A window
-	// refuses such a scope; other callers may ignore it.
-	Unresolved []string `json:",omitempty"`
-}
-
 // TenantQuota is one tenant root's usage, watermark and, when asked, the
 // projected cost of restarting its jobs.
 type TenantQuota struct {
@@ -89,35 +68,6 @@ type CheckQuotaResult struct {
 	Footprints []Footprint `json:",omitempty"`
 }
 
-// StopWithSavepointInput stops one job. TriggerID is chosen by the workflow
-// so a retried activity re-attaches to the same Flink operation.
-type StopWithSavepointInput struct {
-	Job       core.JobTarget
-	TriggerID string
-	// TargetDir overrides the job's savepoint dir.
-	TargetDir string
-	Format    string // CANONICAL or NATIVE
-	// Drain stops the job with drain: sources end, MAX_WATERMARK fires
-	// every event-time timer, then the savepoint is taken.
-	Drain bool `json:",omitempty"`
-	// RunID names the window, recorded in the savepoint catalog.
-	RunID string `json:",omitempty"`
-}
-
-// StopWithSavepointResult is where the savepoint landed.
-type StopWithSavepointResult struct {
-	SavepointPath string
-	Reattached    bool
-	// Recovered says how the savepoint was found when Flink no longer knew
-	// the stop operation (its cache expired, its JobManager failed over)
-	// but the job had finished with it; empty when Flink reported it.
-	Recovered string `json:",omitempty"`
-	// Format is the savepoint's format, CANONICAL or NATIVE; FormatNote
-	// says why it is not the one asked for (a ForSt job takes NATIVE only).
-	Format     string `json:",omitempty"`
-	FormatNote string `json:",omitempty"`
-}
-
 // VerifySavepointInput names a savepoint to check.
 type VerifySavepointInput struct {
 	Path string
@@ -130,18 +80,6 @@ type VerifySavepointResult struct {
 	Files        int64 // files the _metadata references, plus _metadata itself
 	Bytes        int64
 	Operators    int
-}
-
-// WriteDocumentInput writes a small document (manifest, report) durably.
-type WriteDocumentInput struct {
-	Path    string
-	Content []byte
-}
-
-// WriteDocumentResult echoes where it was written.
-type WriteDocumentResult struct {
-	Path  string
-	Bytes int
 }
 
 // ProbeEndpointsInput lists what must answer before a window goes on.
@@ -162,12 +100,6 @@ type RestartJobInput struct {
 	Job           core.JobTarget
 	SavepointPath string
 	NewJobID      string
-}
-
-// RestartJobResult is the restarted job.
-type RestartJobResult struct {
-	JobID      string
-	Reattached bool
 }
 
 // AwaitHealthyInput sets what healthy means for a restarted job.

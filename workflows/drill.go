@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -176,7 +177,7 @@ func JobDrillWorkflow(ctx workflow.Context, in JobDrillInput) (JobDrillResult, e
 	res.Cleanup = &end
 	switch {
 	case failure == nil:
-	case end.SnapshotGone && t.Kind == activities.SnapshotCheckpoint:
+	case end.SnapshotGone && t.Kind == core.SnapshotCheckpoint:
 		res.Outcome = catalog.DrillInconclusive
 		res.Error = "the checkpoint was removed by its job during the drill (subsumed): " + errorText(failure)
 	default:

@@ -21,11 +21,11 @@ import (
 
 // drillTargets are n checkpoints of jobs with a drill recipe, on two
 // tenants.
-func drillTargets(n int) []activities.DrillTarget {
-	var out []activities.DrillTarget
+func drillTargets(n int) []core.DrillTarget {
+	var out []core.DrillTarget
 	for i := range n {
-		out = append(out, activities.DrillTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: []string{"team-a", "team-b"}[i%2], ClusterID: "c",
-			JobName: fmt.Sprintf("job-%d", i), Snapshot: fmt.Sprintf("hdfs://nn/ck/j%d/chk-5", i), Kind: activities.SnapshotCheckpoint,
+		out = append(out, core.DrillTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: []string{"team-a", "team-b"}[i%2], ClusterID: "c",
+			JobName: fmt.Sprintf("job-%d", i), Snapshot: fmt.Sprintf("hdfs://nn/ck/j%d/chk-5", i), Kind: core.SnapshotCheckpoint,
 			Recipe:       &inventory.DrillRecipe{Jar: "/jars/j.jar", ProgramArgs: []string{"--sink", "discard"}, SandboxArgs: []string{"--sink", "discard"}},
 			DrillCluster: "http://drill:8081", DrillDir: fmt.Sprintf("hdfs://nn/drills/run/c/job-%d-%d", i, i)})
 	}

@@ -119,11 +119,11 @@ func (in *RestoreDrillInput) Validate() error {
 
 // JobDrillInput drills one snapshot.
 type JobDrillInput struct {
-	RunID  string                 `json:"runId"`
-	N      int                    `json:"n"`
-	Target activities.DrillTarget `json:"target"`
-	Tier   int                    `json:"tier"`
-	Health RestartPolicy          `json:"health"`
+	RunID  string           `json:"runId"`
+	N      int              `json:"n"`
+	Target core.DrillTarget `json:"target"`
+	Tier   int              `json:"tier"`
+	Health RestartPolicy    `json:"health"`
 }
 
 // DrillRestore is what tier 2 saw.

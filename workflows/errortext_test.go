@@ -98,7 +98,7 @@ func TestErrorTextSaysTheRootCauseOnce(t *testing.T) {
 				env := s.NewTestWorkflowEnvironment()
 				env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 				var a *activities.Activities
-				env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(activities.StopWithSavepointResult{}, clusterDownError(job))
+				env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(core.StopWithSavepointResult{}, clusterDownError(job))
 				return runTexts(t, env, savepointFailureTexts, JobSavepointInput{WindowID: "w1", Job: job, Attempt: 1, Timeout: Duration(10 * time.Minute)})
 			},
 			once: []string{"stop job cluster-a/job-a", "FlinkUnavailable", "no response from the REST endpoint", "connection refused"},
@@ -150,8 +150,8 @@ func TestErrorTextIsBounded(t *testing.T) {
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 	var a *activities.Activities
 	trace := "org.apache.flink.runtime.checkpoint.CheckpointException: " + strings.Repeat("Task failure while checkpointing ", 100)
-	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(context.Context, activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
-		return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("stop-with-savepoint of cluster-a/job-a failed; the job keeps running: "+trace,
+	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(context.Context, core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
+		return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("stop-with-savepoint of cluster-a/job-a failed; the job keeps running: "+trace,
 			flink.ErrorReasonOperationFailed, nil)
 	})
 	text, raw := runTexts(t, env, savepointFailureTexts, JobSavepointInput{WindowID: "w1", Job: core.JobTarget{Key: "cluster-a/job-a", JobID: "a", SavepointDir: "hdfs://nn/sp"}, Attempt: 1, Timeout: Duration(10 * time.Minute)})

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
@@ -457,7 +458,7 @@ func (r *governanceRun) writeReport(ctx workflow.Context) {
 		content []byte
 	}{{dir + "/report.json", js}, {dir + "/report.md", md}} {
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.WriteDocument,
-			activities.WriteDocumentInput{Path: doc.path, Content: doc.content}).Get(ctx, nil); err != nil {
+			core.WriteDocumentInput{Path: doc.path, Content: doc.content}).Get(ctx, nil); err != nil {
 			r.logger.Error("report not written", "path", doc.path, "error", err)
 			r.st.Notes = append(r.st.Notes, "report not written to "+doc.path+": "+errorText(err))
 			return

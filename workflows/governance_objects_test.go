@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
 // TestGovernanceKubernetesObjects: a plan of Kubernetes leftovers alone is
@@ -50,9 +51,9 @@ func TestGovernanceKubernetesObjects(t *testing.T) {
 			Refused:        []activities.RecordBrief{{Path: c.Path, Outcome: "refused", Detail: c.Detail}},
 			ObjectOutcomes: []activities.ObjectBrief{c, p}}, nil
 	})
-	env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		docs[in.Path] = string(in.Content)
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
 	env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g9", Mode: ModeAuto, Policy: GovernancePolicy{OrphanTTL: Duration(48 * time.Hour)}})
 	if err := env.GetWorkflowError(); err != nil {

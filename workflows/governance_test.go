@@ -127,9 +127,9 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 			TopFiles: []usage.Offender{orders}, TopBytes: []usage.Offender{orders}}}}, nil
 	})
 	f.env.OnActivity(a.PurgeTrash, mockAny, mockAny).Return(activities.PurgeTrashResult{Purged: []string{"hdfs://nn/trash/old"}}, nil)
-	f.env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	f.env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		f.documents[in.Path] = string(in.Content)
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
 	return f
 }

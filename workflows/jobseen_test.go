@@ -49,19 +49,19 @@ func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var a *activities.Activities
-	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		switch in.Job.Key {
 		case "cluster-a/job-a":
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
 				"stop job cluster-a/job-a with savepoint: NSQuotaExceededException: The NameSpace quota of /sp is exceeded",
 				flink.ErrorReasonStorageQuotaExceeded, nil)
 		case "cluster-b/job-b":
-			return activities.StopWithSavepointResult{}, clusterDownError(in.Job)
+			return core.StopWithSavepointResult{}, clusterDownError(in.Job)
 		case "cluster-a/job-c":
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
 				"job cluster-a/job-c is CANCELED, not running; it did not stop with a savepoint", core.ErrTypeJobStoppedWithoutSavepoint, nil)
 		}
-		return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
+		return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
 			"stop-with-savepoint of cluster-b/job-d failed; the job keeps running: CheckpointException: declined",
 			flink.ErrorReasonOperationFailed, nil, core.JobSeen{Seen: core.JobSeenRunning, State: "RUNNING"})
 	})
@@ -148,8 +148,8 @@ func TestWindowSavepointFailureDecisionIsBounded(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var a *activities.Activities
-	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
-		return activities.StopWithSavepointResult{}, clusterDownError(in.Job)
+	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
+		return core.StopWithSavepointResult{}, clusterDownError(in.Job)
 	})
 	f := newWindowFixtureOn(t, env, 14)
 	in := windowInput()
@@ -199,8 +199,8 @@ func TestWindowRestartFailuresSayTheJobsState(t *testing.T) {
 			env := s.NewTestWorkflowEnvironment()
 			if name == "cluster down" {
 				var a *activities.Activities
-				env.OnActivity(a.RestartJob, mockAny, mockAny).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
-					return activities.RestartJobResult{}, clusterDownError(in.Job)
+				env.OnActivity(a.RestartJob, mockAny, mockAny).Return(func(_ context.Context, in activities.RestartJobInput) (core.RestartJobResult, error) {
+					return core.RestartJobResult{}, clusterDownError(in.Job)
 				})
 			}
 			f := newWindowFixtureOn(t, env, 1)

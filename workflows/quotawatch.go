@@ -345,7 +345,7 @@ func (w *quotaWatch) saveSamples(ctx workflow.Context) {
 	}
 	var a *activities.Activities
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.WriteDocument,
-		activities.WriteDocumentInput{Path: w.in.SamplesPath, Content: data}).Get(ctx, nil); err != nil {
+		core.WriteDocumentInput{Path: w.in.SamplesPath, Content: data}).Get(ctx, nil); err != nil {
 		w.logger.Warn("samples not saved", "path", w.in.SamplesPath, "error", err)
 	}
 }

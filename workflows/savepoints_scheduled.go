@@ -125,9 +125,9 @@ func ScheduledSavepointsWorkflow(ctx workflow.Context, in ScheduledSavepointsInp
 	}
 
 	var a *activities.Activities
-	var disc activities.DiscoverJobsResult
+	var disc core.DiscoverJobsResult
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.DiscoverJobs,
-		activities.DiscoverJobsInput{Scope: in.Scope, SavepointOnly: true}).Get(ctx, &disc)
+		core.DiscoverJobsInput{Scope: in.Scope, SavepointOnly: true}).Get(ctx, &disc)
 	if err != nil {
 		return nil, err
 	}

@@ -34,11 +34,11 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 		jobs = append(jobs, core.JobTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: tenant, ClusterID: "c", JobName: fmt.Sprintf("job-%d", i),
 			JobID: strings.Repeat(fmt.Sprint(i), 32), SavepointDir: "hdfs://nn/sp"})
 	}
-	env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+	env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		if !in.SavepointOnly || len(in.Scope.Tenants) != 2 {
 			t.Errorf("discovery %+v; want the scope's tenants, recipes not required", in)
 		}
-		return activities.DiscoverJobsResult{Jobs: jobs,
+		return core.DiscoverJobsResult{Jobs: jobs,
 			Tenants: []inventory.Tenant{{Name: "team-a"}, {Name: "team-b"}, {Name: "team-c"}}}, nil
 	})
 	var mu sync.Mutex
@@ -119,9 +119,9 @@ func TestScheduledSavepointsSkipInsideAFreeze(t *testing.T) {
 		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "quarter-close",
 			Until: time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)}}}, nil)
 		discovered := false
-		env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(context.Context, activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+		env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(context.Context, core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 			discovered = true
-			return activities.DiscoverJobsResult{}, nil
+			return core.DiscoverJobsResult{}, nil
 		})
 		if scheduled {
 			if err := env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(scheduledBy.ValueSet("nightly-savepoints"))); err != nil {

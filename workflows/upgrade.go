@@ -260,8 +260,8 @@ func (u *upgradeRun) preflight(ctx workflow.Context) error {
 	var a *activities.Activities
 	u.setPhase(ctx, UpgradePhasePreflight)
 	cluster, name, _ := strings.Cut(u.in.Job, "/")
-	var found activities.DiscoverJobsResult
-	if err := workflow.ExecuteActivity(u.short(ctx), a.DiscoverJobs, activities.DiscoverJobsInput{
+	var found core.DiscoverJobsResult
+	if err := workflow.ExecuteActivity(u.short(ctx), a.DiscoverJobs, core.DiscoverJobsInput{
 		Scope: core.Scope{Clusters: []string{cluster}, IncludeJobs: []string{name}}}).Get(ctx, &found); err != nil {
 		return fmt.Errorf("inventory: %w", err)
 	}
@@ -442,7 +442,7 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 
 // quota projects the new version's restart on the tenant's namespace
 // quota; it says what does not fit, empty when it fits.
-func (u *upgradeRun) quota(ctx workflow.Context, found activities.DiscoverJobsResult) (string, error) {
+func (u *upgradeRun) quota(ctx workflow.Context, found core.DiscoverJobsResult) (string, error) {
 	var a *activities.Activities
 	j := u.st.Job
 	dir := ""
@@ -806,9 +806,9 @@ func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous
 		return res, err
 	}
 	wait := operatorWait(u.in.Health.RunningTimeout.D())
-	var started activities.RestartJobResult
+	var started core.RestartJobResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.RedeployJob,
-		activities.ResumeJobInput{Job: u.st.Job, SavepointPath: u.st.Savepoint, Timeout: wait}).Get(ctx, &started); err != nil {
+		core.ResumeJobInput{Job: u.st.Job, SavepointPath: u.st.Savepoint, Timeout: wait}).Get(ctx, &started); err != nil {
 		return JobRestartResult{}, err
 	}
 	var healthy activities.AwaitHealthyResult
@@ -855,7 +855,7 @@ func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
 		return err
 	}
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument,
-		activities.WriteDocumentInput{Path: u.st.ManifestPath, Content: content}).Get(ctx, nil)
+		core.WriteDocumentInput{Path: u.st.ManifestPath, Content: content}).Get(ctx, nil)
 	if err != nil {
 		u.logger.Error("manifest not written", "path", u.st.ManifestPath, "error", err)
 	}

@@ -91,11 +91,11 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		return activities.CheckFreezeResult{}, nil
 	})
 	openGates(env)
-	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		if len(in.Scope.Clusters) != 1 || in.Scope.Clusters[0] != "cluster-a" {
-			return activities.DiscoverJobsResult{}, nil
+			return core.DiscoverJobsResult{}, nil
 		}
-		return activities.DiscoverJobsResult{Tenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
+		return core.DiscoverJobsResult{Tenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
 			Jobs: []core.JobTarget{{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a",
 				JobName: "orders", JobID: previousJobID, SavepointDir: "hdfs://nn/sp", Restart: previousRecipe},
 				{Key: "cluster-a/payments", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a", JobName: "payments",
@@ -114,21 +114,21 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		return activities.CheckQuotaResult{Tenants: []activities.TenantQuota{
 			{Tenant: "team-b", RestartAllowed: true}, {Tenant: "team-a", RestartAllowed: !f.quotaFull, GateReason: "over the critical watermark"}}}, nil
 	})
-	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.manifests = append(f.manifests, string(in.Content))
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
-	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.stops++
 		f.manifestBeforeStop = len(f.manifests) > 0 && strings.Contains(f.manifests[len(f.manifests)-1], previousRecipe.Jar)
 		if f.stopErr != nil {
-			return activities.StopWithSavepointResult{}, f.stopErr
+			return core.StopWithSavepointResult{}, f.stopErr
 		}
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
+		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
 	})
 	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
 	env.OnActivity(a.TakeSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.TakeSavepointInput) (activities.TakeSavepointResult, error) {
@@ -138,17 +138,17 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.manifestBeforeStop = len(f.manifests) > 0 && strings.Contains(f.manifests[len(f.manifests)-1], previousRecipe.Jar)
 		return activities.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
 	})
-	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started = append(f.started, in)
 		if hasArg(in.Job.Restart, "--state-uid") && !in.Job.Restart.AllowNonRestoredState {
 			// Flink puts the cause after a long stack: the operator is past
 			// what a person's text keeps.
-			return activities.RestartJobResult{}, temporal.NewNonRetryableApplicationError("run cluster-a/orders: org.apache.flink.runtime.client.JobInitializationException: "+
+			return core.RestartJobResult{}, temporal.NewNonRetryableApplicationError("run cluster-a/orders: org.apache.flink.runtime.client.JobInitializationException: "+
 				strings.Repeat("at org.apache.flink.runtime.scheduler.DefaultScheduler.restoreState(DefaultScheduler.java:123) ", 8)+unmatchedText, "FlinkBadRequest", nil)
 		}
-		return activities.RestartJobResult{JobID: in.NewJobID}, nil
+		return core.RestartJobResult{JobID: in.NewJobID}, nil
 	})
 	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
 		f.mu.Lock()
@@ -172,7 +172,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		}
 		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
 	})
-	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CancelJobInput) error {
+	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.CancelJobInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.cancelled = append(f.cancelled, in.JobID)
@@ -206,15 +206,15 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	})
 	// The operator's side of an operator job.
 	env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(core.OperatorSavepointMarks{}, nil)
-	env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
+	env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "suspend")
 		if f.suspendFails && f.stops > 0 {
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job FAILED: no savepoint", core.ErrTypeOperatorLastStateFallback, nil)
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job FAILED: no savepoint", core.ErrTypeOperatorLastStateFallback, nil)
 		}
 		f.stops++
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-payments-" + strings.Repeat("x", f.stops)}, nil
+		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-payments-" + strings.Repeat("x", f.stops)}, nil
 	})
 	env.OnActivity(a.ReadSpecInverse, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OperatorSpecChangeInput) (inventory.JobSpecChange, error) {
 		f.mu.Lock()
@@ -229,11 +229,11 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.specChanges = append(f.specChanges, in.Change)
 		return nil
 	})
-	env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ResumeJobInput) (activities.RestartJobResult, error) {
+	env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "resume "+in.SavepointPath)
-		return activities.RestartJobResult{JobID: "new-version"}, nil
+		return core.RestartJobResult{JobID: "new-version"}, nil
 	})
 	env.OnActivity(a.DiscardJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscardJobInput) error {
 		f.mu.Lock()
@@ -241,11 +241,11 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.calls = append(f.calls, "discard")
 		return nil
 	})
-	env.OnActivity(a.RedeployJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ResumeJobInput) (activities.RestartJobResult, error) {
+	env.OnActivity(a.RedeployJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "redeploy "+in.SavepointPath)
-		return activities.RestartJobResult{JobID: "previous-version"}, nil
+		return core.RestartJobResult{JobID: "previous-version"}, nil
 	})
 	return f
 }
@@ -269,8 +269,8 @@ func (f *upgradeFixture) fakeRehearsal() {
 		if why != "" {
 			return activities.PrepareRehearsalResult{NotRehearsed: why}, nil
 		}
-		return activities.PrepareRehearsalResult{FlinkVersion: "1.20.3", Target: &activities.DrillTarget{Key: in.Job.Key, Tenant: in.Job.Tenant,
-			ClusterID: in.Job.ClusterID, JobName: in.Job.JobName, Kind: activities.SnapshotSavepoint, Recipe: &recipe,
+		return activities.PrepareRehearsalResult{FlinkVersion: "1.20.3", Target: &core.DrillTarget{Key: in.Job.Key, Tenant: in.Job.Tenant,
+			ClusterID: in.Job.ClusterID, JobName: in.Job.JobName, Kind: core.SnapshotSavepoint, Recipe: &recipe,
 			DrillCluster: "http://drill", DrillDir: fmt.Sprintf("hdfs://nn/drills/%s/cluster-a/orders-%d", in.RunID, in.N)}}, nil
 	})
 	f.env.OnActivity(a.StartDrillJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StartDrillJobInput) (activities.StartDrillJobResult, error) {

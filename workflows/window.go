@@ -449,8 +449,8 @@ func (r *windowRun) activity(ctx workflow.Context) workflow.Context {
 func (r *windowRun) preflight(ctx workflow.Context) error {
 	var a *activities.Activities
 	if r.st.Jobs == nil {
-		var found activities.DiscoverJobsResult
-		if err := workflow.ExecuteActivity(r.activity(ctx), a.DiscoverJobs, activities.DiscoverJobsInput{Scope: r.in.Scope}).Get(ctx, &found); err != nil {
+		var found core.DiscoverJobsResult
+		if err := workflow.ExecuteActivity(r.activity(ctx), a.DiscoverJobs, core.DiscoverJobsInput{Scope: r.in.Scope}).Get(ctx, &found); err != nil {
 			return fmt.Errorf("inventory: %w", err)
 		}
 		if r.strict {
@@ -1080,7 +1080,7 @@ func (r *windowRun) writeManifest(ctx workflow.Context) error {
 // recorded in history (only the outcome is).
 func (r *windowRun) writeDocument(ctx workflow.Context, path string, content []byte) error {
 	var a *activities.Activities
-	in := activities.WriteDocumentInput{Path: path, Content: content}
+	in := core.WriteDocumentInput{Path: path, Content: content}
 	if r.bounded {
 		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, documentLocalOptions()), a.WriteDocument, in).Get(ctx, nil)
 	}

@@ -88,7 +88,7 @@ func drainRefusal(jobs []core.JobTarget, p SavepointPolicy) error {
 // scopeRefusal is the non-retryable error a window, and its plan, fail
 // with when the scope does not resolve (found.Unresolved names what) or
 // selects no job the window could stop and bring back; nil otherwise.
-func scopeRefusal(found activities.DiscoverJobsResult) error {
+func scopeRefusal(found core.DiscoverJobsResult) error {
 	if len(found.Unresolved) > 0 {
 		return newInvalidInputError("the scope does not resolve, so no job is stopped: " + strings.Join(found.Unresolved, "; "))
 	}

@@ -124,7 +124,7 @@ func (r *windowRun) nextCanary() string {
 func (r *windowRun) drillCanary(ctx workflow.Context, c *CanaryDrill, tenant string) JobDrillResult {
 	var a *activities.Activities
 	runID := windowDrillRunID(r.in.WindowID)
-	res := JobDrillResult{Key: c.Key, Tenant: tenant, Snapshot: c.Snapshot, Kind: activities.SnapshotSavepoint, Outcome: catalog.DrillFailed}
+	res := JobDrillResult{Key: c.Key, Tenant: tenant, Snapshot: c.Snapshot, Kind: core.SnapshotSavepoint, Outcome: catalog.DrillFailed}
 	var sel activities.SelectDrillTargetsResult
 	err := workflow.ExecuteActivity(r.activity(ctx), a.SelectDrillTargets, activities.SelectDrillTargetsInput{
 		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: c.Key, Snapshot: c.Snapshot},

@@ -61,8 +61,8 @@ func newDrillFixture(t *testing.T, n int, drillable ...string) *drillFixture {
 		if f.noTarget {
 			return activities.SelectDrillTargetsResult{}, nil
 		}
-		return activities.SelectDrillTargetsResult{Targets: []activities.DrillTarget{{Key: in.Selection.Job, Snapshot: in.Selection.Snapshot,
-			Kind: activities.SnapshotSavepoint, DrillCluster: "http://drill", DrillDir: "hdfs://nn/drills/" + in.RunID}}}, nil
+		return activities.SelectDrillTargetsResult{Targets: []core.DrillTarget{{Key: in.Selection.Job, Snapshot: in.Selection.Snapshot,
+			Kind: core.SnapshotSavepoint, DrillCluster: "http://drill", DrillDir: "hdfs://nn/drills/" + in.RunID}}}, nil
 	})
 	f.env.OnActivity(a.RecordDrillRun, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordDrillRunInput) error {
 		f.mu.Lock()

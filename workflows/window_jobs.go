@@ -70,7 +70,7 @@ type JobSavepointResult struct {
 // their command sequence.
 func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepointResult, error) {
 	var a *activities.Activities
-	var stopped activities.StopWithSavepointResult
+	var stopped core.StopWithSavepointResult
 	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
 		// What the operator reports before we ask: every suspend attempt
 		// then waits for a savepoint newer than this, even when a retry
@@ -86,7 +86,7 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 			return JobSavepointResult{}, err
 		}
 	} else {
-		stop := activities.StopWithSavepointInput{
+		stop := core.StopWithSavepointInput{
 			Job: in.Job, TriggerID: flinkID(in.WindowID, in.Job.Key, "stop-with-savepoint", in.Attempt),
 			TargetDir: in.TargetDir, Format: in.Format, RunID: in.WindowID, Drain: in.Drain,
 		}
@@ -167,18 +167,18 @@ func restartResult(jobID string, h activities.AwaitHealthyResult) JobRestartResu
 // the resource's job, and a retried resume finds it running.
 func JobRestartWorkflow(ctx workflow.Context, in JobRestartInput) (JobRestartResult, error) {
 	var a *activities.Activities
-	var started activities.RestartJobResult
+	var started core.RestartJobResult
 	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
 		wait := operatorWait(in.Health.RunningTimeout.D())
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.ResumeJob,
-			activities.ResumeJobInput{Job: in.Job, SavepointPath: in.SavepointPath, Timeout: wait}).Get(ctx, &started); err != nil {
+			core.ResumeJobInput{Job: in.Job, SavepointPath: in.SavepointPath, Timeout: wait}).Get(ctx, &started); err != nil {
 			return JobRestartResult{}, err
 		}
 	} else {
 		short := workflow.WithActivityOptions(ctx, shortActivityOptions())
 		for _, id := range earlierAttempts(ctx, in) {
 			if err := workflow.ExecuteActivity(short, a.CancelJob,
-				activities.CancelJobInput{RESTURL: in.Job.RESTURL, JobID: id}).Get(ctx, nil); err != nil {
+				core.CancelJobInput{RESTURL: in.Job.RESTURL, JobID: id}).Get(ctx, nil); err != nil {
 				return JobRestartResult{}, err
 			}
 		}

@@ -22,7 +22,7 @@ const operatorJobID = "abababababababababababababababab"
 type operatorFixture struct {
 	*windowFixture
 	suspended map[string][]activities.SuspendJobInput
-	resumed   map[string][]activities.ResumeJobInput
+	resumed   map[string][]core.ResumeJobInput
 	// failSuspend / failResume make the operator activities fail with
 	// this error until cleared.
 	failSuspend error
@@ -31,7 +31,7 @@ type operatorFixture struct {
 
 func newOperatorFixture(t *testing.T) *operatorFixture {
 	f := &operatorFixture{windowFixture: newWindowFixture(t, 2),
-		suspended: map[string][]activities.SuspendJobInput{}, resumed: map[string][]activities.ResumeJobInput{}}
+		suspended: map[string][]activities.SuspendJobInput{}, resumed: map[string][]core.ResumeJobInput{}}
 	op := &f.jobs[1]
 	if op.Key != "cluster-b/job-b" {
 		t.Fatalf("fixture job 1 is %s, want cluster-b/job-b", op.Key)
@@ -41,26 +41,26 @@ func newOperatorFixture(t *testing.T) *operatorFixture {
 	var a *activities.Activities
 	f.env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(
 		core.OperatorSavepointMarks{UpgradeSavepointPath: "hdfs://nn/sp/savepoint-old"}, nil)
-	f.env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
+	f.env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if in.Known == nil || in.Known.UpgradeSavepointPath != "hdfs://nn/sp/savepoint-old" {
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("suspend without the savepoints known before it", "Test", nil)
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("suspend without the savepoints known before it", "Test", nil)
 		}
 		f.suspended[in.Job.Key] = append(f.suspended[in.Job.Key], in)
 		if f.failSuspend != nil {
-			return activities.StopWithSavepointResult{}, f.failSuspend
+			return core.StopWithSavepointResult{}, f.failSuspend
 		}
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName}, nil
+		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName}, nil
 	})
-	f.env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ResumeJobInput) (activities.RestartJobResult, error) {
+	f.env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.resumed[in.Job.Key] = append(f.resumed[in.Job.Key], in)
 		if f.failResume != nil {
-			return activities.RestartJobResult{}, f.failResume
+			return core.RestartJobResult{}, f.failResume
 		}
-		return activities.RestartJobResult{JobID: operatorJobID}, nil
+		return core.RestartJobResult{JobID: operatorJobID}, nil
 	})
 	return f
 }

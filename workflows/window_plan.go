@@ -205,8 +205,8 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 	}
 	var a *activities.Activities
 	actx := workflow.WithActivityOptions(ctx, planActivityOptions())
-	var found activities.DiscoverJobsResult
-	if err := workflow.ExecuteActivity(actx, a.DiscoverJobs, activities.DiscoverJobsInput{Scope: w.Scope}).Get(ctx, &found); err != nil {
+	var found core.DiscoverJobsResult
+	if err := workflow.ExecuteActivity(actx, a.DiscoverJobs, core.DiscoverJobsInput{Scope: w.Scope}).Get(ctx, &found); err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	if err := scopeRefusal(found); err != nil {
@@ -270,7 +270,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 }
 
 // planTenants counts the jobs and skipped jobs of each tenant in scope.
-func planTenants(found activities.DiscoverJobsResult) []PlanTenant {
+func planTenants(found core.DiscoverJobsResult) []PlanTenant {
 	out := make([]PlanTenant, 0, len(found.Tenants))
 	index := map[string]int{}
 	for _, t := range found.Tenants {

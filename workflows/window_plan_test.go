@@ -23,7 +23,7 @@ import (
 // records every activity that would change something.
 type planFleet struct {
 	mu         sync.Mutex
-	found      activities.DiscoverJobsResult
+	found      core.DiscoverJobsResult
 	quota      map[string]activities.TenantQuota // by tenant
 	drillErr   error
 	quotaAsked []activities.CheckQuotaInput
@@ -33,7 +33,7 @@ type planFleet struct {
 func newPlanFleet() *planFleet {
 	recipe := inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"}
 	f := &planFleet{quota: map[string]activities.TenantQuota{}}
-	f.found = activities.DiscoverJobsResult{
+	f.found = core.DiscoverJobsResult{
 		Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
 		Clusters: []inventory.Cluster{{Tenant: "team-a", ClusterID: "cluster-a"}, {Tenant: "team-b", ClusterID: "cluster-b"}},
 		Skipped:  []core.SkippedJob{{Key: "cluster-b/adhoc", JobID: "e", Reason: "the inventory has no restart recipe for this job name"}},
@@ -54,7 +54,7 @@ func newPlanFleet() *planFleet {
 // register installs the fakes on env.
 func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
-	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(context.Context, activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(context.Context, core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.found, nil
@@ -91,9 +91,9 @@ func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 			f.changes = append(f.changes, name)
 		}
 	}
-	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(activities.StopWithSavepointResult{}, nil).Run(func(mock.Arguments) { changes("StopWithSavepoint")() })
-	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(activities.WriteDocumentResult{}, nil).Run(func(mock.Arguments) { changes("WriteDocument")() })
-	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(activities.RestartJobResult{}, nil).Run(func(mock.Arguments) { changes("RestartJob")() })
+	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(core.StopWithSavepointResult{}, nil).Run(func(mock.Arguments) { changes("StopWithSavepoint")() })
+	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(core.WriteDocumentResult{}, nil).Run(func(mock.Arguments) { changes("WriteDocument")() })
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(core.RestartJobResult{}, nil).Run(func(mock.Arguments) { changes("RestartJob")() })
 }
 
 func planInput() WindowInput {
@@ -285,7 +285,7 @@ func TestWindowPlanDrillCanary(t *testing.T) {
 func TestWindowRefusesAScopeThatDoesNotResolve(t *testing.T) {
 	for name, change := range map[string]func(*planFleet){
 		"unknown tenant": func(f *planFleet) {
-			f.found = activities.DiscoverJobsResult{Unresolved: []string{`tenant "team-x" is not in the inventory; its tenants are team-a, team-b`}}
+			f.found = core.DiscoverJobsResult{Unresolved: []string{`tenant "team-x" is not in the inventory; its tenants are team-a, team-b`}}
 		},
 		"no job": func(f *planFleet) { f.found.Jobs = nil },
 	} {
@@ -315,7 +315,7 @@ func TestWindowRefusesAScopeThatDoesNotResolve(t *testing.T) {
 // for a cleanup policy it was started with.
 func TestWindowStartedBeforeTheScopeCheckKeepsItsRules(t *testing.T) {
 	f := newPlanFleet()
-	f.found = activities.DiscoverJobsResult{Unresolved: []string{`tenant "team-x" is not in the inventory`}}
+	f.found = core.DiscoverJobsResult{Unresolved: []string{`tenant "team-x" is not in the inventory`}}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	f.register(env)

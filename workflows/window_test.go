@@ -110,10 +110,10 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 				Kept:   []activities.RuleTotals{{Rule: "latest-checkpoint-of-retired-job", Items: 1, Files: 1, Dirs: 1, Bytes: 10}}}}}, nil
 	})
 	var a *activities.Activities
-	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return activities.DiscoverJobsResult{
+		return core.DiscoverJobsResult{
 			Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
 			Clusters: []inventory.Cluster{{ClusterID: "cluster-a", RESTURL: "http://cluster-a"}, {ClusterID: "cluster-b", RESTURL: "http://cluster-b"}},
 			Jobs:     f.jobs,
@@ -147,7 +147,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		return res, nil
 	})
-	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.stopped[in.Job.Key]++
@@ -163,22 +163,22 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		if f.failStop[in.Job.Key] {
 			if f.stoppedAnyway {
-				return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job is CANCELED, not running", core.ErrTypeJobStoppedWithoutSavepoint, nil)
+				return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job is CANCELED, not running", core.ErrTypeJobStoppedWithoutSavepoint, nil)
 			}
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
 		}
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Recovered: f.recovered}, nil
+		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Recovered: f.recovered}, nil
 	}).AfterFn(func() time.Duration {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.stopTakes
 	})
 	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
-	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.failWrites {
-			return activities.WriteDocumentResult{}, temporal.NewNonRetryableApplicationError("root does not exist", core.ErrTypeStorageNotFound, nil)
+			return core.WriteDocumentResult{}, temporal.NewNonRetryableApplicationError("root does not exist", core.ErrTypeStorageNotFound, nil)
 		}
 		f.documents[in.Path] = string(in.Content)
 		if strings.HasSuffix(in.Path, "manifest.json") {
@@ -188,10 +188,10 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 			}
 			f.manifestWrites = append(f.manifestWrites, m.Phase)
 		}
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
 	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(activities.ProbeEndpointsResult{}, nil)
-	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CancelJobInput) error {
+	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.CancelJobInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.failCancel {
@@ -200,11 +200,11 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		f.cancelled = append(f.cancelled, in.JobID)
 		return nil
 	})
-	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started[in.Job.Key] = append(f.started[in.Job.Key], in.SavepointPath)
-		return activities.RestartJobResult{JobID: in.NewJobID}, nil
+		return core.RestartJobResult{JobID: in.NewJobID}, nil
 	})
 	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
 		f.mu.Lock()

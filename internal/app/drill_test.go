@@ -206,7 +206,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	j := rep.Jobs[0]
 	drilledCheckpoint := strings.TrimRight(j.Snapshot, "/")
-	if j.Tier != 2 || j.Kind != activities.SnapshotCheckpoint || !strings.HasPrefix(j.Snapshot, ckpts+"/"+liveID+"/chk-") ||
+	if j.Tier != 2 || j.Kind != core.SnapshotCheckpoint || !strings.HasPrefix(j.Snapshot, ckpts+"/"+liveID+"/chk-") ||
 		j.Storage == nil || j.Storage.Files < 2 || j.Restore == nil {
 		t.Fatalf("drill %+v; want both tiers over a checkpoint of %s", j, liveID)
 	}
@@ -301,7 +301,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	for _, j := range rep.Jobs {
 		switch {
-		case j.Kind != activities.SnapshotSavepoint || j.Snapshot != savepoints[strings.TrimPrefix(j.Key, ca.ClusterID+"/")]:
+		case j.Kind != core.SnapshotSavepoint || j.Snapshot != savepoints[strings.TrimPrefix(j.Key, ca.ClusterID+"/")]:
 			t.Errorf("drill %+v; want the run's savepoint of the job", j)
 		case j.Key == ca.ClusterID+"/"+live && (j.Outcome != catalog.DrillPassed || j.Restore == nil || !j.Restore.Verified):
 			t.Errorf("live %+v; want restored and its state check passed", j)

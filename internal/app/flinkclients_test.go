@@ -171,7 +171,7 @@ func TestFlinkClientsPerClusterTLS(t *testing.T) {
 	aenv := env.NewTestActivityEnvironment()
 	acts := &activities.Activities{Inventory: fc.Observing(src), Flink: fc}
 	aenv.RegisterActivity(acts)
-	_, err = aenv.ExecuteActivity(acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: core.Scope{Clusters: []string{"cluster-wrong-ca"}}})
+	_, err = aenv.ExecuteActivity(acts.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{Clusters: []string{"cluster-wrong-ca"}}})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || !appErr.NonRetryable() || appErr.Type() != flink.ErrorReasonTLS {
 		t.Fatalf("want a non-retryable %s, got %v", flink.ErrorReasonTLS, err)

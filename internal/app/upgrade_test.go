@@ -90,8 +90,8 @@ func TestJobUpgradeOnRealPeers(t *testing.T) {
 	if s, err := fc.JobState(ctx, commitID); err != nil || s != flink.JobFinished {
 		t.Errorf("previous version %s is %s (%v); want finished by its stop with savepoint", commitID, s, err)
 	}
-	var found activities.DiscoverJobsResult
-	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
+	var found core.DiscoverJobsResult
+	if err := d.activity(d.acts.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Jobs) != 1 || found.Jobs[0].JobID != st.NewJobID || !strings.Contains(strings.Join(found.Jobs[0].Restart.ProgramArgs, " "), "--value-bytes 300") {
@@ -381,8 +381,8 @@ func TestJobUpgradeInParallelOnRealPeers(t *testing.T) {
 	if err != nil || !listed {
 		t.Errorf("jar %s after the upgrade: listed %v (%v); an uploaded jar named by id is never deleted", jarID, listed, err)
 	}
-	var found activities.DiscoverJobsResult
-	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
+	var found core.DiscoverJobsResult
+	if err := d.activity(d.acts.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Jobs) != 1 || found.Jobs[0].Restart.JarID != jarID || found.Jobs[0].Restart.FlinkConfiguration["pipeline.object-reuse"] != "true" {

@@ -45,8 +45,8 @@ func TestStopWithSavepointFindsTheSavepointOfAForgottenStop(t *testing.T) {
 		s, err := fc.JobState(ctx, stopped.JobID)
 		return err == nil && s == flink.JobFinished, stringOr(err, string(s))
 	})
-	var res activities.StopWithSavepointResult
-	err = e.activity(e.acts.StopWithSavepoint, activities.StopWithSavepointInput{Job: stopped, TriggerID: strings.Repeat("2", 32)}, &res)
+	var res core.StopWithSavepointResult
+	err = e.activity(e.acts.StopWithSavepoint, core.StopWithSavepointInput{Job: stopped, TriggerID: strings.Repeat("2", 32)}, &res)
 	if err != nil {
 		t.Fatalf("stop retried with a trigger Flink does not know: %v", err)
 	}
@@ -60,7 +60,7 @@ func TestStopWithSavepointFindsTheSavepointOfAForgottenStop(t *testing.T) {
 
 	cancelled, fc2 := job("cancelled-no-savepoint")
 	e.cancel(ctx, fc2, cancelled.JobID)
-	err = e.activity(e.acts.StopWithSavepoint, activities.StopWithSavepointInput{Job: cancelled, TriggerID: strings.Repeat("3", 32)}, &res)
+	err = e.activity(e.acts.StopWithSavepoint, core.StopWithSavepointInput{Job: cancelled, TriggerID: strings.Repeat("3", 32)}, &res)
 	if err == nil || !strings.Contains(err.Error(), core.ErrTypeJobStoppedWithoutSavepoint) || !strings.Contains(err.Error(), "not running") ||
 		strings.Contains(err.Error(), "keeps running") {
 		t.Fatalf("stop of a cancelled job: %v; want %s saying it is not running", err, core.ErrTypeJobStoppedWithoutSavepoint)

@@ -99,7 +99,7 @@ func TestWindowActivities(t *testing.T) {
 	a := &activities.Activities{Identity: "flinksim-test", PollInterval: 10 * time.Millisecond,
 		Inventory: staticInventory(inv), Flink: &clients{}, Storage: &storage.Resolver{}}
 
-	found, err := execute[activities.DiscoverJobsResult](t, a, a.DiscoverJobs, activities.DiscoverJobsInput{})
+	found, err := execute[core.DiscoverJobsResult](t, a, a.DiscoverJobs, core.DiscoverJobsInput{})
 	if err != nil || len(found.Jobs) != 6 || len(found.Skipped) != 0 {
 		t.Fatalf("discover = %d jobs, %d skipped, %v; want 6 and 0", len(found.Jobs), len(found.Skipped), err)
 	}
@@ -135,14 +135,14 @@ func TestWindowActivities(t *testing.T) {
 			t.Fatalf("%s: discovered job %s, want %s", job.Key, job.JobID, oldIDs[job.Key])
 		}
 		trigger := flink.NewTriggerID()
-		stop, err := execute[activities.StopWithSavepointResult](t, a, a.StopWithSavepoint,
-			activities.StopWithSavepointInput{Job: job, TriggerID: trigger})
+		stop, err := execute[core.StopWithSavepointResult](t, a, a.StopWithSavepoint,
+			core.StopWithSavepointInput{Job: job, TriggerID: trigger})
 		if err != nil {
 			t.Fatalf("%s: stop: %v", job.Key, err)
 		}
 		// A retried activity re-attaches to the same savepoint.
-		retry, err := execute[activities.StopWithSavepointResult](t, a, a.StopWithSavepoint,
-			activities.StopWithSavepointInput{Job: job, TriggerID: trigger})
+		retry, err := execute[core.StopWithSavepointResult](t, a, a.StopWithSavepoint,
+			core.StopWithSavepointInput{Job: job, TriggerID: trigger})
 		if err != nil || !retry.Reattached || retry.SavepointPath != stop.SavepointPath {
 			t.Fatalf("%s: retried stop = %+v, %v; want %s again", job.Key, retry, err, stop.SavepointPath)
 		}
@@ -152,10 +152,10 @@ func TestWindowActivities(t *testing.T) {
 		}
 		newID := flink.NewTriggerID()
 		restart := activities.RestartJobInput{Job: job, SavepointPath: stop.SavepointPath, NewJobID: newID}
-		if res, err := execute[activities.RestartJobResult](t, a, a.RestartJob, restart); err != nil || res.JobID != newID || res.Reattached {
+		if res, err := execute[core.RestartJobResult](t, a, a.RestartJob, restart); err != nil || res.JobID != newID || res.Reattached {
 			t.Fatalf("%s: restart = %+v, %v", job.Key, res, err)
 		}
-		if res, err := execute[activities.RestartJobResult](t, a, a.RestartJob, restart); err != nil || res.JobID != newID || !res.Reattached {
+		if res, err := execute[core.RestartJobResult](t, a, a.RestartJob, restart); err != nil || res.JobID != newID || !res.Reattached {
 			t.Fatalf("%s: retried restart = %+v, %v; want reattached", job.Key, res, err)
 		}
 		healthy, err := execute[activities.AwaitHealthyResult](t, a, a.AwaitHealthy, activities.AwaitHealthyInput{
@@ -165,7 +165,7 @@ func TestWindowActivities(t *testing.T) {
 			t.Fatalf("%s: await healthy = %+v, %v; want restored from %s and a newer checkpoint", job.Key, healthy, err, stop.SavepointPath)
 		}
 		if i%2 == 0 {
-			if _, err := execute[struct{}](t, a, a.CancelJob, activities.CancelJobInput{RESTURL: job.RESTURL, JobID: newID}); err != nil {
+			if _, err := execute[struct{}](t, a, a.CancelJob, core.CancelJobInput{RESTURL: job.RESTURL, JobID: newID}); err != nil {
 				t.Fatalf("%s: cancel: %v", job.Key, err)
 			}
 		}

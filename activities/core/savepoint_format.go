@@ -1,4 +1,4 @@
-package activities
+package core
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -23,13 +22,13 @@ func savepointFormat(f string) string {
 // forStNativeOnly says why a ForSt job gets a NATIVE savepoint.
 const forStNativeOnly = "the job runs the ForSt state backend, which takes native savepoints only: a CANONICAL one fails the job over and never completes"
 
-// savepointFormatFor is the format to ask Flink for when savepointing a
+// SavepointFormatFor is the format to ask Flink for when savepointing a
 // job. A job on the ForSt state backend (Flink 2.x) gets NATIVE whatever
 // was asked: its tasks throw on a CANONICAL request, the job restarts from
 // its latest checkpoint and the savepoint fails, so a window would stop
 // nothing and an upgrade would have no savepoint. note says why the format
 // differs from the one asked for; empty when it does not.
-func (a *Activities) savepointFormatFor(ctx context.Context, client core.FlinkAPI, job core.JobTarget, asked string) (format, note string, err error) {
+func (j Jobs) SavepointFormatFor(ctx context.Context, client FlinkAPI, job JobTarget, asked string) (format, note string, err error) {
 	asked = savepointFormat(asked)
 	if asked == string(flink.SavepointFormatNative) {
 		return asked, "", nil
@@ -42,7 +41,7 @@ func (a *Activities) savepointFormatFor(ctx context.Context, client core.FlinkAP
 	if err != nil {
 		return "", "", err
 	}
-	if !isForSt(cfg.StateBackend) {
+	if !IsForSt(cfg.StateBackend) {
 		return asked, "", nil
 	}
 	activity.GetLogger(ctx).Warn("taking a NATIVE savepoint instead of "+asked, "job", job.Key, "job_id", job.JobID,
@@ -50,8 +49,8 @@ func (a *Activities) savepointFormatFor(ctx context.Context, client core.FlinkAP
 	return string(flink.SavepointFormatNative), asked + " asked, NATIVE taken: " + forStNativeOnly, nil
 }
 
-// isForSt tells the ForSt state backend by the name Flink reports for it
+// IsForSt tells the ForSt state backend by the name Flink reports for it
 // (ForStStateBackend).
-func isForSt(stateBackend string) bool {
+func IsForSt(stateBackend string) bool {
 	return strings.Contains(strings.ToLower(stateBackend), "forst")
 }
