@@ -39,7 +39,7 @@ func TestStopWithSavepointTakesNativeOfAForStJob(t *testing.T) {
 			ff := &fakeFlink{statuses: done, stateBackend: tc.backend, configErr: tc.configErr}
 			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 			var out core.StopWithSavepointResult
-			err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("a", 32), Format: tc.asked}, &out)
+			err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("a", 32), Format: tc.asked}, &out)
 			if ff.configCalls != tc.wantConfigCalls {
 				t.Errorf("checkpoint config read %d times, want %d", ff.configCalls, tc.wantConfigCalls)
 			}

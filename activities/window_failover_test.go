@@ -99,7 +99,7 @@ func TestStopWithSavepointRidesOutAJobManagerFailover(t *testing.T) {
 	}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestStopWithSavepointGivesUpOnAClusterThatStaysDown(t *testing.T) {
 	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{{err: jmDown}}}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond, FailoverWait: 20 * time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != flink.ErrorReasonUnavailable || nonRetryable {
 		t.Fatalf("error %v (type %s, non-retryable %v); want a retryable %s", err, typ, nonRetryable, flink.ErrorReasonUnavailable)
@@ -175,7 +175,7 @@ func TestStopWithSavepointFindsTheSavepointOfAJobTheNewJobManagerForgot(t *testi
 				details: []detailsAnswer{c.details}, overview: c.overview}
 			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 			var out core.StopWithSavepointResult
-			err = runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+			err = runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 				Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 			if c.want == "" {
 				typ, nonRetryable := acttest.ErrType(t, err)
@@ -209,7 +209,7 @@ func TestStopWithSavepointAsksAgainWhileTasksDeploy(t *testing.T) {
 	}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestARetriedStopOfAFinishedJobTakesItsSavepoint(t *testing.T) {
 	ff := &failoverFlink{stops: []error{gone}, details: []detailsAnswer{{err: jobUnknown}}}
 	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err = runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+	err = runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	if err != nil || out.SavepointPath != "file://"+filepath.Dir(md) {
 		t.Fatalf("savepoint %q, %v; want %s", out.SavepointPath, err, filepath.Dir(md))
@@ -262,7 +262,7 @@ func TestStopWithSavepointWaitsOutFlinkWhileAskingAboutAForgottenStop(t *testing
 	}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil || out.SavepointPath != "hdfs://nn/sp/savepoint-j1abcd-2" || ff.stopCalls != 1 {
 		t.Fatalf("savepoint %q after %d stops, %v; want the stop's savepoint after 1", out.SavepointPath, ff.stopCalls, err)
@@ -342,7 +342,7 @@ func stopForgottenBy(t *testing.T, root, target string) (core.StopWithSavepointR
 	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: opUnknown}}, details: []detailsAnswer{{err: jobUnknown}}}
 	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err = runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+	err = runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	return out, err
 }

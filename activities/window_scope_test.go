@@ -52,7 +52,7 @@ func TestDiscoverJobsNamesWhatTheScopeDoesNotResolve(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var res core.DiscoverJobsResult
-			if err := runActivity(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
+			if err := runActivity(t, a, a.DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
 				t.Fatal(err)
 			}
 			if len(res.Unresolved) != len(tc.want) {
@@ -115,7 +115,7 @@ func TestScopeSelectsATenantsClusterOnly(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var res core.DiscoverJobsResult
-			if err := runActivity(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
+			if err := runActivity(t, a, a.DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
 				t.Fatal(err)
 			}
 			var got []string

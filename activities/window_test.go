@@ -86,11 +86,11 @@ type oneClient struct{ c core.FlinkAPI }
 
 func (o oneClient) For(context.Context, string) (core.FlinkAPI, error) { return o.c, nil }
 
-func runActivity(t *testing.T, a *Activities, fn interface{}, in interface{}, out interface{}) error {
+func runActivity(t *testing.T, acts interface{}, fn interface{}, in interface{}, out interface{}) error {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(a)
+	env.RegisterActivity(acts)
 	v, err := env.ExecuteActivity(fn, in)
 	if err != nil || out == nil { // nil: an activity that returns only an error
 		return err
@@ -157,7 +157,7 @@ func TestStopWithSavepointFailureIsNonRetryable(t *testing.T) {
 	}, details: []flink.JobDetails{{State: flink.JobRunning}}}
 	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
 	typ, nonRetryable := acttest.ErrType(t, err)
 	if typ != flink.ErrorReasonOperationFailed || !nonRetryable || !strings.Contains(err.Error(), "NSQuotaExceededException") || !strings.Contains(err.Error(), "keeps running") {
@@ -187,7 +187,7 @@ func TestStopWithSavepointFailureSaysWhatItSawOfTheJob(t *testing.T) {
 			ff := &fakeFlink{statuses: failed, details: c.details, detailsErrs: c.errs}
 			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
 			var out core.StopWithSavepointResult
-			err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{
+			err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 				Job: core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != flink.ErrorReasonOperationFailed {
@@ -225,7 +225,7 @@ func TestJobAfterFailedStop(t *testing.T) {
 func TestStopWithSavepointNeedsATargetDir(t *testing.T) {
 	a := &Activities{Flink: oneClient{&fakeFlink{}}}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.jobs().StopWithSavepoint, core.StopWithSavepointInput{Job: core.JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
+	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{Job: core.JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeInvalidInput || !nonRetryable {
 		t.Fatalf("error %v", err)
 	}
