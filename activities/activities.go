@@ -1,13 +1,10 @@
 package activities
 
 import (
-	"context"
-	"os"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 )
 
@@ -61,41 +58,5 @@ type Activities struct {
 	// Kubernetes inventory is configured.
 	KubeAccess core.KubernetesAccess
 	// Worker describes this worker process for doctor.
-	Worker WorkerInfo
-}
-
-// WorkerInfo is what doctor reports about the worker and checks it may do.
-type WorkerInfo struct {
-	// Version is the worker's build version.
-	Version string
-	// WritableRoots are storage.writableRoots: doctor proves each exists
-	// and takes a write.
-	WritableRoots []string
-	// KerberosPrincipal is who the worker authenticates to HDFS as; empty
-	// without Kerberos.
-	KerberosPrincipal string
-}
-
-// PingInput is the input of Ping.
-type PingInput struct {
-	Message string
-}
-
-// PingResult tells which worker answered and when.
-type PingResult struct {
-	Message    string
-	Worker     string
-	Hostname   string
-	AnsweredAt time.Time
-}
-
-// Ping echoes the message with the worker's identity: it proves a workflow
-// reached a live worker and an activity ran there.
-func (a *Activities) Ping(ctx context.Context, in PingInput) (PingResult, error) {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown"
-	}
-	activity.GetLogger(ctx).Info("ping", "message", in.Message)
-	return PingResult{Message: in.Message, Worker: a.Identity, Hostname: host, AnsweredAt: core.Now(a.Now).UTC()}, nil
+	Worker doctor.WorkerInfo
 }

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -104,7 +105,7 @@ func proveStorage(t *testing.T, dir string) {
 	prove := func() StorageProof {
 		t.Helper()
 		var p StorageProof
-		if err := runActivity(t, a, a.ProveSnapshotStorage, ProveSnapshotInput{Snapshot: dir}, &p); err != nil {
+		if err := acttest.Run(t, a, a.ProveSnapshotStorage, ProveSnapshotInput{Snapshot: dir}, &p); err != nil {
 			t.Fatal(err)
 		}
 		return p
@@ -177,7 +178,7 @@ func TestSelectDrillTargetsRefusesWhatCouldTouchProduction(t *testing.T) {
 		Clusters: []inventory.Cluster{{Tenant: "team-a", ClusterID: "c1", RESTURL: "http://c1:8081",
 			CheckpointDir: base + "/tenants/a/ck", HAStorageDir: base + "/ha/c1"}},
 	}
-	ff := &fakeFlink{}
+	ff := &acttest.Flink{}
 	cases := map[string]struct {
 		drill core.DrillSettings
 		want  string
@@ -191,9 +192,9 @@ func TestSelectDrillTargetsRefusesWhatCouldTouchProduction(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{ff}, Storage: &storage.Resolver{}, Drill: c.drill}
+			a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: ff}, Storage: &storage.Resolver{}, Drill: c.drill}
 			var res SelectDrillTargetsResult
-			err := runActivity(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Restore: true, RunID: "drill-x"}, &res)
+			err := acttest.Run(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Restore: true, RunID: "drill-x"}, &res)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("select: %v; want it accepted", err)
@@ -222,20 +223,20 @@ func TestSelectDrillTargetsPicksWhatItIsAskedFor(t *testing.T) {
 			{Name: "orders", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/jars/o.jar", EntryClass: "com.example.Orders", Parallelism: 3}, Drill: drill},
 		}}},
 	}
-	ff := &fakeFlink{
-		jobs: []flink.JobOverview{{ID: "aa", Name: "orders", State: flink.JobRunning}, {ID: "bb", Name: "done", State: flink.JobFinished},
+	ff := &acttest.Flink{
+		Jobs: []flink.JobOverview{{ID: "aa", Name: "orders", State: flink.JobRunning}, {ID: "bb", Name: "done", State: flink.JobFinished},
 			{ID: "cc", Name: "other", State: flink.JobRunning}},
-		stats: flink.CheckpointingStatistics{
+		Stats: flink.CheckpointingStatistics{
 			Latest: flink.LatestCheckpoints{Completed: &flink.CheckpointStatistics{ID: 9, IsSavepoint: true, ExternalPath: base + "/a/sp/savepoint-aa-1"}},
 			History: []flink.CheckpointStatistics{
 				{ID: 8, Status: "COMPLETED", ExternalPath: base + "/a/ck/aa/chk-8"},
 				{ID: 7, Status: "COMPLETED", ExternalPath: base + "/a/ck/aa/chk-7"},
 			}},
 	}
-	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{ff}, Storage: &storage.Resolver{},
+	a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: ff}, Storage: &storage.Resolver{},
 		Drill: core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/drills"}}
 	var res SelectDrillTargetsResult
-	if err := runActivity(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Restore: true, RunID: "drill-nightly-2026-12-01T00:00:00Z",
+	if err := acttest.Run(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Restore: true, RunID: "drill-nightly-2026-12-01T00:00:00Z",
 		Scope: scopeOfJobs("orders", "other")}, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -254,14 +255,14 @@ func TestSelectDrillTargetsPicksWhatItIsAskedFor(t *testing.T) {
 
 	sel := DrillSelection{Mode: DrillSnapshot, Job: "c1/orders", Snapshot: base + "/a/sp/savepoint-aa-1/"}
 	res = SelectDrillTargetsResult{}
-	if err := runActivity(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Selection: sel, RunID: "r"}, &res); err != nil {
+	if err := acttest.Run(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Selection: sel, RunID: "r"}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Targets) != 1 || res.Targets[0].Kind != core.SnapshotSavepoint || res.Targets[0].Snapshot != base+"/a/sp/savepoint-aa-1" || res.Targets[0].DrillDir != "" {
 		t.Fatalf("named snapshot %+v; want the one savepoint, no drill dir for tier 1", res.Targets)
 	}
 	sel.Job = "c9/orders"
-	if err := runActivity(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Selection: sel, RunID: "r"}, &res); err == nil || !strings.Contains(err.Error(), `no cluster "c9"`) {
+	if err := acttest.Run(t, a, a.SelectDrillTargets, SelectDrillTargetsInput{Selection: sel, RunID: "r"}, &res); err == nil || !strings.Contains(err.Error(), `no cluster "c9"`) {
 		t.Fatalf("snapshot of an unknown cluster: %v; want it named", err)
 	}
 
@@ -290,7 +291,7 @@ func TestEndDrillRemovesOnlyBelowTheDrillRoot(t *testing.T) {
 	a := &Activities{Storage: &storage.Resolver{Guard: g}, Drill: core.DrillSettings{ClusterRESTURL: "http://drill:8081", Root: base + "/drills"}}
 	for _, bad := range []string{base + "/drills", base + "/tenants/a/ck", base + "/drills/../tenants"} {
 		var res EndDrillResult
-		err := runActivity(t, a, a.EndDrill, EndDrillInput{DrillDir: bad}, &res)
+		err := acttest.Run(t, a, a.EndDrill, EndDrillInput{DrillDir: bad}, &res)
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || appErr.Type() != core.ErrTypeOutsideRoots {
 			t.Errorf("end drill of %s: %v; want %s", bad, err, core.ErrTypeOutsideRoots)
@@ -305,7 +306,7 @@ func TestEndDrillRemovesOnlyBelowTheDrillRoot(t *testing.T) {
 	}
 	for i := range 2 {
 		var res EndDrillResult
-		if err := runActivity(t, a, a.EndDrill, EndDrillInput{DrillDir: job, Snapshot: base + "/gone/chk-1"}, &res); err != nil {
+		if err := acttest.Run(t, a, a.EndDrill, EndDrillInput{DrillDir: job, Snapshot: base + "/gone/chk-1"}, &res); err != nil {
 			t.Fatal(err)
 		}
 		if (i == 0) != (res.Removed == job) || !res.SnapshotGone {
@@ -347,9 +348,9 @@ func (c *cancelRecorder) CancelJob(_ context.Context, id string) error {
 func TestEndDrillCancelsTheDrillJobs(t *testing.T) {
 	const running, ended = "d0000000000000000000000000000001", "d0000000000000000000000000000002"
 	drill := &cancelRecorder{running: map[string]bool{running: true}}
-	a := &Activities{Flink: oneClient{drill}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: drill}, PollInterval: time.Millisecond}
 	var res EndDrillResult
-	if err := runActivity(t, a, a.EndDrill, EndDrillInput{DrillCluster: "http://drill:8081", JobIDs: []string{running, ended}}, &res); err != nil {
+	if err := acttest.Run(t, a, a.EndDrill, EndDrillInput{DrillCluster: "http://drill:8081", JobIDs: []string{running, ended}}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(res.Cancelled, ",") != running || !slices.Contains(drill.cancelled, running) {

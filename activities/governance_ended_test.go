@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -14,9 +15,9 @@ import (
 // name no job dir.
 func TestEndedJobsNameTheDirsTheirHistoryNames(t *testing.T) {
 	const ended, running = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
-	f := &fakeFlink{
-		jobs: []flink.JobOverview{{ID: ended, State: flink.JobFinished, EndTime: 1_700_000_000_000}, {ID: running, State: flink.JobRunning}},
-		statsByJob: map[string]flink.CheckpointingStatistics{ended: {
+	f := &acttest.Flink{
+		Jobs: []flink.JobOverview{{ID: ended, State: flink.JobFinished, EndTime: 1_700_000_000_000}, {ID: running, State: flink.JobRunning}},
+		StatsByJob: map[string]flink.CheckpointingStatistics{ended: {
 			Latest: flink.LatestCheckpoints{
 				Completed: &flink.CheckpointStatistics{ID: 7, ExternalPath: "hdfs://nn:8020/own/ck/" + ended + "/chk-7/"},
 				Savepoint: &flink.CheckpointStatistics{ID: 8, IsSavepoint: true, ExternalPath: "hdfs://nn:8020/sp/savepoint-012345-abc"},
@@ -28,7 +29,7 @@ func TestEndedJobsNameTheDirsTheirHistoryNames(t *testing.T) {
 			},
 		}},
 	}
-	got := (&Activities{}).endedJobs(context.Background(), f, f.jobs)
+	got := (&Activities{}).endedJobs(context.Background(), f, f.Jobs)
 	if len(got) != 1 || got[0].ID != ended || got[0].At.IsZero() {
 		t.Fatalf("ended %+v; want job %s with its end time", got, ended)
 	}

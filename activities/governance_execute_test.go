@@ -21,7 +21,7 @@ import (
 )
 
 // quietFlink is a cluster with no live job and no file-system HA.
-type quietFlink struct{ fakeFlink }
+type quietFlink struct{ acttest.Flink }
 
 func (*quietFlink) JobManagerConfig(context.Context) (flink.Config, error) {
 	return flink.Config{}, nil
@@ -82,10 +82,10 @@ func newApprovedPlan(t *testing.T) *approvedPlan {
 		Clusters: []inventory.Cluster{{Tenant: "team-t", ClusterID: "c1", Mode: inventory.ModeSession, RESTURL: "http://c1",
 			CheckpointDir: "file://" + tenant + "/checkpoints", SavepointDir: "file://" + tenant + "/savepoints"}},
 	}
-	p.a = &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&quietFlink{}}, Storage: &storage.Resolver{Guard: guard},
+	p.a = &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: &quietFlink{}}, Storage: &storage.Resolver{Guard: guard},
 		Cleanup: core.CleanupSettings{TrashRoot: "file://" + trash, PlanDir: "file://" + plans}}
 	var res PlanCleanupResult
-	if err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "approved", Scope: core.Scope{Tenants: []string{"team-t"}}, ShardItems: 1}, &res); err != nil {
+	if err := acttest.Run(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "approved", Scope: core.Scope{Tenants: []string{"team-t"}}, ShardItems: 1}, &res); err != nil {
 		t.Fatal(err)
 	}
 	p.summary = res.Summary
@@ -187,13 +187,13 @@ func TestExecuteRefusesAPlanChangedAfterApproval(t *testing.T) {
 	restore := p.change(t, "plan.json", func(b []byte) []byte {
 		return bytes.Replace(b, []byte(`"action":"trash"`), []byte(`"action":"delete"`), 1)
 	})
-	err := runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
+	err := acttest.Run(t, p.a, p.a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
 	requireChanged(t, err, p.summary.PlanPath)
-	err = runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(0), &ExecuteCleanupPartResult{})
+	err = acttest.Run(t, p.a, p.a.ExecuteCleanupPart, p.part(0), &ExecuteCleanupPartResult{})
 	requireChanged(t, err, p.summary.PlanPath)
-	err = runActivity(t, p.a, p.a.TallyCleanup, p.input(), &ExecuteCleanupResult{})
+	err = acttest.Run(t, p.a, p.a.TallyCleanup, p.input(), &ExecuteCleanupResult{})
 	requireChanged(t, err, p.summary.PlanPath)
-	err = runActivity(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil)
+	err = acttest.Run(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil)
 	requireChanged(t, err, p.summary.PlanPath)
 	p.requireInPlace(t)
 	restore()
@@ -206,26 +206,26 @@ func TestExecuteRefusesAPlanChangedAfterApproval(t *testing.T) {
 	}
 	for shard, name := range []string{"items-00001.jsonl", "items-00002.jsonl"} {
 		restore = p.change(t, name, edit)
-		err = runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(shard), &ExecuteCleanupPartResult{})
+		err = acttest.Run(t, p.a, p.a.ExecuteCleanupPart, p.part(shard), &ExecuteCleanupPartResult{})
 		requireChanged(t, err, name)
 		// The check of the whole plan, before any part runs, finds it too.
-		err = runActivity(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil)
+		err = acttest.Run(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil)
 		requireChanged(t, err, name)
 		p.requireInPlace(t)
 		restore()
 	}
 	restore = p.change(t, "items-00001.jsonl", edit)
-	err = runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
+	err = acttest.Run(t, p.a, p.a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
 	requireChanged(t, err, "items-00001.jsonl")
 	p.requireInPlace(t)
 	restore()
 
 	// The plan as approved passes the check and moves both dirs to the trash.
-	if err := runActivity(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil); err != nil {
+	if err := acttest.Run(t, p.a, p.a.VerifyCleanupPlan, p.input(), nil); err != nil {
 		t.Fatal(err)
 	}
 	var res ExecuteCleanupResult
-	if err := runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &res); err != nil {
+	if err := acttest.Run(t, p.a, p.a.ExecuteCleanup, p.input(), &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Items != 2 {
@@ -274,11 +274,11 @@ func TestExecuteRefusesWhatItCannotCarryOut(t *testing.T) {
 	} {
 		a := *p.a
 		strip(&a)
-		err := runActivity(t, &a, a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
+		err := acttest.Run(t, &a, a.ExecuteCleanup, p.input(), &ExecuteCleanupResult{})
 		requireErrType(t, name, err, core.ErrTypeInventory, "no inventory source")
 	}
 	for _, shard := range []int{-1, 2} {
-		err := runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(shard), &ExecuteCleanupPartResult{})
+		err := acttest.Run(t, p.a, p.a.ExecuteCleanupPart, p.part(shard), &ExecuteCleanupPartResult{})
 		requireErrType(t, "shard "+strconv.Itoa(shard), err, core.ErrTypeInvalidInput, "has shards 0 to 1")
 	}
 	header, err := os.ReadFile(p.file("plan.json"))
@@ -286,15 +286,15 @@ func TestExecuteRefusesWhatItCannotCarryOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	renamed := p.approve(t, "renamed.json", bytes.Replace(header, []byte(`"name":"items-00001.jsonl"`), []byte(`"name":"x.jsonl"`), 1))
-	err = runActivity(t, p.a, p.a.ExecuteCleanup, renamed, &ExecuteCleanupResult{})
+	err = acttest.Run(t, p.a, p.a.ExecuteCleanup, renamed, &ExecuteCleanupResult{})
 	requireErrType(t, "a header naming a shard x.jsonl", err, core.ErrTypeCleanupPlanInvalid, `named "x.jsonl"`)
 	objects := p.approve(t, "objects.json", []byte(`{"version":3,"policy":{"action":"trash"},"objects":[{"path":"kubernetes://ns/configmap/gone-cluster-config-map"}]}`))
-	err = runActivity(t, p.a, p.a.ExecuteCleanup, objects, &ExecuteCleanupResult{})
+	err = acttest.Run(t, p.a, p.a.ExecuteCleanup, objects, &ExecuteCleanupResult{})
 	requireErrType(t, "objects without Kubernetes access", err, core.ErrTypeCleanupNotConfigured, "inventory.kubernetes is not configured")
 	// A plan made before the worker's RBAC profile became windows.
 	readOnly := *p.a
 	readOnly.Orphans, readOnly.ReadOnlyKubeClusters = goneOrphans{}, map[string]bool{"": true}
-	err = runActivity(t, &readOnly, readOnly.ExecuteCleanup, objects, &ExecuteCleanupResult{})
+	err = acttest.Run(t, &readOnly, readOnly.ExecuteCleanup, objects, &ExecuteCleanupResult{})
 	requireErrType(t, "objects where the profile is windows", err, core.ErrTypeCleanupNotConfigured, "rbacProfile is windows")
 	p.requireInPlace(t)
 
@@ -303,7 +303,7 @@ func TestExecuteRefusesWhatItCannotCarryOut(t *testing.T) {
 	if err := os.RemoveAll(p.trash); err != nil {
 		t.Fatal(err)
 	}
-	err = runActivity(t, p.a, p.a.ExecuteCleanupPart, p.part(0), &ExecuteCleanupPartResult{})
+	err = acttest.Run(t, p.a, p.a.ExecuteCleanupPart, p.part(0), &ExecuteCleanupPartResult{})
 	if err == nil || !strings.Contains(err.Error(), "stat trash root") {
 		t.Errorf("a part with no trash root: %v; want it failed, naming the trash root", err)
 	}
@@ -335,7 +335,7 @@ func TestExecuteShardedPlanActsOnItsObjects(t *testing.T) {
 	in := p.approve(t, "with-objects.json", bytes.Replace(header, []byte(`"shards":[`), []byte(object+`"shards":[`), 1))
 	p.a.Orphans = goneOrphans{}
 	var res ExecuteCleanupResult
-	if err := runActivity(t, p.a, p.a.ExecuteCleanup, in, &res); err != nil {
+	if err := acttest.Run(t, p.a, p.a.ExecuteCleanup, in, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Items != 2 || len(res.ObjectOutcomes) != 1 || res.ObjectOutcomes[0].Outcome != string(cleanup.OutcomeGone) {
@@ -348,10 +348,10 @@ func TestExecuteShardedPlanActsOnItsObjects(t *testing.T) {
 func TestExecuteRefusesTheDirOfAJobLiveAgain(t *testing.T) {
 	p := newApprovedPlan(t)
 	back := strings.Repeat("a1", 16)
-	p.a.Flink = oneClient{&quietFlink{fakeFlink{jobs: []flink.JobOverview{{ID: back, Name: "orders", State: flink.JobRunning}},
-		details: []flink.JobDetails{{ID: back, State: flink.JobRunning}}}}}
+	p.a.Flink = acttest.OneClient{C: &quietFlink{acttest.Flink{Jobs: []flink.JobOverview{{ID: back, Name: "orders", State: flink.JobRunning}},
+		Details: []flink.JobDetails{{ID: back, State: flink.JobRunning}}}}}
 	var res ExecuteCleanupResult
-	if err := runActivity(t, p.a, p.a.ExecuteCleanup, p.input(), &res); err != nil {
+	if err := acttest.Run(t, p.a, p.a.ExecuteCleanup, p.input(), &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Items != 1 || len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Path, back) {
@@ -368,13 +368,13 @@ func TestExecuteRefusesTheDirOfAJobLiveAgain(t *testing.T) {
 func TestAPlanOfOneDocumentOrShards(t *testing.T) {
 	p := newApprovedPlan(t)
 	var res PlanCleanupResult
-	if err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "whole", Scope: core.Scope{Tenants: []string{"team-t"}}}, &res); err != nil {
+	if err := acttest.Run(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "whole", Scope: core.Scope{Tenants: []string{"team-t"}}}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Summary.Shards != 0 || res.Summary.Items != 2 || res.Summary.PlanSHA256 == "" {
 		t.Fatalf("plan %+v; want the 2 items in one document", res.Summary)
 	}
-	err := runActivity(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "negative", Scope: core.Scope{Tenants: []string{"team-t"}}, ShardItems: -1}, &res)
+	err := acttest.Run(t, p.a, p.a.PlanCleanup, PlanCleanupInput{RunID: "negative", Scope: core.Scope{Tenants: []string{"team-t"}}, ShardItems: -1}, &res)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeInvalidInput || !nonRetryable {
 		t.Fatalf("shard size -1: %v; want a non-retryable %s", err, core.ErrTypeInvalidInput)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -87,7 +88,7 @@ func newFailedRestoreFixture(t *testing.T) *failedRestoreFixture {
 		ExceptionName: "java.lang.IllegalStateException",
 		Stacktrace: "java.lang.IllegalStateException: Failed to rollback to checkpoint/savepoint " + f.older +
 			". Cannot map checkpoint/savepoint state for operator 0a448493b4782967b150582570326227 to the new program.\n\tat org.apache.flink.runtime.checkpoint.Checkpoints.loadAndValidateCheckpoint(Checkpoints.java:185)"}}}}}}
-	f.a = &Activities{Inventory: fixedInventory(f.inv), Flink: clientsByURL{"http://c1": f.flink}, Storage: &storage.Resolver{Guard: guard},
+	f.a = &Activities{Inventory: acttest.Inventory(f.inv), Flink: clientsByURL{"http://c1": f.flink}, Storage: &storage.Resolver{Guard: guard},
 		Cleanup: core.CleanupSettings{TrashRoot: "file://" + trash, PlanDir: "file://" + plans}, PollInterval: time.Millisecond, LiveReadWait: 50 * time.Millisecond,
 		Now: func() time.Time { return f.now }}
 	f.recordOf = filepath.Join(tenant, catalog.FailedRestoreDir, recordName(t, tenant, f.older))
@@ -132,7 +133,7 @@ func (f *failedRestoreFixture) records(t *testing.T) []catalog.FailedRestoreReco
 func (f *failedRestoreFixture) plan(t *testing.T, run string) (cleanup.Plan, []string) {
 	t.Helper()
 	var res PlanCleanupResult
-	if err := runActivity(t, f.a, f.a.PlanCleanup, PlanCleanupInput{RunID: run, Scope: core.Scope{Tenants: []string{"team-t"}}, Policy: CleanupPolicy{KeepSavepoints: 1}}, &res); err != nil {
+	if err := acttest.Run(t, f.a, f.a.PlanCleanup, PlanCleanupInput{RunID: run, Scope: core.Scope{Tenants: []string{"team-t"}}, Policy: CleanupPolicy{KeepSavepoints: 1}}, &res); err != nil {
 		t.Fatal(err)
 	}
 	fs, p, err := f.a.Storage.Resolve(context.Background(), res.Summary.PlanPath)
@@ -369,7 +370,7 @@ func TestSavepointsListShowsAFailedRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var res ListSavepointsResult
-	if err := runActivity(t, f.a, f.a.ListSavepoints, ListSavepointsInput{}, &res); err != nil {
+	if err := acttest.Run(t, f.a, f.a.ListSavepoints, ListSavepointsInput{}, &res); err != nil {
 		t.Fatal(err)
 	}
 	var held *FailedRestoreHold
@@ -389,7 +390,7 @@ func TestSavepointsListShowsAFailedRestore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.tenant, catalog.FailedRestoreDir, "x.json"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := runActivity(t, f.a, f.a.ListSavepoints, ListSavepointsInput{}, &res); err != nil {
+	if err := acttest.Run(t, f.a, f.a.ListSavepoints, ListSavepointsInput{}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "x.json of tenant team-t cannot be read") {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -91,7 +92,7 @@ func testSavepointOwners(t *testing.T, plainRoot bool) {
 		}
 		return st
 	}
-	fl := &fakeFlink{jobs: jobs, statsByJob: map[string]flink.CheckpointingStatistics{
+	fl := &acttest.Flink{Jobs: jobs, StatsByJob: map[string]flink.CheckpointingStatistics{
 		ordersID: savepointStats(sps[0].Path),
 		leftID:   savepointStats(sps[2].Path, sps[6].Path),
 	}}
@@ -103,7 +104,7 @@ func testSavepointOwners(t *testing.T, plainRoot bool) {
 		{Path: sps[4].Path, By: "FlinkStateSnapshot ns/old-1", Owner: snapshotOf("retired"), Tenant: "t"},
 		{Path: sps[5].Path, By: "FlinkStateSnapshot ns-o/p-2", Owner: snapshotOf("payments"), Tenant: "o"},
 	}
-	clusters := clientsByURL{"http://c1": fl, "http://c2": &fakeFlink{}}
+	clusters := clientsByURL{"http://c1": fl, "http://c2": &acttest.Flink{}}
 	a := &Activities{Flink: clusters, Storage: &storage.Resolver{Guard: guard}, Now: func() time.Time { return now }}
 	fs, p, err := a.Storage.Resolve(ctx, invRoot)
 	if err != nil {
@@ -216,7 +217,7 @@ func testSavepointOwners(t *testing.T, plainRoot bool) {
 	// The catalog now answers alone: without history or records, the same;
 	// the window entry that left's history contradicted stands once that
 	// history is gone (it is flinkmaint's own kind of record).
-	a.Flink = clientsByURL{"http://c1": &fakeFlink{}, "http://c2": &fakeFlink{}}
+	a.Flink = clientsByURL{"http://c1": &acttest.Flink{}, "http://c2": &acttest.Flink{}}
 	notes = nil
 	wantLineage[sps[6].Path], wantIDs[sps[6].Path] = "t/c1/orders", ordersID
 	again, err := ownersIn(t, a, inv, listing, nil, &notes)

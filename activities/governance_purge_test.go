@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint/checkpointtest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -86,10 +87,10 @@ func TestPurgeKeepsWhatASnapshotRestoredFromTheTrashNeeds(t *testing.T) {
 				Clusters: []inventory.Cluster{{Tenant: "team-t", ClusterID: "c1", Mode: inventory.ModeSession, RESTURL: "http://c1",
 					CheckpointDir: "file://" + tenant + "/checkpoints", SavepointDir: "file://" + tenant + "/savepoints"}},
 			}
-			a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&quietFlink{}}, Storage: &storage.Resolver{Guard: guard},
+			a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: &quietFlink{}}, Storage: &storage.Resolver{Guard: guard},
 				Cleanup: core.CleanupSettings{TrashRoot: "file://" + trash}}
 			var res PurgeTrashResult
-			if err := runActivity(t, a, a.PurgeTrash, PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &res); err != nil {
+			if err := acttest.Run(t, a, a.PurgeTrash, PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &res); err != nil {
 				t.Fatal(err)
 			}
 			_, statErr := os.Stat(filepath.Join(trashed, "state"))
@@ -155,10 +156,10 @@ func TestPurgeWaitsWhileARestoreSourceIsUnknown(t *testing.T) {
 		Clusters: []inventory.Cluster{{Tenant: "team-t", ClusterID: "c1", Mode: inventory.ModeSession, RESTURL: "http://c1",
 			CheckpointDir: "file://" + tenant + "/checkpoints"}},
 	}
-	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&failedUnreadable{}}, Storage: &storage.Resolver{Guard: guard},
+	a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: &failedUnreadable{}}, Storage: &storage.Resolver{Guard: guard},
 		Cleanup: core.CleanupSettings{TrashRoot: "file://" + trash}, LiveReadWait: 10 * time.Millisecond}
 	var res PurgeTrashResult
-	err = runActivity(t, a, a.PurgeTrash, PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &res)
+	err = acttest.Run(t, a, a.PurgeTrash, PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &res)
 	if err == nil || !strings.Contains(err.Error(), "cannot be told") {
 		t.Fatalf("purge %+v err %v; want it to wait, naming the unknown restore source", res, err)
 	}

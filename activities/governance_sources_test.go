@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -282,7 +283,7 @@ func TestLiveInventoryReadsWhatALiveJobNeeds(t *testing.T) {
 			ff := &sourcesFlink{stats: tc.stats, state: tc.state, initializing: tc.initializing, disabled: tc.disabled, disabledState: tc.disabledState, detailsUnavailable: tc.detailsUnavailable, config: flink.Config{
 				{Key: "high-availability.type", Value: "zookeeper"}, {Key: "high-availability.storageDir", Value: "hdfs://nn/ha/"},
 				{Key: "high-availability.cluster-id", Value: "/orders"}}}
-			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
+			a := &Activities{Flink: acttest.OneClient{C: ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
 			tc.check(t, a)
 		})
 	}
@@ -348,7 +349,7 @@ func TestLiveInventoryKeepsAFailedRestore(t *testing.T) {
 	sp := savepointWithMetadata(t, dir, "savepoint-012345-0123456789ab")
 	ff := &failedCluster{sourcesFlink{stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
 		Restored: &flink.RestoredCheckpoint{ID: 1, IsSavepoint: true, ExternalPath: sp}}}}}
-	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond}
 	live, notes, err := liveInventoryIn(t, a, inventory.Inventory{Clusters: []inventory.Cluster{{ClusterID: "c1", RESTURL: "http://c1"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +409,7 @@ func TestLiveInventoryKeepsWhatAFailedRestoreFailedOn(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ff := &failedCluster{sourcesFlink{exceptionsErr: tc.exceptionsErr, exceptions: flink.JobExceptions{History: flink.ExceptionHistory{
 				Entries: []flink.RootException{{ExceptionName: "x", Stacktrace: tc.stacktrace}}}}}}
-			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond, LiveReadWait: 50 * time.Millisecond}
+			a := &Activities{Flink: acttest.OneClient{C: ff}, Storage: &storage.Resolver{}, PollInterval: time.Millisecond, LiveReadWait: 50 * time.Millisecond}
 			live, notes, err := liveInventoryIn(t, a, inv)
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
@@ -76,7 +77,7 @@ func TestRecordSavepointRunStampsTenantsWithoutFailures(t *testing.T) {
 	}
 	at := time.Unix(1_700_000_000, 0)
 	a := &Activities{Metrics: gov, Now: func() time.Time { return at }}
-	err = runActivity(t, a, a.RecordSavepointRun, RecordSavepointRunInput{RunID: "r1", Tenants: []TenantSavepoints{
+	err = acttest.Run(t, a, a.RecordSavepointRun, RecordSavepointRunInput{RunID: "r1", Tenants: []TenantSavepoints{
 		{Tenant: "team-a", Taken: 3}, {Tenant: "team-b", Taken: 1, Failed: 1}}}, nil)
 	if err != nil {
 		t.Fatal(err)

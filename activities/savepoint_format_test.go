@@ -36,25 +36,25 @@ func TestStopWithSavepointTakesNativeOfAForStJob(t *testing.T) {
 			wantConfigCalls: 1, wantErr: "state backend of c/j", wantRetryable: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ff := &fakeFlink{statuses: done, stateBackend: tc.backend, configErr: tc.configErr}
-			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+			ff := &acttest.Flink{Statuses: done, StateBackend: tc.backend, ConfigErr: tc.configErr}
+			a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 			var out core.StopWithSavepointResult
-			err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("a", 32), Format: tc.asked}, &out)
-			if ff.configCalls != tc.wantConfigCalls {
-				t.Errorf("checkpoint config read %d times, want %d", ff.configCalls, tc.wantConfigCalls)
+			err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("a", 32), Format: tc.asked}, &out)
+			if ff.ConfigCalls != tc.wantConfigCalls {
+				t.Errorf("checkpoint config read %d times, want %d", ff.ConfigCalls, tc.wantConfigCalls)
 			}
 			if tc.wantErr != "" {
 				_, nonRetryable := acttest.ErrType(t, err)
-				if !strings.Contains(err.Error(), tc.wantErr) || nonRetryable == tc.wantRetryable || len(ff.stopFormats) != 0 {
-					t.Fatalf("error %v (non-retryable %v), stops %v; want %q, retryable %v, nothing stopped", err, nonRetryable, ff.stopFormats, tc.wantErr, tc.wantRetryable)
+				if !strings.Contains(err.Error(), tc.wantErr) || nonRetryable == tc.wantRetryable || len(ff.StopFormats) != 0 {
+					t.Fatalf("error %v (non-retryable %v), stops %v; want %q, retryable %v, nothing stopped", err, nonRetryable, ff.StopFormats, tc.wantErr, tc.wantRetryable)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(ff.stopFormats) != 1 || ff.stopFormats[0] != tc.want || out.Format != string(tc.want) {
-				t.Fatalf("stop asked for %v, result format %q; want %s", ff.stopFormats, out.Format, tc.want)
+			if len(ff.StopFormats) != 1 || ff.StopFormats[0] != tc.want || out.Format != string(tc.want) {
+				t.Fatalf("stop asked for %v, result format %q; want %s", ff.StopFormats, out.Format, tc.want)
 			}
 			if (out.FormatNote != "") != tc.wantNote || (tc.wantNote && !strings.Contains(out.FormatNote, "ForSt")) {
 				t.Fatalf("format note %q; want one: %v", out.FormatNote, tc.wantNote)

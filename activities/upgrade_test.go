@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -49,9 +50,9 @@ func TestDiscoverJobsRestartsWithTheRecipeOfRecord(t *testing.T) {
 	for i, name := range []string{"plain", "upgraded", "caught-up", "changed"} {
 		jobs = append(jobs, flink.JobOverview{ID: string(rune('a'+i)) + "0000000000000000000000000000000", Name: name, State: flink.JobRunning})
 	}
-	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
+	a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: &acttest.Flink{Jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
 	var res core.DiscoverJobsResult
-	if err := runActivity(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
+	if err := acttest.Run(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
 		t.Fatal(err)
 	}
 	jars := map[string]string{}
@@ -94,11 +95,11 @@ func TestRecipeRecordsOfSuccessiveUpgrades(t *testing.T) {
 	inv := inventory.Inventory{Tenants: []inventory.Tenant{{Name: "a", Root: root}},
 		Clusters: []inventory.Cluster{{Tenant: "a", ClusterID: "c1", RESTURL: "http://c1", Jobs: []inventory.JobSpec{{Name: "orders", Restart: recipe("/v1.jar")}}}}}
 	jobs := []flink.JobOverview{{ID: "a0000000000000000000000000000000", Name: "orders", State: flink.JobRunning}}
-	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
+	a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: &acttest.Flink{Jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
 	running := func() string {
 		t.Helper()
 		var res core.DiscoverJobsResult
-		if err := runActivity(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
+		if err := acttest.Run(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
 			t.Fatal(err)
 		}
 		if len(res.Jobs) != 1 {
@@ -110,7 +111,7 @@ func TestRecipeRecordsOfSuccessiveUpgrades(t *testing.T) {
 		t.Helper()
 		job := core.JobTarget{Key: "c1/orders", Tenant: "a", ClusterID: "c1", JobName: "orders", Restart: recipe(running())}
 		for range 2 { // a retried activity writes once
-			if err := runActivity(t, a, a.RecordRecipe, RecordRecipeInput{Job: job, Base: job.Restart, Recipe: recipe(jar), UpgradeID: id}, nil); err != nil {
+			if err := acttest.Run(t, a, a.RecordRecipe, RecordRecipeInput{Job: job, Base: job.Restart, Recipe: recipe(jar), UpgradeID: id}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -121,13 +122,13 @@ func TestRecipeRecordsOfSuccessiveUpgrades(t *testing.T) {
 	if got := running(); got != "/v3.jar" {
 		t.Fatalf("after two upgrades the job restarts with %s; want /v3.jar", got)
 	}
-	if err := runActivity(t, a, a.ForgetRecipe, ForgetRecipeInput{Job: job, UpgradeID: "u2"}, nil); err != nil {
+	if err := acttest.Run(t, a, a.ForgetRecipe, ForgetRecipeInput{Job: job, UpgradeID: "u2"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := running(); got != "/v3.jar" {
 		t.Fatalf("forgetting an older upgrade changed the recipe to %s; want /v3.jar kept", got)
 	}
-	if err := runActivity(t, a, a.ForgetRecipe, ForgetRecipeInput{Job: job, UpgradeID: "u3"}, nil); err != nil {
+	if err := acttest.Run(t, a, a.ForgetRecipe, ForgetRecipeInput{Job: job, UpgradeID: "u3"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := running(); got != "/v2.jar" {
@@ -157,13 +158,13 @@ func TestRecipeRecordsAreEachJobsAndTenantsOwn(t *testing.T) {
 	inv := inventory.Inventory{Tenants: []inventory.Tenant{{Name: "a", Root: rootA}, {Name: "b", Root: rootB}},
 		Clusters: []inventory.Cluster{{Tenant: "b", ClusterID: "c1", RESTURL: "http://c1", Jobs: []inventory.JobSpec{
 			{Name: "alerts", Restart: recipe("/alerts-v1.jar")}, {Name: "orders", Restart: recipe("/v1.jar")}, {Name: "quiet", Restart: recipe("/q1.jar")}}}}}
-	a := &Activities{Inventory: fixedInventory(inv), Storage: &storage.Resolver{Guard: guard}}
+	a := &Activities{Inventory: acttest.Inventory(inv), Storage: &storage.Resolver{Guard: guard}}
 	job := func(name, jar string) core.JobTarget {
 		return core.JobTarget{Key: "c1/" + name, Tenant: "b", ClusterID: "c1", JobName: name, Restart: recipe(jar)}
 	}
 	record := func(j core.JobTarget, jar, id string) {
 		t.Helper()
-		if err := runActivity(t, a, a.RecordRecipe, RecordRecipeInput{Job: j, Base: j.Restart, Recipe: recipe(jar), UpgradeID: id}, nil); err != nil {
+		if err := acttest.Run(t, a, a.RecordRecipe, RecordRecipeInput{Job: j, Base: j.Restart, Recipe: recipe(jar), UpgradeID: id}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,7 +189,7 @@ func TestRecipeRecordsAreEachJobsAndTenantsOwn(t *testing.T) {
 		t.Fatalf("tenant a's root holds records %v of tenant b's jobs", got)
 	}
 	for _, f := range []ForgetRecipeInput{{Job: job("orders", "/v1.jar"), UpgradeID: "up-orders"}, {Job: job("quiet", "/q1.jar"), UpgradeID: "up-quiet"}} {
-		if err := runActivity(t, a, a.ForgetRecipe, f, nil); err != nil {
+		if err := acttest.Run(t, a, a.ForgetRecipe, f, nil); err != nil {
 			t.Fatalf("forget %s: %v", f.Job.Key, err)
 		}
 	}

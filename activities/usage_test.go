@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,12 +18,6 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
-
-type fixedInventory inventory.Inventory
-
-func (f fixedInventory) Discover(context.Context) (inventory.Inventory, error) {
-	return inventory.Inventory(f), nil
-}
 
 // TestTenantUsage walks a local tenant root whose job the cluster's job
 // history names: the job dir and the savepoint its checkpoint history
@@ -59,13 +52,13 @@ func TestTenantUsage(t *testing.T) {
 	}
 	started := time.Now().Add(-time.Hour).UnixMilli()
 	a := &Activities{
-		Inventory: fixedInventory{
+		Inventory: acttest.Inventory{
 			Tenants: []inventory.Tenant{{Name: "team-a", Root: "file://" + root}, {Name: "team-b", Root: filepath.Join(base, "team-b")}},
 			Clusters: []inventory.Cluster{{Tenant: "team-a", ClusterID: "c1", RESTURL: "http://c1",
 				CheckpointDir: root + "/checkpoints", SavepointDir: "file://" + root + "/savepoints"}},
 		},
-		Flink: oneClient{&fakeFlink{jobs: []flink.JobOverview{{ID: job, Name: "orders", State: flink.JobRunning, StartTime: started}},
-			stats: flink.CheckpointingStatistics{History: []flink.CheckpointStatistics{{ID: 1, Status: "COMPLETED", IsSavepoint: true,
+		Flink: acttest.OneClient{C: &acttest.Flink{Jobs: []flink.JobOverview{{ID: job, Name: "orders", State: flink.JobRunning, StartTime: started}},
+			Stats: flink.CheckpointingStatistics{History: []flink.CheckpointStatistics{{ID: 1, Status: "COMPLETED", IsSavepoint: true,
 				ExternalPath: "file://" + root + "/savepoints/savepoint-abcdef-0123456789ab"}}}}},
 		Storage: &storage.Resolver{Guard: guard},
 		Cleanup: core.CleanupSettings{TrashRoot: root + "/trash"},
@@ -73,7 +66,7 @@ func TestTenantUsage(t *testing.T) {
 	}
 
 	var first TenantUsageResult
-	if err := runActivity(t, a, a.TenantUsage, TenantUsageInput{Tenants: []string{"team-a"}}, &first); err != nil {
+	if err := acttest.Run(t, a, a.TenantUsage, TenantUsageInput{Tenants: []string{"team-a"}}, &first); err != nil {
 		t.Fatal(err)
 	}
 	if len(first.Tenants) != 1 || first.Tenants[0].Since != nil {
@@ -106,7 +99,7 @@ func TestTenantUsage(t *testing.T) {
 	}
 
 	var second TenantUsageResult
-	if err := runActivity(t, a, a.TenantUsage, TenantUsageInput{Top: 1, OmitJobs: true}, &second); err != nil {
+	if err := acttest.Run(t, a, a.TenantUsage, TenantUsageInput{Top: 1, OmitJobs: true}, &second); err != nil {
 		t.Fatal(err)
 	}
 	if len(second.Tenants) != 1 || second.Tenants[0].Since == nil || second.Tenants[0].Jobs != nil || len(second.Tenants[0].TopFiles) != 1 {
@@ -123,7 +116,7 @@ func TestTenantUsage(t *testing.T) {
 }
 
 func TestTenantUsageRefusesWhatItCannotDo(t *testing.T) {
-	a := &Activities{Inventory: fixedInventory{Tenants: []inventory.Tenant{{Name: "team-a"}, {Name: "team-b"}}}, Storage: &storage.Resolver{}}
+	a := &Activities{Inventory: acttest.Inventory{Tenants: []inventory.Tenant{{Name: "team-a"}, {Name: "team-b"}}}, Storage: &storage.Resolver{}}
 	for name, tc := range map[string]struct {
 		in   TenantUsageInput
 		want string
@@ -132,7 +125,7 @@ func TestTenantUsageRefusesWhatItCannotDo(t *testing.T) {
 		"bad top":        {TenantUsageInput{Top: -3}, "top=-3: use 1 to 1000"},
 	} {
 		var res TenantUsageResult
-		err := runActivity(t, a, a.TenantUsage, tc.in, &res)
+		err := acttest.Run(t, a, a.TenantUsage, tc.in, &res)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an error naming %q", name, err, tc.want)
 			continue

@@ -97,9 +97,9 @@ func TestStopWithSavepointRidesOutAJobManagerFailover(t *testing.T) {
 		statuses: []statusAnswer{stopInProgress, {err: jmDown}, {err: leaderElection}, {err: opUnknown}, stopInProgress, stopCompleted},
 		details:  []detailsAnswer{{d: flink.JobDetails{State: flink.JobRunning}}},
 	}
-	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+	err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +113,9 @@ func TestStopWithSavepointRidesOutAJobManagerFailover(t *testing.T) {
 // retryably: the activity's retry policy takes over.
 func TestStopWithSavepointGivesUpOnAClusterThatStaysDown(t *testing.T) {
 	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{{err: jmDown}}}
-	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond, FailoverWait: 20 * time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond, FailoverWait: 20 * time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+	err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != flink.ErrorReasonUnavailable || nonRetryable {
 		t.Fatalf("error %v (type %s, non-retryable %v); want a retryable %s", err, typ, nonRetryable, flink.ErrorReasonUnavailable)
@@ -173,9 +173,9 @@ func TestStopWithSavepointFindsTheSavepointOfAJobTheNewJobManagerForgot(t *testi
 			}
 			ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: jmDown}, {err: opUnknown}},
 				details: []detailsAnswer{c.details}, overview: c.overview}
-			a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
+			a := &Activities{Flink: acttest.OneClient{C: ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 			var out core.StopWithSavepointResult
-			err = runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+			err = acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 				Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 			if c.want == "" {
 				typ, nonRetryable := acttest.ErrType(t, err)
@@ -207,9 +207,9 @@ func TestStopWithSavepointAsksAgainWhileTasksDeploy(t *testing.T) {
 		statuses: []statusAnswer{declined, declined, stopInProgress, stopCompleted},
 		details:  []detailsAnswer{{d: flink.JobDetails{State: flink.JobRunning}}},
 	}
-	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+	err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -242,9 +242,9 @@ func TestARetriedStopOfAFinishedJobTakesItsSavepoint(t *testing.T) {
 	}
 	gone := flink.NewError("stop", flink.ErrorReasonJobNotFound, "FlinkJobNotFoundException", nil)
 	ff := &failoverFlink{stops: []error{gone}, details: []detailsAnswer{{err: jobUnknown}}}
-	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err = runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+	err = acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	if err != nil || out.SavepointPath != "file://"+filepath.Dir(md) {
 		t.Fatalf("savepoint %q, %v; want %s", out.SavepointPath, err, filepath.Dir(md))
@@ -260,9 +260,9 @@ func TestStopWithSavepointWaitsOutFlinkWhileAskingAboutAForgottenStop(t *testing
 		statuses: []statusAnswer{stopInProgress, {err: opUnknown}, stopCompleted},
 		details:  []detailsAnswer{{err: jmDown}, {d: flink.JobDetails{State: flink.JobRunning}}},
 	}
-	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+	err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "hdfs://nn/sp"}, TriggerID: failoverTrigger}, &out)
 	if err != nil || out.SavepointPath != "hdfs://nn/sp/savepoint-j1abcd-2" || ff.stopCalls != 1 {
 		t.Fatalf("savepoint %q after %d stops, %v; want the stop's savepoint after 1", out.SavepointPath, ff.stopCalls, err)
@@ -340,9 +340,9 @@ func stopForgottenBy(t *testing.T, root, target string) (core.StopWithSavepointR
 		t.Fatal(err)
 	}
 	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{stopInProgress, {err: opUnknown}}, details: []detailsAnswer{{err: jobUnknown}}}
-	a := &Activities{Flink: oneClient{ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, Storage: &storage.Resolver{Guard: guard}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err = runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+	err = acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	return out, err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -30,7 +31,7 @@ func TestDiscoverJobsNamesWhatTheScopeDoesNotResolve(t *testing.T) {
 		{ID: "b0000000000000000000000000000000", Name: "payments", State: flink.JobRunning},
 		{ID: "c0000000000000000000000000000000", Name: "finished-once", State: flink.JobFinished},
 	}
-	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}}
+	a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: &acttest.Flink{Jobs: jobs}}}
 	for name, tc := range map[string]struct {
 		scope core.Scope
 		want  []string // one entry per expected problem, each a substring
@@ -52,7 +53,7 @@ func TestDiscoverJobsNamesWhatTheScopeDoesNotResolve(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var res core.DiscoverJobsResult
-			if err := runActivity(t, a, a.DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
+			if err := acttest.Run(t, a, a.DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
 				t.Fatal(err)
 			}
 			if len(res.Unresolved) != len(tc.want) {
@@ -104,7 +105,7 @@ func TestScopeSelectsATenantsClusterOnly(t *testing.T) {
 		Clusters: []inventory.Cluster{cluster("team-a", "a1"), cluster("team-a", "a2"), cluster("team-b", "b1")},
 	}
 	jobs := []flink.JobOverview{{ID: "a0000000000000000000000000000000", Name: "orders", State: flink.JobRunning}}
-	a := &Activities{Inventory: fixedInventory(inv), Flink: oneClient{&fakeFlink{jobs: jobs}}, Storage: &storage.Resolver{}}
+	a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: &acttest.Flink{Jobs: jobs}}, Storage: &storage.Resolver{}}
 	for name, tc := range map[string]struct {
 		scope core.Scope
 		want  string // clusters in scope
@@ -115,7 +116,7 @@ func TestScopeSelectsATenantsClusterOnly(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var res core.DiscoverJobsResult
-			if err := runActivity(t, a, a.DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
+			if err := acttest.Run(t, a, a.DiscoverJobs, core.DiscoverJobsInput{Scope: tc.scope}, &res); err != nil {
 				t.Fatal(err)
 			}
 			var got []string

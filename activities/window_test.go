@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"context"
 	"errors"
 	"sort"
 	"strings"
@@ -9,94 +8,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
-
-// fakeFlink is a scripted Flink REST port for error paths that a real
-// cluster cannot be made to produce on demand.
-type fakeFlink struct {
-	core.FlinkAPI // unused methods panic, so a test notices an unexpected call
-	jobs          []flink.JobOverview
-	statuses      []flink.OperationStatus
-	details       []flink.JobDetails
-	// detailsErrs, when set, are JobDetails' errors, indexed like details.
-	detailsErrs []error
-	stats       flink.CheckpointingStatistics
-	// statsByJob, when set, are the statistics of each job instead.
-	statsByJob map[string]flink.CheckpointingStatistics
-	calls      int
-	// stateBackend is what the job's checkpoint config names;
-	// configErr, when set, is the config endpoint's error.
-	stateBackend string
-	configErr    error
-	configCalls  int
-	// stopFormats are the formats stop-with-savepoint was asked for.
-	stopFormats []flink.SavepointFormat
-}
-
-func (f *fakeFlink) CheckpointConfig(context.Context, string) (flink.CheckpointConfig, error) {
-	f.configCalls++
-	if f.configErr != nil {
-		return flink.CheckpointConfig{}, f.configErr
-	}
-	return flink.CheckpointConfig{StateBackend: f.stateBackend}, nil
-}
-
-func (f *fakeFlink) ListJobs(context.Context) ([]flink.JobOverview, error) { return f.jobs, nil }
-
-func (f *fakeFlink) StopWithSavepoint(_ context.Context, jobID string, req flink.StopRequest) (flink.Trigger, error) {
-	f.stopFormats = append(f.stopFormats, req.FormatType)
-	return flink.Trigger{JobID: jobID, TriggerID: req.TriggerID}, nil
-}
-
-func (f *fakeFlink) SavepointStatus(context.Context, string, string) (flink.OperationStatus, error) {
-	s := f.statuses[min(f.calls, len(f.statuses)-1)]
-	f.calls++
-	return s, nil
-}
-
-func (f *fakeFlink) JobDetails(context.Context, string) (flink.JobDetails, error) {
-	i := f.calls
-	f.calls++
-	if len(f.detailsErrs) > 0 {
-		if err := f.detailsErrs[min(i, len(f.detailsErrs)-1)]; err != nil {
-			return flink.JobDetails{}, err
-		}
-	}
-	return f.details[min(i, len(f.details)-1)], nil
-}
-
-func (f *fakeFlink) Checkpoints(_ context.Context, jobID string) (flink.CheckpointingStatistics, error) {
-	if f.statsByJob != nil {
-		return f.statsByJob[jobID], nil
-	}
-	return f.stats, nil
-}
-
-func (f *fakeFlink) JobExceptions(context.Context, string, int) (flink.JobExceptions, error) {
-	return flink.JobExceptions{}, nil
-}
-
-type oneClient struct{ c core.FlinkAPI }
-
-func (o oneClient) For(context.Context, string) (core.FlinkAPI, error) { return o.c, nil }
-
-func runActivity(t *testing.T, acts interface{}, fn interface{}, in interface{}, out interface{}) error {
-	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(acts)
-	v, err := env.ExecuteActivity(fn, in)
-	if err != nil || out == nil { // nil: an activity that returns only an error
-		return err
-	}
-	return v.Get(out)
-}
 
 func TestMatchJobs(t *testing.T) {
 	cluster := inventory.Cluster{ClusterID: "c1", Tenant: "t1", Jobs: []inventory.JobSpec{
@@ -151,13 +68,13 @@ func TestMatchJobs(t *testing.T) {
 }
 
 func TestStopWithSavepointFailureIsNonRetryable(t *testing.T) {
-	ff := &fakeFlink{statuses: []flink.OperationStatus{
+	ff := &acttest.Flink{Statuses: []flink.OperationStatus{
 		{State: flink.OperationInProgress},
 		{State: flink.OperationCompleted, Failure: &flink.FailureCause{StackTrace: "java.io.IOException: quota\n\tat x\nCaused by: NSQuotaExceededException: The NameSpace quota"}},
-	}, details: []flink.JobDetails{{State: flink.JobRunning}}}
-	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	}, Details: []flink.JobDetails{{State: flink.JobRunning}}}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+	err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 		Job: core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
 	typ, nonRetryable := acttest.ErrType(t, err)
 	if typ != flink.ErrorReasonOperationFailed || !nonRetryable || !strings.Contains(err.Error(), "NSQuotaExceededException") || !strings.Contains(err.Error(), "keeps running") {
@@ -184,10 +101,10 @@ func TestStopWithSavepointFailureSaysWhatItSawOfTheJob(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			ff := &fakeFlink{statuses: failed, details: c.details, detailsErrs: c.errs}
-			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+			ff := &acttest.Flink{Statuses: failed, Details: c.details, DetailsErrs: c.errs}
+			a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 			var out core.StopWithSavepointResult
-			err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+			err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
 				Job: core.JobTarget{Key: "c/j", JobID: "j1", SavepointDir: "hdfs://nn/sp"}, TriggerID: strings.Repeat("a", 32)}, &out)
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != flink.ErrorReasonOperationFailed {
@@ -223,23 +140,23 @@ func TestJobAfterFailedStop(t *testing.T) {
 }
 
 func TestStopWithSavepointNeedsATargetDir(t *testing.T) {
-	a := &Activities{Flink: oneClient{&fakeFlink{}}}
+	a := &Activities{Flink: acttest.OneClient{C: &acttest.Flink{}}}
 	var out core.StopWithSavepointResult
-	err := runActivity(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{Job: core.JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
+	err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{Job: core.JobTarget{Key: "c/j", ClusterID: "c", JobID: "j1"}}, &out)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeInvalidInput || !nonRetryable {
 		t.Fatalf("error %v", err)
 	}
 }
 
 func TestAwaitHealthyRefusesAnotherRestorePoint(t *testing.T) {
-	ff := &fakeFlink{
-		details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
-		stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
+	ff := &acttest.Flink{
+		Details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
+		Stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
 			Restored: &flink.RestoredCheckpoint{ID: 3, ExternalPath: "hdfs://nn/sp/savepoint-other"}}},
 	}
-	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 	var out AwaitHealthyResult
-	err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
+	err := acttest.Run(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
 		RunningTimeout: time.Minute, CheckpointTimeout: time.Minute}, &out)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeRestoreMismatch || !nonRetryable || !strings.Contains(err.Error(), "savepoint-other") {
 		t.Fatalf("error %v", err)
@@ -247,25 +164,25 @@ func TestAwaitHealthyRefusesAnotherRestorePoint(t *testing.T) {
 }
 
 func TestAwaitHealthyFailsOnAFailedJob(t *testing.T) {
-	ff := &fakeFlink{details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}, {ID: "n1", State: flink.JobFailed}}}
-	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	ff := &acttest.Flink{Details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}, {ID: "n1", State: flink.JobFailed}}}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 	var out AwaitHealthyResult
-	err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", RunningTimeout: time.Minute, CheckpointTimeout: time.Minute}, &out)
+	err := acttest.Run(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", RunningTimeout: time.Minute, CheckpointTimeout: time.Minute}, &out)
 	if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeJobUnhealthy || !nonRetryable || !strings.Contains(err.Error(), "FAILED") {
 		t.Fatalf("error %v", err)
 	}
 }
 
 func TestAwaitHealthySucceedsAfterACheckpointNewerThanTheRestore(t *testing.T) {
-	ff := &fakeFlink{
-		details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
-		stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
+	ff := &acttest.Flink{
+		Details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
+		Stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
 			Restored:  &flink.RestoredCheckpoint{ID: 3, ExternalPath: "hdfs://nn/sp/savepoint-mine/"},
 			Completed: &flink.CheckpointStatistics{ID: 4, ExternalPath: "hdfs://nn/chk/n1/chk-4"}}},
 	}
-	a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 	var out AwaitHealthyResult
-	if err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
+	if err := acttest.Run(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
 		RunningTimeout: time.Minute, CheckpointTimeout: time.Minute, Soak: 20 * time.Millisecond}, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -329,14 +246,14 @@ func TestAwaitHealthyWantsACheckpointOfItsOwnAfterTheRestore(t *testing.T) {
 		"a savepoint since": {ID: 4, IsSavepoint: true, ExternalPath: "hdfs://nn/sp/savepoint-later"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ff := &fakeFlink{
-				details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
-				stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
+			ff := &acttest.Flink{
+				Details: []flink.JobDetails{{ID: "n1", State: flink.JobRunning}},
+				Stats: flink.CheckpointingStatistics{Latest: flink.LatestCheckpoints{
 					Restored: &flink.RestoredCheckpoint{ID: 3, ExternalPath: "hdfs://nn/sp/savepoint-mine/"}, Completed: latest}},
 			}
-			a := &Activities{Flink: oneClient{ff}, PollInterval: time.Millisecond}
+			a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
 			var out AwaitHealthyResult
-			err := runActivity(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
+			err := acttest.Run(t, a, a.AwaitHealthy, AwaitHealthyInput{RESTURL: "x", JobID: "n1", SavepointPath: "hdfs://nn/sp/savepoint-mine",
 				RunningTimeout: time.Minute, CheckpointTimeout: 50 * time.Millisecond}, &out)
 			if typ, nonRetryable := acttest.ErrType(t, err); typ != core.ErrTypeJobUnhealthy || !nonRetryable || !strings.Contains(err.Error(), "completed no checkpoint") {
 				t.Fatalf("error %v (result %+v); want %s: no checkpoint after the restore", err, out, core.ErrTypeJobUnhealthy)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -84,7 +85,7 @@ func StartSummary(in interface{}) string {
 		return clip("storage usage of "+tenantsText(core.Scope{Tenants: v.Tenants}), maxSummaryBytes)
 	case PingInput:
 		return clip("ping: "+v.Message, maxSummaryBytes)
-	case activities.DoctorInput:
+	case doctor.DoctorInput:
 		return "doctor: checks from the worker"
 	}
 	return ""

@@ -29,6 +29,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -464,18 +465,18 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 func testSecureDoctor(t *testing.T, ctx context.Context, e *secureGovEnv) {
 	before := e.tree(t, e.plain)
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WorkerDoctorID(e.tenant), TaskQueue: e.queue},
-		workflows.WorkerDoctorWorkflowType, activities.DoctorInput{})
+		workflows.WorkerDoctorWorkflowType, doctor.DoctorInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res activities.DoctorResult
+	var res doctor.DoctorResult
 	if err := wf.Get(ctx, &res); err != nil {
 		t.Fatalf("doctor: %v", err)
 	}
-	got := map[string]activities.DoctorCheck{}
+	got := map[string]doctor.DoctorCheck{}
 	for _, c := range res.Checks {
 		got[c.Check] = c
-		if c.Result != activities.CheckOK {
+		if c.Result != doctor.CheckOK {
 			t.Errorf("doctor on the secure HDFS: %+v; want ok", c)
 		}
 	}
@@ -500,21 +501,21 @@ func testSecureDoctor(t *testing.T, ctx context.Context, e *secureGovEnv) {
 	k.Keytab = e.s.Principals.Denied.Keytab // holds another principal's key
 	wrong.Storage.Kerberos = &k
 	acts := peertest.NewActivities(t, wrong, "doctor-wrong-keytab")
-	res, err = acts.Doctor(ctx, activities.DoctorInput{})
+	res, err = app.NewFamilies(acts).Doctor.Doctor(ctx, doctor.DoctorInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kerberos activities.DoctorCheck
+	var kerberos doctor.DoctorCheck
 	failedRoots := 0
 	for _, c := range res.Checks {
 		if c.Check == "kerberos" {
 			kerberos = c
 		}
-		if strings.HasPrefix(c.Check, "storage ") && c.Result == activities.CheckFail && strings.Contains(c.Fix, "keytab") {
+		if strings.HasPrefix(c.Check, "storage ") && c.Result == doctor.CheckFail && strings.Contains(c.Fix, "keytab") {
 			failedRoots++
 		}
 	}
-	if kerberos.Result != activities.CheckFail || !strings.Contains(kerberos.Fix, "klist -kt") || failedRoots != 3 {
+	if kerberos.Result != doctor.CheckFail || !strings.Contains(kerberos.Fix, "klist -kt") || failedRoots != 3 {
 		t.Fatalf("doctor with a keytab of another principal: kerberos %+v, %d roots failed naming the keytab (all %+v); want fail and 3", kerberos, failedRoots, res.Checks)
 	}
 }

@@ -43,10 +43,13 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.GovernanceRestoreWorkflow, workflow.RegisterOptions{Name: workflows.GovernanceRestoreWorkflowType})
 }
 
-// RegisterActivities registers every method of acts as an activity, named
-// after the method.
+// RegisterActivities registers the activities of every family, each built
+// over the ports and settings of acts; an activity is named after its
+// method, and no two families share a method name.
 func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
 	r.RegisterActivity(acts)
+	f := NewFamilies(acts)
+	r.RegisterActivity(f.Doctor)
 }
 
 // Register registers workflows and activities on a worker.

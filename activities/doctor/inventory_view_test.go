@@ -1,4 +1,4 @@
-package activities
+package doctor
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // viewFlink is one cluster's REST answers for DescribeInventory.
 type viewFlink struct {
-	fakeFlink
+	acttest.Flink
 	version   string
 	listErr   error
 	statsErrs map[string]error
@@ -28,14 +29,14 @@ func (f *viewFlink) Checkpoints(ctx context.Context, jobID string) (flink.Checkp
 	if err := f.statsErrs[jobID]; err != nil {
 		return flink.CheckpointingStatistics{}, err
 	}
-	return f.fakeFlink.Checkpoints(ctx, jobID)
+	return f.Flink.Checkpoints(ctx, jobID)
 }
 
 func (f *viewFlink) ListJobs(ctx context.Context) ([]flink.JobOverview, error) {
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
-	return f.fakeFlink.ListJobs(ctx)
+	return f.Flink.ListJobs(ctx)
 }
 
 // byURL hands out each REST URL's client; an unknown URL is an error, as
@@ -79,13 +80,13 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 		}
 		return s
 	}
-	a := &Activities{Inventory: fixedInventory(inv), Flink: byURL{
+	a := &Activities{Inventory: acttest.Inventory(inv), Flink: byURL{
 		"http://a": &viewFlink{version: "1.20.3", statsErrs: map[string]error{
 			failedEarly: fmt.Errorf("checkpoint statistics: %w", flink.ErrCheckpointingDisabled),
 			dropped:     fmt.Errorf("checkpoint statistics: %w", flink.ErrJobNotFound),
 			broken:      errors.New("500 Internal Server Error"),
-		}, fakeFlink: fakeFlink{
-			jobs: []flink.JobOverview{
+		}, Flink: acttest.Flink{
+			Jobs: []flink.JobOverview{
 				{ID: orders, Name: "orders", State: flink.JobRunning},
 				{ID: payments, Name: "payments", State: flink.JobRunning},
 				{ID: twin1, Name: "twin", State: flink.JobRunning},
@@ -94,7 +95,7 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 				{ID: dropped, Name: "dropped", State: flink.JobCanceled},
 				{ID: broken, Name: "broken", State: flink.JobRunning},
 			},
-			statsByJob: map[string]flink.CheckpointingStatistics{
+			StatsByJob: map[string]flink.CheckpointingStatistics{
 				orders:   stats("hdfs://nn/a/checkpoints/"+orders+"/chk-7", "hdfs://nn/a/savepoints/sp-1", "hdfs://nn/a/savepoints/sp-0"),
 				payments: stats("hdfs://nn/a/checkpoints/"+payments+"/chk-3", "", ""),
 			}}},
@@ -102,7 +103,7 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 	}}
 
 	var view InventoryView
-	if err := runActivity(t, a, a.DescribeInventory, DescribeInventoryInput{}, &view); err != nil {
+	if err := acttest.Run(t, a, a.DescribeInventory, DescribeInventoryInput{}, &view); err != nil {
 		t.Fatal(err)
 	}
 	if len(view.Tenants) != 2 || len(view.Clusters) != 3 || view.Retired[0] != "cluster-old" || len(view.Errors) != 0 {
@@ -153,7 +154,7 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 	}
 
 	// A scope: one tenant, and names the inventory lacks said as errors.
-	if err := runActivity(t, a, a.DescribeInventory, DescribeInventoryInput{Tenants: []string{"team-a", "team-x"}, Clusters: []string{"cluster-a", "cluster-z"}}, &view); err != nil {
+	if err := acttest.Run(t, a, a.DescribeInventory, DescribeInventoryInput{Tenants: []string{"team-a", "team-x"}, Clusters: []string{"cluster-a", "cluster-z"}}, &view); err != nil {
 		t.Fatal(err)
 	}
 	if len(view.Clusters) != 1 || view.Clusters[0].ClusterID != "cluster-a" || len(view.Errors) != 2 ||
@@ -163,8 +164,8 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 	}
 
 	// An empty inventory has no tenant a scope can name.
-	a.Inventory = fixedInventory(inventory.Inventory{})
-	if err := runActivity(t, a, a.DescribeInventory, DescribeInventoryInput{Tenants: []string{"team-a"}}, &view); err != nil {
+	a.Inventory = acttest.Inventory(inventory.Inventory{})
+	if err := acttest.Run(t, a, a.DescribeInventory, DescribeInventoryInput{Tenants: []string{"team-a"}}, &view); err != nil {
 		t.Fatal(err)
 	}
 	if len(view.Errors) != 1 || view.Errors[0] != `tenant "team-a" is not in the inventory; it has none` {
@@ -173,7 +174,7 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 
 	// An inventory that cannot be read is a finding too.
 	a.Inventory = failingInventory{errors.New("static inventory /etc/inv.yaml: line 3: unknown key")}
-	if err := runActivity(t, a, a.DescribeInventory, DescribeInventoryInput{}, &view); err != nil {
+	if err := acttest.Run(t, a, a.DescribeInventory, DescribeInventoryInput{}, &view); err != nil {
 		t.Fatal(err)
 	}
 	if len(view.Errors) != 1 || !strings.Contains(view.Errors[0], "line 3: unknown key") || view.Problems() != 1 {

@@ -1,4 +1,4 @@
-package activities
+package doctor
 
 import (
 	"context"
@@ -14,6 +14,18 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
+
+// WorkerInfo is what doctor reports about the worker and checks it may do.
+type WorkerInfo struct {
+	// Version is the worker's build version.
+	Version string
+	// WritableRoots are storage.writableRoots: doctor proves each exists
+	// and takes a write.
+	WritableRoots []string
+	// KerberosPrincipal is who the worker authenticates to HDFS as; empty
+	// without Kerberos.
+	KerberosPrincipal string
+}
 
 // Outcomes of a doctor check.
 const (

@@ -1,0 +1,23 @@
+package app
+
+import (
+	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
+)
+
+// Families are the activities of every family, each built from the one
+// set of ports and settings the worker's configuration gives and holding
+// only the fields it uses.
+type Families struct {
+	Doctor *doctor.Activities
+}
+
+// NewFamilies builds every family over p. Call it after the last change
+// to p: the families copy its fields.
+func NewFamilies(p *activities.Activities) Families {
+	return Families{
+		Doctor: &doctor.Activities{Identity: p.Identity, Worker: p.Worker, Now: p.Now,
+			Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Kubernetes: p.Kubernetes, KubeAccess: p.KubeAccess,
+			Notifier: p.Notifier, Cleanup: p.Cleanup, Drill: p.Drill},
+	}
+}
