@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 )
@@ -81,12 +82,13 @@ func TestGovernanceRestoreRefusals(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var a *activities.Activities
+	var onc *oncall.Activities
 	calls := 0
 	env.OnActivity(a.RestoreTrash, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestoreTrashInput) (activities.RestoreTrashResult, error) {
 		calls++
 		return activities.RestoreTrashResult{Tenants: []string{"team-a"}}, nil
 	})
-	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "peak", Until: time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)}}}, nil)
+	env.OnActivity(onc.CheckFreeze, mock.Anything, mock.Anything).Return(oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "peak", Until: time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)}}}, nil)
 	env.ExecuteWorkflow(GovernanceRestoreWorkflow, GovernanceRestoreInput{RunID: "nightly-1", By: "alice", Reason: "r"})
 	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "peak") || calls != 1 {
 		t.Fatalf("err %v after %d restore calls; want the freeze named after the dry check only", err, calls)

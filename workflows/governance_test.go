@@ -15,6 +15,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -570,8 +571,8 @@ func TestGovernanceGatherFailureFailsThePlan(t *testing.T) {
 func TestGovernanceWaitsForTheTenantLock(t *testing.T) {
 	released := 0
 	f := newGovFixtureLocked(t, func(env *testsuite.TestWorkflowEnvironment) {
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{}, nil)
+		var a *oncall.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{}, nil)
 		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return([]LockHold{{LockRequest: LockRequest{Owner: "window-wk49", Kind: KindWindow,
 			Tenants: []string{"team-a"}, Reason: "window wk49: savepoint-all until every job is healthy"}}}, nil)
 		env.OnSignalExternalWorkflow(mockAny, TenantLockWorkflowID, "", SignalLockRelease, mockAny).Return(func(_, _, _, _ string, _ interface{}) error {
@@ -599,8 +600,8 @@ func TestGovernanceWaitsForTheTenantLock(t *testing.T) {
 // of the plan made before the wait.
 func TestGovernanceAsksAgainForAPlanMadeAgain(t *testing.T) {
 	f := newGovFixtureLocked(t, func(env *testsuite.TestWorkflowEnvironment) {
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{}, nil)
+		var a *oncall.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{}, nil)
 		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return([]LockHold{{LockRequest: LockRequest{Owner: "window-wk49", Kind: KindWindow,
 			Tenants: []string{"team-a"}, Reason: "window wk49"}}}, nil)
 		env.OnSignalExternalWorkflow(mockAny, TenantLockWorkflowID, "", SignalLockRelease, mockAny).Return(nil)
@@ -646,8 +647,8 @@ func TestGovernanceGathersInOnePartByPlanning(t *testing.T) {
 // so; a plan (which changes nothing) is not stopped.
 func TestGovernanceRespectsFreezes(t *testing.T) {
 	frozen := func(env *testsuite.TestWorkflowEnvironment) {
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "black-friday",
+		var a *oncall.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "black-friday",
 			Until: time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), Reason: "sales"}}}, nil)
 		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return(nil, nil)
 		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {

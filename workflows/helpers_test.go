@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 )
 
 // mockAny matches any argument in OnActivity expectations.
@@ -131,9 +132,9 @@ func (l *lockLog) String() string {
 // after the gates have.
 func openGates(env *testsuite.TestWorkflowEnvironment, also ...func(*activity.Info, error)) *lockLog {
 	log := &lockLog{}
-	var a *activities.Activities
-	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(activities.CheckFreezeResult{}, nil)
-	env.OnActivity(a.RequestTenantLock, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.LockRequest) ([]activities.LockHold, error) {
+	var a *oncall.Activities
+	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(oncall.CheckFreezeResult{}, nil)
+	env.OnActivity(a.RequestTenantLock, mock.Anything, mock.Anything).Return(func(_ context.Context, req oncall.LockRequest) ([]oncall.LockHold, error) {
 		log.add("acquire " + req.Owner + " " + strings.Join(req.Tenants, ","))
 		log.mu.Lock()
 		defer log.mu.Unlock()

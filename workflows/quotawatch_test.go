@@ -12,6 +12,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
@@ -56,14 +57,15 @@ func newQuotaEnv(t *testing.T, q *quotaSeries) *testsuite.TestWorkflowEnvironmen
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var a *activities.Activities
+	var onc *oncall.Activities
 	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(q.sample)
 	env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		q.saved[in.Path] = string(in.Content)
 		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
-	env.OnActivity(a.Notify, mockAny, mockAny).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+	env.OnActivity(onc.Notify, mockAny, mockAny).Return(func(_ context.Context, in oncall.NotifyInput) (oncall.NotifyResult, error) {
 		q.events = append(q.events, in.Event)
-		return activities.NotifyResult{}, nil
+		return oncall.NotifyResult{}, nil
 	})
 	env.OnActivity(a.LoadQuotaSamples, mockAny, mockAny).Return(activities.LoadQuotaSamplesResult{Found: true, Doc: activities.QuotaSamplesDoc{
 		Tenants: []activities.TenantSeries{{Tenant: "team-b", Samples: []activities.QuotaSample{{At: q.start.Add(-time.Hour), Namespace: 100}}}},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -116,7 +117,8 @@ func TestScheduledSavepointsSkipInsideAFreeze(t *testing.T) {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
 		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "quarter-close",
+		var onc *oncall.Activities
+		env.OnActivity(onc.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "quarter-close",
 			Until: time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)}}}, nil)
 		discovered := false
 		env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(context.Context, core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -83,12 +84,13 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRehearsalWorkflow, workflow.RegisterOptions{Name: JobRehearsalWorkflowType})
 	var a *activities.Activities
+	var onc *oncall.Activities
 	f.fakeRehearsal()
-	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckFreezeInput) (activities.CheckFreezeResult, error) {
+	env.OnActivity(onc.CheckFreeze, mock.Anything, mock.Anything).Return(func(_ context.Context, in oncall.CheckFreezeInput) (oncall.CheckFreezeResult, error) {
 		if f.frozen {
-			return activities.CheckFreezeResult{Active: []freeze.Active{{Name: "trading-hours", Tenants: in.Tenants, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
+			return oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "trading-hours", Tenants: in.Tenants, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
 		}
-		return activities.CheckFreezeResult{}, nil
+		return oncall.CheckFreezeResult{}, nil
 	})
 	openGates(env)
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
@@ -104,11 +106,11 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 			Skipped: []core.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
 	})
 	env.OnActivity(a.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+	env.OnActivity(onc.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in oncall.NotifyInput) (oncall.NotifyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.events = append(f.events, in.Event)
-		return activities.NotifyResult{}, nil
+		return oncall.NotifyResult{}, nil
 	})
 	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(context.Context, activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
 		return activities.CheckQuotaResult{Tenants: []activities.TenantQuota{

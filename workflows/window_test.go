@@ -18,6 +18,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -572,12 +573,12 @@ func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
 // job is back.
 func TestWindowTellsThePeopleOnCallAndHoldsItsTenants(t *testing.T) {
 	f := newWindowFixture(t, 2)
-	var a *activities.Activities
-	f.env.OnActivity(a.Notify, mockAny, mockAny).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+	var a *oncall.Activities
+	f.env.OnActivity(a.Notify, mockAny, mockAny).Return(func(_ context.Context, in oncall.NotifyInput) (oncall.NotifyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.events = append(f.events, in.Event)
-		return activities.NotifyResult{}, nil
+		return oncall.NotifyResult{}, nil
 	})
 	in := windowInput()
 	in.Policy.Network.ReminderInterval = Duration(10 * time.Minute)
@@ -889,12 +890,12 @@ func TestWindowRespectsFreezes(t *testing.T) {
 	for _, override := range []*FreezeOverride{nil, {By: "ann", Reason: "datacenter move cannot wait"}} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(func(_ context.Context, in activities.CheckFreezeInput) (activities.CheckFreezeResult, error) {
+		var a *oncall.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(func(_ context.Context, in oncall.CheckFreezeInput) (oncall.CheckFreezeResult, error) {
 			if strings.Join(in.Tenants, ",") != "team-a,team-b" {
 				t.Errorf("freeze asked about %v; want the window's tenants", in.Tenants)
 			}
-			return activities.CheckFreezeResult{Active: []freeze.Active{{Name: "trading", Tenants: []string{"team-b"}, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
+			return oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "trading", Tenants: []string{"team-b"}, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
 		})
 		f := newWindowFixtureOn(t, env, 2)
 		in := windowInput()

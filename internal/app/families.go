@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 )
 
 // Families are the activities of every family, each built from the one
@@ -10,6 +11,7 @@ import (
 // only the fields it uses.
 type Families struct {
 	Doctor *doctor.Activities
+	OnCall *oncall.Activities
 }
 
 // NewFamilies builds every family over p. Call it after the last change
@@ -19,5 +21,6 @@ func NewFamilies(p *activities.Activities) Families {
 		Doctor: &doctor.Activities{Identity: p.Identity, Worker: p.Worker, Now: p.Now,
 			Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Kubernetes: p.Kubernetes, KubeAccess: p.KubeAccess,
 			Notifier: p.Notifier, Cleanup: p.Cleanup, Drill: p.Drill},
+		OnCall: &oncall.Activities{Notifier: p.Notifier, Metrics: p.Metrics, Freezes: p.Freezes, Now: p.Now},
 	}
 }

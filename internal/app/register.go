@@ -50,6 +50,7 @@ func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
 	r.RegisterActivity(acts)
 	f := NewFamilies(acts)
 	r.RegisterActivity(f.Doctor)
+	r.RegisterActivity(f.OnCall)
 }
 
 // Register registers workflows and activities on a worker.
