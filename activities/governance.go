@@ -27,8 +27,11 @@ const (
 	OpExecuteCleanup = "execute"
 	OpPurgeTrash     = "purge"
 	OpRestoreTrash   = "restore"
-	OpSampleQuota    = "sample"
 )
+
+// OpSampleQuota is the operation SampleQuota reports to
+// GovernanceMetrics.Succeeded.
+const OpSampleQuota = "sample"
 
 // maxPlanBytes bounds a plan read back from storage.
 const maxPlanBytes = 1 << 30
