@@ -29,10 +29,6 @@ const (
 	OpRestoreTrash   = "restore"
 )
 
-// OpSampleQuota is the operation SampleQuota reports to
-// GovernanceMetrics.Succeeded.
-const OpSampleQuota = "sample"
-
 // maxPlanBytes bounds a plan read back from storage.
 const maxPlanBytes = 1 << 30
 
@@ -456,95 +452,4 @@ func (a *Activities) restoreNeeds(ctx context.Context, inv inventory.Inventory) 
 		needed[r.Path] = r.By
 	}
 	return needed, nil
-}
-
-// SampleQuota takes one usage sample of every tenant in scope (content
-// summary of its root, watermark level) and, when asked, projects the
-// restart of its running jobs against the headroom.
-func (a *Activities) SampleQuota(ctx context.Context, in SampleQuotaInput) (SampleQuotaResult, error) {
-	tenants := in.Tenants
-	var restart []RestartFootprintInput
-	if len(tenants) == 0 || in.ProjectRestart {
-		if a.Inventory == nil {
-			return SampleQuotaResult{}, core.NonRetryable(core.ErrTypeInventory, "worker has no inventory source configured")
-		}
-		if in.ProjectRestart {
-			found, err := a.jobs().DiscoverJobs(ctx, core.DiscoverJobsInput{Scope: in.Scope})
-			if err != nil {
-				return SampleQuotaResult{}, err
-			}
-			if len(tenants) == 0 {
-				tenants = found.Tenants
-			}
-			for _, j := range found.Jobs {
-				dir := ""
-				if j.CheckpointDir != "" {
-					dir = strings.TrimRight(j.CheckpointDir, "/") + "/" + j.JobID
-				}
-				restart = append(restart, RestartFootprintInput{Key: j.Key, Tenant: j.Tenant, CheckpointDir: dir})
-			}
-		} else {
-			inv, err := a.Inventory.Discover(ctx)
-			if errors.Is(err, inventory.ErrInvalid) {
-				return SampleQuotaResult{}, core.NonRetryable(core.ErrTypeInventory, "inventory is invalid: %v", err)
-			}
-			if err != nil {
-				return SampleQuotaResult{}, core.Classify("discover inventory", err)
-			}
-			for _, t := range inv.Tenants {
-				if core.InScope(in.Scope.Tenants, t.Name) {
-					tenants = append(tenants, t)
-				}
-			}
-		}
-	}
-	if len(tenants) == 0 {
-		return SampleQuotaResult{}, core.NonRetryable(core.ErrTypeInvalidInput, "scope tenants %v match no tenant of the inventory", in.Scope.Tenants)
-	}
-	sort.Slice(tenants, func(i, j int) bool { return tenants[i].Name < tenants[j].Name })
-	q, err := a.CheckQuota(ctx, CheckQuotaInput{Tenants: tenants, WarningPercent: in.WarningPercent, CriticalPercent: in.CriticalPercent,
-		Restart: restart, SafetyMargin: in.SafetyMargin})
-	if err != nil {
-		return SampleQuotaResult{}, err
-	}
-	res := SampleQuotaResult{At: core.Now(a.Now).UTC(), Tenants: q.Tenants}
-	if a.Metrics != nil {
-		for _, t := range q.Tenants {
-			if t.NamespaceQuota > 0 {
-				a.Metrics.QuotaSampled(t.Tenant, "namespace", 100*float64(t.NamespaceUsed)/float64(t.NamespaceQuota))
-			}
-			if t.SpaceQuota > 0 {
-				a.Metrics.QuotaSampled(t.Tenant, "space", 100*float64(t.SpaceUsed)/float64(t.SpaceQuota))
-			}
-		}
-		a.Metrics.Succeeded(OpSampleQuota, core.Now(a.Now))
-		a.Metrics.SucceededFor(OpSampleQuota, core.TenantNames(tenants), core.Now(a.Now))
-	}
-	return res, nil
-}
-
-// LoadQuotaSamples reads the samples document a quota watch keeps on
-// storage, so scheduled runs continue one series.
-func (a *Activities) LoadQuotaSamples(ctx context.Context, in LoadQuotaSamplesInput) (LoadQuotaSamplesResult, error) {
-	if a.Storage == nil {
-		return LoadQuotaSamplesResult{}, core.NonRetryable(core.ErrTypeStorage, "worker has no storage configured")
-	}
-	fs, p, err := a.Storage.Resolve(ctx, in.Path)
-	if err != nil {
-		return LoadQuotaSamplesResult{}, core.Classify("resolve "+in.Path, err)
-	}
-	data, err := fs.ReadFile(ctx, p, 16<<20)
-	if errors.Is(err, storage.ErrNotFound) {
-		return LoadQuotaSamplesResult{}, nil
-	}
-	if err != nil {
-		return LoadQuotaSamplesResult{}, core.Classify("read "+in.Path, err)
-	}
-	var doc QuotaSamplesDoc
-	if err := json.Unmarshal(data, &doc); err != nil {
-		// A damaged series is replaced, not fatal: the next sample starts anew.
-		activity.GetLogger(ctx).Warn("quota samples document unreadable; starting a new series", "path", in.Path, "error", err)
-		return LoadQuotaSamplesResult{}, nil
-	}
-	return LoadQuotaSamplesResult{Doc: doc, Found: true}, nil
 }

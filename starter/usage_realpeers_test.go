@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -92,7 +92,7 @@ func TestUsageCommandOnDevServer(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var first activities.TenantUsageResult
+	var first capacity.TenantUsageResult
 	if err := json.Unmarshal([]byte(stdout), &first); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}

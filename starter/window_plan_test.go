@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -135,9 +135,9 @@ func samplePlan() *workflows.WindowPlan {
 		Waves: []workflows.PlanWave{{Wave: 0, Canary: true, Jobs: []string{"cluster-a/billing"}, Concurrency: 2},
 			{Wave: 1, Jobs: []string{"cluster-a/orders", "cluster-b/clicks"}, Concurrency: 2}},
 		Quota: []workflows.PlanQuota{
-			{TenantQuota: activities.TenantQuota{Tenant: "team-a", NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", ProjectedFiles: 40, RestartAllowed: true,
+			{TenantQuota: capacity.TenantQuota{Tenant: "team-a", NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", ProjectedFiles: 40, RestartAllowed: true,
 				GateReason: "restart needs 40 of 900 free"}, ProjectedUsed: 140},
-			{TenantQuota: activities.TenantQuota{Tenant: "team-b", NamespaceUsed: 950, NamespaceQuota: 1000, Percent: 95, Level: "critical", Reason: "95% used", ProjectedFiles: 60,
+			{TenantQuota: capacity.TenantQuota{Tenant: "team-b", NamespaceUsed: 950, NamespaceQuota: 1000, Percent: 95, Level: "critical", Reason: "95% used", ProjectedFiles: 60,
 				GateReason: "only 50 free"}, ProjectedUsed: 1010, PreflightPause: true},
 		},
 		Duration: workflows.PlanDuration{Method: "rounds × timeouts", Bound: workflows.Duration(90 * time.Minute), Phases: []workflows.PlanPhase{

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
@@ -81,7 +82,7 @@ func StartSummary(in interface{}) string {
 		case v.Adopt != nil:
 			return clip(fmt.Sprintf("adopt %d savepoint(s) into %s", len(v.Adopt.Paths), v.Adopt.Job), maxSummaryBytes)
 		}
-	case activities.TenantUsageInput:
+	case capacity.TenantUsageInput:
 		return clip("storage usage of "+tenantsText(core.Scope{Tenants: v.Tenants}), maxSummaryBytes)
 	case PingInput:
 		return clip("ping: "+v.Message, maxSummaryBytes)

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -306,7 +307,7 @@ func TestSummaries(t *testing.T) {
 		"savepoints": {StartSummary(ScheduledSavepointsInput{Schedule: "six-hourly", Scope: core.Scope{Tenants: []string{"team-a"}}}),
 			"savepoints of all jobs in team-a, jobs keep running (schedule six-hourly)"},
 		"quota":   {StartSummary(QuotaWatchInput{Iterations: 1}), "quota check of every tenant"},
-		"usage":   {StartSummary(activities.TenantUsageInput{Tenants: []string{"team-a"}}), "storage usage of team-a"},
+		"usage":   {StartSummary(capacity.TenantUsageInput{Tenants: []string{"team-a"}}), "storage usage of team-a"},
 		"adopt":   {StartSummary(SavepointCatalogInput{Adopt: &activities.AdoptSavepointsInput{Job: "c/orders", Paths: []string{"a", "b"}}}), "adopt 2 savepoint(s) into c/orders"},
 		"ping":    {StartSummary(PingInput{Message: "hello"}), "ping: hello"},
 		"unknown": {StartSummary(42), ""},

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
@@ -234,10 +235,10 @@ func (r *governanceRun) sampleUsage(ctx workflow.Context) {
 	if len(tenants) == 0 {
 		return
 	}
-	var a *activities.Activities
-	var res activities.TenantUsageResult
+	var a *capacity.Activities
+	var res capacity.TenantUsageResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, usageOptions()), a.TenantUsage,
-		activities.TenantUsageInput{Tenants: tenants, OmitJobs: true}).Get(ctx, &res); err != nil {
+		capacity.TenantUsageInput{Tenants: tenants, OmitJobs: true}).Get(ctx, &res); err != nil {
 		r.st.Notes = append(r.st.Notes, "storage usage unknown: "+errorText(err))
 		return
 	}
@@ -394,10 +395,10 @@ func (r *governanceRun) executeShards(ctx workflow.Context, in activities.Execut
 	return nil
 }
 
-func (r *governanceRun) sampleQuota(ctx workflow.Context, when string) []activities.TenantQuota {
-	var a *activities.Activities
-	var res activities.SampleQuotaResult
-	in := activities.SampleQuotaInput{Scope: r.in.Scope, WarningPercent: r.in.WarningPercent, CriticalPercent: r.in.CriticalPercent}
+func (r *governanceRun) sampleQuota(ctx workflow.Context, when string) []capacity.TenantQuota {
+	var a *capacity.Activities
+	var res capacity.SampleQuotaResult
+	in := capacity.SampleQuotaInput{Scope: r.in.Scope, WarningPercent: r.in.WarningPercent, CriticalPercent: r.in.CriticalPercent}
 	if r.st.Plan != nil {
 		in.Tenants = r.st.Plan.ScopeTenants
 	}

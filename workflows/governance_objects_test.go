@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
@@ -22,6 +23,7 @@ func TestGovernanceKubernetesObjects(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
 	var a *activities.Activities
+	var capa *capacity.Activities
 	var planned []activities.PlanCleanupInput
 	executed := 0
 	docs := map[string]string{}
@@ -32,7 +34,7 @@ func TestGovernanceKubernetesObjects(t *testing.T) {
 		Name: "gone-cluster-config-map", Tenant: "team-a", ClusterID: "gone", Rule: "orphan-ha-configmap", Age: "50h0m0s", Owner: "Deployment gone (gone)"}
 	young := activities.ObjectBrief{Path: "kubernetes://team-a/pod/new-taskmanager-1-1", Kind: "taskmanager-pod", Namespace: "team-a",
 		Name: "new-taskmanager-1-1", ClusterID: "new", Kept: "within-ttl", Age: "1h0m0s", Detail: "a leftover for 1h0m0s, within orphanTTL 48h0m0s"}
-	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(capacity.SampleQuotaResult{}, nil)
 	gatherInParts(env)
 	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
 		planned = append(planned, in)

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -44,7 +45,7 @@ type govFixture struct {
 	tallies   int
 	// completed, when set, hears each activity completion.
 	completed func(*activity.Info, error)
-	usage     []activities.TenantUsageInput
+	usage     []capacity.TenantUsageInput
 	usageErr  error
 	// executeTakes and usageTakes, when set, are how long (test time)
 	// ExecuteCleanup and TenantUsage take: a window in which to act on a
@@ -74,6 +75,7 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 	locks(f.env)
 	gatherInParts(f.env)
 	var a *activities.Activities
+	var capa *capacity.Activities
 	f.env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
 		f.planned = append(f.planned, in)
 		return activities.PlanCleanupResult{Summary: activities.PlanSummary{
@@ -108,22 +110,22 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 		return activities.ExecuteCleanupResult{RunID: in.RunID, ManifestDir: "hdfs://nn/trash/_audit/" + in.RunID, Total: 3, Items: 3, Files: 30, Bytes: 3000,
 			Tenants: []activities.TenantReclaim{{Tenant: "team-a", Items: 3, Files: 30, Bytes: 3000}}}, nil
 	})
-	f.env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(func(_ context.Context, in activities.SampleQuotaInput) (activities.SampleQuotaResult, error) {
+	f.env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(func(_ context.Context, in capacity.SampleQuotaInput) (capacity.SampleQuotaResult, error) {
 		f.samples++
 		used := int64(900)
 		if len(f.executed) > 0 {
 			used = 870
 		}
-		return activities.SampleQuotaResult{Tenants: []activities.TenantQuota{{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: 1000,
+		return capacity.SampleQuotaResult{Tenants: []capacity.TenantQuota{{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: 1000,
 			Percent: float64(used) / 10, Level: "warning"}}}, nil
 	})
-	f.env.OnActivity(a.TenantUsage, mockAny, mockAny).AfterFn(func() time.Duration { return f.usageTakes }).Return(func(_ context.Context, in activities.TenantUsageInput) (activities.TenantUsageResult, error) {
+	f.env.OnActivity(capa.TenantUsage, mockAny, mockAny).AfterFn(func() time.Duration { return f.usageTakes }).Return(func(_ context.Context, in capacity.TenantUsageInput) (capacity.TenantUsageResult, error) {
 		f.usage = append(f.usage, in)
 		if f.usageErr != nil {
-			return activities.TenantUsageResult{}, f.usageErr
+			return capacity.TenantUsageResult{}, f.usageErr
 		}
 		orders := usage.Offender{Job: "team-a/cluster-a/orders", Figures: usage.Figures{Files: 700, Dirs: 90, Bytes: 5 << 20}}
-		return activities.TenantUsageResult{Tenants: []usage.Report{{Tenant: "team-a", Root: "hdfs://nn/a",
+		return capacity.TenantUsageResult{Tenants: []usage.Report{{Tenant: "team-a", Root: "hdfs://nn/a",
 			Kinds:    []usage.KindUsage{{Kind: usage.KindShared, Figures: usage.Figures{Files: 700, Dirs: 90, Bytes: 5 << 20}}},
 			TopFiles: []usage.Offender{orders}, TopBytes: []usage.Offender{orders}}}}, nil
 	})
@@ -551,8 +553,8 @@ func TestGovernanceGatherFailureFailsThePlan(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
-	var a *activities.Activities
-	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	var a *capacity.Activities
+	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(capacity.SampleQuotaResult{}, nil)
 	gatherInParts(env, func(part int) error {
 		if part == 2 {
 			return temporal.NewNonRetryableApplicationError("namenode refused", core.ErrTypeStoragePermission, nil)
@@ -695,7 +697,8 @@ func TestGovernancePlanFailureFailsTheRun(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
 	var a *activities.Activities
-	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	var capa *capacity.Activities
+	env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(capacity.SampleQuotaResult{}, nil)
 	gatherInParts(env)
 	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},
 		temporal.NewNonRetryableApplicationError("scope spans two file systems", core.ErrTypeInvalidInput, nil))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
@@ -239,8 +240,8 @@ type GovernanceState struct {
 	// WaitingFor names the runs holding a tenant this run waits for.
 	WaitingFor  string                       `json:"waitingFor,omitempty"`
 	Purge       *activities.PurgeTrashResult `json:"purge,omitempty"`
-	QuotaBefore []activities.TenantQuota     `json:"quotaBefore,omitempty"`
-	QuotaAfter  []activities.TenantQuota     `json:"quotaAfter,omitempty"`
+	QuotaBefore []capacity.TenantQuota       `json:"quotaBefore,omitempty"`
+	QuotaAfter  []capacity.TenantQuota       `json:"quotaAfter,omitempty"`
 	ReportPath  string                       `json:"reportPath,omitempty"`
 	Notes       []string                     `json:"notes,omitempty"`
 	// Usage is what fills each tenant's quota, per kind, with the top

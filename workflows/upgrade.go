@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -443,16 +444,16 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 // quota projects the new version's restart on the tenant's namespace
 // quota; it says what does not fit, empty when it fits.
 func (u *upgradeRun) quota(ctx workflow.Context, found core.DiscoverJobsResult) (string, error) {
-	var a *activities.Activities
+	var a *capacity.Activities
 	j := u.st.Job
 	dir := ""
 	if j.CheckpointDir != "" {
 		dir = strings.TrimRight(j.CheckpointDir, "/") + "/" + j.JobID
 	}
-	var res activities.CheckQuotaResult
-	err := workflow.ExecuteActivity(u.short(ctx), a.CheckQuota, activities.CheckQuotaInput{
+	var res capacity.CheckQuotaResult
+	err := workflow.ExecuteActivity(u.short(ctx), a.CheckQuota, capacity.CheckQuotaInput{
 		Tenants: found.Tenants, WarningPercent: 80, CriticalPercent: 90, SafetyMargin: 0.2, DefaultRetention: 3,
-		Restart: []activities.RestartFootprintInput{{Key: j.Key, Tenant: j.Tenant, CheckpointDir: dir}},
+		Restart: []capacity.RestartFootprintInput{{Key: j.Key, Tenant: j.Tenant, CheckpointDir: dir}},
 	}).Get(ctx, &res)
 	if err != nil {
 		return "", fmt.Errorf("quota check: %w", err)

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
@@ -84,6 +85,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRehearsalWorkflow, workflow.RegisterOptions{Name: JobRehearsalWorkflowType})
 	var a *activities.Activities
+	var capa *capacity.Activities
 	var onc *oncall.Activities
 	f.fakeRehearsal()
 	env.OnActivity(onc.CheckFreeze, mock.Anything, mock.Anything).Return(func(_ context.Context, in oncall.CheckFreezeInput) (oncall.CheckFreezeResult, error) {
@@ -112,8 +114,8 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.events = append(f.events, in.Event)
 		return oncall.NotifyResult{}, nil
 	})
-	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(context.Context, activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
-		return activities.CheckQuotaResult{Tenants: []activities.TenantQuota{
+	env.OnActivity(capa.CheckQuota, mock.Anything, mock.Anything).Return(func(context.Context, capacity.CheckQuotaInput) (capacity.CheckQuotaResult, error) {
+		return capacity.CheckQuotaResult{Tenants: []capacity.TenantQuota{
 			{Tenant: "team-b", RestartAllowed: true}, {Tenant: "team-a", RestartAllowed: !f.quotaFull, GateReason: "over the critical watermark"}}}, nil
 	})
 	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {

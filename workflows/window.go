@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -482,7 +483,7 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 	// gate, after the stop, when Flink has discarded the checkpoints.
 	measure := workflow.GetVersion(ctx, changeFootprintInPreflight, workflow.DefaultVersion, 1) >= 1
 	for {
-		var restart []activities.RestartFootprintInput
+		var restart []capacity.RestartFootprintInput
 		if measure {
 			for _, j := range r.st.Jobs {
 				restart = append(restart, restartFootprint(j.Target, 0, nil))
@@ -555,17 +556,17 @@ const changeManifestBeforeStops = "window-manifest-before-stops-2026-11-30"
 // footprint in preflight, and pausing there when the restart would not fit.
 const changeFootprintInPreflight = "window-footprint-in-preflight-2026-12-01"
 
-func (r *windowRun) checkQuota(ctx workflow.Context, restart []activities.RestartFootprintInput) ([]activities.TenantQuota, error) {
+func (r *windowRun) checkQuota(ctx workflow.Context, restart []capacity.RestartFootprintInput) ([]capacity.TenantQuota, error) {
 	res, err := r.checkQuotaResult(ctx, restart)
 	return res.Tenants, err
 }
 
-func (r *windowRun) checkQuotaResult(ctx workflow.Context, restart []activities.RestartFootprintInput) (activities.CheckQuotaResult, error) {
-	var a *activities.Activities
-	var res activities.CheckQuotaResult
+func (r *windowRun) checkQuotaResult(ctx workflow.Context, restart []capacity.RestartFootprintInput) (capacity.CheckQuotaResult, error) {
+	var a *capacity.Activities
+	var res capacity.CheckQuotaResult
 	err := workflow.ExecuteActivity(r.activity(ctx), a.CheckQuota, r.in.Policy.Quota.checkInput(r.st.Tenants, restart)).Get(ctx, &res)
 	if err != nil {
-		return activities.CheckQuotaResult{}, fmt.Errorf("quota check: %w", err)
+		return capacity.CheckQuotaResult{}, fmt.Errorf("quota check: %w", err)
 	}
 	return res, nil
 }
@@ -872,7 +873,7 @@ func (r *windowRun) quotaGate(ctx workflow.Context) error {
 		return nil
 	}
 	for {
-		var restart []activities.RestartFootprintInput
+		var restart []capacity.RestartFootprintInput
 		for _, j := range r.st.Jobs {
 			if j.SavepointState != StepDone || j.RestartState == StepSkipped {
 				continue

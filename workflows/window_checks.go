@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -159,18 +159,18 @@ func pickDrillCanary(jobs []core.JobTarget, want string) (string, error) {
 // restartFootprint is what the quota projection needs of a job to restart:
 // its old job's checkpoint dir, measured, and its savepoint's files, when
 // known.
-func restartFootprint(t core.JobTarget, savepointFiles int64, measured *activities.Footprint) activities.RestartFootprintInput {
+func restartFootprint(t core.JobTarget, savepointFiles int64, measured *capacity.Footprint) capacity.RestartFootprintInput {
 	dir := ""
 	if t.CheckpointDir != "" {
 		dir = strings.TrimRight(t.CheckpointDir, "/") + "/" + t.JobID
 	}
-	return activities.RestartFootprintInput{Key: t.Key, Tenant: t.Tenant, CheckpointDir: dir, SavepointFiles: savepointFiles, Measured: measured}
+	return capacity.RestartFootprintInput{Key: t.Key, Tenant: t.Tenant, CheckpointDir: dir, SavepointFiles: savepointFiles, Measured: measured}
 }
 
 // checkInput asks CheckQuota for the tenants' quota under the policy and,
 // when restart lists jobs, whether their restart fits.
-func (q QuotaPolicy) checkInput(tenants []inventory.Tenant, restart []activities.RestartFootprintInput) activities.CheckQuotaInput {
-	return activities.CheckQuotaInput{
+func (q QuotaPolicy) checkInput(tenants []inventory.Tenant, restart []capacity.RestartFootprintInput) capacity.CheckQuotaInput {
+	return capacity.CheckQuotaInput{
 		Tenants: tenants, WarningPercent: q.WarningPercent, CriticalPercent: q.CriticalPercent,
 		Restart: restart, SafetyMargin: q.SafetyMargin, DefaultRetention: q.DefaultRetention,
 	}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
@@ -107,7 +108,7 @@ type PlanWave struct {
 
 // PlanQuota is a tenant's quota now and after the restarts.
 type PlanQuota struct {
-	activities.TenantQuota
+	capacity.TenantQuota
 	// ProjectedUsed is the namespace in use once the restarts wrote what
 	// they are projected to write: used now plus ProjectedFiles.
 	ProjectedUsed int64 `json:"projectedUsed"`
@@ -204,6 +205,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 		return nil, newInvalidInputError(err.Error())
 	}
 	var a *activities.Activities
+	var capa *capacity.Activities
 	actx := workflow.WithActivityOptions(ctx, planActivityOptions())
 	var found core.DiscoverJobsResult
 	if err := workflow.ExecuteActivity(actx, a.DiscoverJobs, core.DiscoverJobsInput{Scope: w.Scope}).Get(ctx, &found); err != nil {
@@ -217,12 +219,12 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 	}
 	plan := &WindowPlan{WindowID: w.WindowID, Reason: w.Reason, Ticket: w.Ticket, Scope: w.Scope, Policy: w.Policy, Skipped: found.Skipped}
 
-	restart := make([]activities.RestartFootprintInput, 0, len(found.Jobs))
+	restart := make([]capacity.RestartFootprintInput, 0, len(found.Jobs))
 	for _, j := range found.Jobs {
 		restart = append(restart, restartFootprint(j, 0, nil))
 	}
-	var q activities.CheckQuotaResult
-	if err := workflow.ExecuteActivity(actx, a.CheckQuota, w.Policy.Quota.checkInput(found.Tenants, restart)).Get(ctx, &q); err != nil {
+	var q capacity.CheckQuotaResult
+	if err := workflow.ExecuteActivity(actx, capa.CheckQuota, w.Policy.Quota.checkInput(found.Tenants, restart)).Get(ctx, &q); err != nil {
 		return nil, fmt.Errorf("quota check: %w", err)
 	}
 	for _, t := range q.Tenants {

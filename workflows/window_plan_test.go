@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -24,15 +25,15 @@ import (
 type planFleet struct {
 	mu         sync.Mutex
 	found      core.DiscoverJobsResult
-	quota      map[string]activities.TenantQuota // by tenant
+	quota      map[string]capacity.TenantQuota // by tenant
 	drillErr   error
-	quotaAsked []activities.CheckQuotaInput
+	quotaAsked []capacity.CheckQuotaInput
 	changes    []string // activities that act on jobs or storage
 }
 
 func newPlanFleet() *planFleet {
 	recipe := inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"}
-	f := &planFleet{quota: map[string]activities.TenantQuota{}}
+	f := &planFleet{quota: map[string]capacity.TenantQuota{}}
 	f.found = core.DiscoverJobsResult{
 		Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
 		Clusters: []inventory.Cluster{{Tenant: "team-a", ClusterID: "cluster-a"}, {Tenant: "team-b", ClusterID: "cluster-b"}},
@@ -45,8 +46,8 @@ func newPlanFleet() *planFleet {
 			JobID: strings.Repeat(fmt.Sprint(i), 32), CheckpointDir: "hdfs://nn/" + cluster + "/checkpoints", SavepointDir: "hdfs://nn/" + cluster + "/savepoints",
 			Restart: recipe, Drillable: name == "orders"})
 	}
-	f.quota["team-a"] = activities.TenantQuota{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: 1000, NamespaceQuota: 15000, Level: "ok", Headroom: 14000}
-	f.quota["team-b"] = activities.TenantQuota{Tenant: "team-b", Root: "hdfs://nn/b", NamespaceUsed: 14000, NamespaceQuota: 15000, Level: "critical",
+	f.quota["team-a"] = capacity.TenantQuota{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: 1000, NamespaceQuota: 15000, Level: "ok", Headroom: 14000}
+	f.quota["team-b"] = capacity.TenantQuota{Tenant: "team-b", Root: "hdfs://nn/b", NamespaceUsed: 14000, NamespaceQuota: 15000, Level: "critical",
 		Reason: "93% of the namespace quota", Headroom: 1000}
 	return f
 }
@@ -54,12 +55,13 @@ func newPlanFleet() *planFleet {
 // register installs the fakes on env.
 func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
+	var capa *capacity.Activities
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(context.Context, core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.found, nil
 	})
-	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
+	env.OnActivity(capa.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in capacity.CheckQuotaInput) (capacity.CheckQuotaResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.quotaAsked = append(f.quotaAsked, in)
@@ -67,7 +69,7 @@ func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 		for _, r := range in.Restart {
 			per[r.Tenant] += 20
 		}
-		var res activities.CheckQuotaResult
+		var res capacity.CheckQuotaResult
 		for _, t := range in.Tenants {
 			q := f.quota[t.Name]
 			q.RestartAllowed = true

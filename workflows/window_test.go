@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
@@ -47,7 +48,7 @@ type windowFixture struct {
 	quotaShort, quotaShortBefore bool
 	failCancel                   bool
 	drained                      []string // jobs stopped with drain
-	gateRestarts                 []activities.RestartFootprintInput
+	gateRestarts                 []capacity.RestartFootprintInput
 	documents                    map[string]string
 	cancelled                    []string
 	failStop                     map[string]bool
@@ -111,6 +112,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 				Kept:   []activities.RuleTotals{{Rule: "latest-checkpoint-of-retired-job", Items: 1, Files: 1, Dirs: 1, Bytes: 10}}}}}, nil
 	})
 	var a *activities.Activities
+	var capa *capacity.Activities
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -121,10 +123,10 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 			Skipped:  []core.SkippedJob{{Key: "cluster-a/no-recipe", JobID: "f", Reason: "no recipe"}},
 		}, nil
 	})
-	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
+	env.OnActivity(capa.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in capacity.CheckQuotaInput) (capacity.CheckQuotaResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		var res activities.CheckQuotaResult
+		var res capacity.CheckQuotaResult
 		// Preflight measures each job's footprint; the gate, after the
 		// stops, is handed it back.
 		atGate := len(in.Restart) > 0 && in.Restart[0].Measured != nil
@@ -133,11 +135,11 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		for _, r := range in.Restart {
 			if !atGate {
-				res.Footprints = append(res.Footprints, activities.Footprint{Key: r.Key, FilesPerCheckpoint: 5, FullCheckpointFiles: 9})
+				res.Footprints = append(res.Footprints, capacity.Footprint{Key: r.Key, FilesPerCheckpoint: 5, FullCheckpointFiles: 9})
 			}
 		}
 		for _, t := range in.Tenants {
-			q := activities.TenantQuota{Tenant: t.Name, Root: t.Root, NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", RestartAllowed: true, Headroom: 900}
+			q := capacity.TenantQuota{Tenant: t.Name, Root: t.Root, NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", RestartAllowed: true, Headroom: 900}
 			if len(in.Restart) > 0 {
 				q.ProjectedFiles = 40
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -460,9 +461,9 @@ type JobProgress struct {
 	SavepointFiles int64  `json:"savepointFiles,omitempty"`
 	// Footprint is what the job's checkpoints cost, measured in preflight
 	// while it ran; the restart gate projects from it.
-	Footprint         *activities.Footprint `json:"footprint,omitempty"`
-	SavepointAttempts int                   `json:"savepointAttempts,omitempty"`
-	SavepointError    string                `json:"savepointError,omitempty"`
+	Footprint         *capacity.Footprint `json:"footprint,omitempty"`
+	SavepointAttempts int                 `json:"savepointAttempts,omitempty"`
+	SavepointError    string              `json:"savepointError,omitempty"`
 	// StoppedWithoutSavepoint: the savepoint failed and the job is no longer
 	// running (it finished or was cancelled without one this window knows).
 	StoppedWithoutSavepoint bool `json:"stoppedWithoutSavepoint,omitempty"`
@@ -552,16 +553,16 @@ type WindowState struct {
 	// TenantLockHeld says the window holds its tenants' lock (from
 	// savepoint-all until the restart is done); WaitingFor names the runs
 	// holding one of them while it waits.
-	TenantLockHeld bool                     `json:"tenantLockHeld,omitempty"`
-	WaitingFor     string                   `json:"waitingFor,omitempty"`
-	Clusters       []inventory.Cluster      `json:"clusters"`
-	Jobs           []JobProgress            `json:"jobs"`
-	Skipped        []core.SkippedJob        `json:"skipped,omitempty"`
-	QuotaBefore    []activities.TenantQuota `json:"quotaBefore,omitempty"`
-	QuotaGate      []activities.TenantQuota `json:"quotaGate,omitempty"`
-	QuotaAfter     []activities.TenantQuota `json:"quotaAfter,omitempty"`
-	Network        *NetworkConfirmation     `json:"network,omitempty"`
-	Wave           int                      `json:"wave"`
+	TenantLockHeld bool                   `json:"tenantLockHeld,omitempty"`
+	WaitingFor     string                 `json:"waitingFor,omitempty"`
+	Clusters       []inventory.Cluster    `json:"clusters"`
+	Jobs           []JobProgress          `json:"jobs"`
+	Skipped        []core.SkippedJob      `json:"skipped,omitempty"`
+	QuotaBefore    []capacity.TenantQuota `json:"quotaBefore,omitempty"`
+	QuotaGate      []capacity.TenantQuota `json:"quotaGate,omitempty"`
+	QuotaAfter     []capacity.TenantQuota `json:"quotaAfter,omitempty"`
+	Network        *NetworkConfirmation   `json:"network,omitempty"`
+	Wave           int                    `json:"wave"`
 	// Waves is the number of restart waves once they are assigned, so a
 	// run that continues as new mid-restart keeps every job in its wave.
 	Waves        int              `json:"waves,omitempty"`

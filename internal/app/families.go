@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 )
@@ -10,8 +11,9 @@ import (
 // set of ports and settings the worker's configuration gives and holding
 // only the fields it uses.
 type Families struct {
-	Doctor *doctor.Activities
-	OnCall *oncall.Activities
+	Doctor   *doctor.Activities
+	OnCall   *oncall.Activities
+	Capacity *capacity.Activities
 }
 
 // NewFamilies builds every family over p. Call it after the last change
@@ -22,5 +24,7 @@ func NewFamilies(p *activities.Activities) Families {
 			Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Kubernetes: p.Kubernetes, KubeAccess: p.KubeAccess,
 			Notifier: p.Notifier, Cleanup: p.Cleanup, Drill: p.Drill},
 		OnCall: &oncall.Activities{Notifier: p.Notifier, Metrics: p.Metrics, Freezes: p.Freezes, Now: p.Now},
+		Capacity: &capacity.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Cleanup: p.Cleanup,
+			Metrics: p.Metrics, Now: p.Now},
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/internal/app"
@@ -773,7 +774,7 @@ func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc activities.QuotaSamplesDoc
+	var doc capacity.QuotaSamplesDoc
 	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Tenants) != 1 || len(doc.Tenants[0].Samples) != samples {
 		t.Fatalf("samples on ns1: %v %s", err, data)
 	}

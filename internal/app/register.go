@@ -51,6 +51,7 @@ func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
 	f := NewFamilies(acts)
 	r.RegisterActivity(f.Doctor)
 	r.RegisterActivity(f.OnCall)
+	r.RegisterActivity(f.Capacity)
 }
 
 // Register registers workflows and activities on a worker.

@@ -12,7 +12,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -51,7 +53,7 @@ func execute[T any](t *testing.T, a *activities.Activities, fn any, in any) (T, 
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(a)
+	app.RegisterActivities(env, a)
 	var out T
 	v, err := env.ExecuteActivity(fn, in)
 	if err == nil && v.HasValue() {
@@ -114,9 +116,9 @@ func TestWindowActivities(t *testing.T) {
 
 	// Let every job write a checkpoint, so the quota projection measures one.
 	time.Sleep(60 * time.Millisecond)
-	var footprints []activities.RestartFootprintInput
+	var footprints []capacity.RestartFootprintInput
 	for _, j := range found.Jobs {
-		footprints = append(footprints, activities.RestartFootprintInput{Key: j.Key, Tenant: j.Tenant,
+		footprints = append(footprints, capacity.RestartFootprintInput{Key: j.Key, Tenant: j.Tenant,
 			CheckpointDir: j.CheckpointDir + "/" + j.JobID})
 	}
 	for _, info := range append(f.Jobs("session-0"), f.Jobs("session-1")...) {
@@ -124,7 +126,7 @@ func TestWindowActivities(t *testing.T) {
 			t.Fatalf("job %+v: want a checkpoint on disk", info)
 		}
 	}
-	quota, err := execute[activities.CheckQuotaResult](t, a, a.CheckQuota, activities.CheckQuotaInput{
+	quota, err := execute[capacity.CheckQuotaResult](t, a, app.NewFamilies(a).Capacity.CheckQuota, capacity.CheckQuotaInput{
 		Tenants: inv.Tenants, WarningPercent: 80, CriticalPercent: 95, Restart: footprints, DefaultRetention: 1})
 	if err != nil || len(quota.Tenants) != 1 || quota.Tenants[0].ProjectedFiles == 0 || !quota.Tenants[0].RestartAllowed {
 		t.Fatalf("quota = %+v, %v; want a projection that allows the restart", quota, err)
