@@ -9,6 +9,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -112,9 +113,9 @@ func drillSummary(in RestoreDrillInput) string {
 	sel := in.Selection
 	var what string
 	switch sel.Mode {
-	case activities.DrillRunSavepoints:
+	case drills.DrillRunSavepoints:
 		what = "savepoints of run " + sel.RunID
-	case activities.DrillSnapshot:
+	case drills.DrillSnapshot:
 		what = sel.Job + " from " + lastElement(sel.Snapshot)
 	default:
 		what = fmt.Sprintf("latest checkpoints of %s in %s%s", jobsText(in.Scope), tenantsText(in.Scope), clustersText(in.Scope))

@@ -18,6 +18,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -299,9 +300,9 @@ func TestSummaries(t *testing.T) {
 		"governance": {StartSummary(GovernanceInput{Mode: ModePlanAndApprove, Scope: core.Scope{Tenants: []string{"team-a"}}}),
 			"governance of team-a (plan-and-approve)"},
 		"governance default mode": {StartSummary(GovernanceInput{Reason: "nightly"}), "governance of every tenant (plan) — nightly"},
-		"drill": {StartSummary(RestoreDrillInput{Tier: 1, Schedule: "nightly", Selection: activities.DrillSelection{Mode: activities.DrillRunSavepoints, RunID: "window-wk-49"}}),
+		"drill": {StartSummary(RestoreDrillInput{Tier: 1, Schedule: "nightly", Selection: drills.DrillSelection{Mode: drills.DrillRunSavepoints, RunID: "window-wk-49"}}),
 			"restore drill (tier 1): savepoints of run window-wk-49 (schedule nightly)"},
-		"drill snapshot": {StartSummary(RestoreDrillInput{Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: "c/orders", Snapshot: "hdfs://nn/sp/savepoint-1a/"}}),
+		"drill snapshot": {StartSummary(RestoreDrillInput{Selection: drills.DrillSelection{Mode: drills.DrillSnapshot, Job: "c/orders", Snapshot: "hdfs://nn/sp/savepoint-1a/"}}),
 			"restore drill (tier 2): c/orders from savepoint-1a"},
 		"upgrade": {StartSummary(UpgradeInput{UpgradeID: "orders-v2", Job: "cluster-a/orders", Reason: "schema v2"}), "upgrade orders-v2: cluster-a/orders to a new version (mode stop) — schema v2"},
 		"savepoints": {StartSummary(ScheduledSavepointsInput{Schedule: "six-hourly", Scope: core.Scope{Tenants: []string{"team-a"}}}),
@@ -431,12 +432,12 @@ func TestUpgradeSetsItsCurrentDetails(t *testing.T) {
 
 func TestRestoreDrillSetsItsCurrentDetails(t *testing.T) {
 	env := newDrillTestEnv()
-	var a *activities.Activities
+	var a *drills.Activities
 	targets := drillTargets(3)
-	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(activities.SelectDrillTargetsResult{Targets: targets, Tenants: []string{"team-a", "team-b"}}, nil)
-	env.OnActivity(a.ProveSnapshotStorage, mockAny, activities.ProveSnapshotInput{Snapshot: targets[2].Snapshot}).
-		Return(activities.StorageProof{Files: 4}, nil).After(time.Hour)
-	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(activities.StorageProof{Files: 4}, nil)
+	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(drills.SelectDrillTargetsResult{Targets: targets, Tenants: []string{"team-a", "team-b"}}, nil)
+	env.OnActivity(a.ProveSnapshotStorage, mockAny, drills.ProveSnapshotInput{Snapshot: targets[2].Snapshot}).
+		Return(drills.StorageProof{Files: 4}, nil).After(time.Hour)
+	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(drills.StorageProof{Files: 4}, nil)
 	env.OnActivity(a.RecordDrillRun, mockAny, mockAny).Return(nil)
 	later(t, env, func() {
 		if got := currentDetails(t, env); !strings.Contains(got, "**phase** `drilling`") || !strings.Contains(got, "| | 3 | 0 | 1 | 2 | 0 | 0 |") {
@@ -555,10 +556,10 @@ func TestUpgradeChildrenCarryASummary(t *testing.T) {
 func TestRestoreDrillChildrenCarryASummary(t *testing.T) {
 	env := newDrillTestEnv()
 	children := watchChildSummaries(env)
-	var a *activities.Activities
+	var a *drills.Activities
 	targets := drillTargets(2)
-	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(activities.SelectDrillTargetsResult{Targets: targets}, nil)
-	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(activities.StorageProof{Files: 4}, nil)
+	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(drills.SelectDrillTargetsResult{Targets: targets}, nil)
+	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(drills.StorageProof{Files: 4}, nil)
 	env.OnActivity(a.RecordDrillRun, mockAny, mockAny).Return(nil)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "drill-nightly"})
 	env.ExecuteWorkflow(RestoreDrillWorkflow, RestoreDrillInput{Tier: 1})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -66,10 +67,10 @@ type RehearsalResult struct {
 	FormatNote   string `json:"formatNote,omitempty"`
 	DrillCluster string `json:"drillCluster,omitempty"`
 	// FlinkVersion is the drill cluster's, as it reports itself.
-	FlinkVersion string                     `json:"flinkVersion,omitempty"`
-	Jar          string                     `json:"jar,omitempty"`
-	Restore      *DrillRestore              `json:"restore,omitempty"`
-	Cleanup      *activities.EndDrillResult `json:"cleanup,omitempty"`
+	FlinkVersion string                 `json:"flinkVersion,omitempty"`
+	Jar          string                 `json:"jar,omitempty"`
+	Restore      *DrillRestore          `json:"restore,omitempty"`
+	Cleanup      *drills.EndDrillResult `json:"cleanup,omitempty"`
 }
 
 // Text is the verdict in one line.
@@ -106,6 +107,7 @@ func JobRehearsalWorkflowID(parent string, n int) string {
 // rehearsal that could not clean up after itself.
 func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (RehearsalResult, error) {
 	var a *activities.Activities
+	var drill *drills.Activities
 	res := RehearsalResult{Key: in.Job.Key, Tenant: in.Job.Tenant, Savepoint: in.Savepoint}
 	if err := workflow.SetQueryHandler(ctx, QueryRehearsalStatus, func() (RehearsalResult, error) { return res, nil }); err != nil {
 		return res, err
@@ -168,8 +170,8 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 
 	// Clean up whatever happened, also when the run is being cancelled.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	var end activities.EndDrillResult
-	endErr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, endDrillOptions()), a.EndDrill, activities.EndDrillInput{
+	var end drills.EndDrillResult
+	endErr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, endDrillOptions()), drill.EndDrill, drills.EndDrillInput{
 		DrillCluster: t.DrillCluster, JobIDs: []string{jobID, verifyID}, DrillDir: t.DrillDir}).Get(dctx, &end)
 	res.Cleanup = &end
 	if endErr != nil {

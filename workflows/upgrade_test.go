@@ -17,6 +17,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -66,8 +67,8 @@ type upgradeFixture struct {
 	// on an unmatched operator), "no-slots".
 	rehearse       string
 	prepared       []activities.PrepareRehearsalInput
-	drillStarts    []activities.StartDrillJobInput
-	drillEnds      []activities.EndDrillInput
+	drillStarts    []drills.StartDrillJobInput
+	drillEnds      []drills.EndDrillInput
 	rehearsalSaved []activities.RecordRehearsalInput
 }
 
@@ -257,6 +258,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 // fakeRehearsal fakes the drill side of a rehearsal, as f.rehearse says.
 func (f *upgradeFixture) fakeRehearsal() {
 	var a *activities.Activities
+	var drill *drills.Activities
 	f.env.OnActivity(a.PrepareRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PrepareRehearsalInput) (activities.PrepareRehearsalResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -277,16 +279,16 @@ func (f *upgradeFixture) fakeRehearsal() {
 			ClusterID: in.Job.ClusterID, JobName: in.Job.JobName, Kind: core.SnapshotSavepoint, Recipe: &recipe,
 			DrillCluster: "http://drill", DrillDir: fmt.Sprintf("hdfs://nn/drills/%s/cluster-a/orders-%d", in.RunID, in.N)}}, nil
 	})
-	f.env.OnActivity(a.StartDrillJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StartDrillJobInput) (activities.StartDrillJobResult, error) {
+	f.env.OnActivity(drill.StartDrillJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in drills.StartDrillJobInput) (drills.StartDrillJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.drillStarts = append(f.drillStarts, in)
 		f.calls = append(f.calls, "drill "+in.Target.Snapshot)
 		if f.rehearse == "unmatched" {
-			return activities.StartDrillJobResult{}, temporal.NewNonRetryableApplicationError("start drill of cluster-a/orders: "+
+			return drills.StartDrillJobResult{}, temporal.NewNonRetryableApplicationError("start drill of cluster-a/orders: "+
 				strings.Repeat("at org.apache.flink.runtime.scheduler.DefaultScheduler.restoreState(DefaultScheduler.java:123) ", 8)+unmatchedText, "FlinkBadRequest", nil)
 		}
-		return activities.StartDrillJobResult{JobID: in.JobID}, nil
+		return drills.StartDrillJobResult{JobID: in.JobID}, nil
 	})
 	f.env.OnActivity(a.ExplainRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ExplainRehearsalInput) (activities.RehearsalCause, error) {
 		if f.rehearse == "no-slots" {
@@ -294,12 +296,12 @@ func (f *upgradeFixture) fakeRehearsal() {
 		}
 		return activities.ClassifyRestoreFailure(in.Failure), nil
 	})
-	f.env.OnActivity(a.EndDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EndDrillInput) (activities.EndDrillResult, error) {
+	f.env.OnActivity(drill.EndDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drills.EndDrillInput) (drills.EndDrillResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.drillEnds = append(f.drillEnds, in)
 		f.calls = append(f.calls, "end drill")
-		return activities.EndDrillResult{Removed: in.DrillDir}, nil
+		return drills.EndDrillResult{Removed: in.DrillDir}, nil
 	})
 	f.env.OnActivity(a.RecordRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordRehearsalInput) error {
 		f.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 )
 
 // WindowPlanWorkflowType is the dry run of a maintenance window
@@ -205,6 +206,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 		return nil, newInvalidInputError(err.Error())
 	}
 	var a *activities.Activities
+	var drill *drills.Activities
 	var capa *capacity.Activities
 	actx := workflow.WithActivityOptions(ctx, planActivityOptions())
 	var found core.DiscoverJobsResult
@@ -241,7 +243,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 			return nil, err
 		}
 		plan.DrillCanary = key
-		if err := workflow.ExecuteActivity(actx, a.CheckDrillCluster).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(actx, drill.CheckDrillCluster).Get(ctx, nil); err != nil {
 			plan.Notes = append(plan.Notes, "the canary drill cannot run now: "+errorText(err)+
 				"; the window would pause for a decision (canary-drill) before stopping any job")
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -55,6 +56,7 @@ func newPlanFleet() *planFleet {
 // register installs the fakes on env.
 func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
+	var drill *drills.Activities
 	var capa *capacity.Activities
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(context.Context, core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		f.mu.Lock()
@@ -85,7 +87,7 @@ func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		return res, nil
 	})
-	env.OnActivity(a.CheckDrillCluster, mock.Anything).Return(func(context.Context) error { return f.drillErr })
+	env.OnActivity(drill.CheckDrillCluster, mock.Anything).Return(func(context.Context) error { return f.drillErr })
 	changes := func(name string) func() {
 		return func() {
 			f.mu.Lock()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
@@ -242,7 +243,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = d.run(ctx, tmp, "broken-"+sfx, workflows.RestoreDrillInput{
-		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: ca.ClusterID + "/" + broken, Snapshot: chk}})
+		Selection: drills.DrillSelection{Mode: drills.DrillSnapshot, Job: ca.ClusterID + "/" + broken, Snapshot: chk}})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeDrillsFailed || rep.Failed != 1 {
 		t.Fatalf("drill of a checkpoint missing %s: %v, report %+v; want %s", victim, err, rep, workflows.ErrTypeDrillsFailed)
@@ -262,7 +263,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	failingChk := strings.TrimRight(st.Latest.Completed.ExternalPath, "/")
 	rep, err = d.run(ctx, tmp, "failing-"+sfx, workflows.RestoreDrillInput{
-		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: ca.ClusterID + "/" + failing, Snapshot: failingChk},
+		Selection: drills.DrillSelection{Mode: drills.DrillSnapshot, Job: ca.ClusterID + "/" + failing, Snapshot: failingChk},
 		Soak:      workflows.Duration(3 * time.Second)})
 	if !errors.As(err, &appErr) || rep.Failed != 1 {
 		t.Fatalf("drill of a job failing on restore: %v, report %+v; want it failed", err, rep)
@@ -295,7 +296,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 		savepoints[name] = takeSavepoint(name, id, takeRun, strings.Repeat(id[:2], 16))
 	}
 	rep, err = d.run(ctx, tmp, "run-"+sfx, workflows.RestoreDrillInput{
-		Selection: activities.DrillSelection{Mode: activities.DrillRunSavepoints, RunID: takeRun}, Soak: workflows.Duration(3 * time.Second)})
+		Selection: drills.DrillSelection{Mode: drills.DrillRunSavepoints, RunID: takeRun}, Soak: workflows.Duration(3 * time.Second)})
 	if !errors.As(err, &appErr) || rep.Passed != 1 || rep.Failed != 1 || len(rep.Jobs) != 2 {
 		t.Fatalf("drill of run %s: %v, report %+v; want one pass, one failed state check", takeRun, err, rep)
 	}

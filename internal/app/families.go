@@ -4,6 +4,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 )
 
@@ -14,6 +15,7 @@ type Families struct {
 	Doctor   *doctor.Activities
 	OnCall   *oncall.Activities
 	Capacity *capacity.Activities
+	Drills   *drills.Activities
 }
 
 // NewFamilies builds every family over p. Call it after the last change
@@ -26,5 +28,6 @@ func NewFamilies(p *activities.Activities) Families {
 		OnCall: &oncall.Activities{Notifier: p.Notifier, Metrics: p.Metrics, Freezes: p.Freezes, Now: p.Now},
 		Capacity: &capacity.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Cleanup: p.Cleanup,
 			Metrics: p.Metrics, Now: p.Now},
+		Drills: &drills.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval},
 	}
 }

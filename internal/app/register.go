@@ -52,6 +52,7 @@ func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
 	r.RegisterActivity(f.Doctor)
 	r.RegisterActivity(f.OnCall)
 	r.RegisterActivity(f.Capacity)
+	r.RegisterActivity(f.Drills)
 }
 
 // Register registers workflows and activities on a worker.
