@@ -22,6 +22,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -68,7 +69,7 @@ func newOperatorEnv(t *testing.T, prefix string) *operatorEnv {
 func (e *operatorEnv) run(fn, in, out interface{}) error {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(e.acts)
+	app.RegisterActivities(env, e.acts)
 	v, err := env.ExecuteActivity(fn, in)
 	if err != nil || out == nil { // nil: an activity that returns only an error
 		return err
@@ -305,31 +306,32 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 	op := &testOperator{dyn: e.dyn, ns: e.ns, name: "orders", savepoint: "hdfs://nn:8020/sp/savepoint-cdcdcd-000000000001", jobID: strings.Repeat("ab", 16)}
 	op.run(e.ctx, t)
 	var a *activities.Activities
+	var upg *upgrades.Activities
 	change := inventory.JobSpecChange{FlinkConfiguration: map[string]string{"pipeline.max-parallelism": "256"}}
 	var inverse inventory.JobSpecChange
-	if err := e.run(a.ReadSpecInverse, activities.OperatorSpecChangeInput{Job: job, Change: change}, &inverse); err != nil {
+	if err := e.run(upg.ReadSpecInverse, upgrades.OperatorSpecChangeInput{Job: job, Change: change}, &inverse); err != nil {
 		t.Fatal(err)
 	}
 	if len(inverse.Unset) != 1 || inverse.Unset[0] != "pipeline.max-parallelism" {
 		t.Fatalf("inverse %+v; want the new key unset", inverse)
 	}
-	err := e.run(a.ChangeOperatorSpec, activities.OperatorSpecChangeInput{Job: job, Change: change}, nil)
+	err := e.run(upg.ChangeOperatorSpec, upgrades.OperatorSpecChangeInput{Job: job, Change: change}, nil)
 	appErr(t, err, core.ErrTypeOperatorPrecondition, false, "suspend the job")
 	var sus core.StopWithSavepointResult
 	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []inventory.JobSpecChange{change, change, inverse} { // a retry changes nothing
-		if err := e.run(a.ChangeOperatorSpec, activities.OperatorSpecChangeInput{Job: job, Change: c}, nil); err != nil {
+		if err := e.run(upg.ChangeOperatorSpec, upgrades.OperatorSpecChangeInput{Job: job, Change: c}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.run(a.DiscardJob, activities.DiscardJobInput{Job: job, Timeout: 30 * time.Second}, nil); err != nil {
+	if err := e.run(upg.DiscardJob, upgrades.DiscardJobInput{Job: job, Timeout: 30 * time.Second}, nil); err != nil {
 		t.Fatalf("discard of a suspended job: %v", err)
 	}
 	previous := "hdfs://nn:8020/sp/savepoint-cdcdcd-000000000000"
 	var res core.RestartJobResult
-	if err := e.run(a.RedeployJob, core.ResumeJobInput{Job: job, SavepointPath: previous, Timeout: 30 * time.Second}, &res); err != nil {
+	if err := e.run(upg.RedeployJob, core.ResumeJobInput{Job: job, SavepointPath: previous, Timeout: 30 * time.Second}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, restored := op.counts(); restored != previous || res.JobID != op.jobID {
@@ -364,7 +366,7 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 	job := e.flinkDeployment("stuck", runningStatus(), kube.SpecStateRunning)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterActivity(e.acts)
+	app.RegisterActivities(env, e.acts)
 	env.RegisterWorkflow(suspendInWorkflow)
 	env.SetTestTimeout(time.Minute) // the activity waits in real time
 	const wait = 9 * time.Second

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -177,7 +178,7 @@ func TestPrintUpgradeCheck(t *testing.T) {
 	st.FinishedAt = st.StartedAt.Add(time.Minute)
 	st.Rehearsal = &workflows.RehearsalResult{Verdict: catalog.RehearsalIncompatible, FlinkVersion: "2.3.0", Savepoint: "hdfs://nn/sp/savepoint-aaaa-2",
 		DrillCluster: "http://drill-2-3:8081", Jar: "hdfs://nn/jars/orders-2.jar",
-		Cause: &activities.RehearsalCause{Kind: activities.CauseUnmatchedOperator, Text: "Flink cannot map the state of operator keyed (0123) to the new program"}}
+		Cause: &upgrades.RehearsalCause{Kind: upgrades.CauseUnmatchedOperator, Text: "Flink cannot map the state of operator keyed (0123) to the new program"}}
 	var out bytes.Buffer
 	if err := printUpgradeState(&out, &st); err != nil {
 		t.Fatal(err)

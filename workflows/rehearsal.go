@@ -10,6 +10,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -59,8 +60,8 @@ type RehearsalResult struct {
 	Verdict string `json:"verdict"`
 	// Cause is why an incompatible or inconclusive copy failed, in Flink's
 	// words; Why says why there is no verdict.
-	Cause *activities.RehearsalCause `json:"cause,omitempty"`
-	Why   string                     `json:"why,omitempty"`
+	Cause *upgrades.RehearsalCause `json:"cause,omitempty"`
+	Why   string                   `json:"why,omitempty"`
 	// Savepoint is the snapshot rehearsed; FormatNote says why its format
 	// is not the one asked for (a ForSt job's savepoints are NATIVE).
 	Savepoint    string `json:"savepoint,omitempty"`
@@ -107,14 +108,15 @@ func JobRehearsalWorkflowID(parent string, n int) string {
 // rehearsal that could not clean up after itself.
 func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (RehearsalResult, error) {
 	var a *activities.Activities
+	var upg *upgrades.Activities
 	var drill *drills.Activities
 	res := RehearsalResult{Key: in.Job.Key, Tenant: in.Job.Tenant, Savepoint: in.Savepoint}
 	if err := workflow.SetQueryHandler(ctx, QueryRehearsalStatus, func() (RehearsalResult, error) { return res, nil }); err != nil {
 		return res, err
 	}
 	short := workflow.WithActivityOptions(ctx, shortActivityOptions())
-	var prep activities.PrepareRehearsalResult
-	err := workflow.ExecuteActivity(short, a.PrepareRehearsal, activities.PrepareRehearsalInput{RunID: in.RunID, N: in.N, Job: in.Job,
+	var prep upgrades.PrepareRehearsalResult
+	err := workflow.ExecuteActivity(short, upg.PrepareRehearsal, upgrades.PrepareRehearsalInput{RunID: in.RunID, N: in.N, Job: in.Job,
 		NewRecipe: in.NewRecipe, FlinkVersion: in.FlinkVersion, ProgramArgs: in.ProgramArgs}).Get(ctx, &prep)
 	switch {
 	case err != nil:
@@ -155,11 +157,11 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 		if errors.As(failure, &timeout) {
 			res.Verdict, res.Why = catalog.RehearsalInconclusive, "the drill cluster did not answer in time: "+errorText(failure)
 		} else {
-			var cause activities.RehearsalCause
+			var cause upgrades.RehearsalCause
 			// The whole chain: the text a person reads is shortened.
-			if err := workflow.ExecuteActivity(short, a.ExplainRehearsal, activities.ExplainRehearsalInput{DrillCluster: t.DrillCluster,
+			if err := workflow.ExecuteActivity(short, upg.ExplainRehearsal, upgrades.ExplainRehearsalInput{DrillCluster: t.DrillCluster,
 				JobID: jobID, Job: in.Job, Failure: failure.Error()}).Get(ctx, &cause); err != nil {
-				cause = activities.ClassifyRestoreFailure(failure.Error()) //workflowcheck:ignore (a pure function of the error)
+				cause = upgrades.ClassifyRestoreFailure(failure.Error()) //workflowcheck:ignore (a pure function of the error)
 			}
 			res.Cause = &cause
 			if cause.Inconclusive() {
@@ -190,12 +192,12 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 // recordRehearsal writes the verdict beside the savepoint and counts it; a
 // record that fails is logged: the verdict stands in the result.
 func recordRehearsal(ctx workflow.Context, in JobRehearsalInput, res *RehearsalResult) {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	why := res.Why
 	if res.Cause != nil {
 		why = res.Cause.Text
 	}
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.RecordRehearsal, activities.RecordRehearsalInput{
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.RecordRehearsal, upgrades.RecordRehearsalInput{
 		RunID: in.RunID, Job: in.Job, Snapshot: res.Savepoint, FlinkVersion: res.FlinkVersion, Jar: res.Jar, Verdict: res.Verdict, Cause: why}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("rehearsal not recorded beside its savepoint", "job", in.Job.Key, "error", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -415,7 +416,7 @@ func (u *upgradeRun) operator() bool {
 // is there for a REST job; for an operator job a spec change, whose
 // inverse is read now, before the job stops.
 func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	hasSpec := u.in.Spec != nil && !u.in.Spec.Empty()
 	if !u.operator() {
 		if hasSpec {
@@ -423,7 +424,7 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 		}
 		u.st.NewRecipe = u.in.Recipe.apply(u.st.Job.Restart) //workflowcheck:ignore (the merged map is the same in any order)
 		return workflow.ExecuteActivity(u.short(ctx), a.CheckUpgrade,
-			activities.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil)
+			upgrades.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil)
 	}
 	if u.parallel() {
 		return newInvalidInputError(fmt.Sprintf("job %s is run by the Flink Kubernetes Operator, which runs one job per resource: upgrade it in mode stop", u.in.Job))
@@ -433,7 +434,7 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 	}
 	var inverse inventory.JobSpecChange
 	if err := workflow.ExecuteActivity(u.short(ctx), a.ReadSpecInverse,
-		activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.in.Spec}).Get(ctx, &inverse); err != nil {
+		upgrades.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.in.Spec}).Get(ctx, &inverse); err != nil {
 		return err
 	}
 	u.st.NewRecipe = u.st.Job.Restart
@@ -533,9 +534,9 @@ func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
 		u.st.NewJobID = flinkID(u.wid, job.Key, "restart", u.st.StartAttempts)
 		if u.operator() {
 			u.st.NewJobID = "" // the operator names it
-			var a *activities.Activities
+			var a *upgrades.Activities
 			if err := workflow.ExecuteActivity(u.short(ctx), a.ChangeOperatorSpec,
-				activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecChange}).Get(ctx, nil); err != nil {
+				upgrades.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecChange}).Get(ctx, nil); err != nil {
 				// The job is suspended: go back rather than leave it stopped.
 				return &RollbackRequest{By: "flinkmaint", Reason: "the new spec could not be applied: " + errorText(err)}, nil
 			}
@@ -611,7 +612,7 @@ func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
 // commit makes the new recipe the job's recipe of record, then holds the
 // run open for HoldAfterCommit, when a rollback is still one command.
 func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	u.setPhase(ctx, UpgradePhaseCommit)
 	// Dropping state was decided for this restore only: later restarts
 	// start from the new version's own savepoints, which need no such leave.
@@ -624,7 +625,7 @@ func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
 		u.setPhase(ctx, UpgradePhaseCommit)
 	}
 	for !u.operator() { // an operator job's resource is its recipe of record
-		err := workflow.ExecuteActivity(u.short(ctx), a.RecordRecipe, activities.RecordRecipeInput{Job: u.st.Job, Base: u.st.Job.Restart,
+		err := workflow.ExecuteActivity(u.short(ctx), a.RecordRecipe, upgrades.RecordRecipeInput{Job: u.st.Job, Base: u.st.Job.Restart,
 			Recipe: recipe, UpgradeID: u.in.UpgradeID}).Get(ctx, nil)
 		if err == nil {
 			u.st.RecipeRecorded = true
@@ -658,12 +659,12 @@ func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
 // parallel): stopped with a savepoint, from which a later rollback
 // restores it; cancelled when that fails. Until it is done both run.
 func (u *upgradeRun) retire(ctx workflow.Context) (*RollbackRequest, error) {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	u.setPhase(ctx, UpgradePhaseRetire)
 	for attempt := 1; ; attempt++ {
-		var ended activities.EndJobResult
+		var ended upgrades.EndJobResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(u.in.SavepointTimeout.D()+u.in.Health.RunningTimeout.D())),
-			a.EndJob, activities.EndJobInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "retire", attempt),
+			a.EndJob, upgrades.EndJobInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "retire", attempt),
 				Format: u.in.Format, RunID: u.wid}).Get(ctx, &ended)
 		if err == nil {
 			u.st.Retired, u.st.RetiredSavepoint = true, ended.Savepoint
@@ -698,7 +699,7 @@ func (u *upgradeRun) rollbackSavepoint() string {
 // the pre-upgrade savepoint, gated like the upgrade. It always returns an
 // error: the upgrade did not happen.
 func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	u.st.Rollback = &UpgradeRollback{By: req.By, Reason: req.Reason}
 	u.setPhase(ctx, UpgradePhaseRollback)
 	rb := u.st.Rollback
@@ -715,7 +716,7 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 			u.st.Job.Key, req.Reason, req.By, u.st.Job.JobID), ErrTypeUpgradeRolledBack, nil)
 	}
 	if u.st.RecipeRecorded {
-		if err := workflow.ExecuteActivity(u.short(ctx), a.ForgetRecipe, activities.ForgetRecipeInput{Job: u.st.Job, UpgradeID: u.in.UpgradeID}).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(u.short(ctx), a.ForgetRecipe, upgrades.ForgetRecipeInput{Job: u.st.Job, UpgradeID: u.in.UpgradeID}).Get(ctx, nil); err != nil {
 			u.st.Notes = append(u.st.Notes, "the upgrade's recipe of record could not be removed: "+errorText(err)+"; the next window would restart the new version")
 		} else {
 			u.st.RecipeRecorded = false
@@ -756,7 +757,7 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 // version that keeps failing takes none), without one; then its spec
 // change is undone.
 func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	rb := u.st.Rollback
 	if !u.operator() {
 		if u.st.NewJobID == "" {
@@ -764,9 +765,9 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 		}
 		newVersion := u.st.Job
 		newVersion.JobID = u.st.NewJobID
-		var ended activities.EndJobResult
+		var ended upgrades.EndJobResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(u.in.SavepointTimeout.D()+u.in.Health.RunningTimeout.D())),
-			a.EndJob, activities.EndJobInput{Job: newVersion, TriggerID: flinkID(u.wid, newVersion.Key, "rollback-stop", 1),
+			a.EndJob, upgrades.EndJobInput{Job: newVersion, TriggerID: flinkID(u.wid, newVersion.Key, "rollback-stop", 1),
 				Format: u.in.Format, RunID: u.wid}).Get(ctx, &ended)
 		rb.NewVersionSavepoint = ended.Savepoint
 		return err
@@ -782,12 +783,12 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 		u.st.Notes = append(u.st.Notes, "the new version was stopped without a savepoint: "+errorText(err))
 		wait := operatorWait(u.in.Health.RunningTimeout.D())
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.DiscardJob,
-			activities.DiscardJobInput{Job: u.st.Job, Timeout: wait}).Get(ctx, nil); err != nil {
+			upgrades.DiscardJobInput{Job: u.st.Job, Timeout: wait}).Get(ctx, nil); err != nil {
 			return err
 		}
 	}
 	return workflow.ExecuteActivity(u.short(ctx), a.ChangeOperatorSpec,
-		activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecInverse}).Get(ctx, nil)
+		upgrades.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecInverse}).Get(ctx, nil)
 }
 
 // restorePrevious starts the previous version from the pre-upgrade
@@ -795,6 +796,7 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 // from exactly that savepoint, whatever the operator recorded since.
 func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous string) (JobRestartResult, error) {
 	var a *activities.Activities
+	var upg *upgrades.Activities
 	h := u.in.Health
 	h.Checks = nil // what the new version had to achieve
 	from := u.rollbackSavepoint()
@@ -808,7 +810,7 @@ func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous
 	}
 	wait := operatorWait(u.in.Health.RunningTimeout.D())
 	var started core.RestartJobResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.RedeployJob,
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), upg.RedeployJob,
 		core.ResumeJobInput{Job: u.st.Job, SavepointPath: u.st.Savepoint, Timeout: wait}).Get(ctx, &started); err != nil {
 		return JobRestartResult{}, err
 	}

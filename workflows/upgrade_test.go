@@ -19,6 +19,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -37,9 +38,9 @@ type upgradeFixture struct {
 	stops     int
 	started   []activities.RestartJobInput
 	cancelled []string
-	ended     []activities.EndJobInput
-	recorded  []activities.RecordRecipeInput
-	forgotten []activities.ForgetRecipeInput
+	ended     []upgrades.EndJobInput
+	recorded  []upgrades.RecordRecipeInput
+	forgotten []upgrades.ForgetRecipeInput
 	manifests []string
 	// manifestBeforeStop says a manifest naming the previous jar was on
 	// storage when the job was stopped.
@@ -66,10 +67,10 @@ type upgradeFixture struct {
 	// rehearsed), "compatible", "unmatched" (the copy's submission fails
 	// on an unmatched operator), "no-slots".
 	rehearse       string
-	prepared       []activities.PrepareRehearsalInput
+	prepared       []upgrades.PrepareRehearsalInput
 	drillStarts    []drills.StartDrillJobInput
 	drillEnds      []drills.EndDrillInput
-	rehearsalSaved []activities.RecordRehearsalInput
+	rehearsalSaved []upgrades.RecordRehearsalInput
 }
 
 var previousJobID = strings.Repeat("1", 32)
@@ -86,6 +87,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRehearsalWorkflow, workflow.RegisterOptions{Name: JobRehearsalWorkflowType})
 	var a *activities.Activities
+	var upg *upgrades.Activities
 	var capa *capacity.Activities
 	var onc *oncall.Activities
 	f.fakeRehearsal()
@@ -108,7 +110,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 						Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-a", Name: "payments"}}}},
 			Skipped: []core.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
 	})
-	env.OnActivity(a.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(upg.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(onc.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in oncall.NotifyInput) (oncall.NotifyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -183,27 +185,27 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.cancelled = append(f.cancelled, in.JobID)
 		return nil
 	})
-	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EndJobInput) (activities.EndJobResult, error) {
+	env.OnActivity(upg.EndJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.EndJobInput) (upgrades.EndJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.ended = append(f.ended, in)
 		f.calls = append(f.calls, "end "+in.Job.JobID)
 		if in.Job.JobID == previousJobID && f.retireFails {
-			return activities.EndJobResult{}, temporal.NewNonRetryableApplicationError("the JobManager refuses the stop", "FlinkBadRequest", nil)
+			return upgrades.EndJobResult{}, temporal.NewNonRetryableApplicationError("the JobManager refuses the stop", "FlinkBadRequest", nil)
 		}
 		if in.Job.JobID == previousJobID {
-			return activities.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-retired"}, nil
+			return upgrades.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-retired"}, nil
 		}
-		return activities.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-new-version"}, nil
+		return upgrades.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-new-version"}, nil
 	})
-	env.OnActivity(a.RecordRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordRecipeInput) error {
+	env.OnActivity(upg.RecordRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.RecordRecipeInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.recorded = append(f.recorded, in)
 		f.calls = append(f.calls, "record")
 		return nil
 	})
-	env.OnActivity(a.ForgetRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ForgetRecipeInput) error {
+	env.OnActivity(upg.ForgetRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.ForgetRecipeInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.forgotten = append(f.forgotten, in)
@@ -221,13 +223,13 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.stops++
 		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-payments-" + strings.Repeat("x", f.stops)}, nil
 	})
-	env.OnActivity(a.ReadSpecInverse, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OperatorSpecChangeInput) (inventory.JobSpecChange, error) {
+	env.OnActivity(upg.ReadSpecInverse, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.OperatorSpecChangeInput) (inventory.JobSpecChange, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "read-inverse")
 		return inventory.JobSpecChange{Image: "payments:1.0"}, nil
 	})
-	env.OnActivity(a.ChangeOperatorSpec, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OperatorSpecChangeInput) error {
+	env.OnActivity(upg.ChangeOperatorSpec, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.OperatorSpecChangeInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "change "+in.Change.Image)
@@ -240,13 +242,13 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		f.calls = append(f.calls, "resume "+in.SavepointPath)
 		return core.RestartJobResult{JobID: "new-version"}, nil
 	})
-	env.OnActivity(a.DiscardJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscardJobInput) error {
+	env.OnActivity(upg.DiscardJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.DiscardJobInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "discard")
 		return nil
 	})
-	env.OnActivity(a.RedeployJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
+	env.OnActivity(upg.RedeployJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "redeploy "+in.SavepointPath)
@@ -257,25 +259,25 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 
 // fakeRehearsal fakes the drill side of a rehearsal, as f.rehearse says.
 func (f *upgradeFixture) fakeRehearsal() {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	var drill *drills.Activities
-	f.env.OnActivity(a.PrepareRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PrepareRehearsalInput) (activities.PrepareRehearsalResult, error) {
+	f.env.OnActivity(a.PrepareRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.PrepareRehearsalInput) (upgrades.PrepareRehearsalResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.prepared = append(f.prepared, in)
 		if f.rehearse == "unreachable" {
-			return activities.PrepareRehearsalResult{}, temporal.NewNonRetryableApplicationError("reach drill cluster http://drill: connection refused", "FlinkUnavailable", nil)
+			return upgrades.PrepareRehearsalResult{}, temporal.NewNonRetryableApplicationError("reach drill cluster http://drill: connection refused", "FlinkUnavailable", nil)
 		}
 		if f.rehearse == "" {
-			return activities.PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured"}, nil
+			return upgrades.PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured"}, nil
 		}
 		spec := inventory.JobSpec{Name: "orders", Restart: previousRecipe,
 			Drill: &inventory.DrillRecipe{ProgramArgs: []string{"--version", "1", "--sink", "discard"}, SandboxArgs: []string{"--sink", "discard"}}}
-		recipe, why := activities.RehearsalRecipe(spec, in.NewRecipe, "1.20", in.ProgramArgs)
+		recipe, why := upgrades.RehearsalRecipe(spec, in.NewRecipe, "1.20", in.ProgramArgs)
 		if why != "" {
-			return activities.PrepareRehearsalResult{NotRehearsed: why}, nil
+			return upgrades.PrepareRehearsalResult{NotRehearsed: why}, nil
 		}
-		return activities.PrepareRehearsalResult{FlinkVersion: "1.20.3", Target: &core.DrillTarget{Key: in.Job.Key, Tenant: in.Job.Tenant,
+		return upgrades.PrepareRehearsalResult{FlinkVersion: "1.20.3", Target: &core.DrillTarget{Key: in.Job.Key, Tenant: in.Job.Tenant,
 			ClusterID: in.Job.ClusterID, JobName: in.Job.JobName, Kind: core.SnapshotSavepoint, Recipe: &recipe,
 			DrillCluster: "http://drill", DrillDir: fmt.Sprintf("hdfs://nn/drills/%s/cluster-a/orders-%d", in.RunID, in.N)}}, nil
 	})
@@ -290,11 +292,11 @@ func (f *upgradeFixture) fakeRehearsal() {
 		}
 		return drills.StartDrillJobResult{JobID: in.JobID}, nil
 	})
-	f.env.OnActivity(a.ExplainRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ExplainRehearsalInput) (activities.RehearsalCause, error) {
+	f.env.OnActivity(a.ExplainRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.ExplainRehearsalInput) (upgrades.RehearsalCause, error) {
 		if f.rehearse == "no-slots" {
 			in.Failure += "\nCaused by: org.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: Could not acquire the minimum required resources."
 		}
-		return activities.ClassifyRestoreFailure(in.Failure), nil
+		return upgrades.ClassifyRestoreFailure(in.Failure), nil
 	})
 	f.env.OnActivity(drill.EndDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drills.EndDrillInput) (drills.EndDrillResult, error) {
 		f.mu.Lock()
@@ -303,7 +305,7 @@ func (f *upgradeFixture) fakeRehearsal() {
 		f.calls = append(f.calls, "end drill")
 		return drills.EndDrillResult{Removed: in.DrillDir}, nil
 	})
-	f.env.OnActivity(a.RecordRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordRehearsalInput) error {
+	f.env.OnActivity(a.RecordRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.RecordRehearsalInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.rehearsalSaved = append(f.rehearsalSaved, in)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -40,7 +40,7 @@ func newRehearseFixture(t *testing.T, n int) *rehearseFixture {
 		}
 		switch res.Verdict {
 		case catalog.RehearsalIncompatible:
-			res.Cause = &activities.RehearsalCause{Kind: activities.CauseSerializer, Text: "a state's serializer is incompatible with what the snapshot holds: StateMigrationException"}
+			res.Cause = &upgrades.RehearsalCause{Kind: upgrades.CauseSerializer, Text: "a state's serializer is incompatible with what the snapshot holds: StateMigrationException"}
 		case catalog.RehearsalNotRehearsed:
 			res.Savepoint, res.Why = "", "the drill recipe of "+in.Job.JobName+" has no build for Flink 2.3 (drill.flinkVersions)"
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 )
 
 // Families are the activities of every family, each built from the one
@@ -16,6 +17,7 @@ type Families struct {
 	OnCall   *oncall.Activities
 	Capacity *capacity.Activities
 	Drills   *drills.Activities
+	Upgrades *upgrades.Activities
 }
 
 // NewFamilies builds every family over p. Call it after the last change
@@ -28,6 +30,7 @@ func NewFamilies(p *activities.Activities) Families {
 		OnCall: &oncall.Activities{Notifier: p.Notifier, Metrics: p.Metrics, Freezes: p.Freezes, Now: p.Now},
 		Capacity: &capacity.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Cleanup: p.Cleanup,
 			Metrics: p.Metrics, Now: p.Now},
-		Drills: &drills.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval},
+		Drills:   &drills.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval},
+		Upgrades: &upgrades.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Operator: p.Operator, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval, OperationPollMin: p.OperationPollMin, FailoverWait: p.FailoverWait},
 	}
 }

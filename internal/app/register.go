@@ -53,6 +53,7 @@ func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
 	r.RegisterActivity(f.OnCall)
 	r.RegisterActivity(f.Capacity)
 	r.RegisterActivity(f.Drills)
+	r.RegisterActivity(f.Upgrades)
 }
 
 // Register registers workflows and activities on a worker.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -221,7 +222,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	st, err = outcome(start("uid-"+sfx, ca.ClusterID+"/"+a1, uid, true, "", uidCopy...))
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeUpgradeCheckFailed || st.Rehearsal == nil || st.Rehearsal.Cause == nil ||
-		st.Rehearsal.Cause.Kind != activities.CauseUnmatchedOperator || !strings.Contains(err.Error(), "keyed-payload-state (") {
+		st.Rehearsal.Cause.Kind != upgrades.CauseUnmatchedOperator || !strings.Contains(err.Error(), "keyed-payload-state (") {
 		t.Fatalf("check of a changed uid: %v, rehearsal %+v; want %s naming keyed-payload-state", err, st.Rehearsal, workflows.ErrTypeUpgradeCheckFailed)
 	}
 	nothingLeft("check of a changed uid")

@@ -6,9 +6,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 )
 
-// Run executes fn, a method of acts, in a test activity environment
-// with in, and decodes its result into out (nil for an activity that
-// returns only an error).
+// Run registers acts (an activities type, or one activity function of a
+// family another family's test runs) in a test activity environment,
+// executes fn with in there, and decodes its result into out (nil for an
+// activity that returns only an error).
 func Run(t *testing.T, acts interface{}, fn interface{}, in interface{}, out interface{}) error {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite

@@ -1,4 +1,4 @@
-package activities
+package upgrades
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func TestDiscoverJobsRestartsWithTheRecipeOfRecord(t *testing.T) {
 	}
 	a := &Activities{Inventory: acttest.Inventory(inv), Flink: acttest.OneClient{C: &acttest.Flink{Jobs: jobs}}, Storage: &storage.Resolver{Guard: guard}}
 	var res core.DiscoverJobsResult
-	if err := acttest.Run(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
+	if err := acttest.Run(t, a.jobs().DiscoverJobs, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
 		t.Fatal(err)
 	}
 	jars := map[string]string{}
@@ -99,7 +99,7 @@ func TestRecipeRecordsOfSuccessiveUpgrades(t *testing.T) {
 	running := func() string {
 		t.Helper()
 		var res core.DiscoverJobsResult
-		if err := acttest.Run(t, a, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
+		if err := acttest.Run(t, a.jobs().DiscoverJobs, a.jobs().DiscoverJobs, core.DiscoverJobsInput{}, &res); err != nil {
 			t.Fatal(err)
 		}
 		if len(res.Jobs) != 1 {
