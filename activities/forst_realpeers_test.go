@@ -19,6 +19,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -195,7 +196,7 @@ func runRealActivity(t *testing.T, acts *activities.Activities, fn, in, out any)
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(acts)
+	app.RegisterActivities(env, acts)
 	v, err := env.ExecuteActivity(fn, in)
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -217,7 +217,7 @@ func governanceDecisionCommand(g *globals, name, short string) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "plan of governance run %s rejected; nothing is touched\n", args[0])
 				return nil
 			}
-			var plan activities.PlanSummary
+			var plan governance.PlanSummary
 			if err := g.update(cmd.Context(), governanceID(args[0]), update, arg, &plan); err != nil {
 				return fmt.Errorf("approve governance run %s: %w", args[0], err)
 			}
@@ -308,7 +308,7 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 }
 
 // printObjects lists Kubernetes objects of a plan or run as a table.
-func printObjects(w io.Writer, objects []activities.ObjectBrief, truncated bool, planPath string) error {
+func printObjects(w io.Writer, objects []governance.ObjectBrief, truncated bool, planPath string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "OBJECT\tKIND\tCLUSTER\tRULE/KEPT\tAGE\tOWNER\tOUTCOME")
 	for _, o := range objects {

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -452,7 +452,7 @@ func governanceDetails(workflowID string, st *GovernanceState) string {
 }
 
 // governanceApprovalCommands answer a plan that waits for approval.
-func governanceApprovalCommands(workflowID string, plan *activities.PlanSummary) []string {
+func governanceApprovalCommands(workflowID string, plan *governance.PlanSummary) []string {
 	name := governanceCommandName(workflowID)
 	return []string{fmt.Sprintf("flinkmaint governance approve %s --plan-sha256 %s --reason TEXT", name, plan.PlanSHA256),
 		fmt.Sprintf("flinkmaint governance reject %s --reason TEXT", name)}

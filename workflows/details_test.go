@@ -15,10 +15,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -167,7 +167,7 @@ func TestWindowDetailsPauseAndProgress(t *testing.T) {
 func TestGovernanceDetailsAwaitingApproval(t *testing.T) {
 	st := GovernanceState{RunID: "nightly-1a2b3c4d", Mode: ModePlanAndApprove, Phase: GovernancePhaseAwaitingApproval, StartedAt: detailsAt,
 		ApprovalDeadline: detailsAt.Add(24 * time.Hour),
-		Plan: &activities.PlanSummary{PlanPath: "hdfs://nn/plans/nightly/plan.json", PlanSHA256: "5f1e0c3a", Action: CleanupActionTrash,
+		Plan: &governance.PlanSummary{PlanPath: "hdfs://nn/plans/nightly/plan.json", PlanSHA256: "5f1e0c3a", Action: CleanupActionTrash,
 			Items: 12, Files: 40, Dirs: 5, Bytes: 1536, KeptItems: 30, LiveJobs: 4,
 			ScopeTenants: []inventory.Tenant{{Name: "team-a"}, {Name: "team-b"}}}}
 	got := governanceDetails("governance-nightly", &st)
@@ -203,7 +203,7 @@ func TestGovernanceDetailsAwaitingApproval(t *testing.T) {
 	st.Approval = &ApprovalRecord{Approved: true, By: "alice", Reason: "reviewed", At: detailsAt}
 	st.Phase = GovernancePhaseCompleted
 	st.FinishedAt = detailsAt.Add(time.Hour)
-	st.Execution = &activities.ExecuteCleanupResult{Items: 12, Files: 40, Dirs: 5, Bytes: 1536}
+	st.Execution = &governance.ExecuteCleanupResult{Items: 12, Files: 40, Dirs: 5, Bytes: 1536}
 	got = governanceDetails("governance-nightly", &st)
 	for _, want := range []string{"| applied | 12 | 40 | 5 | 1.5 KiB |\n", "**Plan approved** by alice at 2026-12-01T09:30:00Z: reviewed", "finished 2026-12-01T10:30:00Z"} {
 		if !strings.Contains(got, want) {
@@ -309,7 +309,7 @@ func TestSummaries(t *testing.T) {
 			"savepoints of all jobs in team-a, jobs keep running (schedule six-hourly)"},
 		"quota":   {StartSummary(QuotaWatchInput{Iterations: 1}), "quota check of every tenant"},
 		"usage":   {StartSummary(capacity.TenantUsageInput{Tenants: []string{"team-a"}}), "storage usage of team-a"},
-		"adopt":   {StartSummary(SavepointCatalogInput{Adopt: &activities.AdoptSavepointsInput{Job: "c/orders", Paths: []string{"a", "b"}}}), "adopt 2 savepoint(s) into c/orders"},
+		"adopt":   {StartSummary(SavepointCatalogInput{Adopt: &governance.AdoptSavepointsInput{Job: "c/orders", Paths: []string{"a", "b"}}}), "adopt 2 savepoint(s) into c/orders"},
 		"ping":    {StartSummary(PingInput{Message: "hello"}), "ping: hello"},
 		"unknown": {StartSummary(42), ""},
 		"savepoint child": {savepointChildSummary("cluster-a/orders", "window wk-49", 2),

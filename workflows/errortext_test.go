@@ -18,6 +18,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -49,8 +50,8 @@ func savepointFailureTexts(ctx workflow.Context, in JobSavepointInput) ([]string
 // refused: the activity's error wrapped with "plan: ", then failed as a
 // non-retryable error of the same type that carries the whole chain.
 func planThenFail(ctx workflow.Context) error {
-	var a *activities.Activities
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.PlanCleanup, activities.PlanCleanupInput{}).Get(ctx, nil)
+	var a *governance.Activities
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.PlanCleanup, governance.PlanCleanupInput{}).Get(ctx, nil)
 	err = fmt.Errorf("plan: %w", err)
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) {
@@ -109,9 +110,9 @@ func TestErrorTextSaysTheRootCauseOnce(t *testing.T) {
 				var s testsuite.WorkflowTestSuite
 				env := s.NewTestWorkflowEnvironment()
 				env.RegisterWorkflow(planThenFail)
-				var a *activities.Activities
+				var a *governance.Activities
 				cause := fmt.Errorf("cleanup: invalid input: %w", errors.New("tenant team-x has no root"))
-				env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},
+				env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(governance.PlanCleanupResult{},
 					temporal.NewNonRetryableApplicationError("plan: "+cause.Error(), core.ErrTypeInvalidInput, cause))
 				return runTexts(t, env, planFailureTexts)
 			},

@@ -16,6 +16,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
@@ -27,8 +28,8 @@ import (
 type govFixture struct {
 	t         *testing.T
 	env       *testsuite.TestWorkflowEnvironment
-	planned   []activities.PlanCleanupInput
-	executed  []activities.ExecuteCleanupInput
+	planned   []governance.PlanCleanupInput
+	executed  []governance.ExecuteCleanupInput
 	samples   int
 	documents map[string]string
 	planItems int64
@@ -36,8 +37,8 @@ type govFixture struct {
 	// unless noObjects; partErr fails one part.
 	shards    int
 	noObjects bool
-	parts     []activities.ExecuteCleanupPartInput
-	partErr   func(activities.ExecuteCleanupPartInput) error
+	parts     []governance.ExecuteCleanupPartInput
+	partErr   func(governance.ExecuteCleanupPartInput) error
 	// verified counts the checks of a whole sharded plan; verifyErr fails
 	// them.
 	verified  int
@@ -75,40 +76,41 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 	locks(f.env)
 	gatherInParts(f.env)
 	var a *activities.Activities
+	var gov *governance.Activities
 	var capa *capacity.Activities
-	f.env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
+	f.env.OnActivity(gov.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in governance.PlanCleanupInput) (governance.PlanCleanupResult, error) {
 		f.planned = append(f.planned, in)
-		return activities.PlanCleanupResult{Summary: activities.PlanSummary{
+		return governance.PlanCleanupResult{Summary: governance.PlanSummary{
 			RunID: in.RunID, PlanPath: "hdfs://nn/flinkmaint/plans/" + in.RunID + "/plan.json", PlanSHA256: testPlanSHA,
 			Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems, Action: string(in.Policy.Action),
-			Tenants:      []activities.TenantPlan{{Tenant: "team-a", Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems}},
+			Tenants:      []governance.TenantPlan{{Tenant: "team-a", Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems}},
 			ScopeTenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}}, Shards: f.shards, Objects: f.objects(),
 		}}, nil
 	})
 	var mu sync.Mutex
-	f.env.OnActivity(a.ExecuteCleanupPart, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupPartInput) (activities.ExecuteCleanupPartResult, error) {
+	f.env.OnActivity(gov.ExecuteCleanupPart, mockAny, mockAny).Return(func(_ context.Context, in governance.ExecuteCleanupPartInput) (governance.ExecuteCleanupPartResult, error) {
 		mu.Lock()
 		f.parts = append(f.parts, in)
 		mu.Unlock()
 		if f.partErr != nil {
 			if err := f.partErr(in); err != nil {
-				return activities.ExecuteCleanupPartResult{}, err
+				return governance.ExecuteCleanupPartResult{}, err
 			}
 		}
-		return activities.ExecuteCleanupPartResult{Total: 1, Removed: 1}, nil
+		return governance.ExecuteCleanupPartResult{Total: 1, Removed: 1}, nil
 	})
-	f.env.OnActivity(a.VerifyCleanupPlan, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) error {
+	f.env.OnActivity(gov.VerifyCleanupPlan, mockAny, mockAny).Return(func(_ context.Context, in governance.ExecuteCleanupInput) error {
 		f.verified++
 		return f.verifyErr
 	})
-	f.env.OnActivity(a.TallyCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
+	f.env.OnActivity(gov.TallyCleanup, mockAny, mockAny).Return(func(_ context.Context, in governance.ExecuteCleanupInput) (governance.ExecuteCleanupResult, error) {
 		f.tallies++
-		return activities.ExecuteCleanupResult{RunID: in.RunID, Total: f.shards + 1, Items: int64(f.shards + 1)}, nil
+		return governance.ExecuteCleanupResult{RunID: in.RunID, Total: f.shards + 1, Items: int64(f.shards + 1)}, nil
 	})
-	f.env.OnActivity(a.ExecuteCleanup, mockAny, mockAny).AfterFn(func() time.Duration { return f.executeTakes }).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
+	f.env.OnActivity(gov.ExecuteCleanup, mockAny, mockAny).AfterFn(func() time.Duration { return f.executeTakes }).Return(func(_ context.Context, in governance.ExecuteCleanupInput) (governance.ExecuteCleanupResult, error) {
 		f.executed = append(f.executed, in)
-		return activities.ExecuteCleanupResult{RunID: in.RunID, ManifestDir: "hdfs://nn/trash/_audit/" + in.RunID, Total: 3, Items: 3, Files: 30, Bytes: 3000,
-			Tenants: []activities.TenantReclaim{{Tenant: "team-a", Items: 3, Files: 30, Bytes: 3000}}}, nil
+		return governance.ExecuteCleanupResult{RunID: in.RunID, ManifestDir: "hdfs://nn/trash/_audit/" + in.RunID, Total: 3, Items: 3, Files: 30, Bytes: 3000,
+			Tenants: []governance.TenantReclaim{{Tenant: "team-a", Items: 3, Files: 30, Bytes: 3000}}}, nil
 	})
 	f.env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(func(_ context.Context, in capacity.SampleQuotaInput) (capacity.SampleQuotaResult, error) {
 		f.samples++
@@ -129,7 +131,7 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 			Kinds:    []usage.KindUsage{{Kind: usage.KindShared, Figures: usage.Figures{Files: 700, Dirs: 90, Bytes: 5 << 20}}},
 			TopFiles: []usage.Offender{orders}, TopBytes: []usage.Offender{orders}}}}, nil
 	})
-	f.env.OnActivity(a.PurgeTrash, mockAny, mockAny).Return(activities.PurgeTrashResult{Purged: []string{"hdfs://nn/trash/old"}}, nil)
+	f.env.OnActivity(gov.PurgeTrash, mockAny, mockAny).Return(governance.PurgeTrashResult{Purged: []string{"hdfs://nn/trash/old"}}, nil)
 	f.env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		f.documents[in.Path] = string(in.Content)
 		return core.WriteDocumentResult{Path: in.Path}, nil
@@ -196,8 +198,8 @@ func (f *govFixture) update(name string, arg interface{}, wantAccepted bool, wan
 				return
 			}
 			if out != nil {
-				if p, ok := out.(*activities.PlanSummary); ok {
-					if s, ok := res.(activities.PlanSummary); ok {
+				if p, ok := out.(*governance.PlanSummary); ok {
+					if s, ok := res.(governance.PlanSummary); ok {
 						*p = s
 					}
 				}
@@ -268,7 +270,7 @@ func TestGovernanceUsageFailureIsANote(t *testing.T) {
 func TestGovernanceApprove(t *testing.T) {
 	f := newGovFixture(t)
 	f.executeTakes = 10 * time.Minute
-	var approved activities.PlanSummary
+	var approved governance.PlanSummary
 	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != GovernancePhaseAwaitingApproval || st.Plan == nil || len(f.executed) != 0 {
@@ -430,7 +432,7 @@ func TestGovernanceAutoExecutesAndPurges(t *testing.T) {
 		t.Fatalf("outcome %s executed %d purge %+v", rep.Outcome, len(f.executed), rep.Purge)
 	}
 	// Without a RunID the run is named after the workflow.
-	if rep.RunID == "" || activities.CheckRunID(rep.RunID) != nil {
+	if rep.RunID == "" || governance.CheckRunID(rep.RunID) != nil {
 		t.Fatalf("derived run id %q", rep.RunID)
 	}
 }
@@ -502,7 +504,7 @@ func TestGovernanceShardFailureStopsTheRun(t *testing.T) {
 			once.Do(func() { close(delivered) })
 		}
 	}
-	f.partErr = func(in activities.ExecuteCleanupPartInput) error {
+	f.partErr = func(in governance.ExecuteCleanupPartInput) error {
 		if in.Shard == 1 && !in.Objects {
 			return temporal.NewNonRetryableApplicationError("plan shard changed", core.ErrTypeCleanupPlanChanged, nil)
 		}
@@ -696,11 +698,11 @@ func TestGovernancePlanFailureFailsTheRun(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
-	var a *activities.Activities
+	var a *governance.Activities
 	var capa *capacity.Activities
 	env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(capacity.SampleQuotaResult{}, nil)
 	gatherInParts(env)
-	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},
+	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(governance.PlanCleanupResult{},
 		temporal.NewNonRetryableApplicationError("scope spans two file systems", core.ErrTypeInvalidInput, nil))
 	env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g6", Mode: ModeAuto})
 	err := env.GetWorkflowError()
@@ -745,7 +747,7 @@ func TestCleanupRunID(t *testing.T) {
 		{"/weird id/", "r"}: "weird-id--r",
 	} {
 		got := cleanupRunID(in[0], in[1])
-		if got != want || activities.CheckRunID(got) != nil {
+		if got != want || governance.CheckRunID(got) != nil {
 			t.Errorf("cleanupRunID(%q, %q) = %q, want %q (valid)", in[0], in[1], got, want)
 		}
 	}

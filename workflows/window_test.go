@@ -19,6 +19,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -108,8 +109,8 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		return &GovernanceReport{RunID: in.RunID, Mode: in.Mode, Outcome: GovernancePhaseCompleted, ReclaimedFiles: 3, ReclaimedBytes: 300,
 			Tenants: []GovernanceTenantReport{{Tenant: "team-a", PlannedItems: 2, PlannedFiles: 3,
-				ByRule: []activities.RuleTotals{{Rule: "retired-job", Items: 2, Files: 3, Dirs: 2, Bytes: 300}},
-				Kept:   []activities.RuleTotals{{Rule: "latest-checkpoint-of-retired-job", Items: 1, Files: 1, Dirs: 1, Bytes: 10}}}}}, nil
+				ByRule: []governance.RuleTotals{{Rule: "retired-job", Items: 2, Files: 3, Dirs: 2, Bytes: 300}},
+				Kept:   []governance.RuleTotals{{Rule: "latest-checkpoint-of-retired-job", Items: 1, Files: 1, Dirs: 1, Bytes: 10}}}}}, nil
 	})
 	var a *activities.Activities
 	var capa *capacity.Activities

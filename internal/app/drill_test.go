@@ -19,6 +19,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
@@ -313,8 +314,8 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 			d.noDrillJobRunning(ctx, j.Restore.JobID)
 		}
 	}
-	var listed activities.ListSavepointsResult
-	if err := d.activity(d.acts.ListSavepoints, activities.ListSavepointsInput{Tenants: []string{d.tenant[0]}}, &listed); err != nil {
+	var listed governance.ListSavepointsResult
+	if err := d.activity(app.NewFamilies(d.acts).Governance.ListSavepoints, governance.ListSavepointsInput{Tenants: []string{d.tenant[0]}}, &listed); err != nil {
 		t.Fatal(err)
 	}
 	drilled := 0

@@ -5,6 +5,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 )
@@ -13,11 +14,12 @@ import (
 // set of ports and settings the worker's configuration gives and holding
 // only the fields it uses.
 type Families struct {
-	Doctor   *doctor.Activities
-	OnCall   *oncall.Activities
-	Capacity *capacity.Activities
-	Drills   *drills.Activities
-	Upgrades *upgrades.Activities
+	Doctor     *doctor.Activities
+	OnCall     *oncall.Activities
+	Capacity   *capacity.Activities
+	Drills     *drills.Activities
+	Upgrades   *upgrades.Activities
+	Governance *governance.Activities
 }
 
 // NewFamilies builds every family over p. Call it after the last change
@@ -30,7 +32,8 @@ func NewFamilies(p *activities.Activities) Families {
 		OnCall: &oncall.Activities{Notifier: p.Notifier, Metrics: p.Metrics, Freezes: p.Freezes, Now: p.Now},
 		Capacity: &capacity.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Cleanup: p.Cleanup,
 			Metrics: p.Metrics, Now: p.Now},
-		Drills:   &drills.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval},
-		Upgrades: &upgrades.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Operator: p.Operator, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval, OperationPollMin: p.OperationPollMin, FailoverWait: p.FailoverWait},
+		Drills:     &drills.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval},
+		Upgrades:   &upgrades.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Operator: p.Operator, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval, OperationPollMin: p.OperationPollMin, FailoverWait: p.FailoverWait},
+		Governance: &governance.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Operator: p.Operator, Orphans: p.Orphans, ReadOnlyKubeClusters: p.ReadOnlyKubeClusters, Runs: p.Runs, Cleanup: p.Cleanup, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval, LiveReadWait: p.LiveReadWait},
 	}
 }

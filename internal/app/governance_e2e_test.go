@@ -26,6 +26,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -254,7 +255,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var approved activities.PlanSummary
+	var approved governance.PlanSummary
 	if err := h.Get(ctx, &approved); err != nil || approved.PlanSHA256 != plan.PlanSHA256 {
 		t.Fatalf("approve returned %+v, %v", approved.PlanSHA256, err)
 	}
@@ -342,7 +343,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 // run would once approved, and checks each refuses as CleanupPlanChanged,
 // naming the changed file, with the planned paths in place and nothing in
 // the trash. It puts the approved bytes back before it returns.
-func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, plan *activities.PlanSummary, planned []string) {
+func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, plan *governance.PlanSummary, planned []string) {
 	t.Helper()
 	if plan.Shards != 1 {
 		t.Fatalf("plan of %d shards; want the default of one shard for %d items", plan.Shards, plan.Items)
@@ -352,12 +353,12 @@ func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, 
 	run := func(fn, in any) error {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivity(e.acts)
+		app.RegisterActivities(env, e.acts)
 		_, err := env.ExecuteActivity(fn, in)
 		return err
 	}
-	whole := activities.ExecuteCleanupInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256}
-	part := activities.ExecuteCleanupPartInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256, Shard: 0}
+	whole := governance.ExecuteCleanupInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256}
+	part := governance.ExecuteCleanupPartInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256, Shard: 0}
 	for _, c := range []struct {
 		file, from, to string
 	}{
@@ -380,7 +381,7 @@ func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, 
 		for _, exec := range []struct {
 			name   string
 			fn, in any
-		}{{"ExecuteCleanup", e.acts.ExecuteCleanup, whole}, {"ExecuteCleanupPart", e.acts.ExecuteCleanupPart, part}, {"VerifyCleanupPlan", e.acts.VerifyCleanupPlan, whole}} {
+		}{{"ExecuteCleanup", app.NewFamilies(e.acts).Governance.ExecuteCleanup, whole}, {"ExecuteCleanupPart", app.NewFamilies(e.acts).Governance.ExecuteCleanupPart, part}, {"VerifyCleanupPlan", app.NewFamilies(e.acts).Governance.VerifyCleanupPlan, whole}} {
 			err := run(exec.fn, exec.in)
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != core.ErrTypeCleanupPlanChanged || !appErr.NonRetryable() || !strings.Contains(err.Error(), name) {

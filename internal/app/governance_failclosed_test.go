@@ -20,6 +20,8 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -235,7 +237,7 @@ func (e *failClosedEnv) activity(fn, in, out any) error {
 	for attempt := 1; ; attempt++ {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivity(e.acts)
+		app.RegisterActivities(env, e.acts)
 		v, err := env.ExecuteActivity(fn, in)
 		if err == nil {
 			return v.Get(out)
@@ -250,10 +252,10 @@ func (e *failClosedEnv) activity(fn, in, out any) error {
 }
 
 // plan runs PlanCleanup and reads the whole plan back from storage.
-func (e *failClosedEnv) plan(ctx context.Context, runID string, scope core.Scope, pol cleanup.Policy) (activities.PlanSummary, cleanup.Plan) {
+func (e *failClosedEnv) plan(ctx context.Context, runID string, scope core.Scope, pol cleanup.Policy) (governance.PlanSummary, cleanup.Plan) {
 	e.t.Helper()
-	var res activities.PlanCleanupResult
-	if err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: runID, Scope: scope, Policy: pol}, &res); err != nil {
+	var res governance.PlanCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: runID, Scope: scope, Policy: pol}, &res); err != nil {
 		e.t.Fatalf("plan: %v", err)
 	}
 	data, err := e.raw.ReadFile(strings.TrimPrefix(res.Summary.PlanPath, e.peers.HDFS.URI))
@@ -511,8 +513,8 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	fc, jobC := e.start(ctx, ca, "failclosed-c", e.root+"/restore", sps[0], flink.RestoreNoClaim, nil)
 	e.checkpointed(ctx, fc, jobC, 1)
 
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "failclosed-1", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: "failclosed-1", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
 	t.Logf("executed: %d items, outcomes %+v", ex.Items, ex.Outcomes)

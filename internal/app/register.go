@@ -54,6 +54,7 @@ func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
 	r.RegisterActivity(f.Capacity)
 	r.RegisterActivity(f.Drills)
 	r.RegisterActivity(f.Upgrades)
+	r.RegisterActivity(f.Governance)
 }
 
 // Register registers workflows and activities on a worker.

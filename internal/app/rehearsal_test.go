@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
@@ -203,8 +203,8 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	}
 	nothingLeft("check into 2.3")
 	stillRunning(fcA, a1ID, "check into 2.3")
-	var listed activities.ListSavepointsResult
-	if err := d.activity(d.acts.ListSavepoints, activities.ListSavepointsInput{Job: ca.ClusterID + "/" + a1}, &listed); err != nil {
+	var listed governance.ListSavepointsResult
+	if err := d.activity(app.NewFamilies(d.acts).Governance.ListSavepoints, governance.ListSavepointsInput{Job: ca.ClusterID + "/" + a1}, &listed); err != nil {
 		t.Fatal(err)
 	}
 	recorded := false

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -224,13 +225,13 @@ func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *activ
 	}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(&planner)
-	v, err := env.ExecuteActivity(planner.PlanCleanup, activities.PlanCleanupInput{RunID: "held-" + peertest.RandomHex(4),
-		Scope: core.Scope{Tenants: tenants}, Policy: activities.CleanupPolicy{}})
+	app.RegisterActivities(env, &planner)
+	v, err := env.ExecuteActivity(app.NewFamilies(&planner).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: "held-" + peertest.RandomHex(4),
+		Scope: core.Scope{Tenants: tenants}, Policy: governance.CleanupPolicy{}})
 	if err != nil {
 		t.Fatalf("plan while the window waits: %v", err)
 	}
-	var res activities.PlanCleanupResult
+	var res governance.PlanCleanupResult
 	if err := v.Get(&res); err != nil {
 		t.Fatal(err)
 	}

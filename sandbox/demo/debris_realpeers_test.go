@@ -17,6 +17,8 @@ import (
 
 	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -87,18 +89,18 @@ func TestDebrisIsWhatTheDemoCleanupReclaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var adopted activities.AdoptSavepointsResult
+	var adopted governance.AdoptSavepointsResult
 	paths := rep.OldSavepoints[cl.Jobs[0].Name]
 	for i := range paths {
 		paths[i] = uri + paths[i]
 	}
-	runActivity(t, acts, acts.AdoptSavepoints, activities.AdoptSavepointsInput{Job: c.ClusterID + "/" + cl.Jobs[0].Name, Paths: paths}, &adopted)
+	runActivity(t, acts, app.NewFamilies(acts).Governance.AdoptSavepoints, governance.AdoptSavepointsInput{Job: c.ClusterID + "/" + cl.Jobs[0].Name, Paths: paths}, &adopted)
 	if len(adopted.Adopted) != len(oldSavepointAges) {
 		t.Fatalf("adopted %+v; want the %d old savepoints", adopted, len(oldSavepointAges))
 	}
 
-	var res activities.PlanCleanupResult
-	runActivity(t, acts, acts.PlanCleanup, activities.PlanCleanupInput{RunID: "demo-debris", Scope: core.Scope{Tenants: []string{tenant}}}, &res)
+	var res governance.PlanCleanupResult
+	runActivity(t, acts, app.NewFamilies(acts).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: "demo-debris", Scope: core.Scope{Tenants: []string{tenant}}}, &res)
 	fs, p, err := acts.Storage.Resolve(ctx, res.Summary.PlanPath)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func runActivity(t *testing.T, acts *activities.Activities, fn, in, out any) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(acts)
+	app.RegisterActivities(env, acts)
 	v, err := env.ExecuteActivity(fn, in)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestEndedJobsNameTheDirsTheirHistoryNames(t *testing.T) {
 			},
 		}},
 	}
-	got := (&Activities{}).endedJobs(context.Background(), f, f.Jobs)
+	got := (&Activities{}).sources().endedJobs(context.Background(), f, f.Jobs)
 	if len(got) != 1 || got[0].ID != ended || got[0].At.IsZero() {
 		t.Fatalf("ended %+v; want job %s with its end time", got, ended)
 	}

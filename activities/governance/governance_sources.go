@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -34,9 +34,9 @@ var (
 // or Flink not ready to answer (a job initializing or restarting).
 const latestReadWait = 15 * time.Second
 
-func (a *Activities) liveReadWait() time.Duration {
-	if a.LiveReadWait > 0 {
-		return a.LiveReadWait
+func (s restoreSources) liveReadWait() time.Duration {
+	if s.LiveReadWait > 0 {
+		return s.LiveReadWait
 	}
 	return latestReadWait
 }
@@ -48,13 +48,13 @@ func (a *Activities) liveReadWait() time.Duration {
 // its checkpoints in progress and timeout, and the cluster's configured HA
 // dir. An unreachable cluster fails the step; a live job whose state
 // cannot be read is recorded as such, and the planner refuses the plan.
-func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory) (cleanup.Live, []string, error) {
+func (s restoreSources) liveInventory(ctx context.Context, inv inventory.Inventory) (cleanup.Live, []string, error) {
 	live := cleanup.Live{Metadata: map[string]cleanup.MetadataResult{}}
 	var notes []string
 	// failed are the snapshots jobs were seen FAILED restoring from.
 	var failed []catalog.FailedRestoreRecord
 	for _, c := range inv.Clusters {
-		client, err := core.FlinkFor(ctx, a.Flink, c.RESTURL)
+		client, err := core.FlinkFor(ctx, s.Flink, c.RESTURL)
 		if err != nil {
 			return live, nil, err
 		}
@@ -62,7 +62,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 		if err != nil {
 			// An operator resource that is suspended or not running yet has
 			// no JobManager to ask; the operator's status tells its state.
-			lc, ok, oerr := a.operatorClusterAtRest(ctx, c, live.Metadata, &notes)
+			lc, ok, oerr := s.operatorClusterAtRest(ctx, c, live.Metadata, &notes)
 			if oerr != nil {
 				return live, nil, oerr
 			}
@@ -72,9 +72,9 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 			live.Clusters = append(live.Clusters, lc)
 			continue
 		}
-		lc := cleanup.LiveCluster{ClusterID: c.ClusterID, Ended: a.endedJobs(ctx, client, jobs)}
+		lc := cleanup.LiveCluster{ClusterID: c.ClusterID, Ended: s.endedJobs(ctx, client, jobs)}
 		conf, confErr := client.JobManagerConfig(ctx)
-		lc.HADir, lc.HAUnknown = a.haDir(ctx, conf, confErr, c)
+		lc.HADir, lc.HAUnknown = s.haDir(ctx, conf, confErr, c)
 		lc.CheckpointDirs = checkpointDirs(conf, confErr, c)
 		seen := func(j flink.JobOverview, snapshot, message string) {
 			r := catalog.FailedRestoreRecord{Snapshot: snapshot, JobID: j.ID, Cluster: c.ClusterID, Message: message}
@@ -83,7 +83,7 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 			}
 			failed = append(failed, r)
 		}
-		if lc.Jobs, err = a.liveJobs(ctx, client, c.ClusterID, jobs, live.Metadata, &notes, seen); err != nil {
+		if lc.Jobs, err = s.liveJobs(ctx, client, c.ClusterID, jobs, live.Metadata, &notes, seen); err != nil {
 			return live, nil, err
 		}
 		live.Clusters = append(live.Clusters, lc)
@@ -91,8 +91,8 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 	}
 	// flinkmaint's own drills restore snapshots of the fleet on a cluster
 	// of their own: a drill in flight needs its snapshot as a live job does.
-	if u := a.Drill.ClusterRESTURL; u != "" && !inventoryCluster(inv, u) {
-		client, err := core.FlinkFor(ctx, a.Flink, u)
+	if u := s.Drill.ClusterRESTURL; u != "" && !inventoryCluster(inv, u) {
+		client, err := core.FlinkFor(ctx, s.Flink, u)
 		if err != nil {
 			return live, nil, err
 		}
@@ -100,21 +100,21 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 		if err != nil {
 			return live, nil, core.Classify("list jobs of the drill cluster "+u+" (a drill in flight restores from snapshots in scope)", err)
 		}
-		lc := cleanup.LiveCluster{ClusterID: DrillClusterID, Ended: a.endedJobs(ctx, client, jobs)}
-		if lc.Jobs, err = a.liveJobs(ctx, client, DrillClusterID, jobs, live.Metadata, &notes, nil); err != nil {
+		lc := cleanup.LiveCluster{ClusterID: DrillClusterID, Ended: s.endedJobs(ctx, client, jobs)}
+		if lc.Jobs, err = s.liveJobs(ctx, client, DrillClusterID, jobs, live.Metadata, &notes, nil); err != nil {
 			return live, nil, err
 		}
 		live.Clusters = append(live.Clusters, lc)
 	}
-	recNotes, err := a.operatorRecords(ctx, inv, &live)
+	recNotes, err := s.operatorRecords(ctx, inv, &live)
 	if err != nil {
 		return live, nil, err
 	}
-	runNotes, err := a.runRecords(ctx, &live)
+	runNotes, err := s.runRecords(ctx, &live)
 	if err != nil {
 		return live, nil, err
 	}
-	failedNotes, err := a.failedRestores(ctx, inv, failed, &live)
+	failedNotes, err := s.failedRestores(ctx, inv, failed, &live)
 	if err != nil {
 		return live, nil, err
 	}
@@ -125,11 +125,11 @@ func (a *Activities) liveInventory(ctx context.Context, inv inventory.Inventory)
 // window between its savepoints and its restarts, an upgrade with its
 // pre-upgrade savepoint) as records: a run that cannot be asked fails the
 // step, so no snapshot it may restore from is deleted on a guess.
-func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]string, error) {
-	if a.Runs == nil {
+func (s restoreSources) runRecords(ctx context.Context, live *cleanup.Live) ([]string, error) {
+	if s.Runs == nil {
 		return nil, nil
 	}
-	held, err := a.Runs.SnapshotsInUse(ctx)
+	held, err := s.Runs.SnapshotsInUse(ctx)
 	if err != nil {
 		return nil, core.Classify("snapshots held by flinkmaint's runs in flight", err)
 	}
@@ -140,7 +140,7 @@ func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]stri
 			notes = append(notes, fmt.Sprintf("%s names %q, not a path on storage", by, h.Path))
 			continue
 		}
-		found, err := a.readLiveMetadata(ctx, h.Path, live.Metadata)
+		found, err := s.readLiveMetadata(ctx, h.Path, live.Metadata)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +158,7 @@ func (a *Activities) runRecords(ctx context.Context, live *cleanup.Live) ([]stri
 // end times and the job dirs their checkpoint history names: none of them
 // writes a checkpoint after it. History that cannot be read leaves the
 // end evidence for the cluster's configured checkpoint dir only.
-func (a *Activities) endedJobs(ctx context.Context, client core.FlinkAPI, jobs []flink.JobOverview) []cleanup.EndedJob {
+func (s restoreSources) endedJobs(ctx context.Context, client core.FlinkAPI, jobs []flink.JobOverview) []cleanup.EndedJob {
 	var out []cleanup.EndedJob
 	for _, j := range jobs {
 		if !j.State.IsGloballyTerminal() {
@@ -180,13 +180,13 @@ const DrillClusterID = "flinkmaint-drill-cluster"
 // liveJobs reads what each job of jobs that has not ended needs, in job
 // id order. seen, when set, is told each snapshot a FAILED job restored
 // from, or failed to, with the line of Flink's that names it.
-func (a *Activities) liveJobs(ctx context.Context, client core.FlinkAPI, cluster string, jobs []flink.JobOverview, meta map[string]cleanup.MetadataResult, notes *[]string,
+func (s restoreSources) liveJobs(ctx context.Context, client core.FlinkAPI, cluster string, jobs []flink.JobOverview, meta map[string]cleanup.MetadataResult, notes *[]string,
 	seen func(j flink.JobOverview, snapshot, message string)) ([]cleanup.LiveJob, error) {
 	var out []cleanup.LiveJob
 	for _, j := range jobs {
 		if j.State == flink.JobFailed {
 			// A restore that failed is retried from the same snapshot.
-			lj, message, err := a.failedJob(ctx, client, cluster, j.ID, meta, notes)
+			lj, message, err := s.failedJob(ctx, client, cluster, j.ID, meta, notes)
 			if err != nil {
 				return nil, err
 			}
@@ -201,7 +201,7 @@ func (a *Activities) liveJobs(ctx context.Context, client core.FlinkAPI, cluster
 		if j.State.IsGloballyTerminal() {
 			continue
 		}
-		lj, jobNotes, err := a.liveJob(ctx, client, cluster, j.ID, meta)
+		lj, jobNotes, err := s.liveJob(ctx, client, cluster, j.ID, meta)
 		if errors.Is(err, errJobEnded) {
 			continue // ended since the listing: not live
 		}
@@ -222,11 +222,11 @@ func (a *Activities) liveJobs(ctx context.Context, client core.FlinkAPI, cluster
 // not an error: a failed job must not stop every plan while its cluster
 // lists it, and other rules still judge that snapshot. message is the
 // line of Flink's that names the restore point.
-func (a *Activities) failedJob(ctx context.Context, client core.FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveJob, string, error) {
+func (s restoreSources) failedJob(ctx context.Context, client core.FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveJob, string, error) {
 	lj := cleanup.LiveJob{JobID: jobID}
 	where := "failed job " + jobID + " on " + cluster
 	var st flink.CheckpointingStatistics
-	err := a.untilDeadline(ctx, time.Now().Add(a.liveReadWait()), where, func() (err error) {
+	err := s.untilDeadline(ctx, time.Now().Add(s.liveReadWait()), where, func() (err error) {
 		st, err = client.Checkpoints(ctx, jobID)
 		return err
 	})
@@ -272,7 +272,7 @@ func (a *Activities) failedJob(ctx context.Context, client core.FlinkAPI, cluste
 			continue
 		}
 		read := map[string]cleanup.MetadataResult{}
-		found, err := a.readLiveMetadata(ctx, *p, read)
+		found, err := s.readLiveMetadata(ctx, *p, read)
 		if err != nil {
 			return lj, "", err
 		}
@@ -361,11 +361,11 @@ func inventoryCluster(inv inventory.Inventory, restURL string) bool {
 // state is kept while the resource exists. ok is false when the cluster is
 // not operator-run or the operator reports a JobManager that should have
 // answered.
-func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Cluster, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveCluster, bool, error) {
-	if c.Source != inventory.SourceOperator || c.Resource == nil || a.Operator == nil {
+func (s restoreSources) operatorClusterAtRest(ctx context.Context, c inventory.Cluster, meta map[string]cleanup.MetadataResult, notes *[]string) (cleanup.LiveCluster, bool, error) {
+	if c.Source != inventory.SourceOperator || c.Resource == nil || s.Operator == nil {
 		return cleanup.LiveCluster{}, false, nil
 	}
-	st, err := a.Operator.OperatorStatus(ctx, *c.Resource)
+	st, err := s.Operator.OperatorStatus(ctx, *c.Resource)
 	if err != nil {
 		return cleanup.LiveCluster{}, false, core.Classify("operator status of cluster "+c.ClusterID, err)
 	}
@@ -392,7 +392,7 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 	for _, ref := range refs {
 		js := st
 		if ref != *c.Resource {
-			if js, err = a.Operator.OperatorStatus(ctx, ref); err != nil {
+			if js, err = s.Operator.OperatorStatus(ctx, ref); err != nil {
 				return lc, false, core.Classify("operator status of "+ref.Kind+" "+ref.Namespace+"/"+ref.Name, err)
 			}
 		}
@@ -407,7 +407,7 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 			restore = js.LastSavepoint
 		}
 		if restore != "" && core.OnStorage(restore) {
-			found, err := a.readLiveMetadata(ctx, restore, meta)
+			found, err := s.readLiveMetadata(ctx, restore, meta)
 			if err != nil {
 				return lc, false, err
 			}
@@ -428,8 +428,8 @@ func (a *Activities) operatorClusterAtRest(ctx context.Context, c inventory.Clus
 // every namespace of the inventory (a FlinkStateSnapshot outlives the
 // FlinkDeployment it was taken of), to the live set with its _metadata; a
 // record that names nothing is reported.
-func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventory, live *cleanup.Live) ([]string, error) {
-	if a.Operator == nil {
+func (s restoreSources) operatorRecords(ctx context.Context, inv inventory.Inventory, live *cleanup.Live) ([]string, error) {
+	if s.Operator == nil {
 		return nil, nil
 	}
 	// tenantOf is the tenant of each namespace; "" when two claim it.
@@ -462,7 +462,7 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 		return nil, nil
 	}
 	sort.Strings(namespaces)
-	recs, err := a.Operator.OperatorRecords(ctx, namespaces)
+	recs, err := s.Operator.OperatorRecords(ctx, namespaces)
 	if err != nil {
 		return nil, core.Classify("operator records in "+strings.Join(namespaces, ", "), err)
 	}
@@ -478,7 +478,7 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 			notes = append(notes, fmt.Sprintf("%s is %q, not a path on storage", by, r.Path))
 			continue
 		}
-		found, err := a.readLiveMetadata(ctx, r.Path, live.Metadata)
+		found, err := s.readLiveMetadata(ctx, r.Path, live.Metadata)
 		if err != nil {
 			return nil, err
 		}
@@ -503,13 +503,13 @@ func (a *Activities) operatorRecords(ctx context.Context, inv inventory.Inventor
 }
 
 // liveJob reads what one live job needs into meta and returns the job.
-func (a *Activities) liveJob(ctx context.Context, client core.FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult) (cleanup.LiveJob, []string, error) {
+func (s restoreSources) liveJob(ctx context.Context, client core.FlinkAPI, cluster, jobID string, meta map[string]cleanup.MetadataResult) (cleanup.LiveJob, []string, error) {
 	lj := cleanup.LiveJob{JobID: jobID}
 	var notes []string
 	where := "job " + jobID + " on " + cluster
-	deadline := time.Now().Add(a.liveReadWait())
+	deadline := time.Now().Add(s.liveReadWait())
 	var cfg flink.CheckpointConfig
-	err := a.untilDeadline(ctx, deadline, where, func() (err error) {
+	err := s.untilDeadline(ctx, deadline, where, func() (err error) {
 		cfg, err = client.CheckpointConfig(ctx, jobID)
 		return checkpointingShown(ctx, client, jobID, err)
 	})
@@ -519,7 +519,7 @@ func (a *Activities) liveJob(ctx context.Context, client core.FlinkAPI, cluster,
 	lj.CheckpointTimeout = time.Duration(cfg.Timeout) * time.Millisecond
 	for {
 		var st flink.CheckpointingStatistics
-		err := a.untilDeadline(ctx, deadline, where, func() (err error) {
+		err := s.untilDeadline(ctx, deadline, where, func() (err error) {
 			st, err = client.Checkpoints(ctx, jobID)
 			return checkpointingShown(ctx, client, jobID, err)
 		})
@@ -545,7 +545,7 @@ func (a *Activities) liveJob(ctx context.Context, client core.FlinkAPI, cluster,
 		}
 		latestFound := true
 		if lj.LatestCheckpoint != "" {
-			if latestFound, err = a.readLiveMetadata(ctx, lj.LatestCheckpoint, meta); err != nil {
+			if latestFound, err = s.readLiveMetadata(ctx, lj.LatestCheckpoint, meta); err != nil {
 				return lj, nil, err
 			}
 			if !latestFound {
@@ -561,7 +561,7 @@ func (a *Activities) liveJob(ctx context.Context, client core.FlinkAPI, cluster,
 					select {
 					case <-ctx.Done():
 						return lj, nil, ctx.Err()
-					case <-time.After(core.PollInterval(a.PollInterval)):
+					case <-time.After(core.PollInterval(s.PollInterval)):
 					}
 					continue
 				}
@@ -571,7 +571,7 @@ func (a *Activities) liveJob(ctx context.Context, client core.FlinkAPI, cluster,
 			}
 		}
 		if lj.RestorePath != "" {
-			found, err := a.readLiveMetadata(ctx, lj.RestorePath, meta)
+			found, err := s.readLiveMetadata(ctx, lj.RestorePath, meta)
 			if err != nil {
 				return lj, nil, err
 			}
@@ -594,7 +594,7 @@ func (a *Activities) liveJob(ctx context.Context, client core.FlinkAPI, cluster,
 // job still initializing answers 500 "not available while the JobManager
 // is initializing") and the deadline has not passed; the last error is
 // returned.
-func (a *Activities) untilDeadline(ctx context.Context, deadline time.Time, where string, fn func() error) error {
+func (s restoreSources) untilDeadline(ctx context.Context, deadline time.Time, where string, fn func() error) error {
 	for {
 		err := fn()
 		if err == nil || errors.Is(err, errJobEnded) || !flink.IsRetryable(err) || !time.Now().Before(deadline) {
@@ -604,7 +604,7 @@ func (a *Activities) untilDeadline(ctx context.Context, deadline time.Time, wher
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(core.PollInterval(a.PollInterval)):
+		case <-time.After(core.PollInterval(s.PollInterval)):
 		}
 	}
 }
@@ -636,8 +636,8 @@ func checkpointingShown(ctx context.Context, client core.FlinkAPI, jobID string,
 
 // readLiveMetadata reads the _metadata of a restore point or checkpoint
 // dir into meta, keyed as the file system spells it.
-func (a *Activities) readLiveMetadata(ctx context.Context, dir string, meta map[string]cleanup.MetadataResult) (bool, error) {
-	fs, p, err := a.Storage.Resolve(ctx, metadataOf(dir))
+func (s restoreSources) readLiveMetadata(ctx context.Context, dir string, meta map[string]cleanup.MetadataResult) (bool, error) {
+	fs, p, err := s.Storage.Resolve(ctx, metadataOf(dir))
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalidPath) || errors.Is(err, storage.ErrWrongFileSystem) {
 			meta[metadataOf(dir)] = cleanup.MetadataResult{Error: err.Error()}
@@ -669,7 +669,7 @@ func metadataOf(dir string) string {
 // haDir is <high-availability.storageDir>/<cluster-id> as the cluster's
 // JobManager is configured; unknown when the configuration cannot be
 // read. A cluster without file-system HA has none.
-func (a *Activities) haDir(ctx context.Context, conf flink.Config, err error, c inventory.Cluster) (string, bool) {
+func (s restoreSources) haDir(ctx context.Context, conf flink.Config, err error, c inventory.Cluster) (string, bool) {
 	if err != nil {
 		activity.GetLogger(ctx).Warn("JobManager configuration unreadable; its HA dirs are kept as owner-unknown", "cluster", c.ClusterID, "error", err)
 		return "", true
@@ -734,10 +734,10 @@ func checkpointDirs(conf flink.Config, confErr error, c inventory.Cluster) []str
 // plan's inputs name are the scanned file system, and which are proven
 // others; the rest stay unknown and the planner refuses what they could
 // cover.
-func (a *Activities) spellings(ctx context.Context, base string, prefixes []string) (cleanup.Spellings, error) {
+func (s restoreSources) spellings(ctx context.Context, base string, prefixes []string) (cleanup.Spellings, error) {
 	sp := cleanup.Spellings{Base: base}
 	for _, p := range prefixes {
-		same, err := a.Storage.CompareFileSystems(ctx, base, p)
+		same, err := s.Storage.CompareFileSystems(ctx, base, p)
 		if err != nil {
 			return sp, core.Classify("compare "+p+" with "+base, err)
 		}
@@ -754,10 +754,10 @@ func (a *Activities) spellings(ctx context.Context, base string, prefixes []stri
 // referenceRootsOn are the configured reference roots on fs, as the
 // executor rescans them; one on another file system is read at planning
 // only, and said in notes.
-func (a *Activities) referenceRootsOn(ctx context.Context, fs storage.FileSystem, notes *[]string) ([]layout.Root, error) {
+func (s restoreSources) referenceRootsOn(ctx context.Context, fs storage.FileSystem, notes *[]string) ([]layout.Root, error) {
 	var out []layout.Root
-	for _, r := range a.Cleanup.ReferenceRoots {
-		rfs, p, err := a.Storage.Resolve(ctx, r)
+	for _, r := range s.Cleanup.ReferenceRoots {
+		rfs, p, err := s.Storage.Resolve(ctx, r)
 		if err != nil {
 			return nil, core.Classify("resolve cleanup.referenceRoots entry "+r, err)
 		}
@@ -772,10 +772,10 @@ func (a *Activities) referenceRootsOn(ctx context.Context, fs storage.FileSystem
 
 // referenceMetadata parses the retained _metadata under the configured
 // reference roots (checkpoint roots of jobs outside any scope), read-only.
-func (a *Activities) referenceMetadata(ctx context.Context) (map[string]cleanup.MetadataResult, error) {
+func (s restoreSources) referenceMetadata(ctx context.Context) (map[string]cleanup.MetadataResult, error) {
 	out := map[string]cleanup.MetadataResult{}
-	for _, r := range a.Cleanup.ReferenceRoots {
-		fs, p, err := a.Storage.Resolve(ctx, r)
+	for _, r := range s.Cleanup.ReferenceRoots {
+		fs, p, err := s.Storage.Resolve(ctx, r)
 		if err != nil {
 			return nil, core.Classify("resolve cleanup.referenceRoots entry "+r, err)
 		}

@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -95,7 +95,7 @@ func (a *Activities) RestoreTrash(ctx context.Context, in RestoreTrashInput) (Re
 			if a.Flink == nil {
 				return cleanup.Live{}, errors.New("this worker has no Flink client configured: whether a live job writes into the dir cannot be told")
 			}
-			live, _, err := a.liveInventory(ctx, inv)
+			live, _, err := a.sources().liveInventory(ctx, inv)
 			return live, err
 		},
 	}

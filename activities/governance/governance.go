@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	namespaces := a.orphanNamespaces(inv, in.Scope)
+	namespaces := orphanNamespaces(a.Orphans, inv, in.Scope)
 	if len(roots) == 0 && len(namespaces) == 0 {
 		msg := fmt.Sprintf("scope (tenants %v, clusters %v) selects no existing checkpoint, savepoint or HA directory in the inventory", in.Scope.Tenants, in.Scope.Clusters)
 		if a.Orphans != nil {
@@ -100,17 +100,17 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		listing.StartedAt = started
 		activity.RecordHeartbeat(ctx, "listed")
 	}
-	refs, err := a.referenceMetadata(ctx)
+	refs, err := a.sources().referenceMetadata(ctx)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
-	refRoots, err := a.referenceRootsOn(ctx, fs, &notes)
+	refRoots, err := a.sources().referenceRootsOn(ctx, fs, &notes)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
 	// Live jobs are read after the listing, so a checkpoint that started
 	// before it is known to the planner as in progress or completed.
-	live, liveNotes, err := a.liveInventory(ctx, inv)
+	live, liveNotes, err := a.sources().liveInventory(ctx, inv)
 	if err != nil {
 		return PlanCleanupResult{}, err
 	}
@@ -124,7 +124,7 @@ func (a *Activities) PlanCleanup(ctx context.Context, in PlanCleanupInput) (Plan
 		base := fs.URI().String()
 		prefixes := cleanup.ForeignPrefixes(base, listing, live, tenantRoots)
 		prefixes = append(prefixes, cleanup.ForeignPrefixes(base, cleanup.Listing{Metadata: refs}, cleanup.Live{}, nil)...)
-		if spellings, err = a.spellings(ctx, base, prefixes); err != nil {
+		if spellings, err = a.sources().spellings(ctx, base, prefixes); err != nil {
 			return PlanCleanupResult{}, err
 		}
 	}
@@ -180,7 +180,7 @@ func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cl
 	if in.ShardItems > 0 {
 		var err error
 		header, err = cleanup.Shard(plan, in.ShardItems, func(f cleanup.ShardFile) error {
-			if _, err := a.documents().WriteDocument(ctx, core.WriteDocumentInput{Path: dir + "/" + f.Name, Content: f.Content}); err != nil {
+			if _, err := (core.Documents{Storage: a.Storage}).WriteDocument(ctx, core.WriteDocumentInput{Path: dir + "/" + f.Name, Content: f.Content}); err != nil {
 				return err
 			}
 			activity.RecordHeartbeat(ctx, "plan "+f.Name)
@@ -197,7 +197,7 @@ func (a *Activities) writePlan(ctx context.Context, in PlanCleanupInput, plan cl
 	}
 	sum := sha256.Sum256(data)
 	planPath := dir + "/plan.json"
-	if _, err := a.documents().WriteDocument(ctx, core.WriteDocumentInput{Path: planPath, Content: data}); err != nil {
+	if _, err := (core.Documents{Storage: a.Storage}).WriteDocument(ctx, core.WriteDocumentInput{Path: planPath, Content: data}); err != nil {
 		return "", "", 0, err
 	}
 	return planPath, hex.EncodeToString(sum[:]), len(header.Shards), nil
@@ -372,7 +372,7 @@ func (a *Activities) PurgeTrash(ctx context.Context, in PurgeTrashInput) (PurgeT
 // root that does not exist holds none; one that cannot be read is an
 // error.
 func (a *Activities) retainedMetadata(ctx context.Context, inv inventory.Inventory) (map[string]cleanup.MetadataResult, error) {
-	out, err := a.referenceMetadata(ctx)
+	out, err := a.sources().referenceMetadata(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +419,7 @@ func (a *Activities) retainedMetadata(ctx context.Context, inv inventory.Invento
 // each with who needs it. A live job whose snapshot's _metadata cannot be
 // read is an error: what it names cannot be told.
 func (a *Activities) restoreNeeds(ctx context.Context, inv inventory.Inventory) (map[string]string, error) {
-	live, _, err := a.liveInventory(ctx, inv)
+	live, _, err := a.sources().liveInventory(ctx, inv)
 	if err != nil {
 		return nil, err
 	}

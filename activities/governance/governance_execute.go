@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -244,7 +244,7 @@ func (a *Activities) newExecutor(ctx context.Context, runID, part string, plan c
 			if err != nil {
 				return cleanup.Live{}, err
 			}
-			live, _, err := a.liveInventory(ctx, inv)
+			live, _, err := a.sources().liveInventory(ctx, inv)
 			return live, err
 		},
 		Progress: func(p cleanup.Progress) {

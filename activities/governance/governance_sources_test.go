@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -110,7 +110,7 @@ func liveInventoryIn(t *testing.T, a *Activities, inv inventory.Inventory) (clea
 		Notes []string
 	}
 	env.RegisterActivityWithOptions(func(ctx context.Context) (out, error) {
-		live, notes, err := a.liveInventory(ctx, inv)
+		live, notes, err := a.sources().liveInventory(ctx, inv)
 		return out{live, notes}, err
 	}, activity.RegisterOptions{Name: "liveInventory"})
 	v, err := env.ExecuteActivity("liveInventory")

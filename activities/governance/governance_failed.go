@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
-func (a *Activities) failedRestoreHold() time.Duration {
-	if a.Cleanup.FailedRestoreHold > 0 {
-		return a.Cleanup.FailedRestoreHold
+func (s restoreSources) failedRestoreHold() time.Duration {
+	if s.Cleanup.FailedRestoreHold > 0 {
+		return s.Cleanup.FailedRestoreHold
 	}
 	return cleanup.DefaultFailedRestoreHold
 }
@@ -34,23 +34,23 @@ func (a *Activities) failedRestoreHold() time.Duration {
 // cluster lists it, and said. A record that cannot be read may name any
 // snapshot, so it is an unknown source (nothing is planned until it is
 // repaired or removed); records that cannot be listed fail the read.
-func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory, seen []catalog.FailedRestoreRecord, live *cleanup.Live) ([]string, error) {
-	roots, err := a.lineage().TenantRoots(ctx, inv.Tenants)
+func (s restoreSources) failedRestores(ctx context.Context, inv inventory.Inventory, seen []catalog.FailedRestoreRecord, live *cleanup.Live) ([]string, error) {
+	roots, err := s.lineage().TenantRoots(ctx, inv.Tenants)
 	if err != nil {
 		return nil, err
 	}
-	now := core.Now(a.Now).UTC()
+	now := core.Now(s.Now).UTC()
 	var notes []string
 	listed := map[string]bool{} // snapshots a listed FAILED job keeps as its restore point
 	for _, r := range seen {
 		where := "failed job " + r.JobID + " on " + r.Cluster
-		q, err := a.lineage().Qualify(ctx, r.Snapshot)
+		q, err := s.lineage().Qualify(ctx, r.Snapshot)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("%s: its restore point %s is not recorded (%v): kept while the cluster lists the job, not after", where, r.Snapshot, err))
 			continue
 		}
 		listed[q] = true
-		root, ok := a.rootHolding(ctx, roots, q)
+		root, ok := s.rootHolding(ctx, roots, q)
 		if !ok {
 			notes = append(notes, fmt.Sprintf("%s: its restore point %s lies under no tenant root, so it is not recorded: kept while the cluster lists the job, then judged by the other rules", where, q))
 			continue
@@ -60,7 +60,7 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 			notes = append(notes, fmt.Sprintf("%s: its restore point %s is not recorded in the failed-restore records of tenant %s (%v): kept while the cluster lists the job; once it forgets the job, only the records of an earlier plan hold it", where, q, root.Tenant, err))
 		}
 	}
-	hold := a.failedRestoreHold()
+	hold := s.failedRestoreHold()
 	for _, root := range roots {
 		recs, rejected, err := catalog.FailedRestoreStore{FS: root.Store.FS, Root: root.Store.Root}.Claims(ctx)
 		if err != nil {
@@ -75,7 +75,7 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 			if r.Job.Valid() {
 				by += " (" + r.Job.String() + ")"
 			}
-			if !a.underRoot(ctx, root, r.Snapshot) {
+			if !s.underRoot(ctx, root, r.Snapshot) {
 				notes = append(notes, fmt.Sprintf("the failed-restore records of tenant %s name %s for %s, outside the tenant's root %s: a claim the tenant cannot make, rejected", root.Tenant, r.Snapshot, by, root.Root))
 				continue
 			}
@@ -88,7 +88,7 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 				continue // its job is listed: kept as its restore point
 			}
 			read := map[string]cleanup.MetadataResult{}
-			found, err := a.readLiveMetadata(ctx, r.Snapshot, read)
+			found, err := s.readLiveMetadata(ctx, r.Snapshot, read)
 			if err != nil {
 				return nil, err
 			}
@@ -117,9 +117,9 @@ func (a *Activities) failedRestores(ctx context.Context, inv inventory.Inventory
 }
 
 // rootHolding is the innermost tenant root that holds path.
-func (a *Activities) rootHolding(ctx context.Context, roots []core.TenantRoot, path string) (core.TenantRoot, bool) {
+func (s restoreSources) rootHolding(ctx context.Context, roots []core.TenantRoot, path string) (core.TenantRoot, bool) {
 	for _, r := range roots {
-		if a.underRoot(ctx, r, path) {
+		if s.underRoot(ctx, r, path) {
 			return r, true
 		}
 	}
@@ -128,7 +128,7 @@ func (a *Activities) rootHolding(ctx context.Context, roots []core.TenantRoot, p
 
 // underRoot says whether path lies under the tenant root r, on its file
 // system.
-func (a *Activities) underRoot(ctx context.Context, r core.TenantRoot, path string) bool {
-	fs, p, err := a.Storage.Resolve(ctx, strings.TrimRight(path, "/"))
+func (s restoreSources) underRoot(ctx context.Context, r core.TenantRoot, path string) bool {
+	fs, p, err := s.Storage.Resolve(ctx, strings.TrimRight(path, "/"))
 	return err == nil && fs.URI().String() == r.Fs && strings.HasPrefix(p, r.Root+"/")
 }

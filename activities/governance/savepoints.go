@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -193,7 +193,7 @@ func (a *Activities) ListSavepoints(ctx context.Context, in ListSavepointsInput)
 			row.Rehearsal = &r
 		}
 		if r, ok := failed[path]; ok {
-			row.FailedRestore = &FailedRestoreHold{FailedRestoreRecord: r, HeldUntil: r.LastSeen.Add(a.failedRestoreHold())}
+			row.FailedRestore = &FailedRestoreHold{FailedRestoreRecord: r, HeldUntil: r.LastSeen.Add(a.sources().failedRestoreHold())}
 		}
 		for _, t := range tenants {
 			if strings.HasPrefix(path, strings.TrimRight(t.Root, "/")+"/") {

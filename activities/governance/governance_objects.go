@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 // as keys qualified by their Kubernetes cluster (inventory.NamespaceKey);
 // none when the worker has no Kubernetes access. A namespace whose every
 // cluster is gone is still searched: that is where leftovers pile up.
-func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope core.Scope) []string {
-	if a.Orphans == nil {
+func orphanNamespaces(orphans core.OrphanControl, inv inventory.Inventory, scope core.Scope) []string {
+	if orphans == nil {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -38,8 +38,8 @@ func (a *Activities) orphanNamespaces(inv inventory.Inventory, scope core.Scope)
 
 // clusterJobs reads the states of every job of a native cluster, and when
 // the last of them ended (zero while one has not).
-func (a *Activities) clusterJobs(ctx context.Context, c inventory.Cluster) ([]string, time.Time, error) {
-	client, err := core.FlinkFor(ctx, a.Flink, c.RESTURL)
+func clusterJobs(ctx context.Context, clients core.FlinkClients, c inventory.Cluster) ([]string, time.Time, error) {
+	client, err := core.FlinkFor(ctx, clients, c.RESTURL)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -92,7 +92,7 @@ func (a *Activities) findObjects(ctx context.Context, inv inventory.Inventory, s
 			continue
 		}
 		key := jobManagerKey(nsKey, c.ClusterID)
-		st, end, err := a.clusterJobs(ctx, c)
+		st, end, err := clusterJobs(ctx, a.Flink, c)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -165,7 +165,7 @@ func (s *objectStore) Find(ctx context.Context, namespace, idleCluster string) (
 			return nil, err
 		}
 		if c != nil && c.Resource != nil {
-			st, end, err := s.a.clusterJobs(ctx, *c)
+			st, end, err := clusterJobs(ctx, s.a.Flink, *c)
 			switch {
 			case ctx.Err() != nil:
 				return nil, ctx.Err()

@@ -1,4 +1,4 @@
-package activities
+package governance
 
 import (
 	"bytes"
@@ -91,7 +91,7 @@ func (a *Activities) GatherCleanup(ctx context.Context, in GatherCleanupInput) (
 		return ListingPart{}, core.NonRetryable(core.ErrTypeInvalidInput, "compress listing: %v", err)
 	}
 	p := listingPartPath(a.Cleanup.PlanDir, in.RunID, in.Part, in.Parts)
-	if _, err := a.documents().WriteDocument(ctx, core.WriteDocumentInput{Path: p, Content: buf.Bytes()}); err != nil {
+	if _, err := (core.Documents{Storage: a.Storage}).WriteDocument(ctx, core.WriteDocumentInput{Path: p, Content: buf.Bytes()}); err != nil {
 		return ListingPart{}, err
 	}
 	sum := sha256.Sum256(buf.Bytes())
