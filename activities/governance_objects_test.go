@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
@@ -158,7 +157,7 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Inventory: kc, Flink: flinkJobs, Storage: &storage.Resolver{Guard: guard},
+	acts := &app.Ports{Inventory: kc, Flink: flinkJobs, Storage: &storage.Resolver{Guard: guard},
 		Orphans: app.KubeOrphans{Fleet: fleet},
 		Cleanup: core.CleanupSettings{TrashRoot: "file://" + trashRoot, PlanDir: "file://" + planDir}}
 	gov, err := metrics.NewGovernance(prometheus.NewRegistry())

@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -37,7 +37,7 @@ type operatorEnv struct {
 	ctx  context.Context
 	dyn  dynamic.Interface
 	ns   string
-	acts *activities.Activities
+	acts *app.Ports
 }
 
 func newOperatorEnv(t *testing.T, prefix string) *operatorEnv {
@@ -60,7 +60,7 @@ func newOperatorEnv(t *testing.T, prefix string) *operatorEnv {
 		t.Fatal(err)
 	}
 	return &operatorEnv{t: t, ctx: ctx, dyn: dyn, ns: ns,
-		acts: &activities.Activities{Operator: app.KubeOperator{Fleet: fleet}, PollInterval: 100 * time.Millisecond}}
+		acts: &app.Ports{Operator: app.KubeOperator{Fleet: fleet}, PollInterval: 100 * time.Millisecond}}
 }
 
 // run executes one activity in the Temporal test activity environment
@@ -247,10 +247,10 @@ func TestSuspendAndResumeJobThroughOperator(t *testing.T) {
 		jobID: strings.Repeat("ab", 16)}
 	op.run(e.ctx, t)
 
-	var a *activities.Activities
+	var a *windows.Activities
 	start := time.Now()
 	var sus core.StopWithSavepointResult
-	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
+	if err := e.run(a.SuspendJob, windows.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
 		t.Fatalf("SuspendJob: %v", err)
 	}
 	t.Logf("SuspendJob returned the recorded savepoint in %s", time.Since(start).Round(time.Millisecond))
@@ -268,7 +268,7 @@ func TestSuspendAndResumeJobThroughOperator(t *testing.T) {
 	}
 	// A retried suspend changes nothing and returns the same savepoint.
 	var again core.StopWithSavepointResult
-	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &again); err != nil || again.SavepointPath != op.savepoint || !again.Reattached {
+	if err := e.run(a.SuspendJob, windows.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &again); err != nil || again.SavepointPath != op.savepoint || !again.Reattached {
 		t.Fatalf("retried SuspendJob = %+v, %v; want the same savepoint, reattached", again, err)
 	}
 
@@ -305,7 +305,7 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 	job := e.flinkDeployment("orders", runningStatus(), kube.SpecStateRunning)
 	op := &testOperator{dyn: e.dyn, ns: e.ns, name: "orders", savepoint: "hdfs://nn:8020/sp/savepoint-cdcdcd-000000000001", jobID: strings.Repeat("ab", 16)}
 	op.run(e.ctx, t)
-	var a *activities.Activities
+	var a *windows.Activities
 	var upg *upgrades.Activities
 	change := inventory.JobSpecChange{FlinkConfiguration: map[string]string{"pipeline.max-parallelism": "256"}}
 	var inverse inventory.JobSpecChange
@@ -318,7 +318,7 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 	err := e.run(upg.ChangeOperatorSpec, upgrades.OperatorSpecChangeInput{Job: job, Change: change}, nil)
 	appErr(t, err, core.ErrTypeOperatorPrecondition, false, "suspend the job")
 	var sus core.StopWithSavepointResult
-	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
+	if err := e.run(a.SuspendJob, windows.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []inventory.JobSpecChange{change, change, inverse} { // a retry changes nothing
@@ -350,8 +350,8 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 // timeout far shorter than the wait and no retries: the activity must
 // heartbeat while it blocks on the operator, or the test environment fails
 // it with a heartbeat timeout.
-func suspendInWorkflow(ctx workflow.Context, in activities.SuspendJobInput) (core.StopWithSavepointResult, error) {
-	var a *activities.Activities
+func suspendInWorkflow(ctx workflow.Context, in windows.SuspendJobInput) (core.StopWithSavepointResult, error) {
+	var a *windows.Activities
 	var out core.StopWithSavepointResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: in.Timeout + time.Minute,
@@ -371,7 +371,7 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 	env.SetTestTimeout(time.Minute) // the activity waits in real time
 	const wait = 9 * time.Second
 	start := time.Now()
-	env.ExecuteWorkflow(suspendInWorkflow, activities.SuspendJobInput{Job: job, Timeout: wait})
+	env.ExecuteWorkflow(suspendInWorkflow, windows.SuspendJobInput{Job: job, Timeout: wait})
 	took := time.Since(start)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -386,7 +386,7 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 	// A job parked suspended on its savepoint, with no operator to resume it.
 	parked := e.flinkDeployment("parked", map[string]any{"lifecycleState": "SUSPENDED", "jobStatus": map[string]any{
 		"state": "SUSPENDED", "upgradeSavepointPath": "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab"}}, kube.SpecStateSuspended)
-	var a *activities.Activities
+	var a *windows.Activities
 	var res core.RestartJobResult
 	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: parked, SavepointPath: "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab", Timeout: 1500 * time.Millisecond}, &res)
 	appErr(t, err, core.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/parked", "RUNNING")
@@ -394,16 +394,16 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 
 func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
 	e := newOperatorEnv(t, "act-op-input")
-	var a *activities.Activities
+	var a *windows.Activities
 	var sus core.StopWithSavepointResult
 	var res core.RestartJobResult
 
-	err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "absent"), Timeout: 5 * time.Second}, &sus)
+	err := e.run(a.SuspendJob, windows.SuspendJobInput{Job: operatorTarget(e.ns, "absent"), Timeout: 5 * time.Second}, &sus)
 	appErr(t, err, core.ErrTypeOperatorNotFound, false, "FlinkDeployment "+e.ns+"/absent")
 
 	rest := operatorTarget(e.ns, "orders")
 	rest.Restart = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"}
-	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: rest}, &sus)
+	err = e.run(a.SuspendJob, windows.SuspendJobInput{Job: rest}, &sus)
 	appErr(t, err, core.ErrTypeInvalidInput, false, `"rest-jar-run"`, rest.Key)
 
 	noResource := operatorTarget(e.ns, "orders")
@@ -413,18 +413,18 @@ func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
 
 	wrongKind := operatorTarget(e.ns, "orders")
 	wrongKind.Restart.Resource.Kind = "Deployment"
-	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: wrongKind}, &sus)
+	err = e.run(a.SuspendJob, windows.SuspendJobInput{Job: wrongKind}, &sus)
 	appErr(t, err, core.ErrTypeInvalidInput, false, "Deployment", "FlinkDeployment or FlinkSessionJob")
 
 	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: operatorTarget(e.ns, "orders"), SavepointPath: "savepoint-1"}, &res)
 	appErr(t, err, core.ErrTypeInvalidInput, false, "savepointPath")
 
-	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "orders"), Timeout: -time.Second}, &sus)
+	err = e.run(a.SuspendJob, windows.SuspendJobInput{Job: operatorTarget(e.ns, "orders"), Timeout: -time.Second}, &sus)
 	appErr(t, err, core.ErrTypeInvalidInput, false, "negative")
 
 	// A worker without Kubernetes inventory cannot control operator jobs.
-	e.acts = &activities.Activities{}
-	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "orders")}, &sus)
+	e.acts = &app.Ports{}
+	err = e.run(a.SuspendJob, windows.SuspendJobInput{Job: operatorTarget(e.ns, "orders")}, &sus)
 	appErr(t, err, core.ErrTypeInventory, false, "inventory.kubernetes")
 }
 
@@ -442,7 +442,7 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 	target := e.flinkDeployment("stale", status, "running")
 
 	var known core.OperatorSavepointMarks
-	if err := e.run(e.acts.ReadSavepointMarks, activities.ReadSavepointMarksInput{Job: target}, &known); err != nil {
+	if err := e.run(app.NewFamilies(e.acts).Windows.ReadSavepointMarks, windows.ReadSavepointMarksInput{Job: target}, &known); err != nil {
 		t.Fatal(err)
 	}
 	if known.UpgradeSavepointPath != old {
@@ -470,12 +470,12 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 
 	// Without the marks the retry would take the old savepoint.
 	var blind core.StopWithSavepointResult
-	if err := e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second}, &blind); err != nil || blind.SavepointPath != old {
+	if err := e.run(app.NewFamilies(e.acts).Windows.SuspendJob, windows.SuspendJobInput{Job: target, Timeout: 3 * time.Second}, &blind); err != nil || blind.SavepointPath != old {
 		t.Fatalf("without marks: %+v, %v; expected the old savepoint (the hazard the marks prevent)", blind, err)
 	}
 	// With them it waits, and times out while only the old one is there.
 	var out core.StopWithSavepointResult
-	err = e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second, Known: &known}, &out)
+	err = e.run(app.NewFamilies(e.acts).Windows.SuspendJob, windows.SuspendJobInput{Job: target, Timeout: 3 * time.Second, Known: &known}, &out)
 	appErr(t, err, core.ErrTypeOperatorTimeout, false, "stale")
 
 	// Once the operator records the new savepoint, the retry returns it.
@@ -484,7 +484,7 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 	if err := writeOperatorStatus(e.ctx, e.dyn, e.ns, "stale", suspended); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 10 * time.Second, Known: &known}, &out); err != nil || out.SavepointPath != fresh {
+	if err := e.run(app.NewFamilies(e.acts).Windows.SuspendJob, windows.SuspendJobInput{Job: target, Timeout: 10 * time.Second, Known: &known}, &out); err != nil || out.SavepointPath != fresh {
 		t.Fatalf("with marks after the operator recorded the new savepoint: %+v, %v; want %s", out, err, fresh)
 	}
 }

@@ -11,9 +11,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -266,7 +266,7 @@ func TestPrintParallelUpgradeState(t *testing.T) {
 	st.NewRecipe = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, JarID: "5c1e_orders.jar", EntryClass: "com.example.Orders",
 		FlinkConfiguration: map[string]string{"pipeline.object-reuse": "true"}}
 	st.Healthy = &workflows.JobRestartResult{JobID: st.NewJobID, CheckpointID: 4,
-		Readings: []activities.MetricReading{{Check: "numRecordsOut (sum over vertices matching \"Sink\") >= 1", Source: "Sink: out", Value: 812}}}
+		Readings: []windows.MetricReading{{Check: "numRecordsOut (sum over vertices matching \"Sink\") >= 1", Source: "Sink: out", Value: 812}}}
 	var out bytes.Buffer
 	if err := printUpgradeState(&out, &st); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func TestUsageCommandOnDevServer(t *testing.T) {
 	if err := os.WriteFile(cfg.Inventory.StaticFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	acts := peertest.NewActivities(t, cfg, "usage-cli-test")
+	acts := peertest.NewPorts(t, cfg, "usage-cli-test")
 	w := worker.New(tmp.Client, "usage-cli", worker.Options{})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {

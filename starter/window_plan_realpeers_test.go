@@ -101,7 +101,7 @@ func TestWindowPlanOnRealPeers(t *testing.T) {
 	if err := os.WriteFile(cfg.Inventory.StaticFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	acts := peertest.NewActivities(t, cfg, "window-plan-test")
+	acts := peertest.NewPorts(t, cfg, "window-plan-test")
 	const queue = "window-plan"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)

@@ -27,7 +27,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/buildinfo"
@@ -147,13 +146,13 @@ func checkConfig(ctx context.Context, cfg config.Config) error {
 // prepared is what the configuration alone decides, built by serve and
 // --check-config alike before anything is reached.
 type prepared struct {
-	acts          *activities.Activities
+	acts          *app.Ports
 	closeAdapters func() error
 	codecToken    string
 }
 
 func prepare(cfg config.Config) (prepared, error) {
-	acts, closeAdapters, err := app.NewActivities(cfg, workerIdentity())
+	acts, closeAdapters, err := app.NewPorts(cfg, workerIdentity())
 	if err != nil {
 		return prepared{}, err
 	}

@@ -7,9 +7,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -194,14 +194,14 @@ func JobDrillWorkflow(ctx workflow.Context, in JobDrillInput) (JobDrillResult, e
 // the state check; it returns what failed, nil when all passed.
 func restoreDrill(ctx workflow.Context, in JobDrillInput, jobID, verifyID string, out *DrillRestore) error {
 	t := in.Target
-	var a *activities.Activities
+	var a *windows.Activities
 	var drill *drills.Activities
 	var started drills.StartDrillJobResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), drill.StartDrillJob,
 		drills.StartDrillJobInput{Target: t, JobID: jobID}).Get(ctx, &started); err != nil {
 		return err
 	}
-	var healthy activities.AwaitHealthyResult
+	var healthy windows.AwaitHealthyResult
 	gate := in.Health.awaitHealthy(t.DrillCluster, started.JobID, t.Snapshot)
 	gate.CheckpointDir = t.DrillDir
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.AwaitHealthy, gate).Get(ctx, &healthy); err != nil {

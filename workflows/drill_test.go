@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -50,7 +50,7 @@ func newDrillTestEnv() *testsuite.TestWorkflowEnvironment {
 // failure; the run fails with the report and records every outcome.
 func TestRestoreDrillCleansUpWhateverHappens(t *testing.T) {
 	env := newDrillTestEnv()
-	var a *activities.Activities
+	var a *windows.Activities
 	var drill *drills.Activities
 	targets := drillTargets(6)
 	targets[5].Recipe = nil // tier 1 only
@@ -80,18 +80,18 @@ func TestRestoreDrillCleansUpWhateverHappens(t *testing.T) {
 		}
 		return drills.StartDrillJobResult{JobID: in.JobID}, nil
 	})
-	env.OnActivity(a.AwaitHealthy, mockAny, mockAny).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+	env.OnActivity(a.AwaitHealthy, mockAny, mockAny).Return(func(_ context.Context, in windows.AwaitHealthyInput) (windows.AwaitHealthyResult, error) {
 		time.Sleep(10 * time.Millisecond)
 		if in.RESTURL != "http://drill:8081" || !strings.HasPrefix(in.CheckpointDir, "hdfs://nn/drills/") {
 			t.Errorf("await %+v; want the drill cluster and the drill dir", in)
 		}
 		switch {
 		case strings.Contains(in.SavepointPath, "/j2/"):
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: IllegalStateException: boom", core.ErrTypeJobUnhealthy, nil)
+			return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: IllegalStateException: boom", core.ErrTypeJobUnhealthy, nil)
 		case strings.Contains(in.SavepointPath, "/j3/"):
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: FileNotFoundException", core.ErrTypeJobUnhealthy, nil)
+			return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: FileNotFoundException", core.ErrTypeJobUnhealthy, nil)
 		}
-		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 1, CheckpointPath: in.CheckpointDir + "/x/chk-1"}, nil
+		return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 1, CheckpointPath: in.CheckpointDir + "/x/chk-1"}, nil
 	})
 	ended := map[string]drills.EndDrillInput{}
 	env.OnActivity(drill.EndDrill, mockAny, mockAny).Return(func(_ context.Context, in drills.EndDrillInput) (drills.EndDrillResult, error) {
@@ -154,7 +154,7 @@ func TestRestoreDrillCleansUpWhateverHappens(t *testing.T) {
 // restores still cancels the copy and removes its drill dir.
 func TestJobDrillCleansUpWhenCancelled(t *testing.T) {
 	env := newDrillTestEnv()
-	var a *activities.Activities
+	var a *windows.Activities
 	var drill *drills.Activities
 	target := drillTargets(1)[0]
 	env.OnActivity(drill.ProveSnapshotStorage, mockAny, mockAny).Return(drills.StorageProof{Files: 2}, nil)
@@ -163,7 +163,7 @@ func TestJobDrillCleansUpWhenCancelled(t *testing.T) {
 	})
 	// Not healthy yet: retried with backoff, during which the run is
 	// cancelled.
-	env.OnActivity(a.AwaitHealthy, mockAny, mockAny).Return(activities.AwaitHealthyResult{}, errors.New("flink: 503, try again"))
+	env.OnActivity(a.AwaitHealthy, mockAny, mockAny).Return(windows.AwaitHealthyResult{}, errors.New("flink: 503, try again"))
 	var end *drills.EndDrillInput
 	env.OnActivity(drill.EndDrill, mockAny, mockAny).Return(func(_ context.Context, in drills.EndDrillInput) (drills.EndDrillResult, error) {
 		end = &in

@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -98,7 +98,7 @@ func TestErrorTextSaysTheRootCauseOnce(t *testing.T) {
 				var s testsuite.WorkflowTestSuite
 				env := s.NewTestWorkflowEnvironment()
 				env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
-				var a *activities.Activities
+				var a *windows.Activities
 				env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(core.StopWithSavepointResult{}, clusterDownError(job))
 				return runTexts(t, env, savepointFailureTexts, JobSavepointInput{WindowID: "w1", Job: job, Attempt: 1, Timeout: Duration(10 * time.Minute)})
 			},
@@ -149,7 +149,7 @@ func TestErrorTextIsBounded(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
-	var a *activities.Activities
+	var a *windows.Activities
 	trace := "org.apache.flink.runtime.checkpoint.CheckpointException: " + strings.Repeat("Task failure while checkpointing ", 100)
 	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(context.Context, core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("stop-with-savepoint of cluster-a/job-a failed; the job keeps running: "+trace,

@@ -10,10 +10,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
@@ -454,7 +454,7 @@ func (r *governanceRun) writeReport(ctx workflow.Context) {
 		r.logger.Error("report not encoded", "error", err)
 		return
 	}
-	var a *activities.Activities
+	var a *windows.Activities
 	for _, doc := range []struct {
 		path    string
 		content []byte

@@ -10,10 +10,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 )
 
 // TestGovernanceKubernetesObjects: a plan of Kubernetes leftovers alone is
@@ -23,7 +23,7 @@ func TestGovernanceKubernetesObjects(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
-	var a *activities.Activities
+	var a *windows.Activities
 	var gov *governance.Activities
 	var capa *capacity.Activities
 	var planned []governance.PlanCleanupInput

@@ -13,11 +13,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -75,7 +75,7 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 	f := &govFixture{t: t, env: s.NewTestWorkflowEnvironment(), documents: map[string]string{}, planItems: 3}
 	locks(f.env)
 	gatherInParts(f.env)
-	var a *activities.Activities
+	var a *windows.Activities
 	var gov *governance.Activities
 	var capa *capacity.Activities
 	f.env.OnActivity(gov.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in governance.PlanCleanupInput) (governance.PlanCleanupResult, error) {

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -48,7 +48,7 @@ func reasonLine(t *testing.T, reason, key string) string {
 func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	var a *windows.Activities
 	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		switch in.Job.Key {
 		case "cluster-a/job-a":
@@ -147,7 +147,7 @@ func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 func TestWindowSavepointFailureDecisionIsBounded(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	var a *windows.Activities
 	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		return core.StopWithSavepointResult{}, clusterDownError(in.Job)
 	})
@@ -198,8 +198,8 @@ func TestWindowRestartFailuresSayTheJobsState(t *testing.T) {
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
 			if name == "cluster down" {
-				var a *activities.Activities
-				env.OnActivity(a.RestartJob, mockAny, mockAny).Return(func(_ context.Context, in activities.RestartJobInput) (core.RestartJobResult, error) {
+				var a *windows.Activities
+				env.OnActivity(a.RestartJob, mockAny, mockAny).Return(func(_ context.Context, in windows.RestartJobInput) (core.RestartJobResult, error) {
 					return core.RestartJobResult{}, clusterDownError(in.Job)
 				})
 			}

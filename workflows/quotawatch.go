@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 	"github.com/flinkmaint/flinkmaint/internal/quota"
 )
@@ -344,7 +344,7 @@ func (w *quotaWatch) saveSamples(ctx workflow.Context) {
 		w.logger.Error("samples not encoded", "error", err)
 		return
 	}
-	var a *activities.Activities
+	var a *windows.Activities
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.WriteDocument,
 		core.WriteDocumentInput{Path: w.in.SamplesPath, Content: data}).Get(ctx, nil); err != nil {
 		w.logger.Warn("samples not saved", "path", w.in.SamplesPath, "error", err)

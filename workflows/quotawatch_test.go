@@ -10,10 +10,10 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
@@ -57,7 +57,7 @@ func (q *quotaSeries) sample(_ context.Context, in capacity.SampleQuotaInput) (c
 func newQuotaEnv(t *testing.T, q *quotaSeries) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	var a *windows.Activities
 	var capa *capacity.Activities
 	var onc *oncall.Activities
 	env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(q.sample)

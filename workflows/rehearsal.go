@@ -7,10 +7,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -107,7 +107,7 @@ func JobRehearsalWorkflowID(parent string, n int) string {
 // cancelled. A verdict is a result, not an error; the error is kept for a
 // rehearsal that could not clean up after itself.
 func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (RehearsalResult, error) {
-	var a *activities.Activities
+	var a *windows.Activities
 	var upg *upgrades.Activities
 	var drill *drills.Activities
 	res := RehearsalResult{Key: in.Job.Key, Tenant: in.Job.Tenant, Savepoint: in.Savepoint}
@@ -133,9 +133,9 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 	t := *prep.Target
 	res.DrillCluster, res.FlinkVersion, res.Jar = t.DrillCluster, prep.FlinkVersion, t.Recipe.Jar
 	if res.Savepoint == "" {
-		var sp activities.TakeSavepointResult
+		var sp windows.TakeSavepointResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, takeSavepointOptions(in.SavepointTimeout.D())), a.TakeSavepoint,
-			activities.TakeSavepointInput{Job: in.Job, TriggerID: flinkID(in.RunID, in.Job.Key, "rehearsal-savepoint", in.N), Format: in.Format,
+			windows.TakeSavepointInput{Job: in.Job, TriggerID: flinkID(in.RunID, in.Job.Key, "rehearsal-savepoint", in.N), Format: in.Format,
 				RunID: in.RunID, Trigger: catalog.TriggerRehearsal}).Get(ctx, &sp)
 		if err != nil {
 			res.Verdict, res.Why = catalog.RehearsalInconclusive, "no savepoint to rehearse from: "+errorText(err)

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -28,7 +28,7 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
-	var a *activities.Activities
+	var a *windows.Activities
 	var jobs []core.JobTarget
 	for i := range 9 {
 		tenant := []string{"team-a", "team-b"}[i%2]
@@ -45,7 +45,7 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 	var mu sync.Mutex
 	inflight, most := 0, 0
 	triggers := map[string]string{}
-	env.OnActivity(a.TakeSavepoint, mockAny, mockAny).Return(func(_ context.Context, in activities.TakeSavepointInput) (activities.TakeSavepointResult, error) {
+	env.OnActivity(a.TakeSavepoint, mockAny, mockAny).Return(func(_ context.Context, in windows.TakeSavepointInput) (windows.TakeSavepointResult, error) {
 		mu.Lock()
 		inflight++
 		most = max(most, inflight)
@@ -57,12 +57,12 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 			t.Errorf("take savepoint %+v", in)
 		}
 		if in.Job.Key == "c/job-3" {
-			return activities.TakeSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: checkpoint declined", core.ErrTypeSavepointFailed, nil)
+			return windows.TakeSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: checkpoint declined", core.ErrTypeSavepointFailed, nil)
 		}
-		return activities.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Files: 3, Bytes: 30}, nil
+		return windows.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Files: 3, Bytes: 30}, nil
 	})
-	var recorded activities.RecordSavepointRunInput
-	env.OnActivity(a.RecordSavepointRun, mockAny, mockAny).Return(func(_ context.Context, in activities.RecordSavepointRunInput) error {
+	var recorded windows.RecordSavepointRunInput
+	env.OnActivity(a.RecordSavepointRun, mockAny, mockAny).Return(func(_ context.Context, in windows.RecordSavepointRunInput) error {
 		recorded = in
 		return nil
 	})
@@ -91,7 +91,7 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 	if len(triggers) != 9 {
 		t.Errorf("%d distinct trigger ids for 9 jobs", len(triggers))
 	}
-	want := []activities.TenantSavepoints{{Tenant: "team-a", Taken: 5}, {Tenant: "team-b", Taken: 3, Failed: 1}, {Tenant: "team-c"}}
+	want := []windows.TenantSavepoints{{Tenant: "team-a", Taken: 5}, {Tenant: "team-b", Taken: 3, Failed: 1}, {Tenant: "team-c"}}
 	if fmt.Sprint(recorded.Tenants) != fmt.Sprint(want) || recorded.RunID != rep.RunID {
 		t.Errorf("recorded %+v; want %+v for run %s", recorded, want, rep.RunID)
 	}
@@ -116,7 +116,7 @@ func TestScheduledSavepointsSkipInsideAFreeze(t *testing.T) {
 	for _, scheduled := range []bool{true, false} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
-		var a *activities.Activities
+		var a *windows.Activities
 		var onc *oncall.Activities
 		env.OnActivity(onc.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "quarter-close",
 			Until: time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)}}}, nil)

@@ -12,10 +12,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -259,7 +259,7 @@ func (u *upgradeRun) run(ctx workflow.Context) error {
 // preflight finds the job, checks the new version and the quota, and puts
 // the manifest on storage: nothing is stopped before it is there.
 func (u *upgradeRun) preflight(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *windows.Activities
 	u.setPhase(ctx, UpgradePhasePreflight)
 	cluster, name, _ := strings.Cut(u.in.Job, "/")
 	var found core.DiscoverJobsResult
@@ -493,11 +493,11 @@ func (u *upgradeRun) stop(ctx workflow.Context) error {
 // savepointKeepRunning takes the pre-upgrade savepoint without stopping
 // the job (mode parallel): it is verified and catalogued like a window's.
 func (u *upgradeRun) savepointKeepRunning(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *windows.Activities
 	u.setPhase(ctx, UpgradePhaseStop)
-	var res activities.TakeSavepointResult
+	var res windows.TakeSavepointResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, takeSavepointOptions(u.in.SavepointTimeout.D())), a.TakeSavepoint,
-		activities.TakeSavepointInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "upgrade-savepoint", 1), Format: u.in.Format,
+		windows.TakeSavepointInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "upgrade-savepoint", 1), Format: u.in.Format,
 			RunID: u.wid, Trigger: catalog.TriggerWindow}).Get(ctx, &res)
 	if err != nil {
 		// A savepoint never stops the job: it runs unless its cluster did
@@ -795,7 +795,7 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 // savepoint and waits until it is healthy. An operator job is redeployed
 // from exactly that savepoint, whatever the operator recorded since.
 func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous string) (JobRestartResult, error) {
-	var a *activities.Activities
+	var a *windows.Activities
 	var upg *upgrades.Activities
 	h := u.in.Health
 	h.Checks = nil // what the new version had to achieve
@@ -814,7 +814,7 @@ func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous
 		core.ResumeJobInput{Job: u.st.Job, SavepointPath: u.st.Savepoint, Timeout: wait}).Get(ctx, &started); err != nil {
 		return JobRestartResult{}, err
 	}
-	var healthy activities.AwaitHealthyResult
+	var healthy windows.AwaitHealthyResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(h)), a.AwaitHealthy,
 		h.awaitHealthy(u.st.Job.RESTURL, started.JobID, from)).Get(ctx, &healthy); err != nil {
 		return JobRestartResult{JobID: started.JobID}, err
@@ -839,7 +839,7 @@ func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
 	if u.in.CheckOnly {
 		return nil // a check changes nothing to undo by hand
 	}
-	var a *activities.Activities
+	var a *windows.Activities
 	m := UpgradeManifest{UpdatedAt: workflow.Now(ctx), Reason: u.in.Reason, Ticket: u.in.Ticket, State: u.st}
 	switch {
 	case u.st.Savepoint == "":

@@ -14,12 +14,12 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -36,7 +36,7 @@ type upgradeFixture struct {
 	t         *testing.T
 	env       *testsuite.TestWorkflowEnvironment
 	stops     int
-	started   []activities.RestartJobInput
+	started   []windows.RestartJobInput
 	cancelled []string
 	ended     []upgrades.EndJobInput
 	recorded  []upgrades.RecordRecipeInput
@@ -54,7 +54,7 @@ type upgradeFixture struct {
 	specChanges  []inventory.JobSpecChange
 	suspendFails bool
 	failJobs     map[string]bool
-	gates        []activities.AwaitHealthyInput
+	gates        []windows.AwaitHealthyInput
 	events       []notify.Event
 	frozen       bool
 	// stopErr, when set, is what StopWithSavepoint fails with.
@@ -86,7 +86,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRehearsalWorkflow, workflow.RegisterOptions{Name: JobRehearsalWorkflowType})
-	var a *activities.Activities
+	var a *windows.Activities
 	var upg *upgrades.Activities
 	var capa *capacity.Activities
 	var onc *oncall.Activities
@@ -137,15 +137,15 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		}
 		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
 	})
-	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
-	env.OnActivity(a.TakeSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.TakeSavepointInput) (activities.TakeSavepointResult, error) {
+	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(windows.VerifySavepointResult{Files: 5}, nil)
+	env.OnActivity(a.TakeSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.TakeSavepointInput) (windows.TakeSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "savepoint "+in.Job.JobID)
 		f.manifestBeforeStop = len(f.manifests) > 0 && strings.Contains(f.manifests[len(f.manifests)-1], previousRecipe.Jar)
-		return activities.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
+		return windows.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
 	})
-	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (core.RestartJobResult, error) {
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.RestartJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started = append(f.started, in)
@@ -157,27 +157,27 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 		}
 		return core.RestartJobResult{JobID: in.NewJobID}, nil
 	})
-	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.AwaitHealthyInput) (windows.AwaitHealthyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "gate "+in.JobID)
 		f.gates = append(f.gates, in)
 		if f.failJobs[in.JobID] {
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", core.ErrTypeJobUnhealthy, nil)
+			return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", core.ErrTypeJobUnhealthy, nil)
 		}
 		if in.RESTURL == "http://drill" {
 			if f.rehearse == "no-slots" {
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job not RUNNING within 5m0s (state CREATED)", core.ErrTypeJobUnhealthy, nil)
+				return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job not RUNNING within 5m0s (state CREATED)", core.ErrTypeJobUnhealthy, nil)
 			}
-			return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 3}, nil
+			return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 3}, nil
 		}
 		for _, s := range f.started {
 			if s.NewJobID == in.JobID && hasArg(s.Job.Restart, "--fail-on-restore") || f.failGates > 0 {
 				f.failGates--
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: sample job started with --fail-on-restore", core.ErrTypeJobUnhealthy, nil)
+				return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: sample job started with --fail-on-restore", core.ErrTypeJobUnhealthy, nil)
 			}
 		}
-		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
+		return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
 	})
 	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.CancelJobInput) error {
 		f.mu.Lock()
@@ -213,7 +213,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	})
 	// The operator's side of an operator job.
 	env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(core.OperatorSavepointMarks{}, nil)
-	env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (core.StopWithSavepointResult, error) {
+	env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.SuspendJobInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "suspend")
@@ -679,14 +679,14 @@ func TestUpgradeInParallelRollsBackFromTheRetiredSavepoint(t *testing.T) {
 	in.Mode = UpgradeModeParallel
 	in.HoldAfterCommit = Duration(time.Hour)
 	one := 1.0
-	in.Health.Checks = []activities.MetricCheck{{Metric: "numRecordsOut", Vertex: "Sink", Min: &one}}
-	var gates []activities.AwaitHealthyInput
-	var a *activities.Activities
-	f.env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+	in.Health.Checks = []windows.MetricCheck{{Metric: "numRecordsOut", Vertex: "Sink", Min: &one}}
+	var gates []windows.AwaitHealthyInput
+	var a *windows.Activities
+	f.env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.AwaitHealthyInput) (windows.AwaitHealthyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		gates = append(gates, in)
-		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
+		return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
 	})
 	later(t, f.env, func() {
 		if st := f.status(); st.Phase != UpgradePhaseHold {
@@ -743,11 +743,11 @@ func TestUpgradeInputRefusesWhatWouldMoveOrDropState(t *testing.T) {
 			in.Recipe = UpgradeRecipe{}
 			in.Spec = &inventory.JobSpecChange{Image: "x"}
 		}, "one job per resource"},
-		"check without bounds": {func(in *UpgradeInput) { in.Health.Checks = []activities.MetricCheck{{Metric: "numRestarts"}} }, "health.checks[0] (numRestarts): give min, max or both"},
+		"check without bounds": {func(in *UpgradeInput) { in.Health.Checks = []windows.MetricCheck{{Metric: "numRestarts"}} }, "health.checks[0] (numRestarts): give min, max or both"},
 		"check agg on job": {func(in *UpgradeInput) {
-			in.Health.Checks = []activities.MetricCheck{{Metric: "uptime", Agg: "sum", Min: &one}}
+			in.Health.Checks = []windows.MetricCheck{{Metric: "uptime", Agg: "sum", Min: &one}}
 		}, "health.checks[0].agg"},
-		"check metric list": {func(in *UpgradeInput) { in.Health.Checks = []activities.MetricCheck{{Metric: "a,b", Max: &one}} }, "health.checks[0].metric"},
+		"check metric list": {func(in *UpgradeInput) { in.Health.Checks = []windows.MetricCheck{{Metric: "a,b", Max: &one}} }, "health.checks[0].metric"},
 	} {
 		in := upgradeInput("--version", "2")
 		tc.mut(&in)

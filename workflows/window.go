@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -448,7 +448,7 @@ func (r *windowRun) activity(ctx workflow.Context) workflow.Context {
 // ---- phases ----
 
 func (r *windowRun) preflight(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *windows.Activities
 	if r.st.Jobs == nil {
 		var found core.DiscoverJobsResult
 		if err := workflow.ExecuteActivity(r.activity(ctx), a.DiscoverJobs, core.DiscoverJobsInput{Scope: r.in.Scope}).Get(ctx, &found); err != nil {
@@ -846,8 +846,8 @@ const changeNetworkGateVisibility = "window-network-gate-visibility-2026-12-04"
 // probe waits, with backoff, until storage, Flink and (optionally) the
 // Kubernetes API answer again; if they never do, the operator decides.
 func (r *windowRun) probe(ctx workflow.Context) error {
-	var a *activities.Activities
-	in := activities.ProbeEndpointsInput{Kubernetes: r.in.Policy.Network.ProbeKubernetes}
+	var a *windows.Activities
+	in := windows.ProbeEndpointsInput{Kubernetes: r.in.Policy.Network.ProbeKubernetes}
 	for _, t := range r.st.Tenants {
 		in.StorageRoots = append(in.StorageRoots, t.Root)
 	}
@@ -1080,7 +1080,7 @@ func (r *windowRun) writeManifest(ctx workflow.Context) error {
 // activity: the content, which grows with the number of jobs, is not
 // recorded in history (only the outcome is).
 func (r *windowRun) writeDocument(ctx workflow.Context, path string, content []byte) error {
-	var a *activities.Activities
+	var a *windows.Activities
 	in := core.WriteDocumentInput{Path: path, Content: content}
 	if r.bounded {
 		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, documentLocalOptions()), a.WriteDocument, in).Get(ctx, nil)

@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -69,7 +69,7 @@ type JobSavepointResult struct {
 // operator job, so the branch needs no workflow.GetVersion: REST jobs keep
 // their command sequence.
 func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepointResult, error) {
-	var a *activities.Activities
+	var a *windows.Activities
 	var stopped core.StopWithSavepointResult
 	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
 		// What the operator reports before we ask: every suspend attempt
@@ -77,12 +77,12 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 		// finds the resource already suspended by the attempt before it.
 		var known core.OperatorSavepointMarks
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()),
-			a.ReadSavepointMarks, activities.ReadSavepointMarksInput{Job: in.Job}).Get(ctx, &known); err != nil {
+			a.ReadSavepointMarks, windows.ReadSavepointMarksInput{Job: in.Job}).Get(ctx, &known); err != nil {
 			return JobSavepointResult{}, err
 		}
 		wait := operatorWait(in.Timeout.D())
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)),
-			a.SuspendJob, activities.SuspendJobInput{Job: in.Job, Timeout: wait, Known: &known, RunID: in.WindowID}).Get(ctx, &stopped); err != nil {
+			a.SuspendJob, windows.SuspendJobInput{Job: in.Job, Timeout: wait, Known: &known, RunID: in.WindowID}).Get(ctx, &stopped); err != nil {
 			return JobSavepointResult{}, err
 		}
 	} else {
@@ -95,9 +95,9 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 			return JobSavepointResult{}, err
 		}
 	}
-	var verified activities.VerifySavepointResult
+	var verified windows.VerifySavepointResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()),
-		a.VerifySavepoint, activities.VerifySavepointInput{Path: stopped.SavepointPath}).Get(ctx, &verified); err != nil {
+		a.VerifySavepoint, windows.VerifySavepointInput{Path: stopped.SavepointPath}).Get(ctx, &verified); err != nil {
 		return JobSavepointResult{SavepointPath: stopped.SavepointPath}, err
 	}
 	return JobSavepointResult{SavepointPath: stopped.SavepointPath, Files: verified.Files, CheckpointID: verified.CheckpointID,
@@ -149,11 +149,11 @@ type JobRestartResult struct {
 	CheckpointID   int64  `json:"checkpointId"`
 	CheckpointPath string `json:"checkpointPath"`
 	// Readings are the health checks' metric values.
-	Readings []activities.MetricReading `json:"readings,omitempty"`
+	Readings []windows.MetricReading `json:"readings,omitempty"`
 }
 
 // restartResult is a started job's proof of health.
-func restartResult(jobID string, h activities.AwaitHealthyResult) JobRestartResult {
+func restartResult(jobID string, h windows.AwaitHealthyResult) JobRestartResult {
 	return JobRestartResult{JobID: jobID, RestoredFrom: h.RestoredFrom, CheckpointID: h.CheckpointID, CheckpointPath: h.CheckpointPath, Readings: h.Readings}
 }
 
@@ -166,7 +166,7 @@ func restartResult(jobID string, h activities.AwaitHealthyResult) JobRestartResu
 // never cancelled through REST: the operator runs at most one instance of
 // the resource's job, and a retried resume finds it running.
 func JobRestartWorkflow(ctx workflow.Context, in JobRestartInput) (JobRestartResult, error) {
-	var a *activities.Activities
+	var a *windows.Activities
 	var started core.RestartJobResult
 	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
 		wait := operatorWait(in.Health.RunningTimeout.D())
@@ -183,13 +183,13 @@ func JobRestartWorkflow(ctx workflow.Context, in JobRestartInput) (JobRestartRes
 			}
 		}
 		newJobID := flinkID(in.WindowID, in.Job.Key, "restart", in.Attempt)
-		if err := workflow.ExecuteActivity(short, a.RestartJob, activities.RestartJobInput{
+		if err := workflow.ExecuteActivity(short, a.RestartJob, windows.RestartJobInput{
 			Job: in.Job, SavepointPath: in.SavepointPath, NewJobID: newJobID,
 		}).Get(ctx, &started); err != nil {
 			return JobRestartResult{JobID: newJobID}, err
 		}
 	}
-	var healthy activities.AwaitHealthyResult
+	var healthy windows.AwaitHealthyResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.AwaitHealthy,
 		in.Health.awaitHealthy(in.Job.RESTURL, started.JobID, in.SavepointPath)).Get(ctx, &healthy); err != nil {
 		return JobRestartResult{JobID: started.JobID}, err

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -21,7 +21,7 @@ const operatorJobID = "abababababababababababababababab"
 // operator activities were asked.
 type operatorFixture struct {
 	*windowFixture
-	suspended map[string][]activities.SuspendJobInput
+	suspended map[string][]windows.SuspendJobInput
 	resumed   map[string][]core.ResumeJobInput
 	// failSuspend / failResume make the operator activities fail with
 	// this error until cleared.
@@ -31,17 +31,17 @@ type operatorFixture struct {
 
 func newOperatorFixture(t *testing.T) *operatorFixture {
 	f := &operatorFixture{windowFixture: newWindowFixture(t, 2),
-		suspended: map[string][]activities.SuspendJobInput{}, resumed: map[string][]core.ResumeJobInput{}}
+		suspended: map[string][]windows.SuspendJobInput{}, resumed: map[string][]core.ResumeJobInput{}}
 	op := &f.jobs[1]
 	if op.Key != "cluster-b/job-b" {
 		t.Fatalf("fixture job 1 is %s, want cluster-b/job-b", op.Key)
 	}
 	op.Restart = inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
 		Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-b", Name: "job-b"}}
-	var a *activities.Activities
+	var a *windows.Activities
 	f.env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(
 		core.OperatorSavepointMarks{UpgradeSavepointPath: "hdfs://nn/sp/savepoint-old"}, nil)
-	f.env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (core.StopWithSavepointResult, error) {
+	f.env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.SuspendJobInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if in.Known == nil || in.Known.UpgradeSavepointPath != "hdfs://nn/sp/savepoint-old" {

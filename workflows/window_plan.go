@@ -9,10 +9,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 )
 
 // WindowPlanWorkflowType is the dry run of a maintenance window
@@ -205,7 +205,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 	if err := w.Validate(); err != nil {
 		return nil, newInvalidInputError(err.Error())
 	}
-	var a *activities.Activities
+	var a *windows.Activities
 	var drill *drills.Activities
 	var capa *capacity.Activities
 	actx := workflow.WithActivityOptions(ctx, planActivityOptions())

@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -55,7 +55,7 @@ func newPlanFleet() *planFleet {
 
 // register installs the fakes on env.
 func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
-	var a *activities.Activities
+	var a *windows.Activities
 	var drill *drills.Activities
 	var capa *capacity.Activities
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(context.Context, core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
@@ -324,8 +324,8 @@ func TestWindowStartedBeforeTheScopeCheckKeepsItsRules(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	f.register(env)
 	openGates(env)
-	var a *activities.Activities
-	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(activities.ProbeEndpointsResult{}, nil)
+	var a *windows.Activities
+	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(windows.ProbeEndpointsResult{}, nil)
 	env.OnGetVersion(changeStrictWindow, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	in := windowInput()
 	in.Policy.Cleanup.Policy.Action = "shred"

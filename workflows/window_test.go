@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -112,7 +112,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 				ByRule: []governance.RuleTotals{{Rule: "retired-job", Items: 2, Files: 3, Dirs: 2, Bytes: 300}},
 				Kept:   []governance.RuleTotals{{Rule: "latest-checkpoint-of-retired-job", Items: 1, Files: 1, Dirs: 1, Bytes: 10}}}}}, nil
 	})
-	var a *activities.Activities
+	var a *windows.Activities
 	var capa *capacity.Activities
 	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		f.mu.Lock()
@@ -177,7 +177,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		defer f.mu.Unlock()
 		return f.stopTakes
 	})
-	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
+	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(windows.VerifySavepointResult{Files: 5}, nil)
 	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -194,7 +194,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
-	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(activities.ProbeEndpointsResult{}, nil)
+	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(windows.ProbeEndpointsResult{}, nil)
 	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.CancelJobInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -204,21 +204,21 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		f.cancelled = append(f.cancelled, in.JobID)
 		return nil
 	})
-	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (core.RestartJobResult, error) {
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.RestartJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started[in.Job.Key] = append(f.started[in.Job.Key], in.SavepointPath)
 		return core.RestartJobResult{JobID: in.NewJobID}, nil
 	})
-	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.AwaitHealthyInput) (windows.AwaitHealthyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for key, fail := range f.failRestart {
 			if fail && strings.HasSuffix(in.SavepointPath, "savepoint-"+strings.Split(key, "/")[1]) {
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job failed on restore", core.ErrTypeJobUnhealthy, nil)
+				return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job failed on restore", core.ErrTypeJobUnhealthy, nil)
 			}
 		}
-		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 7}, nil
+		return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 7}, nil
 	})
 	return f
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -223,7 +223,7 @@ type RestartPolicy struct {
 	Soak Duration `json:"soak"`
 	// Checks are metric thresholds read from Flink's REST API at the end
 	// of the soak; each must pass for the job to count as healthy.
-	Checks []activities.MetricCheck `json:"checks,omitempty"`
+	Checks []windows.MetricCheck `json:"checks,omitempty"`
 }
 
 // checkProblems names what is wrong with the policy's checks.
@@ -238,8 +238,8 @@ func (p RestartPolicy) checkProblems(field string) []string {
 }
 
 // awaitHealthy is the health gate of one started job under the policy.
-func (p RestartPolicy) awaitHealthy(restURL, jobID, savepoint string) activities.AwaitHealthyInput {
-	return activities.AwaitHealthyInput{RESTURL: restURL, JobID: jobID, SavepointPath: savepoint,
+func (p RestartPolicy) awaitHealthy(restURL, jobID, savepoint string) windows.AwaitHealthyInput {
+	return windows.AwaitHealthyInput{RESTURL: restURL, JobID: jobID, SavepointPath: savepoint,
 		RunningTimeout: p.RunningTimeout.D(), CheckpointTimeout: p.CheckpointTimeout.D(), Soak: p.Soak.D(), Checks: p.Checks}
 }
 

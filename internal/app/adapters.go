@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -16,9 +15,10 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
-// NewActivities builds the adapters the configuration asks for and the
-// Activities struct over them. The returned close releases connections.
-func NewActivities(cfg config.Config, identity string) (*activities.Activities, func() error, error) {
+// NewPorts builds the adapters the configuration asks for and the ports
+// every activities family is built from. The returned close releases
+// connections.
+func NewPorts(cfg config.Config, identity string) (*Ports, func() error, error) {
 	// One guard serves every file system the resolver opens: plain roots
 	// are bound to the default one, so they grant nothing on another.
 	guard, err := storage.NewGuardOn(cfg.Storage.DefaultFS, cfg.Storage.WritableRoots...)
@@ -34,7 +34,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 			RPCTimeout: cfg.Storage.RPCTimeout.D(), Connections: cfg.Storage.HDFSConnections, Guard: guard,
 		},
 	}
-	acts := &activities.Activities{
+	acts := &Ports{
 		Identity: identity,
 		Storage:  resolver,
 		Runs:     TemporalRuns{},

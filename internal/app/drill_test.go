@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
@@ -284,10 +284,10 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	d.checkpointed(ctx, fc, checkedID, 1)
 	takeRun := "sched-" + sfx
 	takeSavepoint := func(name, id, runID, trigger string) string {
-		var took activities.TakeSavepointResult
+		var took windows.TakeSavepointResult
 		job := core.JobTarget{Key: ca.ClusterID + "/" + name, Tenant: d.tenant[0], ClusterID: ca.ClusterID, RESTURL: ca.RESTURL,
 			JobName: name, JobID: id, SavepointDir: d.root + "/a/savepoints"}
-		if err := d.activity(d.acts.TakeSavepoint, activities.TakeSavepointInput{Job: job, TriggerID: trigger, RunID: runID}, &took); err != nil {
+		if err := d.activity(app.NewFamilies(d.acts).Windows.TakeSavepoint, windows.TakeSavepointInput{Job: job, TriggerID: trigger, RunID: runID}, &took); err != nil {
 			t.Fatalf("savepoint of %s: %v", name, err)
 		}
 		return took.SavepointPath

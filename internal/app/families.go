@@ -1,13 +1,13 @@
 package app
 
 import (
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 )
 
 // Families are the activities of every family, each built from the one
@@ -20,11 +20,12 @@ type Families struct {
 	Drills     *drills.Activities
 	Upgrades   *upgrades.Activities
 	Governance *governance.Activities
+	Windows    *windows.Activities
 }
 
 // NewFamilies builds every family over p. Call it after the last change
 // to p: the families copy its fields.
-func NewFamilies(p *activities.Activities) Families {
+func NewFamilies(p *Ports) Families {
 	return Families{
 		Doctor: &doctor.Activities{Identity: p.Identity, Worker: p.Worker, Now: p.Now,
 			Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Kubernetes: p.Kubernetes, KubeAccess: p.KubeAccess,
@@ -35,5 +36,6 @@ func NewFamilies(p *activities.Activities) Families {
 		Drills:     &drills.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval},
 		Upgrades:   &upgrades.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Operator: p.Operator, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval, OperationPollMin: p.OperationPollMin, FailoverWait: p.FailoverWait},
 		Governance: &governance.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Operator: p.Operator, Orphans: p.Orphans, ReadOnlyKubeClusters: p.ReadOnlyKubeClusters, Runs: p.Runs, Cleanup: p.Cleanup, Drill: p.Drill, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval, LiveReadWait: p.LiveReadWait},
+		Windows:    &windows.Activities{Inventory: p.Inventory, Flink: p.Flink, Storage: p.Storage, Kubernetes: p.Kubernetes, Operator: p.Operator, Metrics: p.Metrics, Now: p.Now, PollInterval: p.PollInterval, OperationPollMin: p.OperationPollMin, FailoverWait: p.FailoverWait},
 	}
 }

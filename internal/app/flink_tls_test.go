@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -98,12 +99,12 @@ func TestFlinkRESTMutualTLSDiscovery(t *testing.T) {
 		t.Fatalf("the TLS configuration is refused: %v", err)
 	}
 	discover := func(cfg config.Config, label string) (core.DiscoverJobsResult, error) {
-		acts := peertest.NewActivities(t, cfg, label)
+		acts := peertest.NewPorts(t, cfg, label)
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivity(acts)
+		app.RegisterActivities(env, acts)
 		var res core.DiscoverJobsResult
-		v, err := env.ExecuteActivity(acts.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{name}}})
+		v, err := env.ExecuteActivity(app.NewFamilies(acts).Windows.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{name}}})
 		if err == nil {
 			err = v.Get(&res)
 		}

@@ -24,7 +24,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
@@ -43,7 +42,7 @@ import (
 type govEnv struct {
 	peers  *sandbox.Peers
 	tmp    *sandbox.Temporal
-	acts   *activities.Activities
+	acts   *app.Ports
 	gov    *metrics.Governance
 	raw    *gohdfs.Client
 	root   string // hdfs://.../flinkmaint-test/governance-<suffix>
@@ -97,7 +96,7 @@ func newGovEnv(t *testing.T, ctx context.Context) *govEnv {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts := peertest.NewActivities(t, cfg, "governance-e2e")
+	acts := peertest.NewPorts(t, cfg, "governance-e2e")
 	e.gov, err = metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

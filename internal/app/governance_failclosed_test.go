@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
@@ -35,7 +34,7 @@ import (
 type failClosedEnv struct {
 	t      *testing.T
 	peers  *sandbox.Peers
-	acts   *activities.Activities
+	acts   *app.Ports
 	raw    *gohdfs.Client
 	jar    map[string]string // REST URL -> uploaded jar id
 	plain  string            // test tree, plain path
@@ -96,7 +95,7 @@ func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClose
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	acts := peertest.NewActivities(t, cfg, "failclosed")
+	acts := peertest.NewPorts(t, cfg, "failclosed")
 	// Its activities run outside a worker, where no window or upgrade
 	// of flinkmaint can be in flight.
 	acts.Runs = nil

@@ -27,7 +27,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/doctor"
@@ -62,7 +61,7 @@ import (
 type secureGovEnv struct {
 	s     *sandbox.SecureStorage
 	tmp   *sandbox.Temporal
-	acts  *activities.Activities
+	acts  *app.Ports
 	gov   *metrics.Governance
 	cfg   config.Config
 	check *storage.HDFS  // the test's own keytab client, apart from the worker's
@@ -121,7 +120,7 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 		t.Fatalf("worker config: %v", err)
 	}
 	e.cfg = cfg
-	acts := peertest.NewActivities(t, cfg, "governance-secure")
+	acts := peertest.NewPorts(t, cfg, "governance-secure")
 	e.gov, err = metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +500,7 @@ func testSecureDoctor(t *testing.T, ctx context.Context, e *secureGovEnv) {
 	k := *wrong.Storage.Kerberos
 	k.Keytab = e.s.Principals.Denied.Keytab // holds another principal's key
 	wrong.Storage.Kerberos = &k
-	acts := peertest.NewActivities(t, wrong, "doctor-wrong-keytab")
+	acts := peertest.NewPorts(t, wrong, "doctor-wrong-keytab")
 	res, err = app.NewFamilies(acts).Doctor.Doctor(ctx, doctor.DoctorInput{})
 	if err != nil {
 		t.Fatal(err)

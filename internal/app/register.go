@@ -6,7 +6,6 @@ package app
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -46,8 +45,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 // RegisterActivities registers the activities of every family, each built
 // over the ports and settings of acts; an activity is named after its
 // method, and no two families share a method name.
-func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
-	r.RegisterActivity(acts)
+func RegisterActivities(r ActivityRegistry, acts *Ports) {
 	f := NewFamilies(acts)
 	r.RegisterActivity(f.Doctor)
 	r.RegisterActivity(f.OnCall)
@@ -55,13 +53,14 @@ func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
 	r.RegisterActivity(f.Drills)
 	r.RegisterActivity(f.Upgrades)
 	r.RegisterActivity(f.Governance)
+	r.RegisterActivity(f.Windows)
 }
 
 // Register registers workflows and activities on a worker.
 func Register(r interface {
 	WorkflowRegistry
 	ActivityRegistry
-}, acts *activities.Activities) {
+}, acts *Ports) {
 	RegisterWorkflows(r)
 	RegisterActivities(r, acts)
 }

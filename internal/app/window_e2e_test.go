@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
@@ -59,7 +58,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = invPath
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = testRoot+"/trash", testRoot+"/plans"
-	acts := peertest.NewActivities(t, cfg, "window-e2e")
+	acts := peertest.NewPorts(t, cfg, "window-e2e")
 	const queue = "window-e2e"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
@@ -213,7 +212,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 // its gate, with its jobs stopped: each savepoint the window will restart
 // from is kept as held by the window, found by asking Temporal which runs
 // are in flight, whatever the retention rules would say of it.
-func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *activities.Activities, c client.Client, windowRun string, st workflows.WindowState, fsURI string) {
+func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *app.Ports, c client.Client, windowRun string, st workflows.WindowState, fsURI string) {
 	t.Helper()
 	planner := *acts
 	planner.Runs = app.TemporalRuns{Client: c} // the activity runs outside the worker here
@@ -355,7 +354,7 @@ func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix,
 }
 
 // savepointFormatOf reads the formatType a savepoint's _metadata records.
-func savepointFormatOf(t *testing.T, ctx context.Context, acts *activities.Activities, savepoint string) string {
+func savepointFormatOf(t *testing.T, ctx context.Context, acts *app.Ports, savepoint string) string {
 	t.Helper()
 	fs, p, err := acts.Storage.Resolve(ctx, strings.TrimRight(savepoint, "/")+"/_metadata")
 	if err != nil {

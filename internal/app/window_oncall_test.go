@@ -99,7 +99,7 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 		{Name: "hook", Type: notify.TypeWebhook, URL: hookSrv.URL, SecretFile: keyFile},
 		{Name: "am", Type: notify.TypeAlertmanager, URL: am.URL},
 	}}
-	acts := peertest.NewActivities(t, cfg, "oncall-e2e")
+	acts := peertest.NewPorts(t, cfg, "oncall-e2e")
 	queue := "oncall-" + suffix
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)

@@ -151,7 +151,7 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 		cfg := config.Default()
 		cfg.Storage.WritableRoots = []string{"file://" + root}
 		cfg.Inventory.StaticFile = invPath
-		acts := peertest.NewActivities(t, cfg, "window-scale")
+		acts := peertest.NewPorts(t, cfg, "window-scale")
 		// The SDK fails a workflow task whose coroutine has not yielded within
 		// the deadlock timeout (1s) of wall time. Under the race detector, on
 		// two cores shared with the other packages' tests, a task that encodes

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -46,21 +47,21 @@ func TestStopWithSavepointFindsTheSavepointOfAForgottenStop(t *testing.T) {
 		return err == nil && s == flink.JobFinished, stringOr(err, string(s))
 	})
 	var res core.StopWithSavepointResult
-	err = e.activity(e.acts.StopWithSavepoint, core.StopWithSavepointInput{Job: stopped, TriggerID: strings.Repeat("2", 32)}, &res)
+	err = e.activity(app.NewFamilies(e.acts).Windows.StopWithSavepoint, core.StopWithSavepointInput{Job: stopped, TriggerID: strings.Repeat("2", 32)}, &res)
 	if err != nil {
 		t.Fatalf("stop retried with a trigger Flink does not know: %v", err)
 	}
 	if strings.TrimRight(res.SavepointPath, "/") != strings.TrimRight(want, "/") || res.Recovered == "" {
 		t.Fatalf("result %+v; want the savepoint %s the job stopped with, marked recovered", res, want)
 	}
-	var ver activities.VerifySavepointResult
-	if err := e.activity(e.acts.VerifySavepoint, activities.VerifySavepointInput{Path: res.SavepointPath}, &ver); err != nil {
+	var ver windows.VerifySavepointResult
+	if err := e.activity(app.NewFamilies(e.acts).Windows.VerifySavepoint, windows.VerifySavepointInput{Path: res.SavepointPath}, &ver); err != nil {
 		t.Fatalf("the recovered savepoint does not verify: %v", err)
 	}
 
 	cancelled, fc2 := job("cancelled-no-savepoint")
 	e.cancel(ctx, fc2, cancelled.JobID)
-	err = e.activity(e.acts.StopWithSavepoint, core.StopWithSavepointInput{Job: cancelled, TriggerID: strings.Repeat("3", 32)}, &res)
+	err = e.activity(app.NewFamilies(e.acts).Windows.StopWithSavepoint, core.StopWithSavepointInput{Job: cancelled, TriggerID: strings.Repeat("3", 32)}, &res)
 	if err == nil || !strings.Contains(err.Error(), core.ErrTypeJobStoppedWithoutSavepoint) || !strings.Contains(err.Error(), "not running") ||
 		strings.Contains(err.Error(), "keeps running") {
 		t.Fatalf("stop of a cancelled job: %v; want %s saying it is not running", err, core.ErrTypeJobStoppedWithoutSavepoint)

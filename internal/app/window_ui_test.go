@@ -71,7 +71,7 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 	cfg := config.Default()
 	cfg.Storage.WritableRoots = []string{tenantRoot}
 	cfg.Inventory.StaticFile = peertest.WriteInventory(t, inventory.Static{Tenants: []inventory.Tenant{{Name: "team-ui", Root: tenantRoot}}, Clusters: []inventory.Cluster{cl}})
-	acts := peertest.NewActivities(t, cfg, "window-ui")
+	acts := peertest.NewPorts(t, cfg, "window-ui")
 	const queue = "window-ui"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
@@ -146,7 +145,7 @@ func TestDebrisIsWhatTheDemoCleanupReclaims(t *testing.T) {
 	}
 }
 
-func newActivities(t *testing.T, peers *sandbox.Peers, static inventory.Static, base string) *activities.Activities {
+func newActivities(t *testing.T, peers *sandbox.Peers, static inventory.Static, base string) *app.Ports {
 	t.Helper()
 	data, err := yaml.Marshal(static)
 	if err != nil {
@@ -164,14 +163,14 @@ func newActivities(t *testing.T, peers *sandbox.Peers, static inventory.Static, 
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts := peertest.NewActivities(t, cfg, "demo-debris-test")
+	acts := peertest.NewPorts(t, cfg, "demo-debris-test")
 	// Its activities run outside a worker, where no window or upgrade
 	// of flinkmaint can be in flight.
 	acts.Runs = nil
 	return acts
 }
 
-func runActivity(t *testing.T, acts *activities.Activities, fn, in, out any) {
+func runActivity(t *testing.T, acts *app.Ports, fn, in, out any) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()

@@ -85,7 +85,7 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts := peertest.NewActivities(t, cfg, "secure-window-e2e")
+	acts := peertest.NewPorts(t, cfg, "secure-window-e2e")
 	hooks := faulthook.New(t)
 	for i := 1; i <= secureWindowJobs; i++ {
 		hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("stop-%d", i), Activity: "StopWithSavepoint", At: faulthook.Heartbeat,

@@ -11,9 +11,9 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -49,7 +49,7 @@ func (s staticInventory) Discover(context.Context) (inventory.Inventory, error) 
 	return inventory.Inventory(s), nil
 }
 
-func execute[T any](t *testing.T, a *activities.Activities, fn any, in any) (T, error) {
+func execute[T any](t *testing.T, a *app.Ports, fn any, in any) (T, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -98,10 +98,11 @@ func TestWindowActivities(t *testing.T) {
 		}
 		inv.Clusters = append(inv.Clusters, cl)
 	}
-	a := &activities.Activities{Identity: "flinksim-test", PollInterval: 10 * time.Millisecond,
+	a := &app.Ports{Identity: "flinksim-test", PollInterval: 10 * time.Millisecond,
 		Inventory: staticInventory(inv), Flink: &clients{}, Storage: &storage.Resolver{}}
+	win := app.NewFamilies(a).Windows
 
-	found, err := execute[core.DiscoverJobsResult](t, a, a.DiscoverJobs, core.DiscoverJobsInput{})
+	found, err := execute[core.DiscoverJobsResult](t, a, win.DiscoverJobs, core.DiscoverJobsInput{})
 	if err != nil || len(found.Jobs) != 6 || len(found.Skipped) != 0 {
 		t.Fatalf("discover = %d jobs, %d skipped, %v; want 6 and 0", len(found.Jobs), len(found.Skipped), err)
 	}
@@ -109,8 +110,8 @@ func TestWindowActivities(t *testing.T) {
 	for _, c := range found.Clusters {
 		urls = append(urls, c.RESTURL)
 	}
-	if _, err := execute[activities.ProbeEndpointsResult](t, a, a.ProbeEndpoints,
-		activities.ProbeEndpointsInput{StorageRoots: []string{tenantRoot}, FlinkURLs: urls}); err != nil {
+	if _, err := execute[windows.ProbeEndpointsResult](t, a, win.ProbeEndpoints,
+		windows.ProbeEndpointsInput{StorageRoots: []string{tenantRoot}, FlinkURLs: urls}); err != nil {
 		t.Fatalf("probe: %v", err)
 	}
 
@@ -137,37 +138,37 @@ func TestWindowActivities(t *testing.T) {
 			t.Fatalf("%s: discovered job %s, want %s", job.Key, job.JobID, oldIDs[job.Key])
 		}
 		trigger := flink.NewTriggerID()
-		stop, err := execute[core.StopWithSavepointResult](t, a, a.StopWithSavepoint,
+		stop, err := execute[core.StopWithSavepointResult](t, a, win.StopWithSavepoint,
 			core.StopWithSavepointInput{Job: job, TriggerID: trigger})
 		if err != nil {
 			t.Fatalf("%s: stop: %v", job.Key, err)
 		}
 		// A retried activity re-attaches to the same savepoint.
-		retry, err := execute[core.StopWithSavepointResult](t, a, a.StopWithSavepoint,
+		retry, err := execute[core.StopWithSavepointResult](t, a, win.StopWithSavepoint,
 			core.StopWithSavepointInput{Job: job, TriggerID: trigger})
 		if err != nil || !retry.Reattached || retry.SavepointPath != stop.SavepointPath {
 			t.Fatalf("%s: retried stop = %+v, %v; want %s again", job.Key, retry, err, stop.SavepointPath)
 		}
-		verified, err := execute[activities.VerifySavepointResult](t, a, a.VerifySavepoint, activities.VerifySavepointInput{Path: stop.SavepointPath})
+		verified, err := execute[windows.VerifySavepointResult](t, a, win.VerifySavepoint, windows.VerifySavepointInput{Path: stop.SavepointPath})
 		if err != nil || verified.Version != 4 || verified.CheckpointID < 2 || verified.Operators != 2 || verified.Files != 1 {
 			t.Fatalf("%s: verify %s = %+v, %v", job.Key, stop.SavepointPath, verified, err)
 		}
 		newID := flink.NewTriggerID()
-		restart := activities.RestartJobInput{Job: job, SavepointPath: stop.SavepointPath, NewJobID: newID}
-		if res, err := execute[core.RestartJobResult](t, a, a.RestartJob, restart); err != nil || res.JobID != newID || res.Reattached {
+		restart := windows.RestartJobInput{Job: job, SavepointPath: stop.SavepointPath, NewJobID: newID}
+		if res, err := execute[core.RestartJobResult](t, a, win.RestartJob, restart); err != nil || res.JobID != newID || res.Reattached {
 			t.Fatalf("%s: restart = %+v, %v", job.Key, res, err)
 		}
-		if res, err := execute[core.RestartJobResult](t, a, a.RestartJob, restart); err != nil || res.JobID != newID || !res.Reattached {
+		if res, err := execute[core.RestartJobResult](t, a, win.RestartJob, restart); err != nil || res.JobID != newID || !res.Reattached {
 			t.Fatalf("%s: retried restart = %+v, %v; want reattached", job.Key, res, err)
 		}
-		healthy, err := execute[activities.AwaitHealthyResult](t, a, a.AwaitHealthy, activities.AwaitHealthyInput{
+		healthy, err := execute[windows.AwaitHealthyResult](t, a, win.AwaitHealthy, windows.AwaitHealthyInput{
 			RESTURL: job.RESTURL, JobID: newID, SavepointPath: stop.SavepointPath,
 			RunningTimeout: 2 * time.Second, CheckpointTimeout: 2 * time.Second, Soak: 50 * time.Millisecond})
 		if err != nil || healthy.RestoredFrom != stop.SavepointPath || healthy.CheckpointID <= verified.CheckpointID {
 			t.Fatalf("%s: await healthy = %+v, %v; want restored from %s and a newer checkpoint", job.Key, healthy, err, stop.SavepointPath)
 		}
 		if i%2 == 0 {
-			if _, err := execute[struct{}](t, a, a.CancelJob, core.CancelJobInput{RESTURL: job.RESTURL, JobID: newID}); err != nil {
+			if _, err := execute[struct{}](t, a, win.CancelJob, core.CancelJobInput{RESTURL: job.RESTURL, JobID: newID}); err != nil {
 				t.Fatalf("%s: cancel: %v", job.Key, err)
 			}
 		}

@@ -1,4 +1,4 @@
-package activities
+package app
 
 import (
 	"time"
@@ -8,8 +8,11 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 )
 
-// Activities is registered once per worker; its fields are the ports.
-type Activities struct {
+// Ports are the ports and settings every activities family is built from
+// (NewFamilies): NewPorts makes them from the worker's configuration,
+// tests from fakes or real peers. Each family takes only the fields it
+// uses.
+type Ports struct {
 	// Identity names this worker process in results and logs.
 	Identity string
 	// Now is the clock; nil means time.Now. Tests set a fixed clock.
