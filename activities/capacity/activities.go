@@ -10,15 +10,16 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
-// Activities are the capacity family's activities.
+// Activities are the capacity family's activities; the port it acts on most
+// comes first.
 type Activities struct {
+	Storage core.Storage
+	// Cleanup locates the trash, which usage counts apart.
+	Cleanup   core.CleanupSettings
 	Inventory core.InventorySource
 	// Flink reads each cluster's jobs and their history, to project a
 	// restart and to attribute usage to logical jobs.
-	Flink   core.FlinkClients
-	Storage core.Storage
-	// Cleanup locates the trash, which usage counts apart.
-	Cleanup core.CleanupSettings
+	Flink core.FlinkClients
 	// Metrics receives the samples; nil disables them.
 	Metrics core.GovernanceMetrics
 	// Now is the clock; nil means time.Now.

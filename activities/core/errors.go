@@ -133,7 +133,7 @@ type errorRule struct {
 }
 
 // errorTable is the one place adapter sentinels become application
-// errors; classify applies the first rule whose sentinel the error wraps.
+// errors; Classify applies the first rule whose sentinel the error wraps.
 // Transient faults come first: an error that wraps one is retried.
 var errorTable = []errorRule{
 	{storage.ErrUnavailable, ErrTypeStorage, true},
@@ -172,7 +172,7 @@ func Classify(what string, err error) error {
 	return classifyWith(what, err, nil)
 }
 
-// ClassifyKubernetes is classify for leftover detection: an error from
+// ClassifyKubernetes is Classify for leftover detection: an error from
 // the Kubernetes API that no rule names (RBAC, bad input) needs a person.
 func ClassifyKubernetes(what string, err error) error {
 	return classifyWith(what, err, &errorRule{errType: ErrTypeKubernetes})

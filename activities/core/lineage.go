@@ -396,7 +396,7 @@ type unreadCluster struct {
 	Err     error
 }
 
-// JobHistoryRead is what jobHistory read: every run, and the clusters
+// JobHistoryRead is what JobHistory read: every run, and the clusters
 // that did not answer (for the caller to say what that costs).
 type JobHistoryRead struct {
 	Runs   []jobRun

@@ -11,13 +11,14 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
-// Activities are the drill family's activities.
+// Activities are the drill family's activities; the port it acts on most
+// comes first.
 type Activities struct {
-	Inventory core.InventorySource
+	// Drill locates the drill cluster and root (worker config).
+	Drill     core.DrillSettings
 	Flink     core.FlinkClients
 	Storage   core.Storage
-	// Drill locates the drill cluster and root (worker config).
-	Drill core.DrillSettings
+	Inventory core.InventorySource
 	// Metrics receives each tenant's drill outcome; nil disables them.
 	Metrics core.GovernanceMetrics
 	// Now is the clock; nil means time.Now.

@@ -12,11 +12,12 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
-// Activities are the governance family's activities.
+// Activities are the governance family's activities; the port it acts on most
+// comes first.
 type Activities struct {
+	Storage   core.Storage
 	Inventory core.InventorySource
 	Flink     core.FlinkClients
-	Storage   core.Storage
 	// Operator reads the Flink Kubernetes Operator's records and deletes
 	// FlinkStateSnapshots; nil when no Kubernetes inventory is configured.
 	Operator core.OperatorControl

@@ -13,14 +13,15 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
-// Activities are the upgrade family's activities.
+// Activities are the upgrade family's activities; the port it acts on most
+// comes first.
 type Activities struct {
-	Inventory core.InventorySource
-	Flink     core.FlinkClients
-	Storage   core.Storage
+	Flink core.FlinkClients
 	// Operator changes and redeploys Flink Kubernetes Operator jobs; nil
 	// when no Kubernetes inventory is configured.
-	Operator core.OperatorControl
+	Operator  core.OperatorControl
+	Storage   core.Storage
+	Inventory core.InventorySource
 	// Drill locates the drill clusters rehearsals run on (worker config).
 	Drill core.DrillSettings
 	// Metrics counts rehearsals by verdict; nil disables them.

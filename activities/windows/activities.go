@@ -13,11 +13,12 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
-// Activities are the window family's activities.
+// Activities are the window family's activities; the port it acts on most
+// comes first.
 type Activities struct {
-	Inventory  core.InventorySource
 	Flink      core.FlinkClients
 	Storage    core.Storage
+	Inventory  core.InventorySource
 	Kubernetes core.KubernetesHealth
 	// Operator suspends and resumes Flink Kubernetes Operator jobs; nil
 	// when no Kubernetes inventory is configured.

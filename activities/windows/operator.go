@@ -82,7 +82,7 @@ func (a *Activities) SuspendJob(ctx context.Context, in SuspendJobInput) (core.S
 // reads its ID (Reattached).
 func (a *Activities) ResumeJob(ctx context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
 	// A closure, not the method value: a.Operator may be nil, which
-	// operatorRef reports.
+	// core.OperatorJobs.Ref reports.
 	return a.operator().Start(ctx, in, "resume", func(ctx context.Context, ref inventory.ObjectRef, sp string, w core.OperatorWait) (core.OperatorResumeResult, error) {
 		return a.Operator.Resume(ctx, ref, sp, w)
 	})
