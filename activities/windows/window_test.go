@@ -2,7 +2,6 @@ package windows
 
 import (
 	"errors"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -12,60 +11,7 @@ import (
 	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/activities/internal/acttest"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
-	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
-
-func TestMatchJobs(t *testing.T) {
-	cluster := inventory.Cluster{ClusterID: "c1", Tenant: "t1", Jobs: []inventory.JobSpec{
-		{Name: "orders", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
-		{Name: "dup", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
-		{Name: "restarting", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
-		{Name: "backfill", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
-	}}
-	jobs := []flink.JobOverview{
-		{ID: "1", Name: "orders", State: flink.JobRunning},
-		{ID: "2", Name: "dup", State: flink.JobRunning},
-		{ID: "3", Name: "dup", State: flink.JobRunning},
-		{ID: "4", Name: "no-recipe", State: flink.JobRunning},
-		{ID: "5", Name: "restarting", State: flink.JobRestarting},
-		{ID: "6", Name: "orders", State: flink.JobFinished},
-		{ID: "7", Name: "backfill", State: flink.JobRunning},
-	}
-	targets, skipped := core.MatchJobs(cluster, jobs, core.Scope{ExcludeJobs: []string{"back*"}}, true)
-	if len(targets) != 1 || targets[0].JobID != "1" || targets[0].Key != "c1/orders" || targets[0].Tenant != "t1" {
-		t.Fatalf("targets %+v, want only c1/orders (job 1)", targets)
-	}
-	reasons := map[string]string{}
-	for _, s := range skipped {
-		reasons[s.JobID] = s.Reason
-	}
-	for id, want := range map[string]string{"2": "2 jobs named", "3": "2 jobs named", "4": "no restart recipe", "5": "not RUNNING"} {
-		if !strings.Contains(reasons[id], want) {
-			t.Errorf("job %s skipped with %q, want it to mention %q", id, reasons[id], want)
-		}
-	}
-	if _, ok := reasons["6"]; ok {
-		t.Error("a finished job was reported; it is not part of the fleet")
-	}
-	if _, ok := reasons["7"]; ok {
-		t.Error("an excluded job was reported as skipped")
-	}
-	targets, _ = core.MatchJobs(cluster, jobs, core.Scope{IncludeJobs: []string{"ord*"}}, true)
-	if len(targets) != 1 || targets[0].JobName != "orders" {
-		t.Fatalf("include filter: %+v", targets)
-	}
-	// A savepoint that leaves the job running needs no recipe; duplicate
-	// names and unclear states are still left alone.
-	targets, skipped = core.MatchJobs(cluster, jobs, core.Scope{ExcludeJobs: []string{"back*"}}, false)
-	var keys []string
-	for _, tg := range targets {
-		keys = append(keys, tg.Key)
-	}
-	sort.Strings(keys)
-	if strings.Join(keys, ",") != "c1/no-recipe,c1/orders" || len(skipped) != 3 {
-		t.Fatalf("without recipes: targets %v, skipped %+v; want c1/no-recipe and c1/orders, 3 skipped", keys, skipped)
-	}
-}
 
 func TestStopWithSavepointFailureIsNonRetryable(t *testing.T) {
 	ff := &acttest.Flink{Statuses: []flink.OperationStatus{
@@ -118,27 +64,6 @@ func TestStopWithSavepointFailureSaysWhatItSawOfTheJob(t *testing.T) {
 	}
 }
 
-func TestJobAfterFailedStop(t *testing.T) {
-	for errType, want := range map[string]string{
-		core.ErrTypeJobStoppedWithoutSavepoint: core.JobSeenStopped,
-		core.ErrTypeOperatorLastStateFallback:  core.JobSeenStopped,
-		flink.ErrorReasonUnavailable:           core.JobSeenUnanswered,
-		flink.ErrorReasonTimeout:               core.JobSeenUnanswered,
-		core.ErrTypeOperatorUnavailable:        core.JobSeenUnanswered,
-		flink.ErrorReasonStorageQuotaExceeded:  core.JobSeenRunning,
-		flink.ErrorReasonCheckpointingDisabled: core.JobSeenRunning,
-		core.ErrTypeInvalidInput:               core.JobSeenRunning,
-		flink.ErrorReasonOperationFailed:       core.JobSeenUnknown,
-		flink.ErrorReasonServerError:           core.JobSeenUnknown,
-		core.ErrTypeOperatorTimeout:            core.JobSeenUnknown,
-		"wrapError":                            core.JobSeenUnknown,
-	} {
-		if got := core.JobAfterFailedStop(errType); got != want {
-			t.Errorf("%s: %s, want %s", errType, got, want)
-		}
-	}
-}
-
 func TestStopWithSavepointNeedsATargetDir(t *testing.T) {
 	a := &Activities{Flink: acttest.OneClient{C: &acttest.Flink{}}}
 	var out core.StopWithSavepointResult
@@ -188,51 +113,6 @@ func TestAwaitHealthySucceedsAfterACheckpointNewerThanTheRestore(t *testing.T) {
 	}
 	if out.CheckpointID != 4 || out.RestoredFrom != "hdfs://nn/sp/savepoint-mine/" {
 		t.Fatalf("result %+v", out)
-	}
-}
-
-func TestSamePathTreatsFlinksLocalFormAsEqual(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		same bool
-	}{
-		{"hdfs://nn:8020/sp/savepoint-1", "hdfs://nn:8020/sp/savepoint-1/", true},
-		{"file:/data/sp/savepoint-1", "file:///data/sp/savepoint-1", true},
-		{"file:///data/sp/savepoint-1/", "file:/data/sp/savepoint-1", true},
-		{"hdfs://nn/sp/savepoint-1", "hdfs://nn:8020/sp/savepoint-1", false},
-		{"/data/sp/savepoint-1", "file:/data/sp/savepoint-1", false},
-		{"file:/data/sp/savepoint-1", "file:/data/sp/savepoint-2", false},
-	} {
-		if got := core.SamePath(c.a, c.b); got != c.same {
-			t.Errorf("samePath(%q, %q) = %v; want %v", c.a, c.b, got, c.same)
-		}
-	}
-}
-
-// A savepoint's status is asked for again after a fifth of the time it has
-// taken so far, within a minimum (a fifth of a poll interval unless set)
-// and one interval.
-func TestOperationPollDelay(t *testing.T) {
-	for _, tc := range []struct {
-		interval, least, elapsed, want time.Duration
-	}{
-		{0, 0, 0, 200 * time.Millisecond}, // the default interval, 1 s
-		{0, 0, 500 * time.Millisecond, 200 * time.Millisecond},
-		{0, 0, 2 * time.Second, 400 * time.Millisecond},
-		{0, 0, 5 * time.Second, time.Second},
-		{0, 0, time.Hour, time.Second},
-		{10 * time.Second, 0, 20 * time.Second, 4 * time.Second},
-		{10 * time.Second, 0, 0, 2 * time.Second},
-		// A set minimum replaces the fifth of an interval, never above it.
-		{3 * time.Second, 3 * time.Second, 0, 3 * time.Second},
-		{3 * time.Second, 3 * time.Second, time.Minute, 3 * time.Second},
-		{10 * time.Second, 5 * time.Second, 40 * time.Second, 8 * time.Second},
-		{time.Second, 5 * time.Second, 0, time.Second},
-	} {
-		a := &Activities{PollInterval: tc.interval, OperationPollMin: tc.least}
-		if got := a.jobs().OperationPollDelay(tc.elapsed); got != tc.want {
-			t.Errorf("interval %v, minimum %v, elapsed %v: delay %v, want %v", tc.interval, tc.least, tc.elapsed, got, tc.want)
-		}
 	}
 }
 
