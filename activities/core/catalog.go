@@ -14,6 +14,16 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
+// Catalog reads and writes the records flinkmaint keeps beside a tenant's
+// snapshots (internal/catalog): the savepoint catalog, drill and rehearsal
+// records, failed restores and the recipes of record.
+type Catalog struct {
+	Inventory InventorySource
+	Storage   Storage
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
 // Record records a savepoint this worker took in the catalog of
 // the job's tenant, under its logical job. A failure is logged, not
 // returned: the savepoint exists either way, governance attributes it
@@ -115,16 +125,6 @@ func FullPath(fs storage.FileSystem, p string) string {
 		return p
 	}
 	return strings.TrimRight(fs.URI().String(), "/") + p
-}
-
-// Catalog reads and writes the records flinkmaint keeps beside a tenant's
-// snapshots (internal/catalog): the savepoint catalog, drill and rehearsal
-// records, failed restores and the recipes of record.
-type Catalog struct {
-	Inventory InventorySource
-	Storage   Storage
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 }
 
 // ApplyRecipes restarts jobs with the recipe a committed upgrade

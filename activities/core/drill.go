@@ -8,6 +8,12 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
+// DrillSite is the drill cluster and root, and the storage they are on.
+type DrillSite struct {
+	Drill   DrillSettings
+	Storage Storage
+}
+
 // PathSegment makes a name safe as one path element.
 func PathSegment(s string) string {
 	return strings.Map(func(r rune) rune {
@@ -125,10 +131,4 @@ type DrillTarget struct {
 	// checkpoints; empty without tier 2.
 	DrillCluster string `json:"drillCluster,omitempty"`
 	DrillDir     string `json:"drillDir,omitempty"`
-}
-
-// DrillSite is the drill cluster and root, and the storage they are on.
-type DrillSite struct {
-	Drill   DrillSettings
-	Storage Storage
 }

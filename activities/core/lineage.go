@@ -17,6 +17,16 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/layout"
 )
 
+// Lineage tells whose a snapshot is: from flinkmaint's own records, the
+// operator's and each cluster's job history (see DESIGN: evidence, never a
+// job-id prefix).
+type Lineage struct {
+	Flink   FlinkClients
+	Storage Storage
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
 // SnapshotOwners is what evidence proves about whose savepoint is whose
 // (REFERENCES.md, identity on evidence). Nothing in it is inferred from a
 // job id prefix or a time: what no evidence proves is absent, and the
@@ -440,14 +450,4 @@ func ownerKey(r inventory.ObjectRef) inventory.ObjectRef {
 // which leaves no file to protect.
 func OnStorage(externalPath string) bool {
 	return strings.HasPrefix(externalPath, "/") || strings.Contains(externalPath, ":/")
-}
-
-// Lineage tells whose a snapshot is: from flinkmaint's own records, the
-// operator's and each cluster's job history (see DESIGN: evidence, never a
-// job-id prefix).
-type Lineage struct {
-	Flink   FlinkClients
-	Storage Storage
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 }

@@ -11,6 +11,13 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
+// OperatorJobs drives jobs that the Flink Kubernetes Operator runs.
+type OperatorJobs struct {
+	Operator OperatorControl
+	// PollInterval is how often a wait on the operator heartbeats.
+	PollInterval time.Duration
+}
+
 // Start starts a suspended operator job from
 // in.SavepointPath with start (Resume or Redeploy), heartbeating while the
 // operator works, and returns the job ID it reports.
@@ -66,11 +73,4 @@ func (o OperatorJobs) Ref(job JobTarget, timeout time.Duration) (inventory.Objec
 		return inventory.ObjectRef{}, NonRetryable(ErrTypeInvalidInput, "job %s: timeout %s is negative; use a positive duration or 0 for the default", job.Key, timeout)
 	}
 	return *job.Restart.Resource, nil
-}
-
-// OperatorJobs drives jobs that the Flink Kubernetes Operator runs.
-type OperatorJobs struct {
-	Operator OperatorControl
-	// PollInterval is how often a wait on the operator heartbeats.
-	PollInterval time.Duration
 }
