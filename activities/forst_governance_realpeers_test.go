@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -106,7 +106,7 @@ func TestForStJobThroughGovernanceAutoOnRealFlink2(t *testing.T) {
 	}
 	t.Cleanup(w.Stop)
 	in := workflows.GovernanceInput{RunID: "forst-" + sfx, Reason: "ForSt beside garbage", Mode: workflows.ModeAuto,
-		Scope: activities.Scope{Tenants: []string{tenant}}}
+		Scope: core.Scope{Tenants: []string{tenant}}}
 	wf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceWorkflowID(in.RunID), TaskQueue: queue},
 		workflows.GovernanceWorkflowType, in)
 	if err != nil {

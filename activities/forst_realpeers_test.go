@@ -17,7 +17,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -60,11 +62,11 @@ func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 		Tenant: tenant, ClusterID: c.ClusterID, Mode: inventory.ModeSession, RESTURL: c.RESTURL,
 		CheckpointDir: root + "/checkpoints", SavepointDir: root + "/savepoints"}}}
 	acts := forStActivities(t, p, static, root)
-	job := activities.JobTarget{Key: c.ClusterID + "/forst-native", ClusterID: c.ClusterID, Tenant: tenant, JobName: "forst-native",
+	job := core.JobTarget{Key: c.ClusterID + "/forst-native", ClusterID: c.ClusterID, Tenant: tenant, JobName: "forst-native",
 		JobID: jobID, RESTURL: c.RESTURL, SavepointDir: root + "/savepoints"}
 
-	var taken activities.TakeSavepointResult
-	runRealActivity(t, acts, acts.TakeSavepoint, activities.TakeSavepointInput{Job: job, TriggerID: strings.Repeat("c", 32), RunID: "forst-scheduled"}, &taken)
+	var taken windows.TakeSavepointResult
+	runRealActivity(t, acts, app.NewFamilies(acts).Windows.TakeSavepoint, windows.TakeSavepointInput{Job: job, TriggerID: strings.Repeat("c", 32), RunID: "forst-scheduled"}, &taken)
 	if taken.Format != string(flink.SavepointFormatNative) || !strings.Contains(taken.FormatNote, "ForSt") {
 		t.Fatalf("scheduled savepoint %+v; want NATIVE with a note naming ForSt", taken)
 	}
@@ -80,8 +82,8 @@ func TestForStJobsGetNativeSavepointsOnRealFlink2(t *testing.T) {
 		t.Fatalf("ForSt job failed over during its savepoint: %+v", exc.History.Entries)
 	}
 
-	var stopped activities.StopWithSavepointResult
-	runRealActivity(t, acts, acts.StopWithSavepoint, activities.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("d", 32),
+	var stopped core.StopWithSavepointResult
+	runRealActivity(t, acts, app.NewFamilies(acts).Windows.StopWithSavepoint, core.StopWithSavepointInput{Job: job, TriggerID: strings.Repeat("d", 32),
 		Format: string(flink.SavepointFormatCanonical), RunID: "forst-window"}, &stopped)
 	if stopped.Format != string(flink.SavepointFormatNative) || !strings.Contains(stopped.FormatNote, "CANONICAL asked") {
 		t.Fatalf("stop %+v; want NATIVE with a note that CANONICAL was asked", stopped)
@@ -164,7 +166,7 @@ func (e *forStEnv) run(t *testing.T, ctx context.Context, req flink.RunJarReques
 	return res.JobID
 }
 
-func forStActivities(t *testing.T, p *sandbox.Peers, static inventory.Static, base string) *activities.Activities {
+func forStActivities(t *testing.T, p *sandbox.Peers, static inventory.Static, base string) *app.Ports {
 	t.Helper()
 	data, err := yaml.Marshal(static)
 	if err != nil {
@@ -183,18 +185,18 @@ func forStActivities(t *testing.T, p *sandbox.Peers, static inventory.Static, ba
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts := peertest.NewActivities(t, cfg, "forst-native-test")
+	acts := peertest.NewPorts(t, cfg, "forst-native-test")
 	// Its activities run outside a worker, where no window or upgrade
 	// of flinkmaint can be in flight.
 	acts.Runs = nil
 	return acts
 }
 
-func runRealActivity(t *testing.T, acts *activities.Activities, fn, in, out any) {
+func runRealActivity(t *testing.T, acts *app.Ports, fn, in, out any) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(acts)
+	app.RegisterActivities(env, acts)
 	v, err := env.ExecuteActivity(fn, in)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -43,14 +44,14 @@ type restFleet struct {
 	down map[string]bool
 }
 
-func (r *restFleet) For(_ context.Context, url string) (activities.FlinkAPI, error) {
+func (r *restFleet) For(_ context.Context, url string) (core.FlinkAPI, error) {
 	return restClient{jobs: r.jobs[url], down: r.down[url]}, nil
 }
 
 type restClient struct {
-	activities.FlinkAPI // other calls panic: the test notices them
-	jobs                []flink.JobOverview
-	down                bool
+	core.FlinkAPI // other calls panic: the test notices them
+	jobs          []flink.JobOverview
+	down          bool
 }
 
 func (c restClient) ListJobs(context.Context) ([]flink.JobOverview, error) {
@@ -156,9 +157,9 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Inventory: kc, Flink: flinkJobs, Storage: &storage.Resolver{Guard: guard},
+	acts := &app.Ports{Inventory: kc, Flink: flinkJobs, Storage: &storage.Resolver{Guard: guard},
 		Orphans: app.KubeOrphans{Fleet: fleet},
-		Cleanup: activities.CleanupSettings{TrashRoot: "file://" + trashRoot, PlanDir: "file://" + planDir}}
+		Cleanup: core.CleanupSettings{TrashRoot: "file://" + trashRoot, PlanDir: "file://" + planDir}}
 	gov, err := metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +168,7 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 	run := func(fn, in, out any) error {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivity(acts)
+		app.RegisterActivities(env, acts)
 		v, err := env.ExecuteActivity(fn, in)
 		if err != nil {
 			return err
@@ -188,8 +189,8 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 	}
 
 	// The default TTL (24h) keeps every leftover: they were created just now.
-	var young activities.PlanCleanupResult
-	if err := run(acts.PlanCleanup, activities.PlanCleanupInput{RunID: "young", Scope: activities.Scope{Tenants: []string{"team-o"}}}, &young); err != nil {
+	var young governance.PlanCleanupResult
+	if err := run(app.NewFamilies(acts).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: "young", Scope: core.Scope{Tenants: []string{"team-o"}}}, &young); err != nil {
 		t.Fatal(err)
 	}
 	if young.Summary.Objects != 0 || young.Summary.KeptObjects != len(leftovers) || young.Summary.Items != 0 {
@@ -203,9 +204,9 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 
 	// Two hours later, with a 1h TTL, exactly the leftovers are planned.
 	acts.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
-	in := activities.PlanCleanupInput{RunID: "old", Scope: activities.Scope{Tenants: []string{"team-o"}}, Policy: activities.CleanupPolicy{OrphanTTL: time.Hour}}
-	var planned activities.PlanCleanupResult
-	if err := run(acts.PlanCleanup, in, &planned); err != nil {
+	in := governance.PlanCleanupInput{RunID: "old", Scope: core.Scope{Tenants: []string{"team-o"}}, Policy: governance.CleanupPolicy{OrphanTTL: time.Hour}}
+	var planned governance.PlanCleanupResult
+	if err := run(app.NewFamilies(acts).Governance.PlanCleanup, in, &planned); err != nil {
 		t.Fatal(err)
 	}
 	s := planned.Summary
@@ -249,9 +250,9 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	exIn := activities.ExecuteCleanupInput{RunID: "old", PlanPath: s.PlanPath, PlanSHA256: s.PlanSHA256}
-	var res activities.ExecuteCleanupResult
-	if err := run(acts.ExecuteCleanup, exIn, &res); err != nil {
+	exIn := governance.ExecuteCleanupInput{RunID: "old", PlanPath: s.PlanPath, PlanSHA256: s.PlanSHA256}
+	var res governance.ExecuteCleanupResult
+	if err := run(app.NewFamilies(acts).Governance.ExecuteCleanup, exIn, &res); err != nil {
 		t.Fatal(err)
 	}
 	refused := map[string]string{
@@ -348,8 +349,8 @@ func TestGovernanceKubernetesLeftovers(t *testing.T) {
 		return m
 	}
 	before := segments()
-	var again activities.ExecuteCleanupResult
-	if err := run(acts.ExecuteCleanup, exIn, &again); err != nil {
+	var again governance.ExecuteCleanupResult
+	if err := run(app.NewFamilies(acts).Governance.ExecuteCleanup, exIn, &again); err != nil {
 		t.Fatalf("second execution: %v", err)
 	}
 	if after := segments(); len(after) != len(before) || again.Objects != 5 || len(again.Refused) != 3 {

@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -35,7 +37,7 @@ type operatorEnv struct {
 	ctx  context.Context
 	dyn  dynamic.Interface
 	ns   string
-	acts *activities.Activities
+	acts *app.Ports
 }
 
 func newOperatorEnv(t *testing.T, prefix string) *operatorEnv {
@@ -58,7 +60,7 @@ func newOperatorEnv(t *testing.T, prefix string) *operatorEnv {
 		t.Fatal(err)
 	}
 	return &operatorEnv{t: t, ctx: ctx, dyn: dyn, ns: ns,
-		acts: &activities.Activities{Operator: app.KubeOperator{Fleet: fleet}, PollInterval: 100 * time.Millisecond}}
+		acts: &app.Ports{Operator: app.KubeOperator{Fleet: fleet}, PollInterval: 100 * time.Millisecond}}
 }
 
 // run executes one activity in the Temporal test activity environment
@@ -67,7 +69,7 @@ func newOperatorEnv(t *testing.T, prefix string) *operatorEnv {
 func (e *operatorEnv) run(fn, in, out interface{}) error {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(e.acts)
+	app.RegisterActivities(env, e.acts)
 	v, err := env.ExecuteActivity(fn, in)
 	if err != nil || out == nil { // nil: an activity that returns only an error
 		return err
@@ -77,7 +79,7 @@ func (e *operatorEnv) run(fn, in, out interface{}) error {
 
 // flinkDeployment creates an application FlinkDeployment whose job the
 // operator reports RUNNING, and returns the job target a window holds.
-func (e *operatorEnv) flinkDeployment(name string, status map[string]any, state string) activities.JobTarget {
+func (e *operatorEnv) flinkDeployment(name string, status map[string]any, state string) core.JobTarget {
 	e.t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "flink.apache.org/v1beta1", "kind": kube.KindFlinkDeployment,
@@ -100,8 +102,8 @@ func (e *operatorEnv) flinkDeployment(name string, status map[string]any, state 
 	return operatorTarget(e.ns, name)
 }
 
-func operatorTarget(ns, name string) activities.JobTarget {
-	return activities.JobTarget{Key: "cluster-" + name + "/" + name, Tenant: ns, ClusterID: "cluster-" + name, JobName: name,
+func operatorTarget(ns, name string) core.JobTarget {
+	return core.JobTarget{Key: "cluster-" + name + "/" + name, Tenant: ns, ClusterID: "cluster-" + name, JobName: name,
 		JobID: strings.Repeat("cd", 16),
 		Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
 			Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: kube.KindFlinkDeployment, Namespace: ns, Name: name}}}
@@ -245,10 +247,10 @@ func TestSuspendAndResumeJobThroughOperator(t *testing.T) {
 		jobID: strings.Repeat("ab", 16)}
 	op.run(e.ctx, t)
 
-	var a *activities.Activities
+	var a *windows.Activities
 	start := time.Now()
-	var sus activities.StopWithSavepointResult
-	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
+	var sus core.StopWithSavepointResult
+	if err := e.run(a.SuspendJob, windows.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
 		t.Fatalf("SuspendJob: %v", err)
 	}
 	t.Logf("SuspendJob returned the recorded savepoint in %s", time.Since(start).Round(time.Millisecond))
@@ -265,27 +267,27 @@ func TestSuspendAndResumeJobThroughOperator(t *testing.T) {
 		t.Fatalf("spec.job state %q upgradeMode %q after SuspendJob", state, mode)
 	}
 	// A retried suspend changes nothing and returns the same savepoint.
-	var again activities.StopWithSavepointResult
-	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &again); err != nil || again.SavepointPath != op.savepoint || !again.Reattached {
+	var again core.StopWithSavepointResult
+	if err := e.run(a.SuspendJob, windows.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &again); err != nil || again.SavepointPath != op.savepoint || !again.Reattached {
 		t.Fatalf("retried SuspendJob = %+v, %v; want the same savepoint, reattached", again, err)
 	}
 
 	// Resuming from another savepoint is refused: the operator would
 	// restore from the one it recorded.
-	var res activities.RestartJobResult
-	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: job, SavepointPath: "hdfs://nn:8020/sp/savepoint-000000-ffffffffffff", Timeout: 30 * time.Second}, &res)
-	appErr(t, err, activities.ErrTypeOperatorSavepointMismatch, false, "savepoint-cdcdcd-0123456789ab", "FlinkDeployment "+e.ns+"/orders")
+	var res core.RestartJobResult
+	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: job, SavepointPath: "hdfs://nn:8020/sp/savepoint-000000-ffffffffffff", Timeout: 30 * time.Second}, &res)
+	appErr(t, err, core.ErrTypeOperatorSavepointMismatch, false, "savepoint-cdcdcd-0123456789ab", "FlinkDeployment "+e.ns+"/orders")
 
 	start = time.Now()
-	if err := e.run(a.ResumeJob, activities.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res); err != nil {
+	if err := e.run(a.ResumeJob, core.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res); err != nil {
 		t.Fatalf("ResumeJob: %v", err)
 	}
 	t.Logf("ResumeJob returned the new job ID in %s", time.Since(start).Round(time.Millisecond))
 	if res.JobID != op.jobID || res.Reattached {
 		t.Fatalf("ResumeJob = %+v, want the operator's job ID %s", res, op.jobID)
 	}
-	var res2 activities.RestartJobResult
-	if err := e.run(a.ResumeJob, activities.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res2); err != nil || res2.JobID != op.jobID || !res2.Reattached {
+	var res2 core.RestartJobResult
+	if err := e.run(a.ResumeJob, core.ResumeJobInput{Job: job, SavepointPath: sus.SavepointPath, Timeout: 30 * time.Second}, &res2); err != nil || res2.JobID != op.jobID || !res2.Reattached {
 		t.Fatalf("retried ResumeJob = %+v, %v; want the same job, reattached", res2, err)
 	}
 	suspends, resumes, restored := op.counts()
@@ -303,32 +305,33 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 	job := e.flinkDeployment("orders", runningStatus(), kube.SpecStateRunning)
 	op := &testOperator{dyn: e.dyn, ns: e.ns, name: "orders", savepoint: "hdfs://nn:8020/sp/savepoint-cdcdcd-000000000001", jobID: strings.Repeat("ab", 16)}
 	op.run(e.ctx, t)
-	var a *activities.Activities
+	var a *windows.Activities
+	var upg *upgrades.Activities
 	change := inventory.JobSpecChange{FlinkConfiguration: map[string]string{"pipeline.max-parallelism": "256"}}
 	var inverse inventory.JobSpecChange
-	if err := e.run(a.ReadSpecInverse, activities.OperatorSpecChangeInput{Job: job, Change: change}, &inverse); err != nil {
+	if err := e.run(upg.ReadSpecInverse, upgrades.OperatorSpecChangeInput{Job: job, Change: change}, &inverse); err != nil {
 		t.Fatal(err)
 	}
 	if len(inverse.Unset) != 1 || inverse.Unset[0] != "pipeline.max-parallelism" {
 		t.Fatalf("inverse %+v; want the new key unset", inverse)
 	}
-	err := e.run(a.ChangeOperatorSpec, activities.OperatorSpecChangeInput{Job: job, Change: change}, nil)
-	appErr(t, err, activities.ErrTypeOperatorPrecondition, false, "suspend the job")
-	var sus activities.StopWithSavepointResult
-	if err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
+	err := e.run(upg.ChangeOperatorSpec, upgrades.OperatorSpecChangeInput{Job: job, Change: change}, nil)
+	appErr(t, err, core.ErrTypeOperatorPrecondition, false, "suspend the job")
+	var sus core.StopWithSavepointResult
+	if err := e.run(a.SuspendJob, windows.SuspendJobInput{Job: job, Timeout: 30 * time.Second}, &sus); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []inventory.JobSpecChange{change, change, inverse} { // a retry changes nothing
-		if err := e.run(a.ChangeOperatorSpec, activities.OperatorSpecChangeInput{Job: job, Change: c}, nil); err != nil {
+		if err := e.run(upg.ChangeOperatorSpec, upgrades.OperatorSpecChangeInput{Job: job, Change: c}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.run(a.DiscardJob, activities.DiscardJobInput{Job: job, Timeout: 30 * time.Second}, nil); err != nil {
+	if err := e.run(upg.DiscardJob, upgrades.DiscardJobInput{Job: job, Timeout: 30 * time.Second}, nil); err != nil {
 		t.Fatalf("discard of a suspended job: %v", err)
 	}
 	previous := "hdfs://nn:8020/sp/savepoint-cdcdcd-000000000000"
-	var res activities.RestartJobResult
-	if err := e.run(a.RedeployJob, activities.ResumeJobInput{Job: job, SavepointPath: previous, Timeout: 30 * time.Second}, &res); err != nil {
+	var res core.RestartJobResult
+	if err := e.run(upg.RedeployJob, core.ResumeJobInput{Job: job, SavepointPath: previous, Timeout: 30 * time.Second}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, restored := op.counts(); restored != previous || res.JobID != op.jobID {
@@ -347,9 +350,9 @@ func TestUpgradeActivitiesThroughOperator(t *testing.T) {
 // timeout far shorter than the wait and no retries: the activity must
 // heartbeat while it blocks on the operator, or the test environment fails
 // it with a heartbeat timeout.
-func suspendInWorkflow(ctx workflow.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
-	var a *activities.Activities
-	var out activities.StopWithSavepointResult
+func suspendInWorkflow(ctx workflow.Context, in windows.SuspendJobInput) (core.StopWithSavepointResult, error) {
+	var a *windows.Activities
+	var out core.StopWithSavepointResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: in.Timeout + time.Minute,
 		HeartbeatTimeout:    4 * time.Second,
@@ -363,18 +366,18 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 	job := e.flinkDeployment("stuck", runningStatus(), kube.SpecStateRunning)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterActivity(e.acts)
+	app.RegisterActivities(env, e.acts)
 	env.RegisterWorkflow(suspendInWorkflow)
 	env.SetTestTimeout(time.Minute) // the activity waits in real time
 	const wait = 9 * time.Second
 	start := time.Now()
-	env.ExecuteWorkflow(suspendInWorkflow, activities.SuspendJobInput{Job: job, Timeout: wait})
+	env.ExecuteWorkflow(suspendInWorkflow, windows.SuspendJobInput{Job: job, Timeout: wait})
 	took := time.Since(start)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
 	err := env.GetWorkflowError()
-	appErr(t, err, activities.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/stuck", "SUSPENDED", job.Key)
+	appErr(t, err, core.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/stuck", "SUSPENDED", job.Key)
 	if took < wait || took > wait+15*time.Second {
 		t.Fatalf("timed out after %s, want about %s", took, wait)
 	}
@@ -383,46 +386,46 @@ func TestSuspendJobOperatorNeverReacts(t *testing.T) {
 	// A job parked suspended on its savepoint, with no operator to resume it.
 	parked := e.flinkDeployment("parked", map[string]any{"lifecycleState": "SUSPENDED", "jobStatus": map[string]any{
 		"state": "SUSPENDED", "upgradeSavepointPath": "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab"}}, kube.SpecStateSuspended)
-	var a *activities.Activities
-	var res activities.RestartJobResult
-	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: parked, SavepointPath: "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab", Timeout: 1500 * time.Millisecond}, &res)
-	appErr(t, err, activities.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/parked", "RUNNING")
+	var a *windows.Activities
+	var res core.RestartJobResult
+	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: parked, SavepointPath: "hdfs://nn:8020/sp/savepoint-cdcdcd-0123456789ab", Timeout: 1500 * time.Millisecond}, &res)
+	appErr(t, err, core.ErrTypeOperatorTimeout, false, "FlinkDeployment "+e.ns+"/parked", "RUNNING")
 }
 
 func TestOperatorJobsRejectBadInputAndMissingResources(t *testing.T) {
 	e := newOperatorEnv(t, "act-op-input")
-	var a *activities.Activities
-	var sus activities.StopWithSavepointResult
-	var res activities.RestartJobResult
+	var a *windows.Activities
+	var sus core.StopWithSavepointResult
+	var res core.RestartJobResult
 
-	err := e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "absent"), Timeout: 5 * time.Second}, &sus)
-	appErr(t, err, activities.ErrTypeOperatorNotFound, false, "FlinkDeployment "+e.ns+"/absent")
+	err := e.run(a.SuspendJob, windows.SuspendJobInput{Job: operatorTarget(e.ns, "absent"), Timeout: 5 * time.Second}, &sus)
+	appErr(t, err, core.ErrTypeOperatorNotFound, false, "FlinkDeployment "+e.ns+"/absent")
 
 	rest := operatorTarget(e.ns, "orders")
 	rest.Restart = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"}
-	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: rest}, &sus)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, `"rest-jar-run"`, rest.Key)
+	err = e.run(a.SuspendJob, windows.SuspendJobInput{Job: rest}, &sus)
+	appErr(t, err, core.ErrTypeInvalidInput, false, `"rest-jar-run"`, rest.Key)
 
 	noResource := operatorTarget(e.ns, "orders")
 	noResource.Restart.Resource = nil
-	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: noResource, SavepointPath: "hdfs://nn/sp/savepoint-1"}, &res)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, "restart.resource")
+	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: noResource, SavepointPath: "hdfs://nn/sp/savepoint-1"}, &res)
+	appErr(t, err, core.ErrTypeInvalidInput, false, "restart.resource")
 
 	wrongKind := operatorTarget(e.ns, "orders")
 	wrongKind.Restart.Resource.Kind = "Deployment"
-	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: wrongKind}, &sus)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, "Deployment", "FlinkDeployment or FlinkSessionJob")
+	err = e.run(a.SuspendJob, windows.SuspendJobInput{Job: wrongKind}, &sus)
+	appErr(t, err, core.ErrTypeInvalidInput, false, "Deployment", "FlinkDeployment or FlinkSessionJob")
 
-	err = e.run(a.ResumeJob, activities.ResumeJobInput{Job: operatorTarget(e.ns, "orders"), SavepointPath: "savepoint-1"}, &res)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, "savepointPath")
+	err = e.run(a.ResumeJob, core.ResumeJobInput{Job: operatorTarget(e.ns, "orders"), SavepointPath: "savepoint-1"}, &res)
+	appErr(t, err, core.ErrTypeInvalidInput, false, "savepointPath")
 
-	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "orders"), Timeout: -time.Second}, &sus)
-	appErr(t, err, activities.ErrTypeInvalidInput, false, "negative")
+	err = e.run(a.SuspendJob, windows.SuspendJobInput{Job: operatorTarget(e.ns, "orders"), Timeout: -time.Second}, &sus)
+	appErr(t, err, core.ErrTypeInvalidInput, false, "negative")
 
 	// A worker without Kubernetes inventory cannot control operator jobs.
-	e.acts = &activities.Activities{}
-	err = e.run(a.SuspendJob, activities.SuspendJobInput{Job: operatorTarget(e.ns, "orders")}, &sus)
-	appErr(t, err, activities.ErrTypeInventory, false, "inventory.kubernetes")
+	e.acts = &app.Ports{}
+	err = e.run(a.SuspendJob, windows.SuspendJobInput{Job: operatorTarget(e.ns, "orders")}, &sus)
+	appErr(t, err, core.ErrTypeInventory, false, "inventory.kubernetes")
 }
 
 // TestSuspendJobRetryIgnoresAnOlderSavepoint covers a worker that died
@@ -438,8 +441,8 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 	status["jobStatus"].(map[string]any)["upgradeSavepointPath"] = old
 	target := e.flinkDeployment("stale", status, "running")
 
-	var known activities.OperatorSavepointMarks
-	if err := e.run(e.acts.ReadSavepointMarks, activities.ReadSavepointMarksInput{Job: target}, &known); err != nil {
+	var known core.OperatorSavepointMarks
+	if err := e.run(app.NewFamilies(e.acts).Windows.ReadSavepointMarks, windows.ReadSavepointMarksInput{Job: target}, &known); err != nil {
 		t.Fatal(err)
 	}
 	if known.UpgradeSavepointPath != old {
@@ -466,14 +469,14 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 	}
 
 	// Without the marks the retry would take the old savepoint.
-	var blind activities.StopWithSavepointResult
-	if err := e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second}, &blind); err != nil || blind.SavepointPath != old {
+	var blind core.StopWithSavepointResult
+	if err := e.run(app.NewFamilies(e.acts).Windows.SuspendJob, windows.SuspendJobInput{Job: target, Timeout: 3 * time.Second}, &blind); err != nil || blind.SavepointPath != old {
 		t.Fatalf("without marks: %+v, %v; expected the old savepoint (the hazard the marks prevent)", blind, err)
 	}
 	// With them it waits, and times out while only the old one is there.
-	var out activities.StopWithSavepointResult
-	err = e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 3 * time.Second, Known: &known}, &out)
-	appErr(t, err, activities.ErrTypeOperatorTimeout, false, "stale")
+	var out core.StopWithSavepointResult
+	err = e.run(app.NewFamilies(e.acts).Windows.SuspendJob, windows.SuspendJobInput{Job: target, Timeout: 3 * time.Second, Known: &known}, &out)
+	appErr(t, err, core.ErrTypeOperatorTimeout, false, "stale")
 
 	// Once the operator records the new savepoint, the retry returns it.
 	fresh := "hdfs://nn:8020/sp/savepoint-f4e5a1-111111111111"
@@ -481,7 +484,7 @@ func TestSuspendJobRetryIgnoresAnOlderSavepoint(t *testing.T) {
 	if err := writeOperatorStatus(e.ctx, e.dyn, e.ns, "stale", suspended); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.run(e.acts.SuspendJob, activities.SuspendJobInput{Job: target, Timeout: 10 * time.Second, Known: &known}, &out); err != nil || out.SavepointPath != fresh {
+	if err := e.run(app.NewFamilies(e.acts).Windows.SuspendJob, windows.SuspendJobInput{Job: target, Timeout: 10 * time.Second, Known: &known}, &out); err != nil || out.SavepointPath != fresh {
 		t.Fatalf("with marks after the operator recorded the new savepoint: %+v, %v; want %s", out, err, fresh)
 	}
 }

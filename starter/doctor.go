@@ -17,20 +17,20 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
 // Outcomes of a doctor check.
 const (
-	checkOK   = activities.CheckOK
-	checkWarn = activities.CheckWarn
-	checkFail = activities.CheckFail
+	checkOK   = doctor.CheckOK
+	checkWarn = doctor.CheckWarn
+	checkFail = doctor.CheckFail
 )
 
 // doctorCheck is one line of `flinkmaint doctor`; the worker's checks
 // come back in the same shape.
-type doctorCheck = activities.DoctorCheck
+type doctorCheck = doctor.DoctorCheck
 
 // exitWarnings is doctor's exit code when nothing failed but something
 // deserves a look.
@@ -122,7 +122,7 @@ func doctorChecks(ctx context.Context, g *globals, c client.Client) []doctorChec
 // workerChecks runs WorkerDoctor on a worker of the queue and returns
 // its findings.
 func workerChecks(ctx context.Context, g *globals, c client.Client) []doctorCheck {
-	in := activities.DoctorInput{}
+	in := doctor.DoctorInput{}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.WorkerDoctorID(nonce()), TaskQueue: g.taskQueue, WorkflowExecutionTimeout: 5 * time.Minute,
 		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrKind.ValueSet(workflows.KindDoctor)),
@@ -131,7 +131,7 @@ func workerChecks(ctx context.Context, g *globals, c client.Client) []doctorChec
 	if err != nil {
 		return []doctorCheck{{Check: "worker checks", Result: checkFail, Detail: fmt.Sprintf("start %s: %v", workflows.WorkerDoctorWorkflowType, err)}}
 	}
-	var res activities.DoctorResult
+	var res doctor.DoctorResult
 	if err := run.Get(ctx, &res); err != nil {
 		detail := fmt.Sprintf("%s did not complete: %v", run.GetID(), err)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

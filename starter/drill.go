@@ -12,7 +12,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -28,7 +29,7 @@ func newDrillCommand(g *globals) *cobra.Command {
 // drillFlags select the snapshots and the depth of a drill; they build a
 // one-off run and a schedule's action alike.
 type drillFlags struct {
-	scope       activities.Scope
+	scope       core.Scope
 	run         string
 	job         string
 	snapshot    string
@@ -64,17 +65,17 @@ func (*drillFlags) workflowTypes() []string { return []string{workflows.RestoreD
 func (f *drillFlags) build(schedule string) (string, interface{}, string, error) {
 	in := workflows.RestoreDrillInput{Schedule: schedule, Scope: f.scope, Tier: f.tier, Concurrency: f.concurrency,
 		Soak: workflows.Duration(f.soak), RunningTimeout: workflows.Duration(f.running), CheckpointTimeout: workflows.Duration(f.checkpoint),
-		Selection: activities.DrillSelection{SamplePerTenant: f.sample}}
+		Selection: drills.DrillSelection{SamplePerTenant: f.sample}}
 	switch {
 	case f.run != "" && f.snapshot != "":
 		return "", nil, "", usageErrorf("--run and --snapshot are exclusive: drill a run's savepoints, or one snapshot")
 	case f.run != "":
-		in.Selection.Mode, in.Selection.RunID = activities.DrillRunSavepoints, f.run
+		in.Selection.Mode, in.Selection.RunID = drills.DrillRunSavepoints, f.run
 	case f.snapshot != "":
 		if err := checkJobFlag(f.job, true); err != nil {
 			return "", nil, "", err
 		}
-		in.Selection.Mode, in.Selection.Job, in.Selection.Snapshot = activities.DrillSnapshot, f.job, f.snapshot
+		in.Selection.Mode, in.Selection.Job, in.Selection.Snapshot = drills.DrillSnapshot, f.job, f.snapshot
 	case f.job != "":
 		return "", nil, "", usageErrorf("--job names the job of --snapshot; give --snapshot too, or use --include-job to select jobs")
 	}

@@ -9,7 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -89,7 +90,7 @@ func (f *govFlags) bind(cmd *cobra.Command, executes bool) {
 func (f *govFlags) input() (workflows.GovernanceInput, error) {
 	in := workflows.GovernanceInput{
 		Reason: f.reason, Mode: f.mode, ReportDir: f.reportDir,
-		Scope: activities.Scope{Tenants: f.tenants, Clusters: f.clusters, IncludeJobs: f.include, ExcludeJobs: f.exclude},
+		Scope: core.Scope{Tenants: f.tenants, Clusters: f.clusters, IncludeJobs: f.include, ExcludeJobs: f.exclude},
 		Policy: workflows.GovernancePolicy{
 			Grace: workflows.Duration(f.grace), RetiredJobTTL: workflows.Duration(f.retiredTTL), KeepSavepoints: f.keepSavepoints,
 			MaxCheckpointTimeout: workflows.Duration(f.maxCheckpointTimeout),
@@ -216,7 +217,7 @@ func governanceDecisionCommand(g *globals, name, short string) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "plan of governance run %s rejected; nothing is touched\n", args[0])
 				return nil
 			}
-			var plan activities.PlanSummary
+			var plan governance.PlanSummary
 			if err := g.update(cmd.Context(), governanceID(args[0]), update, arg, &plan); err != nil {
 				return fmt.Errorf("approve governance run %s: %w", args[0], err)
 			}
@@ -307,7 +308,7 @@ func governanceStatusCommand(g *globals) *cobra.Command {
 }
 
 // printObjects lists Kubernetes objects of a plan or run as a table.
-func printObjects(w io.Writer, objects []activities.ObjectBrief, truncated bool, planPath string) error {
+func printObjects(w io.Writer, objects []governance.ObjectBrief, truncated bool, planPath string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "OBJECT\tKIND\tCLUSTER\tRULE/KEPT\tAGE\tOWNER\tOUTCOME")
 	for _, o := range objects {
@@ -382,7 +383,7 @@ func (f *governanceSchedule) build(string) (string, interface{}, string, error) 
 		}
 		return workflows.GovernanceWorkflowType, in, workflows.KindGovernance, nil
 	case scheduleQuotaWatch:
-		in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: f.gov.tenants}, Iterations: 1, SamplesPath: f.samplesPath,
+		in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: f.gov.tenants}, Iterations: 1, SamplesPath: f.samplesPath,
 			WarningPercent: f.gov.warning, CriticalPercent: f.gov.critical}
 		in.ApplyDefaults()
 		if err := in.Validate(); err != nil {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
@@ -29,7 +28,7 @@ import (
 func TestScheduleCommandsOnDevServer(t *testing.T) {
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	w := worker.New(tmp.Client, "cli-schedule-test", worker.Options{})
-	app.Register(w, &activities.Activities{Identity: "cli-schedule-test"})
+	app.Register(w, &app.Ports{Identity: "cli-schedule-test"})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

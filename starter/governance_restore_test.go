@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -15,7 +15,7 @@ import (
 // The restore's table names the run whose trash held each item: a
 // checkpoint's shared files may come back from an earlier run.
 func TestPrintRestoreNamesTheRunOfEachItem(t *testing.T) {
-	st := &workflows.GovernanceRestoreState{RunID: "r2", DryRun: true, Result: &activities.RestoreTrashResult{RestoreResult: cleanup.RestoreResult{
+	st := &workflows.GovernanceRestoreState{RunID: "r2", DryRun: true, Result: &governance.RestoreTrashResult{RestoreResult: cleanup.RestoreResult{
 		RunID: "r2", DryRun: true, Counts: map[cleanup.Outcome]int{cleanup.OutcomeStarted: 2},
 		Items: []cleanup.Record{
 			{Path: "hdfs://nn/t/checkpoints/j/chk-1", Kind: cleanup.KindCheckpointDir, Outcome: cleanup.OutcomeStarted, Detail: "would be moved back from x"},

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -17,7 +17,7 @@ import (
 // first thing to look at in a new cluster, before any window. It reads
 // only; every discovery error is printed and makes the exit code 1.
 func newInventoryCommand(g *globals) *cobra.Command {
-	var in activities.DescribeInventoryInput
+	var in doctor.DescribeInventoryInput
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "inventory",
@@ -34,7 +34,7 @@ answer, an inventory that cannot be read) is printed, and the exit code is 1.`,
 			if timeout <= 0 {
 				return usageErrorf("--timeout=%s is not valid: use a positive duration such as 2m", timeout)
 			}
-			var view activities.InventoryView
+			var view doctor.InventoryView
 			if err := runOnWorker(cmd, g, timeout, workflows.InventoryViewID(nonce()), workflows.InventoryViewWorkflowType,
 				workflows.KindInventory, in, &view); err != nil {
 				return err
@@ -62,7 +62,7 @@ answer, an inventory that cannot be read) is printed, and the exit code is 1.`,
 
 // renderInventory prints the view as a reader scans it: tenants, then per
 // cluster its dirs and a table of its jobs, then what could not be seen.
-func renderInventory(w io.Writer, v activities.InventoryView) error {
+func renderInventory(w io.Writer, v doctor.InventoryView) error {
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "%d tenant(s), %d cluster(s)\n", len(v.Tenants), len(v.Clusters))
 	for _, t := range v.Tenants {

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -29,7 +28,7 @@ import (
 func TestPingOnDevServer(t *testing.T) {
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	w := worker.New(tmp.Client, "cli-test", worker.Options{})
-	app.Register(w, &activities.Activities{Identity: "cli-test-worker"})
+	app.Register(w, &app.Ports{Identity: "cli-test-worker"})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +160,7 @@ func startDoctorWorker(t *testing.T, tmp *sandbox.Temporal, queue string, cfg co
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	acts, closeAdapters, err := app.NewActivities(cfg, queue+"-worker")
+	acts, closeAdapters, err := app.NewPorts(cfg, queue+"-worker")
 	if err != nil {
 		t.Fatal(err)
 	}

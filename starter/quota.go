@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -58,7 +58,7 @@ func newQuotaCommand(g *globals) *cobra.Command {
 			if timeout <= 0 {
 				return usageErrorf("--timeout=%s is not valid: use a positive duration such as 2m", timeout)
 			}
-			in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: tenants}, Iterations: 1, ProjectRestart: true,
+			in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: tenants}, Iterations: 1, ProjectRestart: true,
 				WarningPercent: warning, CriticalPercent: critical}
 			in.ApplyDefaults()
 			if err := in.Validate(); err != nil {
@@ -154,7 +154,7 @@ func quotaWatchStartCommand(g *globals) *cobra.Command {
 		Short: "Start the quota watch: a sample of every tenant's quota each --interval, until stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: tenants}, Interval: workflows.Duration(interval),
+			in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: tenants}, Interval: workflows.Duration(interval),
 				SamplesPath: samplesPath, WarningPercent: warning, CriticalPercent: critical}
 			in.ApplyDefaults()
 			if err := in.Validate(); err != nil {
@@ -225,7 +225,7 @@ func quotaWatchStopCommand(g *globals) *cobra.Command {
 func quotaRows(st workflows.QuotaWatchState, only []string) []quotaRow {
 	var rows []quotaRow
 	for _, t := range st.Tenants {
-		if !activities.InScope(only, t.Tenant) || t.Latest.Tenant == "" {
+		if !core.InScope(only, t.Tenant) || t.Latest.Tenant == "" {
 			continue
 		}
 		q := t.Latest

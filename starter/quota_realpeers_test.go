@@ -58,7 +58,7 @@ func TestQuotaCommandOnRealPeers(t *testing.T) {
 	cfg := config.Default()
 	cfg.Storage.HDFSUser = peers.HDFS.User
 	cfg.Inventory.StaticFile = invPath
-	acts := peertest.NewActivities(t, cfg, "quota-cli-test")
+	acts := peertest.NewPorts(t, cfg, "quota-cli-test")
 	w := worker.New(tmp.Client, "quota-cli", worker.Options{})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {

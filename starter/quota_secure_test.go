@@ -84,7 +84,7 @@ func TestQuotaCommandOnSecureHAHDFS(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	acts := peertest.NewActivities(t, cfg, "quota-secure-test")
+	acts := peertest.NewPorts(t, cfg, "quota-secure-test")
 	w := worker.New(tmp.Client, "quota-secure", worker.Options{})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {

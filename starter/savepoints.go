@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -28,7 +29,7 @@ func newSavepointsScheduleCommand(g *globals) *cobra.Command {
 
 // savepointSchedule starts ScheduledSavepoints.
 type savepointSchedule struct {
-	scope       activities.Scope
+	scope       core.Scope
 	concurrency int
 	format      string
 	timeout     time.Duration
@@ -99,13 +100,13 @@ func newSavepointsListCommand(g *globals) *cobra.Command {
 			if unknown && job != "" {
 				return usageErrorf("--unknown and --job=%q exclude each other: a savepoint of a known job is not lineage-unknown", job)
 			}
-			out, err := runCatalog(cmd, g, timeout, workflows.SavepointCatalogInput{List: &activities.ListSavepointsInput{Tenants: tenants, Job: job, Unknown: unknown}})
+			out, err := runCatalog(cmd, g, timeout, workflows.SavepointCatalogInput{List: &governance.ListSavepointsInput{Tenants: tenants, Job: job, Unknown: unknown}})
 			if err != nil {
 				return err
 			}
 			res := out.List
 			if res == nil {
-				res = &activities.ListSavepointsResult{}
+				res = &governance.ListSavepointsResult{}
 			}
 			if g.output == outputJSON {
 				return printJSON(cmd.OutOrStdout(), res)
@@ -167,13 +168,13 @@ func newSavepointsAdoptCommand(g *globals) *cobra.Command {
 			if err := checkJobFlag(job, true); err != nil {
 				return err
 			}
-			out, err := runCatalog(cmd, g, timeout, workflows.SavepointCatalogInput{Adopt: &activities.AdoptSavepointsInput{Job: job, Paths: args, Force: force}})
+			out, err := runCatalog(cmd, g, timeout, workflows.SavepointCatalogInput{Adopt: &governance.AdoptSavepointsInput{Job: job, Paths: args, Force: force}})
 			if err != nil {
 				return err
 			}
 			res := out.Adopt
 			if res == nil {
-				res = &activities.AdoptSavepointsResult{}
+				res = &governance.AdoptSavepointsResult{}
 			}
 			if g.output == outputJSON {
 				return printJSON(cmd.OutOrStdout(), res)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -13,7 +13,7 @@ func TestScheduleActionsCarryASummary(t *testing.T) {
 	for name, act := range map[string]scheduleAction{
 		"governance":  &governanceSchedule{workflow: scheduleGovernance, gov: govFlags{mode: workflows.ModeAuto, action: workflows.CleanupActionTrash, tenants: []string{"team-a"}}},
 		"quota watch": &governanceSchedule{workflow: scheduleQuotaWatch, gov: govFlags{tenants: []string{"team-a"}}},
-		"savepoints":  &savepointSchedule{concurrency: 4, format: workflows.FormatCanonical, timeout: time.Hour, scope: activities.Scope{Tenants: []string{"team-a"}}},
+		"savepoints":  &savepointSchedule{concurrency: 4, format: workflows.FormatCanonical, timeout: time.Hour, scope: core.Scope{Tenants: []string{"team-a"}}},
 		"drill":       &drillFlags{tier: 1, concurrency: 2, soak: time.Second, running: time.Minute, checkpoint: time.Minute},
 	} {
 		spec := scheduleSpec{every: time.Hour}

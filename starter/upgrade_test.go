@@ -11,7 +11,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -157,7 +159,7 @@ func sampleUpgradeState() workflows.UpgradeState {
 	at := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
 	return workflows.UpgradeState{
 		UpgradeID: "orders-1", Phase: workflows.UpgradePhaseStart,
-		Job: activities.JobTarget{Key: "cluster-a/orders", Tenant: "team-a", JobID: "0000000000000000000000000000aaaa",
+		Job: core.JobTarget{Key: "cluster-a/orders", Tenant: "team-a", JobID: "0000000000000000000000000000aaaa",
 			Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "hdfs://nn/jars/orders-1.jar", EntryClass: "com.example.Orders"}},
 		NewRecipe: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "hdfs://nn/jars/orders-2.jar", EntryClass: "com.example.Orders"},
 		Savepoint: "hdfs://nn/sp/savepoint-aaaa-1", StartAttempts: 1, NewJobID: "0000000000000000000000000000bbbb",
@@ -176,7 +178,7 @@ func TestPrintUpgradeCheck(t *testing.T) {
 	st.FinishedAt = st.StartedAt.Add(time.Minute)
 	st.Rehearsal = &workflows.RehearsalResult{Verdict: catalog.RehearsalIncompatible, FlinkVersion: "2.3.0", Savepoint: "hdfs://nn/sp/savepoint-aaaa-2",
 		DrillCluster: "http://drill-2-3:8081", Jar: "hdfs://nn/jars/orders-2.jar",
-		Cause: &activities.RehearsalCause{Kind: activities.CauseUnmatchedOperator, Text: "Flink cannot map the state of operator keyed (0123) to the new program"}}
+		Cause: &upgrades.RehearsalCause{Kind: upgrades.CauseUnmatchedOperator, Text: "Flink cannot map the state of operator keyed (0123) to the new program"}}
 	var out bytes.Buffer
 	if err := printUpgradeState(&out, &st); err != nil {
 		t.Fatal(err)
@@ -264,7 +266,7 @@ func TestPrintParallelUpgradeState(t *testing.T) {
 	st.NewRecipe = inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, JarID: "5c1e_orders.jar", EntryClass: "com.example.Orders",
 		FlinkConfiguration: map[string]string{"pipeline.object-reuse": "true"}}
 	st.Healthy = &workflows.JobRestartResult{JobID: st.NewJobID, CheckpointID: 4,
-		Readings: []activities.MetricReading{{Check: "numRecordsOut (sum over vertices matching \"Sink\") >= 1", Source: "Sink: out", Value: 812}}}
+		Readings: []windows.MetricReading{{Check: "numRecordsOut (sum over vertices matching \"Sink\") >= 1", Source: "Sink: out", Value: 812}}}
 	var out bytes.Buffer
 	if err := printUpgradeState(&out, &st); err != nil {
 		t.Fatal(err)

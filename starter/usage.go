@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
@@ -47,9 +47,9 @@ func newUsageCommand(g *globals) *cobra.Command {
 			if err := checkUsageFlags(tenants, top, output, timeout); err != nil {
 				return err
 			}
-			var res activities.TenantUsageResult
+			var res capacity.TenantUsageResult
 			if err := runOnWorker(cmd, g, timeout, workflows.UsageWorkflowID(nonce()), workflows.UsageWorkflowType, workflows.KindUsage,
-				activities.TenantUsageInput{Tenants: tenants, Top: top}, &res); err != nil {
+				capacity.TenantUsageInput{Tenants: tenants, Top: top}, &res); err != nil {
 				return err
 			}
 			switch output {
@@ -90,7 +90,7 @@ func checkUsageFlags(tenants []string, top int, output string, timeout time.Dura
 
 // writeUsageTable writes per tenant a line per kind, then the top
 // offenders by files and by bytes.
-func writeUsageTable(w io.Writer, res activities.TenantUsageResult) error {
+func writeUsageTable(w io.Writer, res capacity.TenantUsageResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(cells []string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
 	upper := func(cells []string) []string {
@@ -135,7 +135,7 @@ func writeUsageTable(w io.Writer, res activities.TenantUsageResult) error {
 var usageCSVHeader = []string{"tenant", "job", "kind", "files", "dirs", "bytes", "growth_files", "growth_dirs", "growth_bytes"}
 
 // writeUsageCSV writes one row per tenant, logical job and kind.
-func writeUsageCSV(w io.Writer, res activities.TenantUsageResult) error {
+func writeUsageCSV(w io.Writer, res capacity.TenantUsageResult) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(usageCSVHeader); err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -63,7 +63,7 @@ func TestUsageCommandOnDevServer(t *testing.T) {
 	if err := os.WriteFile(cfg.Inventory.StaticFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	acts := peertest.NewActivities(t, cfg, "usage-cli-test")
+	acts := peertest.NewPorts(t, cfg, "usage-cli-test")
 	w := worker.New(tmp.Client, "usage-cli", worker.Options{})
 	app.Register(w, acts)
 	if err := w.Start(); err != nil {
@@ -92,7 +92,7 @@ func TestUsageCommandOnDevServer(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var first activities.TenantUsageResult
+	var first capacity.TenantUsageResult
 	if err := json.Unmarshal([]byte(stdout), &first); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
 
@@ -39,13 +39,13 @@ func TestUsageFlagErrors(t *testing.T) {
 
 // usageResult has one tenant sampled before (growth known) and one sampled
 // for the first time.
-func usageResult() activities.TenantUsageResult {
+func usageResult() capacity.TenantUsageResult {
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g := &usage.Figures{Files: 2, Dirs: -1, Bytes: 300}
 	orders := usage.JobUsage{Job: "a/c/orders", Figures: usage.Figures{Files: 7, Dirs: 3, Bytes: 900}, Growth: g,
 		Kinds: []usage.KindUsage{{Kind: usage.KindCheckpoints, Figures: usage.Figures{Files: 2, Dirs: 2, Bytes: 100}, Growth: g},
 			{Kind: usage.KindShared, Figures: usage.Figures{Files: 5, Dirs: 1, Bytes: 800}, Growth: &usage.Figures{}}}}
-	return activities.TenantUsageResult{Tenants: []usage.Report{
+	return capacity.TenantUsageResult{Tenants: []usage.Report{
 		{Tenant: "a", Root: "hdfs://nn/a", Since: &since,
 			Kinds:    []usage.KindUsage{{Kind: usage.KindCheckpoints, Figures: usage.Figures{Files: 2, Dirs: 3, Bytes: 100}, Growth: g}},
 			Jobs:     []usage.JobUsage{orders, {Job: usage.Unattributed, Figures: usage.Figures{Dirs: 1}, Growth: &usage.Figures{}, Kinds: []usage.KindUsage{{Kind: usage.KindStructure, Figures: usage.Figures{Dirs: 1}, Growth: &usage.Figures{}}}}},

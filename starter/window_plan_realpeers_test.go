@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -101,7 +101,7 @@ func TestWindowPlanOnRealPeers(t *testing.T) {
 	if err := os.WriteFile(cfg.Inventory.StaticFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	acts := peertest.NewActivities(t, cfg, "window-plan-test")
+	acts := peertest.NewPorts(t, cfg, "window-plan-test")
 	const queue = "window-plan"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
@@ -173,7 +173,7 @@ policy:
 	// The inventory as the worker sees it: each cluster with its dirs and
 	// version, each test job running with its recipe and latest checkpoint.
 	code, stdout, stderr = runCLI([]string{"inventory", "-o", "json"}, env)
-	var view activities.InventoryView
+	var view doctor.InventoryView
 	if err := json.Unmarshal([]byte(stdout), &view); err != nil {
 		t.Fatalf("inventory: exit %d: %v\n%s%s", code, err, stdout, stderr)
 	}
@@ -188,7 +188,7 @@ policy:
 		t.Fatalf("inventory: exit %d with %d problems, %d clusters, %d tenants; want the sandbox's %d clusters and no discovery error\n%s", code, view.Problems(), len(view.Clusters), len(view.Tenants), len(peers.Clusters), stdout)
 	}
 	for i, c := range view.Clusters {
-		var mine *activities.JobView
+		var mine *doctor.JobView
 		for k := range c.Jobs {
 			if c.Jobs[k].ID == jobs[i].id {
 				mine = &c.Jobs[k]

@@ -18,7 +18,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -85,7 +86,7 @@ func TestRefusedInputIsUsage(t *testing.T) {
 	if !ok || msg != `the scope does not resolve, so no job is stopped: tenant "x" is not in the inventory` {
 		t.Fatalf("refusal(%v) = %q, %v", refused, msg, ok)
 	}
-	other := workflowFailedError{roundTrip(temporal.NewApplicationError("flink unreachable", activities.ErrTypeInventory))}
+	other := workflowFailedError{roundTrip(temporal.NewApplicationError("flink unreachable", core.ErrTypeInventory))}
 	if _, ok := refusal(other); ok {
 		t.Fatal("an inventory failure read as a refusal")
 	}
@@ -123,20 +124,20 @@ func samplePlan() *workflows.WindowPlan {
 	in.Policy.Restart.Concurrency = 2
 	in.Policy.ApplyDefaults()
 	p := &workflows.WindowPlan{WindowID: in.WindowID, Reason: in.Reason, Ticket: in.Ticket, Policy: in.Policy,
-		Scope:   activities.Scope{Tenants: []string{"team-a", "team-b"}, ExcludeJobs: []string{"*-backfill"}},
+		Scope:   core.Scope{Tenants: []string{"team-a", "team-b"}, ExcludeJobs: []string{"*-backfill"}},
 		Tenants: []workflows.PlanTenant{{Name: "team-a", Clusters: []string{"cluster-a"}, Jobs: 2}, {Name: "team-b", Clusters: []string{"cluster-b"}, Jobs: 1, Skipped: 1}},
 		Jobs: []workflows.PlanJob{
 			{Key: "cluster-b/clicks", Tenant: "team-b", ClusterID: "cluster-b", JobName: "clicks", JobID: "cccc", RestartKind: "rest-jar-run", Wave: 1},
 			{Key: "cluster-a/billing", Tenant: "team-a", ClusterID: "cluster-a", JobName: "billing", JobID: "aaaa", RestartKind: "rest-jar-run", SavepointDir: "hdfs://nn/a/sp"},
 			{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", JobName: "orders", JobID: "bbbb", RestartKind: "operator-resume", Wave: 1},
 		},
-		Skipped: []activities.SkippedJob{{Key: "cluster-b/adhoc", JobID: "eeee", Reason: "no restart recipe"}},
+		Skipped: []core.SkippedJob{{Key: "cluster-b/adhoc", JobID: "eeee", Reason: "no restart recipe"}},
 		Waves: []workflows.PlanWave{{Wave: 0, Canary: true, Jobs: []string{"cluster-a/billing"}, Concurrency: 2},
 			{Wave: 1, Jobs: []string{"cluster-a/orders", "cluster-b/clicks"}, Concurrency: 2}},
 		Quota: []workflows.PlanQuota{
-			{TenantQuota: activities.TenantQuota{Tenant: "team-a", NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", ProjectedFiles: 40, RestartAllowed: true,
+			{TenantQuota: capacity.TenantQuota{Tenant: "team-a", NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", ProjectedFiles: 40, RestartAllowed: true,
 				GateReason: "restart needs 40 of 900 free"}, ProjectedUsed: 140},
-			{TenantQuota: activities.TenantQuota{Tenant: "team-b", NamespaceUsed: 950, NamespaceQuota: 1000, Percent: 95, Level: "critical", Reason: "95% used", ProjectedFiles: 60,
+			{TenantQuota: capacity.TenantQuota{Tenant: "team-b", NamespaceUsed: 950, NamespaceQuota: 1000, Percent: 95, Level: "critical", Reason: "95% used", ProjectedFiles: 60,
 				GateReason: "only 50 free"}, ProjectedUsed: 1010, PreflightPause: true},
 		},
 		Duration: workflows.PlanDuration{Method: "rounds × timeouts", Bound: workflows.Duration(90 * time.Minute), Phases: []workflows.PlanPhase{

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -60,8 +60,8 @@ func TestWindowSubcommandsRefuseWrongArgumentCounts(t *testing.T) {
 // the commands that answer it.
 func TestPrintWindowStateShowsEachFailedJobAndTheCommands(t *testing.T) {
 	st := workflows.WindowState{WindowID: "w1", Phase: workflows.WindowPhaseSavepointAll,
-		Jobs: []workflows.JobProgress{{Target: activities.JobTarget{Key: "cluster-b/job-b"}, SavepointState: workflows.StepFailed,
-			Seen: activities.JobSeenUnanswered, SavepointError: "connection refused"}},
+		Jobs: []workflows.JobProgress{{Target: core.JobTarget{Key: "cluster-b/job-b"}, SavepointState: workflows.StepFailed,
+			Seen: core.JobSeenUnanswered, SavepointError: "connection refused"}},
 		Pending: &workflows.PendingDecision{Kind: workflows.DecisionSavepointFailures, Since: time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC),
 			Reason: "1 job(s) could not be stopped with a savepoint:\n- cluster-b/job-b: its state is unknown because its cluster did not answer; cause: connection refused",
 			Jobs:   []string{"cluster-b/job-b"}, Allowed: []string{workflows.ActionRetryJob, workflows.ActionSkipJob, workflows.ActionResume, workflows.ActionAbort}}}

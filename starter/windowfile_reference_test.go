@@ -30,7 +30,8 @@ import (
 const windowReferenceFile = "docs/window-file.md"
 
 // windowDocSources are the packages whose types a window file holds.
-var windowDocSources = []string{gendoc.Module + "/workflows", gendoc.Module + "/activities", gendoc.Module + "/internal/cleanup"}
+var windowDocSources = []string{gendoc.Module + "/workflows", gendoc.Module + "/activities/core", gendoc.Module + "/activities/windows",
+	gendoc.Module + "/activities/governance", gendoc.Module + "/activities/capacity", gendoc.Module + "/internal/cleanup"}
 
 // mirrors maps a type that carries another package's settings in
 // workflow input to that type: a field it leaves undocumented takes the

@@ -27,7 +27,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/buildinfo"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -146,13 +146,13 @@ func checkConfig(ctx context.Context, cfg config.Config) error {
 // prepared is what the configuration alone decides, built by serve and
 // --check-config alike before anything is reached.
 type prepared struct {
-	acts          *activities.Activities
+	acts          *app.Ports
 	closeAdapters func() error
 	codecToken    string
 }
 
 func prepare(cfg config.Config) (prepared, error) {
-	acts, closeAdapters, err := app.NewActivities(cfg, workerIdentity())
+	acts, closeAdapters, err := app.NewPorts(cfg, workerIdentity())
 	if err != nil {
 		return prepared{}, err
 	}
@@ -335,7 +335,7 @@ func startHTTP(cfg config.HTTP, codecToken string, routes httpRoutes, zl zerolog
 // create them; where state may be moved is for people to decide (and a
 // tenant root may come with the tenant). A storage that does not answer
 // within a few seconds is left to the runs.
-func warnMissingDirs(ctx context.Context, cfg config.Config, fs activities.Storage, zl zerolog.Logger) {
+func warnMissingDirs(ctx context.Context, cfg config.Config, fs core.Storage, zl zerolog.Logger) {
 	if fs == nil {
 		return
 	}

@@ -5,7 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -75,15 +79,15 @@ func StartSummary(in interface{}) string {
 		case v.List != nil && v.List.Job != "":
 			return clip("list savepoints of "+v.List.Job, maxSummaryBytes)
 		case v.List != nil:
-			return clip("list savepoints of "+tenantsText(activities.Scope{Tenants: v.List.Tenants}), maxSummaryBytes)
+			return clip("list savepoints of "+tenantsText(core.Scope{Tenants: v.List.Tenants}), maxSummaryBytes)
 		case v.Adopt != nil:
 			return clip(fmt.Sprintf("adopt %d savepoint(s) into %s", len(v.Adopt.Paths), v.Adopt.Job), maxSummaryBytes)
 		}
-	case activities.TenantUsageInput:
-		return clip("storage usage of "+tenantsText(activities.Scope{Tenants: v.Tenants}), maxSummaryBytes)
+	case capacity.TenantUsageInput:
+		return clip("storage usage of "+tenantsText(core.Scope{Tenants: v.Tenants}), maxSummaryBytes)
 	case PingInput:
 		return clip("ping: "+v.Message, maxSummaryBytes)
-	case activities.DoctorInput:
+	case doctor.DoctorInput:
 		return "doctor: checks from the worker"
 	}
 	return ""
@@ -109,9 +113,9 @@ func drillSummary(in RestoreDrillInput) string {
 	sel := in.Selection
 	var what string
 	switch sel.Mode {
-	case activities.DrillRunSavepoints:
+	case drills.DrillRunSavepoints:
 		what = "savepoints of run " + sel.RunID
-	case activities.DrillSnapshot:
+	case drills.DrillSnapshot:
 		what = sel.Job + " from " + lastElement(sel.Snapshot)
 	default:
 		what = fmt.Sprintf("latest checkpoints of %s in %s%s", jobsText(in.Scope), tenantsText(in.Scope), clustersText(in.Scope))
@@ -448,7 +452,7 @@ func governanceDetails(workflowID string, st *GovernanceState) string {
 }
 
 // governanceApprovalCommands answer a plan that waits for approval.
-func governanceApprovalCommands(workflowID string, plan *activities.PlanSummary) []string {
+func governanceApprovalCommands(workflowID string, plan *governance.PlanSummary) []string {
 	name := governanceCommandName(workflowID)
 	return []string{fmt.Sprintf("flinkmaint governance approve %s --plan-sha256 %s --reason TEXT", name, plan.PlanSHA256),
 		fmt.Sprintf("flinkmaint governance reject %s --reason TEXT", name)}
@@ -606,7 +610,7 @@ func upgradeDetails(in *UpgradeInput, st *UpgradeState) string {
 // ---- text helpers ----
 
 // jobsText says which jobs a scope selects.
-func jobsText(s activities.Scope) string {
+func jobsText(s core.Scope) string {
 	t := "all jobs"
 	if len(s.IncludeJobs) > 0 {
 		t = "jobs " + listText(s.IncludeJobs)
@@ -617,14 +621,14 @@ func jobsText(s activities.Scope) string {
 	return t
 }
 
-func tenantsText(s activities.Scope) string {
+func tenantsText(s core.Scope) string {
 	if len(s.Tenants) == 0 {
 		return "every tenant"
 	}
 	return listText(s.Tenants)
 }
 
-func clustersText(s activities.Scope) string {
+func clustersText(s core.Scope) string {
 	if len(s.Clusters) == 0 {
 		return ""
 	}

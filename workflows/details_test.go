@@ -15,7 +15,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -25,12 +28,12 @@ var detailsAt = time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 // detailsWindow is a window of n jobs in the given phase, every savepoint
 // taken and every restart pending.
 func detailsWindow(phase string, keys ...string) (WindowInput, WindowState) {
-	in := WindowInput{WindowID: "wk-49", Reason: "dc network change", Scope: activities.Scope{Tenants: []string{"team-a", "team-b"}},
+	in := WindowInput{WindowID: "wk-49", Reason: "dc network change", Scope: core.Scope{Tenants: []string{"team-a", "team-b"}},
 		Policy: WindowPolicy{ManifestDir: "hdfs://nn/flinkmaint/windows"}}
 	in.Policy.ApplyDefaults()
 	st := WindowState{WindowID: "wk-49", Phase: phase, StartedAt: detailsAt.Add(-time.Hour), ManifestPath: "hdfs://nn/flinkmaint/windows/wk-49/manifest.json"}
 	for _, k := range keys {
-		st.Jobs = append(st.Jobs, JobProgress{Target: activities.JobTarget{Key: k}, SavepointState: StepDone, RestartState: StepPending,
+		st.Jobs = append(st.Jobs, JobProgress{Target: core.JobTarget{Key: k}, SavepointState: StepDone, RestartState: StepPending,
 			SavepointPath: "hdfs://nn/sp/" + k})
 	}
 	return in, st
@@ -40,7 +43,7 @@ func detailsWindow(phase string, keys ...string) (WindowInput, WindowState) {
 // table, the decision and the commands that answer it, byte for byte.
 func TestWindowDetailsWaitingForTheNetworkChange(t *testing.T) {
 	in, st := detailsWindow(WindowPhaseNetworkGate, "cluster-a/orders", "cluster-a/payments", "cluster-b/clicks")
-	st.Skipped = []activities.SkippedJob{{Key: "cluster-a/adhoc", Reason: "no restart recipe"}}
+	st.Skipped = []core.SkippedJob{{Key: "cluster-a/adhoc", Reason: "no restart recipe"}}
 	st.Pending = &PendingDecision{Kind: DecisionNetworkChange, Allowed: []string{UpdateConfirmNetworkChange}, Since: detailsAt,
 		Reason: "all jobs in scope are stopped with savepoints; confirm the network change is done (flinkmaint window confirm-network-change)"}
 	want := "**Window** `wk-49` · **phase** `network-gate`\n\n" +
@@ -164,7 +167,7 @@ func TestWindowDetailsPauseAndProgress(t *testing.T) {
 func TestGovernanceDetailsAwaitingApproval(t *testing.T) {
 	st := GovernanceState{RunID: "nightly-1a2b3c4d", Mode: ModePlanAndApprove, Phase: GovernancePhaseAwaitingApproval, StartedAt: detailsAt,
 		ApprovalDeadline: detailsAt.Add(24 * time.Hour),
-		Plan: &activities.PlanSummary{PlanPath: "hdfs://nn/plans/nightly/plan.json", PlanSHA256: "5f1e0c3a", Action: CleanupActionTrash,
+		Plan: &governance.PlanSummary{PlanPath: "hdfs://nn/plans/nightly/plan.json", PlanSHA256: "5f1e0c3a", Action: CleanupActionTrash,
 			Items: 12, Files: 40, Dirs: 5, Bytes: 1536, KeptItems: 30, LiveJobs: 4,
 			ScopeTenants: []inventory.Tenant{{Name: "team-a"}, {Name: "team-b"}}}}
 	got := governanceDetails("governance-nightly", &st)
@@ -200,7 +203,7 @@ func TestGovernanceDetailsAwaitingApproval(t *testing.T) {
 	st.Approval = &ApprovalRecord{Approved: true, By: "alice", Reason: "reviewed", At: detailsAt}
 	st.Phase = GovernancePhaseCompleted
 	st.FinishedAt = detailsAt.Add(time.Hour)
-	st.Execution = &activities.ExecuteCleanupResult{Items: 12, Files: 40, Dirs: 5, Bytes: 1536}
+	st.Execution = &governance.ExecuteCleanupResult{Items: 12, Files: 40, Dirs: 5, Bytes: 1536}
 	got = governanceDetails("governance-nightly", &st)
 	for _, want := range []string{"| applied | 12 | 40 | 5 | 1.5 KiB |\n", "**Plan approved** by alice at 2026-12-01T09:30:00Z: reviewed", "finished 2026-12-01T10:30:00Z"} {
 		if !strings.Contains(got, want) {
@@ -214,7 +217,7 @@ func TestGovernanceDetailsAwaitingApproval(t *testing.T) {
 
 func TestDrillDetailsCountSnapshots(t *testing.T) {
 	rep := RestoreDrillReport{RunID: "drill-nightly", Tier: 2, StartedAt: detailsAt, Tenants: []string{"team-a"}, Running: 1,
-		Skipped: []activities.SkippedJob{{Key: "c/x"}},
+		Skipped: []core.SkippedJob{{Key: "c/x"}},
 		Jobs: []JobDrillResult{
 			{Key: "c/job-0", Snapshot: "hdfs://nn/ck/j0/chk-5", Outcome: catalog.DrillPassed},
 			{Key: "c/job-1", Snapshot: "hdfs://nn/ck/j1/chk-5", Outcome: catalog.DrillFailed, Error: "missing hdfs://nn/ck/j1/shared/x"},
@@ -246,7 +249,7 @@ func TestUpgradeDetails(t *testing.T) {
 	in := upgradeInput("--version", "2")
 	in.ApplyDefaults()
 	st := UpgradeState{UpgradeID: in.UpgradeID, Phase: UpgradePhaseStart, Mode: UpgradeModeStop, StartedAt: detailsAt,
-		Job:       activities.JobTarget{Key: in.Job, JobID: "aaaa0000aaaa0000aaaa0000aaaa0000"},
+		Job:       core.JobTarget{Key: in.Job, JobID: "aaaa0000aaaa0000aaaa0000aaaa0000"},
 		Savepoint: "hdfs://nn/sp/savepoint-1", NewJobID: "bbbb1111bbbb1111bbbb1111bbbb1111", StartAttempts: 2,
 		GateError: "Cannot map checkpoint/savepoint state for operator fcfb2cd74328d289a0b17a4030f9cfdc to the new program",
 		Unmatched: []string{"fcfb2cd74328d289a0b17a4030f9cfdc"}}
@@ -290,23 +293,23 @@ func TestSummaries(t *testing.T) {
 	for name, tc := range map[string]struct {
 		got, want string
 	}{
-		"window": {StartSummary(WindowInput{WindowID: "wk-49", Reason: "dc\nnetwork change", Scope: activities.Scope{Tenants: []string{"team-a", "team-b"}}}),
+		"window": {StartSummary(WindowInput{WindowID: "wk-49", Reason: "dc\nnetwork change", Scope: core.Scope{Tenants: []string{"team-a", "team-b"}}}),
 			"window wk-49: all jobs in team-a, team-b — dc network change"},
-		"window jobs": {StartSummary(WindowInput{WindowID: "w", Reason: "r", Scope: activities.Scope{Clusters: []string{"cluster-a"}, IncludeJobs: []string{"orders-*"}, ExcludeJobs: []string{"orders-test"}}}),
+		"window jobs": {StartSummary(WindowInput{WindowID: "w", Reason: "r", Scope: core.Scope{Clusters: []string{"cluster-a"}, IncludeJobs: []string{"orders-*"}, ExcludeJobs: []string{"orders-test"}}}),
 			"window w: jobs orders-* except orders-test in every tenant on cluster-a — r"},
-		"governance": {StartSummary(GovernanceInput{Mode: ModePlanAndApprove, Scope: activities.Scope{Tenants: []string{"team-a"}}}),
+		"governance": {StartSummary(GovernanceInput{Mode: ModePlanAndApprove, Scope: core.Scope{Tenants: []string{"team-a"}}}),
 			"governance of team-a (plan-and-approve)"},
 		"governance default mode": {StartSummary(GovernanceInput{Reason: "nightly"}), "governance of every tenant (plan) — nightly"},
-		"drill": {StartSummary(RestoreDrillInput{Tier: 1, Schedule: "nightly", Selection: activities.DrillSelection{Mode: activities.DrillRunSavepoints, RunID: "window-wk-49"}}),
+		"drill": {StartSummary(RestoreDrillInput{Tier: 1, Schedule: "nightly", Selection: drills.DrillSelection{Mode: drills.DrillRunSavepoints, RunID: "window-wk-49"}}),
 			"restore drill (tier 1): savepoints of run window-wk-49 (schedule nightly)"},
-		"drill snapshot": {StartSummary(RestoreDrillInput{Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: "c/orders", Snapshot: "hdfs://nn/sp/savepoint-1a/"}}),
+		"drill snapshot": {StartSummary(RestoreDrillInput{Selection: drills.DrillSelection{Mode: drills.DrillSnapshot, Job: "c/orders", Snapshot: "hdfs://nn/sp/savepoint-1a/"}}),
 			"restore drill (tier 2): c/orders from savepoint-1a"},
 		"upgrade": {StartSummary(UpgradeInput{UpgradeID: "orders-v2", Job: "cluster-a/orders", Reason: "schema v2"}), "upgrade orders-v2: cluster-a/orders to a new version (mode stop) — schema v2"},
-		"savepoints": {StartSummary(ScheduledSavepointsInput{Schedule: "six-hourly", Scope: activities.Scope{Tenants: []string{"team-a"}}}),
+		"savepoints": {StartSummary(ScheduledSavepointsInput{Schedule: "six-hourly", Scope: core.Scope{Tenants: []string{"team-a"}}}),
 			"savepoints of all jobs in team-a, jobs keep running (schedule six-hourly)"},
 		"quota":   {StartSummary(QuotaWatchInput{Iterations: 1}), "quota check of every tenant"},
-		"usage":   {StartSummary(activities.TenantUsageInput{Tenants: []string{"team-a"}}), "storage usage of team-a"},
-		"adopt":   {StartSummary(SavepointCatalogInput{Adopt: &activities.AdoptSavepointsInput{Job: "c/orders", Paths: []string{"a", "b"}}}), "adopt 2 savepoint(s) into c/orders"},
+		"usage":   {StartSummary(capacity.TenantUsageInput{Tenants: []string{"team-a"}}), "storage usage of team-a"},
+		"adopt":   {StartSummary(SavepointCatalogInput{Adopt: &governance.AdoptSavepointsInput{Job: "c/orders", Paths: []string{"a", "b"}}}), "adopt 2 savepoint(s) into c/orders"},
 		"ping":    {StartSummary(PingInput{Message: "hello"}), "ping: hello"},
 		"unknown": {StartSummary(42), ""},
 		"savepoint child": {savepointChildSummary("cluster-a/orders", "window wk-49", 2),
@@ -315,10 +318,10 @@ func TestSummaries(t *testing.T) {
 			"restart cluster-a/orders from savepoint (window wk-49, canary wave)"},
 		"drill child": {drillChildSummary("canary ", "cluster-a/orders", "hdfs://nn/sp/savepoint-1a", 2, "window wk-49"),
 			"canary restore drill of cluster-a/orders savepoint-1a (tier 2, window wk-49)"},
-		"cleanup child": {governanceSummary(GovernanceInput{Mode: ModePlanAndApprove, Scope: activities.Scope{Tenants: []string{"team-a", "team-b"}},
+		"cleanup child": {governanceSummary(GovernanceInput{Mode: ModePlanAndApprove, Scope: core.Scope{Tenants: []string{"team-a", "team-b"}},
 			Reason: "post-restart cleanup of maintenance window wk-49"}),
 			"governance of team-a, team-b (plan-and-approve) — post-restart cleanup of maintenance window wk-49"},
-		"many tenants": {StartSummary(GovernanceInput{Mode: ModeAuto, Scope: activities.Scope{Tenants: many}}),
+		"many tenants": {StartSummary(GovernanceInput{Mode: ModeAuto, Scope: core.Scope{Tenants: many}}),
 			"governance of tenant-with-a-long-name-00, tenant-with-a-long-name-01, tenant-with-a-long-name-02, tenant-with-a-long-name-03 and 36 more (auto)"},
 	} {
 		if tc.got != tc.want {
@@ -429,12 +432,12 @@ func TestUpgradeSetsItsCurrentDetails(t *testing.T) {
 
 func TestRestoreDrillSetsItsCurrentDetails(t *testing.T) {
 	env := newDrillTestEnv()
-	var a *activities.Activities
+	var a *drills.Activities
 	targets := drillTargets(3)
-	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(activities.SelectDrillTargetsResult{Targets: targets, Tenants: []string{"team-a", "team-b"}}, nil)
-	env.OnActivity(a.ProveSnapshotStorage, mockAny, activities.ProveSnapshotInput{Snapshot: targets[2].Snapshot}).
-		Return(activities.StorageProof{Files: 4}, nil).After(time.Hour)
-	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(activities.StorageProof{Files: 4}, nil)
+	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(drills.SelectDrillTargetsResult{Targets: targets, Tenants: []string{"team-a", "team-b"}}, nil)
+	env.OnActivity(a.ProveSnapshotStorage, mockAny, drills.ProveSnapshotInput{Snapshot: targets[2].Snapshot}).
+		Return(drills.StorageProof{Files: 4}, nil).After(time.Hour)
+	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(drills.StorageProof{Files: 4}, nil)
 	env.OnActivity(a.RecordDrillRun, mockAny, mockAny).Return(nil)
 	later(t, env, func() {
 		if got := currentDetails(t, env); !strings.Contains(got, "**phase** `drilling`") || !strings.Contains(got, "| | 3 | 0 | 1 | 2 | 0 | 0 |") {
@@ -553,10 +556,10 @@ func TestUpgradeChildrenCarryASummary(t *testing.T) {
 func TestRestoreDrillChildrenCarryASummary(t *testing.T) {
 	env := newDrillTestEnv()
 	children := watchChildSummaries(env)
-	var a *activities.Activities
+	var a *drills.Activities
 	targets := drillTargets(2)
-	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(activities.SelectDrillTargetsResult{Targets: targets}, nil)
-	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(activities.StorageProof{Files: 4}, nil)
+	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(drills.SelectDrillTargetsResult{Targets: targets}, nil)
+	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(drills.StorageProof{Files: 4}, nil)
 	env.OnActivity(a.RecordDrillRun, mockAny, mockAny).Return(nil)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "drill-nightly"})
 	env.ExecuteWorkflow(RestoreDrillWorkflow, RestoreDrillInput{Tier: 1})

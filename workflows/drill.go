@@ -7,7 +7,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -42,10 +44,10 @@ func RestoreDrillWorkflow(ctx workflow.Context, in RestoreDrillInput) (*RestoreD
 		return rep, nil
 	}
 
-	var a *activities.Activities
-	var sel activities.SelectDrillTargetsResult
+	var a *drills.Activities
+	var sel drills.SelectDrillTargetsResult
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.SelectDrillTargets,
-		activities.SelectDrillTargetsInput{Scope: in.Scope, Selection: in.Selection, Restore: in.Tier >= 2, RunID: runID}).Get(ctx, &sel)
+		drills.SelectDrillTargetsInput{Scope: in.Scope, Selection: in.Selection, Restore: in.Tier >= 2, RunID: runID}).Get(ctx, &sel)
 	if err != nil {
 		notes.ended(ctx, "failed", "restore drill "+runID+" could not select its snapshots", err)
 		return nil, err
@@ -88,7 +90,7 @@ func RestoreDrillWorkflow(ctx workflow.Context, in RestoreDrillInput) (*RestoreD
 		s.Select(ctx)
 	}
 
-	records := make([]activities.DrillRecordInput, len(rep.Jobs))
+	records := make([]drills.DrillRecordInput, len(rep.Jobs))
 	for i, j := range rep.Jobs {
 		switch j.Outcome {
 		case catalog.DrillPassed:
@@ -98,10 +100,10 @@ func RestoreDrillWorkflow(ctx workflow.Context, in RestoreDrillInput) (*RestoreD
 		default:
 			rep.Failed++
 		}
-		records[i] = activities.DrillRecordInput{Target: sel.Targets[i], Tier: j.Tier, Outcome: j.Outcome, Error: j.Error}
+		records[i] = drills.DrillRecordInput{Target: sel.Targets[i], Tier: j.Tier, Outcome: j.Outcome, Error: j.Error}
 	}
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.RecordDrillRun,
-		activities.RecordDrillRunInput{RunID: runID, Tenants: rep.Tenants, Results: records}).Get(ctx, nil)
+		drills.RecordDrillRunInput{RunID: runID, Tenants: rep.Tenants, Results: records}).Get(ctx, nil)
 	if err != nil {
 		logger.Warn("drill results not recorded", "error", err)
 	}
@@ -140,10 +142,10 @@ func failedDrills(jobs []JobDrillResult) string {
 func JobDrillWorkflow(ctx workflow.Context, in JobDrillInput) (JobDrillResult, error) {
 	t := in.Target
 	res := JobDrillResult{Key: t.Key, Tenant: t.Tenant, Snapshot: t.Snapshot, Kind: t.Kind, Tier: 1}
-	var a *activities.Activities
-	var proof activities.StorageProof
+	var a *drills.Activities
+	var proof drills.StorageProof
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, proveOptions()), a.ProveSnapshotStorage,
-		activities.ProveSnapshotInput{Snapshot: t.Snapshot}).Get(ctx, &proof); err != nil {
+		drills.ProveSnapshotInput{Snapshot: t.Snapshot}).Get(ctx, &proof); err != nil {
 		res.Outcome, res.Error = catalog.DrillFailed, "storage proof: "+errorText(err)
 		return res, nil
 	}
@@ -170,13 +172,13 @@ func JobDrillWorkflow(ctx workflow.Context, in JobDrillInput) (JobDrillResult, e
 
 	// Clean up whatever happened, also when the run is being cancelled.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	var end activities.EndDrillResult
-	endErr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, endDrillOptions()), a.EndDrill, activities.EndDrillInput{
+	var end drills.EndDrillResult
+	endErr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, endDrillOptions()), a.EndDrill, drills.EndDrillInput{
 		DrillCluster: t.DrillCluster, JobIDs: []string{jobID, verifyID}, DrillDir: t.DrillDir, Snapshot: t.Snapshot}).Get(dctx, &end)
 	res.Cleanup = &end
 	switch {
 	case failure == nil:
-	case end.SnapshotGone && t.Kind == activities.SnapshotCheckpoint:
+	case end.SnapshotGone && t.Kind == core.SnapshotCheckpoint:
 		res.Outcome = catalog.DrillInconclusive
 		res.Error = "the checkpoint was removed by its job during the drill (subsumed): " + errorText(failure)
 	default:
@@ -192,13 +194,14 @@ func JobDrillWorkflow(ctx workflow.Context, in JobDrillInput) (JobDrillResult, e
 // the state check; it returns what failed, nil when all passed.
 func restoreDrill(ctx workflow.Context, in JobDrillInput, jobID, verifyID string, out *DrillRestore) error {
 	t := in.Target
-	var a *activities.Activities
-	var started activities.StartDrillJobResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.StartDrillJob,
-		activities.StartDrillJobInput{Target: t, JobID: jobID}).Get(ctx, &started); err != nil {
+	var a *windows.Activities
+	var drill *drills.Activities
+	var started drills.StartDrillJobResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), drill.StartDrillJob,
+		drills.StartDrillJobInput{Target: t, JobID: jobID}).Get(ctx, &started); err != nil {
 		return err
 	}
-	var healthy activities.AwaitHealthyResult
+	var healthy windows.AwaitHealthyResult
 	gate := in.Health.awaitHealthy(t.DrillCluster, started.JobID, t.Snapshot)
 	gate.CheckpointDir = t.DrillDir
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.AwaitHealthy, gate).Get(ctx, &healthy); err != nil {
@@ -208,9 +211,9 @@ func restoreDrill(ctx workflow.Context, in JobDrillInput, jobID, verifyID string
 	if t.Recipe.Verify == nil {
 		return nil
 	}
-	var verified activities.VerifyDrillStateResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.VerifyDrillState,
-		activities.VerifyDrillStateInput{Target: t, JobID: verifyID}).Get(ctx, &verified); err != nil {
+	var verified drills.VerifyDrillStateResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), drill.VerifyDrillState,
+		drills.VerifyDrillStateInput{Target: t, JobID: verifyID}).Get(ctx, &verified); err != nil {
 		return err
 	}
 	out.Verified = true

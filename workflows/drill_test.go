@@ -13,18 +13,20 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
 // drillTargets are n checkpoints of jobs with a drill recipe, on two
 // tenants.
-func drillTargets(n int) []activities.DrillTarget {
-	var out []activities.DrillTarget
+func drillTargets(n int) []core.DrillTarget {
+	var out []core.DrillTarget
 	for i := range n {
-		out = append(out, activities.DrillTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: []string{"team-a", "team-b"}[i%2], ClusterID: "c",
-			JobName: fmt.Sprintf("job-%d", i), Snapshot: fmt.Sprintf("hdfs://nn/ck/j%d/chk-5", i), Kind: activities.SnapshotCheckpoint,
+		out = append(out, core.DrillTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: []string{"team-a", "team-b"}[i%2], ClusterID: "c",
+			JobName: fmt.Sprintf("job-%d", i), Snapshot: fmt.Sprintf("hdfs://nn/ck/j%d/chk-5", i), Kind: core.SnapshotCheckpoint,
 			Recipe:       &inventory.DrillRecipe{Jar: "/jars/j.jar", ProgramArgs: []string{"--sink", "discard"}, SandboxArgs: []string{"--sink", "discard"}},
 			DrillCluster: "http://drill:8081", DrillDir: fmt.Sprintf("hdfs://nn/drills/run/c/job-%d-%d", i, i)})
 	}
@@ -48,25 +50,26 @@ func newDrillTestEnv() *testsuite.TestWorkflowEnvironment {
 // failure; the run fails with the report and records every outcome.
 func TestRestoreDrillCleansUpWhateverHappens(t *testing.T) {
 	env := newDrillTestEnv()
-	var a *activities.Activities
+	var a *windows.Activities
+	var drill *drills.Activities
 	targets := drillTargets(6)
 	targets[5].Recipe = nil // tier 1 only
-	env.OnActivity(a.SelectDrillTargets, mockAny, mockAny).Return(func(_ context.Context, in activities.SelectDrillTargetsInput) (activities.SelectDrillTargetsResult, error) {
-		if !in.Restore || in.RunID == "" || in.Selection.Mode != activities.DrillLatestCheckpoint {
+	env.OnActivity(drill.SelectDrillTargets, mockAny, mockAny).Return(func(_ context.Context, in drills.SelectDrillTargetsInput) (drills.SelectDrillTargetsResult, error) {
+		if !in.Restore || in.RunID == "" || in.Selection.Mode != drills.DrillLatestCheckpoint {
 			t.Errorf("select %+v; want tier 2 over the latest checkpoints, named by the run", in)
 		}
-		return activities.SelectDrillTargetsResult{Targets: targets, Tenants: []string{"team-a", "team-b"}}, nil
+		return drills.SelectDrillTargetsResult{Targets: targets, Tenants: []string{"team-a", "team-b"}}, nil
 	})
-	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(func(_ context.Context, in activities.ProveSnapshotInput) (activities.StorageProof, error) {
+	env.OnActivity(drill.ProveSnapshotStorage, mockAny, mockAny).Return(func(_ context.Context, in drills.ProveSnapshotInput) (drills.StorageProof, error) {
 		if strings.Contains(in.Snapshot, "/j1/") {
-			return activities.StorageProof{Files: 3, Problems: []activities.StorageProblem{{Path: "hdfs://nn/ck/j1/shared/x", Problem: "missing", Operator: "op-1", Subtask: 0}}}, nil
+			return drills.StorageProof{Files: 3, Problems: []drills.StorageProblem{{Path: "hdfs://nn/ck/j1/shared/x", Problem: "missing", Operator: "op-1", Subtask: 0}}}, nil
 		}
-		return activities.StorageProof{Files: 4, Bytes: 40}, nil
+		return drills.StorageProof{Files: 4, Bytes: 40}, nil
 	})
 	var mu sync.Mutex
 	inflight, most := 0, 0
 	started := map[string]bool{}
-	env.OnActivity(a.StartDrillJob, mockAny, mockAny).Return(func(_ context.Context, in activities.StartDrillJobInput) (activities.StartDrillJobResult, error) {
+	env.OnActivity(drill.StartDrillJob, mockAny, mockAny).Return(func(_ context.Context, in drills.StartDrillJobInput) (drills.StartDrillJobResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		inflight++
@@ -75,32 +78,32 @@ func TestRestoreDrillCleansUpWhateverHappens(t *testing.T) {
 		if len(in.JobID) != 32 {
 			t.Errorf("drill job id %q; want Flink's 32 hex digits", in.JobID)
 		}
-		return activities.StartDrillJobResult{JobID: in.JobID}, nil
+		return drills.StartDrillJobResult{JobID: in.JobID}, nil
 	})
-	env.OnActivity(a.AwaitHealthy, mockAny, mockAny).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+	env.OnActivity(a.AwaitHealthy, mockAny, mockAny).Return(func(_ context.Context, in windows.AwaitHealthyInput) (windows.AwaitHealthyResult, error) {
 		time.Sleep(10 * time.Millisecond)
 		if in.RESTURL != "http://drill:8081" || !strings.HasPrefix(in.CheckpointDir, "hdfs://nn/drills/") {
 			t.Errorf("await %+v; want the drill cluster and the drill dir", in)
 		}
 		switch {
 		case strings.Contains(in.SavepointPath, "/j2/"):
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: IllegalStateException: boom", activities.ErrTypeJobUnhealthy, nil)
+			return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: IllegalStateException: boom", core.ErrTypeJobUnhealthy, nil)
 		case strings.Contains(in.SavepointPath, "/j3/"):
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: FileNotFoundException", activities.ErrTypeJobUnhealthy, nil)
+			return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job is FAILED after restart: FileNotFoundException", core.ErrTypeJobUnhealthy, nil)
 		}
-		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 1, CheckpointPath: in.CheckpointDir + "/x/chk-1"}, nil
+		return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 1, CheckpointPath: in.CheckpointDir + "/x/chk-1"}, nil
 	})
-	ended := map[string]activities.EndDrillInput{}
-	env.OnActivity(a.EndDrill, mockAny, mockAny).Return(func(_ context.Context, in activities.EndDrillInput) (activities.EndDrillResult, error) {
+	ended := map[string]drills.EndDrillInput{}
+	env.OnActivity(drill.EndDrill, mockAny, mockAny).Return(func(_ context.Context, in drills.EndDrillInput) (drills.EndDrillResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		inflight--
 		ended[in.DrillDir] = in
 		// j3's job subsumed the checkpoint while the copy restored.
-		return activities.EndDrillResult{Cancelled: in.JobIDs[:1], Removed: in.DrillDir, SnapshotGone: strings.Contains(in.Snapshot, "/j3/")}, nil
+		return drills.EndDrillResult{Cancelled: in.JobIDs[:1], Removed: in.DrillDir, SnapshotGone: strings.Contains(in.Snapshot, "/j3/")}, nil
 	})
-	var recorded activities.RecordDrillRunInput
-	env.OnActivity(a.RecordDrillRun, mockAny, mockAny).Return(func(_ context.Context, in activities.RecordDrillRunInput) error {
+	var recorded drills.RecordDrillRunInput
+	env.OnActivity(drill.RecordDrillRun, mockAny, mockAny).Return(func(_ context.Context, in drills.RecordDrillRunInput) error {
 		recorded = in
 		return nil
 	})
@@ -151,19 +154,20 @@ func TestRestoreDrillCleansUpWhateverHappens(t *testing.T) {
 // restores still cancels the copy and removes its drill dir.
 func TestJobDrillCleansUpWhenCancelled(t *testing.T) {
 	env := newDrillTestEnv()
-	var a *activities.Activities
+	var a *windows.Activities
+	var drill *drills.Activities
 	target := drillTargets(1)[0]
-	env.OnActivity(a.ProveSnapshotStorage, mockAny, mockAny).Return(activities.StorageProof{Files: 2}, nil)
-	env.OnActivity(a.StartDrillJob, mockAny, mockAny).Return(func(_ context.Context, in activities.StartDrillJobInput) (activities.StartDrillJobResult, error) {
-		return activities.StartDrillJobResult{JobID: in.JobID}, nil
+	env.OnActivity(drill.ProveSnapshotStorage, mockAny, mockAny).Return(drills.StorageProof{Files: 2}, nil)
+	env.OnActivity(drill.StartDrillJob, mockAny, mockAny).Return(func(_ context.Context, in drills.StartDrillJobInput) (drills.StartDrillJobResult, error) {
+		return drills.StartDrillJobResult{JobID: in.JobID}, nil
 	})
 	// Not healthy yet: retried with backoff, during which the run is
 	// cancelled.
-	env.OnActivity(a.AwaitHealthy, mockAny, mockAny).Return(activities.AwaitHealthyResult{}, errors.New("flink: 503, try again"))
-	var end *activities.EndDrillInput
-	env.OnActivity(a.EndDrill, mockAny, mockAny).Return(func(_ context.Context, in activities.EndDrillInput) (activities.EndDrillResult, error) {
+	env.OnActivity(a.AwaitHealthy, mockAny, mockAny).Return(windows.AwaitHealthyResult{}, errors.New("flink: 503, try again"))
+	var end *drills.EndDrillInput
+	env.OnActivity(drill.EndDrill, mockAny, mockAny).Return(func(_ context.Context, in drills.EndDrillInput) (drills.EndDrillResult, error) {
 		end = &in
-		return activities.EndDrillResult{Removed: in.DrillDir}, nil
+		return drills.EndDrillResult{Removed: in.DrillDir}, nil
 	})
 	later(t, env, env.CancelWorkflow, time.Second)
 	env.ExecuteWorkflow(JobDrillWorkflow, JobDrillInput{RunID: "drill-x", Target: target, Tier: 2,
@@ -176,8 +180,8 @@ func TestJobDrillCleansUpWhenCancelled(t *testing.T) {
 // TestRestoreDrillInputNamesWhatIsWrong: every bad field is named.
 func TestRestoreDrillInputNamesWhatIsWrong(t *testing.T) {
 	in := RestoreDrillInput{Tier: 3, Concurrency: 100, Soak: Duration(-time.Second),
-		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: "no-slash", SamplePerTenant: -1},
-		Scope:     activities.Scope{IncludeJobs: []string{"["}}}
+		Selection: drills.DrillSelection{Mode: drills.DrillSnapshot, Job: "no-slash", SamplePerTenant: -1},
+		Scope:     core.Scope{IncludeJobs: []string{"["}}}
 	in.ApplyDefaults()
 	err := in.Validate()
 	for _, want := range []string{"tier=3", "concurrency=100", "soak=-1s", `job (cluster/name, got "no-slash")`, "samplePerTenant=-1", `"["`} {
@@ -185,7 +189,7 @@ func TestRestoreDrillInputNamesWhatIsWrong(t *testing.T) {
 			t.Errorf("validate: %v; want it to name %s", err, want)
 		}
 	}
-	ok := RestoreDrillInput{Selection: activities.DrillSelection{Mode: activities.DrillRunSavepoints, RunID: "window-w1"}}
+	ok := RestoreDrillInput{Selection: drills.DrillSelection{Mode: drills.DrillRunSavepoints, RunID: "window-w1"}}
 	ok.ApplyDefaults()
 	if err := ok.Validate(); err != nil || ok.Tier != 2 || ok.Concurrency != 2 {
 		t.Fatalf("defaults %+v: %v", ok, err)

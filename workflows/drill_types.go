@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 )
 
 // Workflow types of restore drills.
@@ -42,9 +43,9 @@ type RestoreDrillInput struct {
 	// Schedule names the schedule that starts the runs, if any.
 	Schedule string `json:"schedule,omitempty"`
 	// OverrideFreeze lets the drill run inside a freeze.
-	OverrideFreeze *FreezeOverride           `json:"overrideFreeze,omitempty"`
-	Scope          activities.Scope          `json:"scope"`
-	Selection      activities.DrillSelection `json:"selection"`
+	OverrideFreeze *FreezeOverride       `json:"overrideFreeze,omitempty"`
+	Scope          core.Scope            `json:"scope"`
+	Selection      drills.DrillSelection `json:"selection"`
 	// Tier is 1 (storage proof only) or 2 (also a real restore of every
 	// job with a drill recipe; default).
 	Tier int `json:"tier,omitempty"`
@@ -62,7 +63,7 @@ type RestoreDrillInput struct {
 func (in *RestoreDrillInput) ApplyDefaults() {
 	setInt(&in.Tier, 2)
 	setInt(&in.Concurrency, 2)
-	setStr(&in.Selection.Mode, activities.DrillLatestCheckpoint)
+	setStr(&in.Selection.Mode, drills.DrillLatestCheckpoint)
 	if in.RunningTimeout == 0 {
 		in.RunningTimeout = Duration(5 * time.Minute)
 	}
@@ -94,17 +95,17 @@ func (in *RestoreDrillInput) Validate() error {
 	}
 	sel := in.Selection
 	switch sel.Mode {
-	case activities.DrillLatestCheckpoint:
-	case activities.DrillRunSavepoints:
+	case drills.DrillLatestCheckpoint:
+	case drills.DrillRunSavepoints:
 		if sel.RunID == "" {
 			problems = append(problems, "selection run needs runId: the window or savepoint schedule run whose savepoints to drill")
 		}
-	case activities.DrillSnapshot:
+	case drills.DrillSnapshot:
 		if !strings.Contains(sel.Job, "/") || sel.Snapshot == "" {
 			problems = append(problems, fmt.Sprintf("selection snapshot needs job (cluster/name, got %q) and snapshot (got %q)", sel.Job, sel.Snapshot))
 		}
 	default:
-		problems = append(problems, fmt.Sprintf("selection mode %q: use %s, %s or %s", sel.Mode, activities.DrillLatestCheckpoint, activities.DrillRunSavepoints, activities.DrillSnapshot))
+		problems = append(problems, fmt.Sprintf("selection mode %q: use %s, %s or %s", sel.Mode, drills.DrillLatestCheckpoint, drills.DrillRunSavepoints, drills.DrillSnapshot))
 	}
 	if sel.SamplePerTenant < 0 {
 		problems = append(problems, fmt.Sprintf("samplePerTenant=%d: use 0 (all) or a positive number", sel.SamplePerTenant))
@@ -118,11 +119,11 @@ func (in *RestoreDrillInput) Validate() error {
 
 // JobDrillInput drills one snapshot.
 type JobDrillInput struct {
-	RunID  string                 `json:"runId"`
-	N      int                    `json:"n"`
-	Target activities.DrillTarget `json:"target"`
-	Tier   int                    `json:"tier"`
-	Health RestartPolicy          `json:"health"`
+	RunID  string           `json:"runId"`
+	N      int              `json:"n"`
+	Target core.DrillTarget `json:"target"`
+	Tier   int              `json:"tier"`
+	Health RestartPolicy    `json:"health"`
 }
 
 // DrillRestore is what tier 2 saw.
@@ -142,27 +143,27 @@ type JobDrillResult struct {
 	Snapshot string `json:"snapshot"`
 	Kind     string `json:"kind"`
 	// Tier is the deepest tier that ran.
-	Tier    int                      `json:"tier"`
-	Storage *activities.StorageProof `json:"storage,omitempty"`
-	Restore *DrillRestore            `json:"restore,omitempty"`
+	Tier    int                  `json:"tier"`
+	Storage *drills.StorageProof `json:"storage,omitempty"`
+	Restore *DrillRestore        `json:"restore,omitempty"`
 	// Outcome is passed, failed or inconclusive (catalog.Drill*).
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	// Note says why a tier did not run.
 	Note string `json:"note,omitempty"`
 	// Cleanup is what the drill removed after itself.
-	Cleanup *activities.EndDrillResult `json:"cleanup,omitempty"`
+	Cleanup *drills.EndDrillResult `json:"cleanup,omitempty"`
 }
 
 // RestoreDrillReport is a drill run's result.
 type RestoreDrillReport struct {
-	RunID      string                  `json:"runId"`
-	Schedule   string                  `json:"schedule,omitempty"`
-	Tier       int                     `json:"tier"`
-	StartedAt  time.Time               `json:"startedAt"`
-	FinishedAt time.Time               `json:"finishedAt,omitempty"`
-	Jobs       []JobDrillResult        `json:"jobs"`
-	Skipped    []activities.SkippedJob `json:"skipped,omitempty"`
+	RunID      string            `json:"runId"`
+	Schedule   string            `json:"schedule,omitempty"`
+	Tier       int               `json:"tier"`
+	StartedAt  time.Time         `json:"startedAt"`
+	FinishedAt time.Time         `json:"finishedAt,omitempty"`
+	Jobs       []JobDrillResult  `json:"jobs"`
+	Skipped    []core.SkippedJob `json:"skipped,omitempty"`
 	// Frozen says a freeze was in force: the run skipped, or it was
 	// overridden.
 	Frozen       string   `json:"frozen,omitempty"`

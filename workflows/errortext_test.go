@@ -16,14 +16,16 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
 // clusterDownError is what StopWithSavepoint returns when the JobManager
 // of the job's cluster is gone: the Flink client's error, classified the
 // way activities classify it (message "what: cause", the cause kept).
-func clusterDownError(job activities.JobTarget) error {
+func clusterDownError(job core.JobTarget) error {
 	key, jobID := job.Key, job.JobID
 	u := job.RESTURL + "/jobs/" + jobID + "/stop"
 	fe := &flink.Error{Op: "stop with savepoint", Reason: flink.ErrorReasonUnavailable, Retryable: true, Method: "POST", URL: u,
@@ -48,8 +50,8 @@ func savepointFailureTexts(ctx workflow.Context, in JobSavepointInput) ([]string
 // refused: the activity's error wrapped with "plan: ", then failed as a
 // non-retryable error of the same type that carries the whole chain.
 func planThenFail(ctx workflow.Context) error {
-	var a *activities.Activities
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.PlanCleanup, activities.PlanCleanupInput{}).Get(ctx, nil)
+	var a *governance.Activities
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.PlanCleanup, governance.PlanCleanupInput{}).Get(ctx, nil)
 	err = fmt.Errorf("plan: %w", err)
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) {
@@ -82,7 +84,7 @@ func runTexts(t *testing.T, env *testsuite.TestWorkflowEnvironment, wf interface
 // errorText says the cause of an error that crossed an activity and a
 // child workflow once, without the SDK's type tails, within its bound.
 func TestErrorTextSaysTheRootCauseOnce(t *testing.T) {
-	job := activities.JobTarget{Key: "cluster-a/job-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a:8081",
+	job := core.JobTarget{Key: "cluster-a/job-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a:8081",
 		JobID: strings.Repeat("a", 32), SavepointDir: "hdfs://nn/sp"}
 	cases := map[string]struct {
 		run func(t *testing.T) (text, raw string)
@@ -96,8 +98,8 @@ func TestErrorTextSaysTheRootCauseOnce(t *testing.T) {
 				var s testsuite.WorkflowTestSuite
 				env := s.NewTestWorkflowEnvironment()
 				env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
-				var a *activities.Activities
-				env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(activities.StopWithSavepointResult{}, clusterDownError(job))
+				var a *windows.Activities
+				env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(core.StopWithSavepointResult{}, clusterDownError(job))
 				return runTexts(t, env, savepointFailureTexts, JobSavepointInput{WindowID: "w1", Job: job, Attempt: 1, Timeout: Duration(10 * time.Minute)})
 			},
 			once: []string{"stop job cluster-a/job-a", "FlinkUnavailable", "no response from the REST endpoint", "connection refused"},
@@ -108,13 +110,13 @@ func TestErrorTextSaysTheRootCauseOnce(t *testing.T) {
 				var s testsuite.WorkflowTestSuite
 				env := s.NewTestWorkflowEnvironment()
 				env.RegisterWorkflow(planThenFail)
-				var a *activities.Activities
+				var a *governance.Activities
 				cause := fmt.Errorf("cleanup: invalid input: %w", errors.New("tenant team-x has no root"))
-				env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},
-					temporal.NewNonRetryableApplicationError("plan: "+cause.Error(), activities.ErrTypeInvalidInput, cause))
+				env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(governance.PlanCleanupResult{},
+					temporal.NewNonRetryableApplicationError("plan: "+cause.Error(), core.ErrTypeInvalidInput, cause))
 				return runTexts(t, env, planFailureTexts)
 			},
-			once: []string{"plan", "cleanup", "invalid input", "tenant team-x has no root", activities.ErrTypeInvalidInput},
+			once: []string{"plan", "cleanup", "invalid input", "tenant team-x has no root", core.ErrTypeInvalidInput},
 			root: "tenant team-x has no root",
 		},
 	}
@@ -147,13 +149,13 @@ func TestErrorTextIsBounded(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
-	var a *activities.Activities
+	var a *windows.Activities
 	trace := "org.apache.flink.runtime.checkpoint.CheckpointException: " + strings.Repeat("Task failure while checkpointing ", 100)
-	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(context.Context, activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
-		return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("stop-with-savepoint of cluster-a/job-a failed; the job keeps running: "+trace,
+	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(context.Context, core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
+		return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("stop-with-savepoint of cluster-a/job-a failed; the job keeps running: "+trace,
 			flink.ErrorReasonOperationFailed, nil)
 	})
-	text, raw := runTexts(t, env, savepointFailureTexts, JobSavepointInput{WindowID: "w1", Job: activities.JobTarget{Key: "cluster-a/job-a", JobID: "a", SavepointDir: "hdfs://nn/sp"}, Attempt: 1, Timeout: Duration(10 * time.Minute)})
+	text, raw := runTexts(t, env, savepointFailureTexts, JobSavepointInput{WindowID: "w1", Job: core.JobTarget{Key: "cluster-a/job-a", JobID: "a", SavepointDir: "hdfs://nn/sp"}, Attempt: 1, Timeout: Duration(10 * time.Minute)})
 	if len(raw) <= maxErrorText {
 		t.Fatalf("the raw text is only %d bytes", len(raw))
 	}
@@ -173,8 +175,8 @@ func TestErrorTextOfPlainErrors(t *testing.T) {
 		"wrapped":            {fmt.Errorf("quota check: %w", errors.New("namenode unavailable")), "quota check: namenode unavailable"},
 		"prefix said twice":  {fmt.Errorf("plan: %w", errors.New("plan: no tenants")), "plan: no tenants"},
 		"stack trace folded": {errors.New("savepoint failed:\n\tat Foo.bar\n\tat Baz.qux"), "savepoint failed: at Foo.bar at Baz.qux"},
-		"application error": {temporal.NewNonRetryableApplicationError("job is CANCELED, not running", activities.ErrTypeJobStoppedWithoutSavepoint, nil),
-			"job is CANCELED, not running (" + activities.ErrTypeJobStoppedWithoutSavepoint + ")"},
+		"application error": {temporal.NewNonRetryableApplicationError("job is CANCELED, not running", core.ErrTypeJobStoppedWithoutSavepoint, nil),
+			"job is CANCELED, not running (" + core.ErrTypeJobStoppedWithoutSavepoint + ")"},
 	}
 	for name, c := range cases {
 		if got := errorText(c.err); got != c.want {

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 )
 
 // FreezeOverride starts a run inside a freeze; who and why are recorded
@@ -47,10 +47,10 @@ func checkFreeze(ctx workflow.Context, what string, tenants []string, override *
 	if workflow.GetVersion(ctx, freezeChange, workflow.DefaultVersion, 1) < 1 {
 		return false, "", nil
 	}
-	var a *activities.Activities
-	var res activities.CheckFreezeResult
+	var a *oncall.Activities
+	var res oncall.CheckFreezeResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.CheckFreeze,
-		activities.CheckFreezeInput{Tenants: tenants}).Get(ctx, &res); err != nil {
+		oncall.CheckFreezeInput{Tenants: tenants}).Get(ctx, &res); err != nil {
 		return false, "", fmt.Errorf("freeze calendar: %w", err)
 	}
 	if len(res.Active) == 0 {

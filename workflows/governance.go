@@ -10,7 +10,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
@@ -56,7 +59,7 @@ func (r *governanceRun) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateApprove,
-		func(ctx workflow.Context, req ApproveRequest) (activities.PlanSummary, error) {
+		func(ctx workflow.Context, req ApproveRequest) (governance.PlanSummary, error) {
 			r.st.Approval = &ApprovalRecord{Approved: true, By: req.By, Reason: req.Reason, At: workflow.Now(ctx)}
 			r.logger.Info("plan approved", "by", req.By, "reason", req.Reason)
 			return *r.st.Plan, nil
@@ -157,10 +160,10 @@ func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 	r.lock.release(ctx)
 	if r.in.PurgeTrashAfter > 0 {
 		r.setPhase(ctx, GovernancePhasePurging)
-		var a *activities.Activities
-		var res activities.PurgeTrashResult
+		var a *governance.Activities
+		var res governance.PurgeTrashResult
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, purgeOptions()), a.PurgeTrash,
-			activities.PurgeTrashInput{TTL: r.in.PurgeTrashAfter.D()}).Get(ctx, &res); err != nil {
+			governance.PurgeTrashInput{TTL: r.in.PurgeTrashAfter.D()}).Get(ctx, &res); err != nil {
 			r.st.Notes = append(r.st.Notes, "trash not purged: "+errorText(err))
 		} else {
 			r.st.Purge = &res
@@ -175,9 +178,9 @@ func (r *governanceRun) run(ctx workflow.Context) (*GovernanceReport, error) {
 const changeShardedPlan = "governance-sharded-plan-2026-12-02"
 
 func (r *governanceRun) plan(ctx workflow.Context) error {
-	var a *activities.Activities
-	var res activities.PlanCleanupResult
-	in := activities.PlanCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Policy: r.in.Policy.activityPolicy()}
+	var a *governance.Activities
+	var res governance.PlanCleanupResult
+	in := governance.PlanCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Policy: r.in.Policy.activityPolicy()}
 	if workflow.GetVersion(ctx, changeShardedPlan, workflow.DefaultVersion, 1) >= 1 {
 		in.ShardItems = r.in.ShardItems
 		if r.in.GatherParts > 1 {
@@ -200,15 +203,15 @@ func (r *governanceRun) plan(ctx workflow.Context) error {
 
 // gather lists the scope in GatherParts parts at once, on whichever
 // workers poll the queue, and returns the parts for the plan to merge.
-func (r *governanceRun) gather(ctx workflow.Context) ([]activities.ListingPart, error) {
-	var a *activities.Activities
+func (r *governanceRun) gather(ctx workflow.Context) ([]governance.ListingPart, error) {
+	var a *governance.Activities
 	actx := workflow.WithActivityOptions(ctx, planCleanupOptions())
 	futures := make([]workflow.Future, r.in.GatherParts)
 	for i := range futures {
 		futures[i] = workflow.ExecuteActivity(actx, a.GatherCleanup,
-			activities.GatherCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Part: i, Parts: r.in.GatherParts})
+			governance.GatherCleanupInput{RunID: r.st.RunID, Scope: r.in.Scope, Part: i, Parts: r.in.GatherParts})
 	}
-	parts := make([]activities.ListingPart, len(futures))
+	parts := make([]governance.ListingPart, len(futures))
 	var failed error
 	for i, f := range futures {
 		if err := f.Get(ctx, &parts[i]); err != nil && failed == nil {
@@ -233,10 +236,10 @@ func (r *governanceRun) sampleUsage(ctx workflow.Context) {
 	if len(tenants) == 0 {
 		return
 	}
-	var a *activities.Activities
-	var res activities.TenantUsageResult
+	var a *capacity.Activities
+	var res capacity.TenantUsageResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, usageOptions()), a.TenantUsage,
-		activities.TenantUsageInput{Tenants: tenants, OmitJobs: true}).Get(ctx, &res); err != nil {
+		capacity.TenantUsageInput{Tenants: tenants, OmitJobs: true}).Get(ctx, &res); err != nil {
 		r.st.Notes = append(r.st.Notes, "storage usage unknown: "+errorText(err))
 		return
 	}
@@ -321,9 +324,9 @@ const changeVerifyWholePlan = "governance-verify-whole-plan-2026-12-03"
 
 func (r *governanceRun) execute(ctx workflow.Context) error {
 	r.setPhase(ctx, GovernancePhaseExecuting)
-	var a *activities.Activities
-	var res activities.ExecuteCleanupResult
-	in := activities.ExecuteCleanupInput{RunID: r.st.RunID, PlanPath: r.st.Plan.PlanPath, PlanSHA256: r.st.Plan.PlanSHA256}
+	var a *governance.Activities
+	var res governance.ExecuteCleanupResult
+	in := governance.ExecuteCleanupInput{RunID: r.st.RunID, PlanPath: r.st.Plan.PlanPath, PlanSHA256: r.st.Plan.PlanSHA256}
 	actx := workflow.WithActivityOptions(ctx, executeCleanupOptions(r.in.ExecuteTimeout.D()))
 	if r.st.Plan.Shards > 0 {
 		if workflow.GetVersion(ctx, changeVerifyWholePlan, workflow.DefaultVersion, 1) >= 1 {
@@ -350,11 +353,11 @@ func (r *governanceRun) execute(ctx workflow.Context) error {
 // then its Kubernetes objects, after every path. Once a shard fails no
 // other is started; those running are let finish (each item is atomic and
 // recorded), and the first failure is returned.
-func (r *governanceRun) executeShards(ctx workflow.Context, in activities.ExecuteCleanupInput) error {
-	var a *activities.Activities
+func (r *governanceRun) executeShards(ctx workflow.Context, in governance.ExecuteCleanupInput) error {
+	var a *governance.Activities
 	actx := workflow.WithActivityOptions(ctx, executeCleanupOptions(r.in.ExecuteTimeout.D()))
 	part := func(shard int, objects bool) workflow.Future {
-		return workflow.ExecuteActivity(actx, a.ExecuteCleanupPart, activities.ExecuteCleanupPartInput{
+		return workflow.ExecuteActivity(actx, a.ExecuteCleanupPart, governance.ExecuteCleanupPartInput{
 			RunID: in.RunID, PlanPath: in.PlanPath, PlanSHA256: in.PlanSHA256, Shard: shard, Objects: objects})
 	}
 	shards := r.st.Plan.Shards
@@ -393,10 +396,10 @@ func (r *governanceRun) executeShards(ctx workflow.Context, in activities.Execut
 	return nil
 }
 
-func (r *governanceRun) sampleQuota(ctx workflow.Context, when string) []activities.TenantQuota {
-	var a *activities.Activities
-	var res activities.SampleQuotaResult
-	in := activities.SampleQuotaInput{Scope: r.in.Scope, WarningPercent: r.in.WarningPercent, CriticalPercent: r.in.CriticalPercent}
+func (r *governanceRun) sampleQuota(ctx workflow.Context, when string) []capacity.TenantQuota {
+	var a *capacity.Activities
+	var res capacity.SampleQuotaResult
+	in := capacity.SampleQuotaInput{Scope: r.in.Scope, WarningPercent: r.in.WarningPercent, CriticalPercent: r.in.CriticalPercent}
 	if r.st.Plan != nil {
 		in.Tenants = r.st.Plan.ScopeTenants
 	}
@@ -451,13 +454,13 @@ func (r *governanceRun) writeReport(ctx workflow.Context) {
 		r.logger.Error("report not encoded", "error", err)
 		return
 	}
-	var a *activities.Activities
+	var a *windows.Activities
 	for _, doc := range []struct {
 		path    string
 		content []byte
 	}{{dir + "/report.json", js}, {dir + "/report.md", md}} {
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.WriteDocument,
-			activities.WriteDocumentInput{Path: doc.path, Content: doc.content}).Get(ctx, nil); err != nil {
+			core.WriteDocumentInput{Path: doc.path, Content: doc.content}).Get(ctx, nil); err != nil {
 			r.logger.Error("report not written", "path", doc.path, "error", err)
 			r.st.Notes = append(r.st.Notes, "report not written to "+doc.path+": "+errorText(err))
 			return

@@ -10,7 +10,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 )
 
 // TestGovernanceKubernetesObjects: a plan of Kubernetes leftovers alone is
@@ -20,39 +23,41 @@ func TestGovernanceKubernetesObjects(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
-	var a *activities.Activities
-	var planned []activities.PlanCleanupInput
+	var a *windows.Activities
+	var gov *governance.Activities
+	var capa *capacity.Activities
+	var planned []governance.PlanCleanupInput
 	executed := 0
 	docs := map[string]string{}
-	pod := activities.ObjectBrief{Path: "kubernetes://team-a/pod/gone-taskmanager-1-1", Kind: "taskmanager-pod", Namespace: "team-a",
+	pod := governance.ObjectBrief{Path: "kubernetes://team-a/pod/gone-taskmanager-1-1", Kind: "taskmanager-pod", Namespace: "team-a",
 		Name: "gone-taskmanager-1-1", Tenant: "team-a", ClusterID: "gone", Rule: "orphan-taskmanager", Age: "50h0m0s",
 		Owner: "Deployment gone (uid u1, gone)", Detail: "its owner Deployment gone (uid u1) no longer exists"}
-	cm := activities.ObjectBrief{Path: "kubernetes://team-a/configmap/gone-cluster-config-map", Kind: "ha-configmap", Namespace: "team-a",
+	cm := governance.ObjectBrief{Path: "kubernetes://team-a/configmap/gone-cluster-config-map", Kind: "ha-configmap", Namespace: "team-a",
 		Name: "gone-cluster-config-map", Tenant: "team-a", ClusterID: "gone", Rule: "orphan-ha-configmap", Age: "50h0m0s", Owner: "Deployment gone (gone)"}
-	young := activities.ObjectBrief{Path: "kubernetes://team-a/pod/new-taskmanager-1-1", Kind: "taskmanager-pod", Namespace: "team-a",
+	young := governance.ObjectBrief{Path: "kubernetes://team-a/pod/new-taskmanager-1-1", Kind: "taskmanager-pod", Namespace: "team-a",
 		Name: "new-taskmanager-1-1", ClusterID: "new", Kept: "within-ttl", Age: "1h0m0s", Detail: "a leftover for 1h0m0s, within orphanTTL 48h0m0s"}
-	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(capacity.SampleQuotaResult{}, nil)
 	gatherInParts(env)
-	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
+	env.OnActivity(gov.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in governance.PlanCleanupInput) (governance.PlanCleanupResult, error) {
 		planned = append(planned, in)
-		return activities.PlanCleanupResult{Summary: activities.PlanSummary{RunID: in.RunID, PlanPath: "hdfs://nn/plans/" + in.RunID + "/plan.json",
+		return governance.PlanCleanupResult{Summary: governance.PlanSummary{RunID: in.RunID, PlanPath: "hdfs://nn/plans/" + in.RunID + "/plan.json",
 			PlanSHA256: "abc", Action: "trash", Items: 2, Objects: 2, KeptObjects: 1,
-			Tenants:      []activities.TenantPlan{{Tenant: "team-a", Items: 2, Objects: 2, KeptObjects: 1}},
-			ObjectSample: []activities.ObjectBrief{cm, pod, young}}}, nil
+			Tenants:      []governance.TenantPlan{{Tenant: "team-a", Items: 2, Objects: 2, KeptObjects: 1}},
+			ObjectSample: []governance.ObjectBrief{cm, pod, young}}}, nil
 	})
-	env.OnActivity(a.ExecuteCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
+	env.OnActivity(gov.ExecuteCleanup, mockAny, mockAny).Return(func(_ context.Context, in governance.ExecuteCleanupInput) (governance.ExecuteCleanupResult, error) {
 		executed++
 		p, c := pod, cm
 		p.Outcome, p.Detail = "trashed", "JSON in hdfs://nn/trash/g9/kubernetes/team-a/pod/gone-taskmanager-1-1.json"
 		c.Outcome, c.Detail = "refused", "resourceVersion is 9, planned 7: the object changed since planning"
-		return activities.ExecuteCleanupResult{RunID: in.RunID, Total: 2, Items: 1, Objects: 1,
-			Tenants:        []activities.TenantReclaim{{Tenant: "team-a", Items: 1, Objects: 1}},
-			Refused:        []activities.RecordBrief{{Path: c.Path, Outcome: "refused", Detail: c.Detail}},
-			ObjectOutcomes: []activities.ObjectBrief{c, p}}, nil
+		return governance.ExecuteCleanupResult{RunID: in.RunID, Total: 2, Items: 1, Objects: 1,
+			Tenants:        []governance.TenantReclaim{{Tenant: "team-a", Items: 1, Objects: 1}},
+			Refused:        []governance.RecordBrief{{Path: c.Path, Outcome: "refused", Detail: c.Detail}},
+			ObjectOutcomes: []governance.ObjectBrief{c, p}}, nil
 	})
-	env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		docs[in.Path] = string(in.Content)
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
 	env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g9", Mode: ModeAuto, Policy: GovernancePolicy{OrphanTTL: Duration(48 * time.Hour)}})
 	if err := env.GetWorkflowError(); err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
@@ -34,8 +34,8 @@ type GovernanceTenantReport struct {
 	RemovedObjects int64 `json:"removedObjects,omitempty"`
 	// ByRule is what the plan deletes, per rule; Kept what it keeps, per
 	// reason.
-	ByRule []activities.RuleTotals `json:"byRule,omitempty"`
-	Kept   []activities.RuleTotals `json:"kept,omitempty"`
+	ByRule []governance.RuleTotals `json:"byRule,omitempty"`
+	Kept   []governance.RuleTotals `json:"kept,omitempty"`
 }
 
 // GovernanceReport is the run's result and the report query's answer; it
@@ -53,12 +53,12 @@ type GovernanceReport struct {
 	ReclaimedFiles int64                            `json:"reclaimedFiles"`
 	ReclaimedBytes int64                            `json:"reclaimedBytes"`
 	Tenants        []GovernanceTenantReport         `json:"tenants"`
-	Execution      *activities.ExecuteCleanupResult `json:"execution,omitempty"`
-	Purge          *activities.PurgeTrashResult     `json:"purge,omitempty"`
-	Sample         []activities.PlanItemBrief       `json:"plannedSample,omitempty"`
+	Execution      *governance.ExecuteCleanupResult `json:"execution,omitempty"`
+	Purge          *governance.PurgeTrashResult     `json:"purge,omitempty"`
+	Sample         []governance.PlanItemBrief       `json:"plannedSample,omitempty"`
 	// Objects are the Kubernetes objects of the plan (planned, then kept),
 	// with their outcome once executed.
-	Objects []activities.ObjectBrief `json:"kubernetesObjects,omitempty"`
+	Objects []governance.ObjectBrief `json:"kubernetesObjects,omitempty"`
 	// Usage is the storage usage of the tenants in scope at planning time.
 	Usage []usage.Report `json:"usage,omitempty"`
 	Notes []string       `json:"notes,omitempty"`
@@ -95,7 +95,7 @@ func buildGovernanceReport(in *GovernanceInput, st *GovernanceState) *Governance
 			t.ReclaimedItems, t.ReclaimedFiles, t.ReclaimedDirs, t.ReclaimedBytes = tr.Items, tr.Files, tr.Dirs, tr.Bytes
 			t.RemovedObjects = tr.Objects
 		}
-		outcome := map[string]activities.ObjectBrief{}
+		outcome := map[string]governance.ObjectBrief{}
 		for _, o := range e.ObjectOutcomes {
 			outcome[o.Path] = o
 		}

@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 )
 
 // GovernanceRestoreWorkflowType puts a governance run's trash back.
@@ -48,7 +48,7 @@ type GovernanceRestoreInput struct {
 // Validate names what is wrong with the input.
 func (in GovernanceRestoreInput) Validate() error {
 	var problems []string
-	if err := activities.CheckRunID(in.RunID); err != nil {
+	if err := governance.CheckRunID(in.RunID); err != nil {
 		problems = append(problems, fmt.Sprintf("runId: %v", err))
 	}
 	if !in.DryRun && (strings.TrimSpace(in.By) == "" || strings.TrimSpace(in.Reason) == "") {
@@ -67,7 +67,7 @@ type GovernanceRestoreState struct {
 	DryRun     bool                           `json:"dryRun,omitempty"`
 	Tenants    []string                       `json:"tenants,omitempty"`
 	WaitingFor string                         `json:"waitingFor,omitempty"`
-	Result     *activities.RestoreTrashResult `json:"result,omitempty"`
+	Result     *governance.RestoreTrashResult `json:"result,omitempty"`
 	Notes      []string                       `json:"notes,omitempty"`
 	StartedAt  time.Time                      `json:"startedAt"`
 	FinishedAt time.Time                      `json:"finishedAt,omitempty"`
@@ -89,11 +89,11 @@ func GovernanceRestoreWorkflow(ctx workflow.Context, in GovernanceRestoreInput) 
 	}
 	lock := newTenantLock(ctx, false)
 	defer lock.release(ctx)
-	var a *activities.Activities
+	var a *governance.Activities
 	restore := func(dry bool) error {
-		var res activities.RestoreTrashResult
+		var res governance.RestoreTrashResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, restoreTrashOptions()), a.RestoreTrash,
-			activities.RestoreTrashInput{RunID: in.RunID, Paths: in.Paths, DryRun: dry}).Get(ctx, &res)
+			governance.RestoreTrashInput{RunID: in.RunID, Paths: in.Paths, DryRun: dry}).Get(ctx, &res)
 		if err == nil {
 			st.Result, st.Tenants = &res, res.Tenants
 		}

@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 )
@@ -18,7 +19,7 @@ import (
 // names the tenants.
 type restoreFixture struct {
 	env   *testsuite.TestWorkflowEnvironment
-	calls []activities.RestoreTrashInput
+	calls []governance.RestoreTrashInput
 	locks *lockLog
 }
 
@@ -26,14 +27,14 @@ func newRestoreFixture(t *testing.T) *restoreFixture {
 	var s testsuite.WorkflowTestSuite
 	f := &restoreFixture{env: s.NewTestWorkflowEnvironment()}
 	f.locks = openGates(f.env)
-	var a *activities.Activities
-	f.env.OnActivity(a.RestoreTrash, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestoreTrashInput) (activities.RestoreTrashResult, error) {
+	var a *governance.Activities
+	f.env.OnActivity(a.RestoreTrash, mock.Anything, mock.Anything).Return(func(_ context.Context, in governance.RestoreTrashInput) (governance.RestoreTrashResult, error) {
 		f.calls = append(f.calls, in)
 		o := cleanup.OutcomeRestored
 		if in.DryRun {
 			o = cleanup.OutcomeStarted
 		}
-		return activities.RestoreTrashResult{Tenants: []string{"team-a"}, RestoreResult: cleanup.RestoreResult{RunID: in.RunID, DryRun: in.DryRun,
+		return governance.RestoreTrashResult{Tenants: []string{"team-a"}, RestoreResult: cleanup.RestoreResult{RunID: in.RunID, DryRun: in.DryRun,
 			Items: []cleanup.Record{{Path: "hdfs://nn/a/checkpoints/j/chk-3", Outcome: o}}, Counts: map[cleanup.Outcome]int{o: 1}}}, nil
 	})
 	return f
@@ -80,13 +81,14 @@ func TestGovernanceRestoreDryRun(t *testing.T) {
 func TestGovernanceRestoreRefusals(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	var a *governance.Activities
+	var onc *oncall.Activities
 	calls := 0
-	env.OnActivity(a.RestoreTrash, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestoreTrashInput) (activities.RestoreTrashResult, error) {
+	env.OnActivity(a.RestoreTrash, mock.Anything, mock.Anything).Return(func(_ context.Context, in governance.RestoreTrashInput) (governance.RestoreTrashResult, error) {
 		calls++
-		return activities.RestoreTrashResult{Tenants: []string{"team-a"}}, nil
+		return governance.RestoreTrashResult{Tenants: []string{"team-a"}}, nil
 	})
-	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "peak", Until: time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)}}}, nil)
+	env.OnActivity(onc.CheckFreeze, mock.Anything, mock.Anything).Return(oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "peak", Until: time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)}}}, nil)
 	env.ExecuteWorkflow(GovernanceRestoreWorkflow, GovernanceRestoreInput{RunID: "nightly-1", By: "alice", Reason: "r"})
 	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "peak") || calls != 1 {
 		t.Fatalf("err %v after %d restore calls; want the freeze named after the dry check only", err, calls)

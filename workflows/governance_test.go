@@ -13,7 +13,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -24,8 +28,8 @@ import (
 type govFixture struct {
 	t         *testing.T
 	env       *testsuite.TestWorkflowEnvironment
-	planned   []activities.PlanCleanupInput
-	executed  []activities.ExecuteCleanupInput
+	planned   []governance.PlanCleanupInput
+	executed  []governance.ExecuteCleanupInput
 	samples   int
 	documents map[string]string
 	planItems int64
@@ -33,8 +37,8 @@ type govFixture struct {
 	// unless noObjects; partErr fails one part.
 	shards    int
 	noObjects bool
-	parts     []activities.ExecuteCleanupPartInput
-	partErr   func(activities.ExecuteCleanupPartInput) error
+	parts     []governance.ExecuteCleanupPartInput
+	partErr   func(governance.ExecuteCleanupPartInput) error
 	// verified counts the checks of a whole sharded plan; verifyErr fails
 	// them.
 	verified  int
@@ -42,7 +46,7 @@ type govFixture struct {
 	tallies   int
 	// completed, when set, hears each activity completion.
 	completed func(*activity.Info, error)
-	usage     []activities.TenantUsageInput
+	usage     []capacity.TenantUsageInput
 	usageErr  error
 	// executeTakes and usageTakes, when set, are how long (test time)
 	// ExecuteCleanup and TenantUsage take: a window in which to act on a
@@ -71,64 +75,66 @@ func newGovFixtureLocked(t *testing.T, locks func(*testsuite.TestWorkflowEnviron
 	f := &govFixture{t: t, env: s.NewTestWorkflowEnvironment(), documents: map[string]string{}, planItems: 3}
 	locks(f.env)
 	gatherInParts(f.env)
-	var a *activities.Activities
-	f.env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.PlanCleanupInput) (activities.PlanCleanupResult, error) {
+	var a *windows.Activities
+	var gov *governance.Activities
+	var capa *capacity.Activities
+	f.env.OnActivity(gov.PlanCleanup, mockAny, mockAny).Return(func(_ context.Context, in governance.PlanCleanupInput) (governance.PlanCleanupResult, error) {
 		f.planned = append(f.planned, in)
-		return activities.PlanCleanupResult{Summary: activities.PlanSummary{
+		return governance.PlanCleanupResult{Summary: governance.PlanSummary{
 			RunID: in.RunID, PlanPath: "hdfs://nn/flinkmaint/plans/" + in.RunID + "/plan.json", PlanSHA256: testPlanSHA,
 			Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems, Action: string(in.Policy.Action),
-			Tenants:      []activities.TenantPlan{{Tenant: "team-a", Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems}},
+			Tenants:      []governance.TenantPlan{{Tenant: "team-a", Items: f.planItems, Files: 10 * f.planItems, Bytes: 1000 * f.planItems}},
 			ScopeTenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}}, Shards: f.shards, Objects: f.objects(),
 		}}, nil
 	})
 	var mu sync.Mutex
-	f.env.OnActivity(a.ExecuteCleanupPart, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupPartInput) (activities.ExecuteCleanupPartResult, error) {
+	f.env.OnActivity(gov.ExecuteCleanupPart, mockAny, mockAny).Return(func(_ context.Context, in governance.ExecuteCleanupPartInput) (governance.ExecuteCleanupPartResult, error) {
 		mu.Lock()
 		f.parts = append(f.parts, in)
 		mu.Unlock()
 		if f.partErr != nil {
 			if err := f.partErr(in); err != nil {
-				return activities.ExecuteCleanupPartResult{}, err
+				return governance.ExecuteCleanupPartResult{}, err
 			}
 		}
-		return activities.ExecuteCleanupPartResult{Total: 1, Removed: 1}, nil
+		return governance.ExecuteCleanupPartResult{Total: 1, Removed: 1}, nil
 	})
-	f.env.OnActivity(a.VerifyCleanupPlan, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) error {
+	f.env.OnActivity(gov.VerifyCleanupPlan, mockAny, mockAny).Return(func(_ context.Context, in governance.ExecuteCleanupInput) error {
 		f.verified++
 		return f.verifyErr
 	})
-	f.env.OnActivity(a.TallyCleanup, mockAny, mockAny).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
+	f.env.OnActivity(gov.TallyCleanup, mockAny, mockAny).Return(func(_ context.Context, in governance.ExecuteCleanupInput) (governance.ExecuteCleanupResult, error) {
 		f.tallies++
-		return activities.ExecuteCleanupResult{RunID: in.RunID, Total: f.shards + 1, Items: int64(f.shards + 1)}, nil
+		return governance.ExecuteCleanupResult{RunID: in.RunID, Total: f.shards + 1, Items: int64(f.shards + 1)}, nil
 	})
-	f.env.OnActivity(a.ExecuteCleanup, mockAny, mockAny).AfterFn(func() time.Duration { return f.executeTakes }).Return(func(_ context.Context, in activities.ExecuteCleanupInput) (activities.ExecuteCleanupResult, error) {
+	f.env.OnActivity(gov.ExecuteCleanup, mockAny, mockAny).AfterFn(func() time.Duration { return f.executeTakes }).Return(func(_ context.Context, in governance.ExecuteCleanupInput) (governance.ExecuteCleanupResult, error) {
 		f.executed = append(f.executed, in)
-		return activities.ExecuteCleanupResult{RunID: in.RunID, ManifestDir: "hdfs://nn/trash/_audit/" + in.RunID, Total: 3, Items: 3, Files: 30, Bytes: 3000,
-			Tenants: []activities.TenantReclaim{{Tenant: "team-a", Items: 3, Files: 30, Bytes: 3000}}}, nil
+		return governance.ExecuteCleanupResult{RunID: in.RunID, ManifestDir: "hdfs://nn/trash/_audit/" + in.RunID, Total: 3, Items: 3, Files: 30, Bytes: 3000,
+			Tenants: []governance.TenantReclaim{{Tenant: "team-a", Items: 3, Files: 30, Bytes: 3000}}}, nil
 	})
-	f.env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(func(_ context.Context, in activities.SampleQuotaInput) (activities.SampleQuotaResult, error) {
+	f.env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(func(_ context.Context, in capacity.SampleQuotaInput) (capacity.SampleQuotaResult, error) {
 		f.samples++
 		used := int64(900)
 		if len(f.executed) > 0 {
 			used = 870
 		}
-		return activities.SampleQuotaResult{Tenants: []activities.TenantQuota{{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: 1000,
+		return capacity.SampleQuotaResult{Tenants: []capacity.TenantQuota{{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: 1000,
 			Percent: float64(used) / 10, Level: "warning"}}}, nil
 	})
-	f.env.OnActivity(a.TenantUsage, mockAny, mockAny).AfterFn(func() time.Duration { return f.usageTakes }).Return(func(_ context.Context, in activities.TenantUsageInput) (activities.TenantUsageResult, error) {
+	f.env.OnActivity(capa.TenantUsage, mockAny, mockAny).AfterFn(func() time.Duration { return f.usageTakes }).Return(func(_ context.Context, in capacity.TenantUsageInput) (capacity.TenantUsageResult, error) {
 		f.usage = append(f.usage, in)
 		if f.usageErr != nil {
-			return activities.TenantUsageResult{}, f.usageErr
+			return capacity.TenantUsageResult{}, f.usageErr
 		}
 		orders := usage.Offender{Job: "team-a/cluster-a/orders", Figures: usage.Figures{Files: 700, Dirs: 90, Bytes: 5 << 20}}
-		return activities.TenantUsageResult{Tenants: []usage.Report{{Tenant: "team-a", Root: "hdfs://nn/a",
+		return capacity.TenantUsageResult{Tenants: []usage.Report{{Tenant: "team-a", Root: "hdfs://nn/a",
 			Kinds:    []usage.KindUsage{{Kind: usage.KindShared, Figures: usage.Figures{Files: 700, Dirs: 90, Bytes: 5 << 20}}},
 			TopFiles: []usage.Offender{orders}, TopBytes: []usage.Offender{orders}}}}, nil
 	})
-	f.env.OnActivity(a.PurgeTrash, mockAny, mockAny).Return(activities.PurgeTrashResult{Purged: []string{"hdfs://nn/trash/old"}}, nil)
-	f.env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	f.env.OnActivity(gov.PurgeTrash, mockAny, mockAny).Return(governance.PurgeTrashResult{Purged: []string{"hdfs://nn/trash/old"}}, nil)
+	f.env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		f.documents[in.Path] = string(in.Content)
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
 	return f
 }
@@ -192,8 +198,8 @@ func (f *govFixture) update(name string, arg interface{}, wantAccepted bool, wan
 				return
 			}
 			if out != nil {
-				if p, ok := out.(*activities.PlanSummary); ok {
-					if s, ok := res.(activities.PlanSummary); ok {
+				if p, ok := out.(*governance.PlanSummary); ok {
+					if s, ok := res.(governance.PlanSummary); ok {
 						*p = s
 					}
 				}
@@ -253,7 +259,7 @@ func TestGovernancePlanModeTouchesNothing(t *testing.T) {
 
 func TestGovernanceUsageFailureIsANote(t *testing.T) {
 	f := newGovFixture(t)
-	f.usageErr = temporal.NewNonRetryableApplicationError("permission denied", activities.ErrTypeStoragePermission, nil)
+	f.usageErr = temporal.NewNonRetryableApplicationError("permission denied", core.ErrTypeStoragePermission, nil)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g7"})
 	rep := f.report()
 	if rep.Outcome != GovernancePhasePlanned || rep.Usage != nil || !strings.Contains(strings.Join(rep.Notes, " "), "storage usage unknown") {
@@ -264,7 +270,7 @@ func TestGovernanceUsageFailureIsANote(t *testing.T) {
 func TestGovernanceApprove(t *testing.T) {
 	f := newGovFixture(t)
 	f.executeTakes = 10 * time.Minute
-	var approved activities.PlanSummary
+	var approved governance.PlanSummary
 	later(t, f.env, func() {
 		st := f.status()
 		if st.Phase != GovernancePhaseAwaitingApproval || st.Plan == nil || len(f.executed) != 0 {
@@ -426,7 +432,7 @@ func TestGovernanceAutoExecutesAndPurges(t *testing.T) {
 		t.Fatalf("outcome %s executed %d purge %+v", rep.Outcome, len(f.executed), rep.Purge)
 	}
 	// Without a RunID the run is named after the workflow.
-	if rep.RunID == "" || activities.CheckRunID(rep.RunID) != nil {
+	if rep.RunID == "" || governance.CheckRunID(rep.RunID) != nil {
 		t.Fatalf("derived run id %q", rep.RunID)
 	}
 }
@@ -498,9 +504,9 @@ func TestGovernanceShardFailureStopsTheRun(t *testing.T) {
 			once.Do(func() { close(delivered) })
 		}
 	}
-	f.partErr = func(in activities.ExecuteCleanupPartInput) error {
+	f.partErr = func(in governance.ExecuteCleanupPartInput) error {
 		if in.Shard == 1 && !in.Objects {
-			return temporal.NewNonRetryableApplicationError("plan shard changed", activities.ErrTypeCleanupPlanChanged, nil)
+			return temporal.NewNonRetryableApplicationError("plan shard changed", core.ErrTypeCleanupPlanChanged, nil)
 		}
 		select {
 		case <-delivered:
@@ -530,7 +536,7 @@ func TestGovernanceShardFailureStopsTheRun(t *testing.T) {
 func TestGovernanceChangedShardStopsTheRunBeforeAnyPart(t *testing.T) {
 	f := newGovFixture(t)
 	f.shards = 3
-	f.verifyErr = temporal.NewNonRetryableApplicationError("plan shard items-00002.jsonl: sha256 differs", activities.ErrTypeCleanupPlanChanged, nil)
+	f.verifyErr = temporal.NewNonRetryableApplicationError("plan shard items-00002.jsonl: sha256 differs", core.ErrTypeCleanupPlanChanged, nil)
 	f.env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{Mode: ModeAuto})
 	if !f.env.IsWorkflowCompleted() || f.env.GetWorkflowError() == nil {
 		t.Fatal("the run did not fail")
@@ -549,11 +555,11 @@ func TestGovernanceGatherFailureFailsThePlan(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
-	var a *activities.Activities
-	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	var a *capacity.Activities
+	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(capacity.SampleQuotaResult{}, nil)
 	gatherInParts(env, func(part int) error {
 		if part == 2 {
-			return temporal.NewNonRetryableApplicationError("namenode refused", activities.ErrTypeStoragePermission, nil)
+			return temporal.NewNonRetryableApplicationError("namenode refused", core.ErrTypeStoragePermission, nil)
 		}
 		return nil
 	})
@@ -569,8 +575,8 @@ func TestGovernanceGatherFailureFailsThePlan(t *testing.T) {
 func TestGovernanceWaitsForTheTenantLock(t *testing.T) {
 	released := 0
 	f := newGovFixtureLocked(t, func(env *testsuite.TestWorkflowEnvironment) {
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{}, nil)
+		var a *oncall.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{}, nil)
 		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return([]LockHold{{LockRequest: LockRequest{Owner: "window-wk49", Kind: KindWindow,
 			Tenants: []string{"team-a"}, Reason: "window wk49: savepoint-all until every job is healthy"}}}, nil)
 		env.OnSignalExternalWorkflow(mockAny, TenantLockWorkflowID, "", SignalLockRelease, mockAny).Return(func(_, _, _, _ string, _ interface{}) error {
@@ -598,8 +604,8 @@ func TestGovernanceWaitsForTheTenantLock(t *testing.T) {
 // of the plan made before the wait.
 func TestGovernanceAsksAgainForAPlanMadeAgain(t *testing.T) {
 	f := newGovFixtureLocked(t, func(env *testsuite.TestWorkflowEnvironment) {
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{}, nil)
+		var a *oncall.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{}, nil)
 		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return([]LockHold{{LockRequest: LockRequest{Owner: "window-wk49", Kind: KindWindow,
 			Tenants: []string{"team-a"}, Reason: "window wk49"}}}, nil)
 		env.OnSignalExternalWorkflow(mockAny, TenantLockWorkflowID, "", SignalLockRelease, mockAny).Return(nil)
@@ -645,8 +651,8 @@ func TestGovernanceGathersInOnePartByPlanning(t *testing.T) {
 // so; a plan (which changes nothing) is not stopped.
 func TestGovernanceRespectsFreezes(t *testing.T) {
 	frozen := func(env *testsuite.TestWorkflowEnvironment) {
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "black-friday",
+		var a *oncall.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "black-friday",
 			Until: time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), Reason: "sales"}}}, nil)
 		env.OnActivity(a.RequestTenantLock, mockAny, mockAny).Return(nil, nil)
 		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
@@ -692,15 +698,16 @@ func TestGovernancePlanFailureFailsTheRun(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
-	var a *activities.Activities
-	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(activities.SampleQuotaResult{}, nil)
+	var a *governance.Activities
+	var capa *capacity.Activities
+	env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(capacity.SampleQuotaResult{}, nil)
 	gatherInParts(env)
-	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(activities.PlanCleanupResult{},
-		temporal.NewNonRetryableApplicationError("scope spans two file systems", activities.ErrTypeInvalidInput, nil))
+	env.OnActivity(a.PlanCleanup, mockAny, mockAny).Return(governance.PlanCleanupResult{},
+		temporal.NewNonRetryableApplicationError("scope spans two file systems", core.ErrTypeInvalidInput, nil))
 	env.ExecuteWorkflow(GovernanceWorkflow, GovernanceInput{RunID: "g6", Mode: ModeAuto})
 	err := env.GetWorkflowError()
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeInvalidInput || !strings.Contains(err.Error(), "two file systems") {
+	if !errors.As(err, &appErr) || appErr.Type() != core.ErrTypeInvalidInput || !strings.Contains(err.Error(), "two file systems") {
 		t.Fatalf("error %v; want the plan's InvalidInput", err)
 	}
 }
@@ -740,7 +747,7 @@ func TestCleanupRunID(t *testing.T) {
 		{"/weird id/", "r"}: "weird-id--r",
 	} {
 		got := cleanupRunID(in[0], in[1])
-		if got != want || activities.CheckRunID(got) != nil {
+		if got != want || governance.CheckRunID(got) != nil {
 			t.Errorf("cleanupRunID(%q, %q) = %q, want %q (valid)", in[0], in[1], got, want)
 		}
 	}

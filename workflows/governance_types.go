@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
@@ -74,8 +76,8 @@ type GovernancePolicy struct {
 	OperatorSnapshots string `json:"operatorSnapshots,omitempty"`
 }
 
-func (p GovernancePolicy) activityPolicy() activities.CleanupPolicy {
-	return activities.CleanupPolicy{
+func (p GovernancePolicy) activityPolicy() governance.CleanupPolicy {
+	return governance.CleanupPolicy{
 		Grace: p.Grace.D(), RetiredJobTTL: p.RetiredJobTTL.D(), DeleteLatestRetiredCheckpoint: p.DeleteLatestRetiredCheckpoint, MaxCheckpointTimeout: p.MaxCheckpointTimeout.D(),
 		KeepSavepoints: p.KeepSavepoints, SavepointMaxAge: p.SavepointMaxAge.D(), HATTL: p.HATTL.D(), OrphanTTL: p.OrphanTTL.D(),
 		PinnedSavepoints: p.PinnedSavepoints, IgnoreDrills: p.IgnoreDrills, Action: cleanup.Action(p.Action), OperatorSnapshots: cleanup.OperatorSnapshots(p.OperatorSnapshots),
@@ -89,7 +91,7 @@ type GovernanceInput struct {
 	// from the workflow ID (schedules give each run its own).
 	RunID  string           `json:"runId,omitempty"`
 	Reason string           `json:"reason,omitempty"`
-	Scope  activities.Scope `json:"scope"`
+	Scope  core.Scope       `json:"scope"`
 	Mode   string           `json:"mode"`
 	Policy GovernancePolicy `json:"policy"`
 	// OverrideFreeze lets the run execute inside a freeze.
@@ -159,7 +161,7 @@ func (in *GovernanceInput) validate(name func(field string) string) error {
 		}
 	}
 	if in.RunID != "" {
-		if err := activities.CheckRunID(in.RunID); err != nil {
+		if err := governance.CheckRunID(in.RunID); err != nil {
 			bad("runId", ": %v", err)
 		}
 	}
@@ -229,17 +231,17 @@ type GovernanceState struct {
 	Phase      string                  `json:"phase"`
 	StartedAt  time.Time               `json:"startedAt"`
 	FinishedAt time.Time               `json:"finishedAt,omitempty"`
-	Plan       *activities.PlanSummary `json:"plan,omitempty"`
+	Plan       *governance.PlanSummary `json:"plan,omitempty"`
 	// ShardsExecuted counts the plan's shards done so far.
 	ShardsExecuted   int                              `json:"shardsExecuted,omitempty"`
 	ApprovalDeadline time.Time                        `json:"approvalDeadline,omitempty"`
 	Approval         *ApprovalRecord                  `json:"approval,omitempty"`
-	Execution        *activities.ExecuteCleanupResult `json:"execution,omitempty"`
+	Execution        *governance.ExecuteCleanupResult `json:"execution,omitempty"`
 	// WaitingFor names the runs holding a tenant this run waits for.
 	WaitingFor  string                       `json:"waitingFor,omitempty"`
-	Purge       *activities.PurgeTrashResult `json:"purge,omitempty"`
-	QuotaBefore []activities.TenantQuota     `json:"quotaBefore,omitempty"`
-	QuotaAfter  []activities.TenantQuota     `json:"quotaAfter,omitempty"`
+	Purge       *governance.PurgeTrashResult `json:"purge,omitempty"`
+	QuotaBefore []capacity.TenantQuota       `json:"quotaBefore,omitempty"`
+	QuotaAfter  []capacity.TenantQuota       `json:"quotaAfter,omitempty"`
 	ReportPath  string                       `json:"reportPath,omitempty"`
 	Notes       []string                     `json:"notes,omitempty"`
 	// Usage is what fills each tenant's quota, per kind, with the top

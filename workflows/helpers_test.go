@@ -14,7 +14,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 )
 
 // mockAny matches any argument in OnActivity expectations.
@@ -131,9 +132,9 @@ func (l *lockLog) String() string {
 // after the gates have.
 func openGates(env *testsuite.TestWorkflowEnvironment, also ...func(*activity.Info, error)) *lockLog {
 	log := &lockLog{}
-	var a *activities.Activities
-	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(activities.CheckFreezeResult{}, nil)
-	env.OnActivity(a.RequestTenantLock, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.LockRequest) ([]activities.LockHold, error) {
+	var a *oncall.Activities
+	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(oncall.CheckFreezeResult{}, nil)
+	env.OnActivity(a.RequestTenantLock, mock.Anything, mock.Anything).Return(func(_ context.Context, req oncall.LockRequest) ([]oncall.LockHold, error) {
 		log.add("acquire " + req.Owner + " " + strings.Join(req.Tenants, ","))
 		log.mu.Lock()
 		defer log.mu.Unlock()
@@ -159,14 +160,14 @@ func openGates(env *testsuite.TestWorkflowEnvironment, also ...func(*activity.In
 // activity writes it, with a hash derived from its number; fail, if set,
 // may fail a part.
 func gatherInParts(env *testsuite.TestWorkflowEnvironment, fail ...func(part int) error) {
-	var a *activities.Activities
-	env.OnActivity(a.GatherCleanup, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GatherCleanupInput) (activities.ListingPart, error) {
+	var a *governance.Activities
+	env.OnActivity(a.GatherCleanup, mock.Anything, mock.Anything).Return(func(_ context.Context, in governance.GatherCleanupInput) (governance.ListingPart, error) {
 		for _, f := range fail {
 			if err := f(in.Part); err != nil {
-				return activities.ListingPart{}, err
+				return governance.ListingPart{}, err
 			}
 		}
-		return activities.ListingPart{Path: fmt.Sprintf("hdfs://nn/flinkmaint/plans/%s/listing-%02d-of-%02d.json.gz", in.RunID, in.Part+1, in.Parts),
+		return governance.ListingPart{Path: fmt.Sprintf("hdfs://nn/flinkmaint/plans/%s/listing-%02d-of-%02d.json.gz", in.RunID, in.Part+1, in.Parts),
 			SHA256: fmt.Sprintf("%064d", in.Part), Part: in.Part, Parts: in.Parts}, nil
 	})
 }

@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -29,31 +29,31 @@ const (
 // JobSavepoint child) tells of the job: what the activity read after the
 // failure (its details), else what the error's type implies. A savepoint
 // that did not verify was taken as the job stopped: the job does not run.
-func seenAfterStop(err error) activities.JobSeen {
+func seenAfterStop(err error) core.JobSeen {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch v := e.(type) {
 		case *temporal.ActivityError:
 			if v.ActivityType().GetName() == activityVerifySavepoint {
-				return activities.JobSeen{Seen: activities.JobSeenStopped}
+				return core.JobSeen{Seen: core.JobSeenStopped}
 			}
 		case *temporal.ApplicationError:
-			var seen activities.JobSeen
+			var seen core.JobSeen
 			if v.HasDetails() && v.Details(&seen) == nil && seen.Seen != "" {
 				return seen
 			}
-			if s := activities.JobAfterFailedStop(v.Type()); s != activities.JobSeenUnknown {
-				return activities.JobSeen{Seen: s}
+			if s := core.JobAfterFailedStop(v.Type()); s != core.JobSeenUnknown {
+				return core.JobSeen{Seen: s}
 			}
 		}
 	}
-	return activities.JobSeen{Seen: activities.JobSeenUnknown}
+	return core.JobSeen{Seen: core.JobSeenUnknown}
 }
 
 // seenAfterRestart is what the error of a failed restart (the JobRestart
 // child) tells of the job: unanswered when its cluster did not answer,
 // stopped when the restart did not start it, unknown when it was started
 // and did not become healthy.
-func seenAfterRestart(err error) activities.JobSeen {
+func seenAfterRestart(err error) core.JobSeen {
 	started := true
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch v := e.(type) {
@@ -62,39 +62,39 @@ func seenAfterRestart(err error) activities.JobSeen {
 				started = false
 			}
 		case *temporal.ApplicationError:
-			if activities.JobAfterFailedStop(v.Type()) == activities.JobSeenUnanswered {
-				return activities.JobSeen{Seen: activities.JobSeenUnanswered}
+			if core.JobAfterFailedStop(v.Type()) == core.JobSeenUnanswered {
+				return core.JobSeen{Seen: core.JobSeenUnanswered}
 			}
 		}
 	}
 	if !started {
-		return activities.JobSeen{Seen: activities.JobSeenStopped}
+		return core.JobSeen{Seen: core.JobSeenStopped}
 	}
-	return activities.JobSeen{Seen: activities.JobSeenUnknown}
+	return core.JobSeen{Seen: core.JobSeenUnknown}
 }
 
 // jobSeen is what the window recorded of j when its step failed. State
 // recorded before the window kept it knows only whether the job stopped.
-func jobSeen(j *JobProgress) activities.JobSeen {
+func jobSeen(j *JobProgress) core.JobSeen {
 	switch {
 	case j.Seen != "":
-		return activities.JobSeen{Seen: j.Seen, State: j.SeenState}
+		return core.JobSeen{Seen: j.Seen, State: j.SeenState}
 	case j.StoppedWithoutSavepoint:
-		return activities.JobSeen{Seen: activities.JobSeenStopped}
+		return core.JobSeen{Seen: core.JobSeenStopped}
 	}
-	return activities.JobSeen{Seen: activities.JobSeenUnknown}
+	return core.JobSeen{Seen: core.JobSeenUnknown}
 }
 
 // afterStopText says what became of a job whose stop with savepoint
 // failed, for a decision line or a skip reason.
-func afterStopText(seen activities.JobSeen, t activities.JobTarget) string {
+func afterStopText(seen core.JobSeen, t core.JobTarget) string {
 	switch seen.Seen {
-	case activities.JobSeenRunning:
+	case core.JobSeenRunning:
 		if seen.State != "" {
 			return "the job keeps running: Flink reported it " + seen.State + " after the failure"
 		}
 		return "the job keeps running: Flink refused the stop before it began"
-	case activities.JobSeenStopped:
+	case core.JobSeenStopped:
 		s := "the job is no longer running and this window has no savepoint of it: restart it by hand from its latest savepoint or retained checkpoint"
 		if seen.State != "" {
 			s += " (Flink reported it " + seen.State + ")"
@@ -105,11 +105,11 @@ func afterStopText(seen activities.JobSeen, t activities.JobTarget) string {
 }
 
 // afterRestartText says what became of a job whose restart failed.
-func afterRestartText(seen activities.JobSeen, j *JobProgress) string {
+func afterRestartText(seen core.JobSeen, j *JobProgress) string {
 	switch seen.Seen {
-	case activities.JobSeenStopped:
+	case core.JobSeenStopped:
 		return fmt.Sprintf("the job is not running: its restart from %s did not start it; the savepoint stays in the manifest", j.SavepointPath)
-	case activities.JobSeenUnanswered:
+	case core.JobSeenUnanswered:
 		return unknownStateText(seen, j.Target)
 	}
 	return fmt.Sprintf("the job was started from %s (job %s) and did not become healthy: %s; retry-job cancels it and starts it again",
@@ -117,9 +117,9 @@ func afterRestartText(seen activities.JobSeen, j *JobProgress) string {
 }
 
 // unknownStateText: the job's state is not known, and why.
-func unknownStateText(seen activities.JobSeen, t activities.JobTarget) string {
+func unknownStateText(seen core.JobSeen, t core.JobTarget) string {
 	switch {
-	case seen.Seen == activities.JobSeenUnanswered:
+	case seen.Seen == core.JobSeenUnanswered:
 		return "its state is unknown because its cluster did not answer: " + checkText(t)
 	case seen.State != "":
 		return "its state is unknown: Flink reported it " + seen.State + " after the failure; " + checkText(t)
@@ -128,7 +128,7 @@ func unknownStateText(seen activities.JobSeen, t activities.JobTarget) string {
 }
 
 // checkText is where a person looks at the job and its cluster.
-func checkText(t activities.JobTarget) string {
+func checkText(t core.JobTarget) string {
 	if r := t.Restart.Resource; t.Restart.Kind == inventory.RestartOperatorResume && r != nil {
 		return fmt.Sprintf("check `kubectl -n %s get %s %s` and that the Kubernetes API and %s answer",
 			r.Namespace, strings.ToLower(r.Kind), r.Name, orDash(t.RESTURL))

@@ -11,7 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -47,22 +48,22 @@ func reasonLine(t *testing.T, reason, key string) string {
 func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
-	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+	var a *windows.Activities
+	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		switch in.Job.Key {
 		case "cluster-a/job-a":
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
 				"stop job cluster-a/job-a with savepoint: NSQuotaExceededException: The NameSpace quota of /sp is exceeded",
 				flink.ErrorReasonStorageQuotaExceeded, nil)
 		case "cluster-b/job-b":
-			return activities.StopWithSavepointResult{}, clusterDownError(in.Job)
+			return core.StopWithSavepointResult{}, clusterDownError(in.Job)
 		case "cluster-a/job-c":
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
-				"job cluster-a/job-c is CANCELED, not running; it did not stop with a savepoint", activities.ErrTypeJobStoppedWithoutSavepoint, nil)
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
+				"job cluster-a/job-c is CANCELED, not running; it did not stop with a savepoint", core.ErrTypeJobStoppedWithoutSavepoint, nil)
 		}
-		return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
+		return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError(
 			"stop-with-savepoint of cluster-b/job-d failed; the job keeps running: CheckpointException: declined",
-			flink.ErrorReasonOperationFailed, nil, activities.JobSeen{Seen: activities.JobSeenRunning, State: "RUNNING"})
+			flink.ErrorReasonOperationFailed, nil, core.JobSeen{Seen: core.JobSeenRunning, State: "RUNNING"})
 	})
 	f := newWindowFixtureOn(t, env, 4)
 	in := windowInput()
@@ -120,10 +121,10 @@ func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 		}
 	}
 	for _, j := range rep.Jobs {
-		if j.Target.Key == "cluster-b/job-b" && (j.Seen != activities.JobSeenUnanswered || !strings.Contains(j.SkipReason, "its cluster did not answer")) {
+		if j.Target.Key == "cluster-b/job-b" && (j.Seen != core.JobSeenUnanswered || !strings.Contains(j.SkipReason, "its cluster did not answer")) {
 			t.Errorf("job of the cluster that did not answer: %+v", j)
 		}
-		if j.Target.Key == "cluster-a/job-c" && (j.Seen != activities.JobSeenStopped || !j.StoppedWithoutSavepoint) {
+		if j.Target.Key == "cluster-a/job-c" && (j.Seen != core.JobSeenStopped || !j.StoppedWithoutSavepoint) {
 			t.Errorf("job stopped without a savepoint: %+v", j)
 		}
 	}
@@ -136,7 +137,7 @@ func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 	for _, mj := range m.Jobs {
 		seen[mj.Key] = mj.Seen
 	}
-	if seen["cluster-b/job-b"] != activities.JobSeenUnanswered || seen["cluster-a/job-c"] != activities.JobSeenStopped || seen["cluster-a/job-a"] != activities.JobSeenRunning {
+	if seen["cluster-b/job-b"] != core.JobSeenUnanswered || seen["cluster-a/job-c"] != core.JobSeenStopped || seen["cluster-a/job-a"] != core.JobSeenRunning {
 		t.Errorf("the manifest says %v of the jobs", seen)
 	}
 }
@@ -146,9 +147,9 @@ func TestWindowSavepointFailuresSayEachJobsState(t *testing.T) {
 func TestWindowSavepointFailureDecisionIsBounded(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
-	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
-		return activities.StopWithSavepointResult{}, clusterDownError(in.Job)
+	var a *windows.Activities
+	env.OnActivity(a.StopWithSavepoint, mockAny, mockAny).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
+		return core.StopWithSavepointResult{}, clusterDownError(in.Job)
 	})
 	f := newWindowFixtureOn(t, env, 14)
 	in := windowInput()
@@ -197,9 +198,9 @@ func TestWindowRestartFailuresSayTheJobsState(t *testing.T) {
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
 			if name == "cluster down" {
-				var a *activities.Activities
-				env.OnActivity(a.RestartJob, mockAny, mockAny).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
-					return activities.RestartJobResult{}, clusterDownError(in.Job)
+				var a *windows.Activities
+				env.OnActivity(a.RestartJob, mockAny, mockAny).Return(func(_ context.Context, in windows.RestartJobInput) (core.RestartJobResult, error) {
+					return core.RestartJobResult{}, clusterDownError(in.Job)
 				})
 			}
 			f := newWindowFixtureOn(t, env, 1)
@@ -238,7 +239,7 @@ func TestWindowRestartFailuresSayTheJobsState(t *testing.T) {
 // does not claim the job keeps running the previous version.
 func TestUpgradeStopOnAClusterThatDoesNotAnswer(t *testing.T) {
 	f := newUpgradeFixture(t)
-	f.stopErr = clusterDownError(activities.JobTarget{Key: "cluster-a/orders", JobID: previousJobID, RESTURL: "http://cluster-a"})
+	f.stopErr = clusterDownError(core.JobTarget{Key: "cluster-a/orders", JobID: previousJobID, RESTURL: "http://cluster-a"})
 	f.env.ExecuteWorkflow(JobUpgradeWorkflow, upgradeInput())
 	err := f.env.GetWorkflowError()
 	var appErr *temporal.ApplicationError

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
@@ -48,7 +48,7 @@ func (n *notifier) send(ctx workflow.Context, ev notify.Event) workflow.Future {
 	if n == nil || !n.on {
 		return nil
 	}
-	var a *activities.Activities
+	var a *oncall.Activities
 	ev.Workflow, ev.Run = n.workflow, n.run
 	if ev.Tenants == nil {
 		ev.Tenants = n.tenants
@@ -57,7 +57,7 @@ func (n *notifier) send(ctx workflow.Context, ev notify.Event) workflow.Future {
 		ev.Severity = notify.SeverityInfo
 	}
 	ev.At = workflow.Now(ctx)
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, notifyOptions()), a.Notify, activities.NotifyInput{Event: ev})
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, notifyOptions()), a.Notify, oncall.NotifyInput{Event: ev})
 	kept := n.pending[:0]
 	for _, p := range n.pending {
 		if !p.IsReady() {

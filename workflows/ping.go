@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 )
 
 // PingInput is the input of PingWorkflow.
@@ -34,10 +34,10 @@ func PingWorkflow(ctx workflow.Context, in PingInput) (PingResult, error) {
 		return PingResult{}, newInvalidInputError("ping message too long", len(in.Message), maxPingMessage)
 	}
 	ctx = workflow.WithActivityOptions(ctx, pingActivityOptions())
-	var a *activities.Activities
+	var a *doctor.Activities
 	start := workflow.Now(ctx)
-	var res activities.PingResult
-	if err := workflow.ExecuteActivity(ctx, a.Ping, activities.PingInput(in)).Get(ctx, &res); err != nil {
+	var res doctor.PingResult
+	if err := workflow.ExecuteActivity(ctx, a.Ping, doctor.PingInput(in)).Get(ctx, &res); err != nil {
 		return PingResult{}, err
 	}
 	return PingResult{

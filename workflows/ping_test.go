@@ -9,17 +9,17 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 )
 
 func TestPingWorkflowReturnsWorkerAnswer(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	var a *doctor.Activities
 	answered := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	env.OnActivity(a.Ping, mockAny, activities.PingInput{Message: "hi"}).
+	env.OnActivity(a.Ping, mockAny, doctor.PingInput{Message: "hi"}).
 		After(2*time.Second).
-		Return(activities.PingResult{Message: "hi", Worker: "w1", Hostname: "h1", AnsweredAt: answered}, nil)
+		Return(doctor.PingResult{Message: "hi", Worker: "w1", Hostname: "h1", AnsweredAt: answered}, nil)
 
 	env.ExecuteWorkflow(PingWorkflow, PingInput{Message: "hi"})
 	if err := env.GetWorkflowError(); err != nil {
@@ -49,8 +49,8 @@ func TestPingWorkflowRejectsLongMessage(t *testing.T) {
 func TestPingWorkflowSurfacesActivityFailure(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
-	env.OnActivity(a.Ping, mockAny, mockAny).Return(activities.PingResult{}, errors.New("worker broke"))
+	var a *doctor.Activities
+	env.OnActivity(a.Ping, mockAny, mockAny).Return(doctor.PingResult{}, errors.New("worker broke"))
 	env.ExecuteWorkflow(PingWorkflow, PingInput{Message: "hi"})
 	err := env.GetWorkflowError()
 	if err == nil || !strings.Contains(err.Error(), "worker broke") {

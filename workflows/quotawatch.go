@@ -11,7 +11,9 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 	"github.com/flinkmaint/flinkmaint/internal/quota"
 )
@@ -20,7 +22,7 @@ import (
 // across continue-as-new (and lets a one-shot run start from another
 // watch's samples).
 type QuotaWatchInput struct {
-	Scope activities.Scope `json:"scope"`
+	Scope core.Scope `json:"scope"`
 	// Interval between samples. Default 15m.
 	Interval        Duration `json:"interval,omitempty"`
 	WarningPercent  float64  `json:"warningPercent,omitempty"`  // default 80
@@ -78,7 +80,7 @@ func (in *QuotaWatchInput) Validate() error {
 }
 
 // QuotaSample is one point of a tenant's series.
-type QuotaSample = activities.QuotaSample
+type QuotaSample = capacity.QuotaSample
 
 // QuotaForecast is when a tenant's quota fills at the fitted rate.
 type QuotaForecast struct {
@@ -91,11 +93,11 @@ type QuotaForecast struct {
 
 // TenantWatch is one tenant's latest sample, series, forecast and alert.
 type TenantWatch struct {
-	Tenant            string                 `json:"tenant"`
-	Latest            activities.TenantQuota `json:"latest"`
-	Samples           []QuotaSample          `json:"samples"`
-	NamespaceForecast *QuotaForecast         `json:"namespaceForecast,omitempty"`
-	SpaceForecast     *QuotaForecast         `json:"spaceForecast,omitempty"`
+	Tenant            string               `json:"tenant"`
+	Latest            capacity.TenantQuota `json:"latest"`
+	Samples           []QuotaSample        `json:"samples"`
+	NamespaceForecast *QuotaForecast       `json:"namespaceForecast,omitempty"`
+	SpaceForecast     *QuotaForecast       `json:"spaceForecast,omitempty"`
 	// Level is ok, warning or critical (watermarks or forecast).
 	Level       string    `json:"level"`
 	AlertReason string    `json:"alertReason,omitempty"`
@@ -151,10 +153,10 @@ func QuotaWatchWorkflow(ctx workflow.Context, in QuotaWatchInput) (*QuotaWatchSt
 	if in.State == nil && in.SamplesPath != "" {
 		w.loadSamples(ctx)
 	}
-	var a *activities.Activities
+	var a *capacity.Activities
 	for taken := 0; ; taken++ {
-		var res activities.SampleQuotaResult
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.SampleQuota, activities.SampleQuotaInput{
+		var res capacity.SampleQuotaResult
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.SampleQuota, capacity.SampleQuotaInput{
 			Scope: in.Scope, WarningPercent: in.WarningPercent, CriticalPercent: in.CriticalPercent,
 			ProjectRestart: in.ProjectRestart, SafetyMargin: in.SafetyMargin,
 		}).Get(ctx, &res)
@@ -204,7 +206,7 @@ type quotaWatch struct {
 
 // record adds a sample, recomputes forecasts and alert levels, and
 // publishes them.
-func (w *quotaWatch) record(ctx workflow.Context, res activities.SampleQuotaResult) {
+func (w *quotaWatch) record(ctx workflow.Context, res capacity.SampleQuotaResult) {
 	w.st.SamplesTaken++
 	w.st.LastSampleAt = res.At
 	metrics := workflow.GetMetricsHandler(ctx)
@@ -313,10 +315,10 @@ func forecast(samples []QuotaSample, limit int64, value func(QuotaSample) int64)
 }
 
 func (w *quotaWatch) loadSamples(ctx workflow.Context) {
-	var a *activities.Activities
-	var res activities.LoadQuotaSamplesResult
+	var a *capacity.Activities
+	var res capacity.LoadQuotaSamplesResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.LoadQuotaSamples,
-		activities.LoadQuotaSamplesInput{Path: w.in.SamplesPath}).Get(ctx, &res); err != nil {
+		capacity.LoadQuotaSamplesInput{Path: w.in.SamplesPath}).Get(ctx, &res); err != nil {
 		w.logger.Warn("samples not loaded; starting a new series", "path", w.in.SamplesPath, "error", err)
 		return
 	}
@@ -333,18 +335,18 @@ func (w *quotaWatch) saveSamples(ctx workflow.Context) {
 	if w.in.SamplesPath == "" {
 		return
 	}
-	var doc activities.QuotaSamplesDoc
+	var doc capacity.QuotaSamplesDoc
 	for _, t := range w.st.Tenants {
-		doc.Tenants = append(doc.Tenants, activities.TenantSeries{Tenant: t.Tenant, Samples: t.Samples})
+		doc.Tenants = append(doc.Tenants, capacity.TenantSeries{Tenant: t.Tenant, Samples: t.Samples})
 	}
 	data, err := json.Marshal(doc) //workflowcheck:ignore (deterministic: struct fields, sorted map keys)
 	if err != nil {
 		w.logger.Error("samples not encoded", "error", err)
 		return
 	}
-	var a *activities.Activities
+	var a *windows.Activities
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.WriteDocument,
-		activities.WriteDocumentInput{Path: w.in.SamplesPath, Content: data}).Get(ctx, nil); err != nil {
+		core.WriteDocumentInput{Path: w.in.SamplesPath, Content: data}).Get(ctx, nil); err != nil {
 		w.logger.Warn("samples not saved", "path", w.in.SamplesPath, "error", err)
 	}
 }

@@ -10,7 +10,10 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
 )
 
@@ -26,7 +29,7 @@ type quotaSeries struct {
 	events []notify.Event
 }
 
-func (q *quotaSeries) sample(_ context.Context, in activities.SampleQuotaInput) (activities.SampleQuotaResult, error) {
+func (q *quotaSeries) sample(_ context.Context, in capacity.SampleQuotaInput) (capacity.SampleQuotaResult, error) {
 	at := q.start.Add(time.Duration(q.n) * time.Hour)
 	used := q.used + int64(q.n)*q.growth
 	q.n++
@@ -40,12 +43,12 @@ func (q *quotaSeries) sample(_ context.Context, in activities.SampleQuotaInput) 
 		}
 		return "ok"
 	}
-	a := activities.TenantQuota{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: q.limit, SpaceQuota: -1,
+	a := capacity.TenantQuota{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: used, NamespaceQuota: q.limit, SpaceQuota: -1,
 		Percent: 100 * float64(used) / float64(q.limit), Level: level(used, q.limit)}
 	if a.Level != "ok" {
 		a.Reason = "hdfs://nn/a: namespace " + a.Level
 	}
-	return activities.SampleQuotaResult{At: at, Tenants: []activities.TenantQuota{
+	return capacity.SampleQuotaResult{At: at, Tenants: []capacity.TenantQuota{
 		a,
 		{Tenant: "team-b", Root: "hdfs://nn/b", NamespaceUsed: 100, NamespaceQuota: 1000, SpaceQuota: -1, Percent: 10, Level: "ok"},
 	}}, nil
@@ -54,18 +57,20 @@ func (q *quotaSeries) sample(_ context.Context, in activities.SampleQuotaInput) 
 func newQuotaEnv(t *testing.T, q *quotaSeries) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
-	env.OnActivity(a.SampleQuota, mockAny, mockAny).Return(q.sample)
-	env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	var a *windows.Activities
+	var capa *capacity.Activities
+	var onc *oncall.Activities
+	env.OnActivity(capa.SampleQuota, mockAny, mockAny).Return(q.sample)
+	env.OnActivity(a.WriteDocument, mockAny, mockAny).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		q.saved[in.Path] = string(in.Content)
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
-	env.OnActivity(a.Notify, mockAny, mockAny).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+	env.OnActivity(onc.Notify, mockAny, mockAny).Return(func(_ context.Context, in oncall.NotifyInput) (oncall.NotifyResult, error) {
 		q.events = append(q.events, in.Event)
-		return activities.NotifyResult{}, nil
+		return oncall.NotifyResult{}, nil
 	})
-	env.OnActivity(a.LoadQuotaSamples, mockAny, mockAny).Return(activities.LoadQuotaSamplesResult{Found: true, Doc: activities.QuotaSamplesDoc{
-		Tenants: []activities.TenantSeries{{Tenant: "team-b", Samples: []activities.QuotaSample{{At: q.start.Add(-time.Hour), Namespace: 100}}}},
+	env.OnActivity(capa.LoadQuotaSamples, mockAny, mockAny).Return(capacity.LoadQuotaSamplesResult{Found: true, Doc: capacity.QuotaSamplesDoc{
+		Tenants: []capacity.TenantSeries{{Tenant: "team-b", Samples: []capacity.QuotaSample{{At: q.start.Add(-time.Hour), Namespace: 100}}}},
 	}}, nil)
 	return env
 }

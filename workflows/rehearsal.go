@@ -7,7 +7,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -28,9 +31,9 @@ const QueryRehearsalStatus = "rehearsal-status"
 type JobRehearsalInput struct {
 	// RunID names the run the rehearsal belongs to: the savepoint's
 	// catalog entry, the drill dir and the records carry it.
-	RunID string               `json:"runId"`
-	N     int                  `json:"n"`
-	Job   activities.JobTarget `json:"job"`
+	RunID string         `json:"runId"`
+	N     int            `json:"n"`
+	Job   core.JobTarget `json:"job"`
 	// NewRecipe is the job's new version; nil rehearses the inventory's
 	// build of the job for FlinkVersion.
 	NewRecipe *inventory.RestartRecipe `json:"newRecipe,omitempty"`
@@ -57,18 +60,18 @@ type RehearsalResult struct {
 	Verdict string `json:"verdict"`
 	// Cause is why an incompatible or inconclusive copy failed, in Flink's
 	// words; Why says why there is no verdict.
-	Cause *activities.RehearsalCause `json:"cause,omitempty"`
-	Why   string                     `json:"why,omitempty"`
+	Cause *upgrades.RehearsalCause `json:"cause,omitempty"`
+	Why   string                   `json:"why,omitempty"`
 	// Savepoint is the snapshot rehearsed; FormatNote says why its format
 	// is not the one asked for (a ForSt job's savepoints are NATIVE).
 	Savepoint    string `json:"savepoint,omitempty"`
 	FormatNote   string `json:"formatNote,omitempty"`
 	DrillCluster string `json:"drillCluster,omitempty"`
 	// FlinkVersion is the drill cluster's, as it reports itself.
-	FlinkVersion string                     `json:"flinkVersion,omitempty"`
-	Jar          string                     `json:"jar,omitempty"`
-	Restore      *DrillRestore              `json:"restore,omitempty"`
-	Cleanup      *activities.EndDrillResult `json:"cleanup,omitempty"`
+	FlinkVersion string                 `json:"flinkVersion,omitempty"`
+	Jar          string                 `json:"jar,omitempty"`
+	Restore      *DrillRestore          `json:"restore,omitempty"`
+	Cleanup      *drills.EndDrillResult `json:"cleanup,omitempty"`
 }
 
 // Text is the verdict in one line.
@@ -104,14 +107,16 @@ func JobRehearsalWorkflowID(parent string, n int) string {
 // cancelled. A verdict is a result, not an error; the error is kept for a
 // rehearsal that could not clean up after itself.
 func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (RehearsalResult, error) {
-	var a *activities.Activities
+	var a *windows.Activities
+	var upg *upgrades.Activities
+	var drill *drills.Activities
 	res := RehearsalResult{Key: in.Job.Key, Tenant: in.Job.Tenant, Savepoint: in.Savepoint}
 	if err := workflow.SetQueryHandler(ctx, QueryRehearsalStatus, func() (RehearsalResult, error) { return res, nil }); err != nil {
 		return res, err
 	}
 	short := workflow.WithActivityOptions(ctx, shortActivityOptions())
-	var prep activities.PrepareRehearsalResult
-	err := workflow.ExecuteActivity(short, a.PrepareRehearsal, activities.PrepareRehearsalInput{RunID: in.RunID, N: in.N, Job: in.Job,
+	var prep upgrades.PrepareRehearsalResult
+	err := workflow.ExecuteActivity(short, upg.PrepareRehearsal, upgrades.PrepareRehearsalInput{RunID: in.RunID, N: in.N, Job: in.Job,
 		NewRecipe: in.NewRecipe, FlinkVersion: in.FlinkVersion, ProgramArgs: in.ProgramArgs}).Get(ctx, &prep)
 	switch {
 	case err != nil:
@@ -128,9 +133,9 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 	t := *prep.Target
 	res.DrillCluster, res.FlinkVersion, res.Jar = t.DrillCluster, prep.FlinkVersion, t.Recipe.Jar
 	if res.Savepoint == "" {
-		var sp activities.TakeSavepointResult
+		var sp windows.TakeSavepointResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, takeSavepointOptions(in.SavepointTimeout.D())), a.TakeSavepoint,
-			activities.TakeSavepointInput{Job: in.Job, TriggerID: flinkID(in.RunID, in.Job.Key, "rehearsal-savepoint", in.N), Format: in.Format,
+			windows.TakeSavepointInput{Job: in.Job, TriggerID: flinkID(in.RunID, in.Job.Key, "rehearsal-savepoint", in.N), Format: in.Format,
 				RunID: in.RunID, Trigger: catalog.TriggerRehearsal}).Get(ctx, &sp)
 		if err != nil {
 			res.Verdict, res.Why = catalog.RehearsalInconclusive, "no savepoint to rehearse from: "+errorText(err)
@@ -152,11 +157,11 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 		if errors.As(failure, &timeout) {
 			res.Verdict, res.Why = catalog.RehearsalInconclusive, "the drill cluster did not answer in time: "+errorText(failure)
 		} else {
-			var cause activities.RehearsalCause
+			var cause upgrades.RehearsalCause
 			// The whole chain: the text a person reads is shortened.
-			if err := workflow.ExecuteActivity(short, a.ExplainRehearsal, activities.ExplainRehearsalInput{DrillCluster: t.DrillCluster,
+			if err := workflow.ExecuteActivity(short, upg.ExplainRehearsal, upgrades.ExplainRehearsalInput{DrillCluster: t.DrillCluster,
 				JobID: jobID, Job: in.Job, Failure: failure.Error()}).Get(ctx, &cause); err != nil {
-				cause = activities.ClassifyRestoreFailure(failure.Error()) //workflowcheck:ignore (a pure function of the error)
+				cause = upgrades.ClassifyRestoreFailure(failure.Error()) //workflowcheck:ignore (a pure function of the error)
 			}
 			res.Cause = &cause
 			if cause.Inconclusive() {
@@ -167,8 +172,8 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 
 	// Clean up whatever happened, also when the run is being cancelled.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	var end activities.EndDrillResult
-	endErr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, endDrillOptions()), a.EndDrill, activities.EndDrillInput{
+	var end drills.EndDrillResult
+	endErr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, endDrillOptions()), drill.EndDrill, drills.EndDrillInput{
 		DrillCluster: t.DrillCluster, JobIDs: []string{jobID, verifyID}, DrillDir: t.DrillDir}).Get(dctx, &end)
 	res.Cleanup = &end
 	if endErr != nil {
@@ -187,12 +192,12 @@ func JobRehearsalWorkflow(ctx workflow.Context, in JobRehearsalInput) (Rehearsal
 // recordRehearsal writes the verdict beside the savepoint and counts it; a
 // record that fails is logged: the verdict stands in the result.
 func recordRehearsal(ctx workflow.Context, in JobRehearsalInput, res *RehearsalResult) {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	why := res.Why
 	if res.Cause != nil {
 		why = res.Cause.Text
 	}
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.RecordRehearsal, activities.RecordRehearsalInput{
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.RecordRehearsal, upgrades.RecordRehearsalInput{
 		RunID: in.RunID, Job: in.Job, Snapshot: res.Savepoint, FlinkVersion: res.FlinkVersion, Jar: res.Jar, Verdict: res.Verdict, Cause: why}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("rehearsal not recorded beside its savepoint", "job", in.Job.Key, "error", err)

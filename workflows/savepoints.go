@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 )
 
 // SavepointCatalogWorkflowType runs one savepoint catalog operation on a
@@ -22,14 +22,14 @@ func SavepointCatalogWorkflowID(nonce string) string { return "savepoints/" + no
 
 // SavepointCatalogInput holds exactly one operation.
 type SavepointCatalogInput struct {
-	List  *activities.ListSavepointsInput  `json:"list,omitempty"`
-	Adopt *activities.AdoptSavepointsInput `json:"adopt,omitempty"`
+	List  *governance.ListSavepointsInput  `json:"list,omitempty"`
+	Adopt *governance.AdoptSavepointsInput `json:"adopt,omitempty"`
 }
 
 // SavepointCatalogResult is the operation's result.
 type SavepointCatalogResult struct {
-	List  *activities.ListSavepointsResult  `json:"list,omitempty"`
-	Adopt *activities.AdoptSavepointsResult `json:"adopt,omitempty"`
+	List  *governance.ListSavepointsResult  `json:"list,omitempty"`
+	Adopt *governance.AdoptSavepointsResult `json:"adopt,omitempty"`
 }
 
 // savepointCatalogOptions: a listing parses every savepoint's _metadata.
@@ -46,17 +46,17 @@ func SavepointCatalogWorkflow(ctx workflow.Context, in SavepointCatalogInput) (S
 		return SavepointCatalogResult{}, newInvalidInputError("savepoint catalog input needs exactly one of list and adopt")
 	}
 	ctx = workflow.WithActivityOptions(ctx, savepointCatalogOptions())
-	var a *activities.Activities
+	var a *governance.Activities
 	var out SavepointCatalogResult
 	if in.List != nil {
-		var res activities.ListSavepointsResult
+		var res governance.ListSavepointsResult
 		if err := workflow.ExecuteActivity(ctx, a.ListSavepoints, *in.List).Get(ctx, &res); err != nil {
 			return out, err
 		}
 		out.List = &res
 		return out, nil
 	}
-	var res activities.AdoptSavepointsResult
+	var res governance.AdoptSavepointsResult
 	if err := workflow.ExecuteActivity(ctx, a.AdoptSavepoints, *in.Adopt).Get(ctx, &res); err != nil {
 		return out, err
 	}

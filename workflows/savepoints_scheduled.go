@@ -10,7 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -21,8 +22,8 @@ const ScheduledSavepointsWorkflowType = "ScheduledSavepoints"
 // ScheduledSavepointsInput selects the jobs and how savepoints are taken.
 type ScheduledSavepointsInput struct {
 	// Schedule names the schedule that starts the runs, if any.
-	Schedule string           `json:"schedule,omitempty"`
-	Scope    activities.Scope `json:"scope"`
+	Schedule string     `json:"schedule,omitempty"`
+	Scope    core.Scope `json:"scope"`
 	// Concurrency bounds the savepoints in flight (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// Format is CANONICAL (default) or NATIVE.
@@ -74,15 +75,15 @@ type ScheduledSavepoint struct {
 
 // ScheduledSavepointsReport is a run's result.
 type ScheduledSavepointsReport struct {
-	RunID      string                        `json:"runId"`
-	Schedule   string                        `json:"schedule,omitempty"`
-	StartedAt  time.Time                     `json:"startedAt"`
-	FinishedAt time.Time                     `json:"finishedAt"`
-	Jobs       []ScheduledSavepoint          `json:"jobs"`
-	Skipped    []activities.SkippedJob       `json:"skipped,omitempty"`
-	Tenants    []activities.TenantSavepoints `json:"tenants"`
-	Taken      int                           `json:"taken"`
-	Failed     int                           `json:"failed"`
+	RunID      string                     `json:"runId"`
+	Schedule   string                     `json:"schedule,omitempty"`
+	StartedAt  time.Time                  `json:"startedAt"`
+	FinishedAt time.Time                  `json:"finishedAt"`
+	Jobs       []ScheduledSavepoint       `json:"jobs"`
+	Skipped    []core.SkippedJob          `json:"skipped,omitempty"`
+	Tenants    []windows.TenantSavepoints `json:"tenants"`
+	Taken      int                        `json:"taken"`
+	Failed     int                        `json:"failed"`
 	// Frozen says a freeze was in force: the run skipped, or it was
 	// overridden.
 	Frozen string `json:"frozen,omitempty"`
@@ -123,10 +124,10 @@ func ScheduledSavepointsWorkflow(ctx workflow.Context, in ScheduledSavepointsInp
 		return rep, nil
 	}
 
-	var a *activities.Activities
-	var disc activities.DiscoverJobsResult
+	var a *windows.Activities
+	var disc core.DiscoverJobsResult
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.DiscoverJobs,
-		activities.DiscoverJobsInput{Scope: in.Scope, SavepointOnly: true}).Get(ctx, &disc)
+		core.DiscoverJobsInput{Scope: in.Scope, SavepointOnly: true}).Get(ctx, &disc)
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +138,12 @@ func ScheduledSavepointsWorkflow(ctx workflow.Context, in ScheduledSavepointsInp
 	inflight := 0
 	for i, job := range disc.Jobs {
 		rep.Jobs[i] = ScheduledSavepoint{Key: job.Key, Tenant: job.Tenant, JobID: job.JobID}
-		f := workflow.ExecuteActivity(takeCtx, a.TakeSavepoint, activities.TakeSavepointInput{
+		f := workflow.ExecuteActivity(takeCtx, a.TakeSavepoint, windows.TakeSavepointInput{
 			Job: job, TriggerID: flinkID(runID, job.Key, "scheduled-savepoint", 0), Format: in.Format, RunID: runID})
 		inflight++
 		sel.AddFuture(f, func(f workflow.Future) {
 			inflight--
-			var res activities.TakeSavepointResult
+			var res windows.TakeSavepointResult
 			if err := f.Get(ctx, &res); err != nil {
 				rep.Jobs[i].Error = errorText(err)
 				logger.Error("scheduled savepoint failed; the job keeps running", "job", job.Key, "job_id", job.JobID, "error", err)
@@ -164,7 +165,7 @@ func ScheduledSavepointsWorkflow(ctx workflow.Context, in ScheduledSavepointsInp
 		rep.Failed += int(t.Failed)
 	}
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.RecordSavepointRun,
-		activities.RecordSavepointRunInput{RunID: runID, Tenants: rep.Tenants}).Get(ctx, nil)
+		windows.RecordSavepointRunInput{RunID: runID, Tenants: rep.Tenants}).Get(ctx, nil)
 	if err != nil {
 		logger.Warn("scheduled savepoint metrics not recorded", "error", err)
 	}
@@ -179,12 +180,12 @@ func ScheduledSavepointsWorkflow(ctx workflow.Context, in ScheduledSavepointsInp
 
 // tallySavepoints counts taken and failed savepoints per tenant in scope,
 // sorted by tenant; a tenant without running jobs has zeros.
-func tallySavepoints(tenants []inventory.Tenant, jobs []ScheduledSavepoint) []activities.TenantSavepoints {
-	by := map[string]*activities.TenantSavepoints{}
-	var out []activities.TenantSavepoints
+func tallySavepoints(tenants []inventory.Tenant, jobs []ScheduledSavepoint) []windows.TenantSavepoints {
+	by := map[string]*windows.TenantSavepoints{}
+	var out []windows.TenantSavepoints
 	add := func(name string) {
 		if _, ok := by[name]; !ok {
-			out = append(out, activities.TenantSavepoints{Tenant: name})
+			out = append(out, windows.TenantSavepoints{Tenant: name})
 			by[name] = nil
 		}
 	}

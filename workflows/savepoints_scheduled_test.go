@@ -12,7 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -26,24 +28,24 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	openGates(env)
-	var a *activities.Activities
-	var jobs []activities.JobTarget
+	var a *windows.Activities
+	var jobs []core.JobTarget
 	for i := range 9 {
 		tenant := []string{"team-a", "team-b"}[i%2]
-		jobs = append(jobs, activities.JobTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: tenant, ClusterID: "c", JobName: fmt.Sprintf("job-%d", i),
+		jobs = append(jobs, core.JobTarget{Key: fmt.Sprintf("c/job-%d", i), Tenant: tenant, ClusterID: "c", JobName: fmt.Sprintf("job-%d", i),
 			JobID: strings.Repeat(fmt.Sprint(i), 32), SavepointDir: "hdfs://nn/sp"})
 	}
-	env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+	env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		if !in.SavepointOnly || len(in.Scope.Tenants) != 2 {
 			t.Errorf("discovery %+v; want the scope's tenants, recipes not required", in)
 		}
-		return activities.DiscoverJobsResult{Jobs: jobs,
+		return core.DiscoverJobsResult{Jobs: jobs,
 			Tenants: []inventory.Tenant{{Name: "team-a"}, {Name: "team-b"}, {Name: "team-c"}}}, nil
 	})
 	var mu sync.Mutex
 	inflight, most := 0, 0
 	triggers := map[string]string{}
-	env.OnActivity(a.TakeSavepoint, mockAny, mockAny).Return(func(_ context.Context, in activities.TakeSavepointInput) (activities.TakeSavepointResult, error) {
+	env.OnActivity(a.TakeSavepoint, mockAny, mockAny).Return(func(_ context.Context, in windows.TakeSavepointInput) (windows.TakeSavepointResult, error) {
 		mu.Lock()
 		inflight++
 		most = max(most, inflight)
@@ -55,17 +57,17 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 			t.Errorf("take savepoint %+v", in)
 		}
 		if in.Job.Key == "c/job-3" {
-			return activities.TakeSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: checkpoint declined", activities.ErrTypeSavepointFailed, nil)
+			return windows.TakeSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: checkpoint declined", core.ErrTypeSavepointFailed, nil)
 		}
-		return activities.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Files: 3, Bytes: 30}, nil
+		return windows.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Files: 3, Bytes: 30}, nil
 	})
-	var recorded activities.RecordSavepointRunInput
-	env.OnActivity(a.RecordSavepointRun, mockAny, mockAny).Return(func(_ context.Context, in activities.RecordSavepointRunInput) error {
+	var recorded windows.RecordSavepointRunInput
+	env.OnActivity(a.RecordSavepointRun, mockAny, mockAny).Return(func(_ context.Context, in windows.RecordSavepointRunInput) error {
 		recorded = in
 		return nil
 	})
 	env.ExecuteWorkflow(ScheduledSavepointsWorkflow, ScheduledSavepointsInput{Schedule: "nightly",
-		Scope: activities.Scope{Tenants: []string{"team-a", "team-b"}}, Concurrency: 3, Format: FormatNative})
+		Scope: core.Scope{Tenants: []string{"team-a", "team-b"}}, Concurrency: 3, Format: FormatNative})
 
 	var appErr *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrTypeSavepointsFailed || !strings.Contains(err.Error(), "c/job-3") {
@@ -89,7 +91,7 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 	if len(triggers) != 9 {
 		t.Errorf("%d distinct trigger ids for 9 jobs", len(triggers))
 	}
-	want := []activities.TenantSavepoints{{Tenant: "team-a", Taken: 5}, {Tenant: "team-b", Taken: 3, Failed: 1}, {Tenant: "team-c"}}
+	want := []windows.TenantSavepoints{{Tenant: "team-a", Taken: 5}, {Tenant: "team-b", Taken: 3, Failed: 1}, {Tenant: "team-c"}}
 	if fmt.Sprint(recorded.Tenants) != fmt.Sprint(want) || recorded.RunID != rep.RunID {
 		t.Errorf("recorded %+v; want %+v for run %s", recorded, want, rep.RunID)
 	}
@@ -97,7 +99,7 @@ func TestScheduledSavepointsBoundsConcurrencyAndReportsFailures(t *testing.T) {
 
 func TestScheduledSavepointsRejectsBadSettings(t *testing.T) {
 	for _, in := range []ScheduledSavepointsInput{{Concurrency: 300}, {Format: "binary"}, {Timeout: Duration(time.Second)},
-		{Scope: activities.Scope{IncludeJobs: []string{"orders-["}}}} {
+		{Scope: core.Scope{IncludeJobs: []string{"orders-["}}}} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
 		env.ExecuteWorkflow(ScheduledSavepointsWorkflow, in)
@@ -114,13 +116,14 @@ func TestScheduledSavepointsSkipInsideAFreeze(t *testing.T) {
 	for _, scheduled := range []bool{true, false} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(activities.CheckFreezeResult{Active: []freeze.Active{{Name: "quarter-close",
+		var a *windows.Activities
+		var onc *oncall.Activities
+		env.OnActivity(onc.CheckFreeze, mockAny, mockAny).Return(oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "quarter-close",
 			Until: time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)}}}, nil)
 		discovered := false
-		env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(context.Context, activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+		env.OnActivity(a.DiscoverJobs, mockAny, mockAny).Return(func(context.Context, core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 			discovered = true
-			return activities.DiscoverJobsResult{}, nil
+			return core.DiscoverJobsResult{}, nil
 		})
 		if scheduled {
 			if err := env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(scheduledBy.ValueSet("nightly-savepoints"))); err != nil {

@@ -7,15 +7,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 )
 
 func TestSavepointCatalogWorkflowRunsTheOneOperation(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
-	in := activities.AdoptSavepointsInput{Job: "c/orders", Paths: []string{"hdfs://nn/sp/savepoint-a-b"}}
-	env.OnActivity(a.AdoptSavepoints, mockAny, in).Return(activities.AdoptSavepointsResult{Adopted: []activities.SavepointRow{{Path: in.Paths[0], Job: "t/c/orders"}}}, nil)
+	var a *governance.Activities
+	in := governance.AdoptSavepointsInput{Job: "c/orders", Paths: []string{"hdfs://nn/sp/savepoint-a-b"}}
+	env.OnActivity(a.AdoptSavepoints, mockAny, in).Return(governance.AdoptSavepointsResult{Adopted: []governance.SavepointRow{{Path: in.Paths[0], Job: "t/c/orders"}}}, nil)
 	env.ExecuteWorkflow(SavepointCatalogWorkflow, SavepointCatalogInput{Adopt: &in})
 	var got SavepointCatalogResult
 	if err := env.GetWorkflowResult(&got); err != nil {
@@ -29,7 +29,7 @@ func TestSavepointCatalogWorkflowRunsTheOneOperation(t *testing.T) {
 func TestSavepointCatalogWorkflowRejectsNoneOrBoth(t *testing.T) {
 	for name, in := range map[string]SavepointCatalogInput{
 		"none": {},
-		"both": {List: &activities.ListSavepointsInput{}, Adopt: &activities.AdoptSavepointsInput{}},
+		"both": {List: &governance.ListSavepointsInput{}, Adopt: &governance.AdoptSavepointsInput{}},
 	} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()

@@ -9,7 +9,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 )
 
 // The tenant lock keeps runs that change a tenant's state apart: a window
@@ -35,8 +35,8 @@ const (
 // LockRequest and LockHold are the activities' types: a request, and a
 // granted one.
 type (
-	LockRequest = activities.LockRequest
-	LockHold    = activities.LockHold
+	LockRequest = oncall.LockRequest
+	LockHold    = oncall.LockHold
 )
 
 // LockGrant tells a requester it holds its tenants; Waited says it had
@@ -236,7 +236,7 @@ func dropEndedOwners(ctx workflow.Context, st *TenantLockState, logger interface
 	}
 	sort.Strings(ids)
 	ids = slices.Compact(ids)
-	var a *activities.Activities
+	var a *oncall.Activities
 	var running []string
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.RunningWorkflows, ids).Get(ctx, &running); err != nil {
 		logger.Warn("cannot tell whether lock owners still run; keeping their locks", "error", err)
@@ -296,7 +296,7 @@ func (l *tenantLock) acquire(ctx workflow.Context, kind, reason string, tenants 
 	if !l.on || len(tenants) == 0 || l.held {
 		return false, nil
 	}
-	var a *activities.Activities
+	var a *oncall.Activities
 	req := LockRequest{Owner: l.owner, Kind: kind, Tenants: sortedCopy(tenants), Reason: reason, At: workflow.Now(ctx)}
 	var holders []LockHold
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()), a.RequestTenantLock, req).Get(ctx, &holders); err != nil {

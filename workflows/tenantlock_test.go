@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
 )
 
 // lockFixture runs the lock manager and records the grants it sends.
@@ -32,7 +32,7 @@ func newLockFixture(t *testing.T) *lockFixture {
 			f.grants = append(f.grants, owner+":"+strings.Join(arg.(LockGrant).Tenants, ","))
 			return nil
 		})
-	var a *activities.Activities
+	var a *oncall.Activities
 	f.env.OnActivity(a.RunningWorkflows, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) ([]string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()

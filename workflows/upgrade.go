@@ -12,7 +12,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -256,12 +259,12 @@ func (u *upgradeRun) run(ctx workflow.Context) error {
 // preflight finds the job, checks the new version and the quota, and puts
 // the manifest on storage: nothing is stopped before it is there.
 func (u *upgradeRun) preflight(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *windows.Activities
 	u.setPhase(ctx, UpgradePhasePreflight)
 	cluster, name, _ := strings.Cut(u.in.Job, "/")
-	var found activities.DiscoverJobsResult
-	if err := workflow.ExecuteActivity(u.short(ctx), a.DiscoverJobs, activities.DiscoverJobsInput{
-		Scope: activities.Scope{Clusters: []string{cluster}, IncludeJobs: []string{name}}}).Get(ctx, &found); err != nil {
+	var found core.DiscoverJobsResult
+	if err := workflow.ExecuteActivity(u.short(ctx), a.DiscoverJobs, core.DiscoverJobsInput{
+		Scope: core.Scope{Clusters: []string{cluster}, IncludeJobs: []string{name}}}).Get(ctx, &found); err != nil {
 		return fmt.Errorf("inventory: %w", err)
 	}
 	for _, j := range found.Jobs {
@@ -413,7 +416,7 @@ func (u *upgradeRun) operator() bool {
 // is there for a REST job; for an operator job a spec change, whose
 // inverse is read now, before the job stops.
 func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	hasSpec := u.in.Spec != nil && !u.in.Spec.Empty()
 	if !u.operator() {
 		if hasSpec {
@@ -421,7 +424,7 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 		}
 		u.st.NewRecipe = u.in.Recipe.apply(u.st.Job.Restart) //workflowcheck:ignore (the merged map is the same in any order)
 		return workflow.ExecuteActivity(u.short(ctx), a.CheckUpgrade,
-			activities.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil)
+			upgrades.CheckUpgradeInput{Job: u.st.Job, Recipe: u.st.NewRecipe}).Get(ctx, nil)
 	}
 	if u.parallel() {
 		return newInvalidInputError(fmt.Sprintf("job %s is run by the Flink Kubernetes Operator, which runs one job per resource: upgrade it in mode stop", u.in.Job))
@@ -431,7 +434,7 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 	}
 	var inverse inventory.JobSpecChange
 	if err := workflow.ExecuteActivity(u.short(ctx), a.ReadSpecInverse,
-		activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.in.Spec}).Get(ctx, &inverse); err != nil {
+		upgrades.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.in.Spec}).Get(ctx, &inverse); err != nil {
 		return err
 	}
 	u.st.NewRecipe = u.st.Job.Restart
@@ -441,17 +444,17 @@ func (u *upgradeRun) checkNewVersion(ctx workflow.Context) error {
 
 // quota projects the new version's restart on the tenant's namespace
 // quota; it says what does not fit, empty when it fits.
-func (u *upgradeRun) quota(ctx workflow.Context, found activities.DiscoverJobsResult) (string, error) {
-	var a *activities.Activities
+func (u *upgradeRun) quota(ctx workflow.Context, found core.DiscoverJobsResult) (string, error) {
+	var a *capacity.Activities
 	j := u.st.Job
 	dir := ""
 	if j.CheckpointDir != "" {
 		dir = strings.TrimRight(j.CheckpointDir, "/") + "/" + j.JobID
 	}
-	var res activities.CheckQuotaResult
-	err := workflow.ExecuteActivity(u.short(ctx), a.CheckQuota, activities.CheckQuotaInput{
+	var res capacity.CheckQuotaResult
+	err := workflow.ExecuteActivity(u.short(ctx), a.CheckQuota, capacity.CheckQuotaInput{
 		Tenants: found.Tenants, WarningPercent: 80, CriticalPercent: 90, SafetyMargin: 0.2, DefaultRetention: 3,
-		Restart: []activities.RestartFootprintInput{{Key: j.Key, Tenant: j.Tenant, CheckpointDir: dir}},
+		Restart: []capacity.RestartFootprintInput{{Key: j.Key, Tenant: j.Tenant, CheckpointDir: dir}},
 	}).Get(ctx, &res)
 	if err != nil {
 		return "", fmt.Errorf("quota check: %w", err)
@@ -474,9 +477,9 @@ func (u *upgradeRun) stop(ctx workflow.Context) error {
 	if err != nil {
 		var still string
 		switch seen := seenAfterStop(err); seen.Seen {
-		case activities.JobSeenRunning:
+		case core.JobSeenRunning:
 			still = "the job keeps running the previous version; nothing changed"
-		case activities.JobSeenStopped:
+		case core.JobSeenStopped:
 			still = "the job is no longer running and has no upgrade savepoint: restart it by hand from its latest retained checkpoint with the previous recipe (in the manifest)"
 		default:
 			still = unknownStateText(seen, u.st.Job) + "; nothing else changed"
@@ -490,17 +493,17 @@ func (u *upgradeRun) stop(ctx workflow.Context) error {
 // savepointKeepRunning takes the pre-upgrade savepoint without stopping
 // the job (mode parallel): it is verified and catalogued like a window's.
 func (u *upgradeRun) savepointKeepRunning(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *windows.Activities
 	u.setPhase(ctx, UpgradePhaseStop)
-	var res activities.TakeSavepointResult
+	var res windows.TakeSavepointResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, takeSavepointOptions(u.in.SavepointTimeout.D())), a.TakeSavepoint,
-		activities.TakeSavepointInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "upgrade-savepoint", 1), Format: u.in.Format,
+		windows.TakeSavepointInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "upgrade-savepoint", 1), Format: u.in.Format,
 			RunID: u.wid, Trigger: catalog.TriggerWindow}).Get(ctx, &res)
 	if err != nil {
 		// A savepoint never stops the job: it runs unless its cluster did
 		// not answer.
 		still := "the job keeps running the previous version; nothing changed"
-		if seen := seenAfterStop(err); seen.Seen == activities.JobSeenUnanswered {
+		if seen := seenAfterStop(err); seen.Seen == core.JobSeenUnanswered {
 			still = unknownStateText(seen, u.st.Job) + "; nothing else changed"
 		}
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("savepoint of %s failed: %s; cause: %s",
@@ -531,9 +534,9 @@ func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
 		u.st.NewJobID = flinkID(u.wid, job.Key, "restart", u.st.StartAttempts)
 		if u.operator() {
 			u.st.NewJobID = "" // the operator names it
-			var a *activities.Activities
+			var a *upgrades.Activities
 			if err := workflow.ExecuteActivity(u.short(ctx), a.ChangeOperatorSpec,
-				activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecChange}).Get(ctx, nil); err != nil {
+				upgrades.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecChange}).Get(ctx, nil); err != nil {
 				// The job is suspended: go back rather than leave it stopped.
 				return &RollbackRequest{By: "flinkmaint", Reason: "the new spec could not be applied: " + errorText(err)}, nil
 			}
@@ -609,7 +612,7 @@ func (u *upgradeRun) start(ctx workflow.Context) (*RollbackRequest, error) {
 // commit makes the new recipe the job's recipe of record, then holds the
 // run open for HoldAfterCommit, when a rollback is still one command.
 func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	u.setPhase(ctx, UpgradePhaseCommit)
 	// Dropping state was decided for this restore only: later restarts
 	// start from the new version's own savepoints, which need no such leave.
@@ -622,7 +625,7 @@ func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
 		u.setPhase(ctx, UpgradePhaseCommit)
 	}
 	for !u.operator() { // an operator job's resource is its recipe of record
-		err := workflow.ExecuteActivity(u.short(ctx), a.RecordRecipe, activities.RecordRecipeInput{Job: u.st.Job, Base: u.st.Job.Restart,
+		err := workflow.ExecuteActivity(u.short(ctx), a.RecordRecipe, upgrades.RecordRecipeInput{Job: u.st.Job, Base: u.st.Job.Restart,
 			Recipe: recipe, UpgradeID: u.in.UpgradeID}).Get(ctx, nil)
 		if err == nil {
 			u.st.RecipeRecorded = true
@@ -656,12 +659,12 @@ func (u *upgradeRun) commit(ctx workflow.Context) (*RollbackRequest, error) {
 // parallel): stopped with a savepoint, from which a later rollback
 // restores it; cancelled when that fails. Until it is done both run.
 func (u *upgradeRun) retire(ctx workflow.Context) (*RollbackRequest, error) {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	u.setPhase(ctx, UpgradePhaseRetire)
 	for attempt := 1; ; attempt++ {
-		var ended activities.EndJobResult
+		var ended upgrades.EndJobResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(u.in.SavepointTimeout.D()+u.in.Health.RunningTimeout.D())),
-			a.EndJob, activities.EndJobInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "retire", attempt),
+			a.EndJob, upgrades.EndJobInput{Job: u.st.Job, TriggerID: flinkID(u.wid, u.st.Job.Key, "retire", attempt),
 				Format: u.in.Format, RunID: u.wid}).Get(ctx, &ended)
 		if err == nil {
 			u.st.Retired, u.st.RetiredSavepoint = true, ended.Savepoint
@@ -696,7 +699,7 @@ func (u *upgradeRun) rollbackSavepoint() string {
 // the pre-upgrade savepoint, gated like the upgrade. It always returns an
 // error: the upgrade did not happen.
 func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	u.st.Rollback = &UpgradeRollback{By: req.By, Reason: req.Reason}
 	u.setPhase(ctx, UpgradePhaseRollback)
 	rb := u.st.Rollback
@@ -713,7 +716,7 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 			u.st.Job.Key, req.Reason, req.By, u.st.Job.JobID), ErrTypeUpgradeRolledBack, nil)
 	}
 	if u.st.RecipeRecorded {
-		if err := workflow.ExecuteActivity(u.short(ctx), a.ForgetRecipe, activities.ForgetRecipeInput{Job: u.st.Job, UpgradeID: u.in.UpgradeID}).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(u.short(ctx), a.ForgetRecipe, upgrades.ForgetRecipeInput{Job: u.st.Job, UpgradeID: u.in.UpgradeID}).Get(ctx, nil); err != nil {
 			u.st.Notes = append(u.st.Notes, "the upgrade's recipe of record could not be removed: "+errorText(err)+"; the next window would restart the new version")
 		} else {
 			u.st.RecipeRecorded = false
@@ -754,7 +757,7 @@ func (u *upgradeRun) rollBack(ctx workflow.Context, req RollbackRequest) error {
 // version that keeps failing takes none), without one; then its spec
 // change is undone.
 func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *upgrades.Activities
 	rb := u.st.Rollback
 	if !u.operator() {
 		if u.st.NewJobID == "" {
@@ -762,9 +765,9 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 		}
 		newVersion := u.st.Job
 		newVersion.JobID = u.st.NewJobID
-		var ended activities.EndJobResult
+		var ended upgrades.EndJobResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stopWithSavepointOptions(u.in.SavepointTimeout.D()+u.in.Health.RunningTimeout.D())),
-			a.EndJob, activities.EndJobInput{Job: newVersion, TriggerID: flinkID(u.wid, newVersion.Key, "rollback-stop", 1),
+			a.EndJob, upgrades.EndJobInput{Job: newVersion, TriggerID: flinkID(u.wid, newVersion.Key, "rollback-stop", 1),
 				Format: u.in.Format, RunID: u.wid}).Get(ctx, &ended)
 		rb.NewVersionSavepoint = ended.Savepoint
 		return err
@@ -780,19 +783,20 @@ func (u *upgradeRun) endNewVersion(ctx workflow.Context) error {
 		u.st.Notes = append(u.st.Notes, "the new version was stopped without a savepoint: "+errorText(err))
 		wait := operatorWait(u.in.Health.RunningTimeout.D())
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.DiscardJob,
-			activities.DiscardJobInput{Job: u.st.Job, Timeout: wait}).Get(ctx, nil); err != nil {
+			upgrades.DiscardJobInput{Job: u.st.Job, Timeout: wait}).Get(ctx, nil); err != nil {
 			return err
 		}
 	}
 	return workflow.ExecuteActivity(u.short(ctx), a.ChangeOperatorSpec,
-		activities.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecInverse}).Get(ctx, nil)
+		upgrades.OperatorSpecChangeInput{Job: u.st.Job, Change: *u.st.SpecInverse}).Get(ctx, nil)
 }
 
 // restorePrevious starts the previous version from the pre-upgrade
 // savepoint and waits until it is healthy. An operator job is redeployed
 // from exactly that savepoint, whatever the operator recorded since.
 func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous string) (JobRestartResult, error) {
-	var a *activities.Activities
+	var a *windows.Activities
+	var upg *upgrades.Activities
 	h := u.in.Health
 	h.Checks = nil // what the new version had to achieve
 	from := u.rollbackSavepoint()
@@ -805,12 +809,12 @@ func (u *upgradeRun) restorePrevious(ctx workflow.Context, attempt int, previous
 		return res, err
 	}
 	wait := operatorWait(u.in.Health.RunningTimeout.D())
-	var started activities.RestartJobResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.RedeployJob,
-		activities.ResumeJobInput{Job: u.st.Job, SavepointPath: u.st.Savepoint, Timeout: wait}).Get(ctx, &started); err != nil {
+	var started core.RestartJobResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), upg.RedeployJob,
+		core.ResumeJobInput{Job: u.st.Job, SavepointPath: u.st.Savepoint, Timeout: wait}).Get(ctx, &started); err != nil {
 		return JobRestartResult{}, err
 	}
-	var healthy activities.AwaitHealthyResult
+	var healthy windows.AwaitHealthyResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(h)), a.AwaitHealthy,
 		h.awaitHealthy(u.st.Job.RESTURL, started.JobID, from)).Get(ctx, &healthy); err != nil {
 		return JobRestartResult{JobID: started.JobID}, err
@@ -835,7 +839,7 @@ func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
 	if u.in.CheckOnly {
 		return nil // a check changes nothing to undo by hand
 	}
-	var a *activities.Activities
+	var a *windows.Activities
 	m := UpgradeManifest{UpdatedAt: workflow.Now(ctx), Reason: u.in.Reason, Ticket: u.in.Ticket, State: u.st}
 	switch {
 	case u.st.Savepoint == "":
@@ -854,7 +858,7 @@ func (u *upgradeRun) writeManifest(ctx workflow.Context) error {
 		return err
 	}
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, documentOptions()), a.WriteDocument,
-		activities.WriteDocumentInput{Path: u.st.ManifestPath, Content: content}).Get(ctx, nil)
+		core.WriteDocumentInput{Path: u.st.ManifestPath, Content: content}).Get(ctx, nil)
 	if err != nil {
 		u.logger.Error("manifest not written", "path", u.st.ManifestPath, "error", err)
 	}

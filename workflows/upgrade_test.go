@@ -14,7 +14,12 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -31,11 +36,11 @@ type upgradeFixture struct {
 	t         *testing.T
 	env       *testsuite.TestWorkflowEnvironment
 	stops     int
-	started   []activities.RestartJobInput
+	started   []windows.RestartJobInput
 	cancelled []string
-	ended     []activities.EndJobInput
-	recorded  []activities.RecordRecipeInput
-	forgotten []activities.ForgetRecipeInput
+	ended     []upgrades.EndJobInput
+	recorded  []upgrades.RecordRecipeInput
+	forgotten []upgrades.ForgetRecipeInput
 	manifests []string
 	// manifestBeforeStop says a manifest naming the previous jar was on
 	// storage when the job was stopped.
@@ -49,7 +54,7 @@ type upgradeFixture struct {
 	specChanges  []inventory.JobSpecChange
 	suspendFails bool
 	failJobs     map[string]bool
-	gates        []activities.AwaitHealthyInput
+	gates        []windows.AwaitHealthyInput
 	events       []notify.Event
 	frozen       bool
 	// stopErr, when set, is what StopWithSavepoint fails with.
@@ -62,10 +67,10 @@ type upgradeFixture struct {
 	// rehearsed), "compatible", "unmatched" (the copy's submission fails
 	// on an unmatched operator), "no-slots".
 	rehearse       string
-	prepared       []activities.PrepareRehearsalInput
-	drillStarts    []activities.StartDrillJobInput
-	drillEnds      []activities.EndDrillInput
-	rehearsalSaved []activities.RecordRehearsalInput
+	prepared       []upgrades.PrepareRehearsalInput
+	drillStarts    []drills.StartDrillJobInput
+	drillEnds      []drills.EndDrillInput
+	rehearsalSaved []upgrades.RecordRehearsalInput
 }
 
 var previousJobID = strings.Repeat("1", 32)
@@ -81,222 +86,226 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	env.RegisterWorkflowWithOptions(JobSavepointWorkflow, workflow.RegisterOptions{Name: JobSavepointWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRestartWorkflow, workflow.RegisterOptions{Name: JobRestartWorkflowType})
 	env.RegisterWorkflowWithOptions(JobRehearsalWorkflow, workflow.RegisterOptions{Name: JobRehearsalWorkflowType})
-	var a *activities.Activities
+	var a *windows.Activities
+	var upg *upgrades.Activities
+	var capa *capacity.Activities
+	var onc *oncall.Activities
 	f.fakeRehearsal()
-	env.OnActivity(a.CheckFreeze, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckFreezeInput) (activities.CheckFreezeResult, error) {
+	env.OnActivity(onc.CheckFreeze, mock.Anything, mock.Anything).Return(func(_ context.Context, in oncall.CheckFreezeInput) (oncall.CheckFreezeResult, error) {
 		if f.frozen {
-			return activities.CheckFreezeResult{Active: []freeze.Active{{Name: "trading-hours", Tenants: in.Tenants, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
+			return oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "trading-hours", Tenants: in.Tenants, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
 		}
-		return activities.CheckFreezeResult{}, nil
+		return oncall.CheckFreezeResult{}, nil
 	})
 	openGates(env)
-	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		if len(in.Scope.Clusters) != 1 || in.Scope.Clusters[0] != "cluster-a" {
-			return activities.DiscoverJobsResult{}, nil
+			return core.DiscoverJobsResult{}, nil
 		}
-		return activities.DiscoverJobsResult{Tenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
-			Jobs: []activities.JobTarget{{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a",
+		return core.DiscoverJobsResult{Tenants: []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}},
+			Jobs: []core.JobTarget{{Key: "cluster-a/orders", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a",
 				JobName: "orders", JobID: previousJobID, SavepointDir: "hdfs://nn/sp", Restart: previousRecipe},
 				{Key: "cluster-a/payments", Tenant: "team-a", ClusterID: "cluster-a", RESTURL: "http://cluster-a", JobName: "payments",
 					JobID: strings.Repeat("2", 32), Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
 						Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-a", Name: "payments"}}}},
-			Skipped: []activities.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
+			Skipped: []core.SkippedJob{{Key: "cluster-a/twice", Reason: "2 jobs named \"twice\" run on cluster-a"}}}, nil
 	})
-	env.OnActivity(a.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+	env.OnActivity(upg.CheckUpgrade, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(onc.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in oncall.NotifyInput) (oncall.NotifyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.events = append(f.events, in.Event)
-		return activities.NotifyResult{}, nil
+		return oncall.NotifyResult{}, nil
 	})
-	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(context.Context, activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
-		return activities.CheckQuotaResult{Tenants: []activities.TenantQuota{
+	env.OnActivity(capa.CheckQuota, mock.Anything, mock.Anything).Return(func(context.Context, capacity.CheckQuotaInput) (capacity.CheckQuotaResult, error) {
+		return capacity.CheckQuotaResult{Tenants: []capacity.TenantQuota{
 			{Tenant: "team-b", RestartAllowed: true}, {Tenant: "team-a", RestartAllowed: !f.quotaFull, GateReason: "over the critical watermark"}}}, nil
 	})
-	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.manifests = append(f.manifests, string(in.Content))
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
-	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.stops++
 		f.manifestBeforeStop = len(f.manifests) > 0 && strings.Contains(f.manifests[len(f.manifests)-1], previousRecipe.Jar)
 		if f.stopErr != nil {
-			return activities.StopWithSavepointResult{}, f.stopErr
+			return core.StopWithSavepointResult{}, f.stopErr
 		}
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
+		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
 	})
-	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
-	env.OnActivity(a.TakeSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.TakeSavepointInput) (activities.TakeSavepointResult, error) {
+	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(windows.VerifySavepointResult{Files: 5}, nil)
+	env.OnActivity(a.TakeSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.TakeSavepointInput) (windows.TakeSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "savepoint "+in.Job.JobID)
 		f.manifestBeforeStop = len(f.manifests) > 0 && strings.Contains(f.manifests[len(f.manifests)-1], previousRecipe.Jar)
-		return activities.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
+		return windows.TakeSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-orders"}, nil
 	})
-	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.RestartJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started = append(f.started, in)
 		if hasArg(in.Job.Restart, "--state-uid") && !in.Job.Restart.AllowNonRestoredState {
 			// Flink puts the cause after a long stack: the operator is past
 			// what a person's text keeps.
-			return activities.RestartJobResult{}, temporal.NewNonRetryableApplicationError("run cluster-a/orders: org.apache.flink.runtime.client.JobInitializationException: "+
+			return core.RestartJobResult{}, temporal.NewNonRetryableApplicationError("run cluster-a/orders: org.apache.flink.runtime.client.JobInitializationException: "+
 				strings.Repeat("at org.apache.flink.runtime.scheduler.DefaultScheduler.restoreState(DefaultScheduler.java:123) ", 8)+unmatchedText, "FlinkBadRequest", nil)
 		}
-		return activities.RestartJobResult{JobID: in.NewJobID}, nil
+		return core.RestartJobResult{JobID: in.NewJobID}, nil
 	})
-	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.AwaitHealthyInput) (windows.AwaitHealthyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "gate "+in.JobID)
 		f.gates = append(f.gates, in)
 		if f.failJobs[in.JobID] {
-			return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", activities.ErrTypeJobUnhealthy, nil)
+			return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: NoSuchMethodError", core.ErrTypeJobUnhealthy, nil)
 		}
 		if in.RESTURL == "http://drill" {
 			if f.rehearse == "no-slots" {
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job not RUNNING within 5m0s (state CREATED)", activities.ErrTypeJobUnhealthy, nil)
+				return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job not RUNNING within 5m0s (state CREATED)", core.ErrTypeJobUnhealthy, nil)
 			}
-			return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 3}, nil
+			return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 3}, nil
 		}
 		for _, s := range f.started {
 			if s.NewJobID == in.JobID && hasArg(s.Job.Restart, "--fail-on-restore") || f.failGates > 0 {
 				f.failGates--
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: sample job started with --fail-on-restore", activities.ErrTypeJobUnhealthy, nil)
+				return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job FAILED: sample job started with --fail-on-restore", core.ErrTypeJobUnhealthy, nil)
 			}
 		}
-		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
+		return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
 	})
-	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CancelJobInput) error {
+	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.CancelJobInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.cancelled = append(f.cancelled, in.JobID)
 		return nil
 	})
-	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EndJobInput) (activities.EndJobResult, error) {
+	env.OnActivity(upg.EndJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.EndJobInput) (upgrades.EndJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.ended = append(f.ended, in)
 		f.calls = append(f.calls, "end "+in.Job.JobID)
 		if in.Job.JobID == previousJobID && f.retireFails {
-			return activities.EndJobResult{}, temporal.NewNonRetryableApplicationError("the JobManager refuses the stop", "FlinkBadRequest", nil)
+			return upgrades.EndJobResult{}, temporal.NewNonRetryableApplicationError("the JobManager refuses the stop", "FlinkBadRequest", nil)
 		}
 		if in.Job.JobID == previousJobID {
-			return activities.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-retired"}, nil
+			return upgrades.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-retired"}, nil
 		}
-		return activities.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-new-version"}, nil
+		return upgrades.EndJobResult{Savepoint: "hdfs://nn/sp/savepoint-new-version"}, nil
 	})
-	env.OnActivity(a.RecordRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordRecipeInput) error {
+	env.OnActivity(upg.RecordRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.RecordRecipeInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.recorded = append(f.recorded, in)
 		f.calls = append(f.calls, "record")
 		return nil
 	})
-	env.OnActivity(a.ForgetRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ForgetRecipeInput) error {
+	env.OnActivity(upg.ForgetRecipe, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.ForgetRecipeInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.forgotten = append(f.forgotten, in)
 		return nil
 	})
 	// The operator's side of an operator job.
-	env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(activities.OperatorSavepointMarks{}, nil)
-	env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
+	env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(core.OperatorSavepointMarks{}, nil)
+	env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.SuspendJobInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "suspend")
 		if f.suspendFails && f.stops > 0 {
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job FAILED: no savepoint", activities.ErrTypeOperatorLastStateFallback, nil)
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job FAILED: no savepoint", core.ErrTypeOperatorLastStateFallback, nil)
 		}
 		f.stops++
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-payments-" + strings.Repeat("x", f.stops)}, nil
+		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-payments-" + strings.Repeat("x", f.stops)}, nil
 	})
-	env.OnActivity(a.ReadSpecInverse, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OperatorSpecChangeInput) (inventory.JobSpecChange, error) {
+	env.OnActivity(upg.ReadSpecInverse, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.OperatorSpecChangeInput) (inventory.JobSpecChange, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "read-inverse")
 		return inventory.JobSpecChange{Image: "payments:1.0"}, nil
 	})
-	env.OnActivity(a.ChangeOperatorSpec, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OperatorSpecChangeInput) error {
+	env.OnActivity(upg.ChangeOperatorSpec, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.OperatorSpecChangeInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "change "+in.Change.Image)
 		f.specChanges = append(f.specChanges, in.Change)
 		return nil
 	})
-	env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ResumeJobInput) (activities.RestartJobResult, error) {
+	env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "resume "+in.SavepointPath)
-		return activities.RestartJobResult{JobID: "new-version"}, nil
+		return core.RestartJobResult{JobID: "new-version"}, nil
 	})
-	env.OnActivity(a.DiscardJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscardJobInput) error {
+	env.OnActivity(upg.DiscardJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.DiscardJobInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "discard")
 		return nil
 	})
-	env.OnActivity(a.RedeployJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ResumeJobInput) (activities.RestartJobResult, error) {
+	env.OnActivity(upg.RedeployJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls = append(f.calls, "redeploy "+in.SavepointPath)
-		return activities.RestartJobResult{JobID: "previous-version"}, nil
+		return core.RestartJobResult{JobID: "previous-version"}, nil
 	})
 	return f
 }
 
 // fakeRehearsal fakes the drill side of a rehearsal, as f.rehearse says.
 func (f *upgradeFixture) fakeRehearsal() {
-	var a *activities.Activities
-	f.env.OnActivity(a.PrepareRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PrepareRehearsalInput) (activities.PrepareRehearsalResult, error) {
+	var a *upgrades.Activities
+	var drill *drills.Activities
+	f.env.OnActivity(a.PrepareRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.PrepareRehearsalInput) (upgrades.PrepareRehearsalResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.prepared = append(f.prepared, in)
 		if f.rehearse == "unreachable" {
-			return activities.PrepareRehearsalResult{}, temporal.NewNonRetryableApplicationError("reach drill cluster http://drill: connection refused", "FlinkUnavailable", nil)
+			return upgrades.PrepareRehearsalResult{}, temporal.NewNonRetryableApplicationError("reach drill cluster http://drill: connection refused", "FlinkUnavailable", nil)
 		}
 		if f.rehearse == "" {
-			return activities.PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured"}, nil
+			return upgrades.PrepareRehearsalResult{NotRehearsed: "no drill cluster is configured"}, nil
 		}
 		spec := inventory.JobSpec{Name: "orders", Restart: previousRecipe,
 			Drill: &inventory.DrillRecipe{ProgramArgs: []string{"--version", "1", "--sink", "discard"}, SandboxArgs: []string{"--sink", "discard"}}}
-		recipe, why := activities.RehearsalRecipe(spec, in.NewRecipe, "1.20", in.ProgramArgs)
+		recipe, why := upgrades.RehearsalRecipe(spec, in.NewRecipe, "1.20", in.ProgramArgs)
 		if why != "" {
-			return activities.PrepareRehearsalResult{NotRehearsed: why}, nil
+			return upgrades.PrepareRehearsalResult{NotRehearsed: why}, nil
 		}
-		return activities.PrepareRehearsalResult{FlinkVersion: "1.20.3", Target: &activities.DrillTarget{Key: in.Job.Key, Tenant: in.Job.Tenant,
-			ClusterID: in.Job.ClusterID, JobName: in.Job.JobName, Kind: activities.SnapshotSavepoint, Recipe: &recipe,
+		return upgrades.PrepareRehearsalResult{FlinkVersion: "1.20.3", Target: &core.DrillTarget{Key: in.Job.Key, Tenant: in.Job.Tenant,
+			ClusterID: in.Job.ClusterID, JobName: in.Job.JobName, Kind: core.SnapshotSavepoint, Recipe: &recipe,
 			DrillCluster: "http://drill", DrillDir: fmt.Sprintf("hdfs://nn/drills/%s/cluster-a/orders-%d", in.RunID, in.N)}}, nil
 	})
-	f.env.OnActivity(a.StartDrillJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StartDrillJobInput) (activities.StartDrillJobResult, error) {
+	f.env.OnActivity(drill.StartDrillJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in drills.StartDrillJobInput) (drills.StartDrillJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.drillStarts = append(f.drillStarts, in)
 		f.calls = append(f.calls, "drill "+in.Target.Snapshot)
 		if f.rehearse == "unmatched" {
-			return activities.StartDrillJobResult{}, temporal.NewNonRetryableApplicationError("start drill of cluster-a/orders: "+
+			return drills.StartDrillJobResult{}, temporal.NewNonRetryableApplicationError("start drill of cluster-a/orders: "+
 				strings.Repeat("at org.apache.flink.runtime.scheduler.DefaultScheduler.restoreState(DefaultScheduler.java:123) ", 8)+unmatchedText, "FlinkBadRequest", nil)
 		}
-		return activities.StartDrillJobResult{JobID: in.JobID}, nil
+		return drills.StartDrillJobResult{JobID: in.JobID}, nil
 	})
-	f.env.OnActivity(a.ExplainRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ExplainRehearsalInput) (activities.RehearsalCause, error) {
+	f.env.OnActivity(a.ExplainRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.ExplainRehearsalInput) (upgrades.RehearsalCause, error) {
 		if f.rehearse == "no-slots" {
 			in.Failure += "\nCaused by: org.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: Could not acquire the minimum required resources."
 		}
-		return activities.ClassifyRestoreFailure(in.Failure), nil
+		return upgrades.ClassifyRestoreFailure(in.Failure), nil
 	})
-	f.env.OnActivity(a.EndDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EndDrillInput) (activities.EndDrillResult, error) {
+	f.env.OnActivity(drill.EndDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drills.EndDrillInput) (drills.EndDrillResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.drillEnds = append(f.drillEnds, in)
 		f.calls = append(f.calls, "end drill")
-		return activities.EndDrillResult{Removed: in.DrillDir}, nil
+		return drills.EndDrillResult{Removed: in.DrillDir}, nil
 	})
-	f.env.OnActivity(a.RecordRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordRehearsalInput) error {
+	f.env.OnActivity(a.RecordRehearsal, mock.Anything, mock.Anything).Return(func(_ context.Context, in upgrades.RecordRehearsalInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.rehearsalSaved = append(f.rehearsalSaved, in)
@@ -670,14 +679,14 @@ func TestUpgradeInParallelRollsBackFromTheRetiredSavepoint(t *testing.T) {
 	in.Mode = UpgradeModeParallel
 	in.HoldAfterCommit = Duration(time.Hour)
 	one := 1.0
-	in.Health.Checks = []activities.MetricCheck{{Metric: "numRecordsOut", Vertex: "Sink", Min: &one}}
-	var gates []activities.AwaitHealthyInput
-	var a *activities.Activities
-	f.env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+	in.Health.Checks = []windows.MetricCheck{{Metric: "numRecordsOut", Vertex: "Sink", Min: &one}}
+	var gates []windows.AwaitHealthyInput
+	var a *windows.Activities
+	f.env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.AwaitHealthyInput) (windows.AwaitHealthyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		gates = append(gates, in)
-		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
+		return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 9}, nil
 	})
 	later(t, f.env, func() {
 		if st := f.status(); st.Phase != UpgradePhaseHold {
@@ -734,11 +743,11 @@ func TestUpgradeInputRefusesWhatWouldMoveOrDropState(t *testing.T) {
 			in.Recipe = UpgradeRecipe{}
 			in.Spec = &inventory.JobSpecChange{Image: "x"}
 		}, "one job per resource"},
-		"check without bounds": {func(in *UpgradeInput) { in.Health.Checks = []activities.MetricCheck{{Metric: "numRestarts"}} }, "health.checks[0] (numRestarts): give min, max or both"},
+		"check without bounds": {func(in *UpgradeInput) { in.Health.Checks = []windows.MetricCheck{{Metric: "numRestarts"}} }, "health.checks[0] (numRestarts): give min, max or both"},
 		"check agg on job": {func(in *UpgradeInput) {
-			in.Health.Checks = []activities.MetricCheck{{Metric: "uptime", Agg: "sum", Min: &one}}
+			in.Health.Checks = []windows.MetricCheck{{Metric: "uptime", Agg: "sum", Min: &one}}
 		}, "health.checks[0].agg"},
-		"check metric list": {func(in *UpgradeInput) { in.Health.Checks = []activities.MetricCheck{{Metric: "a,b", Max: &one}} }, "health.checks[0].metric"},
+		"check metric list": {func(in *UpgradeInput) { in.Health.Checks = []windows.MetricCheck{{Metric: "a,b", Max: &one}} }, "health.checks[0].metric"},
 	} {
 		in := upgradeInput("--version", "2")
 		tc.mut(&in)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -361,7 +361,7 @@ type UpgradeState struct {
 	UpgradeID string `json:"upgradeId"`
 	Phase     string `json:"phase"`
 	// Job is the job as found in preflight, with the previous recipe.
-	Job       activities.JobTarget    `json:"job"`
+	Job       core.JobTarget          `json:"job"`
 	NewRecipe inventory.RestartRecipe `json:"newRecipe"`
 	// SpecChange and SpecInverse are, for an operator job, the change to
 	// its resource and what undoes it, read before the job is stopped.

@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 )
 
 // UsageWorkflowType tells who fills each tenant's quota, through a worker,
@@ -29,12 +29,12 @@ func usageOptions() workflow.ActivityOptions {
 }
 
 // UsageWorkflow runs TenantUsage once and returns its result.
-func UsageWorkflow(ctx workflow.Context, in activities.TenantUsageInput) (activities.TenantUsageResult, error) {
+func UsageWorkflow(ctx workflow.Context, in capacity.TenantUsageInput) (capacity.TenantUsageResult, error) {
 	if err := in.Validate(); err != nil {
-		return activities.TenantUsageResult{}, newInvalidInputError(err.Error())
+		return capacity.TenantUsageResult{}, newInvalidInputError(err.Error())
 	}
-	var a *activities.Activities
-	var res activities.TenantUsageResult
+	var a *capacity.Activities
+	var res capacity.TenantUsageResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, usageOptions()), a.TenantUsage, in).Get(ctx, &res)
 	return res, err
 }

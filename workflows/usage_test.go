@@ -7,18 +7,18 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/internal/usage"
 )
 
 func TestUsageWorkflowRunsTheActivity(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
-	in := activities.TenantUsageInput{Tenants: []string{"team-a"}, Top: 3}
-	env.OnActivity(a.TenantUsage, mockAny, in).Return(activities.TenantUsageResult{Tenants: []usage.Report{{Tenant: "team-a"}}}, nil).Once()
+	var a *capacity.Activities
+	in := capacity.TenantUsageInput{Tenants: []string{"team-a"}, Top: 3}
+	env.OnActivity(a.TenantUsage, mockAny, in).Return(capacity.TenantUsageResult{Tenants: []usage.Report{{Tenant: "team-a"}}}, nil).Once()
 	env.ExecuteWorkflow(UsageWorkflow, in)
-	var got activities.TenantUsageResult
+	var got capacity.TenantUsageResult
 	if err := env.GetWorkflowResult(&got); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestUsageWorkflowRunsTheActivity(t *testing.T) {
 }
 
 func TestUsageWorkflowRejectsBadInput(t *testing.T) {
-	for name, in := range map[string]activities.TenantUsageInput{
+	for name, in := range map[string]capacity.TenantUsageInput{
 		"negative top": {Top: -1},
 		"huge top":     {Top: usage.MaxTop + 1},
 		"empty tenant": {Tenants: []string{""}},

@@ -11,7 +11,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -446,10 +448,10 @@ func (r *windowRun) activity(ctx workflow.Context) workflow.Context {
 // ---- phases ----
 
 func (r *windowRun) preflight(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *windows.Activities
 	if r.st.Jobs == nil {
-		var found activities.DiscoverJobsResult
-		if err := workflow.ExecuteActivity(r.activity(ctx), a.DiscoverJobs, activities.DiscoverJobsInput{Scope: r.in.Scope}).Get(ctx, &found); err != nil {
+		var found core.DiscoverJobsResult
+		if err := workflow.ExecuteActivity(r.activity(ctx), a.DiscoverJobs, core.DiscoverJobsInput{Scope: r.in.Scope}).Get(ctx, &found); err != nil {
 			return fmt.Errorf("inventory: %w", err)
 		}
 		if r.strict {
@@ -481,7 +483,7 @@ func (r *windowRun) preflight(ctx workflow.Context) error {
 	// gate, after the stop, when Flink has discarded the checkpoints.
 	measure := workflow.GetVersion(ctx, changeFootprintInPreflight, workflow.DefaultVersion, 1) >= 1
 	for {
-		var restart []activities.RestartFootprintInput
+		var restart []capacity.RestartFootprintInput
 		if measure {
 			for _, j := range r.st.Jobs {
 				restart = append(restart, restartFootprint(j.Target, 0, nil))
@@ -554,17 +556,17 @@ const changeManifestBeforeStops = "window-manifest-before-stops-2026-11-30"
 // footprint in preflight, and pausing there when the restart would not fit.
 const changeFootprintInPreflight = "window-footprint-in-preflight-2026-12-01"
 
-func (r *windowRun) checkQuota(ctx workflow.Context, restart []activities.RestartFootprintInput) ([]activities.TenantQuota, error) {
+func (r *windowRun) checkQuota(ctx workflow.Context, restart []capacity.RestartFootprintInput) ([]capacity.TenantQuota, error) {
 	res, err := r.checkQuotaResult(ctx, restart)
 	return res.Tenants, err
 }
 
-func (r *windowRun) checkQuotaResult(ctx workflow.Context, restart []activities.RestartFootprintInput) (activities.CheckQuotaResult, error) {
-	var a *activities.Activities
-	var res activities.CheckQuotaResult
+func (r *windowRun) checkQuotaResult(ctx workflow.Context, restart []capacity.RestartFootprintInput) (capacity.CheckQuotaResult, error) {
+	var a *capacity.Activities
+	var res capacity.CheckQuotaResult
 	err := workflow.ExecuteActivity(r.activity(ctx), a.CheckQuota, r.in.Policy.Quota.checkInput(r.st.Tenants, restart)).Get(ctx, &res)
 	if err != nil {
-		return activities.CheckQuotaResult{}, fmt.Errorf("quota check: %w", err)
+		return capacity.CheckQuotaResult{}, fmt.Errorf("quota check: %w", err)
 	}
 	return res, nil
 }
@@ -605,7 +607,7 @@ func (r *windowRun) savepointJobs(ctx workflow.Context, only func(key string) bo
 				seen := seenAfterStop(err)
 				j.SavepointState, j.SavepointError = StepFailed, errorText(err)
 				j.Seen, j.SeenState = seen.Seen, seen.State
-				j.StoppedWithoutSavepoint = seen.Seen == activities.JobSeenStopped
+				j.StoppedWithoutSavepoint = seen.Seen == core.JobSeenStopped
 				r.logger.Warn("savepoint failed", "job", key, "error", j.SavepointError, "seen", j.Seen)
 				return
 			}
@@ -844,8 +846,8 @@ const changeNetworkGateVisibility = "window-network-gate-visibility-2026-12-04"
 // probe waits, with backoff, until storage, Flink and (optionally) the
 // Kubernetes API answer again; if they never do, the operator decides.
 func (r *windowRun) probe(ctx workflow.Context) error {
-	var a *activities.Activities
-	in := activities.ProbeEndpointsInput{Kubernetes: r.in.Policy.Network.ProbeKubernetes}
+	var a *windows.Activities
+	in := windows.ProbeEndpointsInput{Kubernetes: r.in.Policy.Network.ProbeKubernetes}
 	for _, t := range r.st.Tenants {
 		in.StorageRoots = append(in.StorageRoots, t.Root)
 	}
@@ -871,7 +873,7 @@ func (r *windowRun) quotaGate(ctx workflow.Context) error {
 		return nil
 	}
 	for {
-		var restart []activities.RestartFootprintInput
+		var restart []capacity.RestartFootprintInput
 		for _, j := range r.st.Jobs {
 			if j.SavepointState != StepDone || j.RestartState == StepSkipped {
 				continue
@@ -1078,8 +1080,8 @@ func (r *windowRun) writeManifest(ctx workflow.Context) error {
 // activity: the content, which grows with the number of jobs, is not
 // recorded in history (only the outcome is).
 func (r *windowRun) writeDocument(ctx workflow.Context, path string, content []byte) error {
-	var a *activities.Activities
-	in := activities.WriteDocumentInput{Path: path, Content: content}
+	var a *windows.Activities
+	in := core.WriteDocumentInput{Path: path, Content: content}
 	if r.bounded {
 		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, documentLocalOptions()), a.WriteDocument, in).Get(ctx, nil)
 	}

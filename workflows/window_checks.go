@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -61,7 +62,7 @@ func windowCleanupField(field string) string {
 func (in *WindowInput) cleanupInput(tenants []string) GovernanceInput {
 	p := in.Policy
 	return GovernanceInput{RunID: "window-" + in.WindowID, Reason: "post-restart cleanup of maintenance window " + in.WindowID,
-		Scope: activities.Scope{Tenants: tenants}, Mode: p.Cleanup.Mode, Policy: p.Cleanup.Policy, ApprovalTimeout: p.Cleanup.ApprovalTimeout,
+		Scope: core.Scope{Tenants: tenants}, Mode: p.Cleanup.Mode, Policy: p.Cleanup.Policy, ApprovalTimeout: p.Cleanup.ApprovalTimeout,
 		WarningPercent: p.Quota.WarningPercent, CriticalPercent: p.Quota.CriticalPercent}
 }
 
@@ -69,7 +70,7 @@ func (in *WindowInput) cleanupInput(tenants []string) GovernanceInput {
 // Kubernetes Operator runs: such a job is suspended through its resource,
 // which takes a savepoint without draining, so the drain asked for would
 // silently not happen.
-func drainRefusal(jobs []activities.JobTarget, p SavepointPolicy) error {
+func drainRefusal(jobs []core.JobTarget, p SavepointPolicy) error {
 	var keys []string
 	for _, j := range jobs {
 		if j.Restart.Kind == inventory.RestartOperatorResume && p.drains(j) {
@@ -87,7 +88,7 @@ func drainRefusal(jobs []activities.JobTarget, p SavepointPolicy) error {
 // scopeRefusal is the non-retryable error a window, and its plan, fail
 // with when the scope does not resolve (found.Unresolved names what) or
 // selects no job the window could stop and bring back; nil otherwise.
-func scopeRefusal(found activities.DiscoverJobsResult) error {
+func scopeRefusal(found core.DiscoverJobsResult) error {
 	if len(found.Unresolved) > 0 {
 		return newInvalidInputError("the scope does not resolve, so no job is stopped: " + strings.Join(found.Unresolved, "; "))
 	}
@@ -143,7 +144,7 @@ func restartWaves(keys []string, p RestartPolicy) [][]string {
 // pickDrillCanary is the job whose savepoint a window drills before any
 // other job stops (policy.drill.canary): the one policy.drill.canaryJob
 // names, else the first in jobs' order with a drill recipe.
-func pickDrillCanary(jobs []activities.JobTarget, want string) (string, error) {
+func pickDrillCanary(jobs []core.JobTarget, want string) (string, error) {
 	for _, j := range jobs {
 		if j.Drillable && (want == "" || j.Key == want) {
 			return j.Key, nil
@@ -158,18 +159,18 @@ func pickDrillCanary(jobs []activities.JobTarget, want string) (string, error) {
 // restartFootprint is what the quota projection needs of a job to restart:
 // its old job's checkpoint dir, measured, and its savepoint's files, when
 // known.
-func restartFootprint(t activities.JobTarget, savepointFiles int64, measured *activities.Footprint) activities.RestartFootprintInput {
+func restartFootprint(t core.JobTarget, savepointFiles int64, measured *capacity.Footprint) capacity.RestartFootprintInput {
 	dir := ""
 	if t.CheckpointDir != "" {
 		dir = strings.TrimRight(t.CheckpointDir, "/") + "/" + t.JobID
 	}
-	return activities.RestartFootprintInput{Key: t.Key, Tenant: t.Tenant, CheckpointDir: dir, SavepointFiles: savepointFiles, Measured: measured}
+	return capacity.RestartFootprintInput{Key: t.Key, Tenant: t.Tenant, CheckpointDir: dir, SavepointFiles: savepointFiles, Measured: measured}
 }
 
 // checkInput asks CheckQuota for the tenants' quota under the policy and,
 // when restart lists jobs, whether their restart fits.
-func (q QuotaPolicy) checkInput(tenants []inventory.Tenant, restart []activities.RestartFootprintInput) activities.CheckQuotaInput {
-	return activities.CheckQuotaInput{
+func (q QuotaPolicy) checkInput(tenants []inventory.Tenant, restart []capacity.RestartFootprintInput) capacity.CheckQuotaInput {
+	return capacity.CheckQuotaInput{
 		Tenants: tenants, WarningPercent: q.WarningPercent, CriticalPercent: q.CriticalPercent,
 		Restart: restart, SafetyMargin: q.SafetyMargin, DefaultRetention: q.DefaultRetention,
 	}

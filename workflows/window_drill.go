@@ -6,7 +6,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -19,7 +20,7 @@ const proofBatch = 50
 // run it. It runs in preflight, so a window that cannot drill its canary
 // stops nothing.
 func (r *windowRun) chooseCanary(ctx workflow.Context) error {
-	targets := make([]activities.JobTarget, 0, len(r.st.Jobs))
+	targets := make([]core.JobTarget, 0, len(r.st.Jobs))
 	for _, j := range r.st.Jobs {
 		targets = append(targets, j.Target)
 	}
@@ -27,7 +28,7 @@ func (r *windowRun) chooseCanary(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	var a *activities.Activities
+	var a *drills.Activities
 	for {
 		err := workflow.ExecuteActivity(r.activity(ctx), a.CheckDrillCluster).Get(ctx, nil)
 		if err == nil {
@@ -121,12 +122,12 @@ func (r *windowRun) nextCanary() string {
 // cluster (a JobDrill child, both tiers) and records the outcome beside the
 // savepoint. Only a real restore that passed counts as passed.
 func (r *windowRun) drillCanary(ctx workflow.Context, c *CanaryDrill, tenant string) JobDrillResult {
-	var a *activities.Activities
+	var a *drills.Activities
 	runID := windowDrillRunID(r.in.WindowID)
-	res := JobDrillResult{Key: c.Key, Tenant: tenant, Snapshot: c.Snapshot, Kind: activities.SnapshotSavepoint, Outcome: catalog.DrillFailed}
-	var sel activities.SelectDrillTargetsResult
-	err := workflow.ExecuteActivity(r.activity(ctx), a.SelectDrillTargets, activities.SelectDrillTargetsInput{
-		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: c.Key, Snapshot: c.Snapshot},
+	res := JobDrillResult{Key: c.Key, Tenant: tenant, Snapshot: c.Snapshot, Kind: core.SnapshotSavepoint, Outcome: catalog.DrillFailed}
+	var sel drills.SelectDrillTargetsResult
+	err := workflow.ExecuteActivity(r.activity(ctx), a.SelectDrillTargets, drills.SelectDrillTargetsInput{
+		Selection: drills.DrillSelection{Mode: drills.DrillSnapshot, Job: c.Key, Snapshot: c.Snapshot},
 		Restore:   true, RunID: runID}).Get(ctx, &sel)
 	if err != nil || len(sel.Targets) != 1 {
 		res.Error = fmt.Sprintf("the drill could not be prepared: %v", errorTextOr(err, "no target"))
@@ -146,8 +147,8 @@ func (r *windowRun) drillCanary(ctx workflow.Context, c *CanaryDrill, tenant str
 	case res.Outcome == catalog.DrillPassed && res.Tier < 2:
 		res.Outcome, res.Error = catalog.DrillFailed, "only its storage was proven, no copy was restored: "+res.Note
 	}
-	err = workflow.ExecuteActivity(r.activity(ctx), a.RecordDrillRun, activities.RecordDrillRunInput{RunID: runID, Tenants: []string{tenant},
-		Results: []activities.DrillRecordInput{{Target: t, Tier: res.Tier, Outcome: res.Outcome, Error: res.Error}}}).Get(ctx, nil)
+	err = workflow.ExecuteActivity(r.activity(ctx), a.RecordDrillRun, drills.RecordDrillRunInput{RunID: runID, Tenants: []string{tenant},
+		Results: []drills.DrillRecordInput{{Target: t, Tier: res.Tier, Outcome: res.Outcome, Error: res.Error}}}).Get(ctx, nil)
 	if err != nil {
 		r.st.Notes = append(r.st.Notes, "canary drill outcome not recorded beside the savepoint: "+errorText(err))
 	}
@@ -165,7 +166,7 @@ func errorTextOr(err error, otherwise string) string {
 // network change and before any restart, in batches. A savepoint that
 // fails pauses the window: restarting from it would fail, or worse.
 func (r *windowRun) proveSavepoints(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *drills.Activities
 	for {
 		keys := r.jobsWhere(func(j *JobProgress) bool {
 			return j.SavepointState == StepDone && j.RestartState != StepSkipped && j.ProofState == ""
@@ -176,9 +177,9 @@ func (r *windowRun) proveSavepoints(ctx workflow.Context) error {
 			for i, k := range batch {
 				paths[i] = r.st.job(k).SavepointPath
 			}
-			var verdicts []activities.SnapshotVerdict
+			var verdicts []drills.SnapshotVerdict
 			err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, proveOptions()), a.ProveSnapshots,
-				activities.ProveSnapshotsInput{Snapshots: paths}).Get(ctx, &verdicts)
+				drills.ProveSnapshotsInput{Snapshots: paths}).Get(ctx, &verdicts)
 			if err == nil && len(verdicts) != len(batch) {
 				err = fmt.Errorf("the proof answered for %d of %d savepoints", len(verdicts), len(batch))
 			}

@@ -12,7 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -25,7 +26,7 @@ type drillFixture struct {
 	drillOutcomes  []string
 	drills         []JobDrillInput
 	stoppedAtDrill []int
-	recorded       []activities.RecordDrillRunInput
+	recorded       []drills.RecordDrillRunInput
 	clusterProblem error
 	// badProof are the savepoint paths whose storage proof fails.
 	badProof map[string]bool
@@ -45,45 +46,45 @@ func newDrillFixture(t *testing.T, n int, drillable ...string) *drillFixture {
 			f.jobs[i].Drillable = f.jobs[i].Drillable || f.jobs[i].Key == k
 		}
 	}
-	var a *activities.Activities
+	var a *drills.Activities
 	f.env.OnActivity(a.CheckDrillCluster, mock.Anything).Return(func(context.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.clusterProblem
 	})
-	f.env.OnActivity(a.SelectDrillTargets, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SelectDrillTargetsInput) (activities.SelectDrillTargetsResult, error) {
-		if !in.Restore || in.Selection.Mode != activities.DrillSnapshot {
+	f.env.OnActivity(a.SelectDrillTargets, mock.Anything, mock.Anything).Return(func(_ context.Context, in drills.SelectDrillTargetsInput) (drills.SelectDrillTargetsResult, error) {
+		if !in.Restore || in.Selection.Mode != drills.DrillSnapshot {
 			t.Errorf("canary drill selection %+v; want one snapshot, restored", in)
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.noTarget {
-			return activities.SelectDrillTargetsResult{}, nil
+			return drills.SelectDrillTargetsResult{}, nil
 		}
-		return activities.SelectDrillTargetsResult{Targets: []activities.DrillTarget{{Key: in.Selection.Job, Snapshot: in.Selection.Snapshot,
-			Kind: activities.SnapshotSavepoint, DrillCluster: "http://drill", DrillDir: "hdfs://nn/drills/" + in.RunID}}}, nil
+		return drills.SelectDrillTargetsResult{Targets: []core.DrillTarget{{Key: in.Selection.Job, Snapshot: in.Selection.Snapshot,
+			Kind: core.SnapshotSavepoint, DrillCluster: "http://drill", DrillDir: "hdfs://nn/drills/" + in.RunID}}}, nil
 	})
-	f.env.OnActivity(a.RecordDrillRun, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordDrillRunInput) error {
+	f.env.OnActivity(a.RecordDrillRun, mock.Anything, mock.Anything).Return(func(_ context.Context, in drills.RecordDrillRunInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.recorded = append(f.recorded, in)
 		return nil
 	})
-	f.env.OnActivity(a.ProveSnapshots, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProveSnapshotsInput) ([]activities.SnapshotVerdict, error) {
+	f.env.OnActivity(a.ProveSnapshots, mock.Anything, mock.Anything).Return(func(_ context.Context, in drills.ProveSnapshotsInput) ([]drills.SnapshotVerdict, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.proofErrors > 0 {
 			f.proofErrors--
 			return nil, temporal.NewNonRetryableApplicationError("namenode in safe mode", "StorageUnavailable", nil)
 		}
-		var out []activities.SnapshotVerdict
+		var out []drills.SnapshotVerdict
 		snapshots := in.Snapshots
 		if f.shortProof {
 			snapshots = snapshots[:len(snapshots)-1]
 		}
 		for _, s := range snapshots {
 			f.proved = append(f.proved, s)
-			v := activities.SnapshotVerdict{Snapshot: s, Files: 3}
+			v := drills.SnapshotVerdict{Snapshot: s, Files: 3}
 			if f.badProof[s] {
 				v.Failure = "1 referenced files missing or short: " + s + "/abc is missing, needed by operator src"
 			}
@@ -211,7 +212,7 @@ func TestWindowCanaryPreflightStopsNothing(t *testing.T) {
 	}
 
 	f = newDrillFixture(t, 2, "cluster-b/job-b")
-	f.clusterProblem = temporal.NewNonRetryableApplicationError("drill.root overlaps the tenant a root", activities.ErrTypeInvalidInput, nil)
+	f.clusterProblem = temporal.NewNonRetryableApplicationError("drill.root overlaps the tenant a root", core.ErrTypeInvalidInput, nil)
 	later(t, f.env, func() {
 		st := f.status()
 		if st.Pending == nil || st.Pending.Kind != DecisionCanaryDrill || !strings.Contains(st.Pending.Reason, "drill.root overlaps") {

@@ -5,7 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -35,12 +36,12 @@ func operatorWaitOptions(wait time.Duration) workflow.ActivityOptions {
 
 // JobSavepointInput stops one job with a savepoint and verifies it.
 type JobSavepointInput struct {
-	WindowID  string               `json:"windowId"`
-	Job       activities.JobTarget `json:"job"`
-	Attempt   int                  `json:"attempt"`
-	Format    string               `json:"format"`
-	Timeout   Duration             `json:"timeout"`
-	TargetDir string               `json:"targetDir,omitempty"`
+	WindowID  string         `json:"windowId"`
+	Job       core.JobTarget `json:"job"`
+	Attempt   int            `json:"attempt"`
+	Format    string         `json:"format"`
+	Timeout   Duration       `json:"timeout"`
+	TargetDir string         `json:"targetDir,omitempty"`
 	// Drain stops the job with drain (REST jobs only).
 	Drain bool `json:"drain,omitempty"`
 }
@@ -68,24 +69,24 @@ type JobSavepointResult struct {
 // operator job, so the branch needs no workflow.GetVersion: REST jobs keep
 // their command sequence.
 func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepointResult, error) {
-	var a *activities.Activities
-	var stopped activities.StopWithSavepointResult
+	var a *windows.Activities
+	var stopped core.StopWithSavepointResult
 	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
 		// What the operator reports before we ask: every suspend attempt
 		// then waits for a savepoint newer than this, even when a retry
 		// finds the resource already suspended by the attempt before it.
-		var known activities.OperatorSavepointMarks
+		var known core.OperatorSavepointMarks
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()),
-			a.ReadSavepointMarks, activities.ReadSavepointMarksInput{Job: in.Job}).Get(ctx, &known); err != nil {
+			a.ReadSavepointMarks, windows.ReadSavepointMarksInput{Job: in.Job}).Get(ctx, &known); err != nil {
 			return JobSavepointResult{}, err
 		}
 		wait := operatorWait(in.Timeout.D())
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)),
-			a.SuspendJob, activities.SuspendJobInput{Job: in.Job, Timeout: wait, Known: &known, RunID: in.WindowID}).Get(ctx, &stopped); err != nil {
+			a.SuspendJob, windows.SuspendJobInput{Job: in.Job, Timeout: wait, Known: &known, RunID: in.WindowID}).Get(ctx, &stopped); err != nil {
 			return JobSavepointResult{}, err
 		}
 	} else {
-		stop := activities.StopWithSavepointInput{
+		stop := core.StopWithSavepointInput{
 			Job: in.Job, TriggerID: flinkID(in.WindowID, in.Job.Key, "stop-with-savepoint", in.Attempt),
 			TargetDir: in.TargetDir, Format: in.Format, RunID: in.WindowID, Drain: in.Drain,
 		}
@@ -94,9 +95,9 @@ func JobSavepointWorkflow(ctx workflow.Context, in JobSavepointInput) (JobSavepo
 			return JobSavepointResult{}, err
 		}
 	}
-	var verified activities.VerifySavepointResult
+	var verified windows.VerifySavepointResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortActivityOptions()),
-		a.VerifySavepoint, activities.VerifySavepointInput{Path: stopped.SavepointPath}).Get(ctx, &verified); err != nil {
+		a.VerifySavepoint, windows.VerifySavepointInput{Path: stopped.SavepointPath}).Get(ctx, &verified); err != nil {
 		return JobSavepointResult{SavepointPath: stopped.SavepointPath}, err
 	}
 	return JobSavepointResult{SavepointPath: stopped.SavepointPath, Files: verified.Files, CheckpointID: verified.CheckpointID,
@@ -131,10 +132,10 @@ func earlierAttempts(ctx workflow.Context, in JobRestartInput) []string {
 
 // JobRestartInput restores one job from its savepoint.
 type JobRestartInput struct {
-	WindowID      string               `json:"windowId"`
-	Job           activities.JobTarget `json:"job"`
-	Attempt       int                  `json:"attempt"`
-	SavepointPath string               `json:"savepointPath"`
+	WindowID      string         `json:"windowId"`
+	Job           core.JobTarget `json:"job"`
+	Attempt       int            `json:"attempt"`
+	SavepointPath string         `json:"savepointPath"`
 	// PreviousJobID is the job of a failed earlier attempt, cancelled first
 	// so two instances never run.
 	PreviousJobID string        `json:"previousJobId,omitempty"`
@@ -148,11 +149,11 @@ type JobRestartResult struct {
 	CheckpointID   int64  `json:"checkpointId"`
 	CheckpointPath string `json:"checkpointPath"`
 	// Readings are the health checks' metric values.
-	Readings []activities.MetricReading `json:"readings,omitempty"`
+	Readings []windows.MetricReading `json:"readings,omitempty"`
 }
 
 // restartResult is a started job's proof of health.
-func restartResult(jobID string, h activities.AwaitHealthyResult) JobRestartResult {
+func restartResult(jobID string, h windows.AwaitHealthyResult) JobRestartResult {
 	return JobRestartResult{JobID: jobID, RestoredFrom: h.RestoredFrom, CheckpointID: h.CheckpointID, CheckpointPath: h.CheckpointPath, Readings: h.Readings}
 }
 
@@ -165,30 +166,30 @@ func restartResult(jobID string, h activities.AwaitHealthyResult) JobRestartResu
 // never cancelled through REST: the operator runs at most one instance of
 // the resource's job, and a retried resume finds it running.
 func JobRestartWorkflow(ctx workflow.Context, in JobRestartInput) (JobRestartResult, error) {
-	var a *activities.Activities
-	var started activities.RestartJobResult
+	var a *windows.Activities
+	var started core.RestartJobResult
 	if in.Job.Restart.Kind == inventory.RestartOperatorResume {
 		wait := operatorWait(in.Health.RunningTimeout.D())
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, operatorWaitOptions(wait)), a.ResumeJob,
-			activities.ResumeJobInput{Job: in.Job, SavepointPath: in.SavepointPath, Timeout: wait}).Get(ctx, &started); err != nil {
+			core.ResumeJobInput{Job: in.Job, SavepointPath: in.SavepointPath, Timeout: wait}).Get(ctx, &started); err != nil {
 			return JobRestartResult{}, err
 		}
 	} else {
 		short := workflow.WithActivityOptions(ctx, shortActivityOptions())
 		for _, id := range earlierAttempts(ctx, in) {
 			if err := workflow.ExecuteActivity(short, a.CancelJob,
-				activities.CancelJobInput{RESTURL: in.Job.RESTURL, JobID: id}).Get(ctx, nil); err != nil {
+				core.CancelJobInput{RESTURL: in.Job.RESTURL, JobID: id}).Get(ctx, nil); err != nil {
 				return JobRestartResult{}, err
 			}
 		}
 		newJobID := flinkID(in.WindowID, in.Job.Key, "restart", in.Attempt)
-		if err := workflow.ExecuteActivity(short, a.RestartJob, activities.RestartJobInput{
+		if err := workflow.ExecuteActivity(short, a.RestartJob, windows.RestartJobInput{
 			Job: in.Job, SavepointPath: in.SavepointPath, NewJobID: newJobID,
 		}).Get(ctx, &started); err != nil {
 			return JobRestartResult{JobID: newJobID}, err
 		}
 	}
-	var healthy activities.AwaitHealthyResult
+	var healthy windows.AwaitHealthyResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, awaitHealthyOptions(in.Health)), a.AwaitHealthy,
 		in.Health.awaitHealthy(in.Job.RESTURL, started.JobID, in.SavepointPath)).Get(ctx, &healthy); err != nil {
 		return JobRestartResult{JobID: started.JobID}, err

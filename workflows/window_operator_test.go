@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -20,8 +21,8 @@ const operatorJobID = "abababababababababababababababab"
 // operator activities were asked.
 type operatorFixture struct {
 	*windowFixture
-	suspended map[string][]activities.SuspendJobInput
-	resumed   map[string][]activities.ResumeJobInput
+	suspended map[string][]windows.SuspendJobInput
+	resumed   map[string][]core.ResumeJobInput
 	// failSuspend / failResume make the operator activities fail with
 	// this error until cleared.
 	failSuspend error
@@ -30,36 +31,36 @@ type operatorFixture struct {
 
 func newOperatorFixture(t *testing.T) *operatorFixture {
 	f := &operatorFixture{windowFixture: newWindowFixture(t, 2),
-		suspended: map[string][]activities.SuspendJobInput{}, resumed: map[string][]activities.ResumeJobInput{}}
+		suspended: map[string][]windows.SuspendJobInput{}, resumed: map[string][]core.ResumeJobInput{}}
 	op := &f.jobs[1]
 	if op.Key != "cluster-b/job-b" {
 		t.Fatalf("fixture job 1 is %s, want cluster-b/job-b", op.Key)
 	}
 	op.Restart = inventory.RestartRecipe{Kind: inventory.RestartOperatorResume,
 		Resource: &inventory.ObjectRef{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Namespace: "team-b", Name: "job-b"}}
-	var a *activities.Activities
+	var a *windows.Activities
 	f.env.OnActivity(a.ReadSavepointMarks, mock.Anything, mock.Anything).Return(
-		activities.OperatorSavepointMarks{UpgradeSavepointPath: "hdfs://nn/sp/savepoint-old"}, nil)
-	f.env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SuspendJobInput) (activities.StopWithSavepointResult, error) {
+		core.OperatorSavepointMarks{UpgradeSavepointPath: "hdfs://nn/sp/savepoint-old"}, nil)
+	f.env.OnActivity(a.SuspendJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.SuspendJobInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if in.Known == nil || in.Known.UpgradeSavepointPath != "hdfs://nn/sp/savepoint-old" {
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("suspend without the savepoints known before it", "Test", nil)
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("suspend without the savepoints known before it", "Test", nil)
 		}
 		f.suspended[in.Job.Key] = append(f.suspended[in.Job.Key], in)
 		if f.failSuspend != nil {
-			return activities.StopWithSavepointResult{}, f.failSuspend
+			return core.StopWithSavepointResult{}, f.failSuspend
 		}
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName}, nil
+		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName}, nil
 	})
-	f.env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ResumeJobInput) (activities.RestartJobResult, error) {
+	f.env.OnActivity(a.ResumeJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.ResumeJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.resumed[in.Job.Key] = append(f.resumed[in.Job.Key], in)
 		if f.failResume != nil {
-			return activities.RestartJobResult{}, f.failResume
+			return core.RestartJobResult{}, f.failResume
 		}
-		return activities.RestartJobResult{JobID: operatorJobID}, nil
+		return core.RestartJobResult{JobID: operatorJobID}, nil
 	})
 	return f
 }
@@ -115,7 +116,7 @@ func TestWindowOperatorJobIsSuspendedAndResumedThroughTheOperator(t *testing.T) 
 // through REST.
 func TestWindowOperatorJobRetryResumesAgainWithoutRESTCancel(t *testing.T) {
 	f := newOperatorFixture(t)
-	f.failResume = temporal.NewNonRetryableApplicationError("no job RUNNING after 5m", activities.ErrTypeOperatorTimeout, nil)
+	f.failResume = temporal.NewNonRetryableApplicationError("no job RUNNING after 5m", core.ErrTypeOperatorTimeout, nil)
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	var paused bool
@@ -152,7 +153,7 @@ func TestWindowOperatorJobRetryResumesAgainWithoutRESTCancel(t *testing.T) {
 // neither resumed nor restarted.
 func TestWindowOperatorSuspendTimeoutSkipsJob(t *testing.T) {
 	f := newOperatorFixture(t)
-	f.failSuspend = temporal.NewNonRetryableApplicationError("suspend FlinkDeployment team-b/job-b: no job SUSPENDED", activities.ErrTypeOperatorTimeout, nil)
+	f.failSuspend = temporal.NewNonRetryableApplicationError("suspend FlinkDeployment team-b/job-b: no job SUSPENDED", core.ErrTypeOperatorTimeout, nil)
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	in.Policy.Savepoint.OnFailure = OnFailureSkip
@@ -182,7 +183,7 @@ func TestWindowOperatorSuspendTimeoutSkipsJob(t *testing.T) {
 func TestWindowOperatorLastStateFallbackPausesForADecision(t *testing.T) {
 	f := newOperatorFixture(t)
 	f.failSuspend = temporal.NewNonRetryableApplicationError("suspend FlinkDeployment team-b/job-b: the operator suspended the job with upgradeMode last-state",
-		activities.ErrTypeOperatorLastStateFallback, nil)
+		core.ErrTypeOperatorLastStateFallback, nil)
 	in := windowInput()
 	in.Policy.Network.Skip = true
 	paused := false

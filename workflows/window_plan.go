@@ -9,7 +9,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 )
 
 // WindowPlanWorkflowType is the dry run of a maintenance window
@@ -35,15 +38,15 @@ type WindowPlanInput struct {
 // storage without changing anything: the jobs it would stop and restart,
 // in which order, the quota projection and how long it may take.
 type WindowPlan struct {
-	WindowID string           `json:"windowId"`
-	Reason   string           `json:"reason"`
-	Ticket   string           `json:"ticket,omitempty"`
-	Scope    activities.Scope `json:"scope"`
+	WindowID string     `json:"windowId"`
+	Reason   string     `json:"reason"`
+	Ticket   string     `json:"ticket,omitempty"`
+	Scope    core.Scope `json:"scope"`
 	// Policy is the window's policy with its defaults applied.
-	Policy  WindowPolicy            `json:"policy"`
-	Tenants []PlanTenant            `json:"tenants"`
-	Jobs    []PlanJob               `json:"jobs"`
-	Skipped []activities.SkippedJob `json:"skipped,omitempty"`
+	Policy  WindowPolicy      `json:"policy"`
+	Tenants []PlanTenant      `json:"tenants"`
+	Jobs    []PlanJob         `json:"jobs"`
+	Skipped []core.SkippedJob `json:"skipped,omitempty"`
 	// DrillCanary is the job stopped first and drilled on the drill
 	// cluster before any other job stops (policy.drill.canary).
 	DrillCanary string       `json:"drillCanary,omitempty"`
@@ -54,7 +57,7 @@ type WindowPlan struct {
 }
 
 // planRehearsal says what policy.rehearse would do with job j.
-func planRehearsal(p RehearsePolicy, j activities.JobTarget) string {
+func planRehearsal(p RehearsePolicy, j core.JobTarget) string {
 	switch {
 	case !p.on():
 		return ""
@@ -106,7 +109,7 @@ type PlanWave struct {
 
 // PlanQuota is a tenant's quota now and after the restarts.
 type PlanQuota struct {
-	activities.TenantQuota
+	capacity.TenantQuota
 	// ProjectedUsed is the namespace in use once the restarts wrote what
 	// they are projected to write: used now plus ProjectedFiles.
 	ProjectedUsed int64 `json:"projectedUsed"`
@@ -202,10 +205,12 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 	if err := w.Validate(); err != nil {
 		return nil, newInvalidInputError(err.Error())
 	}
-	var a *activities.Activities
+	var a *windows.Activities
+	var drill *drills.Activities
+	var capa *capacity.Activities
 	actx := workflow.WithActivityOptions(ctx, planActivityOptions())
-	var found activities.DiscoverJobsResult
-	if err := workflow.ExecuteActivity(actx, a.DiscoverJobs, activities.DiscoverJobsInput{Scope: w.Scope}).Get(ctx, &found); err != nil {
+	var found core.DiscoverJobsResult
+	if err := workflow.ExecuteActivity(actx, a.DiscoverJobs, core.DiscoverJobsInput{Scope: w.Scope}).Get(ctx, &found); err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	if err := scopeRefusal(found); err != nil {
@@ -216,12 +221,12 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 	}
 	plan := &WindowPlan{WindowID: w.WindowID, Reason: w.Reason, Ticket: w.Ticket, Scope: w.Scope, Policy: w.Policy, Skipped: found.Skipped}
 
-	restart := make([]activities.RestartFootprintInput, 0, len(found.Jobs))
+	restart := make([]capacity.RestartFootprintInput, 0, len(found.Jobs))
 	for _, j := range found.Jobs {
 		restart = append(restart, restartFootprint(j, 0, nil))
 	}
-	var q activities.CheckQuotaResult
-	if err := workflow.ExecuteActivity(actx, a.CheckQuota, w.Policy.Quota.checkInput(found.Tenants, restart)).Get(ctx, &q); err != nil {
+	var q capacity.CheckQuotaResult
+	if err := workflow.ExecuteActivity(actx, capa.CheckQuota, w.Policy.Quota.checkInput(found.Tenants, restart)).Get(ctx, &q); err != nil {
 		return nil, fmt.Errorf("quota check: %w", err)
 	}
 	for _, t := range q.Tenants {
@@ -238,7 +243,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 			return nil, err
 		}
 		plan.DrillCanary = key
-		if err := workflow.ExecuteActivity(actx, a.CheckDrillCluster).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(actx, drill.CheckDrillCluster).Get(ctx, nil); err != nil {
 			plan.Notes = append(plan.Notes, "the canary drill cannot run now: "+errorText(err)+
 				"; the window would pause for a decision (canary-drill) before stopping any job")
 		}
@@ -269,7 +274,7 @@ func WindowPlanWorkflow(ctx workflow.Context, in WindowPlanInput) (*WindowPlan, 
 }
 
 // planTenants counts the jobs and skipped jobs of each tenant in scope.
-func planTenants(found activities.DiscoverJobsResult) []PlanTenant {
+func planTenants(found core.DiscoverJobsResult) []PlanTenant {
 	out := make([]PlanTenant, 0, len(found.Tenants))
 	index := map[string]int{}
 	for _, t := range found.Tenants {

@@ -14,7 +14,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -22,43 +25,45 @@ import (
 // records every activity that would change something.
 type planFleet struct {
 	mu         sync.Mutex
-	found      activities.DiscoverJobsResult
-	quota      map[string]activities.TenantQuota // by tenant
+	found      core.DiscoverJobsResult
+	quota      map[string]capacity.TenantQuota // by tenant
 	drillErr   error
-	quotaAsked []activities.CheckQuotaInput
+	quotaAsked []capacity.CheckQuotaInput
 	changes    []string // activities that act on jobs or storage
 }
 
 func newPlanFleet() *planFleet {
 	recipe := inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"}
-	f := &planFleet{quota: map[string]activities.TenantQuota{}}
-	f.found = activities.DiscoverJobsResult{
+	f := &planFleet{quota: map[string]capacity.TenantQuota{}}
+	f.found = core.DiscoverJobsResult{
 		Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
 		Clusters: []inventory.Cluster{{Tenant: "team-a", ClusterID: "cluster-a"}, {Tenant: "team-b", ClusterID: "cluster-b"}},
-		Skipped:  []activities.SkippedJob{{Key: "cluster-b/adhoc", JobID: "e", Reason: "the inventory has no restart recipe for this job name"}},
+		Skipped:  []core.SkippedJob{{Key: "cluster-b/adhoc", JobID: "e", Reason: "the inventory has no restart recipe for this job name"}},
 	}
 	for i, key := range []string{"cluster-a/billing", "cluster-a/orders", "cluster-b/clicks", "cluster-b/sessions", "cluster-b/views"} {
 		cluster, name, _ := strings.Cut(key, "/")
 		tenant := "team-" + cluster[len(cluster)-1:]
-		f.found.Jobs = append(f.found.Jobs, activities.JobTarget{Key: key, Tenant: tenant, ClusterID: cluster, JobName: name,
+		f.found.Jobs = append(f.found.Jobs, core.JobTarget{Key: key, Tenant: tenant, ClusterID: cluster, JobName: name,
 			JobID: strings.Repeat(fmt.Sprint(i), 32), CheckpointDir: "hdfs://nn/" + cluster + "/checkpoints", SavepointDir: "hdfs://nn/" + cluster + "/savepoints",
 			Restart: recipe, Drillable: name == "orders"})
 	}
-	f.quota["team-a"] = activities.TenantQuota{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: 1000, NamespaceQuota: 15000, Level: "ok", Headroom: 14000}
-	f.quota["team-b"] = activities.TenantQuota{Tenant: "team-b", Root: "hdfs://nn/b", NamespaceUsed: 14000, NamespaceQuota: 15000, Level: "critical",
+	f.quota["team-a"] = capacity.TenantQuota{Tenant: "team-a", Root: "hdfs://nn/a", NamespaceUsed: 1000, NamespaceQuota: 15000, Level: "ok", Headroom: 14000}
+	f.quota["team-b"] = capacity.TenantQuota{Tenant: "team-b", Root: "hdfs://nn/b", NamespaceUsed: 14000, NamespaceQuota: 15000, Level: "critical",
 		Reason: "93% of the namespace quota", Headroom: 1000}
 	return f
 }
 
 // register installs the fakes on env.
 func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
-	var a *activities.Activities
-	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(context.Context, activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+	var a *windows.Activities
+	var drill *drills.Activities
+	var capa *capacity.Activities
+	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(context.Context, core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.found, nil
 	})
-	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
+	env.OnActivity(capa.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in capacity.CheckQuotaInput) (capacity.CheckQuotaResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.quotaAsked = append(f.quotaAsked, in)
@@ -66,7 +71,7 @@ func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 		for _, r := range in.Restart {
 			per[r.Tenant] += 20
 		}
-		var res activities.CheckQuotaResult
+		var res capacity.CheckQuotaResult
 		for _, t := range in.Tenants {
 			q := f.quota[t.Name]
 			q.RestartAllowed = true
@@ -82,7 +87,7 @@ func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		return res, nil
 	})
-	env.OnActivity(a.CheckDrillCluster, mock.Anything).Return(func(context.Context) error { return f.drillErr })
+	env.OnActivity(drill.CheckDrillCluster, mock.Anything).Return(func(context.Context) error { return f.drillErr })
 	changes := func(name string) func() {
 		return func() {
 			f.mu.Lock()
@@ -90,9 +95,9 @@ func (f *planFleet) register(env *testsuite.TestWorkflowEnvironment) {
 			f.changes = append(f.changes, name)
 		}
 	}
-	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(activities.StopWithSavepointResult{}, nil).Run(func(mock.Arguments) { changes("StopWithSavepoint")() })
-	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(activities.WriteDocumentResult{}, nil).Run(func(mock.Arguments) { changes("WriteDocument")() })
-	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(activities.RestartJobResult{}, nil).Run(func(mock.Arguments) { changes("RestartJob")() })
+	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(core.StopWithSavepointResult{}, nil).Run(func(mock.Arguments) { changes("StopWithSavepoint")() })
+	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(core.WriteDocumentResult{}, nil).Run(func(mock.Arguments) { changes("WriteDocument")() })
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(core.RestartJobResult{}, nil).Run(func(mock.Arguments) { changes("RestartJob")() })
 }
 
 func planInput() WindowInput {
@@ -284,7 +289,7 @@ func TestWindowPlanDrillCanary(t *testing.T) {
 func TestWindowRefusesAScopeThatDoesNotResolve(t *testing.T) {
 	for name, change := range map[string]func(*planFleet){
 		"unknown tenant": func(f *planFleet) {
-			f.found = activities.DiscoverJobsResult{Unresolved: []string{`tenant "team-x" is not in the inventory; its tenants are team-a, team-b`}}
+			f.found = core.DiscoverJobsResult{Unresolved: []string{`tenant "team-x" is not in the inventory; its tenants are team-a, team-b`}}
 		},
 		"no job": func(f *planFleet) { f.found.Jobs = nil },
 	} {
@@ -314,13 +319,13 @@ func TestWindowRefusesAScopeThatDoesNotResolve(t *testing.T) {
 // for a cleanup policy it was started with.
 func TestWindowStartedBeforeTheScopeCheckKeepsItsRules(t *testing.T) {
 	f := newPlanFleet()
-	f.found = activities.DiscoverJobsResult{Unresolved: []string{`tenant "team-x" is not in the inventory`}}
+	f.found = core.DiscoverJobsResult{Unresolved: []string{`tenant "team-x" is not in the inventory`}}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	f.register(env)
 	openGates(env)
-	var a *activities.Activities
-	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(activities.ProbeEndpointsResult{}, nil)
+	var a *windows.Activities
+	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(windows.ProbeEndpointsResult{}, nil)
 	env.OnGetVersion(changeStrictWindow, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	in := windowInput()
 	in.Policy.Cleanup.Policy.Action = "shred"

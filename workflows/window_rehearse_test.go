@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 )
 
@@ -39,7 +40,7 @@ func newRehearseFixture(t *testing.T, n int) *rehearseFixture {
 		}
 		switch res.Verdict {
 		case catalog.RehearsalIncompatible:
-			res.Cause = &activities.RehearsalCause{Kind: activities.CauseSerializer, Text: "a state's serializer is incompatible with what the snapshot holds: StateMigrationException"}
+			res.Cause = &upgrades.RehearsalCause{Kind: upgrades.CauseSerializer, Text: "a state's serializer is incompatible with what the snapshot holds: StateMigrationException"}
 		case catalog.RehearsalNotRehearsed:
 			res.Savepoint, res.Why = "", "the drill recipe of "+in.Job.JobName+" has no build for Flink 2.3 (drill.flinkVersions)"
 		}
@@ -194,18 +195,18 @@ func TestWindowRehearsePolicyErrors(t *testing.T) {
 func TestWindowPlanSaysWhatWouldBeRehearsed(t *testing.T) {
 	p := RehearsePolicy{FlinkVersion: "2.3"}
 	for _, tc := range []struct {
-		job  activities.JobTarget
+		job  core.JobTarget
 		want string
 	}{
-		{activities.JobTarget{Drillable: true, DrillBuilds: []string{"2.2", "2.3"}}, "rehearsed on Flink 2.3"},
-		{activities.JobTarget{Drillable: true, DrillBuilds: []string{"2.2"}}, "not rehearsed: no build for Flink 2.3"},
-		{activities.JobTarget{}, "not rehearsed: no drill recipe"},
+		{core.JobTarget{Drillable: true, DrillBuilds: []string{"2.2", "2.3"}}, "rehearsed on Flink 2.3"},
+		{core.JobTarget{Drillable: true, DrillBuilds: []string{"2.2"}}, "not rehearsed: no build for Flink 2.3"},
+		{core.JobTarget{}, "not rehearsed: no drill recipe"},
 	} {
 		if got := planRehearsal(p, tc.job); got != tc.want {
 			t.Errorf("%+v: %q; want %q", tc.job, got, tc.want)
 		}
 	}
-	if got := planRehearsal(RehearsePolicy{}, activities.JobTarget{Drillable: true}); got != "" {
+	if got := planRehearsal(RehearsePolicy{}, core.JobTarget{Drillable: true}); got != "" {
 		t.Errorf("without policy.rehearse: %q; want nothing", got)
 	}
 }

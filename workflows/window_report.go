@@ -6,27 +6,28 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 )
 
 // WindowReport is what a window produced, per job and per tenant. It is the
 // workflow's result, the report query's answer, and is written as JSON and
 // Markdown next to the manifest.
 type WindowReport struct {
-	WindowID    string                   `json:"windowId"`
-	Reason      string                   `json:"reason"`
-	Ticket      string                   `json:"ticket,omitempty"`
-	Phase       string                   `json:"phase"`
-	StartedAt   time.Time                `json:"startedAt"`
-	FinishedAt  time.Time                `json:"finishedAt,omitempty"`
-	AbortReason string                   `json:"abortReason,omitempty"`
-	Network     *NetworkConfirmation     `json:"network,omitempty"`
-	Jobs        []JobProgress            `json:"jobs"`
-	Skipped     []activities.SkippedJob  `json:"skipped,omitempty"`
-	QuotaBefore []activities.TenantQuota `json:"quotaBefore,omitempty"`
-	QuotaAfter  []activities.TenantQuota `json:"quotaAfter,omitempty"`
+	WindowID    string                 `json:"windowId"`
+	Reason      string                 `json:"reason"`
+	Ticket      string                 `json:"ticket,omitempty"`
+	Phase       string                 `json:"phase"`
+	StartedAt   time.Time              `json:"startedAt"`
+	FinishedAt  time.Time              `json:"finishedAt,omitempty"`
+	AbortReason string                 `json:"abortReason,omitempty"`
+	Network     *NetworkConfirmation   `json:"network,omitempty"`
+	Jobs        []JobProgress          `json:"jobs"`
+	Skipped     []core.SkippedJob      `json:"skipped,omitempty"`
+	QuotaBefore []capacity.TenantQuota `json:"quotaBefore,omitempty"`
+	QuotaAfter  []capacity.TenantQuota `json:"quotaAfter,omitempty"`
 	// QuotaGate is what the restart gate measured and projected.
-	QuotaGate []activities.TenantQuota `json:"quotaGate,omitempty"`
+	QuotaGate []capacity.TenantQuota `json:"quotaGate,omitempty"`
 	// Phases is when each phase began.
 	Phases    []PhaseStart     `json:"phases,omitempty"`
 	Cleanup   *WindowCleanup   `json:"cleanup,omitempty"`
@@ -170,11 +171,11 @@ func (rep *WindowReport) Markdown() string {
 // headroom) and after it, cleanup included.
 func writeQuotaTable(b *strings.Builder, rep *WindowReport) {
 	b.WriteString("\n## Quota per tenant\n\n| tenant | quota | before | restart gate | after |\n|---|---|---|---|---|\n")
-	after := map[string]activities.TenantQuota{}
+	after := map[string]capacity.TenantQuota{}
 	for _, q := range rep.QuotaAfter {
 		after[q.Tenant] = q
 	}
-	gate := map[string]activities.TenantQuota{}
+	gate := map[string]capacity.TenantQuota{}
 	for _, q := range rep.QuotaGate {
 		gate[q.Tenant] = q
 	}
@@ -228,7 +229,7 @@ func (rep *WindowReport) PhaseDuration(phase string) (time.Duration, bool) {
 }
 
 // usedCell is "2557 (85.3%, warning)".
-func usedCell(q activities.TenantQuota) string {
+func usedCell(q capacity.TenantQuota) string {
 	if q.NamespaceQuota < 0 {
 		return fmt.Sprintf("%d", q.NamespaceUsed)
 	}
@@ -251,13 +252,13 @@ func mdEscape(s string) string {
 // Manifest is the durable record of a window a person can act on without
 // Temporal: for every job, where its savepoint is and how to restart it.
 type Manifest struct {
-	WindowID  string                  `json:"windowId"`
-	Reason    string                  `json:"reason"`
-	Ticket    string                  `json:"ticket,omitempty"`
-	Phase     string                  `json:"phase"`
-	UpdatedAt time.Time               `json:"updatedAt"`
-	Jobs      []ManifestJob           `json:"jobs"`
-	Skipped   []activities.SkippedJob `json:"skipped,omitempty"`
+	WindowID  string            `json:"windowId"`
+	Reason    string            `json:"reason"`
+	Ticket    string            `json:"ticket,omitempty"`
+	Phase     string            `json:"phase"`
+	UpdatedAt time.Time         `json:"updatedAt"`
+	Jobs      []ManifestJob     `json:"jobs"`
+	Skipped   []core.SkippedJob `json:"skipped,omitempty"`
 }
 
 // ManifestJob is one job's line in the manifest.

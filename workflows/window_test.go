@@ -16,7 +16,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/oncall"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -30,7 +34,7 @@ type windowFixture struct {
 	mu      sync.Mutex
 	t       *testing.T
 	env     *testsuite.TestWorkflowEnvironment
-	jobs    []activities.JobTarget
+	jobs    []core.JobTarget
 	stopped map[string]int // job key -> stop-with-savepoint calls
 	// unrecorded are the jobs stopped while no manifest written so far
 	// named them: a person could not restart them by hand.
@@ -45,7 +49,7 @@ type windowFixture struct {
 	quotaShort, quotaShortBefore bool
 	failCancel                   bool
 	drained                      []string // jobs stopped with drain
-	gateRestarts                 []activities.RestartFootprintInput
+	gateRestarts                 []capacity.RestartFootprintInput
 	documents                    map[string]string
 	cancelled                    []string
 	failStop                     map[string]bool
@@ -83,7 +87,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 			cluster = "cluster-b"
 		}
 		name := "job-" + string(rune('a'+i))
-		f.jobs = append(f.jobs, activities.JobTarget{
+		f.jobs = append(f.jobs, core.JobTarget{
 			Key: cluster + "/" + name, Tenant: "team-" + cluster[len(cluster)-1:], ClusterID: cluster, RESTURL: "http://" + cluster,
 			JobName: name, JobID: strings.Repeat(string(rune('0'+i)), 32), SavepointDir: "hdfs://nn/sp", CheckpointDir: "hdfs://nn/chk",
 			Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun, Jar: "/job.jar"},
@@ -105,24 +109,25 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		return &GovernanceReport{RunID: in.RunID, Mode: in.Mode, Outcome: GovernancePhaseCompleted, ReclaimedFiles: 3, ReclaimedBytes: 300,
 			Tenants: []GovernanceTenantReport{{Tenant: "team-a", PlannedItems: 2, PlannedFiles: 3,
-				ByRule: []activities.RuleTotals{{Rule: "retired-job", Items: 2, Files: 3, Dirs: 2, Bytes: 300}},
-				Kept:   []activities.RuleTotals{{Rule: "latest-checkpoint-of-retired-job", Items: 1, Files: 1, Dirs: 1, Bytes: 10}}}}}, nil
+				ByRule: []governance.RuleTotals{{Rule: "retired-job", Items: 2, Files: 3, Dirs: 2, Bytes: 300}},
+				Kept:   []governance.RuleTotals{{Rule: "latest-checkpoint-of-retired-job", Items: 1, Files: 1, Dirs: 1, Bytes: 10}}}}}, nil
 	})
-	var a *activities.Activities
-	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DiscoverJobsInput) (activities.DiscoverJobsResult, error) {
+	var a *windows.Activities
+	var capa *capacity.Activities
+	env.OnActivity(a.DiscoverJobs, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.DiscoverJobsInput) (core.DiscoverJobsResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return activities.DiscoverJobsResult{
+		return core.DiscoverJobsResult{
 			Tenants:  []inventory.Tenant{{Name: "team-a", Root: "hdfs://nn/a"}, {Name: "team-b", Root: "hdfs://nn/b"}},
 			Clusters: []inventory.Cluster{{ClusterID: "cluster-a", RESTURL: "http://cluster-a"}, {ClusterID: "cluster-b", RESTURL: "http://cluster-b"}},
 			Jobs:     f.jobs,
-			Skipped:  []activities.SkippedJob{{Key: "cluster-a/no-recipe", JobID: "f", Reason: "no recipe"}},
+			Skipped:  []core.SkippedJob{{Key: "cluster-a/no-recipe", JobID: "f", Reason: "no recipe"}},
 		}, nil
 	})
-	env.OnActivity(a.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CheckQuotaInput) (activities.CheckQuotaResult, error) {
+	env.OnActivity(capa.CheckQuota, mock.Anything, mock.Anything).Return(func(_ context.Context, in capacity.CheckQuotaInput) (capacity.CheckQuotaResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		var res activities.CheckQuotaResult
+		var res capacity.CheckQuotaResult
 		// Preflight measures each job's footprint; the gate, after the
 		// stops, is handed it back.
 		atGate := len(in.Restart) > 0 && in.Restart[0].Measured != nil
@@ -131,11 +136,11 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		for _, r := range in.Restart {
 			if !atGate {
-				res.Footprints = append(res.Footprints, activities.Footprint{Key: r.Key, FilesPerCheckpoint: 5, FullCheckpointFiles: 9})
+				res.Footprints = append(res.Footprints, capacity.Footprint{Key: r.Key, FilesPerCheckpoint: 5, FullCheckpointFiles: 9})
 			}
 		}
 		for _, t := range in.Tenants {
-			q := activities.TenantQuota{Tenant: t.Name, Root: t.Root, NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", RestartAllowed: true, Headroom: 900}
+			q := capacity.TenantQuota{Tenant: t.Name, Root: t.Root, NamespaceUsed: 100, NamespaceQuota: 1000, Percent: 10, Level: "ok", RestartAllowed: true, Headroom: 900}
 			if len(in.Restart) > 0 {
 				q.ProjectedFiles = 40
 			}
@@ -146,7 +151,7 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		return res, nil
 	})
-	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StopWithSavepointInput) (activities.StopWithSavepointResult, error) {
+	env.OnActivity(a.StopWithSavepoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.StopWithSavepointInput) (core.StopWithSavepointResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.stopped[in.Job.Key]++
@@ -162,22 +167,22 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		}
 		if f.failStop[in.Job.Key] {
 			if f.stoppedAnyway {
-				return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job is CANCELED, not running", activities.ErrTypeJobStoppedWithoutSavepoint, nil)
+				return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("job is CANCELED, not running", core.ErrTypeJobStoppedWithoutSavepoint, nil)
 			}
-			return activities.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
+			return core.StopWithSavepointResult{}, temporal.NewNonRetryableApplicationError("savepoint failed: quota", "FlinkStorageQuotaExceeded", nil)
 		}
-		return activities.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Recovered: f.recovered}, nil
+		return core.StopWithSavepointResult{SavepointPath: "hdfs://nn/sp/savepoint-" + in.Job.JobName, Recovered: f.recovered}, nil
 	}).AfterFn(func() time.Duration {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.stopTakes
 	})
-	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(activities.VerifySavepointResult{Files: 5}, nil)
-	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteDocumentInput) (activities.WriteDocumentResult, error) {
+	env.OnActivity(a.VerifySavepoint, mock.Anything, mock.Anything).Return(windows.VerifySavepointResult{Files: 5}, nil)
+	env.OnActivity(a.WriteDocument, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.WriteDocumentInput) (core.WriteDocumentResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.failWrites {
-			return activities.WriteDocumentResult{}, temporal.NewNonRetryableApplicationError("root does not exist", activities.ErrTypeStorageNotFound, nil)
+			return core.WriteDocumentResult{}, temporal.NewNonRetryableApplicationError("root does not exist", core.ErrTypeStorageNotFound, nil)
 		}
 		f.documents[in.Path] = string(in.Content)
 		if strings.HasSuffix(in.Path, "manifest.json") {
@@ -187,10 +192,10 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 			}
 			f.manifestWrites = append(f.manifestWrites, m.Phase)
 		}
-		return activities.WriteDocumentResult{Path: in.Path}, nil
+		return core.WriteDocumentResult{Path: in.Path}, nil
 	})
-	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(activities.ProbeEndpointsResult{}, nil)
-	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CancelJobInput) error {
+	env.OnActivity(a.ProbeEndpoints, mock.Anything, mock.Anything).Return(windows.ProbeEndpointsResult{}, nil)
+	env.OnActivity(a.CancelJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in core.CancelJobInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.failCancel {
@@ -199,21 +204,21 @@ func newWindowFixtureOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, n 
 		f.cancelled = append(f.cancelled, in.JobID)
 		return nil
 	})
-	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RestartJobInput) (activities.RestartJobResult, error) {
+	env.OnActivity(a.RestartJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.RestartJobInput) (core.RestartJobResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started[in.Job.Key] = append(f.started[in.Job.Key], in.SavepointPath)
-		return activities.RestartJobResult{JobID: in.NewJobID}, nil
+		return core.RestartJobResult{JobID: in.NewJobID}, nil
 	})
-	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AwaitHealthyInput) (activities.AwaitHealthyResult, error) {
+	env.OnActivity(a.AwaitHealthy, mock.Anything, mock.Anything).Return(func(_ context.Context, in windows.AwaitHealthyInput) (windows.AwaitHealthyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for key, fail := range f.failRestart {
 			if fail && strings.HasSuffix(in.SavepointPath, "savepoint-"+strings.Split(key, "/")[1]) {
-				return activities.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job failed on restore", activities.ErrTypeJobUnhealthy, nil)
+				return windows.AwaitHealthyResult{}, temporal.NewNonRetryableApplicationError("job failed on restore", core.ErrTypeJobUnhealthy, nil)
 			}
 		}
-		return activities.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 7}, nil
+		return windows.AwaitHealthyResult{RestoredFrom: in.SavepointPath, CheckpointID: 7}, nil
 	})
 	return f
 }
@@ -571,12 +576,12 @@ func TestWindowAbortInNetworkGateLeavesJobsStoppedAndReports(t *testing.T) {
 // job is back.
 func TestWindowTellsThePeopleOnCallAndHoldsItsTenants(t *testing.T) {
 	f := newWindowFixture(t, 2)
-	var a *activities.Activities
-	f.env.OnActivity(a.Notify, mockAny, mockAny).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+	var a *oncall.Activities
+	f.env.OnActivity(a.Notify, mockAny, mockAny).Return(func(_ context.Context, in oncall.NotifyInput) (oncall.NotifyResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.events = append(f.events, in.Event)
-		return activities.NotifyResult{}, nil
+		return oncall.NotifyResult{}, nil
 	})
 	in := windowInput()
 	in.Policy.Network.ReminderInterval = Duration(10 * time.Minute)
@@ -888,12 +893,12 @@ func TestWindowRespectsFreezes(t *testing.T) {
 	for _, override := range []*FreezeOverride{nil, {By: "ann", Reason: "datacenter move cannot wait"}} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
-		var a *activities.Activities
-		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(func(_ context.Context, in activities.CheckFreezeInput) (activities.CheckFreezeResult, error) {
+		var a *oncall.Activities
+		env.OnActivity(a.CheckFreeze, mockAny, mockAny).Return(func(_ context.Context, in oncall.CheckFreezeInput) (oncall.CheckFreezeResult, error) {
 			if strings.Join(in.Tenants, ",") != "team-a,team-b" {
 				t.Errorf("freeze asked about %v; want the window's tenants", in.Tenants)
 			}
-			return activities.CheckFreezeResult{Active: []freeze.Active{{Name: "trading", Tenants: []string{"team-b"}, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
+			return oncall.CheckFreezeResult{Active: []freeze.Active{{Name: "trading", Tenants: []string{"team-b"}, Until: time.Date(2026, 12, 1, 16, 30, 0, 0, time.UTC)}}}, nil
 		})
 		f := newWindowFixtureOn(t, env, 2)
 		in := windowInput()
@@ -942,7 +947,7 @@ func TestWindowDrainsOnlyWhenAsked(t *testing.T) {
 // drain: a window asked to drain it refuses before stopping anything.
 func TestDrainRefusedForOperatorJobs(t *testing.T) {
 	yes := true
-	jobs := []activities.JobTarget{
+	jobs := []core.JobTarget{
 		{Key: "c/rest", Restart: inventory.RestartRecipe{Kind: inventory.RestartRESTJarRun}},
 		{Key: "c/op", Restart: inventory.RestartRecipe{Kind: inventory.RestartOperatorResume}},
 	}

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -25,7 +27,7 @@ type WindowInput struct {
 	// and report.
 	Ticket string `json:"ticket,omitempty"`
 	// Scope selects the jobs the window stops and restarts.
-	Scope activities.Scope `json:"scope"`
+	Scope core.Scope `json:"scope"`
 	// Policy is how the window behaves.
 	Policy WindowPolicy `json:"policy"`
 	// OverrideFreeze lets the window start inside a freeze.
@@ -147,7 +149,7 @@ type SavepointPolicy struct {
 
 // drains says whether the job is stopped with drain: its inventory
 // setting, else the policy's.
-func (p SavepointPolicy) drains(t activities.JobTarget) bool {
+func (p SavepointPolicy) drains(t core.JobTarget) bool {
 	if t.DrainOnStop != nil {
 		return *t.DrainOnStop
 	}
@@ -221,7 +223,7 @@ type RestartPolicy struct {
 	Soak Duration `json:"soak"`
 	// Checks are metric thresholds read from Flink's REST API at the end
 	// of the soak; each must pass for the job to count as healthy.
-	Checks []activities.MetricCheck `json:"checks,omitempty"`
+	Checks []windows.MetricCheck `json:"checks,omitempty"`
 }
 
 // checkProblems names what is wrong with the policy's checks.
@@ -236,8 +238,8 @@ func (p RestartPolicy) checkProblems(field string) []string {
 }
 
 // awaitHealthy is the health gate of one started job under the policy.
-func (p RestartPolicy) awaitHealthy(restURL, jobID, savepoint string) activities.AwaitHealthyInput {
-	return activities.AwaitHealthyInput{RESTURL: restURL, JobID: jobID, SavepointPath: savepoint,
+func (p RestartPolicy) awaitHealthy(restURL, jobID, savepoint string) windows.AwaitHealthyInput {
+	return windows.AwaitHealthyInput{RESTURL: restURL, JobID: jobID, SavepointPath: savepoint,
 		RunningTimeout: p.RunningTimeout.D(), CheckpointTimeout: p.CheckpointTimeout.D(), Soak: p.Soak.D(), Checks: p.Checks}
 }
 
@@ -452,16 +454,16 @@ const (
 
 // JobProgress is one job's way through the window.
 type JobProgress struct {
-	Target activities.JobTarget `json:"target"`
+	Target core.JobTarget `json:"target"`
 
 	SavepointState string `json:"savepointState"`
 	SavepointPath  string `json:"savepointPath,omitempty"`
 	SavepointFiles int64  `json:"savepointFiles,omitempty"`
 	// Footprint is what the job's checkpoints cost, measured in preflight
 	// while it ran; the restart gate projects from it.
-	Footprint         *activities.Footprint `json:"footprint,omitempty"`
-	SavepointAttempts int                   `json:"savepointAttempts,omitempty"`
-	SavepointError    string                `json:"savepointError,omitempty"`
+	Footprint         *capacity.Footprint `json:"footprint,omitempty"`
+	SavepointAttempts int                 `json:"savepointAttempts,omitempty"`
+	SavepointError    string              `json:"savepointError,omitempty"`
 	// StoppedWithoutSavepoint: the savepoint failed and the job is no longer
 	// running (it finished or was cancelled without one this window knows).
 	StoppedWithoutSavepoint bool `json:"stoppedWithoutSavepoint,omitempty"`
@@ -551,16 +553,16 @@ type WindowState struct {
 	// TenantLockHeld says the window holds its tenants' lock (from
 	// savepoint-all until the restart is done); WaitingFor names the runs
 	// holding one of them while it waits.
-	TenantLockHeld bool                     `json:"tenantLockHeld,omitempty"`
-	WaitingFor     string                   `json:"waitingFor,omitempty"`
-	Clusters       []inventory.Cluster      `json:"clusters"`
-	Jobs           []JobProgress            `json:"jobs"`
-	Skipped        []activities.SkippedJob  `json:"skipped,omitempty"`
-	QuotaBefore    []activities.TenantQuota `json:"quotaBefore,omitempty"`
-	QuotaGate      []activities.TenantQuota `json:"quotaGate,omitempty"`
-	QuotaAfter     []activities.TenantQuota `json:"quotaAfter,omitempty"`
-	Network        *NetworkConfirmation     `json:"network,omitempty"`
-	Wave           int                      `json:"wave"`
+	TenantLockHeld bool                   `json:"tenantLockHeld,omitempty"`
+	WaitingFor     string                 `json:"waitingFor,omitempty"`
+	Clusters       []inventory.Cluster    `json:"clusters"`
+	Jobs           []JobProgress          `json:"jobs"`
+	Skipped        []core.SkippedJob      `json:"skipped,omitempty"`
+	QuotaBefore    []capacity.TenantQuota `json:"quotaBefore,omitempty"`
+	QuotaGate      []capacity.TenantQuota `json:"quotaGate,omitempty"`
+	QuotaAfter     []capacity.TenantQuota `json:"quotaAfter,omitempty"`
+	Network        *NetworkConfirmation   `json:"network,omitempty"`
+	Wave           int                    `json:"wave"`
 	// Waves is the number of restart waves once they are assigned, so a
 	// run that continues as new mid-restart keeps every job in its wave.
 	Waves        int              `json:"waves,omitempty"`

@@ -24,7 +24,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/logging"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
 	"github.com/flinkmaint/flinkmaint/internal/temporalconn"
@@ -221,16 +222,16 @@ func TestReferencedMetricsAreExportedByARealWorker(t *testing.T) {
 	w.RegisterWorkflowWithOptions(probeWorkflow, workflow.RegisterOptions{Name: "MonitoringProbe"})
 	w.RegisterActivityWithOptions(flakyActivity, activity.RegisterOptions{Name: "MonitoringProbeFlaky"})
 	var samples atomic.Int64
-	w.RegisterActivityWithOptions(func(ctx context.Context, in activities.SampleQuotaInput) (activities.SampleQuotaResult, error) {
+	w.RegisterActivityWithOptions(func(ctx context.Context, in capacity.SampleQuotaInput) (capacity.SampleQuotaResult, error) {
 		// One more file a day: a forecast far beyond alertDaysToFull, so
 		// the watch raises no alert (and sends no notification).
 		n := samples.Add(1)
 		used := 100 + n
-		return activities.SampleQuotaResult{At: time.Now().UTC().Add(time.Duration(n) * 24 * time.Hour), Tenants: []activities.TenantQuota{{
+		return capacity.SampleQuotaResult{At: time.Now().UTC().Add(time.Duration(n) * 24 * time.Hour), Tenants: []capacity.TenantQuota{{
 			Tenant: "team-a", Root: "/tenants/team-a", NamespaceUsed: used, NamespaceQuota: 1000, SpaceQuota: -1,
 			Percent: float64(used) / 10, Level: "ok", Headroom: 1000 - used, RestartAllowed: true,
 		}}}, nil
-	}, activity.RegisterOptions{Name: activityName(t, (*activities.Activities).SampleQuota)})
+	}, activity.RegisterOptions{Name: activityName(t, (*capacity.Activities).SampleQuota)})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestReferencedMetricsAreExportedByARealWorker(t *testing.T) {
 		return run
 	}
 	watch := start("quota-watch", workflows.QuotaWatchWorkflowType, workflows.QuotaWatchInput{
-		Scope: activities.Scope{Tenants: []string{"team-a"}}, Interval: workflows.Duration(time.Second), Iterations: 3,
+		Scope: core.Scope{Tenants: []string{"team-a"}}, Interval: workflows.Duration(time.Second), Iterations: 3,
 	})
 	if err := watch.Get(ctx, nil); err != nil {
 		t.Fatalf("quota watch: %v", err)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/freeze"
@@ -15,9 +15,10 @@ import (
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
 
-// NewActivities builds the adapters the configuration asks for and the
-// Activities struct over them. The returned close releases connections.
-func NewActivities(cfg config.Config, identity string) (*activities.Activities, func() error, error) {
+// NewPorts builds the adapters the configuration asks for and the ports
+// every activities family is built from. The returned close releases
+// connections.
+func NewPorts(cfg config.Config, identity string) (*Ports, func() error, error) {
 	// One guard serves every file system the resolver opens: plain roots
 	// are bound to the default one, so they grant nothing on another.
 	guard, err := storage.NewGuardOn(cfg.Storage.DefaultFS, cfg.Storage.WritableRoots...)
@@ -33,7 +34,7 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 			RPCTimeout: cfg.Storage.RPCTimeout.D(), Connections: cfg.Storage.HDFSConnections, Guard: guard,
 		},
 	}
-	acts := &activities.Activities{
+	acts := &Ports{
 		Identity: identity,
 		Storage:  resolver,
 		Runs:     TemporalRuns{},
@@ -75,11 +76,11 @@ func NewActivities(cfg config.Config, identity string) (*activities.Activities, 
 			acts.Worker.KerberosPrincipal = "the principal of ticket cache " + k.CCache
 		}
 	}
-	acts.Cleanup = activities.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
+	acts.Cleanup = core.CleanupSettings{TrashRoot: cfg.Cleanup.TrashRoot, AuditRoot: cfg.Cleanup.AuditRoot, PlanDir: cfg.Cleanup.PlanDir,
 		ReferenceRoots: cfg.Cleanup.ReferenceRoots, FailedRestoreHold: cfg.Cleanup.FailedRestoreHold.D()}
-	acts.Drill = activities.DrillSettings{ClusterRESTURL: cfg.Drill.ClusterRESTURL, Root: cfg.Drill.Root}
+	acts.Drill = core.DrillSettings{ClusterRESTURL: cfg.Drill.ClusterRESTURL, Root: cfg.Drill.Root}
 	for _, c := range cfg.Drill.Clusters {
-		acts.Drill.Clusters = append(acts.Drill.Clusters, activities.VersionDrillCluster{FlinkVersion: c.FlinkVersion, RESTURL: c.RESTURL})
+		acts.Drill.Clusters = append(acts.Drill.Clusters, core.VersionDrillCluster{FlinkVersion: c.FlinkVersion, RESTURL: c.RESTURL})
 	}
 	if len(cfg.Freezes) > 0 {
 		c, err := freeze.New(cfg.Freezes)
@@ -104,7 +105,7 @@ type StaticInventory struct {
 	Path string
 }
 
-var _ activities.InventorySource = StaticInventory{}
+var _ core.InventorySource = StaticInventory{}
 
 // Discover loads and validates the file.
 func (s StaticInventory) Discover(ctx context.Context) (inventory.Inventory, error) {
@@ -122,30 +123,30 @@ type KubeOperator struct {
 	Fleet *KubeFleet
 }
 
-var _ activities.OperatorControl = KubeOperator{}
+var _ core.OperatorControl = KubeOperator{}
 
 // Suspend suspends ref with a savepoint; see kube.Client.Suspend.
-func (k KubeOperator) Suspend(ctx context.Context, ref inventory.ObjectRef, opts activities.OperatorWait) (activities.OperatorSuspendResult, error) {
+func (k KubeOperator) Suspend(ctx context.Context, ref inventory.ObjectRef, opts core.OperatorWait) (core.OperatorSuspendResult, error) {
 	c, err := k.Fleet.client(ref.KubeCluster)
 	if err != nil {
-		return activities.OperatorSuspendResult{}, operatorError(err)
+		return core.OperatorSuspendResult{}, operatorError(err)
 	}
 	res, err := c.Suspend(ctx, ref, opts)
 	if err != nil {
-		return activities.OperatorSuspendResult{}, operatorError(err)
+		return core.OperatorSuspendResult{}, operatorError(err)
 	}
 	return res, nil
 }
 
 // Resume resumes ref from savepointPath; see kube.Client.Resume.
-func (k KubeOperator) Resume(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts activities.OperatorWait) (activities.OperatorResumeResult, error) {
+func (k KubeOperator) Resume(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts core.OperatorWait) (core.OperatorResumeResult, error) {
 	c, err := k.Fleet.client(ref.KubeCluster)
 	if err != nil {
-		return activities.OperatorResumeResult{}, operatorError(err)
+		return core.OperatorResumeResult{}, operatorError(err)
 	}
 	res, err := c.Resume(ctx, ref, savepointPath, opts)
 	if err != nil {
-		return activities.OperatorResumeResult{}, operatorError(err)
+		return core.OperatorResumeResult{}, operatorError(err)
 	}
 	return res, nil
 }
@@ -171,17 +172,17 @@ func (k KubeOperator) ChangeJobSpec(ctx context.Context, ref inventory.ObjectRef
 }
 
 // Redeploy starts ref from savepointPath; see kube.Client.Redeploy.
-func (k KubeOperator) Redeploy(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts activities.OperatorWait) (activities.OperatorResumeResult, error) {
+func (k KubeOperator) Redeploy(ctx context.Context, ref inventory.ObjectRef, savepointPath string, opts core.OperatorWait) (core.OperatorResumeResult, error) {
 	c, err := k.Fleet.client(ref.KubeCluster)
 	if err != nil {
-		return activities.OperatorResumeResult{}, operatorError(err)
+		return core.OperatorResumeResult{}, operatorError(err)
 	}
 	res, err := c.Redeploy(ctx, ref, savepointPath, opts)
 	return res, operatorError(err)
 }
 
 // Discard suspends ref without a savepoint; see kube.Client.Discard.
-func (k KubeOperator) Discard(ctx context.Context, ref inventory.ObjectRef, opts activities.OperatorWait) (string, error) {
+func (k KubeOperator) Discard(ctx context.Context, ref inventory.ObjectRef, opts core.OperatorWait) (string, error) {
 	c, err := k.Fleet.client(ref.KubeCluster)
 	if err != nil {
 		return "", operatorError(err)
@@ -191,14 +192,14 @@ func (k KubeOperator) Discard(ctx context.Context, ref inventory.ObjectRef, opts
 }
 
 // OperatorStatus reads spec.job and status of ref.
-func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRef) (activities.OperatorJobStatus, error) {
+func (k KubeOperator) OperatorStatus(ctx context.Context, ref inventory.ObjectRef) (core.OperatorJobStatus, error) {
 	c, err := k.Fleet.client(ref.KubeCluster)
 	if err != nil {
-		return activities.OperatorJobStatus{}, operatorError(err)
+		return core.OperatorJobStatus{}, operatorError(err)
 	}
 	st, err := c.OperatorStatus(ctx, ref)
 	if err != nil {
-		return activities.OperatorJobStatus{}, operatorError(err)
+		return core.OperatorJobStatus{}, operatorError(err)
 	}
 	return st, nil
 }
@@ -245,14 +246,14 @@ func (k KubeOperator) DeleteSnapshot(ctx context.Context, ref inventory.ObjectRe
 }
 
 // SavepointMarks reads the savepoint records of ref; see kube.Client.SavepointMarks.
-func (k KubeOperator) SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (activities.OperatorSavepointMarks, error) {
+func (k KubeOperator) SavepointMarks(ctx context.Context, ref inventory.ObjectRef) (core.OperatorSavepointMarks, error) {
 	c, err := k.Fleet.client(ref.KubeCluster)
 	if err != nil {
-		return activities.OperatorSavepointMarks{}, operatorError(err)
+		return core.OperatorSavepointMarks{}, operatorError(err)
 	}
 	m, err := c.SavepointMarks(ctx, ref)
 	if err != nil {
-		return activities.OperatorSavepointMarks{}, operatorError(err)
+		return core.OperatorSavepointMarks{}, operatorError(err)
 	}
 	return m, nil
 }
@@ -265,26 +266,26 @@ func operatorError(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	final := func(reason string) error { return &activities.OperatorError{Reason: reason, Err: err} }
+	final := func(reason string) error { return &core.OperatorError{Reason: reason, Err: err} }
 	switch {
 	case errors.Is(err, kube.ErrOperatorTimeout):
-		return final(activities.ErrTypeOperatorTimeout)
+		return final(core.ErrTypeOperatorTimeout)
 	case errors.Is(err, kube.ErrSavepointMismatch):
-		return final(activities.ErrTypeOperatorSavepointMismatch)
+		return final(core.ErrTypeOperatorSavepointMismatch)
 	case errors.Is(err, kube.ErrInvalidInput), errors.Is(err, kube.ErrInvalid):
-		return final(activities.ErrTypeInvalidInput)
+		return final(core.ErrTypeInvalidInput)
 	case errors.Is(err, kube.ErrPrecondition):
-		return final(activities.ErrTypeOperatorPrecondition)
+		return final(core.ErrTypeOperatorPrecondition)
 	case errors.Is(err, kube.ErrJobFailed):
-		return final(activities.ErrTypeOperatorJobFailed)
+		return final(core.ErrTypeOperatorJobFailed)
 	case errors.Is(err, kube.ErrLastStateFallback):
-		return final(activities.ErrTypeOperatorLastStateFallback)
+		return final(core.ErrTypeOperatorLastStateFallback)
 	case errors.Is(err, kube.ErrNotFound):
-		return final(activities.ErrTypeOperatorNotFound)
+		return final(core.ErrTypeOperatorNotFound)
 	case errors.Is(err, kube.ErrForbidden):
-		return final(activities.ErrTypeOperatorForbidden)
+		return final(core.ErrTypeOperatorForbidden)
 	case kube.IsRetryable(err):
-		return &activities.OperatorError{Reason: activities.ErrTypeOperatorUnavailable, Retryable: true, Err: err}
+		return &core.OperatorError{Reason: core.ErrTypeOperatorUnavailable, Retryable: true, Err: err}
 	}
-	return final(activities.ErrTypeOperatorFailed)
+	return final(core.ErrTypeOperatorFailed)
 }

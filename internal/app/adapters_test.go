@@ -52,7 +52,7 @@ func TestWorkerDiscoversKubernetesInventory(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	acts := peertest.NewActivities(t, cfg, "wiring-test")
+	acts := peertest.NewPorts(t, cfg, "wiring-test")
 	if err := acts.Kubernetes.Ready(ctx); err != nil {
 		t.Fatalf("kubernetes health probe: %v", err)
 	}

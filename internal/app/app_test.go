@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/sandbox"
 	"github.com/flinkmaint/flinkmaint/workflows"
@@ -24,7 +23,7 @@ func TestPingOnDevServer(t *testing.T) {
 	tmp := sandbox.StartTemporal(t, workflows.SearchAttributeDefinitions())
 	const queue = "app-test"
 	w := worker.New(tmp.Client, queue, worker.Options{})
-	app.Register(w, &activities.Activities{Identity: "app-test-worker"})
+	app.Register(w, &app.Ports{Identity: "app-test-worker"})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/drills"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
@@ -195,7 +198,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	before := d.checkpointed(ctx, fc, liveID, 2).Counts.Completed
 
 	// 1. The live job's latest checkpoint passes both tiers.
-	rep, err := d.run(ctx, tmp, "pass-"+sfx, workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{live}},
+	rep, err := d.run(ctx, tmp, "pass-"+sfx, workflows.RestoreDrillInput{Scope: core.Scope{IncludeJobs: []string{live}},
 		Soak: workflows.Duration(3 * time.Second)})
 	if err != nil {
 		t.Fatalf("drill of a healthy checkpoint: %v (report %+v)", err, rep)
@@ -205,7 +208,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	j := rep.Jobs[0]
 	drilledCheckpoint := strings.TrimRight(j.Snapshot, "/")
-	if j.Tier != 2 || j.Kind != activities.SnapshotCheckpoint || !strings.HasPrefix(j.Snapshot, ckpts+"/"+liveID+"/chk-") ||
+	if j.Tier != 2 || j.Kind != core.SnapshotCheckpoint || !strings.HasPrefix(j.Snapshot, ckpts+"/"+liveID+"/chk-") ||
 		j.Storage == nil || j.Storage.Files < 2 || j.Restore == nil {
 		t.Fatalf("drill %+v; want both tiers over a checkpoint of %s", j, liveID)
 	}
@@ -241,7 +244,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = d.run(ctx, tmp, "broken-"+sfx, workflows.RestoreDrillInput{
-		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: ca.ClusterID + "/" + broken, Snapshot: chk}})
+		Selection: drills.DrillSelection{Mode: drills.DrillSnapshot, Job: ca.ClusterID + "/" + broken, Snapshot: chk}})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeDrillsFailed || rep.Failed != 1 {
 		t.Fatalf("drill of a checkpoint missing %s: %v, report %+v; want %s", victim, err, rep, workflows.ErrTypeDrillsFailed)
@@ -261,7 +264,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	failingChk := strings.TrimRight(st.Latest.Completed.ExternalPath, "/")
 	rep, err = d.run(ctx, tmp, "failing-"+sfx, workflows.RestoreDrillInput{
-		Selection: activities.DrillSelection{Mode: activities.DrillSnapshot, Job: ca.ClusterID + "/" + failing, Snapshot: failingChk},
+		Selection: drills.DrillSelection{Mode: drills.DrillSnapshot, Job: ca.ClusterID + "/" + failing, Snapshot: failingChk},
 		Soak:      workflows.Duration(3 * time.Second)})
 	if !errors.As(err, &appErr) || rep.Failed != 1 {
 		t.Fatalf("drill of a job failing on restore: %v, report %+v; want it failed", err, rep)
@@ -281,10 +284,10 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	d.checkpointed(ctx, fc, checkedID, 1)
 	takeRun := "sched-" + sfx
 	takeSavepoint := func(name, id, runID, trigger string) string {
-		var took activities.TakeSavepointResult
-		job := activities.JobTarget{Key: ca.ClusterID + "/" + name, Tenant: d.tenant[0], ClusterID: ca.ClusterID, RESTURL: ca.RESTURL,
+		var took windows.TakeSavepointResult
+		job := core.JobTarget{Key: ca.ClusterID + "/" + name, Tenant: d.tenant[0], ClusterID: ca.ClusterID, RESTURL: ca.RESTURL,
 			JobName: name, JobID: id, SavepointDir: d.root + "/a/savepoints"}
-		if err := d.activity(d.acts.TakeSavepoint, activities.TakeSavepointInput{Job: job, TriggerID: trigger, RunID: runID}, &took); err != nil {
+		if err := d.activity(app.NewFamilies(d.acts).Windows.TakeSavepoint, windows.TakeSavepointInput{Job: job, TriggerID: trigger, RunID: runID}, &took); err != nil {
 			t.Fatalf("savepoint of %s: %v", name, err)
 		}
 		return took.SavepointPath
@@ -294,13 +297,13 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 		savepoints[name] = takeSavepoint(name, id, takeRun, strings.Repeat(id[:2], 16))
 	}
 	rep, err = d.run(ctx, tmp, "run-"+sfx, workflows.RestoreDrillInput{
-		Selection: activities.DrillSelection{Mode: activities.DrillRunSavepoints, RunID: takeRun}, Soak: workflows.Duration(3 * time.Second)})
+		Selection: drills.DrillSelection{Mode: drills.DrillRunSavepoints, RunID: takeRun}, Soak: workflows.Duration(3 * time.Second)})
 	if !errors.As(err, &appErr) || rep.Passed != 1 || rep.Failed != 1 || len(rep.Jobs) != 2 {
 		t.Fatalf("drill of run %s: %v, report %+v; want one pass, one failed state check", takeRun, err, rep)
 	}
 	for _, j := range rep.Jobs {
 		switch {
-		case j.Kind != activities.SnapshotSavepoint || j.Snapshot != savepoints[strings.TrimPrefix(j.Key, ca.ClusterID+"/")]:
+		case j.Kind != core.SnapshotSavepoint || j.Snapshot != savepoints[strings.TrimPrefix(j.Key, ca.ClusterID+"/")]:
 			t.Errorf("drill %+v; want the run's savepoint of the job", j)
 		case j.Key == ca.ClusterID+"/"+live && (j.Outcome != catalog.DrillPassed || j.Restore == nil || !j.Restore.Verified):
 			t.Errorf("live %+v; want restored and its state check passed", j)
@@ -311,8 +314,8 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 			d.noDrillJobRunning(ctx, j.Restore.JobID)
 		}
 	}
-	var listed activities.ListSavepointsResult
-	if err := d.activity(d.acts.ListSavepoints, activities.ListSavepointsInput{Tenants: []string{d.tenant[0]}}, &listed); err != nil {
+	var listed governance.ListSavepointsResult
+	if err := d.activity(app.NewFamilies(d.acts).Governance.ListSavepoints, governance.ListSavepointsInput{Tenants: []string{d.tenant[0]}}, &listed); err != nil {
 		t.Fatal(err)
 	}
 	drilled := 0
@@ -339,7 +342,7 @@ func TestRestoreDrillOnRealPeers(t *testing.T) {
 	}
 	newer := takeSavepoint(live, liveID, "sched2-"+sfx, string(trigger))
 	retention := cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond}
-	scope := activities.Scope{Tenants: []string{d.tenant[0]}}
+	scope := core.Scope{Tenants: []string{d.tenant[0]}}
 	_, plan := d.plan(ctx, "gov-drilled-"+sfx, scope, retention)
 	kept := map[string]cleanup.Reason{}
 	for _, k := range plan.Keep {
@@ -465,7 +468,7 @@ func TestRestoreDrillSurvivesWorkerKill(t *testing.T) {
 	// checkpointed.
 	d.hooks.Arm(faulthook.Hold{Name: "soak", Activity: "AwaitHealthy", At: faulthook.Heartbeat, Detail: "soak", Hit: 1})
 	run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RestoreDrillWorkflowID("kill-" + sfx), TaskQueue: "drill-kill-" + sfx},
-		workflows.RestoreDrillWorkflowType, workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{live}},
+		workflows.RestoreDrillWorkflowType, workflows.RestoreDrillInput{Scope: core.Scope{IncludeJobs: []string{live}},
 			Soak: workflows.Duration(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)

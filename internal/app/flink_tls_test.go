@@ -13,7 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -97,13 +98,13 @@ func TestFlinkRESTMutualTLSDiscovery(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("the TLS configuration is refused: %v", err)
 	}
-	discover := func(cfg config.Config, label string) (activities.DiscoverJobsResult, error) {
-		acts := peertest.NewActivities(t, cfg, label)
+	discover := func(cfg config.Config, label string) (core.DiscoverJobsResult, error) {
+		acts := peertest.NewPorts(t, cfg, label)
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivity(acts)
-		var res activities.DiscoverJobsResult
-		v, err := env.ExecuteActivity(acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{name}}})
+		app.RegisterActivities(env, acts)
+		var res core.DiscoverJobsResult
+		v, err := env.ExecuteActivity(app.NewFamilies(acts).Windows.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{name}}})
 		if err == nil {
 			err = v.Get(&res)
 		}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/redact"
@@ -27,7 +27,7 @@ type FlinkClients struct {
 	Default inventory.RESTSecurity
 	// Inventory, when set, is asked for the clusters when a REST URL is
 	// not known yet (a worker that restarted during a window).
-	Inventory activities.InventorySource
+	Inventory core.InventorySource
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 
@@ -57,10 +57,10 @@ type endpoint struct {
 // REST URL makes the adapter discover again.
 const relearnAfter = 10 * time.Second
 
-var _ activities.FlinkClients = (*FlinkClients)(nil)
+var _ core.FlinkClients = (*FlinkClients)(nil)
 
 // For returns the client of restURL, with the settings of its cluster.
-func (f *FlinkClients) For(ctx context.Context, restURL string) (activities.FlinkAPI, error) {
+func (f *FlinkClients) For(ctx context.Context, restURL string) (core.FlinkAPI, error) {
 	ep, err := f.endpoint(ctx, restURL)
 	if err != nil {
 		return nil, err
@@ -145,18 +145,18 @@ func (f *FlinkClients) now() time.Time {
 
 // Observing returns src, teaching f the REST settings of every inventory
 // it discovers.
-func (f *FlinkClients) Observing(src activities.InventorySource) *ObservedInventory {
+func (f *FlinkClients) Observing(src core.InventorySource) *ObservedInventory {
 	return &ObservedInventory{Source: src, clients: f}
 }
 
 // ObservedInventory is an inventory source whose discoveries also tell the
 // Flink clients each cluster's REST settings.
 type ObservedInventory struct {
-	Source  activities.InventorySource
+	Source  core.InventorySource
 	clients *FlinkClients
 }
 
-var _ activities.InventorySource = (*ObservedInventory)(nil)
+var _ core.InventorySource = (*ObservedInventory)(nil)
 
 // Discover discovers with Source and hands the result to the clients.
 func (o *ObservedInventory) Discover(ctx context.Context) (inventory.Inventory, error) {

@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -168,9 +168,9 @@ func TestFlinkClientsPerClusterTLS(t *testing.T) {
 	// The wrong CA, through the activity that discovers a window's jobs.
 	var env testsuite.WorkflowTestSuite
 	aenv := env.NewTestActivityEnvironment()
-	acts := &activities.Activities{Inventory: fc.Observing(src), Flink: fc}
-	aenv.RegisterActivity(acts)
-	_, err = aenv.ExecuteActivity(acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{Clusters: []string{"cluster-wrong-ca"}}})
+	acts := &app.Ports{Inventory: fc.Observing(src), Flink: fc}
+	app.RegisterActivities(aenv, acts)
+	_, err = aenv.ExecuteActivity(app.NewFamilies(acts).Windows.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{Clusters: []string{"cluster-wrong-ca"}}})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || !appErr.NonRetryable() || appErr.Type() != flink.ErrorReasonTLS {
 		t.Fatalf("want a non-retryable %s, got %v", flink.ErrorReasonTLS, err)

@@ -12,7 +12,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
@@ -65,7 +65,7 @@ func TestGovernanceSurvivesWorkerKill(t *testing.T) {
 	w.Start()
 
 	in := workflows.GovernanceInput{RunID: "crash-" + e.tenant, Reason: "crash-safety test", Mode: workflows.ModeAuto,
-		Scope: activities.Scope{Tenants: []string{e.tenant}}}
+		Scope: core.Scope{Tenants: []string{e.tenant}}}
 	hooks.Arm(faulthook.Hold{Name: "execute", Activity: "ExecuteCleanupPart", At: faulthook.Heartbeat, Hit: 100})
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceWorkflowID(in.RunID), TaskQueue: queue},
 		workflows.GovernanceWorkflowType, in)

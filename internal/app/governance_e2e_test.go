@@ -24,7 +24,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -41,7 +42,7 @@ import (
 type govEnv struct {
 	peers  *sandbox.Peers
 	tmp    *sandbox.Temporal
-	acts   *activities.Activities
+	acts   *app.Ports
 	gov    *metrics.Governance
 	raw    *gohdfs.Client
 	root   string // hdfs://.../flinkmaint-test/governance-<suffix>
@@ -95,7 +96,7 @@ func newGovEnv(t *testing.T, ctx context.Context) *govEnv {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts := peertest.NewActivities(t, cfg, "governance-e2e")
+	acts := peertest.NewPorts(t, cfg, "governance-e2e")
 	e.gov, err = metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 	garbage := map[string]bool{e.peers.HDFS.URI + incomplete: true, e.peers.HDFS.URI + retired: true}
 
 	in := workflows.GovernanceInput{RunID: "e2e-" + e.tenant, Reason: "end-to-end test", Mode: workflows.ModePlanAndApprove,
-		Scope: activities.Scope{Tenants: []string{e.tenant}}, ApprovalTimeout: workflows.Duration(10 * time.Minute)}
+		Scope: core.Scope{Tenants: []string{e.tenant}}, ApprovalTimeout: workflows.Duration(10 * time.Minute)}
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceWorkflowID(in.RunID), TaskQueue: e.queue},
 		workflows.GovernanceWorkflowType, in)
 	if err != nil {
@@ -253,7 +254,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var approved activities.PlanSummary
+	var approved governance.PlanSummary
 	if err := h.Get(ctx, &approved); err != nil || approved.PlanSHA256 != plan.PlanSHA256 {
 		t.Fatalf("approve returned %+v, %v", approved.PlanSHA256, err)
 	}
@@ -341,7 +342,7 @@ func TestGovernanceOnRealPeers(t *testing.T) {
 // run would once approved, and checks each refuses as CleanupPlanChanged,
 // naming the changed file, with the planned paths in place and nothing in
 // the trash. It puts the approved bytes back before it returns.
-func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, plan *activities.PlanSummary, planned []string) {
+func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, plan *governance.PlanSummary, planned []string) {
 	t.Helper()
 	if plan.Shards != 1 {
 		t.Fatalf("plan of %d shards; want the default of one shard for %d items", plan.Shards, plan.Items)
@@ -351,12 +352,12 @@ func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, 
 	run := func(fn, in any) error {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivity(e.acts)
+		app.RegisterActivities(env, e.acts)
 		_, err := env.ExecuteActivity(fn, in)
 		return err
 	}
-	whole := activities.ExecuteCleanupInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256}
-	part := activities.ExecuteCleanupPartInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256, Shard: 0}
+	whole := governance.ExecuteCleanupInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256}
+	part := governance.ExecuteCleanupPartInput{RunID: plan.RunID, PlanPath: plan.PlanPath, PlanSHA256: plan.PlanSHA256, Shard: 0}
 	for _, c := range []struct {
 		file, from, to string
 	}{
@@ -379,11 +380,11 @@ func testPlanChangedAfterApproval(t *testing.T, ctx context.Context, e *govEnv, 
 		for _, exec := range []struct {
 			name   string
 			fn, in any
-		}{{"ExecuteCleanup", e.acts.ExecuteCleanup, whole}, {"ExecuteCleanupPart", e.acts.ExecuteCleanupPart, part}, {"VerifyCleanupPlan", e.acts.VerifyCleanupPlan, whole}} {
+		}{{"ExecuteCleanup", app.NewFamilies(e.acts).Governance.ExecuteCleanup, whole}, {"ExecuteCleanupPart", app.NewFamilies(e.acts).Governance.ExecuteCleanupPart, part}, {"VerifyCleanupPlan", app.NewFamilies(e.acts).Governance.VerifyCleanupPlan, whole}} {
 			err := run(exec.fn, exec.in)
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeCleanupPlanChanged || !appErr.NonRetryable() || !strings.Contains(err.Error(), name) {
-				t.Errorf("%s with %s changed after approval: %v; want a non-retryable %s naming %s", exec.name, name, err, activities.ErrTypeCleanupPlanChanged, name)
+			if !errors.As(err, &appErr) || appErr.Type() != core.ErrTypeCleanupPlanChanged || !appErr.NonRetryable() || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s with %s changed after approval: %v; want a non-retryable %s naming %s", exec.name, name, err, core.ErrTypeCleanupPlanChanged, name)
 			}
 			for _, p := range planned {
 				if !e.exists(t, p) {
@@ -424,7 +425,7 @@ func (e *govEnv) rewrite(t *testing.T, plainPath string, data []byte) {
 }
 
 func testQuotaWatchSchedule(t *testing.T, ctx context.Context, e *govEnv) {
-	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
+	in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
 	id := workflows.ScheduleID("quota-" + e.tenant)
 	sc := e.tmp.Client.ScheduleClient()
 	h, err := sc.Create(ctx, client.ScheduleOptions{ID: id, Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 24 * time.Hour}}},

@@ -18,7 +18,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -32,7 +34,7 @@ import (
 type failClosedEnv struct {
 	t      *testing.T
 	peers  *sandbox.Peers
-	acts   *activities.Activities
+	acts   *app.Ports
 	raw    *gohdfs.Client
 	jar    map[string]string // REST URL -> uploaded jar id
 	plain  string            // test tree, plain path
@@ -93,7 +95,7 @@ func newFailClosedEnvWith(t *testing.T, ctx context.Context, mod func(*failClose
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	acts := peertest.NewActivities(t, cfg, "failclosed")
+	acts := peertest.NewPorts(t, cfg, "failclosed")
 	// Its activities run outside a worker, where no window or upgrade
 	// of flinkmaint can be in flight.
 	acts.Runs = nil
@@ -234,7 +236,7 @@ func (e *failClosedEnv) activity(fn, in, out any) error {
 	for attempt := 1; ; attempt++ {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivity(e.acts)
+		app.RegisterActivities(env, e.acts)
 		v, err := env.ExecuteActivity(fn, in)
 		if err == nil {
 			return v.Get(out)
@@ -249,10 +251,10 @@ func (e *failClosedEnv) activity(fn, in, out any) error {
 }
 
 // plan runs PlanCleanup and reads the whole plan back from storage.
-func (e *failClosedEnv) plan(ctx context.Context, runID string, scope activities.Scope, pol cleanup.Policy) (activities.PlanSummary, cleanup.Plan) {
+func (e *failClosedEnv) plan(ctx context.Context, runID string, scope core.Scope, pol cleanup.Policy) (governance.PlanSummary, cleanup.Plan) {
 	e.t.Helper()
-	var res activities.PlanCleanupResult
-	if err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: runID, Scope: scope, Policy: pol}, &res); err != nil {
+	var res governance.PlanCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: runID, Scope: scope, Policy: pol}, &res); err != nil {
 		e.t.Fatalf("plan: %v", err)
 	}
 	data, err := e.raw.ReadFile(strings.TrimPrefix(res.Summary.PlanPath, e.peers.HDFS.URI))
@@ -407,7 +409,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	// A plan while the cluster's job history still has job A catalogues
 	// its savepoints under the logical job; aged below, they predate the
 	// job's run and only the catalog can tell whose they are.
-	e.plan(ctx, "learn-lineage", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	e.plan(ctx, "learn-lineage", core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	e.age(e.plain+"/a/checkpoints/"+jobA, longAgo, false)
 	e.age(strings.TrimPrefix(sps[0], e.peers.HDFS.URI), longAgo, false)
 
@@ -457,7 +459,7 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	e.ageCheckpointed(ctx, fd, jobD, time.Now().Add(-2*time.Hour))
 
 	pol := cleanup.Policy{KeepSavepoints: 1}
-	sum, plan := e.plan(ctx, "failclosed-1", activities.Scope{Tenants: []string{e.tenant[0]}}, pol)
+	sum, plan := e.plan(ctx, "failclosed-1", core.Scope{Tenants: []string{e.tenant[0]}}, pol)
 	dirD, refsD := e.latestRefs(ctx, fd, jobD)
 	t.Logf("plan: %d items, %d kept, notes %v, spellings %+v", len(plan.Delete), len(plan.Keep), sum.Notes, plan.Spellings)
 	planned := map[string]cleanup.Item{}
@@ -510,8 +512,8 @@ func TestGovernanceFailsClosedOnRealPeers(t *testing.T) {
 	fc, jobC := e.start(ctx, ca, "failclosed-c", e.root+"/restore", sps[0], flink.RestoreNoClaim, nil)
 	e.checkpointed(ctx, fc, jobC, 1)
 
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "failclosed-1", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: "failclosed-1", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
 	t.Logf("executed: %d items, outcomes %+v", ex.Items, ex.Outcomes)

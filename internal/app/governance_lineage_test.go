@@ -13,7 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -84,8 +85,8 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		}
 		return err == nil && named[paymentsSPs[0]] && named[paymentsSPs[1]], stringOr(err, fmt.Sprintf("%d entries", len(st.History)))
 	})
-	var seen activities.ListSavepointsResult
-	if err := e.activity(e.acts.ListSavepoints, activities.ListSavepointsInput{Tenants: []string{e.tenant[0]}}, &seen); err != nil {
+	var seen governance.ListSavepointsResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ListSavepoints, governance.ListSavepointsInput{Tenants: []string{e.tenant[0]}}, &seen); err != nil {
 		t.Fatal(err)
 	}
 	if len(seen.Savepoints) != 2 || seen.Savepoints[0].Job == "" || seen.Savepoints[1].Job == "" {
@@ -101,7 +102,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	for i := range 6 {
 		in := workflows.WindowInput{
 			WindowID: fmt.Sprintf("lineage-%s-%d", sfx, i+1), Reason: fmt.Sprintf("restart %d", i+1),
-			Scope: activities.Scope{IncludeJobs: []string{ordersName}},
+			Scope: core.Scope{IncludeJobs: []string{ordersName}},
 			Policy: workflows.WindowPolicy{
 				ManifestDir: e.root + "/windows",
 				Restart: workflows.RestartPolicy{CanarySize: 1, Concurrency: 1, Soak: workflows.Duration(time.Second),
@@ -155,7 +156,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		t.Fatalf("catalog %+v; want the six window savepoints of %s", entries, ordersName)
 	}
 
-	sum, plan := e.plan(ctx, "lineage-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+	sum, plan := e.plan(ctx, "lineage-"+sfx, core.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{KeepSavepoints: 2, SavepointMaxAge: time.Nanosecond})
 	var deleted []string
 	for _, it := range plan.Delete {
@@ -182,8 +183,8 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 			t.Errorf("savepoint %s kept as %+v; want kept, naming its logical job", sp, k)
 		}
 	}
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "lineage-" + sfx, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: "lineage-" + sfx, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
 	for _, sp := range ordersSPs[:4] {
@@ -214,7 +215,7 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 		}
 		return out
 	}
-	listed := catalogOp(workflows.SavepointCatalogInput{List: &activities.ListSavepointsInput{Tenants: []string{e.tenant[0]}}}).List
+	listed := catalogOp(workflows.SavepointCatalogInput{List: &governance.ListSavepointsInput{Tenants: []string{e.tenant[0]}}}).List
 	jobOf := map[string]string{}
 	for _, r := range listed.Savepoints {
 		jobOf[r.Path] = r.Job
@@ -223,15 +224,15 @@ func TestSavepointRetentionFollowsTheLogicalJobOnRealPeers(t *testing.T) {
 	if jobOf[stray] != "" || jobOf[paymentsSPs[1]] != paymentsJob || jobOf[ordersSPs[5]] != e.tenant[0]+"/"+ca.ClusterID+"/"+ordersName {
 		t.Fatalf("savepoints list %+v; want %s without a job, payments' and orders' with theirs", listed.Savepoints, stray)
 	}
-	adopted := catalogOp(workflows.SavepointCatalogInput{Adopt: &activities.AdoptSavepointsInput{Job: ca.ClusterID + "/" + paymentsName, Paths: []string{stray}}}).Adopt
+	adopted := catalogOp(workflows.SavepointCatalogInput{Adopt: &governance.AdoptSavepointsInput{Job: ca.ClusterID + "/" + paymentsName, Paths: []string{stray}}}).Adopt
 	if len(adopted.Adopted) != 1 || adopted.Adopted[0].Job != paymentsJob {
 		t.Fatalf("adopt: %+v", adopted)
 	}
-	onlyPayments := catalogOp(workflows.SavepointCatalogInput{List: &activities.ListSavepointsInput{Job: ca.ClusterID + "/" + paymentsName}}).List
+	onlyPayments := catalogOp(workflows.SavepointCatalogInput{List: &governance.ListSavepointsInput{Job: ca.ClusterID + "/" + paymentsName}}).List
 	if len(onlyPayments.Savepoints) != 3 {
 		t.Fatalf("savepoints list --job %s/%s: %+v; want its two savepoints and the adopted one", ca.ClusterID, paymentsName, onlyPayments.Savepoints)
 	}
-	_, plan = e.plan(ctx, "lineage-after-adopt-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+	_, plan = e.plan(ctx, "lineage-after-adopt-"+sfx, core.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{KeepSavepoints: 2, SavepointMaxAge: time.Nanosecond})
 	deleted = deleted[:0]
 	for _, it := range plan.Delete {
@@ -337,7 +338,7 @@ func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
 		return false, fmt.Sprintf("%d entries", len(st.History))
 	})
 
-	_, plan := e.plan(ctx, "ident-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}},
+	_, plan := e.plan(ctx, "ident-"+sfx, core.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond, RetiredJobTTL: time.Hour})
 	kept := map[string]cleanup.Kept{}
 	for _, k := range plan.Keep {
@@ -375,8 +376,8 @@ func TestSnapshotIdentityOnEvidenceOnRealPeers(t *testing.T) {
 		t.Errorf("job records %v; want %s as %s", recorded, otherID, want)
 	}
 
-	var listed activities.ListSavepointsResult
-	if err := e.activity(e.acts.ListSavepoints, activities.ListSavepointsInput{Tenants: []string{e.tenant[0]}, Unknown: true}, &listed); err != nil {
+	var listed governance.ListSavepointsResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ListSavepoints, governance.ListSavepointsInput{Tenants: []string{e.tenant[0]}, Unknown: true}, &listed); err != nil {
 		t.Fatal(err)
 	}
 	var unknown []string

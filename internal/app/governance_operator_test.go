@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -160,7 +162,7 @@ func TestGovernanceKeepsOperatorRecordsOnRealPeers(t *testing.T) {
 	putStatus(ctx, t, dyn, kube.FlinkStateSnapshotGVR, ns, "orders-checkpoint-1", map[string]any{
 		"state": "COMPLETED", "path": chkK, "resultTimestamp": time.Now().UTC().Format(time.RFC3339)})
 
-	sum, plan := e.plan(ctx, "fko-1", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1})
+	sum, plan := e.plan(ctx, "fko-1", core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1})
 	t.Logf("plan: %d items, notes %v", len(plan.Delete), sum.Notes)
 	kept := map[string]cleanup.Kept{}
 	for _, k := range plan.Keep {
@@ -201,8 +203,8 @@ func TestGovernanceKeepsOperatorRecordsOnRealPeers(t *testing.T) {
 		t.FailNow()
 	}
 
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "fko-1", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: "fko-1", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
 	t.Logf("executed: %d items, outcomes %+v", ex.Items, ex.Outcomes)

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -38,7 +40,7 @@ func TestGovernanceHADirOwnedByConfiguredClusterIDOnRealPeers(t *testing.T) {
 	if !e.exists(liveHA) {
 		t.Fatalf("the live cluster's HA dir %s does not exist", liveHA)
 	}
-	_, plan := e.plan(ctx, "ha-owner", activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{HATTL: time.Nanosecond})
+	_, plan := e.plan(ctx, "ha-owner", core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{HATTL: time.Nanosecond})
 	for _, it := range plan.Delete {
 		if strings.HasPrefix(it.Path+"/", liveHA+"/") || strings.HasPrefix(liveHA+"/", it.Path+"/") {
 			t.Errorf("%s planned as %s: it is the HA dir of live cluster %s (listed as orders-prod)", it.Path, it.Rule, c.ClusterID)
@@ -84,18 +86,18 @@ func TestGovernanceGraceBelowACheckpointTimeoutOnRealPeers(t *testing.T) {
 	// Cancelled before the test ends: a plan of the next test must not see it.
 	defer e.cancel(ctx, fc, job)
 	e.checkpointed(ctx, fc, job, 1)
-	var res activities.PlanCleanupResult
-	err = e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-1", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
+	var res governance.PlanCleanupResult
+	err = e.activity(app.NewFamilies(e.acts).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: "grace-1", Scope: core.Scope{Tenants: []string{e.tenant[0]}},
 		Policy: cleanup.Policy{Grace: time.Hour, MaxCheckpointTimeout: 3 * time.Hour}}, &res)
-	if err == nil || !strings.Contains(err.Error(), "grace") || !strings.Contains(err.Error(), job) || !strings.Contains(err.Error(), activities.ErrTypeInvalidInput) {
+	if err == nil || !strings.Contains(err.Error(), "grace") || !strings.Contains(err.Error(), job) || !strings.Contains(err.Error(), core.ErrTypeInvalidInput) {
 		t.Fatalf("plan with grace 1h beside a job with a 2h checkpoint timeout: %v; want InvalidInput naming grace and job %s", err, job)
 	}
-	err = e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-max", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
+	err = e.activity(app.NewFamilies(e.acts).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: "grace-max", Scope: core.Scope{Tenants: []string{e.tenant[0]}},
 		Policy: cleanup.Policy{Grace: 2 * time.Hour}}, &res)
 	if err == nil || !strings.Contains(err.Error(), "maxCheckpointTimeout") || !strings.Contains(err.Error(), job) {
 		t.Fatalf("plan with the default longest checkpoint timeout (10m) beside a job with 2h: %v; want InvalidInput naming maxCheckpointTimeout and job %s", err, job)
 	}
-	if err := e.activity(e.acts.PlanCleanup, activities.PlanCleanupInput{RunID: "grace-2", Scope: activities.Scope{Tenants: []string{e.tenant[0]}},
+	if err := e.activity(app.NewFamilies(e.acts).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: "grace-2", Scope: core.Scope{Tenants: []string{e.tenant[0]}},
 		Policy: cleanup.Policy{Grace: 2 * time.Hour, MaxCheckpointTimeout: 3 * time.Hour, RetiredJobTTL: 7 * 24 * time.Hour}}, &res); err != nil {
 		t.Fatalf("plan with grace 2h: %v", err)
 	}

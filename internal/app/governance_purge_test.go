@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
@@ -29,7 +31,7 @@ func TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers(t *testing.T) {
 	ckpts, sps := e.root+"/a/checkpoints", e.root+"/a/savepoints"
 	fc, job, taken := e.jobWithTwoSavepoints(ctx, ca, "", "purge-src-"+sfx, ckpts, sps, 1)
 	runID := "purge-" + sfx
-	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
+	sum, plan := e.plan(ctx, runID, core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
 	planned := false
 	for _, it := range plan.Delete {
 		planned = planned || it.Path == taken[0]
@@ -37,8 +39,8 @@ func TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers(t *testing.T) {
 	if !planned {
 		t.Fatalf("the older savepoint %s is not planned; plan deletes %+v", taken[0], plan.Delete)
 	}
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
 	plainRun := strings.TrimPrefix(e.root, e.peers.HDFS.URI) + "/trash/" + runID
@@ -55,8 +57,8 @@ func TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers(t *testing.T) {
 		return err == nil && st.Latest.Restored != nil, stringOr(err, "not restored yet")
 	})
 	e.age(plainRun, time.Now().Add(-30*24*time.Hour), false)
-	var purge activities.PurgeTrashResult
-	if err := e.activity(e.acts.PurgeTrash, activities.PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &purge); err != nil {
+	var purge governance.PurgeTrashResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.PurgeTrash, governance.PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &purge); err != nil {
 		t.Fatalf("purge: %v", err)
 	}
 	if len(purge.Purged) != 0 || len(purge.Refused) != 1 || !strings.Contains(purge.Refused[0], runID) || !strings.Contains(purge.Refused[0], restored) {
@@ -69,8 +71,8 @@ func TestPurgeRefusesATrashRunAJobRestoredFromOnRealPeers(t *testing.T) {
 	e.restores(ctx, ca, trashed)
 
 	// Nothing restores from it any more: the next purge removes the run.
-	var again activities.PurgeTrashResult
-	if err := e.activity(e.acts.PurgeTrash, activities.PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &again); err != nil {
+	var again governance.PurgeTrashResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.PurgeTrash, governance.PurgeTrashInput{TTL: 7 * 24 * time.Hour}, &again); err != nil {
 		t.Fatalf("purge: %v", err)
 	}
 	if len(again.Refused) != 0 || len(again.Purged) != 1 || e.exists(e.peers.HDFS.URI+plainRun) {

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -52,7 +54,7 @@ func TestExecutionRereadsReferenceRootsOnRealPeers(t *testing.T) {
 	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
 
 	runID := "refroot-" + sfx
-	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{DeleteLatestRetiredCheckpoint: true})
+	sum, plan := e.plan(ctx, runID, core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{DeleteLatestRetiredCheckpoint: true})
 	if len(plan.ReferenceRoots) != 1 {
 		t.Fatalf("plan reference roots %+v; want %s", plan.ReferenceRoots, ref)
 	}
@@ -81,8 +83,8 @@ func TestExecutionRereadsReferenceRootsOnRealPeers(t *testing.T) {
 		t.Fatalf("the CLAIM restore's checkpoint %s names nothing of %s (refs %v); the case is not exercised", xLatest, jobDir, refsX)
 	}
 
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
 	refusedBy := ""

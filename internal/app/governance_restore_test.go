@@ -12,7 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/metrics"
@@ -61,7 +63,7 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	e.age(plain(taken[1]), time.Now().Add(-32*24*time.Hour), false)
 	e.age(plain(taken[0]), time.Now().Add(-33*24*time.Hour), false)
 
-	_, kept := e.plan(ctx, "runs-"+sfx, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	_, kept := e.plan(ctx, "runs-"+sfx, core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	for _, cp := range []string{run2Latest, latest} {
 		k, ok := keptAt(kept, cp)
 		if !ok || k.Reason != cleanup.KeepLatestRetired || !strings.Contains(k.By, "several runs") {
@@ -76,7 +78,7 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	}
 
 	runID := "restore-" + sfx
-	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}},
+	sum, plan := e.plan(ctx, runID, core.Scope{Tenants: []string{e.tenant[0]}},
 		cleanup.Policy{DeleteLatestRetiredCheckpoint: true, KeepSavepoints: 1, SavepointMaxAge: time.Nanosecond})
 	want := map[string]bool{jobDir: false, taken[0]: false}
 	var files int64
@@ -89,8 +91,8 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	if !want[jobDir] || !want[taken[0]] {
 		t.Fatalf("planned %+v; want the retired job's dir %s and the older savepoint %s", plan.Delete, jobDir, taken[0])
 	}
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
 	if e.exists(latest) || e.exists(taken[0]) {
@@ -103,8 +105,8 @@ func TestGovernanceRestorePutsTheTrashBackOnRealPeers(t *testing.T) {
 	e.acts.Metrics = m
 	restore := func(dry bool) map[string]cleanup.Record {
 		t.Helper()
-		var res activities.RestoreTrashResult
-		if err := e.activity(e.acts.RestoreTrash, activities.RestoreTrashInput{RunID: runID, DryRun: dry}, &res); err != nil {
+		var res governance.RestoreTrashResult
+		if err := e.activity(app.NewFamilies(e.acts).Governance.RestoreTrash, governance.RestoreTrashInput{RunID: runID, DryRun: dry}, &res); err != nil {
 			t.Fatalf("restore (dry %v): %v", dry, err)
 		}
 		if len(res.Tenants) != 1 || res.Tenants[0] != e.tenant[0] {
@@ -192,7 +194,7 @@ func (e *failClosedEnv) sharedFilesComeBackWithTheirCheckpoint(ctx context.Conte
 	e.cancel(ctx, fc, job)
 	e.age(strings.TrimPrefix(jobDir, e.peers.HDFS.URI), time.Now().Add(-30*24*time.Hour), false)
 
-	sum, plan := e.plan(ctx, runID, activities.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
+	sum, plan := e.plan(ctx, runID, core.Scope{Tenants: []string{e.tenant[0]}}, cleanup.Policy{})
 	planned := map[string]cleanup.Item{}
 	for _, it := range plan.Delete {
 		planned[it.Path] = it
@@ -213,8 +215,8 @@ func (e *failClosedEnv) sharedFilesComeBackWithTheirCheckpoint(ctx context.Conte
 	if _, ok := planned[newest]; ok {
 		e.t.Fatalf("planned %s, the retired job's latest checkpoint", newest)
 	}
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: runID, PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		e.t.Fatalf("execute: %v", err)
 	}
 	for _, p := range append([]string{older}, apart...) {
@@ -225,8 +227,8 @@ func (e *failClosedEnv) sharedFilesComeBackWithTheirCheckpoint(ctx context.Conte
 
 	restore := func(dry bool) map[string]cleanup.Record {
 		e.t.Helper()
-		var res activities.RestoreTrashResult
-		if err := e.activity(e.acts.RestoreTrash, activities.RestoreTrashInput{RunID: runID, Paths: []string{older}, DryRun: dry}, &res); err != nil {
+		var res governance.RestoreTrashResult
+		if err := e.activity(app.NewFamilies(e.acts).Governance.RestoreTrash, governance.RestoreTrashInput{RunID: runID, Paths: []string{older}, DryRun: dry}, &res); err != nil {
 			e.t.Fatalf("restore of %s (dry %v): %v", older, dry, err)
 		}
 		if len(res.Tenants) != 1 || res.Tenants[0] != e.tenant[0] {

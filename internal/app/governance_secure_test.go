@@ -27,7 +27,9 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/doctor"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -59,7 +61,7 @@ import (
 type secureGovEnv struct {
 	s     *sandbox.SecureStorage
 	tmp   *sandbox.Temporal
-	acts  *activities.Activities
+	acts  *app.Ports
 	gov   *metrics.Governance
 	cfg   config.Config
 	check *storage.HDFS  // the test's own keytab client, apart from the worker's
@@ -118,7 +120,7 @@ func newSecureGovEnv(t *testing.T, ctx context.Context) *secureGovEnv {
 		t.Fatalf("worker config: %v", err)
 	}
 	e.cfg = cfg
-	acts := peertest.NewActivities(t, cfg, "governance-secure")
+	acts := peertest.NewPorts(t, cfg, "governance-secure")
 	e.gov, err = metrics.NewGovernance(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -387,7 +389,7 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 	tenantBefore := e.tree(t, e.plain+"/tenant")
 
 	in := workflows.GovernanceInput{RunID: "secure-" + e.tenant, Reason: "governance on kerberized HA HDFS", Mode: workflows.ModePlanAndApprove,
-		Scope: activities.Scope{Tenants: []string{e.tenant}}, ApprovalTimeout: workflows.Duration(10 * time.Minute)}
+		Scope: core.Scope{Tenants: []string{e.tenant}}, ApprovalTimeout: workflows.Duration(10 * time.Minute)}
 	wf := e.start(t, ctx, in)
 	st := waitGovernance(t, ctx, e.tmp.Client, wf.GetID(), func(st workflows.GovernanceState) bool {
 		return st.Phase == workflows.GovernancePhaseAwaitingApproval
@@ -463,18 +465,18 @@ func TestGovernanceOnSecureHAHDFS(t *testing.T) {
 func testSecureDoctor(t *testing.T, ctx context.Context, e *secureGovEnv) {
 	before := e.tree(t, e.plain)
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WorkerDoctorID(e.tenant), TaskQueue: e.queue},
-		workflows.WorkerDoctorWorkflowType, activities.DoctorInput{})
+		workflows.WorkerDoctorWorkflowType, doctor.DoctorInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res activities.DoctorResult
+	var res doctor.DoctorResult
 	if err := wf.Get(ctx, &res); err != nil {
 		t.Fatalf("doctor: %v", err)
 	}
-	got := map[string]activities.DoctorCheck{}
+	got := map[string]doctor.DoctorCheck{}
 	for _, c := range res.Checks {
 		got[c.Check] = c
-		if c.Result != activities.CheckOK {
+		if c.Result != doctor.CheckOK {
 			t.Errorf("doctor on the secure HDFS: %+v; want ok", c)
 		}
 	}
@@ -498,22 +500,22 @@ func testSecureDoctor(t *testing.T, ctx context.Context, e *secureGovEnv) {
 	k := *wrong.Storage.Kerberos
 	k.Keytab = e.s.Principals.Denied.Keytab // holds another principal's key
 	wrong.Storage.Kerberos = &k
-	acts := peertest.NewActivities(t, wrong, "doctor-wrong-keytab")
-	res, err = acts.Doctor(ctx, activities.DoctorInput{})
+	acts := peertest.NewPorts(t, wrong, "doctor-wrong-keytab")
+	res, err = app.NewFamilies(acts).Doctor.Doctor(ctx, doctor.DoctorInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kerberos activities.DoctorCheck
+	var kerberos doctor.DoctorCheck
 	failedRoots := 0
 	for _, c := range res.Checks {
 		if c.Check == "kerberos" {
 			kerberos = c
 		}
-		if strings.HasPrefix(c.Check, "storage ") && c.Result == activities.CheckFail && strings.Contains(c.Fix, "keytab") {
+		if strings.HasPrefix(c.Check, "storage ") && c.Result == doctor.CheckFail && strings.Contains(c.Fix, "keytab") {
 			failedRoots++
 		}
 	}
-	if kerberos.Result != activities.CheckFail || !strings.Contains(kerberos.Fix, "klist -kt") || failedRoots != 3 {
+	if kerberos.Result != doctor.CheckFail || !strings.Contains(kerberos.Fix, "klist -kt") || failedRoots != 3 {
 		t.Fatalf("doctor with a keytab of another principal: kerberos %+v, %d roots failed naming the keytab (all %+v); want fail and 3", kerberos, failedRoots, res.Checks)
 	}
 }
@@ -536,7 +538,7 @@ func testSecureQuotaWatch(t *testing.T, ctx context.Context, e *secureGovEnv) {
 	if _, err := e.s.DFSAdmin(ctx, e.s.Principals.Service, "-setQuota", "5000", tenantRoot); err != nil {
 		t.Fatalf("dfsadmin -setQuota: %v", err)
 	}
-	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
+	in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: []string{e.tenant}}, Iterations: 1, SamplesPath: e.root + "/plans/quota-samples.json"}
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "quota-" + e.tenant, TaskQueue: e.queue}, workflows.QuotaWatchWorkflowType, in)
 	if err != nil {
 		t.Fatal(err)
@@ -636,7 +638,7 @@ func testFailoverDuringExecution(t *testing.T, stopActive bool) {
 		e.hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("failover-%d", i+1), Activity: "ExecuteCleanupPart", At: faulthook.Heartbeat, Hit: at})
 	}
 	in := workflows.GovernanceInput{RunID: "failover-" + e.tenant, Reason: "failover during execution", Mode: workflows.ModeAuto,
-		Scope: activities.Scope{Tenants: []string{e.tenant}}}
+		Scope: core.Scope{Tenants: []string{e.tenant}}}
 	wf := e.start(t, ctx, in)
 	var rep workflows.GovernanceReport
 	ended := make(chan error, 1)
@@ -736,7 +738,7 @@ func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
 	for i := 2; i <= samples; i++ {
 		e.hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("sample-%d", i), Activity: "SampleQuota", At: faulthook.Start, Hit: i})
 	}
-	in := workflows.QuotaWatchInput{Scope: activities.Scope{Tenants: []string{e.tenant}}, Iterations: samples,
+	in := workflows.QuotaWatchInput{Scope: core.Scope{Tenants: []string{e.tenant}}, Iterations: samples,
 		Interval: workflows.Duration(lifetime / 2), SamplesPath: e.root + "/plans/quota-samples.json"}
 	start := time.Now()
 	wf, err := e.tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "quota-ticket-" + e.tenant, TaskQueue: e.queue},
@@ -771,7 +773,7 @@ func TestQuotaWatchOutlivesTicketOnSecureHAHDFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc activities.QuotaSamplesDoc
+	var doc capacity.QuotaSamplesDoc
 	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Tenants) != 1 || len(doc.Tenants[0].Samples) != samples {
 		t.Fatalf("samples on ns1: %v %s", err, data)
 	}

@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -162,7 +164,7 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 	completedSnapshot(ctx, t, dyn, ns, "orders-sp-upgrade", "orders", saved[2], nil)
 
 	pol := cleanup.Policy{KeepSavepoints: 1, OperatorSnapshots: cleanup.OperatorSnapshotsKeep}
-	_, plan := e.plan(ctx, "fko-snap-keep", activities.Scope{Tenants: []string{e.tenant[0]}}, pol)
+	_, plan := e.plan(ctx, "fko-snap-keep", core.Scope{Tenants: []string{e.tenant[0]}}, pol)
 	kept := map[string]cleanup.Kept{}
 	for _, k := range plan.Keep {
 		kept[k.Path] = k
@@ -194,7 +196,7 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 	}
 
 	pol.OperatorSnapshots = ""
-	sum, plan := e.plan(ctx, "fko-snap", activities.Scope{Tenants: []string{e.tenant[0]}}, pol)
+	sum, plan := e.plan(ctx, "fko-snap", core.Scope{Tenants: []string{e.tenant[0]}}, pol)
 	for _, k := range plan.Keep {
 		t.Logf("kept %s %s by %s", k.Path, k.Reason, k.By)
 	}
@@ -217,8 +219,8 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 
 	opCtx, stopOperator := context.WithCancel(ctx)
 	disposedBy := standInSnapshotCleanup(opCtx, t, dyn, ns, peertest.FlinkClient(t, ca.RESTURL))
-	var ex activities.ExecuteCleanupResult
-	err = e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "fko-snap", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex)
+	var ex governance.ExecuteCleanupResult
+	err = e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: "fko-snap", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex)
 	if err != nil {
 		stopOperator()
 		t.Fatalf("execute: %v", err)
@@ -268,8 +270,8 @@ func TestGovernanceDeletesSnapshotResourcesWithSavepointsOnRealPeers(t *testing.
 	// A restore of one savepoint brings its resource back with it, as a
 	// record of that savepoint; the other savepoint and its resource stay
 	// in the trash.
-	var back activities.RestoreTrashResult
-	if err := e.activity(e.acts.RestoreTrash, activities.RestoreTrashInput{RunID: "fko-snap", Paths: []string{storagePath(saved[0])}}, &back); err != nil {
+	var back governance.RestoreTrashResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.RestoreTrash, governance.RestoreTrashInput{RunID: "fko-snap", Paths: []string{storagePath(saved[0])}}, &back); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	t.Logf("restored: %+v", back.Items)

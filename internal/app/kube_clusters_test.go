@@ -14,7 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -96,7 +97,7 @@ func TestInventoryOverTwoKubernetesClustersOnRealPeers(t *testing.T) {
 
 	// Only west's namespace is in scope; east's same-named pod is a live
 	// cluster's all the same.
-	sum, plan := e.plan(ctx, "mk-1", activities.Scope{Tenants: []string{tenantWest}}, cleanup.Policy{OrphanTTL: time.Nanosecond})
+	sum, plan := e.plan(ctx, "mk-1", core.Scope{Tenants: []string{tenantWest}}, cleanup.Policy{OrphanTTL: time.Nanosecond})
 	var orphan *cleanup.ObjectItem
 	for i := range plan.Objects {
 		if plan.Objects[i].Ref.Name == tmPod {
@@ -106,8 +107,8 @@ func TestInventoryOverTwoKubernetesClustersOnRealPeers(t *testing.T) {
 	if orphan == nil || orphan.Ref.KubeCluster != "west" || orphan.Tenant != tenantWest || !strings.HasPrefix(orphan.Path, "kubernetes://west/"+ns+"/") {
 		t.Fatalf("plan objects %+v; want west's TaskManager pod %s labelled west", plan.Objects, tmPod)
 	}
-	var ex activities.ExecuteCleanupResult
-	if err := e.activity(e.acts.ExecuteCleanup, activities.ExecuteCleanupInput{RunID: "mk-1", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
+	var ex governance.ExecuteCleanupResult
+	if err := e.activity(app.NewFamilies(e.acts).Governance.ExecuteCleanup, governance.ExecuteCleanupInput{RunID: "mk-1", PlanPath: sum.PlanPath, PlanSHA256: sum.PlanSHA256}, &ex); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
 	if len(ex.ObjectOutcomes) != len(plan.Objects) || ex.Objects != int64(len(plan.Objects)) {

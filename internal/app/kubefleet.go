@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -176,7 +176,7 @@ type KubeHealth struct {
 	Fleet *KubeFleet
 }
 
-var _ activities.KubernetesHealth = KubeHealth{}
+var _ core.KubernetesHealth = KubeHealth{}
 
 // Ready returns nil when every API server reports ready.
 func (k KubeHealth) Ready(ctx context.Context) error {
@@ -199,16 +199,16 @@ type KubeAccess struct {
 	Fleet *KubeFleet
 }
 
-var _ activities.KubernetesAccess = KubeAccess{}
+var _ core.KubernetesAccess = KubeAccess{}
 
 // CheckAccess reviews the worker's permissions in every Kubernetes
 // cluster of the fleet; see kube.Client.CheckAccess.
-func (k KubeAccess) CheckAccess(ctx context.Context) ([]activities.AccessGap, error) {
-	var out []activities.AccessGap
+func (k KubeAccess) CheckAccess(ctx context.Context) ([]core.AccessGap, error) {
+	var out []core.AccessGap
 	for _, c := range k.Fleet.clients {
 		res, err := c.CheckAccess(ctx)
 		for _, r := range res {
-			g := activities.AccessGap{KubeCluster: c.Name(), Namespace: r.Namespace, Unknown: r.Unknown, ReadOnly: c.ReadOnly()}
+			g := core.AccessGap{KubeCluster: c.Name(), Namespace: r.Namespace, Unknown: r.Unknown, ReadOnly: c.ReadOnly()}
 			for _, p := range r.Missing {
 				if p.Optional {
 					g.MissingOptional = append(g.MissingOptional, p.String())

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/kube"
@@ -19,7 +19,7 @@ type KubeOrphans struct {
 	Fleet *KubeFleet
 }
 
-var _ activities.OrphanControl = KubeOrphans{}
+var _ core.OrphanControl = KubeOrphans{}
 
 // orphanKinds maps kube's orphan kinds to the planner's object kinds.
 var orphanKinds = map[kube.OrphanKind]cleanup.ItemKind{

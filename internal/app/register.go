@@ -6,7 +6,6 @@ package app
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -43,17 +42,25 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.GovernanceRestoreWorkflow, workflow.RegisterOptions{Name: workflows.GovernanceRestoreWorkflowType})
 }
 
-// RegisterActivities registers every method of acts as an activity, named
-// after the method.
-func RegisterActivities(r ActivityRegistry, acts *activities.Activities) {
-	r.RegisterActivity(acts)
+// RegisterActivities registers the activities of every family, each built
+// over the ports and settings of acts; an activity is named after its
+// method, and no two families share a method name.
+func RegisterActivities(r ActivityRegistry, acts *Ports) {
+	f := NewFamilies(acts)
+	r.RegisterActivity(f.Doctor)
+	r.RegisterActivity(f.OnCall)
+	r.RegisterActivity(f.Capacity)
+	r.RegisterActivity(f.Drills)
+	r.RegisterActivity(f.Upgrades)
+	r.RegisterActivity(f.Governance)
+	r.RegisterActivity(f.Windows)
 }
 
 // Register registers workflows and activities on a worker.
 func Register(r interface {
 	WorkflowRegistry
 	ActivityRegistry
-}, acts *activities.Activities) {
+}, acts *Ports) {
 	RegisterWorkflows(r)
 	RegisterActivities(r, acts)
 }

@@ -15,7 +15,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/activities/upgrades"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/config"
@@ -183,7 +185,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(held, func(h activities.RunSnapshot) bool {
+	if i := slices.IndexFunc(held, func(h core.RunSnapshot) bool {
 		return h.Run == child && strings.Contains(h.Path, "/a/savepoints/")
 	}); i < 0 {
 		t.Errorf("runs in flight hold %+v; want rehearsal %s holding the savepoint its copy restores from", held, child)
@@ -201,8 +203,8 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	}
 	nothingLeft("check into 2.3")
 	stillRunning(fcA, a1ID, "check into 2.3")
-	var listed activities.ListSavepointsResult
-	if err := d.activity(d.acts.ListSavepoints, activities.ListSavepointsInput{Job: ca.ClusterID + "/" + a1}, &listed); err != nil {
+	var listed governance.ListSavepointsResult
+	if err := d.activity(app.NewFamilies(d.acts).Governance.ListSavepoints, governance.ListSavepointsInput{Job: ca.ClusterID + "/" + a1}, &listed); err != nil {
 		t.Fatal(err)
 	}
 	recorded := false
@@ -220,7 +222,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	st, err = outcome(start("uid-"+sfx, ca.ClusterID+"/"+a1, uid, true, "", uidCopy...))
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeUpgradeCheckFailed || st.Rehearsal == nil || st.Rehearsal.Cause == nil ||
-		st.Rehearsal.Cause.Kind != activities.CauseUnmatchedOperator || !strings.Contains(err.Error(), "keyed-payload-state (") {
+		st.Rehearsal.Cause.Kind != upgrades.CauseUnmatchedOperator || !strings.Contains(err.Error(), "keyed-payload-state (") {
 		t.Fatalf("check of a changed uid: %v, rehearsal %+v; want %s naming keyed-payload-state", err, st.Rehearsal, workflows.ErrTypeUpgradeCheckFailed)
 	}
 	nothingLeft("check of a changed uid")
@@ -282,7 +284,7 @@ func TestUpgradeRehearsalOnRealPeers(t *testing.T) {
 	// does not; a2 is left out, running, and the window goes on with a1.
 	d.checkpointed(ctx, fcA, a2ID, 1)
 	soak := workflows.Duration(3 * time.Second)
-	win := workflows.WindowInput{WindowID: "rh-" + sfx, Reason: "rehearsal test", Scope: activities.Scope{Clusters: []string{ca.ClusterID}, IncludeJobs: []string{a1, a2}},
+	win := workflows.WindowInput{WindowID: "rh-" + sfx, Reason: "rehearsal test", Scope: core.Scope{Clusters: []string{ca.ClusterID}, IncludeJobs: []string{a1, a2}},
 		Policy: workflows.WindowPolicy{ManifestDir: d.root + "/windows", Network: workflows.NetworkPolicy{Skip: true},
 			Restart: workflows.RestartPolicy{Soak: soak}, Cleanup: workflows.CleanupPolicy{Mode: workflows.CleanupModeSkip},
 			Rehearse: workflows.RehearsePolicy{FlinkVersion: "2.3", Soak: soak}}}

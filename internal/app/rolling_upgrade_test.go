@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -143,7 +143,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		id := fmt.Sprintf("roll-before-%s-%d", sfx, attempt)
 		govBefore = start(workflows.GovernanceWorkflowID(id), workflows.GovernanceWorkflowType,
-			workflows.GovernanceInput{RunID: id, Reason: "rolling upgrade test", Mode: workflows.ModeAuto, Scope: activities.Scope{Tenants: tenantA}})
+			workflows.GovernanceInput{RunID: id, Reason: "rolling upgrade test", Mode: workflows.ModeAuto, Scope: core.Scope{Tenants: tenantA}})
 		err := govBefore.Get(ctx, &govBeforeRep)
 		if err != nil && attempt < 3 && strings.Contains(err.Error(), "FlinkCheckpointingDisabled") && !strings.Contains(err.Error(), upID) && !strings.Contains(err.Error(), drillID) {
 			t.Logf("governance run %s on the previous release stopped at another test's job: %v", id, err)
@@ -155,7 +155,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 		break
 	}
 	sched := start("roll-sched-"+sfx, workflows.ScheduledSavepointsWorkflowType,
-		workflows.ScheduledSavepointsInput{Schedule: "roll-" + sfx, Scope: activities.Scope{Tenants: tenantA, IncludeJobs: []string{drilled}}})
+		workflows.ScheduledSavepointsInput{Schedule: "roll-" + sfx, Scope: core.Scope{Tenants: tenantA, IncludeJobs: []string{drilled}}})
 	var schedRep workflows.ScheduledSavepointsReport
 	if err := sched.Get(ctx, &schedRep); err != nil || schedRep.Taken != 1 {
 		t.Fatalf("scheduled savepoints on the previous release: %v %+v", err, schedRep)
@@ -169,7 +169,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 		Health: health, HoldAfterCommit: workflows.Duration(2 * time.Minute)})
 	window := start(workflows.WindowWorkflowID("roll-"+sfx), workflows.MaintenanceWindowWorkflowType, workflows.WindowInput{
 		WindowID: "roll-" + sfx, Reason: "rolling upgrade test",
-		Scope: activities.Scope{Tenants: []string{fl.static.Tenants[0].Name}, IncludeJobs: []string{"win-" + sfx + "-*"}},
+		Scope: core.Scope{Tenants: []string{fl.static.Tenants[0].Name}, IncludeJobs: []string{"win-" + sfx + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: d.root + "/win/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: 2},
@@ -180,7 +180,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 	after := d.retiredJobDirs(ctx, 3)
 	govAfter := start(workflows.GovernanceWorkflowID("roll-after-"+sfx), workflows.GovernanceWorkflowType,
 		workflows.GovernanceInput{RunID: "roll-after-" + sfx, Reason: "rolling upgrade test", Mode: workflows.ModePlanAndApprove,
-			Scope: activities.Scope{Tenants: tenantA}, ApprovalTimeout: workflows.Duration(15 * time.Minute)})
+			Scope: core.Scope{Tenants: tenantA}, ApprovalTimeout: workflows.Duration(15 * time.Minute)})
 	atGate := peertest.WaitForWindow(t, ctx, tmp.Client, window, func(st workflows.WindowState) bool { return st.Phase == workflows.WindowPhaseNetworkGate })
 	awaiting := waitGovernance(t, ctx, tmp.Client, govAfter.GetID(), func(st workflows.GovernanceState) bool {
 		return st.Phase == workflows.GovernancePhaseAwaitingApproval
@@ -193,7 +193,7 @@ func TestRollingUpgradeFinishesRunsOfThePreviousRelease(t *testing.T) {
 		return st.Phase == workflows.UpgradePhaseHold, fmt.Sprintf("phase %s, waiting for %q, pending %+v, notes %v", st.Phase, st.WaitingFor, st.Pending, st.Notes)
 	})
 	drill := start(workflows.RestoreDrillWorkflowID("roll-"+sfx), workflows.RestoreDrillWorkflowType,
-		workflows.RestoreDrillInput{Scope: activities.Scope{IncludeJobs: []string{drilled}}, Soak: workflows.Duration(20 * time.Second)})
+		workflows.RestoreDrillInput{Scope: core.Scope{IncludeJobs: []string{drilled}}, Soak: workflows.Duration(20 * time.Second)})
 	d.waitFor(ctx, 3*time.Minute, "the drill restoring on the drill cluster", func() (bool, string) {
 		jobs, err := peertest.FlinkClient(t, d.drill.RESTURL).ListJobs(ctx)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/workflows"
 )
 
@@ -24,7 +24,7 @@ type TemporalRuns struct {
 	Client client.Client
 }
 
-var _ activities.RunRecords = TemporalRuns{}
+var _ core.RunRecords = TemporalRuns{}
 
 // runsInFlightQuery selects the runs that can hold a snapshot to restore
 // from. Drills are not among them: their jobs run on the drill cluster,
@@ -38,7 +38,7 @@ const runQueryTimeout = 30 * time.Second
 
 // SnapshotsInUse lists every open window's savepoints and every open
 // upgrade's savepoints.
-func (r TemporalRuns) SnapshotsInUse(ctx context.Context) ([]activities.RunSnapshot, error) {
+func (r TemporalRuns) SnapshotsInUse(ctx context.Context) ([]core.RunSnapshot, error) {
 	c := r.Client
 	if c == nil {
 		c = activity.GetClient(ctx)
@@ -46,7 +46,7 @@ func (r TemporalRuns) SnapshotsInUse(ctx context.Context) ([]activities.RunSnaps
 	if c == nil {
 		return nil, errors.New("no Temporal client to ask which runs are in flight: the activity must run on a worker")
 	}
-	var out []activities.RunSnapshot
+	var out []core.RunSnapshot
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: runsInFlightQuery, NextPageToken: token})
@@ -69,7 +69,7 @@ func (r TemporalRuns) SnapshotsInUse(ctx context.Context) ([]activities.RunSnaps
 
 // runSnapshots asks one run for its state. A run that ended since the
 // listing holds nothing.
-func runSnapshots(ctx context.Context, c client.Client, workflowType, id, runID string) ([]activities.RunSnapshot, error) {
+func runSnapshots(ctx context.Context, c client.Client, workflowType, id, runID string) ([]core.RunSnapshot, error) {
 	qctx, cancel := context.WithTimeout(ctx, runQueryTimeout)
 	defer cancel()
 	query := workflows.QueryStatus
@@ -87,10 +87,10 @@ func runSnapshots(ctx context.Context, c client.Client, workflowType, id, runID 
 	if err != nil {
 		return nil, fmt.Errorf("ask %s %s which snapshots it holds: %w", workflowType, id, err)
 	}
-	var out []activities.RunSnapshot
+	var out []core.RunSnapshot
 	add := func(path, what string) {
 		if path != "" {
-			out = append(out, activities.RunSnapshot{Run: id, Path: path, What: what})
+			out = append(out, core.RunSnapshot{Run: id, Path: path, What: what})
 		}
 	}
 	switch workflowType {

@@ -12,7 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -57,7 +58,7 @@ func TestScheduledSavepointsOnRealPeers(t *testing.T) {
 
 	id := workflows.ScheduleID("savepoints-" + sfx)
 	input := workflows.ScheduledSavepointsInput{Schedule: "savepoints-" + sfx,
-		Scope: activities.Scope{Tenants: []string{e.tenant[0]}, IncludeJobs: []string{"sched-*-" + sfx}, ExcludeJobs: []string{out}}}
+		Scope: core.Scope{Tenants: []string{e.tenant[0]}, IncludeJobs: []string{"sched-*-" + sfx}, ExcludeJobs: []string{out}}}
 	h, err := tmp.Client.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: id,
 		Spec:   client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 24 * time.Hour}}},
 		Action: &client.ScheduleWorkflowAction{ID: id, Workflow: workflows.ScheduledSavepointsWorkflowType, Args: []interface{}{input}, TaskQueue: queue}})
@@ -90,8 +91,8 @@ func TestScheduledSavepointsOnRealPeers(t *testing.T) {
 	if !strings.HasPrefix(sp, sps+"/savepoint-") || rep.Jobs[0].Files < 2 {
 		t.Fatalf("savepoint %s with %d files; want one under %s with its _metadata and state", sp, rep.Jobs[0].Files, sps)
 	}
-	var ver activities.VerifySavepointResult
-	if err := e.activity(e.acts.VerifySavepoint, activities.VerifySavepointInput{Path: sp}, &ver); err != nil {
+	var ver windows.VerifySavepointResult
+	if err := e.activity(app.NewFamilies(e.acts).Windows.VerifySavepoint, windows.VerifySavepointInput{Path: sp}, &ver); err != nil {
 		t.Fatalf("scheduled savepoint does not verify: %v", err)
 	}
 

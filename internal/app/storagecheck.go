@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 )
@@ -33,7 +33,7 @@ func startTargets(cfg config.Config) []storageTarget {
 // the first activity. Local paths cost nothing. Each file system gets up
 // to storage.rpcTimeout; the first error is returned, naming the setting
 // it came from.
-func ConnectStorage(ctx context.Context, cfg config.Config, fs activities.Storage) error {
+func ConnectStorage(ctx context.Context, cfg config.Config, fs core.Storage) error {
 	for _, tg := range startTargets(cfg) {
 		cctx, cancel := context.WithTimeout(ctx, cfg.Storage.RPCTimeout.D())
 		_, _, err := fs.Resolve(cctx, tg.uri)

@@ -16,7 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -89,8 +90,8 @@ func TestJobUpgradeOnRealPeers(t *testing.T) {
 	if s, err := fc.JobState(ctx, commitID); err != nil || s != flink.JobFinished {
 		t.Errorf("previous version %s is %s (%v); want finished by its stop with savepoint", commitID, s, err)
 	}
-	var found activities.DiscoverJobsResult
-	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
+	var found core.DiscoverJobsResult
+	if err := d.activity(app.NewFamilies(d.acts).Windows.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Jobs) != 1 || found.Jobs[0].JobID != st.NewJobID || !strings.Contains(strings.Join(found.Jobs[0].Restart.ProgramArgs, " "), "--value-bytes 300") {
@@ -138,7 +139,7 @@ func TestJobUpgradeOnRealPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(held, func(h activities.RunSnapshot) bool { return h.Run == run.GetID() && h.Path == pending.Savepoint }); i < 0 || pending.Savepoint == "" {
+	if i := slices.IndexFunc(held, func(h core.RunSnapshot) bool { return h.Run == run.GetID() && h.Path == pending.Savepoint }); i < 0 || pending.Savepoint == "" {
 		t.Errorf("runs in flight hold %+v; want upgrade %s holding its pre-upgrade savepoint %q", held, run.GetID(), pending.Savepoint)
 	}
 	h, err := tmp.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: workflows.UpdateDecide,
@@ -326,7 +327,7 @@ func TestJobUpgradeInParallelOnRealPeers(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = fc.DeleteJar(context.Background(), jarID) })
 	zero, one := 0.0, 1.0
-	upgrade := func(name string, checks []activities.MetricCheck, extra ...string) (workflows.UpgradeState, error) {
+	upgrade := func(name string, checks []windows.MetricCheck, extra ...string) (workflows.UpgradeState, error) {
 		t.Helper()
 		in := workflows.UpgradeInput{UpgradeID: name, Reason: "parallel upgrade test", Job: ca.ClusterID + "/" + name, ManifestDir: d.root + "/upgrades",
 			Mode: workflows.UpgradeModeParallel,
@@ -347,7 +348,7 @@ func TestJobUpgradeInParallelOnRealPeers(t *testing.T) {
 	// 1. Side by side, checks pass, then the previous version is retired.
 	_, commitID := d.start(ctx, ca, commit, ckpts, "", "", nil)
 	d.checkpointed(ctx, fc, commitID, 1)
-	st, err := upgrade(commit, []activities.MetricCheck{{Metric: "numRestarts", Max: &zero}, {Metric: "numRecordsOut", Vertex: "sequence-source", Min: &one}},
+	st, err := upgrade(commit, []windows.MetricCheck{{Metric: "numRestarts", Max: &zero}, {Metric: "numRecordsOut", Vertex: "sequence-source", Min: &one}},
 		"--value-bytes", "300")
 	if err != nil {
 		t.Fatalf("parallel upgrade of %s: %v", commit, err)
@@ -380,8 +381,8 @@ func TestJobUpgradeInParallelOnRealPeers(t *testing.T) {
 	if err != nil || !listed {
 		t.Errorf("jar %s after the upgrade: listed %v (%v); an uploaded jar named by id is never deleted", jarID, listed, err)
 	}
-	var found activities.DiscoverJobsResult
-	if err := d.activity(d.acts.DiscoverJobs, activities.DiscoverJobsInput{Scope: activities.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
+	var found core.DiscoverJobsResult
+	if err := d.activity(app.NewFamilies(d.acts).Windows.DiscoverJobs, core.DiscoverJobsInput{Scope: core.Scope{IncludeJobs: []string{commit}}}, &found); err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Jobs) != 1 || found.Jobs[0].Restart.JarID != jarID || found.Jobs[0].Restart.FlinkConfiguration["pipeline.object-reuse"] != "true" {
@@ -391,7 +392,7 @@ func TestJobUpgradeInParallelOnRealPeers(t *testing.T) {
 	// 2. A failed check ends the new version; the previous one never stopped.
 	_, failingID := d.start(ctx, ca, failing, ckpts, "", "", nil)
 	d.checkpointed(ctx, fc, failingID, 1)
-	_, err = upgrade(failing, []activities.MetricCheck{{Metric: "uptime", Max: &one}})
+	_, err = upgrade(failing, []windows.MetricCheck{{Metric: "uptime", Max: &one}})
 	st = rolledBack(t, err)
 	if st.Rollback == nil || !strings.Contains(st.Rollback.Reason, "health check uptime <= 1 failed") || st.Retired {
 		t.Fatalf("rollback %+v; want the failed check named and the previous version not retired", st.Rollback)

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -190,11 +190,11 @@ func TestUsageEqualsAWalkOfTheTenantRootOnRealPeers(t *testing.T) {
 	sample := func() usage.Report {
 		t.Helper()
 		run, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.UsageWorkflowID(peertest.RandomHex(6)), TaskQueue: queue},
-			workflows.UsageWorkflowType, activities.TenantUsageInput{Tenants: []string{e.tenant[0]}, Top: 3})
+			workflows.UsageWorkflowType, capacity.TenantUsageInput{Tenants: []string{e.tenant[0]}, Top: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res activities.TenantUsageResult
+		var res capacity.TenantUsageResult
 		if err := run.Get(ctx, &res); err != nil {
 			t.Fatalf("usage: %v", err)
 		}

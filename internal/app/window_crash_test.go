@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/faulthook"
@@ -57,7 +57,7 @@ func TestMaintenanceWindowSurvivesWorkerKills(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "crash-" + suffix, Reason: "crash-safety test",
-		Scope: activities.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
+		Scope: core.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: testRoot + "/windows",
 			// One savepoint at a time, so a kill lands mid-phase.

@@ -11,7 +11,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/catalog"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -45,7 +47,7 @@ func TestWindowDrillsTheCanaryAndProvesSavepointsOnRealPeers(t *testing.T) {
 
 	soak := workflows.Duration(3 * time.Second)
 	in := workflows.WindowInput{WindowID: "drill-" + sfx, Reason: "window drill test",
-		Scope: activities.Scope{Tenants: []string{d.tenant[0]}, IncludeJobs: []string{canary, other}},
+		Scope: core.Scope{Tenants: []string{d.tenant[0]}, IncludeJobs: []string{canary, other}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: d.root + "/windows",
 			Restart:     workflows.RestartPolicy{Soak: soak},
@@ -140,8 +142,8 @@ func TestWindowDrillsTheCanaryAndProvesSavepointsOnRealPeers(t *testing.T) {
 			t.Errorf("job %s (%s) is %s; the skipped job must stay stopped", other, j.ID, j.State)
 		}
 	}
-	var listed activities.ListSavepointsResult
-	if err := d.activity(d.acts.ListSavepoints, activities.ListSavepointsInput{Tenants: []string{d.tenant[0]}}, &listed); err != nil {
+	var listed governance.ListSavepointsResult
+	if err := d.activity(app.NewFamilies(d.acts).Governance.ListSavepoints, governance.ListSavepointsInput{Tenants: []string{d.tenant[0]}}, &listed); err != nil {
 		t.Fatal(err)
 	}
 	recorded := false

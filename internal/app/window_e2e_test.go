@@ -18,7 +18,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/checkpoint"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
@@ -57,7 +58,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = invPath
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = testRoot+"/trash", testRoot+"/plans"
-	acts := peertest.NewActivities(t, cfg, "window-e2e")
+	acts := peertest.NewPorts(t, cfg, "window-e2e")
 	const queue = "window-e2e"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
@@ -68,7 +69,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "e2e-" + suffix, Reason: "end-to-end test",
-		Scope: activities.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
+		Scope: core.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: testRoot + "/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: 2},
@@ -211,7 +212,7 @@ func TestMaintenanceWindowOnRealPeers(t *testing.T) {
 // its gate, with its jobs stopped: each savepoint the window will restart
 // from is kept as held by the window, found by asking Temporal which runs
 // are in flight, whatever the retention rules would say of it.
-func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *activities.Activities, c client.Client, windowRun string, st workflows.WindowState, fsURI string) {
+func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *app.Ports, c client.Client, windowRun string, st workflows.WindowState, fsURI string) {
 	t.Helper()
 	planner := *acts
 	planner.Runs = app.TemporalRuns{Client: c} // the activity runs outside the worker here
@@ -223,13 +224,13 @@ func testWindowHoldsItsSavepoints(t *testing.T, ctx context.Context, acts *activ
 	}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(&planner)
-	v, err := env.ExecuteActivity(planner.PlanCleanup, activities.PlanCleanupInput{RunID: "held-" + peertest.RandomHex(4),
-		Scope: activities.Scope{Tenants: tenants}, Policy: activities.CleanupPolicy{}})
+	app.RegisterActivities(env, &planner)
+	v, err := env.ExecuteActivity(app.NewFamilies(&planner).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: "held-" + peertest.RandomHex(4),
+		Scope: core.Scope{Tenants: tenants}, Policy: governance.CleanupPolicy{}})
 	if err != nil {
 		t.Fatalf("plan while the window waits: %v", err)
 	}
-	var res activities.PlanCleanupResult
+	var res governance.PlanCleanupResult
 	if err := v.Get(&res); err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func startFleet(t *testing.T, ctx context.Context, peers *sandbox.Peers, suffix,
 }
 
 // savepointFormatOf reads the formatType a savepoint's _metadata records.
-func savepointFormatOf(t *testing.T, ctx context.Context, acts *activities.Activities, savepoint string) string {
+func savepointFormatOf(t *testing.T, ctx context.Context, acts *app.Ports, savepoint string) string {
 	t.Helper()
 	fs, p, err := acts.Storage.Resolve(ctx, strings.TrimRight(savepoint, "/")+"/_metadata")
 	if err != nil {

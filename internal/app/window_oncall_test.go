@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/notify"
@@ -99,7 +99,7 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 		{Name: "hook", Type: notify.TypeWebhook, URL: hookSrv.URL, SecretFile: keyFile},
 		{Name: "am", Type: notify.TypeAlertmanager, URL: am.URL},
 	}}
-	acts := peertest.NewActivities(t, cfg, "oncall-e2e")
+	acts := peertest.NewPorts(t, cfg, "oncall-e2e")
 	queue := "oncall-" + suffix
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
@@ -109,7 +109,7 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 	t.Cleanup(w.Stop)
 
 	in := workflows.WindowInput{WindowID: "oncall-" + suffix, Reason: "on-call test",
-		Scope: activities.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
+		Scope: core.Scope{IncludeJobs: []string{"win-" + suffix + "-*"}},
 		Policy: workflows.WindowPolicy{ManifestDir: testRoot + "/windows",
 			Restart: workflows.RestartPolicy{Concurrency: 2, Soak: workflows.Duration(3 * time.Second),
 				RunningTimeout: workflows.Duration(2 * time.Minute), CheckpointTimeout: workflows.Duration(90 * time.Second)},
@@ -211,7 +211,7 @@ func TestWindowTellsOnCallAndHoldsItsTenantsOnRealPeers(t *testing.T) {
 		}
 	}
 	gin := workflows.GovernanceInput{RunID: "oncall-" + suffix, Reason: "cleanup during a window", Mode: workflows.ModeAuto,
-		Scope: activities.Scope{Tenants: []string{tenant}},
+		Scope: core.Scope{Tenants: []string{tenant}},
 		Policy: workflows.GovernancePolicy{Grace: workflows.Duration(10 * time.Minute), RetiredJobTTL: workflows.Duration(time.Hour),
 			DeleteLatestRetiredCheckpoint: true}}
 	gwf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.GovernanceWorkflowID(gin.RunID), TaskQueue: queue},

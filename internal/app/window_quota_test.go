@@ -10,7 +10,8 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
@@ -37,18 +38,19 @@ func TestRestartFootprintCountsOnlyReferencedSharedFiles(t *testing.T) {
 	}
 
 	tenant := inventory.Tenant{Name: e.tenant, Root: e.root + "/tenant"}
-	in := activities.CheckQuotaInput{Tenants: []inventory.Tenant{tenant}, WarningPercent: 80, CriticalPercent: 90, SafetyMargin: 0.2,
-		Restart: []activities.RestartFootprintInput{{Key: "cluster-a/footprint", Tenant: e.tenant, CheckpointDir: ckptRoot + "/" + jobID}}}
-	measure := func() activities.Footprint {
+	in := capacity.CheckQuotaInput{Tenants: []inventory.Tenant{tenant}, WarningPercent: 80, CriticalPercent: 90, SafetyMargin: 0.2,
+		Restart: []capacity.RestartFootprintInput{{Key: "cluster-a/footprint", Tenant: e.tenant, CheckpointDir: ckptRoot + "/" + jobID}}}
+	measure := func() capacity.Footprint {
 		t.Helper()
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivity(e.acts)
-		v, err := env.ExecuteActivity(e.acts.CheckQuota, in)
+		quota := app.NewFamilies(e.acts).Capacity
+		env.RegisterActivity(quota)
+		v, err := env.ExecuteActivity(quota.CheckQuota, in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res activities.CheckQuotaResult
+		var res capacity.CheckQuotaResult
 		if err := v.Get(&res); err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -151,7 +151,7 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 		cfg := config.Default()
 		cfg.Storage.WritableRoots = []string{"file://" + root}
 		cfg.Inventory.StaticFile = invPath
-		acts := peertest.NewActivities(t, cfg, "window-scale")
+		acts := peertest.NewPorts(t, cfg, "window-scale")
 		// The SDK fails a workflow task whose coroutine has not yielded within
 		// the deadlock timeout (1s) of wall time. Under the race detector, on
 		// two cores shared with the other packages' tests, a task that encodes
@@ -171,7 +171,7 @@ func TestMaintenanceWindowHistoryStaysBoundedAtFleetScale(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "scale-" + peertest.RandomHex(4), Reason: "fleet-scale history test",
-		Scope: activities.Scope{IncludeJobs: []string{"scale-job-*"}},
+		Scope: core.Scope{IncludeJobs: []string{"scale-job-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: "file://" + root + "/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: concurrency},

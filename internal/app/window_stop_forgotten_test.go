@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 )
 
@@ -25,10 +27,10 @@ func TestStopWithSavepointFindsTheSavepointOfAForgottenStop(t *testing.T) {
 	e := newFailClosedEnv(t, ctx)
 	c := e.peers.Clusters[0]
 	target := e.root + "/a/savepoints"
-	job := func(name string) (activities.JobTarget, *flink.Client) {
+	job := func(name string) (core.JobTarget, *flink.Client) {
 		fc, id := e.start(ctx, c, name, e.root+"/a/checkpoints", "", "", nil)
 		e.checkpointed(ctx, fc, id, 1)
-		return activities.JobTarget{Key: c.ClusterID + "/" + name, ClusterID: c.ClusterID, JobID: id, RESTURL: c.RESTURL, SavepointDir: target}, fc
+		return core.JobTarget{Key: c.ClusterID + "/" + name, ClusterID: c.ClusterID, JobID: id, RESTURL: c.RESTURL, SavepointDir: target}, fc
 	}
 
 	stopped, fc := job("forgotten-stop")
@@ -44,24 +46,24 @@ func TestStopWithSavepointFindsTheSavepointOfAForgottenStop(t *testing.T) {
 		s, err := fc.JobState(ctx, stopped.JobID)
 		return err == nil && s == flink.JobFinished, stringOr(err, string(s))
 	})
-	var res activities.StopWithSavepointResult
-	err = e.activity(e.acts.StopWithSavepoint, activities.StopWithSavepointInput{Job: stopped, TriggerID: strings.Repeat("2", 32)}, &res)
+	var res core.StopWithSavepointResult
+	err = e.activity(app.NewFamilies(e.acts).Windows.StopWithSavepoint, core.StopWithSavepointInput{Job: stopped, TriggerID: strings.Repeat("2", 32)}, &res)
 	if err != nil {
 		t.Fatalf("stop retried with a trigger Flink does not know: %v", err)
 	}
 	if strings.TrimRight(res.SavepointPath, "/") != strings.TrimRight(want, "/") || res.Recovered == "" {
 		t.Fatalf("result %+v; want the savepoint %s the job stopped with, marked recovered", res, want)
 	}
-	var ver activities.VerifySavepointResult
-	if err := e.activity(e.acts.VerifySavepoint, activities.VerifySavepointInput{Path: res.SavepointPath}, &ver); err != nil {
+	var ver windows.VerifySavepointResult
+	if err := e.activity(app.NewFamilies(e.acts).Windows.VerifySavepoint, windows.VerifySavepointInput{Path: res.SavepointPath}, &ver); err != nil {
 		t.Fatalf("the recovered savepoint does not verify: %v", err)
 	}
 
 	cancelled, fc2 := job("cancelled-no-savepoint")
 	e.cancel(ctx, fc2, cancelled.JobID)
-	err = e.activity(e.acts.StopWithSavepoint, activities.StopWithSavepointInput{Job: cancelled, TriggerID: strings.Repeat("3", 32)}, &res)
-	if err == nil || !strings.Contains(err.Error(), activities.ErrTypeJobStoppedWithoutSavepoint) || !strings.Contains(err.Error(), "not running") ||
+	err = e.activity(app.NewFamilies(e.acts).Windows.StopWithSavepoint, core.StopWithSavepointInput{Job: cancelled, TriggerID: strings.Repeat("3", 32)}, &res)
+	if err == nil || !strings.Contains(err.Error(), core.ErrTypeJobStoppedWithoutSavepoint) || !strings.Contains(err.Error(), "not running") ||
 		strings.Contains(err.Error(), "keeps running") {
-		t.Fatalf("stop of a cancelled job: %v; want %s saying it is not running", err, activities.ErrTypeJobStoppedWithoutSavepoint)
+		t.Fatalf("stop of a cancelled job: %v; want %s saying it is not running", err, core.ErrTypeJobStoppedWithoutSavepoint)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
@@ -71,7 +71,7 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 	cfg := config.Default()
 	cfg.Storage.WritableRoots = []string{tenantRoot}
 	cfg.Inventory.StaticFile = peertest.WriteInventory(t, inventory.Static{Tenants: []inventory.Tenant{{Name: "team-ui", Root: tenantRoot}}, Clusters: []inventory.Cluster{cl}})
-	acts := peertest.NewActivities(t, cfg, "window-ui")
+	acts := peertest.NewPorts(t, cfg, "window-ui")
 	const queue = "window-ui"
 	w := worker.New(tmp.Client, queue, worker.Options{})
 	app.Register(w, acts)
@@ -82,7 +82,7 @@ func TestWindowShowsInTemporalUI(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "ui-" + peertest.RandomHex(4), Reason: "Web UI test",
-		Scope: activities.Scope{Tenants: []string{"team-ui"}},
+		Scope: core.Scope{Tenants: []string{"team-ui"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: tenantRoot + "/windows",
 			Restart:     workflows.RestartPolicy{Soak: workflows.Duration(time.Millisecond)},

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 )
 
@@ -268,7 +268,7 @@ func refOf(apiVersion, kind, name string) inventory.ObjectRef {
 }
 
 // The worker wires Client in as the activities' inventory port.
-var _ activities.InventorySource = (*Client)(nil)
+var _ core.InventorySource = (*Client)(nil)
 
 // A ForSt job is suspended only when the operator takes a NATIVE
 // savepoint; the nested and flattened spellings of the keys read alike.

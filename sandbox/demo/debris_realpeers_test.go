@@ -15,7 +15,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -86,18 +88,18 @@ func TestDebrisIsWhatTheDemoCleanupReclaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var adopted activities.AdoptSavepointsResult
+	var adopted governance.AdoptSavepointsResult
 	paths := rep.OldSavepoints[cl.Jobs[0].Name]
 	for i := range paths {
 		paths[i] = uri + paths[i]
 	}
-	runActivity(t, acts, acts.AdoptSavepoints, activities.AdoptSavepointsInput{Job: c.ClusterID + "/" + cl.Jobs[0].Name, Paths: paths}, &adopted)
+	runActivity(t, acts, app.NewFamilies(acts).Governance.AdoptSavepoints, governance.AdoptSavepointsInput{Job: c.ClusterID + "/" + cl.Jobs[0].Name, Paths: paths}, &adopted)
 	if len(adopted.Adopted) != len(oldSavepointAges) {
 		t.Fatalf("adopted %+v; want the %d old savepoints", adopted, len(oldSavepointAges))
 	}
 
-	var res activities.PlanCleanupResult
-	runActivity(t, acts, acts.PlanCleanup, activities.PlanCleanupInput{RunID: "demo-debris", Scope: activities.Scope{Tenants: []string{tenant}}}, &res)
+	var res governance.PlanCleanupResult
+	runActivity(t, acts, app.NewFamilies(acts).Governance.PlanCleanup, governance.PlanCleanupInput{RunID: "demo-debris", Scope: core.Scope{Tenants: []string{tenant}}}, &res)
 	fs, p, err := acts.Storage.Resolve(ctx, res.Summary.PlanPath)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +145,7 @@ func TestDebrisIsWhatTheDemoCleanupReclaims(t *testing.T) {
 	}
 }
 
-func newActivities(t *testing.T, peers *sandbox.Peers, static inventory.Static, base string) *activities.Activities {
+func newActivities(t *testing.T, peers *sandbox.Peers, static inventory.Static, base string) *app.Ports {
 	t.Helper()
 	data, err := yaml.Marshal(static)
 	if err != nil {
@@ -161,18 +163,18 @@ func newActivities(t *testing.T, peers *sandbox.Peers, static inventory.Static, 
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts := peertest.NewActivities(t, cfg, "demo-debris-test")
+	acts := peertest.NewPorts(t, cfg, "demo-debris-test")
 	// Its activities run outside a worker, where no window or upgrade
 	// of flinkmaint can be in flight.
 	acts.Runs = nil
 	return acts
 }
 
-func runActivity(t *testing.T, acts *activities.Activities, fn, in, out any) {
+func runActivity(t *testing.T, acts *app.Ports, fn, in, out any) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(acts)
+	app.RegisterActivities(env, acts)
 	v, err := env.ExecuteActivity(fn, in)
 	if err != nil {
 		t.Fatal(err)

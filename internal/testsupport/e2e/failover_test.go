@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -75,7 +75,7 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 	cfg.Storage.WritableRoots = []string{testRoot}
 	cfg.Inventory.StaticFile = peertest.WriteInventory(t, static)
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = testRoot+"/trash", testRoot+"/plans"
-	acts := peertest.NewActivities(t, cfg, "failover-e2e")
+	acts := peertest.NewPorts(t, cfg, "failover-e2e")
 	hooks := faulthook.New(t)
 	hooks.Arm(faulthook.Hold{Name: "stop", Activity: "StopWithSavepoint", At: faulthook.Heartbeat, Detail: "savepoint in progress",
 		PerExecution: true, Hit: 1})
@@ -89,7 +89,7 @@ func TestMaintenanceWindowSurvivesJobManagerFailover(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "failover-" + suffix, Reason: "JobManager failover test",
-		Scope: activities.Scope{IncludeJobs: []string{"fo-" + suffix + "-*"}},
+		Scope: core.Scope{IncludeJobs: []string{"fo-" + suffix + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: testRoot + "/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: 1},
@@ -339,7 +339,7 @@ func startJobs(t *testing.T, ctx context.Context, peers *sandbox.Peers, c sandbo
 	return s
 }
 
-func readManifest(t *testing.T, ctx context.Context, acts *activities.Activities, path string) workflows.Manifest {
+func readManifest(t *testing.T, ctx context.Context, acts *app.Ports, path string) workflows.Manifest {
 	t.Helper()
 	fs, p, err := acts.Storage.Resolve(ctx, path)
 	if err != nil {
@@ -356,7 +356,7 @@ func readManifest(t *testing.T, ctx context.Context, acts *activities.Activities
 	return m
 }
 
-func exists(t *testing.T, ctx context.Context, acts *activities.Activities, path string) bool {
+func exists(t *testing.T, ctx context.Context, acts *app.Ports, path string) bool {
 	t.Helper()
 	fs, p, err := acts.Storage.Resolve(ctx, path)
 	if err != nil {
@@ -368,7 +368,7 @@ func exists(t *testing.T, ctx context.Context, acts *activities.Activities, path
 
 // logSavepointDirs lists the savepoint directories the window's stops left:
 // a stop the crash interrupted may leave one the manifest does not name.
-func logSavepointDirs(t *testing.T, ctx context.Context, acts *activities.Activities, root string) {
+func logSavepointDirs(t *testing.T, ctx context.Context, acts *app.Ports, root string) {
 	t.Helper()
 	fs, p, err := acts.Storage.Resolve(ctx, root)
 	if err != nil {

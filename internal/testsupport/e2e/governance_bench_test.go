@@ -17,7 +17,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/governance"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/testsupport/peertest"
@@ -214,7 +215,7 @@ func (b *governanceBench) run(n int, mode string, files int) (*workflows.Governa
 	cfg.Cleanup.TrashRoot, cfg.Cleanup.PlanDir = b.root+"/trash", b.root+"/plans"
 	fleet := startWorkers(t, peertest.WorkerConfigYAML(t, cfg), n, nil)
 	in := workflows.GovernanceInput{RunID: runID, Reason: "governance bench", Mode: mode,
-		Scope:       activities.Scope{Tenants: []string{"bench"}},
+		Scope:       core.Scope{Tenants: []string{"bench"}},
 		GatherParts: max(n, 2), ExecuteParallelism: 2 * n}
 	wfID := workflows.GovernanceWorkflowID(runID)
 	start := time.Now()
@@ -327,7 +328,7 @@ func governancePhases(t *testing.T, ctx context.Context, c client.Client, wfID s
 			name := kind[a.GetScheduledEventId()]
 			last[name] = at
 			if p := a.GetResult().GetPayloads(); name == "ExecuteCleanupPart" && len(p) == 1 {
-				var part activities.ExecuteCleanupPartResult
+				var part governance.ExecuteCleanupPartResult
 				if err := json.Unmarshal(p[0].GetData(), &part); err != nil {
 					t.Fatalf("result of %s: %v", name, err)
 				}

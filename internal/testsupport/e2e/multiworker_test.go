@@ -18,7 +18,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/cleanup"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -204,7 +204,7 @@ func TestGovernanceWithThreeWorkersOneKilled(t *testing.T) {
 	}
 	govern := func(runID, mode string, gatherParts, shardItems int) (string, client.WorkflowRun) {
 		in := workflows.GovernanceInput{RunID: runID, Reason: "multi-worker test", Mode: mode,
-			Scope: activities.Scope{Tenants: []string{tenant}}, GatherParts: gatherParts, ShardItems: shardItems, ExecuteParallelism: 3}
+			Scope: core.Scope{Tenants: []string{tenant}}, GatherParts: gatherParts, ShardItems: shardItems, ExecuteParallelism: 3}
 		id := workflows.GovernanceWorkflowID(in.RunID)
 		wf, err := tmp.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.GovernanceWorkflowType, in)
 		if err != nil {
@@ -389,7 +389,7 @@ func TestMaintenanceWindowWithThreeWorkersOneKilled(t *testing.T) {
 
 	in := workflows.WindowInput{
 		WindowID: "mw-" + suffix, Reason: "multi-worker test",
-		Scope: activities.Scope{IncludeJobs: []string{prefix + "-*"}},
+		Scope: core.Scope{IncludeJobs: []string{prefix + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: testRoot + "/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: jobs},

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/core"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -85,7 +85,7 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
-	acts := peertest.NewActivities(t, cfg, "secure-window-e2e")
+	acts := peertest.NewPorts(t, cfg, "secure-window-e2e")
 	hooks := faulthook.New(t)
 	for i := 1; i <= secureWindowJobs; i++ {
 		hooks.Arm(faulthook.Hold{Name: fmt.Sprintf("stop-%d", i), Activity: "StopWithSavepoint", At: faulthook.Heartbeat,
@@ -101,7 +101,7 @@ func TestMaintenanceWindowOnKerberizedHAHDFSAcrossNameNodeFailovers(t *testing.T
 
 	in := workflows.WindowInput{
 		WindowID: "secure-" + suffix, Reason: "window on kerberized HA HDFS",
-		Scope: activities.Scope{IncludeJobs: []string{prefix + "-*"}},
+		Scope: core.Scope{IncludeJobs: []string{prefix + "-*"}},
 		Policy: workflows.WindowPolicy{
 			ManifestDir: testRoot + "/windows",
 			Savepoint:   workflows.SavepointPolicy{Concurrency: 1},

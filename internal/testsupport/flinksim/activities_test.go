@@ -11,7 +11,10 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/flinkmaint/flinkmaint/activities"
+	"github.com/flinkmaint/flinkmaint/activities/capacity"
+	"github.com/flinkmaint/flinkmaint/activities/core"
+	"github.com/flinkmaint/flinkmaint/activities/windows"
+	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
 	"github.com/flinkmaint/flinkmaint/internal/inventory"
 	"github.com/flinkmaint/flinkmaint/internal/storage"
@@ -23,7 +26,7 @@ type clients struct {
 	m  map[string]*flink.Client
 }
 
-func (c *clients) For(_ context.Context, url string) (activities.FlinkAPI, error) {
+func (c *clients) For(_ context.Context, url string) (core.FlinkAPI, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.m[url]; ok {
@@ -46,11 +49,11 @@ func (s staticInventory) Discover(context.Context) (inventory.Inventory, error) 
 	return inventory.Inventory(s), nil
 }
 
-func execute[T any](t *testing.T, a *activities.Activities, fn any, in any) (T, error) {
+func execute[T any](t *testing.T, a *app.Ports, fn any, in any) (T, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(a)
+	app.RegisterActivities(env, a)
 	var out T
 	v, err := env.ExecuteActivity(fn, in)
 	if err == nil && v.HasValue() {
@@ -88,17 +91,18 @@ func TestWindowActivities(t *testing.T) {
 		for n := range 3 {
 			name := fmt.Sprintf("job-%d", n)
 			jobID := f.AddJob(id, name, "")
-			oldIDs[activities.JobKey(id, name)] = jobID
+			oldIDs[core.JobKey(id, name)] = jobID
 			cl.Jobs = append(cl.Jobs, inventory.JobSpec{Name: name, Restart: inventory.RestartRecipe{
 				Kind: inventory.RestartRESTJarRun, Jar: jar, EntryClass: "io.github.flinkmaint.sandbox.job.StatefulSampleJob",
 				ProgramArgs: []string{"--job-name", name}, Parallelism: 1, RestoreMode: "NO_CLAIM"}})
 		}
 		inv.Clusters = append(inv.Clusters, cl)
 	}
-	a := &activities.Activities{Identity: "flinksim-test", PollInterval: 10 * time.Millisecond,
+	a := &app.Ports{Identity: "flinksim-test", PollInterval: 10 * time.Millisecond,
 		Inventory: staticInventory(inv), Flink: &clients{}, Storage: &storage.Resolver{}}
+	win := app.NewFamilies(a).Windows
 
-	found, err := execute[activities.DiscoverJobsResult](t, a, a.DiscoverJobs, activities.DiscoverJobsInput{})
+	found, err := execute[core.DiscoverJobsResult](t, a, win.DiscoverJobs, core.DiscoverJobsInput{})
 	if err != nil || len(found.Jobs) != 6 || len(found.Skipped) != 0 {
 		t.Fatalf("discover = %d jobs, %d skipped, %v; want 6 and 0", len(found.Jobs), len(found.Skipped), err)
 	}
@@ -106,16 +110,16 @@ func TestWindowActivities(t *testing.T) {
 	for _, c := range found.Clusters {
 		urls = append(urls, c.RESTURL)
 	}
-	if _, err := execute[activities.ProbeEndpointsResult](t, a, a.ProbeEndpoints,
-		activities.ProbeEndpointsInput{StorageRoots: []string{tenantRoot}, FlinkURLs: urls}); err != nil {
+	if _, err := execute[windows.ProbeEndpointsResult](t, a, win.ProbeEndpoints,
+		windows.ProbeEndpointsInput{StorageRoots: []string{tenantRoot}, FlinkURLs: urls}); err != nil {
 		t.Fatalf("probe: %v", err)
 	}
 
 	// Let every job write a checkpoint, so the quota projection measures one.
 	time.Sleep(60 * time.Millisecond)
-	var footprints []activities.RestartFootprintInput
+	var footprints []capacity.RestartFootprintInput
 	for _, j := range found.Jobs {
-		footprints = append(footprints, activities.RestartFootprintInput{Key: j.Key, Tenant: j.Tenant,
+		footprints = append(footprints, capacity.RestartFootprintInput{Key: j.Key, Tenant: j.Tenant,
 			CheckpointDir: j.CheckpointDir + "/" + j.JobID})
 	}
 	for _, info := range append(f.Jobs("session-0"), f.Jobs("session-1")...) {
@@ -123,7 +127,7 @@ func TestWindowActivities(t *testing.T) {
 			t.Fatalf("job %+v: want a checkpoint on disk", info)
 		}
 	}
-	quota, err := execute[activities.CheckQuotaResult](t, a, a.CheckQuota, activities.CheckQuotaInput{
+	quota, err := execute[capacity.CheckQuotaResult](t, a, app.NewFamilies(a).Capacity.CheckQuota, capacity.CheckQuotaInput{
 		Tenants: inv.Tenants, WarningPercent: 80, CriticalPercent: 95, Restart: footprints, DefaultRetention: 1})
 	if err != nil || len(quota.Tenants) != 1 || quota.Tenants[0].ProjectedFiles == 0 || !quota.Tenants[0].RestartAllowed {
 		t.Fatalf("quota = %+v, %v; want a projection that allows the restart", quota, err)
@@ -134,37 +138,37 @@ func TestWindowActivities(t *testing.T) {
 			t.Fatalf("%s: discovered job %s, want %s", job.Key, job.JobID, oldIDs[job.Key])
 		}
 		trigger := flink.NewTriggerID()
-		stop, err := execute[activities.StopWithSavepointResult](t, a, a.StopWithSavepoint,
-			activities.StopWithSavepointInput{Job: job, TriggerID: trigger})
+		stop, err := execute[core.StopWithSavepointResult](t, a, win.StopWithSavepoint,
+			core.StopWithSavepointInput{Job: job, TriggerID: trigger})
 		if err != nil {
 			t.Fatalf("%s: stop: %v", job.Key, err)
 		}
 		// A retried activity re-attaches to the same savepoint.
-		retry, err := execute[activities.StopWithSavepointResult](t, a, a.StopWithSavepoint,
-			activities.StopWithSavepointInput{Job: job, TriggerID: trigger})
+		retry, err := execute[core.StopWithSavepointResult](t, a, win.StopWithSavepoint,
+			core.StopWithSavepointInput{Job: job, TriggerID: trigger})
 		if err != nil || !retry.Reattached || retry.SavepointPath != stop.SavepointPath {
 			t.Fatalf("%s: retried stop = %+v, %v; want %s again", job.Key, retry, err, stop.SavepointPath)
 		}
-		verified, err := execute[activities.VerifySavepointResult](t, a, a.VerifySavepoint, activities.VerifySavepointInput{Path: stop.SavepointPath})
+		verified, err := execute[windows.VerifySavepointResult](t, a, win.VerifySavepoint, windows.VerifySavepointInput{Path: stop.SavepointPath})
 		if err != nil || verified.Version != 4 || verified.CheckpointID < 2 || verified.Operators != 2 || verified.Files != 1 {
 			t.Fatalf("%s: verify %s = %+v, %v", job.Key, stop.SavepointPath, verified, err)
 		}
 		newID := flink.NewTriggerID()
-		restart := activities.RestartJobInput{Job: job, SavepointPath: stop.SavepointPath, NewJobID: newID}
-		if res, err := execute[activities.RestartJobResult](t, a, a.RestartJob, restart); err != nil || res.JobID != newID || res.Reattached {
+		restart := windows.RestartJobInput{Job: job, SavepointPath: stop.SavepointPath, NewJobID: newID}
+		if res, err := execute[core.RestartJobResult](t, a, win.RestartJob, restart); err != nil || res.JobID != newID || res.Reattached {
 			t.Fatalf("%s: restart = %+v, %v", job.Key, res, err)
 		}
-		if res, err := execute[activities.RestartJobResult](t, a, a.RestartJob, restart); err != nil || res.JobID != newID || !res.Reattached {
+		if res, err := execute[core.RestartJobResult](t, a, win.RestartJob, restart); err != nil || res.JobID != newID || !res.Reattached {
 			t.Fatalf("%s: retried restart = %+v, %v; want reattached", job.Key, res, err)
 		}
-		healthy, err := execute[activities.AwaitHealthyResult](t, a, a.AwaitHealthy, activities.AwaitHealthyInput{
+		healthy, err := execute[windows.AwaitHealthyResult](t, a, win.AwaitHealthy, windows.AwaitHealthyInput{
 			RESTURL: job.RESTURL, JobID: newID, SavepointPath: stop.SavepointPath,
 			RunningTimeout: 2 * time.Second, CheckpointTimeout: 2 * time.Second, Soak: 50 * time.Millisecond})
 		if err != nil || healthy.RestoredFrom != stop.SavepointPath || healthy.CheckpointID <= verified.CheckpointID {
 			t.Fatalf("%s: await healthy = %+v, %v; want restored from %s and a newer checkpoint", job.Key, healthy, err, stop.SavepointPath)
 		}
 		if i%2 == 0 {
-			if _, err := execute[struct{}](t, a, a.CancelJob, activities.CancelJobInput{RESTURL: job.RESTURL, JobID: newID}); err != nil {
+			if _, err := execute[struct{}](t, a, win.CancelJob, core.CancelJobInput{RESTURL: job.RESTURL, JobID: newID}); err != nil {
 				t.Fatalf("%s: cancel: %v", job.Key, err)
 			}
 		}
@@ -175,7 +179,7 @@ func TestWindowActivities(t *testing.T) {
 	for _, cid := range []string{"session-0", "session-1"} {
 		for _, info := range f.Jobs(cid) {
 			switch {
-			case oldIDs[activities.JobKey(cid, info.Name)] == info.ID:
+			case oldIDs[core.JobKey(cid, info.Name)] == info.ID:
 				if info.State != "FINISHED" || info.Stops != 1 || len(info.Savepoints) != 1 {
 					t.Errorf("old job %+v: want FINISHED after one stop with one savepoint", info)
 				}

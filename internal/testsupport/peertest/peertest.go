@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flinkmaint/flinkmaint/activities"
 	"github.com/flinkmaint/flinkmaint/internal/app"
 	"github.com/flinkmaint/flinkmaint/internal/config"
 	"github.com/flinkmaint/flinkmaint/internal/flink"
@@ -228,11 +227,11 @@ func Update(t testing.TB, ctx context.Context, c client.Client, run client.Workf
 	}
 }
 
-// NewActivities builds the worker's real activities from cfg, as the worker
+// NewPorts builds the worker's real ports from cfg, as the worker
 // does, and closes their adapters when the test ends.
-func NewActivities(t testing.TB, cfg config.Config, identity string) *activities.Activities {
+func NewPorts(t testing.TB, cfg config.Config, identity string) *app.Ports {
 	t.Helper()
-	acts, closeAdapters, err := app.NewActivities(cfg, identity)
+	acts, closeAdapters, err := app.NewPorts(cfg, identity)
 	if err != nil {
 		t.Fatalf("activities from the test's configuration: %v", err)
 	}
