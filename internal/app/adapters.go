@@ -63,6 +63,7 @@ func NewPorts(cfg config.Config, identity string) (*Ports, func() error, error) 
 	flinkClients := &FlinkClients{
 		Options:   flink.Options{RequestTimeout: cfg.Flink.RequestTimeout.D(), UserAgent: "flinkmaint-worker"},
 		Default:   cfg.Flink.REST,
+		Drill:     cfg.Drill.RESTSettings(),
 		Inventory: acts.Inventory,
 	}
 	acts.Flink = flinkClients

@@ -28,6 +28,9 @@ type FlinkClients struct {
 	// Inventory, when set, is asked for the clusters when a REST URL is
 	// not known yet (a worker that restarted during a window).
 	Inventory core.InventorySource
+	// Drill are the drill clusters' own settings by REST URL
+	// (drill.rest, drill.clusters[].rest): they are outside the inventory.
+	Drill map[string]*inventory.RESTSecurity
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 
@@ -108,6 +111,9 @@ func (f *FlinkClients) For(ctx context.Context, restURL string) (core.FlinkAPI, 
 // when the URL is unknown and the last discovery is not recent. A URL the
 // inventory does not list (a drill cluster) gets the fleet default.
 func (f *FlinkClients) endpoint(ctx context.Context, restURL string) (endpoint, error) {
+	if rest, ok := f.Drill[restURL]; ok {
+		return endpoint{cluster: "drill cluster", rest: rest}, nil
+	}
 	f.mu.Lock()
 	ep, known := f.endpoints[restURL]
 	stale := f.now().Sub(f.learnedAt) >= relearnAfter

@@ -186,7 +186,8 @@ func TestFlinkClientsPerClusterTLS(t *testing.T) {
 }
 
 // An http endpoint is reached without the fleet's TLS settings; an
-// endpoint no cluster lists (a drill cluster) gets the fleet default.
+// endpoint no cluster lists (a drill cluster without drill.rest) gets the
+// fleet default.
 func TestFlinkClientsFleetDefaultOnHTTP(t *testing.T) {
 	var auth atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -214,5 +215,44 @@ func TestFlinkClientsFleetDefaultOnHTTP(t *testing.T) {
 	}
 	if auth.Load() != "Bearer fleet-token" {
 		t.Fatalf("Authorization %v, want the fleet token", auth.Load())
+	}
+}
+
+// A drill cluster's own settings (drill.rest, drill.clusters[].rest)
+// override the fleet default key by key, as an inventory cluster's do;
+// another endpoint outside the inventory keeps the fleet default.
+func TestFlinkClientsDrillClusterSettings(t *testing.T) {
+	var seen atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Get("Authorization") + "|" + r.Header.Get("X-Route"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jobs":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	drillURL, otherURL := srv.URL+"/", srv.URL
+	fc := &app.FlinkClients{
+		Default:   inventory.RESTSecurity{TokenFile: write("fleet", "fleet-token"), Headers: map[string]string{"X-Route": "fleet"}},
+		Drill:     map[string]*inventory.RESTSecurity{drillURL: {TokenFile: write("drill", "drill-token")}},
+		Inventory: &inventorySource{inv: inventory.Inventory{}},
+	}
+	for url, want := range map[string]string{drillURL: "Bearer drill-token|fleet", otherURL: "Bearer fleet-token|fleet"} {
+		c, err := fc.For(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ListJobs(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := seen.Load(); got != want {
+			t.Errorf("%s was called with %v; want %s", url, got, want)
+		}
 	}
 }

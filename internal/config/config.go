@@ -111,6 +111,10 @@ type Drill struct {
 	// check --flink-version 2.3`, a window's policy.rehearse). Like
 	// clusterRestUrl, none may be an inventory cluster; they need root.
 	Clusters []DrillCluster `yaml:"clusters"`
+	// REST is how the worker reaches clusterRestUrl: the keys of
+	// flink.rest (tls, basicAuth, tokenFile, headers), each overriding the
+	// fleet default, as an inventory cluster's own settings do.
+	REST *inventory.RESTSecurity `yaml:"rest,omitempty"`
 }
 
 // DrillCluster is a drill session cluster of one Flink version.
@@ -120,6 +124,22 @@ type DrillCluster struct {
 	FlinkVersion string `yaml:"flinkVersion"`
 	// RESTURL is its REST endpoint.
 	RESTURL string `yaml:"restUrl"`
+	// REST is how the worker reaches it, as drill.rest.
+	REST *inventory.RESTSecurity `yaml:"rest,omitempty"`
+}
+
+// RESTSettings are the drill clusters' own REST settings, by REST URL.
+func (d Drill) RESTSettings() map[string]*inventory.RESTSecurity {
+	out := map[string]*inventory.RESTSecurity{}
+	if d.ClusterRESTURL != "" && d.REST != nil {
+		out[d.ClusterRESTURL] = d.REST
+	}
+	for _, c := range d.Clusters {
+		if c.REST != nil {
+			out[c.RESTURL] = c.REST
+		}
+	}
+	return out
 }
 
 // Cleanup locates what reference-safe cleanup writes: plans, trash and
@@ -890,6 +910,18 @@ func (inv Inventory) validateClusters() []error {
 // here, not at the first window.
 func (c *Config) validateREST() []error {
 	errs := fieldErrors(append(c.Flink.REST.Validate("flink.rest"), c.Flink.REST.CheckFiles("flink.rest")...))
+	drill := map[string]*inventory.RESTSecurity{"drill.rest": c.Drill.REST}
+	for i := range c.Drill.Clusters {
+		drill[fmt.Sprintf("drill.clusters[%d].rest", i)] = c.Drill.Clusters[i].REST
+	}
+	for _, field := range sortedKeys(drill) {
+		if r := drill[field]; r != nil {
+			errs = append(errs, fieldErrors(append(r.Validate(field), r.CheckFiles(field)...))...)
+		}
+	}
+	if c.Drill.REST != nil && c.Drill.ClusterRESTURL == "" {
+		errs = append(errs, fmt.Errorf("drill.rest is set but drill.clusterRestUrl is empty: set the drill cluster's URL, or drop drill.rest"))
+	}
 	kubes := map[string]*kube.Config{}
 	if c.Inventory.Kubernetes != nil {
 		kubes["inventory.kubernetes"] = c.Inventory.Kubernetes

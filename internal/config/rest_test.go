@@ -70,6 +70,11 @@ func TestRESTSettingsAreValidatedWithTheConfiguration(t *testing.T) {
 	if err := load(good); err != nil {
 		t.Fatalf("valid REST settings refused: %v", err)
 	}
+	drill := "drill:\n  clusterRestUrl: https://flink-drill:8081\n  root: /drills\n  rest: {tls: {caFile: " + ca + "}}\n" +
+		"  clusters: [{flinkVersion: \"2.3\", restUrl: \"http://flink-drill-2-3:8081\", rest: {tokenFile: " + token + "}}]\nstorage: {writableRoots: [/drills]}\n"
+	if err := load(drill); err != nil {
+		t.Fatalf("valid drill REST settings refused: %v", err)
+	}
 	for name, sc := range map[string]struct {
 		body string
 		want []string
@@ -109,6 +114,18 @@ func TestRESTSettingsAreValidatedWithTheConfiguration(t *testing.T) {
 		"kubernetes cluster token file missing": {
 			"inventory:\n  kubernetes:\n    namespaces: [team-a]\n    tenantRootTemplate: /user/app/{namespace}\n    restSecurity:\n      team-a/orders: {tokenFile: " + missing + "}\n",
 			[]string{`inventory.kubernetes.restSecurity[team-a/orders].tokenFile="` + missing + `"`, "a readable file"},
+		},
+		"drill cluster token file missing": {
+			"drill:\n  clusterRestUrl: http://flink-drill:8081\n  root: /drills\n  rest: {tokenFile: " + missing + "}\nstorage: {writableRoots: [/drills]}\n",
+			[]string{`drill.rest.tokenFile="` + missing + `"`, "a readable file"},
+		},
+		"drill rest without its cluster": {
+			"drill:\n  rest: {headers: {X-Route: drill}}\n",
+			[]string{"drill.rest is set but drill.clusterRestUrl is empty"},
+		},
+		"drill version cluster CA not PEM": {
+			"drill:\n  root: /drills\n  clusters: [{flinkVersion: \"2.3\", restUrl: \"https://flink-drill-2-3:8081\", rest: {tls: {caFile: " + token + "}}}]\nstorage: {writableRoots: [/drills]}\n",
+			[]string{`drill.clusters[0].rest.tls.caFile="` + token + `"`, "holds none"},
 		},
 		"kubernetes cluster relative CA": {
 			"inventory:\n  kubernetes:\n    namespaces: [team-a]\n    tenantRootTemplate: /user/app/{namespace}\n    restSecurity:\n      team-a/orders: {tls: {caFile: ca.crt}}\n",
