@@ -339,16 +339,7 @@ const statsCacheWait = 15 * time.Second
 // false, no error); one that ended otherwise, or whose savepoint cannot be
 // found, is an error that says the truth: it is not running.
 func (j Jobs) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, in StopWithSavepointInput, target string) (StopWithSavepointResult, bool, error) {
-	d, err := client.JobDetails(ctx, in.Job.JobID)
-	if errors.Is(err, flink.ErrServerError) {
-		// A JobManager that took over while the job's end was being
-		// recorded cleans the job up, and meanwhile fails its details with
-		// an internal error (Flink 1.20: a NullPointerException); the jobs
-		// overview still names its state.
-		if o, ok := jobInOverview(ctx, client, in.Job.JobID); ok {
-			d, err = flink.JobDetails{ID: o.ID, Name: o.Name, State: o.State}, nil
-		}
-	}
+	d, err := freshJobState(ctx, client, in.Job.JobID)
 	if errors.Is(err, flink.ErrJobNotFound) {
 		return j.stoppedBeforeFailover(ctx, in, target, "Flink no longer knows the job (its JobManager restarted after the job had finished)")
 	}
@@ -404,6 +395,21 @@ func (j Jobs) stoppedWithSavepoint(ctx context.Context, client FlinkAPI, in Stop
 		"job", in.Job.Key, "job_id", in.Job.JobID, "savepoint", found.ExternalPath, "checkpoint", found.ID)
 	return StopWithSavepointResult{SavepointPath: strings.TrimRight(found.ExternalPath, "/"), Reattached: true,
 		Recovered: fmt.Sprintf("Flink no longer knew the stop operation; savepoint %d from the finished job's checkpoint history", found.ID)}, true, nil
+}
+
+// freshJobState is the job's state as Flink knows it now: its line in the
+// jobs overview, else its details. The details (GET /jobs/:id) come from a
+// cache refreshed every web.refresh-interval (3 s by default): right after
+// a cancel they can still say RUNNING, and a stop that failed on a
+// cancelled job would be reported as leaving it running. The overview also
+// names the state of a job whose details fail with an internal error while
+// a JobManager that took over cleans it up (Flink 1.20: a
+// NullPointerException).
+func freshJobState(ctx context.Context, client FlinkAPI, jobID string) (flink.JobDetails, error) {
+	if o, ok := jobInOverview(ctx, client, jobID); ok {
+		return flink.JobDetails{ID: o.ID, Name: o.Name, State: o.State}, nil
+	}
+	return client.JobDetails(ctx, jobID)
 }
 
 // jobInOverview is the job's line in Flink's jobs overview; ok false when
@@ -508,7 +514,7 @@ func (j Jobs) savepointOnStorage(ctx context.Context, jobID, target string, sinc
 // jobStateNow says, for an error message and as the error's details,
 // whether the job still runs.
 func (j Jobs) jobStateNow(ctx context.Context, client FlinkAPI, jobID string) (string, JobSeen) {
-	d, err := client.JobDetails(ctx, jobID)
+	d, err := freshJobState(ctx, client, jobID)
 	switch {
 	case err != nil:
 		seen := JobSeenUnknown

@@ -346,3 +346,24 @@ func stopForgottenBy(t *testing.T, root, target string) (core.StopWithSavepointR
 		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file://" + target}, TriggerID: failoverTrigger}, &out)
 	return out, err
 }
+
+// A stop of a job cancelled a moment before fails in Flink ("Could not
+// find Flink job") while the job's details, served from Flink's cache,
+// still say RUNNING: the jobs overview says CANCELED, and the error says
+// the truth, that the job does not run, never that it keeps running (a
+// window would then leave it down, believing it up).
+func TestAStopOfAJustCancelledJobSaysItIsNotRunning(t *testing.T) {
+	gone := statusAnswer{st: flink.OperationStatus{State: flink.OperationCompleted, Failure: &flink.FailureCause{
+		StackTrace: "java.util.concurrent.CompletionException: org.apache.flink.runtime.messages.FlinkJobNotFoundException: Could not find Flink job (" + failoverJobID + ")"}}}
+	ff := &failoverFlink{stops: []error{nil}, statuses: []statusAnswer{gone},
+		details:  []detailsAnswer{{d: flink.JobDetails{ID: failoverJobID, State: flink.JobRunning}}},
+		overview: []flink.JobOverview{{ID: failoverJobID, State: flink.JobCanceled}}}
+	a := &Activities{Flink: acttest.OneClient{C: ff}, PollInterval: time.Millisecond}
+	var out core.StopWithSavepointResult
+	err := acttest.Run(t, a, a.StopWithSavepoint, core.StopWithSavepointInput{
+		Job: core.JobTarget{Key: "c/j", JobID: failoverJobID, SavepointDir: "file:///sp"}, TriggerID: failoverTrigger}, &out)
+	typ, nonRetryable := acttest.ErrType(t, err)
+	if typ != core.ErrTypeJobStoppedWithoutSavepoint || !nonRetryable || !strings.Contains(err.Error(), "CANCELED, not running") || strings.Contains(err.Error(), "keeps running") {
+		t.Fatalf("error %v (type %s); want a non-retryable %s saying the job is CANCELED, not running", err, typ, core.ErrTypeJobStoppedWithoutSavepoint)
+	}
+}
