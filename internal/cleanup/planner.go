@@ -614,6 +614,7 @@ func (p *planner) planSavepoints() {
 		item := Item{Path: sp2, Kind: KindSavepointDir, Files: sp.Usage.Files, Dirs: sp.Usage.Dirs,
 			Bytes: sp.Usage.Bytes, Newest: sp.Usage.Newest}
 		m := p.metaFor(sp2)
+		readOnly := p.readOnlySnapshot(sp2)
 		switch {
 		case p.pinned[sp2] != "":
 			k.Reason, k.By = KeepPinned, p.pinned[sp2]
@@ -640,8 +641,8 @@ func (p *planner) planSavepoints() {
 			k.Reason, k.By = KeepWithinMaxAge, "written "+sp.Written.UTC().Format(time.RFC3339)+", job "+p.lineage[sp2]
 		case p.badMeta:
 			k.Reason, k.By = KeepUnparseableInScope, "an unparseable _metadata in scope may reference it"
-		case p.readOnlySnapshot(sp2) != nil:
-			k.Reason, k.By = KeepKubernetesReadOnly, kubernetesReadOnlyBy+" ("+p.readOnlySnapshot(sp2).String()+" would be deleted with it)"
+		case readOnly != nil:
+			k.Reason, k.By = KeepKubernetesReadOnly, kubernetesReadOnlyBy+" ("+readOnly.String()+" would be deleted with it)"
 		default:
 			item.Rule = RuleSavepointRetention
 			item.Detail = fmt.Sprintf("#%d of job %s, written %s", rank[sp2]+1, p.lineage[sp2], sp.Written.UTC().Format(time.RFC3339))
