@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -202,29 +201,15 @@ func (e *realEnv) savepoint(ctx context.Context, jobID, dir string) string {
 const retainedCheckpoints = 3
 
 // waitRetainedOnly waits until the checkpoint dir of a cancelled job holds
-// no chk-N but those Flink retains (the retainedCheckpoints latest
-// completed checkpoints of stats; savepoints are not among them) and the
-// orphans Flink left. It returns the orphans.
-//
-// An orphan is the dir of a checkpoint that never completed: Flink removes
-// it when the checkpoint is aborted, but a task's upload that finishes
-// after that removal creates it again, and nothing removes it then. One is
-// taken as left for good once nothing under it has changed for
-// orphanSettled; a subsumed checkpoint is always waited for, since Flink
-// removes those.
-func (e *realEnv) waitRetainedOnly(ctx context.Context, jobDir string, stats flink.CheckpointingStatistics) []string {
+// no chk-N but those Flink retains: the retainedCheckpoints latest
+// completed checkpoints of stats (settledStats; savepoints are not among
+// them).
+func (e *realEnv) waitRetainedOnly(ctx context.Context, jobDir string, stats flink.CheckpointingStatistics) {
 	e.t.Helper()
-	const orphanSettled = 10 * time.Second
 	var completed []int64
-	known := map[int64]bool{} // ids in the history that did not complete
-	oldestKnown := int64(math.MaxInt64)
 	for _, c := range stats.History {
-		oldestKnown = min(oldestKnown, c.ID)
-		switch {
-		case c.Status == "COMPLETED" && !c.IsSavepoint:
+		if c.Status == "COMPLETED" && !c.IsSavepoint {
 			completed = append(completed, c.ID)
-		case c.Status != "COMPLETED":
-			known[c.ID] = true
 		}
 	}
 	sort.Slice(completed, func(i, j int) bool { return completed[i] > completed[j] })
@@ -232,37 +217,19 @@ func (e *realEnv) waitRetainedOnly(ctx context.Context, jobDir string, stats fli
 	for _, id := range completed[:min(retainedCheckpoints, len(completed))] {
 		retained[fmt.Sprintf("chk-%d", id)] = true
 	}
-	// An aborted checkpoint newer than every one in the history is one the
-	// cancellation aborted after the stats were read.
-	newestKnown := int64(0)
-	for _, c := range stats.History {
-		newestKnown = max(newestKnown, c.ID)
-	}
 	dir := strings.TrimPrefix(jobDir, e.nnURI)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
 		entries, err := e.raw.ReadDir(dir)
-		var extra, orphans []string
+		var extra []string
 		for _, fi := range entries {
-			name := fi.Name()
-			if !strings.HasPrefix(name, "chk-") || retained[name] {
-				continue
+			if strings.HasPrefix(fi.Name(), "chk-") && !retained[fi.Name()] {
+				extra = append(extra, fi.Name())
 			}
-			id := chkNumber(name)
-			_, metaErr := e.raw.Stat(dir + "/" + name + "/" + layout.MetadataFileName)
-			aborted := (known[id] || id > newestKnown) && os.IsNotExist(metaErr)
-			if aborted && id >= oldestKnown && e.unchangedFor(dir+"/"+name, orphanSettled) {
-				orphans = append(orphans, jobDir+"/"+name)
-				continue
-			}
-			extra = append(extra, name)
 		}
 		if err == nil && len(extra) == 0 {
-			if len(orphans) > 0 {
-				e.t.Logf("%s: Flink left the dirs of aborted checkpoints %v", dir, orphans)
-			}
-			return orphans
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -302,21 +269,6 @@ func (e *realEnv) settledStats(ctx context.Context, jobID, jobDir string) flink.
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// unchangedFor tells whether nothing under p was modified within d.
-func (e *realEnv) unchangedFor(p string, d time.Duration) bool {
-	newest := time.Time{}
-	err := e.raw.Walk(p, func(_ string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		if fi.ModTime().After(newest) {
-			newest = fi.ModTime()
-		}
-		return nil
-	})
-	return err == nil && time.Since(newest) >= d
 }
 
 func (e *realEnv) age(p string, when time.Time) {
@@ -427,7 +379,7 @@ func testRealSandboxCleanup(t *testing.T, line string) {
 	// Flink discards the subsumed and the aborted checkpoints of a
 	// cancelled job in the background: age A once they are gone, or a
 	// discard racing the aging removes what it walks and touches the dir.
-	orphansA := e.waitRetainedOnly(ctx, jobADir, statsA)
+	e.waitRetainedOnly(ctx, jobADir, statsA)
 
 	// Age A, the two oldest savepoints, and add garbage of every kind.
 	e.age(jobADir, longAgo)
@@ -453,9 +405,6 @@ func testRealSandboxCleanup(t *testing.T, line string) {
 	e.write(ctx, haRoot+"/cluster-live/completedCheckpointba9876543210", []byte("x"))
 	e.age(haRoot+"/cluster-live", longAgo)
 	garbage[sps[1]] = true
-	for _, o := range orphansA { // an aborted checkpoint's leftovers are garbage too
-		garbage[o] = true
-	}
 
 	// A's dir was touched by adding garbage to it; age it again.
 	e.age(jobADir, longAgo)
