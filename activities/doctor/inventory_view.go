@@ -221,6 +221,10 @@ func (a *Activities) describeCluster(ctx context.Context, c inventory.Cluster) C
 			// Checkpointing off, or a job that ended (a failed restore)
 			// before its execution graph, and its statistics, existed.
 			jv.Note = joinNotes(jv.Note, "no checkpoint statistics: checkpointing is off, or the job never started running")
+		case err != nil && (j.State == flink.JobInitializing || j.State == flink.JobCreated) && errors.Is(err, flink.ErrServerError):
+			// Flink answers 500 "not available while the JobManager is
+			// initializing" until the job's JobMaster runs.
+			jv.Note = joinNotes(jv.Note, "no checkpoint statistics yet: the job is "+string(j.State))
 		case err != nil:
 			jv.Error = fmt.Sprintf("checkpoints: %v", err)
 		default:

@@ -69,6 +69,7 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 	}
 	const orders, payments, twin1, twin2 = "a0000000000000000000000000000000", "b0000000000000000000000000000000", "c0000000000000000000000000000000", "d0000000000000000000000000000000"
 	const failedEarly, dropped, broken = "e0000000000000000000000000000000", "f0000000000000000000000000000000", "90000000000000000000000000000000"
+	const starting = "80000000000000000000000000000000"
 	stats := func(chk, sp, from string) flink.CheckpointingStatistics {
 		var s flink.CheckpointingStatistics
 		s.Latest.Completed = &flink.CheckpointStatistics{ExternalPath: chk}
@@ -85,6 +86,7 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 			failedEarly: fmt.Errorf("checkpoint statistics: %w", flink.ErrCheckpointingDisabled),
 			dropped:     fmt.Errorf("checkpoint statistics: %w", flink.ErrJobNotFound),
 			broken:      errors.New("500 Internal Server Error"),
+			starting:    fmt.Errorf("checkpoint statistics: %w", flink.ErrServerError),
 		}, Flink: acttest.Flink{
 			Jobs: []flink.JobOverview{
 				{ID: orders, Name: "orders", State: flink.JobRunning},
@@ -94,6 +96,7 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 				{ID: failedEarly, Name: "bad-restore", State: flink.JobFailed},
 				{ID: dropped, Name: "dropped", State: flink.JobCanceled},
 				{ID: broken, Name: "broken", State: flink.JobRunning},
+				{ID: starting, Name: "starting", State: flink.JobInitializing},
 			},
 			StatsByJob: map[string]flink.CheckpointingStatistics{
 				orders:   stats("hdfs://nn/a/checkpoints/"+orders+"/chk-7", "hdfs://nn/a/savepoints/sp-1", "hdfs://nn/a/savepoints/sp-0"),
@@ -137,6 +140,9 @@ func TestDescribeInventoryShowsTheFleetAndWhatItCannotSee(t *testing.T) {
 	}
 	if d := jobs["dropped"][0]; d.Error != "" || !strings.Contains(d.Note, "no longer knows") {
 		t.Errorf("dropped job %+v; want a note, no error", d)
+	}
+	if s := jobs["starting"][0]; s.Error != "" || !strings.Contains(s.Note, "INITIALIZING") {
+		t.Errorf("initializing job %+v; want a note, no error", s)
 	}
 	if b := jobs["broken"][0]; !strings.Contains(b.Error, "500 Internal Server Error") {
 		t.Errorf("job whose statistics fail %+v; want the error", b)
